@@ -1,0 +1,298 @@
+// Command hivekeeper runs the hivekeeper controllers for the ToolHive MCP
+// API (toolhive.stacklok.dev/v1beta1).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // enables --log-format=json
+	"k8s.io/klog/v2"
+
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type options struct {
+	kubeconfig           string
+	namespaces           []string
+	workers              int
+	qps                  float32
+	burst                int
+	runnerImage          string
+	vmcpImage            string
+	metricsAddr          string
+	healthAddr           string
+	leaderElect          bool
+	leaderElectNamespace string
+	leaderElectID        string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
+	shutdownGrace        time.Duration
+	resync               time.Duration
+	showVersion          bool
+}
+
+func main() {
+	if err := run(); err != nil {
+		klog.ErrorS(err, "hivekeeper failed")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+}
+
+func run() error {
+	o := options{}
+	fs := pflag.CommandLine
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty means the in-cluster configuration.")
+	fs.StringSliceVar(&o.namespaces, "namespaces", nil, "Comma-separated namespaces to watch. Empty means all namespaces.")
+	fs.IntVar(&o.workers, "workers", 4, "Concurrent syncs per controller.")
+	fs.Float32Var(&o.qps, "kube-api-qps", 50, "Sustained queries per second to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of queries to the API server.")
+	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
+	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz server; \"0\" disables it.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader on a Lease so that only one replica writes.")
+	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader-election Lease; defaults to the pod's namespace, else kube-system.")
+	fs.StringVar(&o.leaderElectID, "leader-elect-id", "hivekeeper-leader", "Name of the leader-election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a lease is valid without renewal.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 20*time.Second, "Time allowed for workers and servers to stop after SIGTERM.")
+	fs.DurationVar(&o.resync, "resync-period", 10*time.Hour, "Informer resync period; 0 disables it.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+
+	logOpts := logs.NewOptions()
+	logsapi.AddFlags(logOpts, fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlag(klogFlags.Lookup("v"))
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "hivekeeper runs the controllers of the ToolHive MCP API (toolhive.stacklok.dev/v1beta1).\n\nUsage:\n  hivekeeper [flags]\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	pflag.Parse()
+	if o.showVersion {
+		fmt.Println(version)
+		return nil
+	}
+	if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+		return err
+	}
+	defer logs.FlushLogs()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger := klog.Background().WithName("hivekeeper")
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting", "version", version, "namespaces", o.namespaces)
+
+	cfg, err := clientConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "hivekeeper/" + version
+	kube, th, err := app.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+
+	var ready atomic.Bool
+	readyCh := make(chan struct{})
+	go func() {
+		select {
+		case <-readyCh:
+			ready.Store(true)
+		case <-ctx.Done():
+		}
+	}()
+
+	var electionHealth *leaderelection.HealthzAdaptor
+	if o.leaderElect {
+		electionHealth = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	}
+	servers := startServers(ctx, o, &ready, electionHealth)
+
+	appOpts := app.Options{
+		Namespaces:   o.namespaces,
+		Workers:      o.workers,
+		RunnerImage:  o.runnerImage,
+		VMCPImage:    o.vmcpImage,
+		ResyncPeriod: o.resync,
+	}
+	runControllers := func(ctx context.Context) error {
+		return app.Start(ctx, kube, th, appOpts, readyCh)
+	}
+
+	var runErr error
+	if !o.leaderElect {
+		runErr = runControllers(ctx)
+	} else {
+		runErr = runWithLeaderElection(ctx, o, cfg, electionHealth, runControllers)
+	}
+	shutdownServers(logger, servers, o.shutdownGrace)
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	logger.Info("Stopped cleanly")
+	return nil
+}
+
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		if env := os.Getenv("KUBECONFIG"); env != "" {
+			kubeconfig = env
+		}
+	}
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// runWithLeaderElection runs the controllers only while this process holds
+// the Lease. Losing the lease ends the process: a controller that keeps
+// writing after another replica took over would fight it.
+func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	ns := o.leaderElectNamespace
+	if ns == "" {
+		ns = podNamespace()
+	}
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	id += "_" + randomSuffix()
+	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, ns, o.leaderElectID,
+		resourcelock.ResourceLockConfig{Identity: id}, cfg, o.renewDeadline)
+	if err != nil {
+		return err
+	}
+	var runErr error
+	lost := make(chan struct{})
+	leCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leaderelection.RunOrDie(leCtx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaderElectID,
+		WatchDog:        health,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Started leading", "identity", id)
+				runErr = run(ctx)
+				cancel()
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					logger.Info("Leadership lost; exiting so that only the new leader writes")
+					close(lost)
+				}
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	select {
+	case <-lost:
+		return errors.New("leader election lost")
+	default:
+	}
+	return runErr
+}
+
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return "kube-system"
+}
+
+func randomSuffix() string {
+	return fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
+}
+
+func startServers(ctx context.Context, o options, ready *atomic.Bool, election *leaderelection.HealthzAdaptor) []*http.Server {
+	logger := klog.FromContext(ctx)
+	var servers []*http.Server
+	serve := func(addr string, h http.Handler, what string) {
+		if addr == "" || addr == "0" {
+			return
+		}
+		srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			logger.Info("Serving", "what", what, "address", addr)
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "Server failed", "what", what)
+			}
+		}()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	serve(o.metricsAddr, mux, "metrics")
+
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if election != nil {
+			if err := election.Check(r); err != nil {
+				http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// A standby replica is ready: it serves health and waits for the
+		// lease. The leader is ready once its caches synced.
+		if o.leaderElect || ready.Load() {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+	})
+	serve(o.healthAddr, health, "health")
+	return servers
+}
+
+func shutdownServers(logger klog.Logger, servers []*http.Server, grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			logger.Error(err, "Server shutdown")
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phases of an MCPGroup.
+const (
+	MCPGroupPhaseReady   = "Ready"
+	MCPGroupPhasePending = "Pending"
+	MCPGroupPhaseFailed  = "Failed"
+)
+
+// MCPGroup condition reasons used by workloads that reference a group.
+const (
+	ReasonGroupRefValid    = "GroupRefValid"
+	ReasonGroupRefNotFound = "GroupRefNotFound"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcpg,categories=toolhive
+// +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MCPGroup is a named set of MCP workloads in one namespace. Workloads join
+// with spec.groupRef; a VirtualMCPServer aggregates a group.
+type MCPGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec describes the group. Fields hivekeeper does not model are preserved.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Spec MCPGroupSpec `json:"spec,omitempty"`
+	// Status is written by hivekeeper's MCPGroup controller only.
+	// +optional
+	Status MCPGroupStatus `json:"status,omitempty"`
+}
+
+// MCPGroupSpec describes a group.
+type MCPGroupSpec struct {
+	// Description is free text.
+	// +optional
+	Description string `json:"description,omitempty"`
+}
+
+// MCPGroupStatus is the membership of a group, recomputed in full from an
+// index by the MCPGroup controller, its only writer.
+type MCPGroupStatus struct {
+	// Servers are the names of the member MCPServers, sorted.
+	// +listType=atomic
+	// +optional
+	Servers []string `json:"servers,omitempty"`
+	// ServerCount is len(servers).
+	// +optional
+	ServerCount int32 `json:"serverCount,omitempty"`
+	// RemoteProxies are the names of the member MCPRemoteProxies, sorted.
+	// +listType=atomic
+	// +optional
+	RemoteProxies []string `json:"remoteProxies,omitempty"`
+	// RemoteProxyCount is len(remoteProxies).
+	// +optional
+	RemoteProxyCount int32 `json:"remoteProxyCount,omitempty"`
+	// Phase summarises the group.
+	// +kubebuilder:validation:Enum=Ready;Pending;Failed
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions describe the group.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MCPGroupList is a list of MCPGroups.
+type MCPGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MCPGroups.
+	Items []MCPGroup `json:"items"`
+}

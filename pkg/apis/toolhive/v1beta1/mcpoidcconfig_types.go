@@ -1,0 +1,195 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MCPOIDCConfig source types.
+const (
+	OIDCConfigTypeKubernetesServiceAccount = "kubernetesServiceAccount"
+	OIDCConfigTypeInline                   = "inline"
+)
+
+// MCPOIDCConfig condition types and reasons.
+const (
+	ConditionValid           = "Valid"
+	ConditionDeletionBlocked = "DeletionBlocked"
+
+	ReasonConfigValid           = "ConfigValid"
+	ReasonConfigInvalid         = "ConfigInvalid"
+	ReasonReferencedByWorkloads = "ReferencedByWorkloads"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcpoidc,categories=toolhive
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="References",type=integer,JSONPath=`.status.referenceCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MCPOIDCConfig is a shared OIDC setup that MCP workloads in the same
+// namespace reference to authenticate incoming requests.
+type MCPOIDCConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the OIDC setup. Fields hivekeeper does not model are preserved.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +required
+	Spec MCPOIDCConfigSpec `json:"spec"`
+	// Status is written by hivekeeper's MCPOIDCConfig controller only.
+	// +optional
+	Status MCPOIDCConfigStatus `json:"status,omitempty"`
+}
+
+// MCPOIDCConfigSpec selects and describes the token validation source.
+// +kubebuilder:validation:XValidation:rule="self.type == 'inline' ? (has(self.inline) && !has(self.kubernetesServiceAccount)) : (has(self.kubernetesServiceAccount) && !has(self.inline))",message="the block named by type must be set and the other block must be absent"
+type MCPOIDCConfigSpec struct {
+	// Type selects which block is used.
+	// +kubebuilder:validation:Enum=kubernetesServiceAccount;inline
+	// +required
+	Type string `json:"type"`
+	// KubernetesServiceAccount validates Kubernetes service-account tokens.
+	// +optional
+	KubernetesServiceAccount *KubernetesServiceAccountOIDCConfig `json:"kubernetesServiceAccount,omitempty"`
+	// Inline describes an external identity provider.
+	// +optional
+	Inline *InlineOIDCConfig `json:"inline,omitempty"`
+}
+
+// KubernetesServiceAccountOIDCConfig validates tokens issued by the cluster.
+type KubernetesServiceAccountOIDCConfig struct {
+	// Issuer of the service-account tokens.
+	// +kubebuilder:default="https://kubernetes.default.svc"
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// JWKSURL overrides the key set location.
+	// +optional
+	JWKSURL string `json:"jwksUrl,omitempty"`
+	// IntrospectionURL is the token introspection endpoint.
+	// +optional
+	IntrospectionURL string `json:"introspectionUrl,omitempty"`
+	// UseClusterAuth uses the pod's service-account token and cluster CA to
+	// reach the API server; unset means true.
+	// +optional
+	UseClusterAuth *bool `json:"useClusterAuth,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// Key inside the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Key string `json:"key"`
+}
+
+// ConfigMapKeyRef names one key of a ConfigMap in the same namespace.
+type ConfigMapKeyRef struct {
+	// Name of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// Key inside the ConfigMap.
+	// +kubebuilder:default="ca.crt"
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// CABundleSource is where a CA bundle comes from.
+type CABundleSource struct {
+	// ConfigMapRef is a ConfigMap key holding PEM certificates.
+	// +optional
+	ConfigMapRef *ConfigMapKeyRef `json:"configMapRef,omitempty"`
+}
+
+// InlineOIDCConfig describes an external identity provider.
+type InlineOIDCConfig struct {
+	// Issuer URL of the identity provider.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Issuer string `json:"issuer"`
+	// JWKSURL is the key set location.
+	// +optional
+	JWKSURL string `json:"jwksUrl,omitempty"`
+	// IntrospectionURL is the token introspection endpoint.
+	// +optional
+	IntrospectionURL string `json:"introspectionUrl,omitempty"`
+	// ClientID used for introspection.
+	// +optional
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecretRef holds the client secret; it reaches the proxy as
+	// TOOLHIVE_OIDC_CLIENT_SECRET through a secretKeyRef, never a ConfigMap.
+	// +optional
+	ClientSecretRef *SecretKeyRef `json:"clientSecretRef,omitempty"`
+	// CABundleRef is a CA bundle trusted for the provider's endpoints.
+	// +optional
+	CABundleRef *CABundleSource `json:"caBundleRef,omitempty"`
+	// JWKSAuthTokenPath is a file whose bearer token authenticates JWKS fetches.
+	// +optional
+	JWKSAuthTokenPath string `json:"jwksAuthTokenPath,omitempty"`
+	// JWKSAllowPrivateIP allows the JWKS URL to resolve to a private address.
+	// +optional
+	JWKSAllowPrivateIP bool `json:"jwksAllowPrivateIP,omitempty"`
+	// ProtectedResourceAllowPrivateIP allows the protected-resource URL to
+	// resolve to a private address.
+	// +optional
+	ProtectedResourceAllowPrivateIP bool `json:"protectedResourceAllowPrivateIP,omitempty"`
+	// InsecureAllowHTTP allows http:// issuer and JWKS URLs. Development only.
+	// +optional
+	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
+}
+
+// WorkloadReference names a workload that references an MCPOIDCConfig.
+type WorkloadReference struct {
+	// Kind of the workload.
+	// +kubebuilder:validation:Enum=MCPServer;VirtualMCPServer;MCPRemoteProxy
+	// +required
+	Kind string `json:"kind"`
+	// Name of the workload, in the config's namespace.
+	// +required
+	Name string `json:"name"`
+}
+
+// MCPOIDCConfigStatus is the observed state of an MCPOIDCConfig.
+type MCPOIDCConfigStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ConfigHash changes exactly when the spec does; workloads copy it to
+	// roll their pods when the config changes.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+	// ReferencingWorkloads are the workloads that reference this config,
+	// sorted by kind then name. Owned by the MCPOIDCConfig controller alone.
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +optional
+	ReferencingWorkloads []WorkloadReference `json:"referencingWorkloads,omitempty"`
+	// ReferenceCount is len(referencingWorkloads).
+	// +optional
+	ReferenceCount int32 `json:"referenceCount,omitempty"`
+	// Conditions: Valid and DeletionBlocked.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MCPOIDCConfigList is a list of MCPOIDCConfigs.
+type MCPOIDCConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MCPOIDCConfigs.
+	Items []MCPOIDCConfig `json:"items"`
+}

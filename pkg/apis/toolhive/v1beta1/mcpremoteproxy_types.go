@@ -1,0 +1,115 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rp;mcprp,categories=toolhive
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MCPRemoteProxy puts ToolHive's proxy runner in front of an MCP server that
+// runs outside the cluster.
+type MCPRemoteProxy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired proxy. Fields hivekeeper does not model are preserved.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +required
+	Spec MCPRemoteProxySpec `json:"spec"`
+	// Status is written by hivekeeper's MCPRemoteProxy controller only.
+	// +optional
+	Status MCPRemoteProxyStatus `json:"status,omitempty"`
+}
+
+// MCPRemoteProxySpec is the desired state of an MCPRemoteProxy.
+type MCPRemoteProxySpec struct {
+	// RemoteURL of the MCP server.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +required
+	RemoteURL string `json:"remoteUrl"`
+	// ProxyPort is the proxy container port and the Service port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=8080
+	// +optional
+	ProxyPort int32 `json:"proxyPort,omitempty"`
+	// Transport the remote server speaks.
+	// +kubebuilder:validation:Enum=sse;streamable-http
+	// +kubebuilder:default=streamable-http
+	// +optional
+	Transport string `json:"transport,omitempty"`
+	// OIDCConfigRef authenticates incoming requests with an MCPOIDCConfig.
+	// +optional
+	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+	// Resources of the proxy container.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// ResourceOverrides customise the proxy Deployment and Service.
+	// +optional
+	ResourceOverrides *ResourceOverrides `json:"resourceOverrides,omitempty"`
+	// Replicas of the proxy; unset means hands off.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// SessionAffinity of the proxy Service.
+	// +kubebuilder:validation:Enum=ClientIP;None
+	// +kubebuilder:default=ClientIP
+	// +optional
+	SessionAffinity string `json:"sessionAffinity,omitempty"`
+	// TrustProxyHeaders makes the proxy trust X-Forwarded-* headers.
+	// +optional
+	TrustProxyHeaders bool `json:"trustProxyHeaders,omitempty"`
+	// EndpointPrefix is a path prefix the proxy serves under.
+	// +optional
+	EndpointPrefix string `json:"endpointPrefix,omitempty"`
+	// ServiceAccount of the proxy pod. When set, hivekeeper creates no RBAC.
+	// +optional
+	ServiceAccount *string `json:"serviceAccount,omitempty"`
+	// GroupRef makes the proxy a member of an MCPGroup.
+	// +optional
+	GroupRef *GroupRef `json:"groupRef,omitempty"`
+}
+
+// MCPRemoteProxyStatus is the observed state of an MCPRemoteProxy.
+type MCPRemoteProxyStatus struct {
+	// Phase summarises the proxy's state.
+	// +kubebuilder:validation:Enum=Pending;Ready;Failed;Terminating
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// URL clients use to reach the proxy inside the cluster.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
+	// +optional
+	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions describe the proxy.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MCPRemoteProxyList is a list of MCPRemoteProxies.
+type MCPRemoteProxyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MCPRemoteProxies.
+	Items []MCPRemoteProxy `json:"items"`
+}

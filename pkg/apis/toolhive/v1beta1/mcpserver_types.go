@@ -1,0 +1,170 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Phases of an MCPServer.
+const (
+	MCPServerPhasePending     = "Pending"
+	MCPServerPhaseReady       = "Ready"
+	MCPServerPhaseFailed      = "Failed"
+	MCPServerPhaseTerminating = "Terminating"
+	MCPServerPhaseStopped     = "Stopped"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcpserver,categories=toolhive
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MCPServer runs one MCP server behind ToolHive's proxy runner: a proxy
+// Deployment and Service, the RunConfig the runner reads, and the RBAC the
+// runner needs to create the MCP server's own StatefulSet.
+type MCPServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired MCP server. Fields hivekeeper does not model are
+	// preserved as written.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +required
+	Spec MCPServerSpec `json:"spec"`
+	// Status is written by hivekeeper's MCPServer controller only.
+	// +optional
+	Status MCPServerStatus `json:"status,omitempty"`
+}
+
+// MCPServerSpec is the desired state of an MCPServer.
+type MCPServerSpec struct {
+	// Image of the MCP server.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Image string `json:"image"`
+	// Transport is how the MCP server speaks.
+	// +kubebuilder:validation:Enum=stdio;streamable-http;sse
+	// +kubebuilder:default=stdio
+	// +optional
+	Transport string `json:"transport,omitempty"`
+	// ProxyMode is what the proxy exposes for a stdio server. For the HTTP
+	// transports the effective mode equals the transport.
+	// +kubebuilder:validation:Enum=sse;streamable-http
+	// +kubebuilder:default=streamable-http
+	// +optional
+	ProxyMode string `json:"proxyMode,omitempty"`
+	// ProxyPort is the proxy container port and the Service port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=8080
+	// +optional
+	ProxyPort int32 `json:"proxyPort,omitempty"`
+	// MCPPort is the port the MCP server listens on (RunConfig target_port);
+	// 8080 when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	MCPPort *int32 `json:"mcpPort,omitempty"`
+	// Args are passed to the MCP server.
+	// +optional
+	Args []string `json:"args,omitempty"`
+	// Env is the MCP server's environment (not the proxy's).
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []NameValue `json:"env,omitempty"`
+	// Resources of the proxy container.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// Secrets exposed to the MCP server container as environment variables.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Secrets []SecretRef `json:"secrets,omitempty"`
+	// ServiceAccount of the MCP server pod. When unset hivekeeper creates
+	// <name>-sa.
+	// +optional
+	ServiceAccount *string `json:"serviceAccount,omitempty"`
+	// PodTemplateSpec is a patch for the MCP server pod; its container is
+	// named "mcp".
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
+	// ResourceOverrides customise the proxy Deployment and Service.
+	// +optional
+	ResourceOverrides *ResourceOverrides `json:"resourceOverrides,omitempty"`
+	// OIDCConfigRef authenticates incoming requests with an MCPOIDCConfig.
+	// +optional
+	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+	// AuthzConfig is owned by another writer; hivekeeper stores and keeps it
+	// but does not act on it.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
+	// Replicas of the proxy. Unset means hands off: an HPA or kubectl owns the
+	// count. A stdio server is capped at 1.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// SessionAffinity of the proxy Service.
+	// +kubebuilder:validation:Enum=ClientIP;None
+	// +kubebuilder:default=ClientIP
+	// +optional
+	SessionAffinity string `json:"sessionAffinity,omitempty"`
+	// TrustProxyHeaders makes the proxy trust X-Forwarded-* headers.
+	// +optional
+	TrustProxyHeaders bool `json:"trustProxyHeaders,omitempty"`
+	// EndpointPrefix is a path prefix the proxy serves under.
+	// +optional
+	EndpointPrefix string `json:"endpointPrefix,omitempty"`
+	// GroupRef makes the server a member of an MCPGroup.
+	// +optional
+	GroupRef *GroupRef `json:"groupRef,omitempty"`
+}
+
+// MCPServerStatus is the observed state of an MCPServer.
+type MCPServerStatus struct {
+	// Phase summarises the server's state.
+	// +kubebuilder:validation:Enum=Pending;Ready;Failed;Terminating;Stopped
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// URL clients use to reach the server inside the cluster.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// ReadyReplicas of the proxy Deployment.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig that
+	// this server was last converged with.
+	// +optional
+	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, PodTemplateValid, OIDCConfigRefValidated and others.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MCPServerList is a list of MCPServers.
+type MCPServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MCPServers.
+	Items []MCPServer `json:"items"`
+}

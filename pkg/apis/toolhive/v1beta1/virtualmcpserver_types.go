@@ -1,0 +1,138 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Incoming authentication types of a VirtualMCPServer.
+const (
+	IncomingAuthAnonymous = "anonymous"
+	IncomingAuthOIDC      = "oidc"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vmcp,categories=toolhive
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// VirtualMCPServer aggregates the MCP servers of one MCPGroup behind a single
+// endpoint.
+type VirtualMCPServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired virtual server. Fields hivekeeper does not model
+	// are preserved.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +required
+	Spec VirtualMCPServerSpec `json:"spec"`
+	// Status is written by hivekeeper's VirtualMCPServer controller only.
+	// +optional
+	Status VirtualMCPServerStatus `json:"status,omitempty"`
+}
+
+// IncomingAuth is how clients authenticate to the virtual server.
+// +kubebuilder:validation:XValidation:rule="self.type != 'oidc' || has(self.oidcConfigRef)",message="type oidc requires oidcConfigRef"
+type IncomingAuth struct {
+	// Type of incoming authentication.
+	// +kubebuilder:validation:Enum=anonymous;oidc
+	// +required
+	Type string `json:"type"`
+	// OIDCConfigRef is required when type is oidc.
+	// +optional
+	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+}
+
+// ServiceType values of a VirtualMCPServer's Service.
+const (
+	ServiceTypeClusterIP    = "ClusterIP"
+	ServiceTypeNodePort     = "NodePort"
+	ServiceTypeLoadBalancer = "LoadBalancer"
+)
+
+// VirtualMCPServerSpec is the desired state of a VirtualMCPServer.
+type VirtualMCPServerSpec struct {
+	// IncomingAuth is how clients authenticate.
+	// +required
+	IncomingAuth IncomingAuth `json:"incomingAuth"`
+	// GroupRef is the MCPGroup whose servers are aggregated.
+	// +required
+	GroupRef GroupRef `json:"groupRef"`
+	// ServiceType of the vMCP Service.
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	ServiceType string `json:"serviceType,omitempty"`
+	// Replicas of the vMCP Deployment; unset means hands off.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// ServiceAccount of the vMCP pod; hivekeeper creates <name>-vmcp when unset.
+	// +optional
+	ServiceAccount *string `json:"serviceAccount,omitempty"`
+	// SessionAffinity of the vMCP Service.
+	// +kubebuilder:validation:Enum=ClientIP;None
+	// +kubebuilder:default=ClientIP
+	// +optional
+	SessionAffinity string `json:"sessionAffinity,omitempty"`
+	// PodTemplateSpec is a patch for the vMCP pod; its container is named "vmcp".
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
+	// Config is the vMCP configuration, passed through to config.yaml.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// Phases of a VirtualMCPServer.
+const (
+	VirtualMCPServerPhasePending  = "Pending"
+	VirtualMCPServerPhaseReady    = "Ready"
+	VirtualMCPServerPhaseDegraded = "Degraded"
+	VirtualMCPServerPhaseFailed   = "Failed"
+)
+
+// VirtualMCPServerStatus is the observed state of a VirtualMCPServer.
+type VirtualMCPServerStatus struct {
+	// Phase summarises the virtual server's state.
+	// +kubebuilder:validation:Enum=Pending;Ready;Degraded;Failed
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// URL clients use to reach the virtual server inside the cluster.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
+	// +optional
+	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions describe the virtual server.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// VirtualMCPServerList is a list of VirtualMCPServers.
+type VirtualMCPServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the VirtualMCPServers.
+	Items []VirtualMCPServer `json:"items"`
+}

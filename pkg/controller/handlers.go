@@ -1,0 +1,76 @@
+package controller
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// MetaFromObj returns the object metadata of an informer event object,
+// unwrapping a DeletedFinalStateUnknown tombstone. ok is false for anything
+// else.
+func MetaFromObj(obj any) (metav1.Object, bool) {
+	if t, isTombstone := obj.(cache.DeletedFinalStateUnknown); isTombstone {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	return m, ok
+}
+
+// OwnerLookup returns the UID of the current owner named ns/name, or
+// ok=false when it does not exist. Controllers pass a lister lookup.
+type OwnerLookup func(namespace, name string) (uid types.UID, ok bool)
+
+// OwnerKey maps a child to the namespace/name key of its controller owner.
+// The owner reference must name the expected kind and API group, and its UID
+// must be the UID of the owner that exists now: a child left behind by a
+// deleted owner of the same name is not mapped to the new one.
+func OwnerKey(child metav1.Object, owner schema.GroupKind, lookup OwnerLookup) (string, bool) {
+	ref := metav1.GetControllerOf(child)
+	if ref == nil || ref.Kind != owner.Kind {
+		return "", false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != owner.Group {
+		return "", false
+	}
+	uid, ok := lookup(child.GetNamespace(), ref.Name)
+	if !ok || uid != ref.UID {
+		return "", false
+	}
+	return child.GetNamespace() + "/" + ref.Name, true
+}
+
+// IsResync reports whether an update event is a periodic resync of an
+// unchanged object (the same resourceVersion), which children handlers drop.
+func IsResync(oldObj, newObj any) bool {
+	o, ok1 := MetaFromObj(oldObj)
+	n, ok2 := MetaFromObj(newObj)
+	return ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion()
+}
+
+// ChildHandler returns event handlers for a child informer that enqueue the
+// child's controller owner of kind owner, through enqueue. Resync updates
+// with an unchanged resourceVersion are dropped.
+func ChildHandler(owner schema.GroupKind, lookup OwnerLookup, enqueue func(key string)) cache.ResourceEventHandlerFuncs {
+	handle := func(obj any) {
+		m, ok := MetaFromObj(obj)
+		if !ok {
+			return
+		}
+		if key, ok := OwnerKey(m, owner, lookup); ok {
+			enqueue(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: handle,
+		UpdateFunc: func(oldObj, newObj any) {
+			if IsResync(oldObj, newObj) {
+				return
+			}
+			handle(newObj)
+		},
+		DeleteFunc: handle,
+	}
+}

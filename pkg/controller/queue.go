@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// DefaultMaxRetries is how often a failing key is retried with backoff
+// before it is dropped (and picked up again by the next event or resync).
+const DefaultMaxRetries = 15
+
+// SyncFunc converges one object, named by its namespace/name key.
+type SyncFunc func(ctx context.Context, key string) error
+
+// Loop is the shared workqueue loop: one named queue, N workers and a retry
+// policy. A controller embeds a *Loop and gives it its sync function.
+type Loop struct {
+	// Name names the queue (workqueue_* metrics) and the controller label of
+	// the hivekeeper_* series.
+	Name string
+	// Queue holds namespace/name keys.
+	Queue workqueue.TypedRateLimitingInterface[string]
+	// Sync is the sync handler; tests may replace it.
+	Sync SyncFunc
+	// MaxRetries caps the retries of a failing key.
+	MaxRetries int
+
+	synced []cache.InformerSynced
+}
+
+// NewRateLimiter returns the rate limiter of every queue: the slower of a
+// per-item exponential backoff (5ms doubling up to 5 minutes) and a global
+// token bucket (10 qps, burst 100) so that a storm of failures cannot flood
+// the API server.
+func NewRateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// NewLoop creates a loop with a named, metered, rate-limited queue. synced
+// are the informers the workers wait for.
+func NewLoop(name string, sync SyncFunc, synced ...cache.InformerSynced) *Loop {
+	return NewLoopWithRateLimiter(name, sync, NewRateLimiter(), synced...)
+}
+
+// NewLoopWithRateLimiter is NewLoop with a chosen rate limiter (tests use a
+// fast one).
+func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLimiter[string], synced ...cache.InformerSynced) *Loop {
+	return &Loop{
+		Name: name,
+		Queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
+			Name:            name,
+			MetricsProvider: metrics.WorkqueueProvider,
+		}),
+		Sync:       sync,
+		MaxRetries: DefaultMaxRetries,
+		synced:     synced,
+	}
+}
+
+// Enqueue adds the key of obj (a live object or a tombstone).
+func (l *Loop) Enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	l.Queue.Add(key)
+}
+
+// EnqueueKey adds a namespace/name key.
+func (l *Loop) EnqueueKey(key string) { l.Queue.Add(key) }
+
+// Run waits for the caches, starts workers and blocks until ctx is done;
+// then it shuts the queue down and waits for the workers to finish their
+// current item.
+func (l *Loop) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
+	ctx = klog.NewContext(ctx, logger)
+
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
+		l.Queue.ShutDown()
+		return fmt.Errorf("%s: caches did not sync", l.Name)
+	}
+	logger.Info("Starting workers", "count", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for l.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	l.Queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// processNextWorkItem syncs one key; it returns false once the queue is
+// shut down.
+func (l *Loop) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := l.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.Queue.Done(key)
+
+	start := time.Now()
+	err := l.Sync(ctx, key)
+	metrics.ReconcileDuration.WithLabelValues(l.Name).Observe(time.Since(start).Seconds())
+	l.handleErr(ctx, key, err)
+	return true
+}
+
+// handleErr applies the retry policy: success forgets the key's backoff, a
+// RequeueAfter error schedules the key, any other error is retried with
+// backoff until MaxRetries, then dropped with an error log.
+func (l *Loop) handleErr(ctx context.Context, key string, err error) {
+	logger := klog.FromContext(ctx)
+	if err == nil {
+		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultSuccess).Inc()
+		l.Queue.Forget(key)
+		return
+	}
+	var requeue *RequeueError
+	if errors.As(err, &requeue) {
+		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultRequeue).Inc()
+		l.Queue.Forget(key)
+		l.Queue.AddAfter(key, requeue.After)
+		return
+	}
+	metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultError).Inc()
+	if l.Queue.NumRequeues(key) < l.MaxRetries {
+		logger.V(2).Info("Sync failed, retrying", "key", key, "err", err.Error())
+		l.Queue.AddRateLimited(key)
+		return
+	}
+	logger.Error(err, "Sync failed too often, dropping key until its next event", "key", key, "retries", l.MaxRetries)
+	l.Queue.Forget(key)
+}
+
+// RequeueError asks the loop to sync the key again after a delay without
+// counting it as a failure (for example while waiting for a rollout).
+type RequeueError struct {
+	After time.Duration
+}
+
+func (e *RequeueError) Error() string { return fmt.Sprintf("requeue after %s", e.After) }
+
+// RequeueAfter returns a RequeueError.
+func RequeueAfter(d time.Duration) error { return &RequeueError{After: d} }

@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sync"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// FieldManager is the field manager of every write, and the event source.
+const FieldManager = "hivekeeper"
+
+// PatchFunc is the Patch method of a generated typed client.
+type PatchFunc[T any] func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+
+// CreateFunc is the Create method of a generated typed client.
+type CreateFunc[T any] func(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+
+// DeleteFunc is the Delete method of a generated typed client.
+type DeleteFunc func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+
+// Writer is the one path through which a controller writes. It counts every
+// write by verb and outcome, skips empty patches, and remembers the last
+// patch it sent to each child so that sending the same one again — a write
+// that did not stick, the signature of a hot loop — is counted as churn.
+type Writer struct {
+	controller string
+
+	mu   sync.Mutex
+	last map[string]uint64
+}
+
+// NewWriter returns a Writer that labels its metrics with controller.
+func NewWriter(controller string) *Writer {
+	return &Writer{controller: controller, last: map[string]uint64{}}
+}
+
+func (w *Writer) count(resource, verb string, err error) {
+	outcome := metrics.OutcomeSuccess
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err):
+		outcome = metrics.OutcomeConflict
+	default:
+		outcome = metrics.OutcomeError
+	}
+	metrics.Writes.WithLabelValues(w.controller, resource, verb, outcome).Inc()
+}
+
+// Skipped counts a write that was not needed.
+func (w *Writer) Skipped(resource string) {
+	metrics.WritesSkipped.WithLabelValues(w.controller, resource).Inc()
+}
+
+// MergePatch returns the JSON merge patch that turns original into modified,
+// and whether it changes anything. Both are marshalled as they are, so
+// callers pass deep copies they built for this purpose.
+func MergePatch(original, modified any) ([]byte, bool, error) {
+	o, err := json.Marshal(original)
+	if err != nil {
+		return nil, false, err
+	}
+	m, err := json.Marshal(modified)
+	if err != nil {
+		return nil, false, err
+	}
+	p, err := jsonpatch.CreateMergePatch(o, m)
+	if err != nil {
+		return nil, false, err
+	}
+	return p, string(p) != "{}", nil
+}
+
+// withResourceVersion adds metadata.resourceVersion to a merge patch so the
+// API server rejects it with 409 Conflict when the object changed since it
+// was read: a merge patch replaces whole arrays such as finalizers, so an
+// unlocked patch computed from a stale cache could drop another writer's
+// entry.
+func withResourceVersion(patch []byte, rv string) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(patch, &doc); err != nil {
+		return nil, err
+	}
+	md, _ := doc["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		doc["metadata"] = md
+	}
+	md["resourceVersion"] = rv
+	return json.Marshal(doc)
+}
+
+// PatchObject writes the spec and metadata changes between original and
+// modified (a changed deep copy of original) to a custom resource as a JSON
+// merge patch carrying original's resourceVersion. Status changes are not
+// sent (the main resource ignores them). Nothing is sent when nothing
+// changed. A 409 is returned as an error so the key is retried from a fresh
+// lister read. It never sends a full object: a PUT would zero the fields
+// hivekeeper does not model.
+func PatchObject[T any](ctx context.Context, w *Writer, resource string, patch PatchFunc[T], original, modified T) (bool, error) {
+	om, err := meta.Accessor(original)
+	if err != nil {
+		return false, err
+	}
+	o, m, err := withoutStatus(original, modified)
+	if err != nil {
+		return false, err
+	}
+	body, changed, err := MergePatch(o, m)
+	if err != nil {
+		return false, fmt.Errorf("computing patch for %s %s: %w", resource, om.GetName(), err)
+	}
+	if !changed {
+		w.Skipped(resource)
+		return false, nil
+	}
+	body, err = withResourceVersion(body, om.GetResourceVersion())
+	if err != nil {
+		return false, err
+	}
+	klog.FromContext(ctx).V(4).Info("Patching", "resource", resource, "object", klog.KObj(om), "patch", string(body))
+	_, err = patch(ctx, om.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	w.count(resource, metrics.VerbPatch, err)
+	if err != nil {
+		return false, fmt.Errorf("patching %s %s: %w", resource, om.GetName(), err)
+	}
+	return true, nil
+}
+
+// withoutStatus marshals both objects to generic maps without their status.
+func withoutStatus(objs ...any) (map[string]any, map[string]any, error) {
+	out := make([]map[string]any, len(objs))
+	for i, obj := range objs {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			return nil, nil, err
+		}
+		delete(out[i], "status")
+	}
+	return out[0], out[1], nil
+}
+
+// PatchStatus writes the difference between oldStatus and newStatus (the
+// status structs of one object, as read and as desired) to the status
+// subresource as a JSON merge patch. It sends nothing when they are equal.
+// A merge patch replaces the whole conditions array, so newStatus must be
+// built from the object as read, changing only this controller's condition
+// types.
+func PatchStatus[T any](ctx context.Context, w *Writer, resource, name string, patch PatchFunc[T], oldStatus, newStatus any) (bool, error) {
+	body, changed, err := MergePatch(map[string]any{"status": oldStatus}, map[string]any{"status": newStatus})
+	if err != nil {
+		return false, fmt.Errorf("computing status patch for %s %s: %w", resource, name, err)
+	}
+	if !changed {
+		w.Skipped(resource + "/status")
+		return false, nil
+	}
+	klog.FromContext(ctx).V(4).Info("Patching status", "resource", resource, "name", name, "patch", string(body))
+	_, err = patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	w.count(resource+"/status", metrics.VerbPatch, err)
+	if err != nil {
+		return false, fmt.Errorf("patching status of %s %s: %w", resource, name, err)
+	}
+	return true, nil
+}
+
+func childKey(resource, namespace, name string) string {
+	return resource + "/" + namespace + "/" + name
+}
+
+// CreateChild creates a child object.
+func CreateChild[T any](ctx context.Context, w *Writer, resource string, create CreateFunc[T], obj T) (T, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	klog.FromContext(ctx).V(2).Info("Creating child", "resource", resource, "object", klog.KObj(m))
+	out, err := create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	w.count(resource, metrics.VerbCreate, err)
+	w.forget(childKey(resource, m.GetNamespace(), m.GetName()))
+	if err != nil {
+		return out, fmt.Errorf("creating %s %s: %w", resource, klog.KObj(m), err)
+	}
+	return out, nil
+}
+
+// PatchChild sends a JSON merge patch to a child. body holds only what
+// this controller owns; it is sent with resourceVersion rv as an optimistic
+// lock. Sending the same body to the same child twice in a row is counted
+// as churn: the previous write did not converge the object.
+func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name, rv string, patch PatchFunc[T], body []byte) error {
+	key := childKey(resource, namespace, name)
+	sum := fnv.New64a()
+	_, _ = sum.Write(body)
+	h := sum.Sum64()
+	locked, err := withResourceVersion(body, rv)
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Patching child", "resource", resource, "object", klog.KRef(namespace, name), "patch", string(body))
+	_, err = patch(ctx, name, types.MergePatchType, locked, metav1.PatchOptions{FieldManager: FieldManager})
+	w.count(resource, metrics.VerbPatch, err)
+	if err != nil {
+		return fmt.Errorf("patching %s %s: %w", resource, klog.KRef(namespace, name), err)
+	}
+	w.mu.Lock()
+	prev, seen := w.last[key]
+	w.last[key] = h
+	w.mu.Unlock()
+	if seen && prev == h {
+		metrics.ChurnWrites.WithLabelValues(w.controller, resource).Inc()
+		klog.FromContext(ctx).Info("Churn: wrote the same desired state twice", "resource", resource, "object", klog.KRef(namespace, name))
+	}
+	return nil
+}
+
+// DeleteChild deletes an object; NotFound counts as done.
+func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name string, del DeleteFunc, opts metav1.DeleteOptions) error {
+	err := del(ctx, name, opts)
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	w.count(resource, metrics.VerbDelete, err)
+	w.forget(childKey(resource, namespace, name))
+	if err != nil {
+		return fmt.Errorf("deleting %s %s: %w", resource, klog.KRef(namespace, name), err)
+	}
+	return nil
+}
+
+func (w *Writer) forget(key string) {
+	w.mu.Lock()
+	delete(w.last, key)
+	w.mu.Unlock()
+}
+
+// Forget drops the churn memory of every child of one owner when the owner
+// is deleted, so the map stays as large as the set of live children.
+func (w *Writer) ForgetPrefix(resource, namespace, name string) {
+	w.forget(childKey(resource, namespace, name))
+}
