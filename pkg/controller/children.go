@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// ChildOps tells EnsureChild how to read, write and compare one kind of
+// child. Get reads the informer cache; Diff and PatchBody are the pure
+// comparator and owned-field patch of the kind.
+type ChildOps[T metav1.Object] struct {
+	// Resource names the kind in metrics and logs ("deployments").
+	Resource string
+	Get      func(namespace, name string) (T, error)
+	// Client returns the typed client of a namespace.
+	Client func(namespace string) ChildClient[T]
+	// Diff returns the names of the owned fields that differ.
+	Diff func(want, have T) []string
+	// NeedsRecreate reports drift in an immutable field; optional.
+	NeedsRecreate func(want, have T) bool
+	// PatchBody is the merge patch of the owned fields; adopt adds the
+	// controller owner reference to an orphan.
+	PatchBody func(want, have T, adopt bool) ([]byte, error)
+}
+
+// ChildClient is the subset of a generated typed client EnsureChild uses;
+// kube.CoreV1().ConfigMaps(ns) and its siblings satisfy it as they are.
+type ChildClient[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// ChildConflictError reports a child that exists under another controller.
+// hivekeeper adopts nothing that has another controller owner.
+type ChildConflictError struct {
+	Resource, Namespace, Name, Owner string
+}
+
+func (e *ChildConflictError) Error() string {
+	return fmt.Sprintf("%s %s/%s exists and is controlled by %s", e.Resource, e.Namespace, e.Name, e.Owner)
+}
+
+// Drift counts one comparison that fired and logs it at verbosity 2.
+func (w *Writer) Drift(ctx context.Context, resource string, obj klog.ObjectRef, fields []string) {
+	for _, f := range fields {
+		metrics.DriftDetections.WithLabelValues(w.controller, resource, f).Inc()
+	}
+	klog.FromContext(ctx).V(2).Info("Drift detected", "resource", resource, "object", obj, "fields", fields)
+}
+
+// EnsureChild converges one child: it creates the child when missing,
+// patches the owned fields when they drifted, and does nothing at all when
+// the live child already matches. It returns the live (or created) child.
+// An orphan of the same name is adopted; a child controlled by anything
+// else is left alone and reported as a ChildConflictError.
+func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T], want T, ownerUID types.UID) (T, error) {
+	var zero T
+	ns, name := want.GetNamespace(), want.GetName()
+	have, err := ops.Get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return CreateChild(ctx, w, ops.Resource, ops.Client(ns).Create, want)
+	}
+	if err != nil {
+		return zero, err
+	}
+	ref := metav1.GetControllerOf(have)
+	if ref != nil && ref.UID != ownerUID {
+		return zero, &ChildConflictError{Resource: ops.Resource, Namespace: ns, Name: name, Owner: ref.Kind + "/" + ref.Name}
+	}
+	adopt := ref == nil
+	fields := ops.Diff(want, have)
+	if adopt {
+		fields = append(fields, "metadata.ownerReferences")
+	}
+	if len(fields) == 0 {
+		w.Skipped(ops.Resource)
+		return have, nil
+	}
+	w.Drift(ctx, ops.Resource, klog.KRef(ns, name), fields)
+	if ops.NeedsRecreate != nil && ops.NeedsRecreate(want, have) {
+		// An immutable field differs: delete now, the delete event brings
+		// the owner back and the next sync creates the child afresh.
+		uid := have.GetUID()
+		return zero, DeleteChild(ctx, w, ops.Resource, ns, name, ops.Client(ns).Delete, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	}
+	body, err := ops.PatchBody(want, have, adopt)
+	if err != nil {
+		return zero, fmt.Errorf("building patch for %s %s/%s: %w", ops.Resource, ns, name, err)
+	}
+	if err := PatchChild(ctx, w, ops.Resource, ns, name, have.GetResourceVersion(), ops.Client(ns).Patch, body); err != nil {
+		return zero, err
+	}
+	return have, nil
+}
+
+// DeleteCollection deletes every object of a resource matching selector in
+// one request (used to restart proxy pods immediately).
+func DeleteCollection(ctx context.Context, w *Writer, resource, namespace string, del func(context.Context, metav1.DeleteOptions, metav1.ListOptions) error, selector string) error {
+	klog.FromContext(ctx).V(2).Info("Deleting collection", "resource", resource, "namespace", namespace, "selector", selector)
+	err := del(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
+	w.count(resource, metrics.VerbDelete, err)
+	if err != nil {
+		return fmt.Errorf("deleting %s in %s matching %s: %w", resource, namespace, selector, err)
+	}
+	return nil
+}

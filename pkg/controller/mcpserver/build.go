@@ -1,0 +1,391 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// Names, keys and values of the MCPServer contract.
+const (
+	App = "mcpserver"
+
+	AnnotationRunConfigChecksum    = "toolhive.stacklok.dev/runconfig-checksum"
+	AnnotationGeneration           = "toolhive.stacklok.dev/mcpserver-generation"
+	AnnotationRestartedAt          = "mcpserver.toolhive.stacklok.dev/restarted-at"
+	AnnotationRestartStrategy      = "mcpserver.toolhive.stacklok.dev/restart-strategy"
+	AnnotationLastProcessedRestart = "mcpserver.toolhive.stacklok.dev/last-processed-restart"
+	Finalizer                      = "mcpserver.toolhive.stacklok.dev/finalizer"
+
+	RestartRolling   = "rolling"
+	RestartImmediate = "immediate"
+
+	// EnvGeneration is the proxy's generation, frozen per pod through the
+	// downward API: the RunConfig ConfigMap is mounted live, so an old pod
+	// restarting mid-rollout would otherwise read the new generation and
+	// fight the new pods.
+	EnvGeneration = "THV_MCPSERVER_GENERATION"
+	// MCPContainerName is the backend container the pod patch targets.
+	MCPContainerName = "mcp"
+	// DefaultTargetPort is the backend port when spec.mcpPort is unset.
+	DefaultTargetPort int32 = 8080
+	proxyHost               = "0.0.0.0"
+)
+
+// gvk is the owner kind of every child.
+var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
+
+// RunConfigName is the RunConfig ConfigMap of server n.
+func RunConfigName(n string) string { return n + "-runconfig" }
+
+// RunnerName names the proxy runner's ServiceAccount, Role and RoleBinding.
+func RunnerName(n string) string { return n + "-proxy-runner" }
+
+// BackendServiceAccountName is the backend pod's ServiceAccount when the
+// spec names none.
+func BackendServiceAccountName(n string) string { return n + "-sa" }
+
+// ServiceName is the proxy Service.
+func ServiceName(n string) string { return "mcp-" + n + "-proxy" }
+
+// Runner-created objects the finalizer removes.
+func runnerStatefulSetName(n string) string { return n }
+func runnerServiceNames(n string) []string {
+	return []string{"mcp-" + n + "-headless", "mcp-" + n}
+}
+
+// Inputs are everything a build depends on: the server, the referenced
+// MCPOIDCConfig (nil when there is none), and flags.
+type Inputs struct {
+	Server      *thv1.MCPServer
+	OIDC        *thv1.MCPOIDCConfig
+	RunnerImage string
+}
+
+// Desired are the children of one MCPServer. BackendServiceAccount is nil
+// when the spec names its own.
+type Desired struct {
+	RunConfig             *corev1.ConfigMap
+	RunnerServiceAccount  *corev1.ServiceAccount
+	RunnerRole            *rbacv1.Role
+	RunnerRoleBinding     *rbacv1.RoleBinding
+	BackendServiceAccount *corev1.ServiceAccount
+	Deployment            *appsv1.Deployment
+	Service               *corev1.Service
+}
+
+// InvalidSpecError is user input the controller cannot build from. It
+// becomes a condition and an event, never a retry.
+type InvalidSpecError struct {
+	// Condition is the condition type that reports it.
+	Condition string
+	Reason    string
+	Message   string
+}
+
+func (e *InvalidSpecError) Error() string { return e.Message }
+
+// Condition reasons.
+const (
+	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
+	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonDeploymentReady    = "DeploymentReady"
+	ReasonDeploymentNotReady = "DeploymentNotReady"
+	ReasonScaledToZero       = "ScaledToZero"
+	ReasonOIDCNotFound       = "OIDCConfigRefNotFound"
+	ReasonOIDCNotValid       = "OIDCConfigRefNotValid"
+	ReasonOIDCValid          = "OIDCConfigRefValid"
+	ReasonChildConflict      = "ChildConflict"
+	ReasonTerminating        = "Terminating"
+	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
+	ReasonGroupRefValid      = thv1.ReasonGroupRefValid
+	ReasonGroupRefNotFound   = thv1.ReasonGroupRefNotFound
+)
+
+// transport returns the transport with the schema default applied, so a
+// build never depends on whether the object passed through the server.
+func transport(s *thv1.MCPServer) string {
+	if s.Spec.Transport == "" {
+		return thv1.TransportStdio
+	}
+	return s.Spec.Transport
+}
+
+// EffectiveProxyMode is what the proxy exposes: the configured mode for
+// stdio, the transport itself for the HTTP transports.
+func EffectiveProxyMode(s *thv1.MCPServer) string {
+	if t := transport(s); t != thv1.TransportStdio {
+		return t
+	}
+	if s.Spec.ProxyMode == "" {
+		return thv1.TransportStreamableHTTP
+	}
+	return s.Spec.ProxyMode
+}
+
+// ProxyPort returns the proxy port with its default.
+func ProxyPort(s *thv1.MCPServer) int32 {
+	if s.Spec.ProxyPort == 0 {
+		return workload.DefaultProxyPort
+	}
+	return s.Spec.ProxyPort
+}
+
+// URL is the in-cluster address clients use.
+func URL(s *thv1.MCPServer) string {
+	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(s.Name), s.Namespace, ProxyPort(s))
+	if EffectiveProxyMode(s) == thv1.TransportSSE {
+		return base + "/sse#" + s.Name
+	}
+	return base + "/mcp"
+}
+
+// replicas is nil (hands off) when the spec leaves it unset; a stdio server
+// can only serve one client connection, so it is capped at one.
+func replicas(s *thv1.MCPServer) *int32 {
+	if s.Spec.Replicas == nil {
+		return nil
+	}
+	r := *s.Spec.Replicas
+	if transport(s) == thv1.TransportStdio && r > 1 {
+		r = 1
+	}
+	return &r
+}
+
+// Build computes every child of an MCPServer. It is pure: the same inputs
+// give the same objects, and the drift comparators compare against exactly
+// these objects.
+func Build(in Inputs) (*Desired, error) {
+	s := in.Server
+	n, ns := s.Name, s.Namespace
+	labels := workload.Labels(App, n)
+	owner := workload.OwnerRef(s, gvk)
+	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
+		return workload.ObjectMeta(name, ns, l, a, owner)
+	}
+
+	backendSA := BackendServiceAccountName(n)
+	if s.Spec.ServiceAccount != nil && *s.Spec.ServiceAccount != "" {
+		backendSA = *s.Spec.ServiceAccount
+	}
+	podPatch, err := BackendPodPatch(s, backendSA)
+	if err != nil {
+		return nil, err
+	}
+	resources, err := workload.Resources(s.Spec.Resources)
+	if err != nil {
+		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: err.Error()}
+	}
+	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef)
+	rc, err := buildRunConfig(s, oidc.RunConfig)
+	if err != nil {
+		return nil, err
+	}
+	cm := workload.ConfigMap(meta(RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+
+	d := &Desired{
+		RunConfig:            cm,
+		RunnerServiceAccount: workload.ServiceAccount(meta(RunnerName(n), labels, nil)),
+		RunnerRole:           workload.Role(meta(RunnerName(n), labels, nil), workload.ProxyRunnerRules()),
+		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil)),
+	}
+	if s.Spec.ServiceAccount == nil {
+		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
+	}
+
+	var depOv *thv1.ProxyDeploymentOverrides
+	var svcOv *thv1.ResourceMetadataOverrides
+	if ro := s.Spec.ResourceOverrides; ro != nil {
+		depOv, svcOv = ro.ProxyDeployment, ro.ProxyService
+	}
+	var depLabels, depAnn, tplLabels, tplAnn map[string]string
+	var overrideEnv []thv1.NameValue
+	var pullSecrets []corev1.LocalObjectReference
+	if depOv != nil {
+		depLabels, depAnn = depOv.Labels, maps.Clone(depOv.Annotations)
+		overrideEnv, pullSecrets = depOv.Env, depOv.ImagePullSecrets
+		if pt := depOv.PodTemplateMetadataOverrides; pt != nil {
+			tplLabels, tplAnn = pt.Labels, pt.Annotations
+		}
+	}
+	generation := strconv.FormatInt(s.Generation, 10)
+	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
+	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
+		Meta:           meta(n, workload.MergeOperatorWins(labels, depLabels), depAnn),
+		Selector:       labels,
+		Replicas:       replicas(s),
+		TemplateLabels: workload.MergeOperatorWins(labels, tplLabels),
+		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
+			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
+			AnnotationGeneration:        generation,
+		}, tplAnn),
+		RunnerImage:        in.RunnerImage,
+		Args:               args,
+		ProxyPort:          ProxyPort(s),
+		Resources:          resources,
+		EnvBeforeOverrides: oidc.Env,
+		OverrideEnv:        overrideEnv,
+		EnvAfterOverrides: []corev1.EnvVar{{
+			Name: EnvGeneration,
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				// Explicit: the server defaults it, and a comparison
+				// against the live object would otherwise see drift.
+				APIVersion: "v1",
+				FieldPath:  "metadata.annotations['" + AnnotationGeneration + "']",
+			}},
+		}},
+		ServiceAccountName: RunnerName(n),
+		RunConfigMapName:   cm.Name,
+		ImagePullSecrets:   pullSecrets,
+		ExtraVolumes:       oidc.Volumes,
+		ExtraMounts:        oidc.Mounts,
+	})
+
+	var svcLabels, svcAnn map[string]string
+	if svcOv != nil {
+		svcLabels, svcAnn = svcOv.Labels, maps.Clone(svcOv.Annotations)
+	}
+	d.Service = workload.Service(workload.ServiceSpec{
+		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, svcLabels), svcAnn),
+		PortName:        workload.ProxyPortName,
+		Port:            ProxyPort(s),
+		TargetPort:      ProxyPort(s),
+		Selector:        labels,
+		SessionAffinity: s.Spec.SessionAffinity,
+	})
+	return d, nil
+}
+
+func buildRunConfig(s *thv1.MCPServer, oidc *runconfig.OIDCConfig) (string, error) {
+	var env map[string]string
+	for _, e := range s.Spec.Env {
+		if err := runconfig.ValidateEnvName(e.Name); err != nil {
+			return "", &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
+		}
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[e.Name] = e.Value
+	}
+	target := DefaultTargetPort
+	if s.Spec.MCPPort != nil {
+		target = *s.Spec.MCPPort
+	}
+	return runconfig.Marshal(&runconfig.RunConfig{
+		SchemaVersion:       runconfig.SchemaVersion,
+		Name:                s.Name,
+		Image:               s.Spec.Image,
+		MCPServerGeneration: s.Generation,
+		CmdArgs:             s.Spec.Args,
+		Transport:           transport(s),
+		Host:                proxyHost,
+		Port:                ProxyPort(s),
+		TargetPort:          target,
+		ProxyMode:           EffectiveProxyMode(s),
+		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
+		EndpointPrefix:      s.Spec.EndpointPrefix,
+		EnvVars:             env,
+		OIDCConfig:          oidc,
+	})
+}
+
+// BackendPodPatch renders the patch the runner applies to the backend pod:
+// the user's podTemplateSpec, the service account, and each secret as a
+// secretKeyRef env var on the "mcp" container. It works on the generic
+// JSON so that fields hivekeeper does not model pass through untouched,
+// and it checks the result decodes as a PodTemplateSpec.
+func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
+	invalid := func(format string, a ...any) error {
+		return &InvalidSpecError{
+			Condition: thv1.ConditionPodTemplateValid,
+			Reason:    ReasonPodTemplateInvalid,
+			Message:   "spec.podTemplateSpec: " + fmt.Sprintf(format, a...),
+		}
+	}
+	tpl := map[string]any{}
+	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 && string(pt.Raw) != "null" {
+		if err := json.Unmarshal(pt.Raw, &tpl); err != nil {
+			return "", invalid("not a JSON object: %v", err)
+		}
+		var typed corev1.PodTemplateSpec
+		if err := json.Unmarshal(pt.Raw, &typed); err != nil {
+			return "", invalid("not a valid pod template: %v", err)
+		}
+	}
+	spec, ok := tpl["spec"].(map[string]any)
+	if tpl["spec"] != nil && !ok {
+		return "", invalid("spec must be an object")
+	}
+	if spec == nil {
+		spec = map[string]any{}
+		tpl["spec"] = spec
+	}
+	spec["serviceAccountName"] = serviceAccount
+
+	if len(s.Spec.Secrets) > 0 {
+		containers, ok := spec["containers"].([]any)
+		if spec["containers"] != nil && !ok {
+			return "", invalid("spec.containers must be a list")
+		}
+		idx := -1
+		for i, c := range containers {
+			if cm, ok := c.(map[string]any); ok && cm["name"] == MCPContainerName {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			containers = append(containers, map[string]any{"name": MCPContainerName})
+			idx = len(containers) - 1
+		}
+		mcp := containers[idx].(map[string]any)
+		env, ok := mcp["env"].([]any)
+		if mcp["env"] != nil && !ok {
+			return "", invalid("env of container %q must be a list", MCPContainerName)
+		}
+		for _, sec := range s.Spec.Secrets {
+			name := sec.TargetEnvName
+			if name == "" {
+				name = sec.Key
+			}
+			if err := runconfig.ValidateEnvName(name); err != nil {
+				return "", &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
+			}
+			entry := map[string]any{
+				"name": name,
+				"valueFrom": map[string]any{"secretKeyRef": map[string]any{
+					"name": sec.Name, "key": sec.Key,
+				}},
+			}
+			replaced := false
+			for i, e := range env {
+				if em, ok := e.(map[string]any); ok && em["name"] == name {
+					env[i], replaced = entry, true
+				}
+			}
+			if !replaced {
+				env = append(env, entry)
+			}
+		}
+		mcp["env"] = env
+		spec["containers"] = containers
+	}
+	// encoding/json sorts map keys: equal inputs give equal bytes, so the
+	// Deployment args never churn.
+	out, err := json.Marshal(tpl)
+	if err != nil {
+		return "", invalid("%v", err)
+	}
+	return string(out), nil
+}

@@ -1,0 +1,201 @@
+package mcpserver
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// option dimensions of the parity table.
+var (
+	transports = []string{thv1.TransportStdio, thv1.TransportStreamableHTTP, thv1.TransportSSE}
+	overrides  = map[string]*thv1.ResourceOverrides{
+		"none": nil,
+		"deployment-only": {ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+			ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "platform"}},
+			Env:                       []thv1.NameValue{{Name: "HTTP_PROXY", Value: "http://proxy:3128"}},
+			ImagePullSecrets:          []corev1.LocalObjectReference{{Name: "regcred"}},
+		}},
+		"pod-template-only": {ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+			PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
+				Labels:      map[string]string{"sidecar.istio.io/inject": "false"},
+				Annotations: map[string]string{"vault.hashicorp.com/agent-inject": "true"},
+			},
+		}},
+		"both": {
+			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+				ResourceMetadataOverrides:    thv1.ResourceMetadataOverrides{Annotations: map[string]string{"owner": "platform"}},
+				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{Annotations: map[string]string{"vault.hashicorp.com/role": "mcp"}},
+			},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{"expose": "internal"}, Annotations: map[string]string{"lb": "nlb"}},
+		},
+		"conflicting-operator-keys": {
+			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
+				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
+					Labels:      map[string]string{workload.LabelInstance: "hijack"},
+					Annotations: map[string]string{AnnotationRunConfigChecksum: "user-value", AnnotationGeneration: "99"},
+				},
+				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
+			},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelToolhive: "false"}},
+		},
+	}
+	oidcKinds  = []string{"none", "inline", "kubernetesServiceAccount"}
+	secretSets = map[string][]thv1.SecretRef{
+		"none": nil,
+		"two":  {{Name: "gh", Key: "token", TargetEnvName: "GITHUB_TOKEN"}, {Name: "api", Key: "API_KEY"}},
+	}
+	podTemplates = map[string]*runtime.RawExtension{
+		"none": nil,
+		"set":  {Raw: []byte(`{"spec":{"nodeSelector":{"pool":"mcp"},"containers":[{"name":"mcp","resources":{"limits":{"memory":"256Mi"}}}]}}`)},
+	}
+	replicaSets = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
+)
+
+// TestBuildDriftParity is invariant 3: for every option combination, the
+// built children fed back as live — after a JSON round trip and the API
+// server's defaults — show no drift. A comparator that looks at a field the
+// builder does not set, or at a server default, fails here.
+func TestBuildDriftParity(t *testing.T) {
+	n := 0
+	for _, tr := range transports {
+		for ovName, ov := range overrides {
+			for _, oidcKind := range oidcKinds {
+				for secName, secs := range secretSets {
+					for ptName, pt := range podTemplates {
+						for repName, rep := range replicaSets {
+							name := fmt.Sprintf("%s/%s/%s/secrets-%s/pts-%s/replicas-%s", tr, ovName, oidcKind, secName, ptName, repName)
+							n++
+							s := newServer("srv", func(s *thv1.MCPServer) {
+								s.Spec.Transport = tr
+								s.Spec.ResourceOverrides = ov
+								s.Spec.Secrets = secs
+								s.Spec.PodTemplateSpec = pt
+								s.Spec.Replicas = rep
+								s.Spec.Env = []thv1.NameValue{{Name: "LOG_LEVEL", Value: "debug"}}
+								s.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+							})
+							var cfg *thv1.MCPOIDCConfig
+							if oidcKind != "none" {
+								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
+								s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+							}
+							d, err := Build(Inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"})
+							if err != nil {
+								t.Fatalf("%s: build: %v", name, err)
+							}
+							assertNoDrift(t, name, d)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d combinations", n)
+}
+
+func assertNoDrift(t *testing.T, name string, d *Desired) {
+	t.Helper()
+	dep := roundTrip(d.Deployment)
+	defaultDeployment(dep)
+	svc := roundTrip(d.Service)
+	defaultService(svc)
+	checks := map[string][]string{
+		"configmap":      workload.DiffConfigMap(d.RunConfig, roundTrip(d.RunConfig)),
+		"runner-sa":      workload.DiffServiceAccount(d.RunnerServiceAccount, roundTrip(d.RunnerServiceAccount)),
+		"role":           workload.DiffRole(d.RunnerRole, roundTrip(d.RunnerRole)),
+		"rolebinding":    workload.DiffRoleBinding(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)),
+		"deployment":     workload.DiffDeployment(d.Deployment, dep),
+		"deployment-raw": workload.DiffDeployment(d.Deployment, d.Deployment),
+		"service":        workload.DiffService(d.Service, svc),
+	}
+	if d.BackendServiceAccount != nil {
+		checks["backend-sa"] = workload.DiffServiceAccount(d.BackendServiceAccount, roundTrip(d.BackendServiceAccount))
+	}
+	for child, fields := range checks {
+		if len(fields) != 0 {
+			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
+		}
+	}
+	if workload.DeploymentNeedsRecreate(d.Deployment, dep) || workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)) {
+		t.Errorf("%s: immutable field drift right after build", name)
+	}
+}
+
+// TestDriftDetectsOwnedFields makes sure the comparators are not blind: each
+// owned field changed on the live object is reported under its name.
+func TestDriftDetectsOwnedFields(t *testing.T) {
+	s := newServer("srv", func(s *thv1.MCPServer) { s.Spec.Replicas = ptr.To[int32](1) })
+	d, err := Build(Inputs{Server: s, RunnerImage: "runner:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field string
+		edit  func(*appsv1.Deployment)
+	}{
+		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
+		{workload.FieldContainerArgs, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"run"} }},
+		{workload.FieldContainerEnv, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil }},
+		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] }},
+		{workload.FieldVolumes, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
+		}},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, AnnotationRunConfigChecksum) }},
+		{workload.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[workload.LabelApp] = "x" }},
+		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
+		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
+		{workload.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},
+		{workload.FieldContainerMissing, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "renamed" }},
+	}
+	for _, tc := range cases {
+		live := d.Deployment.DeepCopy()
+		tc.edit(live)
+		got := workload.DiffDeployment(d.Deployment, live)
+		found := false
+		for _, f := range got {
+			found = found || f == tc.field
+		}
+		if !found {
+			t.Errorf("editing %s: drift %v does not name it", tc.field, got)
+		}
+	}
+	// Replicas are hands off when the spec leaves them unset.
+	s.Spec.Replicas = nil
+	d, _ = Build(Inputs{Server: s, RunnerImage: "runner:test"})
+	live := d.Deployment.DeepCopy()
+	live.Spec.Replicas = ptr.To[int32](7)
+	if got := workload.DiffDeployment(d.Deployment, live); len(got) != 0 {
+		t.Errorf("replicas changed by an HPA are drift with spec.replicas nil: %v", got)
+	}
+
+	role := d.RunnerRole.DeepCopy()
+	role.Rules = role.Rules[1:]
+	if got := workload.DiffRole(d.RunnerRole, role); len(got) != 1 || got[0] != workload.FieldRules {
+		t.Errorf("role rules drift not detected: %v", got)
+	}
+	rb := d.RunnerRoleBinding.DeepCopy()
+	rb.Subjects = []rbacv1.Subject{{Kind: "User", Name: "eve"}}
+	if got := workload.DiffRoleBinding(d.RunnerRoleBinding, rb); len(got) != 1 {
+		t.Errorf("rolebinding subjects drift not detected: %v", got)
+	}
+	svc := d.Service.DeepCopy()
+	svc.Spec.Ports[0].Port = 9999
+	if got := workload.DiffService(d.Service, svc); len(got) != 1 || got[0] != workload.FieldServicePorts {
+		t.Errorf("service port drift not detected: %v", got)
+	}
+	cm := d.RunConfig.DeepCopy()
+	cm.Data["extra"] = "x"
+	if got := workload.DiffConfigMap(d.RunConfig, cm); len(got) != 1 || got[0] != workload.FieldData {
+		t.Errorf("configmap extra key not detected: %v", got)
+	}
+}

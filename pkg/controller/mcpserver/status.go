@@ -1,0 +1,36 @@
+package mcpserver
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// deploymentPhase derives phase, Ready and readyReplicas from the proxy
+// Deployment as last observed.
+func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
+	if dep == nil {
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "proxy Deployment not created yet", 0
+	}
+	readyReplicas = dep.Status.ReadyReplicas
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
+		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, ReasonScaledToZero, "proxy scaled to zero replicas", readyReplicas
+	}
+	if readyReplicas > 0 {
+		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, ReasonDeploymentReady, "proxy is ready", readyReplicas
+	}
+	return thv1.MCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "waiting for proxy pods to become ready", readyReplicas
+}
+
+// conditionFlippedTo reports whether condType is now status and was not
+// before: events are recorded on transitions only.
+func conditionFlippedTo(old, cur []metav1.Condition, condType string, status metav1.ConditionStatus) bool {
+	n := meta.FindStatusCondition(cur, condType)
+	if n == nil || n.Status != status {
+		return false
+	}
+	o := meta.FindStatusCondition(old, condType)
+	return o == nil || o.Status != status || o.Reason != n.Reason
+}

@@ -1,0 +1,264 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// conflictRetry is how long a sync waits before looking again at a child
+// another controller owns; the conflict is reported, not hot-looped.
+const conflictRetry = time.Minute
+
+// sync converges one MCPServer. It is level-triggered: it recomputes the
+// desired state from the listers and never depends on the event that
+// woke it. A converged server costs no API call at all.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.servers.MCPServers(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("mcpserver", klog.KObj(cached))
+	ctx = klog.NewContext(ctx, logger)
+
+	if cached.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
+	if !slices.Contains(cached.Finalizers, Finalizer) {
+		mod := cached.DeepCopy()
+		mod.Finalizers = append(mod.Finalizers, Finalizer)
+		// The update event of this patch brings the server back with the
+		// finalizer in the cache and a fresh resourceVersion.
+		_, err := controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, cached, mod)
+		return err
+	}
+
+	status := cached.Status.DeepCopy()
+	err = c.converge(ctx, cached, status)
+	status.ObservedGeneration = cached.Generation
+	status.URL = URL(cached)
+	if _, perr := controller.PatchStatus(ctx, c.writer, resource, name, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, cached.Status, status); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
+}
+
+// converge resolves references, builds the children, writes the ones that
+// drifted, processes a restart request, and fills status. Terminal user
+// errors become conditions and events and return nil.
+func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *thv1.MCPServerStatus) error {
+	setCond := func(t string, st metav1.ConditionStatus, reason, msg string) {
+		controller.SetCondition(&status.Conditions, c.clock, s.Generation, t, st, reason, msg)
+	}
+	old := s.Status.Conditions
+
+	c.groupCondition(s, setCond, status)
+	oidc, ok := c.resolveOIDC(s, setCond, status)
+	if !ok {
+		cond := meta.FindStatusCondition(status.Conditions, thv1.ConditionOIDCConfigRefValidated)
+		status.Phase, status.Message = thv1.MCPServerPhasePending, cond.Message
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForOIDC, cond.Message)
+		if conditionFlippedTo(old, status.Conditions, thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse) {
+			c.recorder.Event(s, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		}
+		// The config's own events re-sync this server through the index.
+		return nil
+	}
+
+	desired, err := Build(Inputs{Server: s, OIDC: oidc, RunnerImage: c.runnerImage})
+	var invalid *InvalidSpecError
+	if errors.As(err, &invalid) {
+		if invalid.Condition == thv1.ConditionPodTemplateValid {
+			setCond(thv1.ConditionPodTemplateValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		}
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		status.Phase, status.Message = thv1.MCPServerPhaseFailed, invalid.Message
+		if conditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
+			c.recorder.Event(s, corev1.EventTypeWarning, invalid.Reason, invalid.Message)
+		}
+		// Retrying cannot fix user input; the next spec change will.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	setCond(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, ReasonPodTemplateValid, "pod template spec is valid")
+
+	dep, err := c.ensureChildren(ctx, s, desired)
+	var conflict *controller.ChildConflictError
+	if errors.As(err, &conflict) {
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildConflict, conflict.Error())
+		status.Phase, status.Message = thv1.MCPServerPhaseFailed, conflict.Error()
+		if conditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
+			c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildConflict, conflict.Error())
+		}
+		return controller.RequeueAfter(conflictRetry)
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.processRestart(ctx, s, dep); err != nil {
+		return err
+	}
+
+	phase, ready, reason, msg, readyReplicas := deploymentPhase(dep)
+	status.Phase, status.Message, status.ReadyReplicas = phase, msg, readyReplicas
+	setCond(thv1.ConditionReady, ready, reason, msg)
+	return nil
+}
+
+// groupCondition reports whether the referenced MCPGroup exists. A missing
+// group does not block the server; the group's creation re-syncs it.
+func (c *Controller) groupCondition(s *thv1.MCPServer, setCond func(string, metav1.ConditionStatus, string, string), status *thv1.MCPServerStatus) {
+	if s.Spec.GroupRef == nil || s.Spec.GroupRef.Name == "" {
+		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionGroupRefValidated)
+		return
+	}
+	g := s.Spec.GroupRef.Name
+	if _, err := c.groups.MCPGroups(s.Namespace).Get(g); err != nil {
+		setCond(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, ReasonGroupRefNotFound, fmt.Sprintf("MCPGroup %q not found", g))
+		return
+	}
+	setCond(thv1.ConditionGroupRefValidated, metav1.ConditionTrue, ReasonGroupRefValid, fmt.Sprintf("MCPGroup %q exists", g))
+}
+
+// resolveOIDC reads the referenced MCPOIDCConfig from its lister (never
+// the API, never a write). ok is false when the server must wait: a proxy
+// that should authenticate is not deployed without its configuration.
+func (c *Controller) resolveOIDC(s *thv1.MCPServer, setCond func(string, metav1.ConditionStatus, string, string), status *thv1.MCPServerStatus) (*thv1.MCPOIDCConfig, bool) {
+	ref := s.Spec.OIDCConfigRef
+	if ref == nil {
+		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionOIDCConfigRefValidated)
+		status.OIDCConfigHash = ""
+		return nil, true
+	}
+	cfg, err := c.oidcConfigs.MCPOIDCConfigs(s.Namespace).Get(ref.Name)
+	if err != nil {
+		setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse, ReasonOIDCNotFound, fmt.Sprintf("MCPOIDCConfig %q not found", ref.Name))
+		return nil, false
+	}
+	if !meta.IsStatusConditionTrue(cfg.Status.Conditions, thv1.ConditionValid) {
+		setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse, ReasonOIDCNotValid, fmt.Sprintf("MCPOIDCConfig %q is not valid", ref.Name))
+		return nil, false
+	}
+	setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionTrue, ReasonOIDCValid, fmt.Sprintf("MCPOIDCConfig %q is valid", ref.Name))
+	status.OIDCConfigHash = cfg.Status.ConfigHash
+	return cfg, true
+}
+
+// ensureChildren converges every child and returns the proxy Deployment.
+// The RBAC and the RunConfig come before the Deployment so its first pod
+// finds them.
+func (c *Controller) ensureChildren(ctx context.Context, s *thv1.MCPServer, d *Desired) (*appsv1.Deployment, error) {
+	w, ch, uid := c.writer, c.children, s.UID
+	if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
+		return nil, err
+	}
+	if _, err := controller.EnsureChild(ctx, w, ch.Roles, d.RunnerRole, uid); err != nil {
+		return nil, err
+	}
+	if _, err := controller.EnsureChild(ctx, w, ch.RoleBindings, d.RunnerRoleBinding, uid); err != nil {
+		return nil, err
+	}
+	if d.BackendServiceAccount != nil {
+		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.BackendServiceAccount, uid); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := controller.EnsureChild(ctx, w, ch.ConfigMaps, d.RunConfig, uid); err != nil {
+		return nil, err
+	}
+	if _, err := controller.EnsureChild(ctx, w, ch.Services, d.Service, uid); err != nil {
+		return nil, err
+	}
+	return controller.EnsureChild(ctx, w, ch.Deployments, d.Deployment, uid)
+}
+
+// processRestart honours a restart request once: a rolling restart stamps
+// the pod template, an immediate one deletes the proxy pods; then the
+// request is recorded as processed with an optimistic-lock patch.
+func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep *appsv1.Deployment) error {
+	logger := klog.FromContext(ctx)
+	req := s.Annotations[AnnotationRestartedAt]
+	last := s.Annotations[AnnotationLastProcessedRestart]
+	if req == "" || req == last || dep == nil {
+		return nil
+	}
+	reqT, err := time.Parse(time.RFC3339, req)
+	if err != nil {
+		logger.Info("Ignoring unparsable restart request", "annotation", AnnotationRestartedAt, "value", req, "err", err.Error())
+		return nil
+	}
+	if lastT, err := time.Parse(time.RFC3339, last); err == nil && !reqT.After(lastT) {
+		return nil
+	}
+	ns := s.Namespace
+	switch s.Annotations[AnnotationRestartStrategy] {
+	case RestartImmediate:
+		selector := labels.SelectorFromSet(workload.Labels(App, s.Name)).String()
+		if err := controller.DeleteCollection(ctx, c.writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
+			return err
+		}
+	default:
+		body := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, AnnotationRestartedAt, req)
+		if err := controller.PatchChild(ctx, c.writer, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+			return err
+		}
+	}
+	mod := s.DeepCopy()
+	if mod.Annotations == nil {
+		mod.Annotations = map[string]string{}
+	}
+	mod.Annotations[AnnotationLastProcessedRestart] = req
+	_, err = controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s, mod)
+	return err
+}
+
+// finalize cleans up what the proxy runner created (which carries no owner
+// reference to the server) and then releases the finalizer.
+func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
+	if !slices.Contains(s.Finalizers, Finalizer) {
+		return nil
+	}
+	ns, n := s.Namespace, s.Name
+	status := s.Status.DeepCopy()
+	status.Phase, status.Message = thv1.MCPServerPhaseTerminating, "cleaning up"
+	controller.SetCondition(&status.Conditions, c.clock, s.Generation, thv1.ConditionReady, metav1.ConditionFalse, ReasonTerminating, "MCPServer is being deleted")
+	if _, err := controller.PatchStatus(ctx, c.writer, resource, n, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := controller.DeleteChild(ctx, c.writer, "statefulsets", ns, runnerStatefulSetName(n), c.kube.AppsV1().StatefulSets(ns).Delete, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	for _, svc := range runnerServiceNames(n) {
+		if err := controller.DeleteChild(ctx, c.writer, "services", ns, svc, c.kube.CoreV1().Services(ns).Delete, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	mod := s.DeepCopy()
+	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s, mod)
+	return err
+}

@@ -1,0 +1,445 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+func verbsOf(acts []core.Action) []string {
+	out := make([]string, len(acts))
+	for i, a := range acts {
+		out[i] = a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			out[i] += "/" + a.GetSubresource()
+		}
+	}
+	return out
+}
+
+func assertActions(t *testing.T, got []core.Action, want ...string) {
+	t.Helper()
+	g := verbsOf(got)
+	if strings.Join(g, ",") != strings.Join(want, ",") {
+		t.Fatalf("actions:\n got  %v\n want %v\n%s", g, want, describe(got))
+	}
+}
+
+func patchBody(t *testing.T, a core.Action) map[string]any {
+	t.Helper()
+	p, ok := a.(core.PatchAction)
+	if !ok {
+		t.Fatalf("%s is not a patch", a.GetVerb())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(p.GetPatch(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
+	s := newServer("fetch")
+	s.Finalizers = nil
+	s.Spec.AuthzConfig = &runtime.RawExtension{Raw: []byte(`{"policy":"allow"}`)}
+	f := newFixture(t, s)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers")
+	body := patchBody(t, acts[0])
+	if _, hasSpec := body["spec"]; hasSpec {
+		t.Errorf("finalizer patch carries spec: %v", body)
+	}
+	md := body["metadata"].(map[string]any)
+	if md["resourceVersion"] != "1" {
+		t.Errorf("finalizer patch lacks the resourceVersion lock: %v", body)
+	}
+	if fin := md["finalizers"].([]any); len(fin) != 1 || fin[0] != Finalizer {
+		t.Errorf("finalizers = %v", fin)
+	}
+}
+
+func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+		s.Spec.ResourceOverrides = overrides["both"]
+		s.Spec.Secrets = secretSets["two"]
+	})
+	f := newFixture(t, s, newOIDCConfig("auth", true, true))
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts,
+		"create serviceaccounts", "create roles", "create rolebindings", "create serviceaccounts",
+		"create configmaps", "create services", "create deployments", "patch mcpservers/status")
+	for _, a := range acts {
+		if a.GetResource().Resource == "mcpoidcconfigs" {
+			t.Fatalf("workload sync touched mcpoidcconfigs: %s", describe([]core.Action{a}))
+		}
+	}
+
+	// The server defaults everything, other controllers annotate; the
+	// second round writes nothing at all.
+	f.applyServerBehaviour()
+	f.refresh()
+	before := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments"))
+	for i := range 3 {
+		acts, err = f.sync("fetch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) != 0 {
+			t.Fatalf("round %d of a converged server wrote: %s", i, describe(acts))
+		}
+	}
+	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments")); after != before {
+		t.Errorf("churn moved at steady state: %v -> %v", before, after)
+	}
+}
+
+func TestChildrenShape(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.Transport = thv1.TransportSSE
+		s.Spec.ProxyPort = 9090
+		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
+		s.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+	})
+	f := newFixture(t, s, newOIDCConfig("auth", true, true))
+	f.converge("fetch")
+	ctx := context.Background()
+	dep, err := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := dep.Spec.Template
+	if tpl.Labels[workload.LabelInstance] != "fetch" || dep.Labels[workload.LabelApp] != App {
+		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
+	}
+	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
+	sum := cm.Annotations[runconfig.ChecksumAnnotation]
+	if tpl.Annotations[AnnotationRunConfigChecksum] != sum || tpl.Annotations[AnnotationGeneration] != "1" {
+		t.Errorf("template annotations %v lost the checksum %s or generation", tpl.Annotations, sum)
+	}
+	c := tpl.Spec.Containers[0]
+	if c.Name != "toolhive" || c.Image != "runner:test" || c.Args[0] != "run" || !strings.HasPrefix(c.Args[1], "--k8s-pod-patch=") || c.Args[2] != s.Spec.Image {
+		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
+	}
+	var names []string
+	for _, e := range c.Env {
+		names = append(names, e.Name)
+	}
+	want := "TOOLHIVE_OIDC_CLIENT_SECRET,HOME,THV_MCPSERVER_GENERATION,XDG_CONFIG_HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS"
+	if strings.Join(names, ",") != want {
+		t.Errorf("env order %v, want %s", names, want)
+	}
+	gen := c.Env[2].ValueFrom.FieldRef
+	if gen.APIVersion != "v1" || gen.FieldPath != "metadata.annotations['toolhive.stacklok.dev/mcpserver-generation']" {
+		t.Errorf("generation env %+v", gen)
+	}
+	var rc runconfig.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if rc.ProxyMode != "sse" || rc.Port != 9090 || rc.TargetPort != 8080 || rc.Host != "0.0.0.0" || rc.OIDCConfig == nil ||
+		rc.OIDCConfig.CACertPath != "/config/certs/idp-ca/ca.crt" || rc.OIDCConfig.ResourceURL != "https://mcp.example.com" {
+		t.Errorf("runconfig %+v oidc %+v", rc, rc.OIDCConfig)
+	}
+	if strings.Contains(cm.Data[runconfig.Key], "secret") {
+		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[runconfig.Key])
+	}
+	svc, _ := f.kube.CoreV1().Services(testNS).Get(ctx, "mcp-fetch-proxy", metav1.GetOptions{})
+	if svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].TargetPort.IntVal != 9090 || svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || svc.Labels[workload.LabelToolhive] != "true" {
+		t.Errorf("service %+v labels %v", svc.Spec, svc.Labels)
+	}
+	for _, obj := range []metav1.Object{dep, cm, svc} {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.UID != s.UID || ref.Kind != thv1.KindMCPServer {
+			t.Errorf("%s has owner %+v", obj.GetName(), ref)
+		}
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if got.Status.URL != "http://mcp-fetch-proxy.team-a.svc.cluster.local:9090/sse#fetch" || got.Status.OIDCConfigHash != "hash-auth" ||
+		got.Status.Phase != thv1.MCPServerPhasePending || got.Status.ObservedGeneration != 1 {
+		t.Errorf("status %+v", got.Status)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated) {
+		t.Errorf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
+	s := newServer("v", func(s *thv1.MCPServer) { s.Spec.ResourceOverrides = overrides["both"] })
+	d1, _ := Build(Inputs{Server: s, RunnerImage: "r"})
+	tpl := d1.Deployment.Spec.Template.Annotations
+	if tpl[AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
+		t.Fatalf("template annotations %v", tpl)
+	}
+	if _, leaked := tpl["owner"]; leaked {
+		t.Errorf("deployment-level annotation leaked into the pod template: %v", tpl)
+	}
+	if d1.Deployment.Annotations["owner"] != "platform" {
+		t.Errorf("deployment annotations %v", d1.Deployment.Annotations)
+	}
+	s2 := s.DeepCopy()
+	s2.Spec.Args = []string{"--verbose"}
+	d2, _ := Build(Inputs{Server: s2, RunnerImage: "r"})
+	if d2.Deployment.Spec.Template.Annotations[AnnotationRunConfigChecksum] == tpl[AnnotationRunConfigChecksum] {
+		t.Error("a RunConfig change did not change the checksum")
+	}
+	if got := workload.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
+		t.Error("a RunConfig change is not drift on the Deployment")
+	}
+}
+
+func TestRestartRollingPatchesOnlyTheTemplateAnnotationOnce(t *testing.T) {
+	s := newServer("fetch")
+	f := newFixture(t, s)
+	f.converge("fetch")
+	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	live = live.DeepCopy()
+	live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z"}
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch deployments", "patch mcpservers")
+	dp := string(acts[0].(core.PatchAction).GetPatch())
+	want := `{"metadata":{"resourceVersion":`
+	if !strings.HasPrefix(dp, want) || !strings.Contains(dp, `"spec":{"template":{"metadata":{"annotations":{"mcpserver.toolhive.stacklok.dev/restarted-at":"2026-11-21T12:30:00Z"}}}}`) {
+		t.Errorf("rolling restart patch %s", dp)
+	}
+	rec := patchBody(t, acts[1])
+	if _, hasSpec := rec["spec"]; hasSpec || rec["metadata"].(map[string]any)["resourceVersion"] == nil {
+		t.Errorf("restart record patch %v", rec)
+	}
+	f.refresh()
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts) // processed once
+}
+
+func TestRestartImmediateDeletesProxyPods(t *testing.T) {
+	s := newServer("fetch")
+	f := newFixture(t, s)
+	f.converge("fetch")
+	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	live = live.DeepCopy()
+	live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z", AnnotationRestartStrategy: RestartImmediate}
+	_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "delete-collection pods", "patch mcpservers")
+	sel := acts[0].(core.DeleteCollectionAction).GetListRestrictions().Labels.String()
+	if !strings.Contains(sel, "app.kubernetes.io/instance=fetch") {
+		t.Errorf("selector %s", sel)
+	}
+}
+
+func TestRestartUnparsableIsIgnored(t *testing.T) {
+	s := newServer("fetch")
+	f := newFixture(t, s)
+	f.converge("fetch")
+	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	live = live.DeepCopy()
+	live.Annotations = map[string]string{AnnotationRestartedAt: "yesterday"}
+	_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil || len(acts) != 0 {
+		t.Fatalf("err %v actions %s", err, describe(acts))
+	}
+}
+
+func TestInvalidPodTemplateIsAConditionNotARetry(t *testing.T) {
+	s := newServer("bad", func(s *thv1.MCPServer) {
+		s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":"not-a-list"}}`)}
+	})
+	f := newFixture(t, s)
+	acts, err := f.sync("bad")
+	if err != nil {
+		t.Fatalf("invalid input must not be retried: %v", err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "bad", metav1.GetOptions{})
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionPodTemplateValid)
+	if cond == nil || cond.Status != metav1.ConditionFalse || got.Status.Phase != thv1.MCPServerPhaseFailed {
+		t.Fatalf("status %+v", got.Status)
+	}
+	if len(f.recorder.Events) != 1 {
+		t.Fatalf("want one event, got %d", len(f.recorder.Events))
+	}
+	if ev := <-f.recorder.Events; !strings.HasPrefix(ev, "Warning "+ReasonPodTemplateInvalid) {
+		t.Errorf("event %q", ev)
+	}
+	f.refresh()
+	acts, err = f.sync("bad")
+	if err != nil || len(acts) != 0 || len(f.recorder.Events) != 0 {
+		t.Fatalf("second sync: err %v actions %s events %d", err, describe(acts), len(f.recorder.Events))
+	}
+}
+
+func TestInvalidInputsNeverPanic(t *testing.T) {
+	for name, mut := range map[string]func(*thv1.MCPServer){
+		"env-with-equals":  func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A=B", Value: "x"}} },
+		"env-with-newline": func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A\nB"}} },
+		"bad-quantity":     func(s *thv1.MCPServer) { s.Spec.Resources.Limits.CPU = "lots" },
+		"pts-not-object":   func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`[1,2]`)} },
+		"pts-spec-string":  func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":"x"}`)} },
+		"pts-env-string": func(s *thv1.MCPServer) {
+			s.Spec.Secrets = secretSets["two"]
+			s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"mcp","env":"x"}]}}`)}
+		},
+	} {
+		s := newServer("x", mut)
+		_, err := Build(Inputs{Server: s, RunnerImage: "r"})
+		var invalid *InvalidSpecError
+		if err == nil || !errorsAs(err, &invalid) {
+			t.Errorf("%s: want InvalidSpecError, got %v", name, err)
+		}
+	}
+}
+
+func TestOIDCReferenceMissingBlocksChildrenAndReports(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "nope", Audience: "a"} })
+	f := newFixture(t, s)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated)
+	if cond == nil || cond.Reason != ReasonOIDCNotFound {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	// An invalid config is reported with its own reason.
+	f2 := newFixture(t, s, newOIDCConfig("nope", true, false))
+	_, _ = f2.sync("fetch")
+	got, _ = f2.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != ReasonOIDCNotValid {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
+	s := newServer("fetch")
+	f := newFixture(t, s)
+	f.converge("fetch")
+	ctx := context.Background()
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	dep = dep.DeepCopy()
+	dep.Spec.Template.Spec.Containers[0].Image = "evil:latest"
+	dep.Labels["team"] = "someone-else"
+	_, _ = f.kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{})
+	f.refresh()
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage))
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch deployments")
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage)); after != before+1 {
+		t.Errorf("drift counter %v -> %v", before, after)
+	}
+	f.refresh()
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts)
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Image != "runner:test" {
+		t.Errorf("repair lost a foreign label or kept the drift: %v %s", dep.Labels, dep.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
+	s := newServer("fetch")
+	other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptrTrue()}}}}
+	f := newFixture(t, s, other)
+	_, err := f.sync("fetch")
+	if err == nil {
+		t.Fatal("want a requeue for the conflict")
+	}
+	for _, a := range f.writes() {
+		if a.GetResource().Resource == "serviceaccounts" {
+			t.Fatalf("wrote to a foreign child: %s", describe([]core.Action{a}))
+		}
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+func TestFinalizerCleansRunnerObjectsThenReleases(t *testing.T) {
+	s := newServer("fetch")
+	now := metav1.NewTime(testNow)
+	s.DeletionTimestamp = &now
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "fetch", Namespace: testNS}}
+	f := newFixture(t, s, sts)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kube actions are listed before toolhive ones.
+	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers/status", "patch mcpservers")
+	rel := patchBody(t, acts[4])
+	md := rel["metadata"].(map[string]any)
+	if md["resourceVersion"] == nil || rel["spec"] != nil {
+		t.Errorf("finalizer removal %v", rel)
+	}
+	if fin, ok := md["finalizers"]; !ok || fin != nil {
+		t.Errorf("finalizers not removed: %v", md)
+	}
+}
+
+func TestConflictOnFinalizerPatchIsRetryable(t *testing.T) {
+	s := newServer("fetch")
+	s.Finalizers = nil
+	f := newFixture(t, s)
+	f.th.PrependReactor("patch", "mcpservers", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(thv1.Resource("mcpservers"), "fetch", nil)
+	})
+	_, err := f.sync("fetch")
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("want a conflict error to retry, got %v", err)
+	}
+}
+
+func TestWorkloadSyncNeverTouchesOIDCConfigs(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		s := newServer("fetch", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "a"} })
+		f := newFixture(t, s, newOIDCConfig("auth", inline, true))
+		f.converge("fetch")
+		for _, a := range f.th.Actions() {
+			if a.GetResource().Resource == "mcpoidcconfigs" && a.GetVerb() != "list" {
+				t.Fatalf("action on mcpoidcconfigs: %s", describe([]core.Action{a}))
+			}
+		}
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }

@@ -1,0 +1,118 @@
+// Package runconfig holds the RunConfig that ToolHive's proxy runner reads
+// from its mounted ConfigMap, and the content checksum that rolls the proxy
+// pods when that ConfigMap changes. Everything here is a pure function of
+// its inputs, so builders and drift checks can share it.
+package runconfig
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SchemaVersion is the RunConfig schema version the proxy runner expects.
+const SchemaVersion = "v0.1.0"
+
+// Key is the ConfigMap data key that holds the RunConfig.
+const Key = "runconfig.json"
+
+// ChecksumAnnotation is the ConfigMap annotation that carries Checksum.
+const ChecksumAnnotation = "toolhive.stacklok.dev/content-checksum"
+
+// RunConfig is the subset of the proxy runner's configuration hivekeeper
+// renders. Keys are snake_case and empty values are omitted, as the runner
+// expects.
+type RunConfig struct {
+	SchemaVersion       string            `json:"schema_version,omitempty"`
+	Name                string            `json:"name,omitempty"`
+	Image               string            `json:"image,omitempty"`
+	RemoteURL           string            `json:"remote_url,omitempty"`
+	MCPServerGeneration int64             `json:"mcpserver_generation,omitempty"`
+	CmdArgs             []string          `json:"cmd_args,omitempty"`
+	Transport           string            `json:"transport,omitempty"`
+	Host                string            `json:"host,omitempty"`
+	Port                int32             `json:"port,omitempty"`
+	TargetPort          int32             `json:"target_port,omitempty"`
+	ProxyMode           string            `json:"proxy_mode,omitempty"`
+	TrustProxyHeaders   bool              `json:"trust_proxy_headers,omitempty"`
+	EndpointPrefix      string            `json:"endpoint_prefix,omitempty"`
+	EnvVars             map[string]string `json:"env_vars,omitempty"`
+	OIDCConfig          *OIDCConfig       `json:"oidc_config,omitempty"`
+}
+
+// OIDCConfig is how the proxy validates incoming tokens. Secrets never
+// appear here: the client secret reaches the proxy as an environment
+// variable from a secretKeyRef.
+type OIDCConfig struct {
+	Issuer            string   `json:"issuer,omitempty"`
+	Audience          string   `json:"audience,omitempty"`
+	JWKSURL           string   `json:"jwks_url,omitempty"`
+	IntrospectionURL  string   `json:"introspection_url,omitempty"`
+	ClientID          string   `json:"client_id,omitempty"`
+	ResourceURL       string   `json:"resource_url,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"`
+	CACertPath        string   `json:"ca_cert_path,omitempty"`
+	AuthTokenFile     string   `json:"auth_token_file,omitempty"`
+	AllowPrivateIP    bool     `json:"allow_private_ip,omitempty"`
+	InsecureAllowHTTP bool     `json:"insecure_allow_http,omitempty"`
+}
+
+// Marshal renders the RunConfig as the runner reads it: JSON indented with
+// two spaces. encoding/json sorts map keys, so equal configs give equal
+// bytes.
+func Marshal(rc *RunConfig) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rc); err != nil {
+		return "", fmt.Errorf("encoding RunConfig: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// ValidateEnvName rejects environment keys the runner cannot pass on: an
+// "=" splits the pair, and CR or LF break the env file format.
+func ValidateEnvName(name string) error {
+	if name == "" {
+		return fmt.Errorf("environment variable name is empty")
+	}
+	if strings.ContainsAny(name, "=\r\n") {
+		return fmt.Errorf("environment variable name %q contains '=', CR or LF", name)
+	}
+	return nil
+}
+
+// Checksum is the hex SHA-256 over a ConfigMap's content: its data keys in
+// sorted order (key then value), then its labels sorted, then its
+// annotations sorted excluding ChecksumAnnotation itself. It is computed
+// from the desired in-memory ConfigMap, never from a cache read, so it
+// changes exactly when what hivekeeper writes changes.
+func Checksum(data, labels, annotations map[string]string) string {
+	h := sha256.New()
+	write := func(m map[string]string, skip string) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			if k != skip {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			// A separator that cannot occur in keys keeps "ab"+"c" and
+			// "a"+"bc" apart.
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			h.Write([]byte(m[k]))
+			h.Write([]byte{0})
+		}
+	}
+	write(data, "")
+	write(labels, "")
+	write(annotations, ChecksumAnnotation)
+	return hex.EncodeToString(h.Sum(nil))
+}

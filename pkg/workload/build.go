@@ -1,0 +1,314 @@
+package workload
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+)
+
+// Fixed names and values of the proxy runner pod.
+const (
+	ProxyContainerName = "toolhive"
+	ProxyPortName      = "http"
+	HealthPath         = "/health"
+	RunConfigVolume    = "runconfig"
+	RunConfigMountPath = "/etc/runconfig"
+	TmpVolume          = "tmp"
+	// RunnerUID is the user and group the runner runs as.
+	RunnerUID int64 = 1000
+	// DefaultProxyPort is the proxy port when the spec leaves it unset.
+	DefaultProxyPort int32 = 8080
+)
+
+// ConfigMap builds a ConfigMap whose content checksum annotation is
+// computed from the object being built, never from a cache read.
+func ConfigMap(meta metav1.ObjectMeta, data map[string]string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: meta, Data: data}
+	sum := runconfig.Checksum(cm.Data, cm.Labels, cm.Annotations)
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[runconfig.ChecksumAnnotation] = sum
+	return cm
+}
+
+// ServiceAccount builds a ServiceAccount.
+func ServiceAccount(meta metav1.ObjectMeta) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: meta}
+}
+
+// Role builds a Role.
+func Role(meta metav1.ObjectMeta, rules []rbacv1.PolicyRule) *rbacv1.Role {
+	return &rbacv1.Role{ObjectMeta: meta, Rules: rules}
+}
+
+// RoleBinding binds the Role of the same name to the ServiceAccount of the
+// same name.
+func RoleBinding(meta metav1.ObjectMeta) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: meta.Name, Namespace: meta.Namespace}},
+	}
+}
+
+// ProxyRunnerRules are the permissions the MCPServer proxy runner needs to
+// run the MCP server as a StatefulSet with its Services.
+func ProxyRunnerRules() []rbacv1.PolicyRule {
+	crud := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: crud},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: crud},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// RemoteProxyRunnerRules are the permissions of an MCPRemoteProxy runner:
+// read-only access to ConfigMaps and Secrets.
+func RemoteProxyRunnerRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
+	}
+}
+
+// ServiceSpec describes a Service in front of a workload.
+type ServiceSpec struct {
+	Meta            metav1.ObjectMeta
+	Type            corev1.ServiceType
+	PortName        string
+	Port            int32
+	TargetPort      int32
+	Selector        map[string]string
+	SessionAffinity string
+}
+
+// Service builds a Service.
+func Service(s ServiceSpec) *corev1.Service {
+	svcType := s.Type
+	if svcType == "" {
+		svcType = corev1.ServiceTypeClusterIP
+	}
+	return &corev1.Service{
+		ObjectMeta: s.Meta,
+		Spec: corev1.ServiceSpec{
+			Type: svcType,
+			Ports: []corev1.ServicePort{{
+				Name:       s.PortName,
+				Protocol:   corev1.ProtocolTCP,
+				Port:       s.Port,
+				TargetPort: intstr.FromInt32(s.TargetPort),
+			}},
+			Selector:        s.Selector,
+			SessionAffinity: SessionAffinity(s.SessionAffinity),
+		},
+	}
+}
+
+// SessionAffinity maps the spec value (default ClientIP) to the Service's.
+func SessionAffinity(v string) corev1.ServiceAffinity {
+	if v == thv1.SessionAffinityNone {
+		return corev1.ServiceAffinityNone
+	}
+	return corev1.ServiceAffinityClientIP
+}
+
+// Resources parses the spec's quantities. An invalid quantity is an error
+// the caller turns into a condition, never a panic (resource.MustParse
+// would panic).
+func Resources(r thv1.ResourceRequirements) (corev1.ResourceRequirements, error) {
+	var out corev1.ResourceRequirements
+	parse := func(side string, l thv1.ResourceList) (corev1.ResourceList, error) {
+		var list corev1.ResourceList
+		for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: l.CPU, corev1.ResourceMemory: l.Memory} {
+			if v == "" {
+				continue
+			}
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return nil, fmt.Errorf("resources.%s.%s %q is not a valid quantity: %w", side, name, v, err)
+			}
+			if list == nil {
+				list = corev1.ResourceList{}
+			}
+			list[name] = q
+		}
+		return list, nil
+	}
+	var err error
+	if out.Limits, err = parse("limits", r.Limits); err != nil {
+		return out, err
+	}
+	if out.Requests, err = parse("requests", r.Requests); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// RestrictedContainerSecurityContext is the restricted security context of
+// the proxy container: non-root, no privilege escalation, read-only root
+// filesystem, no capabilities, the runtime's default seccomp profile.
+func RestrictedContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(RunnerUID),
+		RunAsGroup:               ptr.To(RunnerUID),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// RestrictedPodSecurityContext is the pod-level half of the restricted
+// profile.
+func RestrictedPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(RunnerUID),
+		RunAsGroup:     ptr.To(RunnerUID),
+		FSGroup:        ptr.To(RunnerUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// HTTPProbe is a probe on path at the named port. Every field the API
+// server would default is set explicitly, so the live probe equals the
+// built one.
+func HTTPProbe(path, port string, initialDelay, period int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path:   path,
+			Port:   intstr.FromString(port),
+			Scheme: corev1.URISchemeHTTP,
+		}},
+		InitialDelaySeconds: initialDelay,
+		PeriodSeconds:       period,
+		TimeoutSeconds:      3,
+		SuccessThreshold:    1,
+		FailureThreshold:    3,
+	}
+}
+
+// ProxyDeploymentSpec is everything that varies between the proxy
+// Deployments of the workload kinds.
+type ProxyDeploymentSpec struct {
+	// Meta is the Deployment's metadata (labels and annotations already
+	// merged with the overrides).
+	Meta metav1.ObjectMeta
+	// Selector is the workload labels.
+	Selector map[string]string
+	// Replicas is nil for hands off.
+	Replicas *int32
+	// TemplateLabels and TemplateAnnotations are the pod template's
+	// metadata, already merged with the overrides (operator keys win).
+	TemplateLabels      map[string]string
+	TemplateAnnotations map[string]string
+	RunnerImage         string
+	// Args follow the runner's "run" subcommand.
+	Args      []string
+	ProxyPort int32
+	Resources corev1.ResourceRequirements
+	// EnvBeforeOverrides, the override env, then EnvAfterOverrides are
+	// concatenated in that order; then the runner defaults are added when
+	// absent.
+	EnvBeforeOverrides []corev1.EnvVar
+	OverrideEnv        []thv1.NameValue
+	EnvAfterOverrides  []corev1.EnvVar
+	ServiceAccountName string
+	RunConfigMapName   string
+	ImagePullSecrets   []corev1.LocalObjectReference
+	// ExtraVolumes and ExtraMounts (e.g. an OIDC CA bundle) are added
+	// after the runconfig and tmp volumes.
+	ExtraVolumes []corev1.Volume
+	ExtraMounts  []corev1.VolumeMount
+}
+
+// runnerDefaultEnv are added to the proxy container only when the env does
+// not already name them, so an override can replace any of them.
+var runnerDefaultEnv = []corev1.EnvVar{
+	{Name: "XDG_CONFIG_HOME", Value: "/tmp"},
+	{Name: "HOME", Value: "/tmp"},
+	{Name: "TOOLHIVE_RUNTIME", Value: "kubernetes"},
+	{Name: "UNSTRUCTURED_LOGS", Value: "false"},
+}
+
+// ProxyEnv assembles the proxy container's environment in its fixed order.
+func ProxyEnv(before []corev1.EnvVar, overrides []thv1.NameValue, after []corev1.EnvVar) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(before)+len(overrides)+len(after)+len(runnerDefaultEnv))
+	env = append(env, before...)
+	for _, o := range overrides {
+		env = append(env, corev1.EnvVar{Name: o.Name, Value: o.Value})
+	}
+	env = append(env, after...)
+	seen := map[string]bool{}
+	for _, e := range env {
+		seen[e.Name] = true
+	}
+	for _, d := range runnerDefaultEnv {
+		if !seen[d.Name] {
+			env = append(env, d)
+		}
+	}
+	return env
+}
+
+// ProxyDeployment builds the proxy runner Deployment.
+func ProxyDeployment(s ProxyDeploymentSpec) *appsv1.Deployment {
+	volumes := []corev1.Volume{
+		{Name: RunConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.RunConfigMapName},
+		}}},
+		// The root filesystem is read-only and HOME is /tmp.
+		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	volumes = append(volumes, s.ExtraVolumes...)
+	mounts := []corev1.VolumeMount{
+		{Name: RunConfigVolume, MountPath: RunConfigMountPath, ReadOnly: true},
+		{Name: TmpVolume, MountPath: "/tmp"},
+	}
+	mounts = append(mounts, s.ExtraMounts...)
+
+	args := append([]string{"run"}, s.Args...)
+	return &appsv1.Deployment{
+		ObjectMeta: s.Meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: s.Replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: s.Selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: s.TemplateLabels, Annotations: s.TemplateAnnotations},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: s.ServiceAccountName,
+					SecurityContext:    RestrictedPodSecurityContext(),
+					ImagePullSecrets:   s.ImagePullSecrets,
+					Containers: []corev1.Container{{
+						Name:  ProxyContainerName,
+						Image: s.RunnerImage,
+						Args:  args,
+						Ports: []corev1.ContainerPort{{
+							Name: ProxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
+						}},
+						Env:             ProxyEnv(s.EnvBeforeOverrides, s.OverrideEnv, s.EnvAfterOverrides),
+						Resources:       s.Resources,
+						VolumeMounts:    mounts,
+						LivenessProbe:   HTTPProbe(HealthPath, ProxyPortName, 30, 10),
+						ReadinessProbe:  HTTPProbe(HealthPath, ProxyPortName, 5, 5),
+						SecurityContext: RestrictedContainerSecurityContext(),
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	}
+}

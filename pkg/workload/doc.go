@@ -1,0 +1,11 @@
+// Package workload builds the children that every ToolHive proxy workload
+// (MCPServer, MCPRemoteProxy) shares — the RunConfig ConfigMap, the runner's
+// ServiceAccount, Role and RoleBinding, the proxy Deployment and Service —
+// and holds the drift comparators and owned-field patch bodies for them.
+//
+// Builders and comparators live side by side on purpose: a comparator
+// projects both the desired and the live object through the same
+// normalising view, so "build, feed back as live, compare" finds no drift by
+// construction, and fields the API server defaults never count as drift.
+// Everything here is pure: no clients, no listers.
+package workload

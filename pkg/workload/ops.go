@@ -1,0 +1,98 @@
+package workload
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+)
+
+// Children are the ChildOps of every child kind a workload controller
+// writes, reading from the shared informers and writing with the typed
+// clients.
+type Children struct {
+	ConfigMaps      controller.ChildOps[*corev1.ConfigMap]
+	ServiceAccounts controller.ChildOps[*corev1.ServiceAccount]
+	Roles           controller.ChildOps[*rbacv1.Role]
+	RoleBindings    controller.ChildOps[*rbacv1.RoleBinding]
+	Deployments     controller.ChildOps[*appsv1.Deployment]
+	Services        controller.ChildOps[*corev1.Service]
+}
+
+// NewChildren wires the child kinds to their informers and clients. It
+// returns the informers so the caller can register handlers and wait for
+// their caches.
+func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactory) (*Children, []cache.SharedIndexInformer) {
+	cms := f.Core().V1().ConfigMaps()
+	sas := f.Core().V1().ServiceAccounts()
+	roles := f.Rbac().V1().Roles()
+	rbs := f.Rbac().V1().RoleBindings()
+	deps := f.Apps().V1().Deployments()
+	svcs := f.Core().V1().Services()
+	c := &Children{
+		ConfigMaps: controller.ChildOps[*corev1.ConfigMap]{
+			Resource: "configmaps",
+			Get:      func(ns, n string) (*corev1.ConfigMap, error) { return cms.Lister().ConfigMaps(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*corev1.ConfigMap] {
+				return kube.CoreV1().ConfigMaps(ns)
+			},
+			Diff:      DiffConfigMap,
+			PatchBody: ConfigMapPatch,
+		},
+		ServiceAccounts: controller.ChildOps[*corev1.ServiceAccount]{
+			Resource: "serviceaccounts",
+			Get:      func(ns, n string) (*corev1.ServiceAccount, error) { return sas.Lister().ServiceAccounts(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*corev1.ServiceAccount] {
+				return kube.CoreV1().ServiceAccounts(ns)
+			},
+			Diff:      DiffServiceAccount,
+			PatchBody: ServiceAccountPatch,
+		},
+		Roles: controller.ChildOps[*rbacv1.Role]{
+			Resource: "roles",
+			Get:      func(ns, n string) (*rbacv1.Role, error) { return roles.Lister().Roles(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*rbacv1.Role] {
+				return kube.RbacV1().Roles(ns)
+			},
+			Diff:      DiffRole,
+			PatchBody: RolePatch,
+		},
+		RoleBindings: controller.ChildOps[*rbacv1.RoleBinding]{
+			Resource: "rolebindings",
+			Get:      func(ns, n string) (*rbacv1.RoleBinding, error) { return rbs.Lister().RoleBindings(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*rbacv1.RoleBinding] {
+				return kube.RbacV1().RoleBindings(ns)
+			},
+			Diff:          DiffRoleBinding,
+			NeedsRecreate: RoleBindingNeedsRecreate,
+			PatchBody:     RoleBindingPatch,
+		},
+		Deployments: controller.ChildOps[*appsv1.Deployment]{
+			Resource: "deployments",
+			Get:      func(ns, n string) (*appsv1.Deployment, error) { return deps.Lister().Deployments(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*appsv1.Deployment] {
+				return kube.AppsV1().Deployments(ns)
+			},
+			Diff:          DiffDeployment,
+			NeedsRecreate: DeploymentNeedsRecreate,
+			PatchBody: func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+				return DeploymentPatch(want, have, nil, adopt)
+			},
+		},
+		Services: controller.ChildOps[*corev1.Service]{
+			Resource: "services",
+			Get:      func(ns, n string) (*corev1.Service, error) { return svcs.Lister().Services(ns).Get(n) },
+			Client: func(ns string) controller.ChildClient[*corev1.Service] {
+				return kube.CoreV1().Services(ns)
+			},
+			Diff:      DiffService,
+			PatchBody: ServicePatch,
+		},
+	}
+	informers := []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer(), deps.Informer(), svcs.Informer()}
+	return c, informers
+}
