@@ -155,7 +155,6 @@ func sessionAffinity(s *corev1.Service) corev1.ServiceAffinity {
 	return s.Spec.SessionAffinity
 }
 
-
 // DiffDeployment compares the Deployment fields hivekeeper sets. A nil
 // desired replicas means hands off: the live count is not compared.
 func DiffDeployment(want, have *appsv1.Deployment) []string {
