@@ -248,8 +248,11 @@ func (w *Writer) forget(key string) {
 	w.mu.Unlock()
 }
 
-// Forget drops the churn memory of every child of one owner when the owner
-// is deleted, so the map stays as large as the set of live children.
+// ForgetPrefix drops the churn memory of the one child resource
+// namespace/name (not of names that merely start with name). Call it when
+// a child goes away without DeleteChild, for example through garbage
+// collection after its owner was deleted, so the map stays as large as the
+// set of live children.
 func (w *Writer) ForgetPrefix(resource, namespace, name string) {
 	w.forget(childKey(resource, namespace, name))
 }
