@@ -1,0 +1,113 @@
+package mcpoidcconfig
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// withRV returns a copy of a workload with another resourceVersion, as the
+// new object of a real update event.
+func withRV[T interface {
+	runtime.Object
+	SetResourceVersion(string)
+}](obj T, rv string) T {
+	c := obj.DeepCopyObject().(T)
+	c.SetResourceVersion(rv)
+	return c
+}
+
+// The workload handlers enqueue the configs referenced before and after a
+// change, read from the event objects alone, for every workload kind.
+func TestWorkloadHandlers(t *testing.T) {
+	type event struct {
+		kind     string
+		op       string // add, update, delete
+		old, obj any
+	}
+	tombstone := func(obj runtime.Object) cache.DeletedFinalStateUnknown {
+		return cache.DeletedFinalStateUnknown{Key: "team-a/x", Obj: obj}
+	}
+	tests := []struct {
+		name string
+		ev   event
+		want []string
+	}{
+		{"add enqueues the referenced config",
+			event{thv1.KindMCPServer, "add", nil, server(testNS, "s", "a")}, []string{"team-a/a"}},
+		{"add without a reference enqueues nothing",
+			event{thv1.KindMCPServer, "add", nil, server(testNS, "s", "")}, nil},
+		{"MCPServer switching from A to B enqueues both",
+			event{thv1.KindMCPServer, "update", server(testNS, "s", "a"), withRV(server(testNS, "s", "b"), "2")}, []string{"team-a/a", "team-a/b"}},
+		{"MCPRemoteProxy switching from A to B enqueues both",
+			event{thv1.KindMCPRemoteProxy, "update", proxy(testNS, "p", "a"), withRV(proxy(testNS, "p", "b"), "2")}, []string{"team-a/a", "team-a/b"}},
+		{"VirtualMCPServer switching from A to B enqueues both",
+			event{thv1.KindVirtualMCPServer, "update", vmcp(testNS, "v", "a"), withRV(vmcp(testNS, "v", "b"), "2")}, []string{"team-a/a", "team-a/b"}},
+		{"dropping a reference enqueues the old config",
+			event{thv1.KindVirtualMCPServer, "update", vmcp(testNS, "v", "a"), withRV(vmcp(testNS, "v", ""), "2")}, []string{"team-a/a"}},
+		{"gaining a reference enqueues the new config",
+			event{thv1.KindMCPRemoteProxy, "update", proxy(testNS, "p", ""), withRV(proxy(testNS, "p", "b"), "2")}, []string{"team-a/b"}},
+		{"an update that keeps the reference enqueues nothing",
+			event{thv1.KindMCPServer, "update", server(testNS, "s", "a"), withRV(server(testNS, "s", "a"), "2")}, nil},
+		{"a resync enqueues nothing",
+			event{thv1.KindMCPServer, "update", server(testNS, "s", "a"), server(testNS, "s", "a")}, nil},
+		{"delete enqueues the old config",
+			event{thv1.KindMCPServer, "delete", nil, server(testNS, "s", "a")}, []string{"team-a/a"}},
+		{"a tombstone enqueues the old config",
+			event{thv1.KindVirtualMCPServer, "delete", nil, tombstone(vmcp(testNS, "v", "a"))}, []string{"team-a/a"}},
+		{"an MCPRemoteProxy tombstone enqueues the old config",
+			event{thv1.KindMCPRemoteProxy, "delete", nil, tombstone(proxy(testNS, "p", "a"))}, []string{"team-a/a"}},
+		{"a tombstone of something else enqueues nothing",
+			event{thv1.KindMCPServer, "delete", nil, cache.DeletedFinalStateUnknown{Key: "x", Obj: "junk"}}, nil},
+		{"keys carry the workload's namespace",
+			event{thv1.KindMCPServer, "add", nil, server("team-b", "s", "a")}, []string{"team-b/a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			h := f.c.workloadHandler(tc.ev.kind)
+			switch tc.ev.op {
+			case "add":
+				h.OnAdd(tc.ev.obj, false)
+			case "update":
+				h.OnUpdate(tc.ev.old, tc.ev.obj)
+			case "delete":
+				h.OnDelete(tc.ev.obj)
+			}
+			got := drain(f.c)
+			slices.Sort(got)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("enqueued %q, want %q", got, tc.want)
+			}
+			f.expectNoActions()
+		})
+	}
+}
+
+// The handlers are registered for every workload kind that can reference a
+// config, and the config's own events enqueue it.
+func TestHandlersRegistered(t *testing.T) {
+	f := newFixture(t)
+	var kinds []string
+	for _, w := range f.c.workloads {
+		kinds = append(kinds, w.kind)
+	}
+	slices.Sort(kinds)
+	if want := []string{thv1.KindMCPRemoteProxy, thv1.KindMCPServer, thv1.KindVirtualMCPServer}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("workload kinds = %q, want %q", kinds, want)
+	}
+
+	h := f.c.configHandler()
+	h.OnAdd(config(testNS, "a"), false)
+	h.OnUpdate(config(testNS, "b"), withRV(config(testNS, "b"), "8"))
+	got := drain(f.c)
+	slices.Sort(got)
+	if want := []string{"team-a/a", "team-a/b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("enqueued %q, want %q", got, want)
+	}
+}
