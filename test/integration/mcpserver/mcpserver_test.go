@@ -397,4 +397,3 @@ func TestDeletionRunsFinalizer(t *testing.T) {
 		}
 	}
 }
-

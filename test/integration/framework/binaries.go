@@ -1,0 +1,117 @@
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// BinariesEnv names the folder holding kube-apiserver and etcd. `make test`
+// sets it from hack/test-binaries.sh.
+const BinariesEnv = "HIVEKEEPER_TEST_BINARIES"
+
+const modulePath = "github.com/hivekeeper/hivekeeper"
+
+// RepoRoot returns the root of the hivekeeper checkout by walking up from the
+// working directory to the go.mod of the module. `go test` runs each package
+// in its own folder, so a relative path would differ per package.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			if bytes.HasPrefix(bytes.TrimSpace(b), []byte("module "+modulePath)) {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+// FindBinaries returns the folder with kube-apiserver and etcd: $BinariesEnv
+// when set, else the folder hack/test-binaries.sh prints. The script is only
+// run when its cache already holds both binaries, because building them takes
+// minutes and a test run must never start that silently; the error then says
+// how to build them.
+func FindBinaries() (string, error) {
+	if dir := os.Getenv(BinariesEnv); dir != "" {
+		if err := checkBinaries(dir); err != nil {
+			return "", fmt.Errorf("$%s=%s: %w", BinariesEnv, dir, err)
+		}
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	expected, err := cachedBinariesDir(root)
+	if err != nil {
+		return "", err
+	}
+	if err := checkBinaries(expected); err != nil {
+		return "", fmt.Errorf("%w; run `make test-binaries` (a one-time build of several minutes) or set $%s", err, BinariesEnv)
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "test-binaries.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/test-binaries.sh: %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if err := checkBinaries(dir); err != nil {
+		return "", fmt.Errorf("hack/test-binaries.sh printed %q: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// cachedBinariesDir mirrors the folder layout of hack/test-binaries.sh
+// (<cache>/k8s/<kube>-etcd-<etcd>) so FindBinaries can tell whether running
+// the script would be instant.
+func cachedBinariesDir(root string) (string, error) {
+	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = strings.Trim(v, `"'`)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	if vars["KUBE_VERSION"] == "" || vars["ETCD_VERSION"] == "" {
+		return "", errors.New("hack/versions.env lacks KUBE_VERSION or ETCD_VERSION")
+	}
+	cache := os.Getenv("HIVEKEEPER_BIN_CACHE")
+	if cache == "" {
+		cache = filepath.Join(root, "bin")
+	}
+	return filepath.Join(cache, "k8s", vars["KUBE_VERSION"]+"-etcd-"+vars["ETCD_VERSION"]), nil
+}
+
+func checkBinaries(dir string) error {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("%s not found in %s", name, dir)
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s in %s is not executable", name, dir)
+		}
+	}
+	return nil
+}
