@@ -1,0 +1,123 @@
+package mcpgroup
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+// withRV returns a copy of a workload with another resourceVersion, so an
+// update event is not a resync.
+func withRV[T interface{ SetResourceVersion(string) }](obj T, rv string) T {
+	obj.SetResourceVersion(rv)
+	return obj
+}
+
+// TestWorkloadHandler checks which groups a workload event re-syncs: the
+// group it joins, the group it leaves, both when it switches, none when its
+// group did not change.
+func TestWorkloadHandler(t *testing.T) {
+	type event struct {
+		op       string // add, update, delete
+		old, obj any
+	}
+	tests := []struct {
+		name  string
+		kind  string
+		event event
+		want  []string
+	}{
+		{"server added to a group", thv1.KindMCPServer,
+			event{op: "add", obj: server(ns, "a", "g1")}, []string{ns + "/g1"}},
+		{"server added without a group", thv1.KindMCPServer,
+			event{op: "add", obj: server(ns, "a", "")}, nil},
+		{"server joins a group", thv1.KindMCPServer,
+			event{op: "update", old: server(ns, "a", ""), obj: withRV(server(ns, "a", "g1"), "2")}, []string{ns + "/g1"}},
+		{"server leaves a group", thv1.KindMCPServer,
+			event{op: "update", old: server(ns, "a", "g1"), obj: withRV(server(ns, "a", ""), "2")}, []string{ns + "/g1"}},
+		{"server switches groups: old and new", thv1.KindMCPServer,
+			event{op: "update", old: server(ns, "a", "g1"), obj: withRV(server(ns, "a", "g2"), "2")}, []string{ns + "/g1", ns + "/g2"}},
+		{"server changes something else: no membership change", thv1.KindMCPServer,
+			event{op: "update", old: server(ns, "a", "g1"), obj: withRV(server(ns, "a", "g1"), "2")}, nil},
+		{"server resync", thv1.KindMCPServer,
+			event{op: "update", old: server(ns, "a", "g1"), obj: server(ns, "a", "g1")}, nil},
+		{"server deleted", thv1.KindMCPServer,
+			event{op: "delete", obj: server(ns, "a", "g1")}, []string{ns + "/g1"}},
+		{"server deleted, seen as a tombstone", thv1.KindMCPServer,
+			event{op: "delete", obj: cache.DeletedFinalStateUnknown{Key: ns + "/a", Obj: server(ns, "a", "g1")}}, []string{ns + "/g1"}},
+		{"server without a group deleted", thv1.KindMCPServer,
+			event{op: "delete", obj: server(ns, "a", "")}, nil},
+		{"proxy added", thv1.KindMCPRemoteProxy,
+			event{op: "add", obj: proxy("team-b", "p", "g1")}, []string{"team-b/g1"}},
+		{"proxy switches groups: old and new", thv1.KindMCPRemoteProxy,
+			event{op: "update", old: proxy(ns, "p", "g1"), obj: withRV(proxy(ns, "p", "g2"), "2")}, []string{ns + "/g1", ns + "/g2"}},
+		{"proxy deleted, seen as a tombstone", thv1.KindMCPRemoteProxy,
+			event{op: "delete", obj: cache.DeletedFinalStateUnknown{Key: ns + "/p", Obj: proxy(ns, "p", "g2")}}, []string{ns + "/g2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, true)
+			h := f.c.workloadHandler(tc.kind)
+			switch tc.event.op {
+			case "add":
+				h.OnAdd(tc.event.obj, false)
+			case "update":
+				h.OnUpdate(tc.event.old, tc.event.obj)
+			case "delete":
+				h.OnDelete(tc.event.obj)
+			}
+			if got := drain(f.c); !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("enqueued %v, want %v", got, tc.want)
+			}
+			f.expectNoActions()
+		})
+	}
+}
+
+// TestGroupHandler: a group is synced when it appears and on every update,
+// resyncs included (they are the primary resource's periodic re-check); its
+// deletion needs no sync.
+func TestGroupHandler(t *testing.T) {
+	f := newFixture(t, true)
+	h := f.c.groupHandler()
+	g := group(ns, "g1", 1, thv1.MCPGroupStatus{})
+
+	h.OnAdd(g, false)
+	if got := drain(f.c); !equality.Semantic.DeepEqual(got, []string{ns + "/g1"}) {
+		t.Errorf("add enqueued %v", got)
+	}
+	h.OnUpdate(g, g)
+	if got := drain(f.c); !equality.Semantic.DeepEqual(got, []string{ns + "/g1"}) {
+		t.Errorf("update enqueued %v", got)
+	}
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/g1", Obj: g})
+	if got := drain(f.c); got != nil {
+		t.Errorf("delete enqueued %v", got)
+	}
+}
+
+// TestNewFromDeps checks the wiring pkg/app uses: the queue carries the
+// watch scope's suffix so per-namespace controllers have distinct queues.
+func TestNewFromDeps(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	if err := index.AddToInformers(factory); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewFromDeps(&app.Deps{Toolhive: client, ToolhiveInformers: factory, QueueSuffix: "-team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.(*Controller)
+	t.Cleanup(c.Queue.ShutDown)
+	if c.Name != "mcpgroup-team-a" {
+		t.Errorf("queue name %q, want mcpgroup-team-a", c.Name)
+	}
+}

@@ -1,0 +1,125 @@
+package mcpgroup
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+// Reasons of the group's Ready condition.
+const (
+	// ReasonMembershipComputed: the lists in status are the group's members.
+	ReasonMembershipComputed = "MembershipComputed"
+	// ReasonMembershipUnavailable: the membership index could not be read,
+	// so the lists in status are the last known ones.
+	ReasonMembershipUnavailable = "MembershipUnavailable"
+)
+
+// messageMembershipComputed is constant on purpose: the counts are already
+// status fields, and a message that repeated them would put the whole
+// conditions array into every membership patch.
+const messageMembershipComputed = "Members are listed in status.servers and status.remoteProxies"
+
+// membership is who belongs to a group, each list sorted by name.
+type membership struct {
+	servers []string
+	proxies []string
+}
+
+// sync recomputes the status of one group and writes it when it changed.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		// A malformed key never becomes valid; retrying would only spin.
+		klog.FromContext(ctx).Error(err, "Dropping malformed key", "key", key)
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("mcpgroup", klog.KRef(namespace, name))
+	ctx = klog.NewContext(ctx, logger)
+
+	group, err := c.groups.MCPGroups(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Nothing of the group is left to write. Its former members keep
+		// their spec; their controllers report the missing group.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+
+	members, memberErr := c.membership(namespace, name)
+	if memberErr != nil {
+		logger.Error(memberErr, "Cannot read group membership; keeping the last known lists")
+	}
+	status := buildStatus(group, members, memberErr, c.clock)
+
+	patched, err := controller.PatchStatus(ctx, c.writer, Resource, name,
+		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
+	if err != nil {
+		return err
+	}
+	if patched {
+		logger.V(2).Info("Updated group status", "phase", status.Phase,
+			"servers", status.ServerCount, "remoteProxies", status.RemoteProxyCount)
+	}
+	return nil
+}
+
+// membership reads the members of namespace/name from the workload
+// indexes. It costs O(members), whatever the size of the namespace.
+func (c *Controller) membership(namespace, name string) (membership, error) {
+	key := index.Key(namespace, name)
+	servers, err := index.Referrers(c.servers, index.ByGroup, key)
+	if err != nil {
+		return membership{}, fmt.Errorf("reading MCPServer members: %w", err)
+	}
+	proxies, err := index.Referrers(c.proxies, index.ByGroup, key)
+	if err != nil {
+		return membership{}, fmt.Errorf("reading MCPRemoteProxy members: %w", err)
+	}
+	return membership{servers: servers, proxies: proxies}, nil
+}
+
+// buildStatus returns the whole desired status of group. It starts from a
+// deep copy of the status as read because a merge patch replaces the whole
+// conditions array: conditions of other types must be carried over. When
+// memberErr is set the membership is unknown, so the last known lists are
+// kept and the group is reported Failed instead of empty.
+func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.PassiveClock) thv1.MCPGroupStatus {
+	status := *group.Status.DeepCopy()
+	status.ObservedGeneration = group.Generation
+
+	if memberErr != nil {
+		status.Phase = thv1.MCPGroupPhaseFailed
+		controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
+			metav1.ConditionFalse, ReasonMembershipUnavailable, memberErr.Error())
+		return status
+	}
+
+	status.Servers = nilIfEmpty(m.servers)
+	status.ServerCount = int32(len(m.servers))
+	status.RemoteProxies = nilIfEmpty(m.proxies)
+	status.RemoteProxyCount = int32(len(m.proxies))
+	status.Phase = thv1.MCPGroupPhaseReady
+	controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
+		metav1.ConditionTrue, ReasonMembershipComputed, messageMembershipComputed)
+	return status
+}
+
+// nilIfEmpty makes an empty list nil, the form the API server returns for an
+// omitted field, so the status compares equal to what was read back.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
