@@ -1,0 +1,199 @@
+package mcpremoteproxy
+
+import (
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// Names, keys and values of the MCPRemoteProxy contract.
+const (
+	// App is the app label of every child.
+	App = "mcpremoteproxy"
+	// AnnotationRunConfigChecksum on the pod template rolls the proxy when
+	// its RunConfig changes. A remote proxy has no generation annotation:
+	// there is no backend workload whose generation the runner must match.
+	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
+	proxyHost                   = "0.0.0.0"
+)
+
+// gvk is the owner kind of every child.
+var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
+
+// RunConfigName is the RunConfig ConfigMap of proxy n.
+func RunConfigName(n string) string { return n + "-runconfig" }
+
+// RunnerName names the runner's ServiceAccount, Role and RoleBinding.
+func RunnerName(n string) string { return n + "-remote-proxy-runner" }
+
+// ServiceName is the proxy Service.
+func ServiceName(n string) string { return "mcp-" + n + "-remote-proxy" }
+
+// Inputs are everything a build depends on: the proxy, the referenced
+// MCPOIDCConfig (nil when there is none) and flags.
+type Inputs struct {
+	Proxy       *thv1.MCPRemoteProxy
+	OIDC        *thv1.MCPOIDCConfig
+	RunnerImage string
+}
+
+// Desired are the children of one MCPRemoteProxy. The runner RBAC is nil
+// when the spec names its own service account: the user then owns the
+// permissions.
+type Desired struct {
+	RunConfig            *corev1.ConfigMap
+	RunnerServiceAccount *corev1.ServiceAccount
+	RunnerRole           *rbacv1.Role
+	RunnerRoleBinding    *rbacv1.RoleBinding
+	Deployment           *appsv1.Deployment
+	Service              *corev1.Service
+}
+
+// Condition reasons.
+const (
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonDeploymentReady    = "DeploymentReady"
+	ReasonDeploymentNotReady = "DeploymentNotReady"
+	ReasonScaledToZero       = "ScaledToZero"
+	ReasonChildConflict      = "ChildConflict"
+	ReasonTerminating        = "Terminating"
+	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
+)
+
+// Transport returns the transport with the schema default applied, so a
+// build never depends on whether the object passed through the server.
+func Transport(p *thv1.MCPRemoteProxy) string {
+	if p.Spec.Transport == "" {
+		return thv1.TransportStreamableHTTP
+	}
+	return p.Spec.Transport
+}
+
+// ProxyPort returns the proxy port with its default.
+func ProxyPort(p *thv1.MCPRemoteProxy) int32 {
+	if p.Spec.ProxyPort == 0 {
+		return workload.DefaultProxyPort
+	}
+	return p.Spec.ProxyPort
+}
+
+// URL is the in-cluster address clients use.
+func URL(p *thv1.MCPRemoteProxy) string {
+	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(p.Name), p.Namespace, ProxyPort(p))
+	if Transport(p) == thv1.TransportSSE {
+		return base + "/sse"
+	}
+	return base + "/mcp"
+}
+
+// ServiceAccountName is the proxy pod's account: the spec's, or the
+// runner account hivekeeper creates.
+func ServiceAccountName(p *thv1.MCPRemoteProxy) string {
+	if sa, ok := workload.CustomServiceAccount(p.Spec.ServiceAccount); ok {
+		return sa
+	}
+	return RunnerName(p.Name)
+}
+
+// Build computes every child of an MCPRemoteProxy. It is pure: the same
+// inputs give the same objects, and the drift comparators compare against
+// exactly these objects.
+func Build(in Inputs) (*Desired, error) {
+	p := in.Proxy
+	n, ns := p.Name, p.Namespace
+	labels := workload.Labels(App, n)
+	owner := workload.OwnerRef(p, gvk)
+	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
+		return workload.ObjectMeta(name, ns, l, a, owner)
+	}
+
+	resources, err := workload.Resources(p.Spec.Resources)
+	if err != nil {
+		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec." + err.Error()}
+	}
+	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef)
+	rc, err := runconfig.Marshal(&runconfig.RunConfig{
+		SchemaVersion:     runconfig.SchemaVersion,
+		Name:              n,
+		RemoteURL:         p.Spec.RemoteURL,
+		Transport:         Transport(p),
+		Host:              proxyHost,
+		Port:              ProxyPort(p),
+		ProxyMode:         Transport(p),
+		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
+		EndpointPrefix:    p.Spec.EndpointPrefix,
+		OIDCConfig:        oidc.RunConfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cm := workload.ConfigMap(meta(RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+
+	d := &Desired{RunConfig: cm}
+	if _, custom := workload.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
+		d.RunnerServiceAccount = workload.ServiceAccount(meta(RunnerName(n), labels, nil))
+		d.RunnerRole = workload.Role(meta(RunnerName(n), labels, nil), workload.RemoteProxyRunnerRules())
+		d.RunnerRoleBinding = workload.RoleBinding(meta(RunnerName(n), labels, nil))
+	}
+
+	var depOv *thv1.ProxyDeploymentOverrides
+	var svcOv *thv1.ResourceMetadataOverrides
+	if ro := p.Spec.ResourceOverrides; ro != nil {
+		depOv, svcOv = ro.ProxyDeployment, ro.ProxyService
+	}
+	var depLabels, depAnn, tplLabels, tplAnn map[string]string
+	var overrideEnv []thv1.NameValue
+	var pullSecrets []corev1.LocalObjectReference
+	if depOv != nil {
+		depLabels, depAnn = depOv.Labels, maps.Clone(depOv.Annotations)
+		overrideEnv, pullSecrets = depOv.Env, depOv.ImagePullSecrets
+		if pt := depOv.PodTemplateMetadataOverrides; pt != nil {
+			tplLabels, tplAnn = pt.Labels, pt.Annotations
+		}
+	}
+	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
+		Meta:           meta(n, workload.MergeOperatorWins(labels, depLabels), depAnn),
+		Selector:       labels,
+		Replicas:       workload.CopyInt32(p.Spec.Replicas),
+		TemplateLabels: workload.MergeOperatorWins(labels, tplLabels),
+		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
+			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
+		}, tplAnn),
+		RunnerImage: in.RunnerImage,
+		// The runner's "run" takes the server to run as its argument; a
+		// URL makes it a proxy to that remote server. The RunConfig
+		// carries the same URL as remote_url.
+		Args:               []string{p.Spec.RemoteURL},
+		ProxyPort:          ProxyPort(p),
+		Resources:          resources,
+		EnvBeforeOverrides: oidc.Env,
+		OverrideEnv:        overrideEnv,
+		ServiceAccountName: ServiceAccountName(p),
+		RunConfigMapName:   cm.Name,
+		ImagePullSecrets:   pullSecrets,
+		ExtraVolumes:       oidc.Volumes,
+		ExtraMounts:        oidc.Mounts,
+	})
+
+	var svcLabels, svcAnn map[string]string
+	if svcOv != nil {
+		svcLabels, svcAnn = svcOv.Labels, maps.Clone(svcOv.Annotations)
+	}
+	d.Service = workload.Service(workload.ServiceSpec{
+		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, svcLabels), svcAnn),
+		PortName:        workload.ProxyPortName,
+		Port:            ProxyPort(p),
+		TargetPort:      ProxyPort(p),
+		Selector:        labels,
+		SessionAffinity: p.Spec.SessionAffinity,
+	})
+	return d, nil
+}

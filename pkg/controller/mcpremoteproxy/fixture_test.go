@@ -1,0 +1,90 @@
+package mcpremoteproxy
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+const testNS = "team-a"
+
+// fixture is the shared workload fixture with this controller on top.
+type fixture struct {
+	*workloadtest.Fixture
+	c *Controller
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{Fixture: workloadtest.New(t, objs...)}
+	c, err := New(f.Deps(app.Options{RunnerImage: "runner:test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.clock = clocktesting.NewFakePassiveClock(workloadtest.Now)
+	f.c = c
+	f.Refresh()
+	return f
+}
+
+// sync runs one sync and returns the write actions it sent.
+func (f *fixture) sync(name string) ([]core.Action, error) {
+	f.T.Helper()
+	err := f.c.sync(context.Background(), testNS+"/"+name)
+	return f.Writes(), err
+}
+
+func (f *fixture) converge(name string) {
+	f.T.Helper()
+	f.Converge(func() error { _, err := f.sync(name); return err })
+}
+
+func (f *fixture) get(name string) *thv1.MCPRemoteProxy {
+	f.T.Helper()
+	p, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return p
+}
+
+// newProxy returns a minimal valid MCPRemoteProxy with the server's
+// defaults applied.
+func newProxy(name string, mut ...func(*thv1.MCPRemoteProxy)) *thv1.MCPRemoteProxy {
+	p := &thv1.MCPRemoteProxy{
+		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPRemoteProxy},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Generation: 1, ResourceVersion: "1",
+		},
+		Spec: thv1.MCPRemoteProxySpec{
+			RemoteURL: "https://mcp.example.com/mcp", Transport: thv1.TransportStreamableHTTP,
+			ProxyPort: 8080, SessionAffinity: thv1.SessionAffinityClientIP,
+		},
+	}
+	for _, m := range mut {
+		m(p)
+	}
+	return p
+}
+
+func newOIDCConfig(name string, inline, valid bool) *thv1.MCPOIDCConfig {
+	return workloadtest.NewOIDCConfig(testNS, name, inline, "idp-ca", valid)
+}
+
+// childrenOf returns the desired children as a flat list.
+func childrenOf(d *Desired) []runtime.Object {
+	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
+	if d.RunnerServiceAccount != nil {
+		out = append(out, d.RunnerServiceAccount, d.RunnerRole, d.RunnerRoleBinding)
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package mcpremoteproxy
+
+import (
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+// option dimensions of the parity table.
+var (
+	transports = []string{thv1.TransportStreamableHTTP, thv1.TransportSSE}
+	overrides  = map[string]*thv1.ResourceOverrides{
+		"none": nil,
+		"deployment-only": {ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+			ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "platform"}},
+			Env:                       []thv1.NameValue{{Name: "HTTP_PROXY", Value: "http://proxy:3128"}},
+			ImagePullSecrets:          []corev1.LocalObjectReference{{Name: "regcred"}},
+		}},
+		"pod-template-and-service": {
+			ProxyDeployment: &thv1.ProxyDeploymentOverrides{PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
+				Labels:      map[string]string{"sidecar.istio.io/inject": "false"},
+				Annotations: map[string]string{"vault.hashicorp.com/agent-inject": "true"},
+			}},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{"expose": "internal"}, Annotations: map[string]string{"lb": "nlb"}},
+		},
+		"conflicting-operator-keys": {
+			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
+				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
+				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
+					Labels:      map[string]string{workload.LabelInstance: "hijack"},
+					Annotations: map[string]string{AnnotationRunConfigChecksum: "user-value"},
+				},
+				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
+			},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelToolhive: "false"}},
+		},
+	}
+	oidcKinds       = []string{"none", "inline", "kubernetesServiceAccount"}
+	replicaSets     = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
+	serviceAccounts = map[string]*string{"own": nil, "custom": ptr.To("remote-sa")}
+	affinities      = []string{thv1.SessionAffinityClientIP, thv1.SessionAffinityNone}
+)
+
+// TestBuildDriftParity is invariant 3: for every option combination, the
+// built children fed back as live — after a JSON round trip and the API
+// server's defaults — show no drift.
+func TestBuildDriftParity(t *testing.T) {
+	n := 0
+	for _, tr := range transports {
+		for ovName, ov := range overrides {
+			for _, oidcKind := range oidcKinds {
+				for repName, rep := range replicaSets {
+					for saName, sa := range serviceAccounts {
+						for _, aff := range affinities {
+							name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s", tr, ovName, oidcKind, repName, saName, aff)
+							n++
+							p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+								p.Spec.Transport = tr
+								p.Spec.ResourceOverrides = ov
+								p.Spec.Replicas = rep
+								p.Spec.ServiceAccount = sa
+								p.Spec.SessionAffinity = aff
+								p.Spec.TrustProxyHeaders = true
+								p.Spec.EndpointPrefix = "/team-a"
+								p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+							})
+							var cfg *thv1.MCPOIDCConfig
+							if oidcKind != "none" {
+								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
+								p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+							}
+							d, err := Build(Inputs{Proxy: p, OIDC: cfg, RunnerImage: "runner:test"})
+							if err != nil {
+								t.Fatalf("%s: build: %v", name, err)
+							}
+							assertNoDrift(t, name, d)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d combinations", n)
+}
+
+func assertNoDrift(t *testing.T, name string, d *Desired) {
+	t.Helper()
+	dep := workloadtest.RoundTrip(d.Deployment)
+	workloadtest.DefaultDeployment(dep)
+	svc := workloadtest.RoundTrip(d.Service)
+	workloadtest.DefaultService(svc)
+	checks := map[string][]string{
+		"configmap":      workload.DiffConfigMap(d.RunConfig, workloadtest.RoundTrip(d.RunConfig)),
+		"deployment":     workload.DiffDeployment(d.Deployment, dep),
+		"deployment-raw": workload.DiffDeployment(d.Deployment, d.Deployment),
+		"service":        workload.DiffService(d.Service, svc),
+	}
+	if d.RunnerServiceAccount != nil {
+		checks["runner-sa"] = workload.DiffServiceAccount(d.RunnerServiceAccount, workloadtest.RoundTrip(d.RunnerServiceAccount))
+		checks["role"] = workload.DiffRole(d.RunnerRole, workloadtest.RoundTrip(d.RunnerRole))
+		checks["rolebinding"] = workload.DiffRoleBinding(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding))
+		if workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding)) {
+			t.Errorf("%s: rolebinding needs recreation right after build", name)
+		}
+	}
+	for child, fields := range checks {
+		if len(fields) != 0 {
+			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
+		}
+	}
+	if workload.DeploymentNeedsRecreate(d.Deployment, dep) {
+		t.Errorf("%s: immutable field drift right after build", name)
+	}
+	for _, obj := range childrenOf(d) {
+		m := obj.(metav1.Object)
+		if ref := metav1.GetControllerOf(m); ref == nil || ref.Kind != thv1.KindMCPRemoteProxy || ref.UID != "uid-remote" {
+			t.Errorf("%s: %s has controller %+v", name, m.GetName(), ref)
+		}
+		if m.GetLabels()[workload.LabelApp] != App || m.GetLabels()[workload.LabelToolhive] != "true" {
+			t.Errorf("%s: %s labels %v", name, m.GetName(), m.GetLabels())
+		}
+	}
+}
+
+// TestDriftDetectsOwnedFields makes sure the comparators are not blind:
+// each owned field changed on the live object is reported under its name.
+func TestDriftDetectsOwnedFields(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.Replicas = ptr.To[int32](2)
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+	})
+	d, err := Build(Inputs{Proxy: p, OIDC: newOIDCConfig("auth", true, true), RunnerImage: "runner:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field string
+		edit  func(*appsv1.Deployment)
+	}{
+		{workload.FieldContainerArgs, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
+		}},
+		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, AnnotationRunConfigChecksum) }},
+		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
+		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
+		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
+	}
+	for _, tc := range cases {
+		live := d.Deployment.DeepCopy()
+		tc.edit(live)
+		found := false
+		for _, f := range workload.DiffDeployment(d.Deployment, live) {
+			found = found || f == tc.field
+		}
+		if !found {
+			t.Errorf("editing %s is not reported", tc.field)
+		}
+	}
+}

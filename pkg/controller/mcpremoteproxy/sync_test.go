@@ -1,0 +1,408 @@
+package mcpremoteproxy
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+		p.Spec.ResourceOverrides = overrides["pod-template-and-service"]
+		p.Spec.GroupRef = &thv1.GroupRef{Name: "tools"}
+	})
+	f := newFixture(t, p, newOIDCConfig("auth", true, true), wt.NewGroup(testNS, "tools"))
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts,
+		"create serviceaccounts", "create roles", "create rolebindings",
+		"create configmaps", "create services", "create deployments", "patch mcpremoteproxies/status")
+	wt.AssertNoActionOn(t, acts, "mcpoidcconfigs")
+	wt.AssertNoActionOn(t, acts, "mcpgroups")
+
+	// The server defaults everything, other controllers annotate; the next
+	// rounds write nothing at all.
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	before := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments"))
+	for i := range 3 {
+		acts, err = f.sync("remote")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) != 0 {
+			t.Fatalf("round %d of a converged proxy wrote: %s", i, wt.Describe(acts))
+		}
+	}
+	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments")); after != before {
+		t.Errorf("churn moved at steady state: %v -> %v", before, after)
+	}
+}
+
+func TestCustomServiceAccountCreatesNoRBAC(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("mine") })
+	f := newFixture(t, p)
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "create configmaps", "create services", "create deployments", "patch mcpremoteproxies/status")
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := dep.Spec.Template.Spec.ServiceAccountName; sa != "mine" {
+		t.Errorf("serviceAccountName = %q, want the spec's", sa)
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	acts, _ = f.sync("remote")
+	wt.AssertActions(t, acts)
+}
+
+// Naming an own account later removes the runner RBAC hivekeeper created,
+// after the Deployment moved off it, and then converges.
+func TestSwitchToCustomServiceAccountDeletesRunnerRBAC(t *testing.T) {
+	p := newProxy("remote")
+	f := newFixture(t, p)
+	f.converge("remote")
+	live := f.get("remote").DeepCopy()
+	live.Spec.ServiceAccount = ptr.To("mine")
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch deployments", "delete rolebindings", "delete roles", "delete serviceaccounts")
+	f.Refresh()
+	acts, _ = f.sync("remote")
+	wt.AssertActions(t, acts)
+}
+
+func TestChildrenShape(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.Transport = thv1.TransportSSE
+		p.Spec.ProxyPort = 9090
+		p.Spec.RemoteURL = "https://remote.example.com/sse"
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
+		p.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+	})
+	f := newFixture(t, p, newOIDCConfig("auth", true, true))
+	f.converge("remote")
+	ctx := context.Background()
+
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "remote-runconfig", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc map[string]any
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if rc["remote_url"] != "https://remote.example.com/sse" || rc["transport"] != "sse" || rc["port"] != 9090.0 || rc["host"] != "0.0.0.0" {
+		t.Errorf("runconfig %v", rc)
+	}
+	for _, absent := range []string{"image", "mcpserver_generation", "target_port"} {
+		if _, ok := rc[absent]; ok {
+			t.Errorf("runconfig has %s: %v", absent, rc)
+		}
+	}
+	if oidc, _ := rc["oidc_config"].(map[string]any); oidc["ca_cert_path"] != "/config/certs/idp-ca/ca.crt" || oidc["resource_url"] != "https://mcp.example.com" {
+		t.Errorf("oidc_config %v", oidc)
+	}
+	if strings.Contains(cm.Data[runconfig.Key], "secret") {
+		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[runconfig.Key])
+	}
+
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := dep.Spec.Template
+	if tpl.Annotations[AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+		t.Errorf("template annotations %v lost the checksum", tpl.Annotations)
+	}
+	if _, ok := tpl.Annotations["toolhive.stacklok.dev/mcpserver-generation"]; ok {
+		t.Errorf("a remote proxy has no generation annotation: %v", tpl.Annotations)
+	}
+	if tpl.Labels[workload.LabelInstance] != "remote" || dep.Labels[workload.LabelApp] != App {
+		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
+	}
+	c := tpl.Spec.Containers[0]
+	if c.Name != workload.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
+		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
+	}
+	var env []string
+	for _, e := range c.Env {
+		env = append(env, e.Name)
+	}
+	if want := "TOOLHIVE_OIDC_CLIENT_SECRET,HOME,XDG_CONFIG_HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS"; strings.Join(env, ",") != want {
+		t.Errorf("env %v, want %s", env, want)
+	}
+	if tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
+		t.Errorf("serviceAccountName %s", tpl.Spec.ServiceAccountName)
+	}
+	role, err := f.Kube.RbacV1().Roles(testNS).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps", "secrets"}) || slices.ContainsFunc(role.Rules[0].Verbs, func(v string) bool {
+		return v == "create" || v == "update" || v == "patch" || v == "delete"
+	}) {
+		t.Errorf("runner rules %+v are not read-only configmaps and secrets", role.Rules)
+	}
+	svc, err := f.Kube.CoreV1().Services(testNS).Get(ctx, "mcp-remote-remote-proxy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].TargetPort.IntVal != 9090 || svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		t.Errorf("service %+v", svc.Spec)
+	}
+
+	got := f.get("remote")
+	if got.Status.URL != "http://mcp-remote-remote-proxy.team-a.svc.cluster.local:9090/sse" || got.Status.OIDCConfigHash != "hash-auth" ||
+		got.Status.Phase != PhasePending || got.Status.ObservedGeneration != 1 {
+		t.Errorf("status %+v", got.Status)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated) ||
+		meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionGroupRefValidated) != nil {
+		t.Errorf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+func TestStreamableHTTPURL(t *testing.T) {
+	if got := URL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
+		t.Fatalf("url %s", got)
+	}
+}
+
+func TestOIDCReferenceMissingBlocksChildrenAndReportsOnce(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "nope", Audience: "a"}
+	})
+	f := newFixture(t, p)
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	got := f.get("remote")
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotFound {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if got.Status.Phase != PhasePending {
+		t.Errorf("phase %s", got.Status.Phase)
+	}
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+workload.ReasonOIDCConfigRefNotFound) {
+		t.Fatalf("events %v", evs)
+	}
+	f.Refresh()
+	acts, _ = f.sync("remote")
+	if len(acts) != 0 || len(f.Events()) != 0 {
+		t.Fatalf("second sync: %s", wt.Describe(acts))
+	}
+
+	f2 := newFixture(t, p, newOIDCConfig("nope", true, false))
+	_, _ = f2.sync("remote")
+	got = f2.get("remote")
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotValid {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+// A missing group is reported but does not hold the proxy back.
+func TestMissingGroupIsReportedAndServed(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.GroupRef = &thv1.GroupRef{Name: "later"} })
+	f := newFixture(t, p)
+	f.converge("remote")
+	got := f.get("remote")
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionGroupRefValidated)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonGroupRefNotFound {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if _, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{}); err != nil {
+		t.Fatalf("proxy not deployed while its group is missing: %v", err)
+	}
+
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), wt.NewGroup(testNS, "later"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, _ := f.sync("remote")
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	if !meta.IsStatusConditionTrue(f.get("remote").Status.Conditions, thv1.ConditionGroupRefValidated) {
+		t.Fatalf("GroupRefValidated not True once the group exists")
+	}
+}
+
+func TestInvalidResourcesAreAConditionNotARetry(t *testing.T) {
+	p := newProxy("bad", func(p *thv1.MCPRemoteProxy) { p.Spec.Resources.Limits.CPU = "lots" })
+	f := newFixture(t, p)
+	acts, err := f.sync("bad")
+	if err != nil {
+		t.Fatalf("invalid input must not be retried: %v", err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	got := f.get("bad")
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
+	if cond == nil || cond.Reason != ReasonInvalidSpec || !strings.Contains(cond.Message, "spec.resources.limits.cpu") || got.Status.Phase != PhaseFailed {
+		t.Fatalf("status %+v", got.Status)
+	}
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonInvalidSpec) {
+		t.Fatalf("events %v", evs)
+	}
+	f.Refresh()
+	acts, err = f.sync("bad")
+	if err != nil || len(acts) != 0 || len(f.Events()) != 0 {
+		t.Fatalf("second sync: err %v actions %s", err, wt.Describe(acts))
+	}
+}
+
+// An object held by someone else's finalizer only reports Terminating; its
+// children are left to garbage collection.
+func TestDeletingProxyReportsTerminatingOnly(t *testing.T) {
+	p := newProxy("remote")
+	f := newFixture(t, p)
+	f.converge("remote")
+	live := f.get("remote").DeepCopy()
+	now := metav1.NewTime(wt.Now)
+	live.DeletionTimestamp = &now
+	live.Finalizers = []string{"example.com/hold"}
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	if got := f.get("remote"); got.Status.Phase != PhaseTerminating {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	f.Refresh()
+	acts, _ = f.sync("remote")
+	wt.AssertActions(t, acts)
+}
+
+func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
+	f := newFixture(t, newProxy("remote"))
+	f.converge("remote")
+	ctx := context.Background()
+	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
+	dep = dep.DeepCopy()
+	dep.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
+	dep.Labels["team"] = "someone-else"
+	if _, err := f.Kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs))
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch deployments")
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs)); after != before+1 {
+		t.Errorf("drift counter %v -> %v", before, after)
+	}
+	f.Refresh()
+	acts, _ = f.sync("remote")
+	wt.AssertActions(t, acts)
+	dep, _ = f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
+	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "https://mcp.example.com/mcp" {
+		t.Errorf("repair lost a foreign label or kept the drift: %v %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Args)
+	}
+}
+
+func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "remote-runconfig", Namespace: testNS,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptr.To(true)}}}}
+	f := newFixture(t, newProxy("remote"), other)
+	if _, err := f.sync("remote"); err == nil {
+		t.Fatal("want a requeue for the conflict")
+	}
+	for _, a := range f.Writes() {
+		if a.GetResource().Resource == "configmaps" {
+			t.Fatalf("wrote to a foreign child: %s", wt.Describe(f.Writes()))
+		}
+	}
+	if cond := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+		t.Fatalf("Ready %+v", cond)
+	}
+}
+
+func TestDeletedProxyIsANoOp(t *testing.T) {
+	f := newFixture(t)
+	acts, err := f.sync("gone")
+	if err != nil || len(acts) != 0 {
+		t.Fatalf("err %v actions %s", err, wt.Describe(acts))
+	}
+}
+
+// A status patch that races the object's deletion is not an error to
+// retry.
+func TestStatusPatchNotFoundIsNotRetried(t *testing.T) {
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.Resources.Limits.CPU = "lots" }))
+	f.Toolhive.PrependReactor("patch", "mcpremoteproxies", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(thv1.Resource("mcpremoteproxies"), "remote")
+	})
+	if _, err := f.sync("remote"); err != nil {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// OIDC config updates re-sync the referrers only when something they
+// consume changed; the config controller's bookkeeping does not.
+func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "a"}
+	})
+	unrelated := newProxy("other")
+	cfg := newOIDCConfig("auth", true, true)
+	f := newFixture(t, p, unrelated, cfg)
+
+	bookkeeping := cfg.DeepCopy()
+	bookkeeping.Status.ReferenceCount = 1
+	bookkeeping.Status.ReferencingWorkloads = []thv1.WorkloadReference{{Kind: thv1.KindMCPRemoteProxy, Name: "remote"}}
+	if workload.OIDCConfigChangeMatters(cfg, bookkeeping) {
+		t.Fatal("referencingWorkloads bookkeeping counts as a relevant change")
+	}
+	changed := cfg.DeepCopy()
+	changed.Spec.Inline.Issuer = "https://other.example.com"
+	if !workload.OIDCConfigChangeMatters(cfg, changed) {
+		t.Fatal("a spec change is not relevant")
+	}
+	f.c.enqueueOIDCReferrers(changed)
+	if n := f.c.Queue.Len(); n != 1 {
+		t.Fatalf("queue length %d, want the one referrer", n)
+	}
+	key, _ := f.c.Queue.Get()
+	if key != testNS+"/remote" {
+		t.Fatalf("enqueued %s", key)
+	}
+	f.c.Queue.Done(key)
+}

@@ -1,0 +1,361 @@
+package virtualmcpserver
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// Names, keys and values of the VirtualMCPServer contract.
+const (
+	// App is the app label of every child.
+	App = "virtualmcpserver"
+	// ContainerName is the vMCP container; podTemplateSpec mounts target it.
+	ContainerName = "vmcp"
+	// Port is the vMCP's listening port, container and Service.
+	Port int32 = 4483
+	// PortName names the container and Service port.
+	PortName = "http"
+	// ConfigKey is the ConfigMap key of the vMCP configuration.
+	ConfigKey = "config.yaml"
+	// ConfigVolume is the volume of the configuration ConfigMap, mounted
+	// read-only at ConfigMountPath.
+	ConfigVolume    = "vmcp-config"
+	ConfigMountPath = "/etc/vmcp"
+	// AnnotationConfigChecksum on the pod template rolls the vMCP when its
+	// configuration changes: the vMCP reads config.yaml once at start, so
+	// a new backend or auth setting only takes effect in a new pod.
+	AnnotationConfigChecksum = "toolhive.stacklok.dev/vmcp-config-checksum"
+	healthPath               = "/health"
+	listenHost               = "0.0.0.0"
+)
+
+// gvk is the owner kind of every child.
+var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
+
+// ServiceName is the vMCP Service of server n.
+func ServiceName(n string) string { return "vmcp-" + n }
+
+// ConfigMapName is the configuration ConfigMap of server n.
+func ConfigMapName(n string) string { return n + "-vmcp-config" }
+
+// OwnServiceAccountName is the ServiceAccount hivekeeper creates when the
+// spec names none.
+func OwnServiceAccountName(n string) string { return n + "-vmcp" }
+
+// ServiceAccountName is the vMCP pod's account.
+func ServiceAccountName(v *thv1.VirtualMCPServer) string {
+	if sa, ok := workload.CustomServiceAccount(v.Spec.ServiceAccount); ok {
+		return sa
+	}
+	return OwnServiceAccountName(v.Name)
+}
+
+// URL is the in-cluster address clients use.
+func URL(v *thv1.VirtualMCPServer) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(v.Name), v.Namespace, Port)
+}
+
+// BackendURL is the address of an MCPServer's proxy Service, as the vMCP
+// reaches it.
+func BackendURL(s *thv1.MCPServer) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", mcpserver.ServiceName(s.Name), s.Namespace, mcpserver.ProxyPort(s))
+}
+
+// Args are the vMCP container's arguments. The vMCP listens on loopback
+// unless told otherwise, which a Service cannot reach.
+func Args() []string {
+	return []string{
+		"serve",
+		"--config=" + path.Join(ConfigMountPath, ConfigKey),
+		"--host=" + listenHost,
+		"--port=" + strconv.Itoa(int(Port)),
+	}
+}
+
+// Condition reasons.
+const (
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonInvalidConfig      = "InvalidConfig"
+	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
+	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
+	ReasonDeploymentReady    = "DeploymentReady"
+	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
+	ReasonDeploymentNotReady = "DeploymentNotReady"
+	ReasonScaledToZero       = "ScaledToZero"
+	ReasonChildConflict      = "ChildConflict"
+	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
+	ReasonGroupRefNotFound   = thv1.ReasonGroupRefNotFound
+)
+
+// Inputs are everything a build depends on: the server, the referenced
+// MCPOIDCConfig (nil for anonymous access), the member MCPServers of its
+// group (any order) and the vMCP image.
+type Inputs struct {
+	Server   *thv1.VirtualMCPServer
+	OIDC     *thv1.MCPOIDCConfig
+	Backends []*thv1.MCPServer
+	Image    string
+}
+
+// Desired are the children of one VirtualMCPServer. ServiceAccount is nil
+// when the spec names its own.
+type Desired struct {
+	Config         *corev1.ConfigMap
+	ServiceAccount *corev1.ServiceAccount
+	Deployment     *appsv1.Deployment
+	Service        *corev1.Service
+	// Volumes are the pod's volumes as resolved once for this build; the
+	// Deployment's pod spec and its hash annotation both come from them.
+	Volumes workload.PodVolumes
+	// Backends are the names of the aggregated MCPServers, sorted.
+	Backends []string
+}
+
+// Build computes every child of a VirtualMCPServer. It is pure: the same
+// inputs give the same objects, and the drift comparators compare against
+// exactly these objects. A volume that cannot be resolved fails the whole
+// build, so the live Deployment is never replaced by a pod with some of
+// its volumes missing.
+func Build(in Inputs) (*Desired, error) {
+	v := in.Server
+	n, ns := v.Name, v.Namespace
+	labels := workload.Labels(App, n)
+	owner := workload.OwnerRef(v, gvk)
+	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
+		return workload.ObjectMeta(name, ns, l, a, owner)
+	}
+
+	var oidc workload.OIDCWiring
+	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
+		if v.Spec.IncomingAuth.OIDCConfigRef == nil {
+			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
+				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
+		}
+		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef)
+	}
+	backends := backendsOf(in.Backends)
+	config, err := renderConfig(v, oidc, backends)
+	if err != nil {
+		return nil, err
+	}
+	cm := workload.ConfigMap(meta(ConfigMapName(n), labels, nil), map[string]string{ConfigKey: config})
+
+	vols, err := podVolumes(v, cm.Name, oidc)
+	if err != nil {
+		return nil, err
+	}
+
+	d := &Desired{Config: cm, Volumes: vols}
+	for _, b := range backends {
+		d.Backends = append(d.Backends, b.Name)
+	}
+	if _, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom {
+		d.ServiceAccount = workload.ServiceAccount(meta(OwnServiceAccountName(n), labels, nil))
+	}
+	d.Deployment = &appsv1.Deployment{
+		ObjectMeta: meta(n, labels, workload.SetPodVolumesHash(nil, vols.Hash)),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: workload.CopyInt32(v.Spec.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      labels,
+					Annotations: map[string]string{AnnotationConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation]},
+				},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: ServiceAccountName(v),
+					SecurityContext:    workload.RestrictedPodSecurityContext(),
+					Containers: []corev1.Container{{
+						Name:  ContainerName,
+						Image: in.Image,
+						Args:  Args(),
+						Ports: []corev1.ContainerPort{{
+							Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP,
+						}},
+						Env:             oidc.Env,
+						VolumeMounts:    vols.Mounts,
+						LivenessProbe:   workload.HTTPProbe(healthPath, PortName, 30, 10),
+						ReadinessProbe:  workload.HTTPProbe(healthPath, PortName, 5, 5),
+						SecurityContext: workload.RestrictedContainerSecurityContext(),
+					}},
+					Volumes: vols.Volumes,
+				},
+			},
+		},
+	}
+	d.Service = workload.Service(workload.ServiceSpec{
+		Meta:            meta(ServiceName(n), labels, nil),
+		Type:            corev1.ServiceType(v.Spec.ServiceType),
+		PortName:        PortName,
+		Port:            Port,
+		TargetPort:      Port,
+		Selector:        labels,
+		SessionAffinity: v.Spec.SessionAffinity,
+	})
+	return d, nil
+}
+
+// podVolumes resolves the pod's volumes once: the configuration volume
+// (fixed by the server's name), the OIDC CA bundle, and the user's
+// podTemplateSpec volumes with the mounts of the vmcp container.
+func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring) (workload.PodVolumes, error) {
+	invalid := func(err error) error {
+		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: ReasonPodTemplateInvalid,
+			Message: "spec.podTemplateSpec: " + err.Error()}
+	}
+	userVols, userMounts, err := userVolumes(v.Spec.PodTemplateSpec)
+	if err != nil {
+		return workload.PodVolumes{}, invalid(err)
+	}
+	fixed := []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
+	}}}}
+	fixedMounts := []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigMountPath, ReadOnly: true}}
+	pv, err := workload.NewPodVolumes(fixed, fixedMounts,
+		append(append([]corev1.Volume(nil), oidc.Volumes...), userVols...),
+		append(append([]corev1.VolumeMount(nil), oidc.Mounts...), userMounts...))
+	if err != nil {
+		return workload.PodVolumes{}, invalid(err)
+	}
+	return pv, nil
+}
+
+// userVolumes decodes the volumes of a podTemplateSpec and the mounts of
+// its vmcp container. Fields of other kinds are left for the pod template
+// to carry later; only volumes are applied today.
+func userVolumes(raw *runtime.RawExtension) ([]corev1.Volume, []corev1.VolumeMount, error) {
+	if raw == nil || len(raw.Raw) == 0 || string(raw.Raw) == "null" {
+		return nil, nil, nil
+	}
+	var tpl corev1.PodTemplateSpec
+	if err := json.Unmarshal(raw.Raw, &tpl); err != nil {
+		return nil, nil, fmt.Errorf("cannot be decoded as a pod template: %w", err)
+	}
+	var mounts []corev1.VolumeMount
+	for _, c := range tpl.Spec.Containers {
+		if c.Name == ContainerName {
+			mounts = append(mounts, c.VolumeMounts...)
+		}
+	}
+	return tpl.Spec.Volumes, mounts, nil
+}
+
+// Backend is one aggregated MCPServer in config.yaml.
+type Backend struct {
+	// Name is the MCPServer's name.
+	Name string `json:"name"`
+	// URL is the address of its proxy Service.
+	URL string `json:"url"`
+	// Transport is what its proxy exposes (streamable-http or sse).
+	Transport string `json:"transport"`
+}
+
+// backendsOf maps the member MCPServers to backends, sorted by name so the
+// rendered configuration does not depend on index order. Servers being
+// deleted are left out: their proxy is going away.
+func backendsOf(servers []*thv1.MCPServer) []Backend {
+	out := make([]Backend, 0, len(servers))
+	for _, s := range servers {
+		if s.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, Backend{Name: s.Name, URL: BackendURL(s), Transport: mcpserver.EffectiveProxyMode(s)})
+	}
+	slices.SortFunc(out, func(a, b Backend) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// OIDCConfig is the incomingAuth.oidc block of config.yaml: the resolved
+// MCPOIDCConfig and the server's reference. The client secret itself is
+// never here; ClientSecretEnv names the environment variable that carries
+// it from its Secret.
+type OIDCConfig struct {
+	Issuer             string   `json:"issuer,omitempty"`
+	Audience           string   `json:"audience,omitempty"`
+	JWKSURL            string   `json:"jwksUrl,omitempty"`
+	IntrospectionURL   string   `json:"introspectionUrl,omitempty"`
+	ClientID           string   `json:"clientId,omitempty"`
+	ClientSecretEnv    string   `json:"clientSecretEnv,omitempty"`
+	Resource           string   `json:"resource,omitempty"`
+	Scopes             []string `json:"scopes,omitempty"`
+	CABundlePath       string   `json:"caBundlePath,omitempty"`
+	JWKSAuthTokenPath  string   `json:"jwksAuthTokenPath,omitempty"`
+	JWKSAllowPrivateIP bool     `json:"jwksAllowPrivateIp,omitempty"`
+	InsecureAllowHTTP  bool     `json:"insecureAllowHttp,omitempty"`
+}
+
+// renderConfig renders config.yaml: spec.config passed through, overlaid
+// by the keys hivekeeper owns — name, groupRef, backends and incomingAuth
+// (whose type and oidc block are hivekeeper's; other keys the user set in
+// it, such as authz, are kept). Map keys are sorted, so equal inputs give
+// equal bytes and the checksum does not churn.
+func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []Backend) (string, error) {
+	invalid := func(format string, a ...any) error {
+		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidConfig,
+			Message: "spec.config: " + fmt.Sprintf(format, a...)}
+	}
+	cfg := map[string]any{}
+	if c := v.Spec.Config; c != nil && len(c.Raw) > 0 && string(c.Raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(c.Raw))
+		// Numbers stay as written: a float64 would round large integers.
+		dec.UseNumber()
+		if err := dec.Decode(&cfg); err != nil {
+			return "", invalid("not a JSON object: %v", err)
+		}
+		if cfg == nil {
+			cfg = map[string]any{}
+		}
+	}
+	auth, ok := cfg["incomingAuth"].(map[string]any)
+	if !ok {
+		auth = map[string]any{}
+	}
+	auth["type"] = v.Spec.IncomingAuth.Type
+	delete(auth, "oidc")
+	if rc := oidc.RunConfig; rc != nil {
+		o := OIDCConfig{
+			Issuer:             rc.Issuer,
+			Audience:           rc.Audience,
+			JWKSURL:            rc.JWKSURL,
+			IntrospectionURL:   rc.IntrospectionURL,
+			ClientID:           rc.ClientID,
+			Resource:           rc.ResourceURL,
+			Scopes:             rc.Scopes,
+			CABundlePath:       rc.CACertPath,
+			JWKSAuthTokenPath:  rc.AuthTokenFile,
+			JWKSAllowPrivateIP: rc.AllowPrivateIP,
+			InsecureAllowHTTP:  rc.InsecureAllowHTTP,
+		}
+		for _, e := range oidc.Env {
+			if e.Name == workload.EnvOIDCClientSecret {
+				o.ClientSecretEnv = e.Name
+			}
+		}
+		auth["oidc"] = o
+	}
+	cfg["name"] = v.Name
+	cfg["groupRef"] = v.Spec.GroupRef.Name
+	cfg["incomingAuth"] = auth
+	cfg["backends"] = backends
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", invalid("%v", err)
+	}
+	return string(out), nil
+}

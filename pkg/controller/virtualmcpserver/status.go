@@ -1,0 +1,34 @@
+package virtualmcpserver
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// deploymentPhase derives phase and Ready from the Deployment as last
+// observed and whether the aggregated group exists. Degraded means "serving,
+// but not as asked": pods are up while the group is missing (nothing
+// declared to aggregate is confirmed) or fewer pods are ready than wanted.
+func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, backends int) (phase string, ready metav1.ConditionStatus, reason, message string) {
+	switch {
+	case dep == nil:
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "vMCP Deployment not created yet"
+	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonScaledToZero, "vMCP scaled to zero replicas"
+	case dep.Status.ReadyReplicas == 0:
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "waiting for vMCP pods to become ready"
+	case !groupFound:
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, ReasonGroupRefNotFound,
+			fmt.Sprintf("vMCP is running but MCPGroup %q does not exist", group)
+	case dep.Status.ReadyReplicas < ptr.Deref(dep.Spec.Replicas, 1):
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionTrue, ReasonDeploymentDegraded,
+			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
+	}
+	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, ReasonDeploymentReady,
+		fmt.Sprintf("vMCP is ready, aggregating %d backends", backends)
+}

@@ -1,0 +1,480 @@
+package virtualmcpserver
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
+	v := newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate))
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+		newMember("b", testGroup), newMember("a", testGroup), newMember("loner", ""))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts,
+		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertNoActionOn(t, acts, "mcpoidcconfigs")
+	wt.AssertNoActionOn(t, acts, "mcpservers")
+	wt.AssertNoActionOn(t, acts, "mcpgroups")
+
+	// The server defaults everything (defaultMode 420 on every volume among
+	// it), other controllers annotate; the next rounds write nothing.
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	before := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments"))
+	for i := range 3 {
+		acts, err = f.sync("agg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) != 0 {
+			t.Fatalf("round %d of a converged server wrote: %s", i, wt.Describe(acts))
+		}
+	}
+	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(Name, "deployments")); after != before {
+		t.Errorf("churn moved at steady state: %v -> %v", before, after)
+	}
+}
+
+func TestChildrenShape(t *testing.T) {
+	v := newVMCP("agg", withOIDC("auth"), func(v *thv1.VirtualMCPServer) {
+		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
+		v.Spec.SessionAffinity = thv1.SessionAffinityNone
+		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"},` +
+			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"backends":[{"name":"injected"}],"operational":{"big":9007199254740993}}`)}
+	})
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
+			s.Spec.Transport = thv1.TransportSSE
+			s.Spec.ProxyPort = 9090
+		}), newMember("loner", ""), newMember("other-group", "elsewhere"))
+	f.converge("agg")
+	ctx := context.Background()
+
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := cm.Data[ConfigKey]
+	var cfg struct {
+		Name         string         `json:"name"`
+		GroupRef     string         `json:"groupRef"`
+		Backends     []Backend      `json:"backends"`
+		Aggregation  map[string]any `json:"aggregation"`
+		IncomingAuth struct {
+			Type  string         `json:"type"`
+			Authz map[string]any `json:"authz"`
+			OIDC  OIDCConfig     `json:"oidc"`
+		} `json:"incomingAuth"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
+		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
+	}
+	wantBackends := []Backend{
+		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090", Transport: thv1.TransportSSE},
+		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080", Transport: thv1.TransportStreamableHTTP},
+	}
+	if cfg.Name != "agg" || cfg.GroupRef != testGroup || !slices.Equal(cfg.Backends, wantBackends) {
+		t.Errorf("config name %q group %q backends %+v\n%s", cfg.Name, cfg.GroupRef, cfg.Backends, raw)
+	}
+	if cfg.Aggregation["conflictResolution"] != "prefix" || cfg.IncomingAuth.Authz["type"] != "cedar" {
+		t.Errorf("passed-through keys lost:\n%s", raw)
+	}
+	o := cfg.IncomingAuth.OIDC
+	if cfg.IncomingAuth.Type != thv1.IncomingAuthOIDC || o.Issuer != "https://idp.example.com" || o.Audience != "vmcp" ||
+		o.ClientID != "hive" || o.ClientSecretEnv != workload.EnvOIDCClientSecret || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
+		!slices.Equal(o.Scopes, []string{"openid"}) {
+		t.Errorf("incomingAuth %+v\n%s", cfg.IncomingAuth, raw)
+	}
+	if !strings.Contains(raw, "9007199254740993") {
+		t.Errorf("a large integer of spec.config was rounded:\n%s", raw)
+	}
+	if strings.Contains(raw, "clientSecretRef") || strings.Contains(raw, "name: idp\n") {
+		t.Errorf("a secret reference reached the ConfigMap:\n%s", raw)
+	}
+
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	if len(pod.Containers) != 1 || c.Name != ContainerName || c.Image != testImage ||
+		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
+		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/health" {
+		t.Errorf("container %+v", c)
+	}
+	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+		t.Errorf("security context %+v", sc)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != workload.EnvOIDCClientSecret || c.Env[0].ValueFrom.SecretKeyRef.Name != "idp" {
+		t.Errorf("env %+v", c.Env)
+	}
+	var vols []string
+	for _, vol := range pod.Volumes {
+		vols = append(vols, vol.Name)
+	}
+	if !slices.Equal(vols, []string{ConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
+		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
+	}
+	if h, _ := workload.HashPodVolumes(pod.Volumes[1:], c.VolumeMounts[1:]); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
+		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[workload.AnnotationPodVolumesHash], h)
+	}
+	if dep.Spec.Template.Annotations[AnnotationConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+		t.Errorf("template annotations %v", dep.Spec.Template.Annotations)
+	}
+	if pod.ServiceAccountName != "agg-vmcp" {
+		t.Errorf("serviceAccountName %s", pod.ServiceAccountName)
+	}
+	if _, err := f.Kube.CoreV1().ServiceAccounts(testNS).Get(ctx, "agg-vmcp", metav1.GetOptions{}); err != nil {
+		t.Errorf("service account: %v", err)
+	}
+	svc, err := f.Kube.CoreV1().Services(testNS).Get(ctx, "vmcp-agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.Ports[0].Port != 4483 || svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+		t.Errorf("service %+v", svc.Spec)
+	}
+
+	got := f.get("agg")
+	if got.Status.URL != "http://vmcp-agg.team-a.svc.cluster.local:4483" || got.Status.OIDCConfigHash != "hash-auth" ||
+		got.Status.Phase != thv1.VirtualMCPServerPhasePending || got.Status.ObservedGeneration != 1 {
+		t.Errorf("status %+v", got.Status)
+	}
+	for _, ct := range []string{thv1.ConditionOIDCConfigRefValidated, thv1.ConditionGroupRefValidated, thv1.ConditionPodTemplateValid} {
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, ct) {
+			t.Errorf("%s not True: %+v", ct, got.Status.Conditions)
+		}
+	}
+}
+
+func TestCustomServiceAccountCreatesNone(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), wt.NewGroup(testNS, testGroup))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
+	if dep.Spec.Template.Spec.ServiceAccountName != "mine" {
+		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
+	}
+	// No resolved volume: no hash annotation at all.
+	if _, ok := dep.Annotations[workload.AnnotationPodVolumesHash]; ok {
+		t.Errorf("hash annotation on a pod with only its config volume: %v", dep.Annotations)
+	}
+}
+
+// deploymentPatch returns the one Deployment patch among acts.
+func deploymentPatch(t *testing.T, acts []core.Action) map[string]any {
+	t.Helper()
+	var found []core.Action
+	for _, a := range acts {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "deployments" {
+			found = append(found, a)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want exactly one Deployment patch, got %s", wt.Describe(acts))
+	}
+	return wt.PatchBody(t, found[0])
+}
+
+func annotationsOf(body map[string]any) map[string]any {
+	md, _ := body["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	return ann
+}
+
+// A change of the CA bundle behind the OIDC reference is a volume-only
+// change: one Deployment patch with the new volume and a new hash, then
+// nothing.
+func TestCABundleChangeRollsOnce(t *testing.T) {
+	cfg := newOIDCConfig("auth", "ca-one")
+	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup))
+	f.converge("agg")
+	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
+	oldHash := dep.Annotations[workload.AnnotationPodVolumesHash]
+
+	cfg = cfg.DeepCopy()
+	cfg.Spec.Inline.CABundleRef.ConfigMapRef.Name = "ca-two"
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The config.yaml names the new CA path too.
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	body := deploymentPatch(t, acts)
+	newHash, _ := annotationsOf(body)[workload.AnnotationPodVolumesHash].(string)
+	if newHash == "" || newHash == oldHash {
+		t.Fatalf("hash %q -> %q", oldHash, newHash)
+	}
+	if !strings.Contains(wt.Describe(acts), `"name":"oidc-ca-bundle-ca-two"`) || strings.Contains(wt.Describe(acts), "oidc-ca-bundle-ca-one") {
+		t.Errorf("patch does not swap the volume: %s", wt.Describe(acts))
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	acts, _ = f.sync("agg")
+	wt.AssertActions(t, acts)
+}
+
+// Changing a user volume's source rolls the pod through the hash; removing
+// every resolved volume removes the annotation and then converges.
+func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate)),
+		newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup))
+	f.converge("agg")
+
+	f.update("agg", withPodTemplate(strings.Replace(userVolumesTemplate, "creds-v1", "creds-v2", 1)))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch deployments", "patch virtualmcpservers/status")
+	if _, ok := annotationsOf(deploymentPatch(t, acts))[workload.AnnotationPodVolumesHash].(string); !ok {
+		t.Fatalf("secret rename does not carry a new hash: %s", wt.Describe(acts))
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	acts, _ = f.sync("agg")
+	wt.AssertActions(t, acts)
+
+	// Anonymous access and no podTemplateSpec: only the config volume is
+	// left, which is not hashed.
+	f.update("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}
+		v.Spec.PodTemplateSpec = nil
+	})
+	acts, err = f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := deploymentPatch(t, acts)
+	ann := annotationsOf(body)
+	if v, ok := ann[workload.AnnotationPodVolumesHash]; !ok || v != nil {
+		t.Fatalf("patch does not null the hash annotation: %v", body["metadata"])
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
+	if _, ok := dep.Annotations[workload.AnnotationPodVolumesHash]; ok || len(dep.Spec.Template.Spec.Volumes) != 1 {
+		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
+	}
+	for i := range 2 {
+		acts, _ = f.sync("agg")
+		if len(acts) != 0 {
+			t.Fatalf("round %d after removing every volume wrote: %s", i, wt.Describe(acts))
+		}
+	}
+}
+
+// A volume that cannot be resolved is reported and leaves the live
+// Deployment exactly as it is.
+func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
+	bad := map[string]string{
+		"undecodable size limit": `{"spec":{"volumes":[{"name":"scratch","emptyDir":{"sizeLimit":"lots"}}]}}`,
+		"volumes not a list":     `{"spec":{"volumes":{"name":"x"}}}`,
+		"mount of no volume":     `{"spec":{"containers":[{"name":"vmcp","volumeMounts":[{"name":"ghost","mountPath":"/g"}]}]}}`,
+		"shadows config volume":  `{"spec":{"volumes":[{"name":"vmcp-config","emptyDir":{}}]}}`,
+		"volume with no source":  `{"spec":{"volumes":[{"name":"empty"}]}}`,
+	}
+	for name, raw := range bad {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup))
+			f.converge("agg")
+			f.update("agg", withPodTemplate(raw))
+			acts, err := f.sync("agg")
+			if err != nil {
+				t.Fatalf("invalid input must not be retried: %v", err)
+			}
+			wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+			got := f.get("agg")
+			cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionPodTemplateValid)
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonPodTemplateInvalid || got.Status.Phase != thv1.VirtualMCPServerPhaseFailed {
+				t.Fatalf("status %+v", got.Status)
+			}
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonPodTemplateInvalid) {
+				t.Fatalf("events %v", evs)
+			}
+			f.Refresh()
+			acts, _ = f.sync("agg")
+			if len(acts) != 0 || len(f.Events()) != 0 {
+				t.Fatalf("second sync: %s", wt.Describe(acts))
+			}
+		})
+	}
+}
+
+func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1,2]`)} }),
+		wt.NewGroup(testNS, testGroup))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	cond := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionReady)
+	if cond == nil || cond.Reason != ReasonInvalidConfig {
+		t.Fatalf("Ready %+v", cond)
+	}
+}
+
+// A missing group is reported; the vMCP is deployed anyway and converges
+// once the group appears.
+func TestMissingGroupIsReportedThenConverges(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), newMember("a", testGroup))
+	f.converge("agg")
+	got := f.get("agg")
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionGroupRefValidated)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonGroupRefNotFound {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if _, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{}); err != nil {
+		t.Fatalf("not deployed while the group is missing: %v", err)
+	}
+
+	group := wt.NewGroup(testNS, testGroup)
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), group, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	// The group's creation is what re-syncs the server.
+	f.c.enqueueAggregators(group)
+	if key, _ := f.c.Queue.Get(); key != testNS+"/agg" {
+		t.Fatalf("enqueued %q", key)
+	} else {
+		f.c.Queue.Done(key)
+	}
+	acts, _ := f.sync("agg")
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	if !meta.IsStatusConditionTrue(f.get("agg").Status.Conditions, thv1.ConditionGroupRefValidated) {
+		t.Fatal("GroupRefValidated not True once the group exists")
+	}
+}
+
+// Servers joining or leaving the group re-sync exactly the vMCPs that
+// aggregate it; their status writes re-sync nothing.
+func TestMembershipChangesEnqueueAggregators(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), newVMCP("elsewhere", func(v *thv1.VirtualMCPServer) { v.Spec.GroupRef.Name = "other" }),
+		wt.NewGroup(testNS, testGroup))
+	drain := func() []string {
+		var keys []string
+		for f.c.Queue.Len() > 0 {
+			k, _ := f.c.Queue.Get()
+			keys = append(keys, k)
+			f.c.Queue.Done(k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	joined := newMember("s", testGroup)
+	f.c.memberChanged(joined)
+	if keys := drain(); !slices.Equal(keys, []string{testNS + "/agg"}) {
+		t.Fatalf("join enqueued %v", keys)
+	}
+	statusOnly := joined.DeepCopy()
+	statusOnly.Status.Phase = thv1.MCPServerPhaseReady
+	statusOnly.ResourceVersion = "2"
+	f.c.memberUpdated(joined, statusOnly)
+	if keys := drain(); len(keys) != 0 {
+		t.Fatalf("a status write enqueued %v", keys)
+	}
+	moved := joined.DeepCopy()
+	moved.Spec.GroupRef.Name = "other"
+	f.c.memberUpdated(joined, moved)
+	if keys := drain(); !slices.Equal(keys, []string{testNS + "/agg", testNS + "/elsewhere"}) {
+		t.Fatalf("a move enqueued %v", keys)
+	}
+	ported := joined.DeepCopy()
+	ported.Spec.ProxyPort = 9999
+	f.c.memberUpdated(joined, ported)
+	if keys := drain(); !slices.Equal(keys, []string{testNS + "/agg"}) {
+		t.Fatalf("a port change enqueued %v", keys)
+	}
+}
+
+// A new member reaches config.yaml and rolls the vMCP (the config
+// checksum), and nothing else.
+func TestNewMemberUpdatesConfig(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Create(context.Background(), newMember("b", testGroup), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	if !strings.Contains(wt.Describe(acts[:1]), "mcp-b-proxy.team-a.svc.cluster.local:8080") {
+		t.Errorf("config patch lacks the new backend: %s", wt.Describe(acts))
+	}
+}
+
+func TestWaitsForOIDCConfig(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", withOIDC("missing")), wt.NewGroup(testNS, testGroup))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	got := f.get("agg")
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotFound {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if got.Status.Phase != thv1.VirtualMCPServerPhasePending {
+		t.Errorf("phase %s", got.Status.Phase)
+	}
+}
+
+func TestPhaseFromDeployment(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), wt.NewGroup(testNS, testGroup))
+	f.converge("agg")
+	ctx := context.Background()
+	setReady := func(n int32) {
+		dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "agg", metav1.GetOptions{})
+		dep = dep.DeepCopy()
+		dep.Status.ReadyReplicas = n
+		if _, err := f.Kube.AppsV1().Deployments(testNS).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.Refresh()
+		if _, err := f.sync("agg"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady(1)
+	if got := f.get("agg").Status; got.Phase != thv1.VirtualMCPServerPhaseDegraded {
+		t.Errorf("1 of 2 ready: phase %s", got.Phase)
+	}
+	setReady(2)
+	got := f.get("agg").Status
+	if got.Phase != thv1.VirtualMCPServerPhaseReady || !meta.IsStatusConditionTrue(got.Conditions, thv1.ConditionReady) {
+		t.Errorf("2 of 2 ready: %+v", got)
+	}
+}

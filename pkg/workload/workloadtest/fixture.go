@@ -1,0 +1,280 @@
+// Package workloadtest is the shared fixture of the workload controllers'
+// unit tests: fake clientsets, informer indexers seeded straight from what
+// the fakes hold (informers never run), the API server's defaulting applied
+// to written objects, and helpers to assert the exact actions of one sync.
+// It is imported by tests only.
+package workloadtest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+// Now is the fixed time of the fixtures' clocks.
+var Now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// Fixture holds fake clientsets and the informer factories built on them.
+// Build the controller from Deps, then call Refresh to seed the caches.
+type Fixture struct {
+	T                 *testing.T
+	Kube              *k8sfake.Clientset
+	Toolhive          *thfake.Clientset
+	KubeInformers     kubeinformers.SharedInformerFactory
+	ToolhiveInformers informers.SharedInformerFactory
+	Recorder          *record.FakeRecorder
+}
+
+// New returns a fixture whose fakes hold objs. The reference indexes are
+// added to the ToolHive informers as app.Start does.
+func New(t *testing.T, objs ...runtime.Object) *Fixture {
+	t.Helper()
+	var kubeObjs, thObjs []runtime.Object
+	for _, o := range objs {
+		if IsToolhive(o) {
+			thObjs = append(thObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	f := &Fixture{T: t, Recorder: record.NewFakeRecorder(100)}
+	f.Kube = k8sfake.NewClientset(kubeObjs...)
+	f.Toolhive = thfake.NewSimpleClientset(thObjs...)
+	f.KubeInformers = kubeinformers.NewSharedInformerFactory(f.Kube, 0)
+	f.ToolhiveInformers = informers.NewSharedInformerFactory(f.Toolhive, 0)
+	if err := index.AddToInformers(f.ToolhiveInformers); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Deps are the controller dependencies backed by the fixture.
+func (f *Fixture) Deps(opts app.Options) *app.Deps {
+	return &app.Deps{
+		Kube: f.Kube, Toolhive: f.Toolhive, KubeInformers: f.KubeInformers, ToolhiveInformers: f.ToolhiveInformers,
+		Recorder: f.Recorder, Options: opts,
+	}
+}
+
+// IsToolhive reports whether o is one of the ToolHive kinds.
+func IsToolhive(o runtime.Object) bool {
+	switch o.(type) {
+	case *thv1.MCPServer, *thv1.MCPOIDCConfig, *thv1.MCPGroup, *thv1.MCPRemoteProxy, *thv1.VirtualMCPServer:
+		return true
+	}
+	return false
+}
+
+// Refresh copies what the fakes hold into the informer indexers, as watch
+// events would, and forgets the actions so far.
+func (f *Fixture) Refresh() {
+	f.T.Helper()
+	ctx := context.Background()
+	lo := metav1.ListOptions{}
+	replace := func(inf cache.SharedIndexInformer, list runtime.Object, err error) {
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		objs := make([]any, len(items))
+		for i := range items {
+			objs[i] = items[i]
+		}
+		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
+			f.T.Fatal(err)
+		}
+	}
+	k, kf := f.Kube, f.KubeInformers
+	l1, e1 := k.CoreV1().ConfigMaps("").List(ctx, lo)
+	replace(kf.Core().V1().ConfigMaps().Informer(), l1, e1)
+	l2, e2 := k.CoreV1().ServiceAccounts("").List(ctx, lo)
+	replace(kf.Core().V1().ServiceAccounts().Informer(), l2, e2)
+	l3, e3 := k.RbacV1().Roles("").List(ctx, lo)
+	replace(kf.Rbac().V1().Roles().Informer(), l3, e3)
+	l4, e4 := k.RbacV1().RoleBindings("").List(ctx, lo)
+	replace(kf.Rbac().V1().RoleBindings().Informer(), l4, e4)
+	l5, e5 := k.AppsV1().Deployments("").List(ctx, lo)
+	replace(kf.Apps().V1().Deployments().Informer(), l5, e5)
+	l6, e6 := k.CoreV1().Services("").List(ctx, lo)
+	replace(kf.Core().V1().Services().Informer(), l6, e6)
+
+	th, tf := f.Toolhive.ToolhiveV1beta1(), f.ToolhiveInformers.Toolhive().V1beta1()
+	l7, e7 := th.MCPServers("").List(ctx, lo)
+	replace(tf.MCPServers().Informer(), l7, e7)
+	l8, e8 := th.MCPOIDCConfigs("").List(ctx, lo)
+	replace(tf.MCPOIDCConfigs().Informer(), l8, e8)
+	l9, e9 := th.MCPGroups("").List(ctx, lo)
+	replace(tf.MCPGroups().Informer(), l9, e9)
+	l10, e10 := th.MCPRemoteProxies("").List(ctx, lo)
+	replace(tf.MCPRemoteProxies().Informer(), l10, e10)
+	l11, e11 := th.VirtualMCPServers("").List(ctx, lo)
+	replace(tf.VirtualMCPServers().Informer(), l11, e11)
+	f.Kube.ClearActions()
+	f.Toolhive.ClearActions()
+}
+
+// Writes returns the write actions sent since the last Refresh (reads are
+// left out), Kubernetes actions before ToolHive ones.
+func (f *Fixture) Writes() []core.Action {
+	var out []core.Action
+	for _, a := range append(f.Kube.Actions(), f.Toolhive.Actions()...) {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Converge calls sync until it writes nothing, applying the API server's
+// behaviour and refreshing the caches between rounds; it fails the test
+// when that takes more than a few rounds.
+func (f *Fixture) Converge(sync func() error) {
+	f.T.Helper()
+	for range 6 {
+		if err := sync(); err != nil {
+			f.T.Fatalf("sync: %v", err)
+		}
+		if len(f.Writes()) == 0 {
+			return
+		}
+		f.ApplyServerBehaviour()
+		f.Refresh()
+	}
+	f.T.Fatalf("did not converge: last actions %s", Describe(f.Writes()))
+}
+
+// Events drains the recorded events.
+func (f *Fixture) Events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.Recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// Verbs renders actions as "verb resource[/subresource]".
+func Verbs(acts []core.Action) []string {
+	out := make([]string, len(acts))
+	for i, a := range acts {
+		out[i] = a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			out[i] += "/" + a.GetSubresource()
+		}
+	}
+	return out
+}
+
+// Describe renders actions with their patch bodies, for failure messages.
+func Describe(acts []core.Action) string {
+	var b strings.Builder
+	for i, v := range Verbs(acts) {
+		b.WriteString(v)
+		if p, ok := acts[i].(core.PatchAction); ok {
+			b.WriteString(" " + string(p.GetPatch()))
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+// AssertActions fails unless got are exactly the actions want, in order
+// ("create deployments", "patch mcpremoteproxies/status"); no want means
+// no action at all.
+func AssertActions(t *testing.T, got []core.Action, want ...string) {
+	t.Helper()
+	if g := Verbs(got); strings.Join(g, ",") != strings.Join(want, ",") {
+		t.Fatalf("actions:\n got  %v\n want %v\n%s", g, want, Describe(got))
+	}
+}
+
+// AssertNoActionOn fails when any action touched resource, for example
+// mcpoidcconfigs, which only their own controller writes.
+func AssertNoActionOn(t *testing.T, acts []core.Action, resource string) {
+	t.Helper()
+	for _, a := range acts {
+		if a.GetResource().Resource == resource {
+			t.Fatalf("action on %s: %s", resource, Describe([]core.Action{a}))
+		}
+	}
+}
+
+// PatchBody decodes the body of a patch action.
+func PatchBody(t *testing.T, a core.Action) map[string]any {
+	t.Helper()
+	p, ok := a.(core.PatchAction)
+	if !ok {
+		t.Fatalf("%s is not a patch", a.GetVerb())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(p.GetPatch(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// NewOIDCConfig returns an MCPOIDCConfig with its status as the
+// MCPOIDCConfig controller would have written it. An inline config has a
+// client secret and a CA bundle ConfigMap named caBundle (none when empty).
+func NewOIDCConfig(namespace, name string, inline bool, caBundle string, valid bool) *thv1.MCPOIDCConfig {
+	cfg := &thv1.MCPOIDCConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPOIDCConfig},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("oidc-" + name),
+			Generation: 1, ResourceVersion: "1"},
+	}
+	if inline {
+		in := &thv1.InlineOIDCConfig{
+			Issuer: "https://idp.example.com", JWKSURL: "https://idp.example.com/jwks", ClientID: "hive",
+			ClientSecretRef: &thv1.SecretKeyRef{Name: "idp", Key: "secret"},
+		}
+		if caBundle != "" {
+			in.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: caBundle, Key: "ca.crt"}}
+		}
+		cfg.Spec = thv1.MCPOIDCConfigSpec{Type: thv1.OIDCConfigTypeInline, Inline: in}
+	} else {
+		cfg.Spec = thv1.MCPOIDCConfigSpec{Type: thv1.OIDCConfigTypeKubernetesServiceAccount,
+			KubernetesServiceAccount: &thv1.KubernetesServiceAccountOIDCConfig{Issuer: "https://kubernetes.default.svc"}}
+	}
+	status := metav1.ConditionTrue
+	if !valid {
+		status = metav1.ConditionFalse
+	}
+	cfg.Status = thv1.MCPOIDCConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
+		Type: thv1.ConditionValid, Status: status, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
+	}}}
+	return cfg
+}
+
+// NewGroup returns an MCPGroup.
+func NewGroup(namespace, name string) *thv1.MCPGroup {
+	return &thv1.MCPGroup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPGroup},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("group-" + name), ResourceVersion: "1"},
+	}
+}

@@ -1,0 +1,142 @@
+package workloadtest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// The helpers below prove invariant 2 on a real API server: after
+// convergence, nothing is written — no resourceVersion moves and the
+// write counters stand still.
+
+// WritesTotal returns hivekeeper_writes_total of the named controllers by
+// "controller resource verb outcome".
+func WritesTotal(t testing.TB, controllers ...string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "hivekeeper_writes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if !slices.Contains(controllers, l["controller"]) {
+				continue
+			}
+			out[l["controller"]+" "+l["resource"]+" "+l["verb"]+" "+l["outcome"]] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// Quiesce waits until the named controllers have written nothing for
+// quiet, so that what is measured next starts from a converged state, and
+// returns their counters then. It fails the test after timeout.
+func Quiesce(t testing.TB, quiet, timeout time.Duration, controllers ...string) map[string]float64 {
+	t.Helper()
+	last, since := WritesTotal(t, controllers...), time.Now()
+	deadline := time.Now().Add(timeout)
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			t.Fatalf("controllers %v still writing after %v: %v", controllers, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if now := WritesTotal(t, controllers...); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+	}
+	return last
+}
+
+// Versions returns "resource/name" → resourceVersion of every object in
+// namespace that hivekeeper writes: the children (label toolhive=true) and
+// the ToolHive custom resources.
+func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespace string) (map[string]string, error) {
+	out := map[string]string{}
+	children := metav1.ListOptions{LabelSelector: "toolhive=true"}
+	all := metav1.ListOptions{}
+	c, t := kube.CoreV1(), th.ToolhiveV1beta1()
+	lists := []struct {
+		resource string
+		list     func() (runtime.Object, error)
+	}{
+		{"configmaps", func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, children) }},
+		{"serviceaccounts", func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, children) }},
+		{"services", func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
+		{"roles", func() (runtime.Object, error) { return kube.RbacV1().Roles(namespace).List(ctx, children) }},
+		{"rolebindings", func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, children) }},
+		{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
+		{"mcpservers", func() (runtime.Object, error) { return t.MCPServers(namespace).List(ctx, all) }},
+		{"mcpremoteproxies", func() (runtime.Object, error) { return t.MCPRemoteProxies(namespace).List(ctx, all) }},
+		{"virtualmcpservers", func() (runtime.Object, error) { return t.VirtualMCPServers(namespace).List(ctx, all) }},
+		{"mcpoidcconfigs", func() (runtime.Object, error) { return t.MCPOIDCConfigs(namespace).List(ctx, all) }},
+		{"mcpgroups", func() (runtime.Object, error) { return t.MCPGroups(namespace).List(ctx, all) }},
+	}
+	for _, l := range lists {
+		list, err := l.list()
+		if err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			m, err := meta.Accessor(item)
+			if err != nil {
+				return nil, err
+			}
+			out[l.resource+"/"+m.GetName()] = m.GetResourceVersion()
+		}
+	}
+	return out, nil
+}
+
+// AssertSteadyState fails unless, over hold, no object in namespace
+// changes its resourceVersion and the named controllers write nothing.
+// Run the controllers with a short informer resync period to cover
+// resyncs too.
+func AssertSteadyState(t testing.TB, ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespace string, hold time.Duration, controllers ...string) {
+	t.Helper()
+	writes := Quiesce(t, time.Second, 30*time.Second, controllers...)
+	before, err := Versions(ctx, kube, th, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(hold)
+	after, err := Versions(ctx, kube, th, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, rv := range before {
+		if after[k] != rv {
+			t.Errorf("%s changed at steady state: resourceVersion %s -> %s", k, rv, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared at steady state", k)
+		}
+	}
+	if now := WritesTotal(t, controllers...); !maps.Equal(now, writes) {
+		t.Errorf("writes at steady state: before %v, after %v", writes, now)
+	}
+}

@@ -1,0 +1,251 @@
+// Package virtualmcpserver tests the VirtualMCPServer controller against a
+// real API server: its children and backends, zero writes once converged
+// (across informer resyncs), a volume-only change rolling the Deployment
+// exactly once, and a missing group converging once it appears.
+package virtualmcpserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+// allControllers are every controller the test runs: steady state means
+// none of them writes, not only the one under test.
+var allControllers = []string{virtualmcpserver.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.ControllerName}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func createGroup(t *testing.T, env *framework.Env, ns, name string) {
+	t.Helper()
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPGroups(ns).Create(testCtx(t), &thv1.MCPGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating MCPGroup %s: %v", name, err)
+	}
+}
+
+// createMember creates an MCPServer in group (none when empty).
+func createMember(t *testing.T, env *framework.Env, ns, name, group string) {
+	t.Helper()
+	s := &thv1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       thv1.MCPServerSpec{Image: "ghcr.io/example/" + name + ":1"},
+	}
+	if group != "" {
+		s.Spec.GroupRef = &thv1.GroupRef{Name: group}
+	}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Create(testCtx(t), s, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating MCPServer %s: %v", name, err)
+	}
+}
+
+// createValidConfig creates an inline MCPOIDCConfig whose CA bundle is the
+// ConfigMap caBundle and waits for the MCPOIDCConfig controller to mark it
+// Valid.
+func createValidConfig(t *testing.T, env *framework.Env, ns, name, caBundle string) *thv1.MCPOIDCConfig {
+	t.Helper()
+	ctx := testCtx(t)
+	_, err := env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).Create(ctx, &thv1.MCPOIDCConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: thv1.MCPOIDCConfigSpec{Type: thv1.OIDCConfigTypeInline, Inline: &thv1.InlineOIDCConfig{
+			Issuer: "https://idp.example.com", JWKSURL: "https://idp.example.com/jwks", ClientID: "hive",
+			CABundleRef: &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: caBundle}},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating MCPOIDCConfig: %v", err)
+	}
+	var cfg *thv1.MCPOIDCConfig
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		cfg, err = env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(cfg.Status.Conditions, thv1.ConditionValid) && cfg.Status.ConfigHash != "", err
+	}, "MCPOIDCConfig %s to be Valid", name)
+	return cfg
+}
+
+func hasVolume(dep *appsv1.Deployment, name string) bool {
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// The vMCP converges to its children with both group members as backends,
+// writes nothing for three seconds of one-second resyncs, and a new CA
+// bundle ConfigMap on its OIDC config — a volume-only change — rolls the
+// Deployment exactly once.
+func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
+	ctx := testCtx(t)
+
+	createGroup(t, env, ns, "tools")
+	createMember(t, env, ns, "s1", "tools")
+	createMember(t, env, ns, "s2", "tools")
+	createMember(t, env, ns, "outsider", "")
+	cfg := createValidConfig(t, env, ns, "auth", "ca-one")
+	vmcps := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns)
+	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
+		Spec: thv1.VirtualMCPServerSpec{
+			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{Name: "auth", Audience: "vmcp"}},
+			GroupRef:     thv1.GroupRef{Name: "tools"},
+			PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":[{"name":"scratch","emptyDir":{"sizeLimit":"64Mi"}},` +
+				`{"name":"creds","secret":{"secretName":"creds"}}],` +
+				`"containers":[{"name":"vmcp","volumeMounts":[{"name":"scratch","mountPath":"/scratch"},{"name":"creds","mountPath":"/creds"}]}]}}`)},
+			Config: &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+		v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := v.Status
+		ok := s.ObservedGeneration == v.Generation && s.OIDCConfigHash == cfg.Status.ConfigHash &&
+			s.URL == fmt.Sprintf("http://vmcp-agg.%s.svc.cluster.local:4483", ns) &&
+			meta.IsStatusConditionTrue(s.Conditions, thv1.ConditionOIDCConfigRefValidated) &&
+			meta.IsStatusConditionTrue(s.Conditions, thv1.ConditionGroupRefValidated) &&
+			meta.IsStatusConditionTrue(s.Conditions, thv1.ConditionPodTemplateValid)
+		return ok, fmt.Errorf("status %+v", s)
+	}, "status of agg")
+
+	k := env.Kube
+	var dep *appsv1.Deployment
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		var err error
+		dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		return err == nil && hasVolume(dep, "oidc-ca-bundle-ca-one"), err
+	}, "the vMCP Deployment with the CA bundle volume")
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Name != virtualmcpserver.ContainerName || c.Ports[0].ContainerPort != virtualmcpserver.Port || !hasVolume(dep, "scratch") ||
+		dep.Annotations[workload.AnnotationPodVolumesHash] == "" || dep.Spec.Template.Spec.ServiceAccountName != "agg-vmcp" {
+		t.Errorf("deployment %+v", dep)
+	}
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		cm, err := k.CoreV1().ConfigMaps(ns).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		y := cm.Data[virtualmcpserver.ConfigKey]
+		ok := strings.Contains(y, fmt.Sprintf("http://mcp-s1-proxy.%s.svc.cluster.local:8080", ns)) &&
+			strings.Contains(y, fmt.Sprintf("http://mcp-s2-proxy.%s.svc.cluster.local:8080", ns)) &&
+			!strings.Contains(y, "outsider") && strings.Contains(y, "conflictResolution: prefix") &&
+			strings.Contains(y, "caBundlePath: /config/certs/ca-one/ca.crt")
+		return ok, fmt.Errorf("config.yaml:\n%s", y)
+	}, "config.yaml with both backends")
+	svc, err := k.CoreV1().Services(ns).Get(ctx, "vmcp-agg", metav1.GetOptions{})
+	if err != nil || svc.Spec.Ports[0].Port != virtualmcpserver.Port {
+		t.Errorf("service %+v: %v", svc, err)
+	}
+	if _, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, "agg-vmcp", metav1.GetOptions{}); err != nil {
+		t.Errorf("service account: %v", err)
+	}
+
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*time.Second, allControllers...)
+
+	// A volume-only change: the CA bundle ConfigMap behind the reference.
+	dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	generation, hash := dep.Generation, dep.Annotations[workload.AnnotationPodVolumesHash]
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).Patch(ctx, "auth", types.MergePatchType,
+		[]byte(`{"spec":{"inline":{"caBundleRef":{"configMapRef":{"name":"ca-two"}}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		return err == nil && hasVolume(dep, "oidc-ca-bundle-ca-two"), err
+	}, "the Deployment to mount the new CA bundle")
+	workloadtest.Quiesce(t, 2*time.Second, 30*time.Second, allControllers...)
+	dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Generation != generation+1 {
+		t.Errorf("Deployment generation %d -> %d, want exactly one rollout", generation, dep.Generation)
+	}
+	if h := dep.Annotations[workload.AnnotationPodVolumesHash]; h == "" || h == hash || hasVolume(dep, "oidc-ca-bundle-ca-one") {
+		t.Errorf("hash %q -> %q, volumes %+v", hash, h, dep.Spec.Template.Spec.Volumes)
+	}
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
+}
+
+// A vMCP whose group does not exist yet is reported and deployed; the
+// group's creation (an event, no resync here) makes it converge, and a
+// server joining the group reaches its config.
+func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	ctx := testCtx(t)
+	vmcps := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns)
+	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
+		Spec: thv1.VirtualMCPServerSpec{
+			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
+			GroupRef:     thv1.GroupRef{Name: "late"},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	groupCond := func(status metav1.ConditionStatus, reason string) func() (bool, error) {
+		return func() (bool, error) {
+			v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionGroupRefValidated)
+			return c != nil && c.Status == status && c.Reason == reason, fmt.Errorf("GroupRefValidated %+v", c)
+		}
+	}
+	framework.Eventually(t, 10*time.Second, groupCond(metav1.ConditionFalse, thv1.ReasonGroupRefNotFound), "GroupRefNotFound")
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		return err == nil, err
+	}, "the Deployment while the group is missing")
+
+	createGroup(t, env, ns, "late")
+	framework.Eventually(t, 5*time.Second, groupCond(metav1.ConditionTrue, thv1.ReasonGroupRefValid), "GroupRefValid once the group exists")
+
+	createMember(t, env, ns, "joiner", "late")
+	framework.Eventually(t, 5*time.Second, func() (bool, error) {
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return strings.Contains(cm.Data[virtualmcpserver.ConfigKey], "mcp-joiner-proxy"), nil
+	}, "the new member in config.yaml")
+}
