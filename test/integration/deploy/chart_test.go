@@ -1,0 +1,206 @@
+package deploy_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+)
+
+// These tests need helm but no API server.
+
+func decode[T any](t *testing.T, obj *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
+		t.Fatalf("decoding %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+	return out
+}
+
+func sameRules(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
+	t.Helper()
+	g, w := rbac.Expand(got), rbac.Expand(want)
+	if !slices.Equal(g, w) {
+		var extra, missing []string
+		for _, r := range g {
+			if !slices.Contains(w, r) {
+				extra = append(extra, fmt.Sprintf("%+v", r))
+			}
+		}
+		for _, r := range w {
+			if !slices.Contains(g, r) {
+				missing = append(missing, fmt.Sprintf("%+v", r))
+			}
+		}
+		t.Errorf("%s differs from pkg/rbac:\n  granted but not declared: %s\n  declared but not granted: %s",
+			what, strings.Join(extra, " "), strings.Join(missing, " "))
+	}
+}
+
+// The chart grants exactly what pkg/rbac declares: cluster-wide by default.
+func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system")
+	crs := find(objs, "ClusterRole")
+	if len(crs) != 1 {
+		t.Fatalf("want 1 ClusterRole, got %d", len(crs))
+	}
+	sameRules(t, "ClusterRole", decode[rbacv1.ClusterRole](t, crs[0]).Rules, rbac.WorkloadRules())
+
+	crbs := find(objs, "ClusterRoleBinding")
+	if len(crbs) != 1 {
+		t.Fatalf("want 1 ClusterRoleBinding, got %d", len(crbs))
+	}
+	crb := decode[rbacv1.ClusterRoleBinding](t, crbs[0])
+	wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: "hivekeeper", Namespace: "hivekeeper-system"}
+	if crb.RoleRef.Name != crs[0].GetName() || len(crb.Subjects) != 1 || crb.Subjects[0] != wantSubject {
+		t.Errorf("ClusterRoleBinding binds %+v to %+v, want %s to %+v", crb.RoleRef, crb.Subjects, crs[0].GetName(), wantSubject)
+	}
+
+	roles := find(objs, "Role")
+	if len(roles) != 1 || roles[0].GetNamespace() != "hivekeeper-system" {
+		t.Fatalf("want only the leader-election Role in hivekeeper-system, got %d Roles", len(roles))
+	}
+	sameRules(t, "leader-election Role", decode[rbacv1.Role](t, roles[0]).Rules, rbac.LeaderElectionRules("hivekeeper-leader"))
+}
+
+// With a namespace list the same rules are granted by a Role in each, and
+// nothing cluster-wide.
+func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system",
+		"--set", "watchNamespaces={team-a,team-b}", "--set", "leaderElection.leaseName=custom-lease")
+	if n := len(find(objs, "ClusterRole")) + len(find(objs, "ClusterRoleBinding")); n != 0 {
+		t.Errorf("namespaced install renders %d cluster-scoped RBAC objects", n)
+	}
+	byNS := map[string]*rbacv1.Role{}
+	for _, o := range find(objs, "Role") {
+		r := decode[rbacv1.Role](t, o)
+		byNS[r.Namespace] = r
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		r, ok := byNS[ns]
+		if !ok {
+			t.Errorf("no Role in %s", ns)
+			continue
+		}
+		sameRules(t, "Role in "+ns, r.Rules, rbac.WorkloadRules())
+	}
+	if r, ok := byNS["hivekeeper-system"]; !ok {
+		t.Error("no leader-election Role")
+	} else {
+		sameRules(t, "leader-election Role", r.Rules, rbac.LeaderElectionRules("custom-lease"))
+	}
+	bindings := map[string]bool{}
+	for _, o := range find(objs, "RoleBinding") {
+		b := decode[rbacv1.RoleBinding](t, o)
+		if len(b.Subjects) != 1 || b.Subjects[0].Name != "hivekeeper" || b.Subjects[0].Namespace != "hivekeeper-system" {
+			t.Errorf("RoleBinding %s/%s binds %+v", b.Namespace, b.Name, b.Subjects)
+		}
+		bindings[b.Namespace] = true
+	}
+	if len(bindings) != 3 {
+		t.Errorf("want RoleBindings in team-a, team-b and hivekeeper-system, got %v", bindings)
+	}
+
+	dep := decode[appsv1.Deployment](t, find(objs, "Deployment")[0])
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--namespaces=team-a,team-b", "--leader-elect-id=custom-lease"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+}
+
+// The Deployment is what issue 7 asks for: HA with leader election, the
+// pod's namespace for the Lease, restricted security, probes on the health
+// port.
+func TestChartDeployment(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system")
+	deps := find(objs, "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("want 1 Deployment, got %d", len(deps))
+	}
+	dep := decode[appsv1.Deployment](t, deps[0])
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", dep.Spec.Replicas)
+	}
+	pod := dep.Spec.Template.Spec
+	if pod.ServiceAccountName != "hivekeeper" {
+		t.Errorf("serviceAccountName = %q", pod.ServiceAccountName)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	for _, want := range []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--workers=4",
+		"--kube-api-qps=50", "--kube-api-burst=100", "--log-format=text", "-v=2",
+		"--runner-image=ghcr.io/stacklok/toolhive/proxyrunner:latest", "--vmcp-image=ghcr.io/stacklok/toolhive/vmcp:latest"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %q", c.Args, want)
+		}
+	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--namespaces") }) {
+		t.Errorf("default install must watch all namespaces, args %q", c.Args)
+	}
+	var podNS *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "POD_NAMESPACE" {
+			podNS = &c.Env[i]
+		}
+	}
+	if podNS == nil || podNS.ValueFrom == nil || podNS.ValueFrom.FieldRef == nil || podNS.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("POD_NAMESPACE must come from the downward API, got %+v", podNS)
+	}
+
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container securityContext is not restricted: %+v", sc)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+		t.Errorf("pod securityContext must set runAsNonRoot: %+v", psc)
+	}
+	for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port.String() != "health" {
+			t.Errorf("probe %s: %+v", name, p)
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources must request CPU and limit memory: %+v", c.Resources)
+	}
+
+	pdbs := find(objs, "PodDisruptionBudget")
+	if len(pdbs) != 1 {
+		t.Fatalf("want a PodDisruptionBudget, got %d", len(pdbs))
+	}
+	if v, _, _ := unstructured.NestedFieldNoCopy(pdbs[0].Object, "spec", "minAvailable"); fmt.Sprint(v) != "1" {
+		t.Errorf("PDB minAvailable = %v, want 1", v)
+	}
+	if n := len(find(objs, "ServiceMonitor")); n != 0 {
+		t.Errorf("ServiceMonitor must be off by default, got %d", n)
+	}
+	svcs := find(objs, "Service")
+	if len(svcs) != 1 {
+		t.Fatalf("want the metrics Service, got %d", len(svcs))
+	}
+	svc := decode[corev1.Service](t, svcs[0])
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("metrics Service ports: %+v", svc.Spec.Ports)
+	}
+	for k, v := range svc.Spec.Selector {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("metrics Service selector %s=%s does not select the pods %v", k, v, dep.Spec.Template.Labels)
+		}
+	}
+}
