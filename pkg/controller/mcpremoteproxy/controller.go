@@ -26,7 +26,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -76,41 +75,21 @@ func New(d *app.Deps) (*Controller, error) {
 		children:    children,
 		runnerImage: d.Options.RunnerImage,
 	}
-	synced := []cache.InformerSynced{proxies.Informer().HasSynced, oidc.Informer().HasSynced, groups.Informer().HasSynced}
-	for _, inf := range childInformers {
-		synced = append(synced, inf.HasSynced)
-	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, synced...)
-
-	if _, err := proxies.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.Enqueue,
-		UpdateFunc: func(_, obj any) { c.Enqueue(obj) },
-		DeleteFunc: c.Enqueue,
-	}); err != nil {
-		return nil, err
-	}
-	owner := thv1.Kind(thv1.KindMCPRemoteProxy)
-	lookup := func(ns, name string) (types.UID, bool) {
-		p, err := c.proxies.MCPRemoteProxies(ns).Get(name)
-		if err != nil {
-			return "", false
-		}
-		return p.UID, true
-	}
-	for _, inf := range childInformers {
-		if _, err := inf.AddEventHandler(controller.ChildHandler(owner, lookup, c.EnqueueKey)); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := oidc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueOIDCReferrers,
-		UpdateFunc: func(oldObj, newObj any) {
-			if workload.OIDCConfigChangeMatters(oldObj, newObj) {
-				c.enqueueOIDCReferrers(newObj)
+	wiring := workload.Wiring{
+		Primary: proxies.Informer(),
+		Owner:   thv1.Kind(thv1.KindMCPRemoteProxy),
+		Lookup: func(ns, name string) (types.UID, bool) {
+			p, err := c.proxies.MCPRemoteProxies(ns).Get(name)
+			if err != nil {
+				return "", false
 			}
+			return p.UID, true
 		},
-		DeleteFunc: c.enqueueOIDCReferrers,
-	}); err != nil {
+		Children:    childInformers,
+		OIDCConfigs: oidc.Informer(),
+	}
+	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(groups.Informer())...)
+	if err := wiring.Register(c.Loop); err != nil {
 		return nil, err
 	}
 	// A group's creation or deletion flips GroupRefValidated of its members.
@@ -118,23 +97,6 @@ func New(d *app.Deps) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// enqueueOIDCReferrers enqueues every proxy that references the
-// MCPOIDCConfig obj, through the reference index: O(referrers), no
-// namespace is listed.
-func (c *Controller) enqueueOIDCReferrers(obj any) {
-	m, ok := controller.MetaFromObj(obj)
-	if !ok {
-		return
-	}
-	names, err := index.Referrers(c.proxyIndex, index.ByOIDCConfig, index.Key(m.GetNamespace(), m.GetName()))
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		c.EnqueueKey(index.Key(m.GetNamespace(), n))
-	}
 }
 
 // Register is the constructor pkg/app/controllers registers.

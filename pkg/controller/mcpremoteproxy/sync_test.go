@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -396,7 +397,7 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 	if !workload.OIDCConfigChangeMatters(cfg, changed) {
 		t.Fatal("a spec change is not relevant")
 	}
-	f.c.enqueueOIDCReferrers(changed)
+	workload.EnqueueReferrers(f.c.proxyIndex, index.ByOIDCConfig, changed, f.c.EnqueueKey)
 	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the one referrer", n)
 	}

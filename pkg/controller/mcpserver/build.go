@@ -84,16 +84,9 @@ type Desired struct {
 	Service               *corev1.Service
 }
 
-// InvalidSpecError is user input the controller cannot build from. It
+// InvalidSpecError is user input the controller cannot build from; it
 // becomes a condition and an event, never a retry.
-type InvalidSpecError struct {
-	// Condition is the condition type that reports it.
-	Condition string
-	Reason    string
-	Message   string
-}
-
-func (e *InvalidSpecError) Error() string { return e.Message }
+type InvalidSpecError = workload.InvalidSpecError
 
 // Condition reasons.
 const (
@@ -176,9 +169,9 @@ func Build(in Inputs) (*Desired, error) {
 		return workload.ObjectMeta(name, ns, l, a, owner)
 	}
 
-	backendSA := BackendServiceAccountName(n)
-	if s.Spec.ServiceAccount != nil && *s.Spec.ServiceAccount != "" {
-		backendSA = *s.Spec.ServiceAccount
+	backendSA, custom := workload.CustomServiceAccount(s.Spec.ServiceAccount)
+	if !custom {
+		backendSA = BackendServiceAccountName(n)
 	}
 	podPatch, err := BackendPodPatch(s, backendSA)
 	if err != nil {
@@ -201,7 +194,7 @@ func Build(in Inputs) (*Desired, error) {
 		RunnerRole:           workload.Role(meta(RunnerName(n), labels, nil), workload.ProxyRunnerRules()),
 		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil)),
 	}
-	if s.Spec.ServiceAccount == nil {
+	if !custom {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
 	}
 

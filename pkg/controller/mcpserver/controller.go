@@ -8,8 +8,6 @@ package mcpserver
 import (
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -19,9 +17,9 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -72,93 +70,28 @@ func New(d *app.Deps) (*Controller, error) {
 		children:    children,
 		runnerImage: d.Options.RunnerImage,
 	}
-	synced := []cache.InformerSynced{servers.Informer().HasSynced, oidc.Informer().HasSynced, groups.Informer().HasSynced}
-	for _, inf := range childInformers {
-		synced = append(synced, inf.HasSynced)
+	wiring := workload.Wiring{
+		Primary: servers.Informer(),
+		Owner:   thv1.Kind(thv1.KindMCPServer),
+		Lookup: func(ns, name string) (types.UID, bool) {
+			s, err := c.servers.MCPServers(ns).Get(name)
+			if err != nil {
+				return "", false
+			}
+			return s.UID, true
+		},
+		Children:    childInformers,
+		OIDCConfigs: oidc.Informer(),
 	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, synced...)
-
-	if _, err := servers.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.Enqueue,
-		UpdateFunc: func(_, obj any) { c.Enqueue(obj) },
-		DeleteFunc: c.Enqueue,
-	}); err != nil {
+	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(groups.Informer())...)
+	if err := wiring.Register(c.Loop); err != nil {
 		return nil, err
 	}
-	owner := thv1.Kind(thv1.KindMCPServer)
-	lookup := func(ns, name string) (types.UID, bool) {
-		s, err := c.servers.MCPServers(ns).Get(name)
-		if err != nil {
-			return "", false
-		}
-		return s.UID, true
-	}
-	for _, inf := range childInformers {
-		if _, err := inf.AddEventHandler(controller.ChildHandler(owner, lookup, c.EnqueueKey)); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := oidc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOIDCReferrers,
-		UpdateFunc: c.oidcConfigUpdated,
-		DeleteFunc: c.enqueueOIDCReferrers,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := groups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueGroupMembers,
-		DeleteFunc: c.enqueueGroupMembers,
-	}); err != nil {
+	// A group's creation or deletion flips GroupRefValidated of its members.
+	if _, err := groups.Informer().AddEventHandler(mcpgroup.MemberHandler(c.serverIndex, c.EnqueueKey)); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// enqueueByIndex enqueues every MCPServer whose index value is the key of
-// obj. It costs O(referrers): no namespace is listed.
-func (c *Controller) enqueueByIndex(indexName string, obj any) {
-	m, ok := controller.MetaFromObj(obj)
-	if !ok {
-		return
-	}
-	names, err := index.Referrers(c.serverIndex, indexName, index.Key(m.GetNamespace(), m.GetName()))
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		c.EnqueueKey(m.GetNamespace() + "/" + n)
-	}
-}
-
-func (c *Controller) enqueueOIDCReferrers(obj any) { c.enqueueByIndex(index.ByOIDCConfig, obj) }
-
-func (c *Controller) enqueueGroupMembers(obj any) { c.enqueueByIndex(index.ByGroup, obj) }
-
-// oidcConfigUpdated re-syncs the referrers only when something they
-// consume changed: the spec, the config hash, validity or deletion. The
-// MCPOIDCConfig controller rewrites referencingWorkloads whenever a
-// referrer comes or goes; re-syncing every referrer for that would make
-// creating N referrers cost O(N²) syncs.
-func (c *Controller) oidcConfigUpdated(oldObj, newObj any) {
-	o, ok1 := oldObj.(*thv1.MCPOIDCConfig)
-	n, ok2 := newObj.(*thv1.MCPOIDCConfig)
-	if !ok1 || !ok2 {
-		return
-	}
-	if apiequality.Semantic.DeepEqual(o.Spec, n.Spec) &&
-		o.Status.ConfigHash == n.Status.ConfigHash &&
-		validStatus(o) == validStatus(n) &&
-		(o.DeletionTimestamp == nil) == (n.DeletionTimestamp == nil) {
-		return
-	}
-	c.enqueueOIDCReferrers(newObj)
-}
-
-func validStatus(cfg *thv1.MCPOIDCConfig) string {
-	if cond := meta.FindStatusCondition(cfg.Status.Conditions, thv1.ConditionValid); cond != nil {
-		return string(cond.Status)
-	}
-	return ""
 }
 
 // Register is the constructor pkg/app/controllers registers.

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -22,15 +21,4 @@ func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.Conditi
 		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, ReasonDeploymentReady, "proxy is ready", readyReplicas
 	}
 	return thv1.MCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "waiting for proxy pods to become ready", readyReplicas
-}
-
-// conditionFlippedTo reports whether condType is now status and was not
-// before: events are recorded on transitions only.
-func conditionFlippedTo(old, cur []metav1.Condition, condType string, status metav1.ConditionStatus) bool {
-	n := meta.FindStatusCondition(cur, condType)
-	if n == nil || n.Status != status {
-		return false
-	}
-	o := meta.FindStatusCondition(old, condType)
-	return o == nil || o.Status != status || o.Reason != n.Reason
 }

@@ -18,6 +18,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -80,7 +81,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 		cond := meta.FindStatusCondition(status.Conditions, thv1.ConditionOIDCConfigRefValidated)
 		status.Phase, status.Message = thv1.MCPServerPhasePending, cond.Message
 		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForOIDC, cond.Message)
-		if conditionFlippedTo(old, status.Conditions, thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse) {
+		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse) {
 			c.recorder.Event(s, corev1.EventTypeWarning, cond.Reason, cond.Message)
 		}
 		// The config's own events re-sync this server through the index.
@@ -95,7 +96,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 		}
 		setCond(thv1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Message)
 		status.Phase, status.Message = thv1.MCPServerPhaseFailed, invalid.Message
-		if conditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
+		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
 			c.recorder.Event(s, corev1.EventTypeWarning, invalid.Reason, invalid.Message)
 		}
 		// Retrying cannot fix user input; the next spec change will.
@@ -111,7 +112,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 	if errors.As(err, &conflict) {
 		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildConflict, conflict.Error())
 		status.Phase, status.Message = thv1.MCPServerPhaseFailed, conflict.Error()
-		if conditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
+		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
 			c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildConflict, conflict.Error())
 		}
 		return controller.RequeueAfter(conflictRetry)
@@ -136,12 +137,8 @@ func (c *Controller) groupCondition(s *thv1.MCPServer, setCond func(string, meta
 		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionGroupRefValidated)
 		return
 	}
-	g := s.Spec.GroupRef.Name
-	if _, err := c.groups.MCPGroups(s.Namespace).Get(g); err != nil {
-		setCond(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, ReasonGroupRefNotFound, fmt.Sprintf("MCPGroup %q not found", g))
-		return
-	}
-	setCond(thv1.ConditionGroupRefValidated, metav1.ConditionTrue, ReasonGroupRefValid, fmt.Sprintf("MCPGroup %q exists", g))
+	st, reason, msg := mcpgroup.GroupRefCondition(c.groups, s.Namespace, s.Spec.GroupRef.Name)
+	setCond(thv1.ConditionGroupRefValidated, st, reason, msg)
 }
 
 // resolveOIDC reads the referenced MCPOIDCConfig from its lister (never
@@ -156,16 +153,14 @@ func (c *Controller) resolveOIDC(s *thv1.MCPServer, setCond func(string, metav1.
 	}
 	cfg, err := c.oidcConfigs.MCPOIDCConfigs(s.Namespace).Get(ref.Name)
 	if err != nil {
-		setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse, ReasonOIDCNotFound, fmt.Sprintf("MCPOIDCConfig %q not found", ref.Name))
-		return nil, false
+		cfg = nil
 	}
-	if !meta.IsStatusConditionTrue(cfg.Status.Conditions, thv1.ConditionValid) {
-		setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionFalse, ReasonOIDCNotValid, fmt.Sprintf("MCPOIDCConfig %q is not valid", ref.Name))
-		return nil, false
+	r := workload.CheckOIDCRef(ref, cfg)
+	setCond(thv1.ConditionOIDCConfigRefValidated, r.Status, r.Reason, r.Message)
+	if r.Usable() {
+		status.OIDCConfigHash = r.Config.Status.ConfigHash
 	}
-	setCond(thv1.ConditionOIDCConfigRefValidated, metav1.ConditionTrue, ReasonOIDCValid, fmt.Sprintf("MCPOIDCConfig %q is valid", ref.Name))
-	status.OIDCConfigHash = cfg.Status.ConfigHash
-	return cfg, true
+	return r.Config, r.Usable()
 }
 
 // ensureChildren converges every child and returns the proxy Deployment.

@@ -106,41 +106,21 @@ func New(d *app.Deps) (*Controller, error) {
 		children:    children,
 		image:       d.Options.VMCPImage,
 	}
-	synced := []cache.InformerSynced{vmcps.Informer().HasSynced, members.Informer().HasSynced, oidc.Informer().HasSynced, groups.Informer().HasSynced}
-	for _, inf := range childInformers {
-		synced = append(synced, inf.HasSynced)
-	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, synced...)
-
-	if _, err := vmcps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.Enqueue,
-		UpdateFunc: func(_, obj any) { c.Enqueue(obj) },
-		DeleteFunc: c.Enqueue,
-	}); err != nil {
-		return nil, err
-	}
-	owner := thv1.Kind(thv1.KindVirtualMCPServer)
-	lookup := func(ns, name string) (types.UID, bool) {
-		v, err := c.servers.VirtualMCPServers(ns).Get(name)
-		if err != nil {
-			return "", false
-		}
-		return v.UID, true
-	}
-	for _, inf := range childInformers {
-		if _, err := inf.AddEventHandler(controller.ChildHandler(owner, lookup, c.EnqueueKey)); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := oidc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueOIDCReferrers,
-		UpdateFunc: func(oldObj, newObj any) {
-			if workload.OIDCConfigChangeMatters(oldObj, newObj) {
-				c.enqueueOIDCReferrers(newObj)
+	wiring := workload.Wiring{
+		Primary: vmcps.Informer(),
+		Owner:   thv1.Kind(thv1.KindVirtualMCPServer),
+		Lookup: func(ns, name string) (types.UID, bool) {
+			v, err := c.servers.VirtualMCPServers(ns).Get(name)
+			if err != nil {
+				return "", false
 			}
+			return v.UID, true
 		},
-		DeleteFunc: c.enqueueOIDCReferrers,
-	}); err != nil {
+		Children:    childInformers,
+		OIDCConfigs: oidc.Informer(),
+	}
+	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(members.Informer(), groups.Informer())...)
+	if err := wiring.Register(c.Loop); err != nil {
 		return nil, err
 	}
 	// A group appearing or going away flips GroupRefValidated.
@@ -169,14 +149,6 @@ func (c *Controller) enqueueByIndex(indexName, namespace, key string) {
 	}
 	for _, n := range names {
 		c.EnqueueKey(index.Key(namespace, n))
-	}
-}
-
-// enqueueOIDCReferrers enqueues the servers that reference the
-// MCPOIDCConfig obj.
-func (c *Controller) enqueueOIDCReferrers(obj any) {
-	if m, ok := controller.MetaFromObj(obj); ok {
-		c.enqueueByIndex(index.ByOIDCConfig, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
 	}
 }
 
