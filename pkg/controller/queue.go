@@ -93,8 +93,10 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
+		// The wait only gives up when ctx ends: asked to stop while
+		// starting is a clean shutdown, not a failure.
 		l.Queue.ShutDown()
-		return fmt.Errorf("%s: caches did not sync", l.Name)
+		return nil
 	}
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
