@@ -37,12 +37,14 @@ type Writer struct {
 	controller string
 
 	mu   sync.Mutex
-	last map[string]uint64
+	// last maps "<ns>/<name>" of a child to the hash of the last patch
+	// body sent to it, per resource.
+	last map[string]map[string]uint64
 }
 
 // NewWriter returns a Writer that labels its metrics with controller.
 func NewWriter(controller string) *Writer {
-	return &Writer{controller: controller, last: map[string]uint64{}}
+	return &Writer{controller: controller, last: map[string]map[string]uint64{}}
 }
 
 func (w *Writer) count(resource, verb string, err error) {
@@ -177,8 +179,8 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource, name string, p
 	return true, nil
 }
 
-func childKey(resource, namespace, name string) string {
-	return resource + "/" + namespace + "/" + name
+func childKey(namespace, name string) string {
+	return namespace + "/" + name
 }
 
 // CreateChild creates a child object.
@@ -191,7 +193,7 @@ func CreateChild[T any](ctx context.Context, w *Writer, resource string, create 
 	klog.FromContext(ctx).V(2).Info("Creating child", "resource", resource, "object", klog.KObj(m))
 	out, err := create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 	w.count(resource, metrics.VerbCreate, err)
-	w.forget(childKey(resource, m.GetNamespace(), m.GetName()))
+	w.forget(resource, childKey(m.GetNamespace(), m.GetName()))
 	if err != nil {
 		return out, fmt.Errorf("creating %s %s: %w", resource, klog.KObj(m), err)
 	}
@@ -203,7 +205,7 @@ func CreateChild[T any](ctx context.Context, w *Writer, resource string, create 
 // lock. Sending the same body to the same child twice in a row is counted
 // as churn: the previous write did not converge the object.
 func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name, rv string, patch PatchFunc[T], body []byte) error {
-	key := childKey(resource, namespace, name)
+	key := childKey(namespace, name)
 	sum := fnv.New64a()
 	_, _ = sum.Write(body)
 	h := sum.Sum64()
@@ -218,8 +220,13 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 		return fmt.Errorf("patching %s %s: %w", resource, klog.KRef(namespace, name), err)
 	}
 	w.mu.Lock()
-	prev, seen := w.last[key]
-	w.last[key] = h
+	byResource := w.last[key]
+	if byResource == nil {
+		byResource = map[string]uint64{}
+		w.last[key] = byResource
+	}
+	prev, seen := byResource[resource]
+	byResource[resource] = h
 	w.mu.Unlock()
 	if seen && prev == h {
 		metrics.ChurnWrites.WithLabelValues(w.controller, resource).Inc()
@@ -235,24 +242,45 @@ func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name strin
 		err = nil
 	}
 	w.count(resource, metrics.VerbDelete, err)
-	w.forget(childKey(resource, namespace, name))
+	w.forget(resource, childKey(namespace, name))
 	if err != nil {
 		return fmt.Errorf("deleting %s %s: %w", resource, klog.KRef(namespace, name), err)
 	}
 	return nil
 }
 
-func (w *Writer) forget(key string) {
+func (w *Writer) forget(resource, key string) {
 	w.mu.Lock()
-	delete(w.last, key)
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	if byResource := w.last[key]; byResource != nil {
+		delete(byResource, resource)
+		if len(byResource) == 0 {
+			delete(w.last, key)
+		}
+	}
 }
 
 // ForgetPrefix drops the churn memory of the one child resource
-// namespace/name (not of names that merely start with name). Call it when
-// a child goes away without DeleteChild, for example through garbage
-// collection after its owner was deleted, so the map stays as large as the
-// set of live children.
+// namespace/name (not of names that merely start with name).
 func (w *Writer) ForgetPrefix(resource, namespace, name string) {
-	w.forget(childKey(resource, namespace, name))
+	w.forget(resource, childKey(namespace, name))
+}
+
+// ForgetChildren drops the churn memory of the named children of every
+// resource. A controller calls it when it sees its custom resource gone:
+// garbage collection then removes the children without DeleteChild, and
+// the memory must stay as large as the set of live children.
+func (w *Writer) ForgetChildren(namespace string, names ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range names {
+		delete(w.last, childKey(namespace, n))
+	}
+}
+
+// remembered reports how many children the churn memory holds (tests).
+func (w *Writer) remembered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.last)
 }

@@ -583,3 +583,36 @@ func TestForgetPrefixResetsOneChild(t *testing.T) {
 		t.Fatalf("churn grew by %v, want 1 (only c-other)", d)
 	}
 }
+
+// TestForgetChildrenBoundsChurnMemory: children garbage-collected with their
+// owner never pass through DeleteChild; ForgetChildren drops them so the
+// churn memory stays as large as the set of live children, and a later
+// write of the same body to a recreated child is not churn.
+func TestForgetChildrenBoundsChurnMemory(t *testing.T) {
+	kube := kubefake.NewClientset()
+	w := NewWriter("test-forget-children")
+	ctx := context.Background()
+	for _, n := range []string{"a", "a-runconfig"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "ns"}}
+		if _, err := kube.CoreV1().ConfigMaps("ns").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := PatchChild(ctx, w, "configmaps", "ns", n, "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.remembered(); got != 2 {
+		t.Fatalf("remembered %d children, want 2", got)
+	}
+	w.ForgetChildren("ns", "a", "a-runconfig", "never-written")
+	if got := w.remembered(); got != 0 {
+		t.Fatalf("remembered %d children after ForgetChildren, want 0", got)
+	}
+	before := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues("test-forget-children", "configmaps"))
+	if err := PatchChild(ctx, w, "configmaps", "ns", "a", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues("test-forget-children", "configmaps")); after != before {
+		t.Errorf("a write after ForgetChildren counted as churn")
+	}
+}

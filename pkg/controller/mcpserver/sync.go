@@ -36,6 +36,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	cached, err := c.servers.MCPServers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		// Gone: garbage collection removes the children; forget them.
+		c.writer.ForgetChildren(ns, RunConfigName(name), RunnerName(name), BackendServiceAccountName(name), name, ServiceName(name))
 		return nil
 	}
 	if err != nil {

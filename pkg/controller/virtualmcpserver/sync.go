@@ -37,6 +37,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	cached, err := c.servers.VirtualMCPServers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		// Gone: garbage collection removes the children; forget them.
+		c.writer.ForgetChildren(ns, ConfigMapName(name), OwnServiceAccountName(name), name, ServiceName(name))
 		return nil
 	}
 	if err != nil {
