@@ -3,10 +3,10 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit test-integration generate verify lint run bench test-binaries clean
+.PHONY: help build test test-unit generate verify lint run bench bench-sweep test-binaries helm sync-chart image dashboard-png clean
 
 help: ## List targets.
-	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## Build bin/hivekeeper.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hivekeeper ./cmd/controller
@@ -14,24 +14,44 @@ build: ## Build bin/hivekeeper.
 test-binaries: ## Build (once, cached in bin/k8s) the kube-apiserver and etcd used by tests.
 	@hack/test-binaries.sh >/dev/null
 
-test: test-binaries ## Run every test: unit and integration (real kube-apiserver + etcd).
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) go test -count=1 ./...
+test: test-binaries ## Run every test: unit, and integration against a real kube-apiserver + etcd.
+	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) go test -count=1 -timeout 30m ./...
 
 test-unit: ## Run the unit tests only (no API server).
 	go test -count=1 -short ./...
 
-generate: ## Regenerate clients, deepcopy and CRDs.
+generate: ## Regenerate clients, deepcopy, CRDs and the chart's copies of them.
 	hack/update-codegen.sh
+	hack/sync-chart.sh
 
-verify: ## Fail if generated code is stale, code is unformatted or vet complains.
+verify: ## Fail if generated code or the chart is stale, code is unformatted or vet complains.
 	hack/verify-codegen.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	go vet ./...
+	hack/verify-chart.sh
 
 lint: verify ## Alias of verify.
 
 run: test-binaries build ## Start a local API server, apply examples/, run hivekeeper against it.
 	hack/local-up.sh
 
-clean: ## Remove build outputs (keeps the cached API server binaries).
-	rm -f bin/hivekeeper
+bench: test-binaries ## Benchmark N=300 MCPServers against a real API server; writes docs/performance.md.
+	go run ./test/bench -n 300 -out docs/performance.md
+
+bench-sweep: test-binaries ## Benchmark N=100,300,1000,3000; writes docs/performance.md and docs/performance.png.
+	go run ./test/bench -n 100,300,1000,3000 -steady 30s -out docs/performance.md -plot docs/performance.png
+
+helm: ## Build the pinned helm into bin/tools (once).
+	@hack/helm.sh >/dev/null
+
+sync-chart: ## Copy config/crd and the dashboard into the chart.
+	hack/sync-chart.sh
+
+image: ## Build the container image (needs a Docker engine with BuildKit).
+	docker build --build-arg VERSION=$(VERSION) -t hivekeeper:$(VERSION) .
+
+dashboard-png: ## Re-render docs/dashboard.png (needs Debian's chromium).
+	hack/render-dashboard.sh
+
+clean: ## Remove build outputs (keeps the cached API server and tool binaries).
+	rm -f bin/hivekeeper bin/hivekeeper-bench

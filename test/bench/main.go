@@ -1,0 +1,117 @@
+// Command bench measures hivekeeper against a real kube-apiserver and etcd:
+// it starts the API server (test/integration/framework), runs the real
+// hivekeeper binary as a separate process, creates load through the dynamic
+// client, and reads the controller's own /metrics to count its API
+// requests, writes, memory and sync latency.
+//
+// Scenarios, per N: create N MCPServers referencing K MCPOIDCConfigs and
+// wait until every Deployment and ConfigMap exists; a steady window (writes
+// must be 0); a label added to every MCPServer (metadata only: 0 writes);
+// a change of one config with N/K referrers; delete everything (finalizers
+// complete).
+//
+//	go run ./test/bench                 # N=300, the default scenario
+//	go run ./test/bench -n 100,300,1000,3000 -plot docs/performance.png
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+type config struct {
+	ns          []int
+	configs     int
+	steady      time.Duration
+	binary      string
+	out         string
+	plot        string
+	workers     int
+	qps         float64
+	burst       int
+	concurrency int
+}
+
+func main() {
+	var c config
+	var ns string
+	flag.StringVar(&ns, "n", "300", "comma-separated numbers of MCPServers, one full run each")
+	flag.IntVar(&c.configs, "configs", 3, "MCPOIDCConfigs the servers reference (round robin)")
+	flag.DurationVar(&c.steady, "steady", 60*time.Second, "length of the steady-state window")
+	flag.StringVar(&c.binary, "binary", "", "hivekeeper binary; empty builds ./cmd/controller")
+	flag.StringVar(&c.out, "out", "", "write the report (markdown) to this file")
+	flag.StringVar(&c.plot, "plot", "", "write a PNG plot of the runs to this file")
+	flag.IntVar(&c.workers, "workers", 0, "hivekeeper --workers (0: the binary's default)")
+	flag.Float64Var(&c.qps, "qps", 0, "hivekeeper --kube-api-qps (0: the binary's default)")
+	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
+	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
+	flag.Parse()
+	for _, s := range strings.Split(ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fatalf("bad -n %q", s)
+		}
+		c.ns = append(c.ns, n)
+	}
+	if err := run(c); err != nil {
+		fatalf("%v", err)
+	}
+}
+
+func fatalf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+}
+
+func run(c config) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if c.binary == "" {
+		c.binary = filepath.Join(root, "bin", "hivekeeper-bench")
+		logf("building %s", c.binary)
+		cmd := exec.Command("go", "build", "-trimpath", "-o", c.binary, "./cmd/controller")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building hivekeeper: %w", err)
+		}
+	}
+	var results []*result
+	for _, n := range c.ns {
+		r, err := runOne(context.Background(), c, root, n)
+		if err != nil {
+			return fmt.Errorf("N=%d: %w", n, err)
+		}
+		results = append(results, r)
+		fmt.Println(r.table())
+	}
+	report := renderReport(c, results)
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s", c.out)
+	}
+	if c.plot != "" {
+		if err := writePlot(c.plot, results); err != nil {
+			return err
+		}
+		logf("wrote %s", c.plot)
+	}
+	return nil
+}
