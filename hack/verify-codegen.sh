@@ -12,8 +12,10 @@ trap 'rm -rf "${scratch}"' EXIT
 tar -C "${root}" --exclude=./bin --exclude=./.git -cf - . | tar -C "${scratch}" -xf -
 rm -rf "${scratch}/pkg/generated" "${scratch}/config/crd"
 find "${scratch}/pkg/apis" -name 'zz_generated.*' -delete
-mkdir -p "${scratch}/bin"
-ln -s "${root}/bin/tools" "${scratch}/bin/tools" 2>/dev/null || true
+# Share the generator binaries kube_codegen.sh installs, so a second run
+# does not rebuild them.
+mkdir -p "${scratch}/bin" "${root}/bin/tools"
+ln -s "${root}/bin/tools" "${scratch}/bin/tools"
 
 (cd "${scratch}" && hack/update-codegen.sh) >/dev/null
 
