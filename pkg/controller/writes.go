@@ -36,7 +36,7 @@ type DeleteFunc func(ctx context.Context, name string, opts metav1.DeleteOptions
 type Writer struct {
 	controller string
 
-	mu   sync.Mutex
+	mu sync.Mutex
 	// last maps "<ns>/<name>" of a child to the hash of the last patch
 	// body sent to it, per resource.
 	last map[string]map[string]uint64
