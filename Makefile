@@ -11,7 +11,7 @@ help: ## List targets.
 build: ## Build bin/hivekeeper.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hivekeeper ./cmd/controller
 
-test-binaries: ## Build (once, cached in bin/k8s) the kube-apiserver and etcd used by tests.
+test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) the kube-apiserver and etcd used by tests.
 	@hack/test-binaries.sh >/dev/null
 
 test: test-binaries ## Run every test: unit, and integration against a real kube-apiserver + etcd.
@@ -41,7 +41,7 @@ bench: test-binaries ## Benchmark N=300 MCPServers against a real API server; wr
 bench-sweep: test-binaries ## Benchmark N=100,300,1000,3000; writes docs/performance.md and docs/performance.png.
 	go run ./test/bench -n 100,300,1000,3000 -steady 30s -out docs/performance.md -plot docs/performance.png
 
-helm: ## Build the pinned helm into bin/tools (once).
+helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 	@hack/helm.sh >/dev/null
 
 sync-chart: ## Copy config/crd and the dashboard into the chart.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds helm (pinned by HELM_VERSION in hack/versions.env) from the Go module
-# proxy into bin/tools/helm-<version>/helm, outside git.
+# proxy into <cache>/tools/helm-<version>/helm (~/.cache/hivekeeper), outside git.
 #
 # Idempotent: when the binary already exists it only prints its path. The
 # path is the only thing printed on stdout, so callers can do:
@@ -14,7 +14,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=hack/versions.env
 source "${root}/hack/versions.env"
 
-cache=${HIVEKEEPER_BIN_CACHE:-${root}/bin}
+# The cache lives outside the checkout so every clone on a machine (CI
+# runs each in a fresh one) reuses it.
+cache=${HIVEKEEPER_BIN_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/hivekeeper}
 dir="${cache}/tools/helm-${HELM_VERSION}"
 if [[ -x "${dir}/helm" ]]; then
   echo "${dir}/helm"

@@ -18,7 +18,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=versions.env
 source "${root}/hack/versions.env"
 
-cache=${HIVEKEEPER_BIN_CACHE:-${root}/bin}
+# The cache lives outside the checkout so every clone on a machine (CI
+# runs each in a fresh one) reuses it.
+cache=${HIVEKEEPER_BIN_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/hivekeeper}
 out="${cache}/k8s/${KUBE_VERSION}-etcd-${ETCD_VERSION}"
 if [[ -x "${out}/kube-apiserver" && -x "${out}/etcd" ]]; then
   echo "${out}"

@@ -98,7 +98,12 @@ func cachedBinariesDir(root string) (string, error) {
 	}
 	cache := os.Getenv("HIVEKEEPER_BIN_CACHE")
 	if cache == "" {
-		cache = filepath.Join(root, "bin")
+		// $XDG_CACHE_HOME or ~/.cache, as hack/test-binaries.sh uses.
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		cache = filepath.Join(dir, "hivekeeper")
 	}
 	return filepath.Join(cache, "k8s", vars["KUBE_VERSION"]+"-etcd-"+vars["ETCD_VERSION"]), nil
 }
