@@ -307,8 +307,8 @@ func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 			Message:   "spec.podTemplateSpec: " + fmt.Sprintf(format, a...),
 		}
 	}
-	tpl := map[string]any{}
-	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 && string(pt.Raw) != "null" {
+	var tpl map[string]any
+	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 {
 		if err := json.Unmarshal(pt.Raw, &tpl); err != nil {
 			return "", invalid("not a JSON object: %v", err)
 		}
@@ -316,6 +316,10 @@ func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 		if err := json.Unmarshal(pt.Raw, &typed); err != nil {
 			return "", invalid("not a valid pod template: %v", err)
 		}
+	}
+	if tpl == nil {
+		// Absent, or JSON null in any spelling: an empty patch.
+		tpl = map[string]any{}
 	}
 	spec, ok := tpl["spec"].(map[string]any)
 	if tpl["spec"] != nil && !ok {
