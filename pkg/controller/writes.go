@@ -40,11 +40,13 @@ type Writer struct {
 	// last maps "<ns>/<name>" of a child to the hash of the last patch
 	// body sent to it, per resource.
 	last map[string]map[string]uint64
+	// status maps "<resource>/<ns>/<name>" to the last status patch sent.
+	status map[string]statusSent
 }
 
 // NewWriter returns a Writer that labels its metrics with controller.
 func NewWriter(controller string) *Writer {
-	return &Writer{controller: controller, last: map[string]map[string]uint64{}}
+	return &Writer{controller: controller, last: map[string]map[string]uint64{}, status: map[string]statusSent{}}
 }
 
 func (w *Writer) count(resource, verb string, err error) {
@@ -156,17 +158,32 @@ func withoutStatus(objs ...any) (map[string]any, map[string]any, error) {
 }
 
 // PatchStatus writes the difference between oldStatus and newStatus (the
-// status structs of one object, as read and as desired) to the status
+// status structs of base, as read and as desired) to the status
 // subresource as a JSON merge patch. It sends nothing when they are equal.
 // A merge patch replaces the whole conditions array, so newStatus must be
 // built from the object as read, changing only this controller's condition
 // types.
-func PatchStatus[T any](ctx context.Context, w *Writer, resource, name string, patch PatchFunc[T], oldStatus, newStatus any) (bool, error) {
+//
+// It also sends nothing when this exact patch was already sent from this
+// exact base resourceVersion: the informer has not delivered our own write
+// yet (a child's event re-synced the object first), and repeating it would
+// be a write that changes nothing.
+func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base metav1.Object, patch PatchFunc[T], oldStatus, newStatus any) (bool, error) {
+	name := base.GetName()
 	body, changed, err := MergePatch(map[string]any{"status": oldStatus}, map[string]any{"status": newStatus})
 	if err != nil {
 		return false, fmt.Errorf("computing status patch for %s %s: %w", resource, name, err)
 	}
 	if !changed {
+		w.Skipped(resource + "/status")
+		return false, nil
+	}
+	key := resource + "/" + childKey(base.GetNamespace(), name)
+	sent := statusSent{baseRV: base.GetResourceVersion(), sum: hashOf(body)}
+	w.mu.Lock()
+	repeat := sent.baseRV != "" && w.status[key] == sent
+	w.mu.Unlock()
+	if repeat {
 		w.Skipped(resource + "/status")
 		return false, nil
 	}
@@ -176,7 +193,23 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource, name string, p
 	if err != nil {
 		return false, fmt.Errorf("patching status of %s %s: %w", resource, name, err)
 	}
+	w.mu.Lock()
+	w.status[key] = sent
+	w.mu.Unlock()
 	return true, nil
+}
+
+// statusSent identifies a status patch: the resourceVersion it was computed
+// from and a hash of its body.
+type statusSent struct {
+	baseRV string
+	sum    uint64
+}
+
+func hashOf(b []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return h.Sum64()
 }
 
 func childKey(namespace, name string) string {
@@ -206,9 +239,7 @@ func CreateChild[T any](ctx context.Context, w *Writer, resource string, create 
 // as churn: the previous write did not converge the object.
 func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name, rv string, patch PatchFunc[T], body []byte) error {
 	key := childKey(namespace, name)
-	sum := fnv.New64a()
-	_, _ = sum.Write(body)
-	h := sum.Sum64()
+	h := hashOf(body)
 	locked, err := withResourceVersion(body, rv)
 	if err != nil {
 		return err
@@ -276,6 +307,14 @@ func (w *Writer) ForgetChildren(namespace string, names ...string) {
 	for _, n := range names {
 		delete(w.last, childKey(namespace, n))
 	}
+}
+
+// ForgetStatus drops the memory of the last status patch of a custom
+// resource that is gone.
+func (w *Writer) ForgetStatus(resource, namespace, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.status, resource+"/"+childKey(namespace, name))
 }
 
 // remembered reports how many children the churn memory holds (tests).

@@ -97,7 +97,7 @@ func TestPatchStatusUnchangedSendsNothing(t *testing.T) {
 	patchedBefore := writes(ctrl, resServers+"/status", metrics.VerbPatch, metrics.OutcomeSuccess)
 
 	newStatus := srv.DeepCopy().Status
-	sent, err := PatchStatus(context.Background(), w, resServers, srv.Name,
+	sent, err := PatchStatus(context.Background(), w, resServers, srv,
 		cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
 	if err != nil || sent {
 		t.Fatalf("PatchStatus = %v, %v; want false, nil", sent, err)
@@ -124,7 +124,7 @@ func TestPatchStatusChangedSendsOnlyChangedFields(t *testing.T) {
 	newStatus := srv.DeepCopy().Status
 	newStatus.Phase = thv1.MCPServerPhaseReady
 	newStatus.ReadyReplicas = 1
-	sent, err := PatchStatus(context.Background(), w, resServers, srv.Name,
+	sent, err := PatchStatus(context.Background(), w, resServers, srv,
 		cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
 	if err != nil || !sent {
 		t.Fatalf("PatchStatus = %v, %v; want true, nil", sent, err)
@@ -162,7 +162,7 @@ func TestPatchStatusCarriesForeignConditions(t *testing.T) {
 
 	newStatus := srv.DeepCopy().Status
 	SetCondition(&newStatus.Conditions, clk, srv.Generation, thv1.ConditionOIDCConfigRefValidated, metav1.ConditionTrue, "Valid", "")
-	if _, err := PatchStatus(context.Background(), NewWriter("test-writes-status-conds"), resServers, srv.Name,
+	if _, err := PatchStatus(context.Background(), NewWriter("test-writes-status-conds"), resServers, srv,
 		cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestPatchStatusConflictAndError(t *testing.T) {
 
 	newStatus := srv.DeepCopy().Status
 	newStatus.Phase = thv1.MCPServerPhaseFailed
-	_, err := PatchStatus(context.Background(), w, resServers, srv.Name, cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
+	_, err := PatchStatus(context.Background(), w, resServers, srv, cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("error %v is not a conflict", err)
 	}
@@ -344,7 +344,7 @@ func TestPatchStatusConflictAndError(t *testing.T) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd down"))
 	})
 	errBefore := writes(ctrl, res, metrics.VerbPatch, metrics.OutcomeError)
-	_, err = PatchStatus(context.Background(), w, resServers, srv.Name, cs2.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
+	_, err = PatchStatus(context.Background(), w, resServers, srv, cs2.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus)
 	if err == nil || apierrors.IsConflict(err) || !apierrors.IsInternalError(err) {
 		t.Fatalf("error %v, want a wrapped internal error", err)
 	}
@@ -614,5 +614,35 @@ func TestForgetChildrenBoundsChurnMemory(t *testing.T) {
 	}
 	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues("test-forget-children", "configmaps")); after != before {
 		t.Errorf("a write after ForgetChildren counted as churn")
+	}
+}
+
+// TestPatchStatusRepeatFromStaleCacheSendsNothing: a sync woken by a child
+// event before the informer delivered our own status write computes the
+// same patch from the same base; sending it again would change nothing.
+// Once the base moves on, a change is sent again.
+func TestPatchStatusRepeatFromStaleCacheSendsNothing(t *testing.T) {
+	const ctrl = "test-writes-status-repeat"
+	srv := newServer()
+	cs := fake.NewSimpleClientset(srv)
+	cs.ClearActions()
+	w := NewWriter(ctrl)
+	newStatus := srv.DeepCopy().Status
+	newStatus.Phase = thv1.MCPServerPhaseReady
+	patch := cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch
+	for i, want := range []bool{true, false} {
+		sent, err := PatchStatus(context.Background(), w, resServers, srv, patch, srv.Status, newStatus)
+		if err != nil || sent != want {
+			t.Fatalf("call %d: PatchStatus = %v, %v; want %v", i, sent, err, want)
+		}
+	}
+	if n := len(cs.Actions()); n != 1 {
+		t.Fatalf("sent %d actions, want 1", n)
+	}
+	moved := srv.DeepCopy()
+	moved.ResourceVersion = "2"
+	newStatus.Phase = thv1.MCPServerPhaseFailed
+	if sent, err := PatchStatus(context.Background(), w, resServers, moved, patch, moved.Status, newStatus); err != nil || !sent {
+		t.Fatalf("a change from a new base was not sent: %v, %v", sent, err)
 	}
 }

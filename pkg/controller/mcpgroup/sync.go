@@ -62,7 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	status := buildStatus(group, members, memberErr, c.clock)
 
-	patched, err := controller.PatchStatus(ctx, c.writer, Resource, name,
+	patched, err := controller.PatchStatus(ctx, c.writer, Resource, group,
 		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
 	if err != nil {
 		return err

@@ -96,7 +96,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// merge patch of a status listing many workloads costs 20 times more.
 	if equality.Semantic.DeepEqual(&cached.Status, status) {
 		c.writer.Skipped(Resource + "/status")
-	} else if _, err := controller.PatchStatus(ctx, c.writer, Resource, name, client.Patch, cached.Status, status); err != nil {
+	} else if _, err := controller.PatchStatus(ctx, c.writer, Resource, cached, client.Patch, cached.Status, status); err != nil {
 		return err
 	}
 

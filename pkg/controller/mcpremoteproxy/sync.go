@@ -37,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cached, err := c.proxies.MCPRemoteProxies(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// Gone: garbage collection removes the children; forget them.
+		c.writer.ForgetStatus(resource, ns, name)
 		c.writer.ForgetChildren(ns, RunConfigName(name), RunnerName(name), name, ServiceName(name))
 		return nil
 	}
@@ -61,7 +62,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		status.URL = URL(cached)
 	}
 	status.ObservedGeneration = cached.Generation
-	if _, perr := controller.PatchStatus(ctx, c.writer, resource, name, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Patch, cached.Status, status); perr != nil && !apierrors.IsNotFound(perr) {
+	if _, perr := controller.PatchStatus(ctx, c.writer, resource, cached, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Patch, cached.Status, status); perr != nil && !apierrors.IsNotFound(perr) {
 		return errors.Join(err, perr)
 	}
 	return err

@@ -37,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cached, err := c.servers.MCPServers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// Gone: garbage collection removes the children; forget them.
+		c.writer.ForgetStatus(resource, ns, name)
 		c.writer.ForgetChildren(ns, RunConfigName(name), RunnerName(name), BackendServiceAccountName(name), name, ServiceName(name))
 		return nil
 	}
@@ -62,7 +63,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	err = c.converge(ctx, cached, status)
 	status.ObservedGeneration = cached.Generation
 	status.URL = URL(cached)
-	if _, perr := controller.PatchStatus(ctx, c.writer, resource, name, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, cached.Status, status); perr != nil {
+	if _, perr := controller.PatchStatus(ctx, c.writer, resource, cached, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, cached.Status, status); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err
@@ -243,7 +244,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	status := s.Status.DeepCopy()
 	status.Phase, status.Message = thv1.MCPServerPhaseTerminating, "cleaning up"
 	controller.SetCondition(&status.Conditions, c.clock, s.Generation, thv1.ConditionReady, metav1.ConditionFalse, ReasonTerminating, "MCPServer is being deleted")
-	if _, err := controller.PatchStatus(ctx, c.writer, resource, n, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := controller.PatchStatus(ctx, c.writer, resource, s, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if err := controller.DeleteChild(ctx, c.writer, "statefulsets", ns, runnerStatefulSetName(n), c.kube.AppsV1().StatefulSets(ns).Delete, metav1.DeleteOptions{}); err != nil {

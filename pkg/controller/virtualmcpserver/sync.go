@@ -38,6 +38,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cached, err := c.servers.VirtualMCPServers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// Gone: garbage collection removes the children; forget them.
+		c.writer.ForgetStatus(resource, ns, name)
 		c.writer.ForgetChildren(ns, ConfigMapName(name), OwnServiceAccountName(name), name, ServiceName(name))
 		return nil
 	}
@@ -59,7 +60,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	err = c.converge(ctx, cached, status, setCond)
 	status.ObservedGeneration = cached.Generation
 	status.URL = URL(cached)
-	if _, perr := controller.PatchStatus(ctx, c.writer, resource, name, c.toolhive.ToolhiveV1beta1().VirtualMCPServers(ns).Patch, cached.Status, status); perr != nil && !apierrors.IsNotFound(perr) {
+	if _, perr := controller.PatchStatus(ctx, c.writer, resource, cached, c.toolhive.ToolhiveV1beta1().VirtualMCPServers(ns).Patch, cached.Status, status); perr != nil && !apierrors.IsNotFound(perr) {
 		return errors.Join(err, perr)
 	}
 	return err
