@@ -105,10 +105,16 @@ func (s scrape) histogram(name string, match map[string]string) (bounds []float6
 		if !matches(m, match) || m.Histogram == nil {
 			continue
 		}
+		hasInf := false
 		for _, b := range m.GetHistogram().GetBucket() {
 			acc[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			hasInf = hasInf || math.IsInf(b.GetUpperBound(), 1)
 		}
-		acc[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+		// The text format carries the +Inf bucket; add the count only
+		// where a source left it out.
+		if !hasInf {
+			acc[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+		}
 	}
 	for b := range acc {
 		bounds = append(bounds, b)
