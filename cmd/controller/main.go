@@ -29,6 +29,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 )
 
@@ -217,12 +218,13 @@ func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, hea
 	if err != nil {
 		return err
 	}
+	tracker := &renewTracker{Interface: lock}
 	var runErr error
 	lost := make(chan struct{})
 	leCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leaderelection.RunOrDie(leCtx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            tracker,
 		LeaseDuration:   o.leaseDuration,
 		RenewDeadline:   o.renewDeadline,
 		RetryPeriod:     o.retryPeriod,
@@ -232,7 +234,7 @@ func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, hea
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Started leading", "identity", id)
-				runErr = run(ctx)
+				runErr = run(controller.WithWriteGate(ctx, tracker.gate(o.renewDeadline)))
 				cancel()
 			},
 			OnStoppedLeading: func() {

@@ -104,6 +104,9 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 // DeleteCollection deletes every object of a resource matching selector in
 // one request (used to restart proxy pods immediately).
 func DeleteCollection(ctx context.Context, w *Writer, resource, namespace string, del func(context.Context, metav1.DeleteOptions, metav1.ListOptions) error, selector string) error {
+	if err := checkGate(ctx); err != nil {
+		return err
+	}
 	klog.FromContext(ctx).V(2).Info("Deleting collection", "resource", resource, "namespace", namespace, "selector", selector)
 	err := del(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
 	w.count(resource, metrics.VerbDelete, err)

@@ -132,6 +132,9 @@ func PatchObject[T any](ctx context.Context, w *Writer, resource string, patch P
 	if err != nil {
 		return false, err
 	}
+	if err := checkGate(ctx); err != nil {
+		return false, err
+	}
 	klog.FromContext(ctx).V(4).Info("Patching", "resource", resource, "object", klog.KObj(om), "patch", string(body))
 	_, err = patch(ctx, om.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	w.count(resource, metrics.VerbPatch, err)
@@ -187,6 +190,9 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 		w.Skipped(resource + "/status")
 		return false, nil
 	}
+	if err := checkGate(ctx); err != nil {
+		return false, err
+	}
 	klog.FromContext(ctx).V(4).Info("Patching status", "resource", resource, "name", name, "patch", string(body))
 	_, err = patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	w.count(resource+"/status", metrics.VerbPatch, err)
@@ -223,6 +229,10 @@ func CreateChild[T any](ctx context.Context, w *Writer, resource string, create 
 		var zero T
 		return zero, err
 	}
+	if err := checkGate(ctx); err != nil {
+		var zero T
+		return zero, err
+	}
 	klog.FromContext(ctx).V(2).Info("Creating child", "resource", resource, "object", klog.KObj(m))
 	out, err := create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 	w.count(resource, metrics.VerbCreate, err)
@@ -242,6 +252,9 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 	h := hashOf(body)
 	locked, err := withResourceVersion(body, rv)
 	if err != nil {
+		return err
+	}
+	if err := checkGate(ctx); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Patching child", "resource", resource, "object", klog.KRef(namespace, name), "patch", string(body))
@@ -268,6 +281,9 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 
 // DeleteChild deletes an object; NotFound counts as done.
 func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name string, del DeleteFunc, opts metav1.DeleteOptions) error {
+	if err := checkGate(ctx); err != nil {
+		return err
+	}
 	err := del(ctx, name, opts)
 	if apierrors.IsNotFound(err) {
 		err = nil

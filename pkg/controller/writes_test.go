@@ -646,3 +646,42 @@ func TestPatchStatusRepeatFromStaleCacheSendsNothing(t *testing.T) {
 		t.Fatalf("a change from a new base was not sent: %v, %v", sent, err)
 	}
 }
+
+// TestClosedWriteGateBlocksEveryWrite: with the gate closed (a replica
+// that lost its lease), no helper sends anything.
+func TestClosedWriteGateBlocksEveryWrite(t *testing.T) {
+	srv := newServer()
+	cs := fake.NewSimpleClientset(srv)
+	kube := kubefake.NewClientset()
+	cs.ClearActions()
+	w := NewWriter("test-write-gate")
+	closed := errors.New("not leading")
+	ctx := WithWriteGate(context.Background(), func() error { return closed })
+
+	mod := srv.DeepCopy()
+	mod.Finalizers = append(mod.Finalizers, "x")
+	if _, err := PatchObject(ctx, w, resServers, cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv, mod); !errors.Is(err, closed) {
+		t.Errorf("PatchObject: %v", err)
+	}
+	st := srv.Status.DeepCopy()
+	st.Phase = thv1.MCPServerPhaseReady
+	if _, err := PatchStatus(ctx, w, resServers, srv, cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, st); !errors.Is(err, closed) {
+		t.Errorf("PatchStatus: %v", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	if _, err := CreateChild(ctx, w, "configmaps", kube.CoreV1().ConfigMaps("ns").Create, cm); !errors.Is(err, closed) {
+		t.Errorf("CreateChild: %v", err)
+	}
+	if err := PatchChild(ctx, w, "configmaps", "ns", "c", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{}`)); !errors.Is(err, closed) {
+		t.Errorf("PatchChild: %v", err)
+	}
+	if err := DeleteChild(ctx, w, "configmaps", "ns", "c", kube.CoreV1().ConfigMaps("ns").Delete, metav1.DeleteOptions{}); !errors.Is(err, closed) {
+		t.Errorf("DeleteChild: %v", err)
+	}
+	if err := DeleteCollection(ctx, w, "pods", "ns", kube.CoreV1().Pods("ns").DeleteCollection, "a=b"); !errors.Is(err, closed) {
+		t.Errorf("DeleteCollection: %v", err)
+	}
+	if n := len(cs.Actions()) + len(kube.Actions()); n != 0 {
+		t.Fatalf("%d actions sent through a closed gate", n)
+	}
+}
