@@ -2,7 +2,6 @@ package mcpremoteproxy
 
 import (
 	"fmt"
-	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -144,29 +143,18 @@ func Build(in Inputs) (*Desired, error) {
 		d.RunnerRoleBinding = workload.RoleBinding(meta(RunnerName(n), labels, nil))
 	}
 
-	var depOv *thv1.ProxyDeploymentOverrides
-	var svcOv *thv1.ResourceMetadataOverrides
-	if ro := p.Spec.ResourceOverrides; ro != nil {
-		depOv, svcOv = ro.ProxyDeployment, ro.ProxyService
-	}
-	var depLabels, depAnn, tplLabels, tplAnn map[string]string
-	var overrideEnv []thv1.NameValue
-	var pullSecrets []corev1.LocalObjectReference
-	if depOv != nil {
-		depLabels, depAnn = depOv.Labels, maps.Clone(depOv.Annotations)
-		overrideEnv, pullSecrets = depOv.Env, depOv.ImagePullSecrets
-		if pt := depOv.PodTemplateMetadataOverrides; pt != nil {
-			tplLabels, tplAnn = pt.Labels, pt.Annotations
-		}
+	ov, err := workload.UnpackOverrides(p.Spec.ResourceOverrides)
+	if err != nil {
+		return nil, err
 	}
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
-		Meta:           meta(n, workload.MergeOperatorWins(labels, depLabels), depAnn),
+		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
 		Replicas:       workload.CopyInt32(p.Spec.Replicas),
-		TemplateLabels: workload.MergeOperatorWins(labels, tplLabels),
+		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
 			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
-		}, tplAnn),
+		}, ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
 		// The runner's "run" takes the server to run as its argument; a
 		// URL makes it a proxy to that remote server. The RunConfig
@@ -175,20 +163,16 @@ func Build(in Inputs) (*Desired, error) {
 		ProxyPort:          ProxyPort(p),
 		Resources:          resources,
 		EnvBeforeOverrides: oidc.Env,
-		OverrideEnv:        overrideEnv,
+		OverrideEnv:        ov.Env,
 		ServiceAccountName: ServiceAccountName(p),
 		RunConfigMapName:   cm.Name,
-		ImagePullSecrets:   pullSecrets,
+		ImagePullSecrets:   ov.ImagePullSecrets,
 		ExtraVolumes:       oidc.Volumes,
 		ExtraMounts:        oidc.Mounts,
 	})
 
-	var svcLabels, svcAnn map[string]string
-	if svcOv != nil {
-		svcLabels, svcAnn = svcOv.Labels, maps.Clone(svcOv.Annotations)
-	}
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, svcLabels), svcAnn),
+		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            ProxyPort(p),
 		TargetPort:      ProxyPort(p),

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -100,6 +99,7 @@ const (
 	ReasonOIDCNotValid       = "OIDCConfigRefNotValid"
 	ReasonOIDCValid          = "OIDCConfigRefValid"
 	ReasonChildConflict      = "ChildConflict"
+	ReasonChildWriteFailed   = "ChildWriteFailed"
 	ReasonTerminating        = "Terminating"
 	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
 	ReasonGroupRefValid      = thv1.ReasonGroupRefValid
@@ -198,38 +198,27 @@ func Build(in Inputs) (*Desired, error) {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
 	}
 
-	var depOv *thv1.ProxyDeploymentOverrides
-	var svcOv *thv1.ResourceMetadataOverrides
-	if ro := s.Spec.ResourceOverrides; ro != nil {
-		depOv, svcOv = ro.ProxyDeployment, ro.ProxyService
-	}
-	var depLabels, depAnn, tplLabels, tplAnn map[string]string
-	var overrideEnv []thv1.NameValue
-	var pullSecrets []corev1.LocalObjectReference
-	if depOv != nil {
-		depLabels, depAnn = depOv.Labels, maps.Clone(depOv.Annotations)
-		overrideEnv, pullSecrets = depOv.Env, depOv.ImagePullSecrets
-		if pt := depOv.PodTemplateMetadataOverrides; pt != nil {
-			tplLabels, tplAnn = pt.Labels, pt.Annotations
-		}
+	ov, err := workload.UnpackOverrides(s.Spec.ResourceOverrides)
+	if err != nil {
+		return nil, err
 	}
 	generation := strconv.FormatInt(s.Generation, 10)
 	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
-		Meta:           meta(n, workload.MergeOperatorWins(labels, depLabels), depAnn),
+		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
 		Replicas:       replicas(s),
-		TemplateLabels: workload.MergeOperatorWins(labels, tplLabels),
+		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
 			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
 			AnnotationGeneration:        generation,
-		}, tplAnn),
+		}, ov.TemplateAnnotations),
 		RunnerImage:        in.RunnerImage,
 		Args:               args,
 		ProxyPort:          ProxyPort(s),
 		Resources:          resources,
 		EnvBeforeOverrides: oidc.Env,
-		OverrideEnv:        overrideEnv,
+		OverrideEnv:        ov.Env,
 		EnvAfterOverrides: []corev1.EnvVar{{
 			Name: EnvGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
@@ -241,17 +230,13 @@ func Build(in Inputs) (*Desired, error) {
 		}},
 		ServiceAccountName: RunnerName(n),
 		RunConfigMapName:   cm.Name,
-		ImagePullSecrets:   pullSecrets,
+		ImagePullSecrets:   ov.ImagePullSecrets,
 		ExtraVolumes:       oidc.Volumes,
 		ExtraMounts:        oidc.Mounts,
 	})
 
-	var svcLabels, svcAnn map[string]string
-	if svcOv != nil {
-		svcLabels, svcAnn = svcOv.Labels, maps.Clone(svcOv.Annotations)
-	}
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, svcLabels), svcAnn),
+		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            ProxyPort(s),
 		TargetPort:      ProxyPort(s),

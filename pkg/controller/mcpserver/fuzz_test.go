@@ -154,6 +154,17 @@ func FuzzBuild(f *testing.F) {
 		if err := json.Unmarshal([]byte(d.RunConfig.Data[runconfig.Key]), &rc); err != nil {
 			t.Errorf("RunConfig is not JSON: %v", err)
 		}
+		// "Env keys containing =, CR or LF are invalid input": a build that
+		// succeeds must not hand the API server a container env name it
+		// rejects (the Deployment create would fail and be retried with no
+		// condition to tell the user why).
+		for _, c := range d.Deployment.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if err := runconfig.ValidateEnvName(e.Name); err != nil {
+					t.Errorf("container %s env: %v; want an InvalidSpecError from Build", c.Name, err)
+				}
+			}
+		}
 		sum := d.RunConfig.Annotations[runconfig.ChecksumAnnotation]
 		if got := d.Deployment.Spec.Template.Annotations[AnnotationRunConfigChecksum]; sum == "" || got != sum {
 			t.Errorf("pod template checksum %q, want the RunConfig's %q", got, sum)

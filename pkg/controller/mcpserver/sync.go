@@ -121,6 +121,13 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 		return controller.RequeueAfter(conflictRetry)
 	}
 	if err != nil {
+		// Reported so the user sees why (a quota, an exhausted Service
+		// range, an admission webhook); retried with backoff.
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildWriteFailed, err.Error())
+		status.Phase, status.Message = thv1.MCPServerPhaseFailed, err.Error()
+		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
+			c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildWriteFailed, err.Error())
+		}
 		return err
 	}
 	if err := c.processRestart(ctx, s, dep); err != nil {
@@ -212,17 +219,27 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	if lastT, err := time.Parse(time.RFC3339, last); err == nil && !reqT.After(lastT) {
 		return nil
 	}
+	// Acting is idempotent: the Deployment records what was done, so a
+	// retry after a failed record below does not restart the pods again.
 	ns := s.Namespace
 	switch s.Annotations[AnnotationRestartStrategy] {
 	case RestartImmediate:
-		selector := labels.SelectorFromSet(workload.Labels(App, s.Name)).String()
-		if err := controller.DeleteCollection(ctx, c.writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
-			return err
+		if dep.Annotations[AnnotationRestartedAt] != req {
+			selector := labels.SelectorFromSet(workload.Labels(App, s.Name)).String()
+			if err := controller.DeleteCollection(ctx, c.writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
+				return err
+			}
+			body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationRestartedAt, req)
+			if err := controller.PatchChild(ctx, c.writer, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+				return err
+			}
 		}
 	default:
-		body := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, AnnotationRestartedAt, req)
-		if err := controller.PatchChild(ctx, c.writer, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
-			return err
+		if dep.Spec.Template.Annotations[AnnotationRestartedAt] != req {
+			body := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, AnnotationRestartedAt, req)
+			if err := controller.PatchChild(ctx, c.writer, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+				return err
+			}
 		}
 	}
 	mod := s.DeepCopy()

@@ -252,7 +252,9 @@ func TestRestartImmediateDeletesProxyPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertActions(t, acts, "delete-collection pods", "patch mcpservers")
+	// Pods deleted, the Deployment marked (so a retry does not delete them
+	// again), then the request recorded.
+	assertActions(t, acts, "delete-collection pods", "patch deployments", "patch mcpservers")
 	sel := acts[0].(core.DeleteCollectionAction).GetListRestrictions().Labels.String()
 	if !strings.Contains(sel, "app.kubernetes.io/instance=fetch") {
 		t.Errorf("selector %s", sel)
@@ -443,3 +445,33 @@ func TestWorkloadSyncNeverTouchesOIDCConfigs(t *testing.T) {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+// TestRestartIsNotRepeatedWhenTheRecordFails: recording
+// last-processed-restart can fail (409, admission); the retry must not
+// stamp the template or delete the pods a second time.
+func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
+	for _, strategy := range []string{RestartRolling, RestartImmediate} {
+		t.Run(strategy, func(t *testing.T) {
+			s := newServer("fetch")
+			f := newFixture(t, s)
+			f.converge("fetch")
+			live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+			live = live.DeepCopy()
+			live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z", AnnotationRestartStrategy: strategy}
+			_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
+			f.refresh()
+			f.th.PrependReactor("patch", "mcpservers", func(a core.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() == "" {
+					return true, nil, apierrors.NewConflict(thv1.Resource("mcpservers"), "fetch", nil)
+				}
+				return false, nil, nil
+			})
+			if _, err := f.sync("fetch"); err == nil {
+				t.Fatal("want the failed record to be retried")
+			}
+			f.refresh() // the Deployment now carries the stamp
+			acts, _ := f.sync("fetch")
+			assertActions(t, acts, "patch mcpservers")
+		})
+	}
+}
