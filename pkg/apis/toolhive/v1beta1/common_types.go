@@ -29,8 +29,9 @@ const (
 
 // NameValue is a plain environment variable: a name and a literal value.
 type NameValue struct {
-	// Name of the environment variable.
+	// Name of the environment variable; it cannot contain '=', CR or LF.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^[^=\r\n]+$`
 	// +required
 	Name string `json:"name"`
 	// Value of the environment variable.
