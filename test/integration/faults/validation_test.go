@@ -1,0 +1,87 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// TestCRDRejectsInvalidInput sends objects the schemas must refuse and
+// checks the API server says why, in words a user can act on. They are
+// written as unstructured objects: the Go types could not even express
+// some of them (a port of 70000 in an int32 field is fine, but "lots" of
+// CPU is only wrong to the schema).
+func TestCRDRejectsInvalidInput(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	server := func(spec map[string]any) (string, map[string]any) {
+		base := map[string]any{"image": "ghcr.io/example/fetch:1.0"}
+		for k, v := range spec {
+			base[k] = v
+		}
+		return "mcpservers", base
+	}
+	cases := []struct {
+		name     string
+		resource string
+		spec     map[string]any
+		// every phrase must appear in the error message
+		want []string
+	}{
+		{"empty image", "mcpservers", map[string]any{"image": ""},
+			[]string{"spec.image", "at least 1 chars long"}},
+		{"transport tcp", "", map[string]any{"transport": "tcp"},
+			[]string{"spec.transport", `Unsupported value: "tcp"`, `"stdio"`, `"streamable-http"`, `"sse"`}},
+		{"proxyPort 70000", "", map[string]any{"proxyPort": int64(70000)},
+			[]string{"spec.proxyPort", "less than or equal to 65535"}},
+		{"sessionAffinity Sticky", "", map[string]any{"sessionAffinity": "Sticky"},
+			[]string{"spec.sessionAffinity", `Unsupported value: "Sticky"`, `"ClientIP"`, `"None"`}},
+		{"resources cpu lots", "", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "lots"}}},
+			[]string{"spec.resources.limits.cpu", "cpu must be a Kubernetes quantity"}},
+		{"MCPOIDCConfig with both blocks", "mcpoidcconfigs", map[string]any{
+			"type":                     "inline",
+			"inline":                   map[string]any{"issuer": "https://idp.example.com", "clientId": "hive"},
+			"kubernetesServiceAccount": map[string]any{"issuer": "https://kubernetes.default.svc"},
+		}, []string{"the block named by type must be set and the other block must be absent"}},
+		{"VirtualMCPServer type oidc without a reference", "virtualmcpservers", map[string]any{
+			"incomingAuth": map[string]any{"type": "oidc"},
+			"groupRef":     map[string]any{"name": "team"},
+		}, []string{"spec.incomingAuth", "type oidc requires oidcConfigRef"}},
+	}
+	kinds := map[string]string{"mcpservers": thv1.KindMCPServer, "mcpoidcconfigs": thv1.KindMCPOIDCConfig, "virtualmcpservers": thv1.KindVirtualMCPServer}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource, spec := tc.resource, tc.spec
+			if resource == "" || resource == "mcpservers" {
+				resource, spec = server(tc.spec)
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": thv1.SchemeGroupVersion.String(),
+				"kind":       kinds[resource],
+				"metadata":   map[string]any{"name": "invalid-" + string(rune('a'+i)), "namespace": ns},
+				"spec":       spec,
+			}}
+			_, err := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource)).Namespace(ns).
+				Create(context.Background(), obj, metav1.CreateOptions{})
+			if err == nil {
+				t.Fatalf("the API server accepted %s", tc.name)
+			}
+			t.Logf("rejected: %v", err)
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("error is not 422 Invalid: %v", err)
+			}
+			for _, phrase := range tc.want {
+				if !strings.Contains(err.Error(), phrase) {
+					t.Errorf("message does not say %q:\n%v", phrase, err)
+				}
+			}
+		})
+	}
+}
