@@ -19,39 +19,13 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
-func verbsOf(acts []core.Action) []string {
-	out := make([]string, len(acts))
-	for i, a := range acts {
-		out[i] = a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			out[i] += "/" + a.GetSubresource()
-		}
-	}
-	return out
-}
-
-func assertActions(t *testing.T, got []core.Action, want ...string) {
-	t.Helper()
-	g := verbsOf(got)
-	if strings.Join(g, ",") != strings.Join(want, ",") {
-		t.Fatalf("actions:\n got  %v\n want %v\n%s", g, want, describe(got))
-	}
-}
-
-func patchBody(t *testing.T, a core.Action) map[string]any {
-	t.Helper()
-	p, ok := a.(core.PatchAction)
-	if !ok {
-		t.Fatalf("%s is not a patch", a.GetVerb())
-	}
-	var m map[string]any
-	if err := json.Unmarshal(p.GetPatch(), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+var (
+	assertActions = workloadtest.AssertActions
+	patchBody     = workloadtest.PatchBody
+)
 
 func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
 	s := newServer("fetch")
