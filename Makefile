@@ -39,7 +39,7 @@ bench: test-binaries ## Benchmark N=300 MCPServers against a real API server; wr
 	go run ./test/bench -n 300 -out docs/performance.md
 
 bench-sweep: test-binaries ## Benchmark N=100,300,1000,3000; writes docs/performance.md and docs/performance.png.
-	go run ./test/bench -n 100,300,1000,3000 -steady 30s -out docs/performance.md -plot docs/performance.png
+	go run ./test/bench -n 100,300,1000,3000 -out docs/performance.md -plot docs/performance.png
 
 helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 	@hack/helm.sh >/dev/null
