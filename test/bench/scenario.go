@@ -486,7 +486,11 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 func (e *env) deleteAll(ctx context.Context, r *result) error {
 	logf("N=%d: deleting every MCPServer", r.N)
 	start := time.Now()
-	if err := e.dyn.Resource(serversGVR).Namespace(benchNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	// One delete per object: a single DeleteCollection of thousands of
+	// objects outlives the API server's request timeout.
+	if err := parallel(r.N, 16, func(i int) error {
+		return e.dyn.Resource(serversGVR).Namespace(benchNS).Delete(ctx, fmt.Sprintf("mcp-%04d", i), metav1.DeleteOptions{})
+	}); err != nil {
 		return err
 	}
 	if err := poll(10*time.Minute, func() bool {

@@ -118,8 +118,8 @@ func TestServiceCIDRExhausted(t *testing.T) {
 		}
 	}
 	if len(unreported) > 0 {
-		// Reported, not failed: BEHAVIOUR.md does not name a condition
-		// for a child that cannot be created.
-		t.Logf("FINDING: %d MCPServers whose Service create fails carry no condition or message saying so: %v", len(unreported), unreported)
+		// A user must see why: Ready=False/ChildWriteFailed carries the
+		// API server's refusal.
+		t.Errorf("%d MCPServers whose Service create fails carry no condition or message saying so: %v", len(unreported), unreported)
 	}
 }
