@@ -261,8 +261,15 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	status := s.Status.DeepCopy()
 	status.Phase, status.Message = thv1.MCPServerPhaseTerminating, "cleaning up"
 	controller.SetCondition(&status.Conditions, c.clock, s.Generation, thv1.ConditionReady, metav1.ConditionFalse, ReasonTerminating, "MCPServer is being deleted")
-	if _, err := controller.PatchStatus(ctx, c.writer, resource, s, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
+	patched, err := controller.PatchStatus(ctx, c.writer, resource, s, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	if patched {
+		// The finalizer patch below is locked to the resourceVersion it
+		// was computed from, which this status write just changed; the
+		// write's own watch event brings the server back with a fresh one.
+		return nil
 	}
 	if err := controller.DeleteChild(ctx, c.writer, "statefulsets", ns, runnerStatefulSetName(n), c.kube.AppsV1().StatefulSets(ns).Delete, metav1.DeleteOptions{}); err != nil {
 		return err
@@ -274,6 +281,6 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	}
 	mod := s.DeepCopy()
 	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err := controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s, mod)
+	_, err = controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s, mod)
 	return err
 }

@@ -380,9 +380,17 @@ func TestFinalizerCleansRunnerObjectsThenReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// First Terminating, then — back from that write's watch event, with a
+	// fresh resourceVersion for the locked patch — cleanup and release.
+	assertActions(t, acts, "patch mcpservers/status")
+	f.refresh()
+	acts, err = f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Kube actions are listed before toolhive ones.
-	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers/status", "patch mcpservers")
-	rel := patchBody(t, acts[4])
+	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers")
+	rel := patchBody(t, acts[3])
 	md := rel["metadata"].(map[string]any)
 	if md["resourceVersion"] == nil || rel["spec"] != nil {
 		t.Errorf("finalizer removal %v", rel)
