@@ -140,8 +140,8 @@ func TestChartDeployment(t *testing.T) {
 		t.Fatalf("want one container, got %d", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	for _, want := range []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--workers=4",
-		"--kube-api-qps=50", "--kube-api-burst=100", "--log-format=text", "-v=2",
+	for _, want := range []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--workers=8",
+		"--kube-api-qps=-1", "--kube-api-burst=1000", "--log-format=text", "-v=2",
 		"--runner-image=ghcr.io/stacklok/toolhive/proxyrunner:latest", "--vmcp-image=ghcr.io/stacklok/toolhive/vmcp:latest"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %q", c.Args, want)
