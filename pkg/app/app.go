@@ -87,7 +87,6 @@ type Constructor func(d *Deps) (Runnable, error)
 var (
 	constructorsMu sync.Mutex
 	constructors   []namedConstructor
-	setupHooks     []func(d *Deps) error
 )
 
 type namedConstructor struct {
@@ -101,14 +100,6 @@ func Register(name string, fn Constructor) {
 	constructorsMu.Lock()
 	defer constructorsMu.Unlock()
 	constructors = append(constructors, namedConstructor{name, fn})
-}
-
-// RegisterSetup adds a hook that runs before any controller is constructed
-// for a watch scope, e.g. adding indexers to informers before they start.
-func RegisterSetup(fn func(d *Deps) error) {
-	constructorsMu.Lock()
-	defer constructorsMu.Unlock()
-	setupHooks = append(setupHooks, fn)
 }
 
 // StripManagedFields is the informers' transform: managedFields are large,
@@ -166,7 +157,6 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	constructorsMu.Lock()
 	ctors := append([]namedConstructor(nil), constructors...)
-	hooks := append([]func(*Deps) error(nil), setupHooks...)
 	constructorsMu.Unlock()
 
 	type scope struct {
@@ -193,11 +183,6 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 		}
 		if err := index.AddToInformers(d.ToolhiveInformers); err != nil {
 			return fmt.Errorf("adding indexers: %w", err)
-		}
-		for _, h := range hooks {
-			if err := h(d); err != nil {
-				return err
-			}
 		}
 		s := scope{deps: d}
 		for _, c := range ctors {

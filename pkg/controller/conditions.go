@@ -20,11 +20,3 @@ func SetCondition(conds *[]metav1.Condition, clk clock.PassiveClock, generation 
 		LastTransitionTime: metav1.NewTime(clk.Now().Truncate(1e9)),
 	})
 }
-
-// BoolStatus converts a bool to a condition status.
-func BoolStatus(b bool) metav1.ConditionStatus {
-	if b {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
-}

@@ -73,9 +73,3 @@ func TestSetCondition(t *testing.T) {
 		t.Fatalf("other condition changed: %+v", conds[0])
 	}
 }
-
-func TestBoolStatus(t *testing.T) {
-	if BoolStatus(true) != metav1.ConditionTrue || BoolStatus(false) != metav1.ConditionFalse {
-		t.Fatal("BoolStatus")
-	}
-}

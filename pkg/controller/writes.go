@@ -307,12 +307,6 @@ func (w *Writer) forget(resource, key string) {
 	}
 }
 
-// ForgetPrefix drops the churn memory of the one child resource
-// namespace/name (not of names that merely start with name).
-func (w *Writer) ForgetPrefix(resource, namespace, name string) {
-	w.forget(resource, childKey(namespace, name))
-}
-
 // ForgetChildren drops the churn memory of the named children of every
 // resource. A controller calls it when it sees its custom resource gone:
 // garbage collection then removes the children without DeleteChild, and

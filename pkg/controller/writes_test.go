@@ -557,7 +557,7 @@ func TestMergePatch(t *testing.T) {
 	}
 }
 
-func TestForgetPrefixResetsOneChild(t *testing.T) {
+func TestForgetChildrenResetsExactlyTheNamedChild(t *testing.T) {
 	const ctrl = "test-writes-forget"
 	const res = "configmaps"
 	ctx := context.Background()
@@ -572,7 +572,7 @@ func TestForgetPrefixResetsOneChild(t *testing.T) {
 		}
 	}
 	base := churn(ctrl, res)
-	w.ForgetPrefix(res, "ns", "c")
+	w.ForgetChildren("ns", "c")
 	for _, name := range []string{"c", "c-other"} {
 		if err := PatchChild(ctx, w, res, "ns", name, "1", cms.Patch, body); err != nil {
 			t.Fatal(err)

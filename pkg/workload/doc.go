@@ -7,5 +7,7 @@
 // projects both the desired and the live object through the same
 // normalising view, so "build, feed back as live, compare" finds no drift by
 // construction, and fields the API server defaults never count as drift.
-// Everything here is pure: no clients, no listers.
+// The builders, comparators and patch bodies are pure: no clients, no
+// listers. ops.go and wiring.go only connect them to informers and typed
+// clients; every write still goes through pkg/controller's helpers.
 package workload

@@ -57,7 +57,7 @@ func TestCustomServiceAccount(t *testing.T) {
 	}
 }
 
-// DeleteStaleChild deletes only what the owner controls, and reads the
+// controller.DeleteStaleChild deletes only what the owner controls, and reads the
 // cache before it sends anything.
 func TestDeleteStaleChild(t *testing.T) {
 	owned := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owned", UID: "sa-1",
@@ -76,14 +76,14 @@ func TestDeleteStaleChild(t *testing.T) {
 	w := controller.NewWriter("test")
 	ctx := context.Background()
 	for _, name := range []string{"foreign", "absent"} {
-		if err := DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", name, types.UID("me")); err != nil {
+		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", name, types.UID("me")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if acts := kube.Actions(); len(acts) != 0 {
 		t.Fatalf("actions on foreign or absent children: %v", acts)
 	}
-	if err := DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", "owned", types.UID("me")); err != nil {
+	if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", "owned", types.UID("me")); err != nil {
 		t.Fatal(err)
 	}
 	if acts := kube.Actions(); len(acts) != 1 || acts[0].GetVerb() != "delete" {

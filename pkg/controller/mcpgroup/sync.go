@@ -50,6 +50,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		// Nothing of the group is left to write. Its former members keep
 		// their spec; their controllers report the missing group.
+		c.writer.ForgetStatus(Resource, namespace, name)
 		return nil
 	}
 	if err != nil {

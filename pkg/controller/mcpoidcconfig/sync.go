@@ -37,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	cached, err := c.lister.MCPOIDCConfigs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.writer.ForgetStatus(Resource, ns, name)
 		return nil
 	}
 	if err != nil {

@@ -170,13 +170,13 @@ func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy,
 		// After the Deployment points at the user's account, so no pod is
 		// left without the permissions it runs with.
 		rn := RunnerName(p.Name)
-		if err := workload.DeleteStaleChild(ctx, w, ch.RoleBindings, ns, rn, uid); err != nil {
+		if err := controller.DeleteStaleChild(ctx, w, ch.RoleBindings, ns, rn, uid); err != nil {
 			return nil, err
 		}
-		if err := workload.DeleteStaleChild(ctx, w, ch.Roles, ns, rn, uid); err != nil {
+		if err := controller.DeleteStaleChild(ctx, w, ch.Roles, ns, rn, uid); err != nil {
 			return nil, err
 		}
-		if err := workload.DeleteStaleChild(ctx, w, ch.ServiceAccounts, ns, rn, uid); err != nil {
+		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, ns, rn, uid); err != nil {
 			return nil, err
 		}
 	}

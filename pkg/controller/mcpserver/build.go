@@ -97,13 +97,10 @@ const (
 	ReasonScaledToZero       = "ScaledToZero"
 	ReasonOIDCNotFound       = "OIDCConfigRefNotFound"
 	ReasonOIDCNotValid       = "OIDCConfigRefNotValid"
-	ReasonOIDCValid          = "OIDCConfigRefValid"
 	ReasonChildConflict      = "ChildConflict"
 	ReasonChildWriteFailed   = "ChildWriteFailed"
 	ReasonTerminating        = "Terminating"
 	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
-	ReasonGroupRefValid      = thv1.ReasonGroupRefValid
-	ReasonGroupRefNotFound   = thv1.ReasonGroupRefNotFound
 )
 
 // transport returns the transport with the schema default applied, so a

@@ -177,7 +177,7 @@ func (c *Controller) ensureChildren(ctx context.Context, v *thv1.VirtualMCPServe
 		return nil, err
 	}
 	if d.ServiceAccount == nil {
-		if err := workload.DeleteStaleChild(ctx, w, ch.ServiceAccounts, v.Namespace, OwnServiceAccountName(v.Name), uid); err != nil {
+		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, v.Namespace, OwnServiceAccountName(v.Name), uid); err != nil {
 			return nil, err
 		}
 	}
