@@ -10,7 +10,6 @@ package faults
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -101,7 +100,7 @@ func privateServer(t *testing.T, extraArgs ...string) *framework.Env {
 type hivekeeper struct {
 	name    string
 	cmd     *exec.Cmd
-	out     *syncBuffer
+	out     *framework.SyncBuffer
 	done    chan struct{}
 	err     error
 	metrics string // host:port of /metrics
@@ -116,7 +115,7 @@ func startHivekeeper(t *testing.T, name, kubeconfig, ns string, extra ...string)
 	ports := freePorts(t, 2)
 	p := &hivekeeper{
 		name:    name,
-		out:     &syncBuffer{},
+		out:     &framework.SyncBuffer{},
 		done:    make(chan struct{}),
 		metrics: fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		health:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
@@ -558,43 +557,11 @@ func getService(env *framework.Env, ns, name string) (*corev1.Service, error) {
 
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	seen := map[int]bool{}
-	var ports []int
-	for len(ports) < n {
-		port, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !seen[port] {
-			seen[port] = true
-			ports = append(ports, port)
-		}
+	ports, err := framework.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
-}
-
-// syncBuffer collects a process's output for its two pipes and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }
 
 func tail(s string, lines int) string {

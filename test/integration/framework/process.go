@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -149,7 +150,7 @@ func (p *process) logContains(s string) bool {
 // kernel hands out ephemeral ports round-robin, so reuse by another process
 // before the caller binds is unlikely; Start retries when it happens.
 func FreePort() (int, error) {
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +159,9 @@ func FreePort() (int, error) {
 
 // freePorts holds every listener open until all are picked, so the ports
 // are distinct.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free loopback ports, holding them all open
+// while choosing so none is handed out twice.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
 	defer func() {
@@ -200,4 +203,32 @@ func removeStaleDirs(parent string) {
 			_ = os.RemoveAll(dir)
 		}
 	}
+}
+
+// SyncBuffer collects a child process's output: safe for its two output
+// pipes and the test goroutine reading it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Len returns how many bytes were written so far.
+func (b *SyncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
 }

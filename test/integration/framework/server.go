@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -168,7 +167,7 @@ func start(opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -413,15 +412,4 @@ func (s *Server) Stop() error {
 		return fmt.Errorf("removing %s: %w", s.Dir, err)
 	}
 	return nil
-}
-
-// LogPaths returns the etcd and kube-apiserver log files (inside Dir, so
-// gone after Stop).
-func (s *Server) LogPaths() (etcd, apiserver string) {
-	return filepath.Join(s.Dir, "etcd.log"), filepath.Join(s.Dir, "apiserver.log")
-}
-
-// String identifies the server in logs.
-func (s *Server) String() string {
-	return strings.Join([]string{s.URL, s.Dir}, " ")
 }

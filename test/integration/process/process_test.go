@@ -4,7 +4,6 @@
 package process
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -84,14 +82,14 @@ func testHelp(t *testing.T, bin string) {
 // proc is a running hivekeeper whose output is kept for failure messages.
 type proc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *framework.SyncBuffer
 	done chan struct{}
 	err  error
 }
 
 func startBinary(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(bin, args...), out: &framework.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -261,36 +259,11 @@ func createServer(t *testing.T, env *framework.Env, ns string) {
 
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	seen := map[int]bool{}
-	var ports []int
-	for len(ports) < n {
-		port, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !seen[port] {
-			seen[port] = true
-			ports = append(ports, port)
-		}
+	ports, err := framework.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's two output pipes and
-// the test goroutine reading it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
