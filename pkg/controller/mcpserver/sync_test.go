@@ -457,3 +457,23 @@ func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationEnvNamesItsAPIVersion pins the explicit fieldRef apiVersion
+// in what the builder produces: the API server defaults it to "v1", and a
+// build without it was the root of a perpetual update loop in the field.
+// (The comparator also normalises it; this keeps the builder honest.)
+func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
+	d, err := Build(Inputs{Server: newServer("fetch"), RunnerImage: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range d.Deployment.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == EnvGeneration {
+			if fr := e.ValueFrom.FieldRef; fr == nil || fr.APIVersion != "v1" {
+				t.Fatalf("%s fieldRef %+v lacks apiVersion v1", EnvGeneration, fr)
+			}
+			return
+		}
+	}
+	t.Fatalf("no %s env", EnvGeneration)
+}

@@ -105,8 +105,20 @@ func DefaultDeployment(d *appsv1.Deployment) {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 		for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
-			if pr != nil && pr.SuccessThreshold == 0 {
-				pr.SuccessThreshold = 1
+			if pr == nil {
+				continue
+			}
+			// The API server's probe defaults.
+			for _, f := range []struct {
+				field *int32
+				def   int32
+			}{{&pr.SuccessThreshold, 1}, {&pr.TimeoutSeconds, 1}, {&pr.PeriodSeconds, 10}, {&pr.FailureThreshold, 3}} {
+				if *f.field == 0 {
+					*f.field = f.def
+				}
+			}
+			if pr.HTTPGet != nil && pr.HTTPGet.Scheme == "" {
+				pr.HTTPGet.Scheme = corev1.URISchemeHTTP
 			}
 		}
 		for j := range c.Env {
