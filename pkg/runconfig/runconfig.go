@@ -23,12 +23,16 @@ const Key = "runconfig.json"
 // ChecksumAnnotation is the ConfigMap annotation that carries Checksum.
 const ChecksumAnnotation = "toolhive.stacklok.dev/content-checksum"
 
-// RunConfig is the subset of the proxy runner's configuration hivekeeper
-// renders. Keys are snake_case and empty values are omitted, as the runner
-// expects.
+// RunConfig is the subset of ToolHive's runner.RunConfig (at the release
+// pinned in hack/versions.env) that hivekeeper renders. Top-level keys are
+// ToolHive's snake_case JSON tags and empty values are omitted; the
+// conformance suite decodes every RunConfig strictly with ToolHive's own
+// type, so a key the runner does not know fails a test.
 type RunConfig struct {
 	SchemaVersion       string            `json:"schema_version,omitempty"`
 	Name                string            `json:"name,omitempty"`
+	ContainerName       string            `json:"container_name,omitempty"`
+	BaseName            string            `json:"base_name,omitempty"`
 	Image               string            `json:"image,omitempty"`
 	RemoteURL           string            `json:"remote_url,omitempty"`
 	MCPServerGeneration int64             `json:"mcpserver_generation,omitempty"`
@@ -42,23 +46,30 @@ type RunConfig struct {
 	EndpointPrefix      string            `json:"endpoint_prefix,omitempty"`
 	EnvVars             map[string]string `json:"env_vars,omitempty"`
 	OIDCConfig          *OIDCConfig       `json:"oidc_config,omitempty"`
+	// ThvCABundle and JWKSAuthTokenFile repeat the OIDC CA bundle and JWKS
+	// token paths at the top level, where ToolHive's operator also writes
+	// them.
+	ThvCABundle       string `json:"thv_ca_bundle,omitempty"`
+	JWKSAuthTokenFile string `json:"jwks_auth_token_file,omitempty"`
 }
 
-// OIDCConfig is how the proxy validates incoming tokens. Secrets never
-// appear here: the client secret reaches the proxy as an environment
-// variable from a secretKeyRef.
+// OIDCConfig is ToolHive's auth.TokenValidatorConfig: how the proxy
+// validates incoming tokens. That type has no JSON tags, so its keys are
+// its Go field names, not snake_case. Secrets never appear here: the
+// client secret reaches the proxy as TOOLHIVE_OIDC_CLIENT_SECRET from a
+// secretKeyRef, which the runner reads when ClientSecret is empty.
 type OIDCConfig struct {
-	Issuer            string   `json:"issuer,omitempty"`
-	Audience          string   `json:"audience,omitempty"`
-	JWKSURL           string   `json:"jwks_url,omitempty"`
-	IntrospectionURL  string   `json:"introspection_url,omitempty"`
-	ClientID          string   `json:"client_id,omitempty"`
-	ResourceURL       string   `json:"resource_url,omitempty"`
-	Scopes            []string `json:"scopes,omitempty"`
-	CACertPath        string   `json:"ca_cert_path,omitempty"`
-	AuthTokenFile     string   `json:"auth_token_file,omitempty"`
-	AllowPrivateIP    bool     `json:"allow_private_ip,omitempty"`
-	InsecureAllowHTTP bool     `json:"insecure_allow_http,omitempty"`
+	Issuer            string   `json:"Issuer,omitempty"`
+	Audience          string   `json:"Audience,omitempty"`
+	JWKSURL           string   `json:"JWKSURL,omitempty"`
+	ClientID          string   `json:"ClientID,omitempty"`
+	CACertPath        string   `json:"CACertPath,omitempty"`
+	AuthTokenFile     string   `json:"AuthTokenFile,omitempty"`
+	AllowPrivateIP    bool     `json:"AllowPrivateIP,omitempty"`
+	InsecureAllowHTTP bool     `json:"InsecureAllowHTTP,omitempty"`
+	IntrospectionURL  string   `json:"IntrospectionURL,omitempty"`
+	ResourceURL       string   `json:"ResourceURL,omitempty"`
+	Scopes            []string `json:"Scopes,omitempty"`
 }
 
 // Marshal renders the RunConfig as the runner reads it: JSON indented with

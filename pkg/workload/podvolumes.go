@@ -62,21 +62,15 @@ func (e *VolumeError) Error() string {
 	return fmt.Sprintf("volume %q: %s", e.Volume, e.Reason)
 }
 
-// NewPodVolumes validates and combines fixed volumes (those fully
-// determined by the workload's name, such as its own config volume, which
-// cannot change while the workload exists) with resolved ones (those that
-// come from referenced objects or user input, such as an OIDC CA bundle or
-// podTemplateSpec volumes). Only the resolved ones are hashed: the fixed
-// ones add no information, and leaving them out means that a pod with
-// nothing resolved carries no hash annotation at all, so the annotation is
-// pruned when its last source goes away.
-func NewPodVolumes(fixed []corev1.Volume, fixedMounts []corev1.VolumeMount, resolved []corev1.Volume, resolvedMounts []corev1.VolumeMount) (PodVolumes, error) {
-	vols := slices.Concat(fixed, resolved)
-	mounts := slices.Concat(fixedMounts, resolvedMounts)
+// NewPodVolumes validates a pod's volumes and mounts and hashes all of
+// them, the workload's own config volume included: ToolHive's operator
+// hashes every volume of the pod, so the annotation is present on every
+// Deployment that has a volume, and a change to any of them is drift.
+func NewPodVolumes(vols []corev1.Volume, mounts []corev1.VolumeMount) (PodVolumes, error) {
 	if err := ValidatePodVolumes(vols, mounts); err != nil {
 		return PodVolumes{}, err
 	}
-	hash, err := HashPodVolumes(resolved, resolvedMounts)
+	hash, err := HashPodVolumes(vols, mounts)
 	if err != nil {
 		return PodVolumes{}, err
 	}

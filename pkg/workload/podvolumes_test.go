@@ -203,22 +203,28 @@ func TestValidatePodVolumes(t *testing.T) {
 	}
 }
 
-func TestNewPodVolumesHashesResolvedOnly(t *testing.T) {
-	fixed := []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+func TestNewPodVolumesHashesEveryVolume(t *testing.T) {
+	cfg := []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}
-	fixedMounts := []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}
-	pv, err := NewPodVolumes(fixed, fixedMounts, nil, nil)
-	if err != nil || pv.Hash != "" || len(pv.Volumes) != 1 || len(pv.Mounts) != 1 {
-		t.Fatalf("fixed only: %+v, %v; want the volume and no hash", pv, err)
+	cfgMounts := []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}}
+	pv, err := NewPodVolumes(cfg, cfgMounts)
+	if err != nil || pv.Hash == "" || pv.Hash != mustHash(t, cfg, cfgMounts) || len(pv.Volumes) != 1 || len(pv.Mounts) != 1 {
+		t.Fatalf("config volume only: %+v, %v; want the volume and its hash", pv, err)
 	}
 	vols, mounts := sampleVolumes()
-	pv, err = NewPodVolumes(fixed, fixedMounts, vols, mounts)
-	if err != nil || pv.Hash != mustHash(t, vols, mounts) || pv.Volumes[0].Name != "cfg" || len(pv.Volumes) != 1+len(vols) {
-		t.Fatalf("with resolved volumes: %+v, %v", pv, err)
+	all, allMounts := append(slices.Clone(cfg), vols...), append(slices.Clone(cfgMounts), mounts...)
+	pv, err = NewPodVolumes(all, allMounts)
+	if err != nil || pv.Hash != mustHash(t, all, allMounts) || pv.Volumes[0].Name != "cfg" || len(pv.Volumes) != 1+len(vols) {
+		t.Fatalf("with more volumes: %+v, %v", pv, err)
 	}
-	// A resolved volume may not shadow a fixed one.
-	if _, err := NewPodVolumes(fixed, fixedMounts, fixed, nil); err == nil {
-		t.Fatal("duplicate of a fixed volume accepted")
+	if pv.Hash == mustHash(t, cfg, cfgMounts) {
+		t.Fatal("adding volumes did not change the hash")
+	}
+	if _, err := NewPodVolumes(append(slices.Clone(cfg), cfg...), nil); err == nil {
+		t.Fatal("duplicate volume accepted")
+	}
+	if pv, err := NewPodVolumes(nil, nil); err != nil || pv.Hash != "" {
+		t.Fatalf("no volumes: %+v, %v; want no hash", pv, err)
 	}
 }
 

@@ -118,10 +118,13 @@ func Build(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef)
-	rc, err := runconfig.Marshal(&runconfig.RunConfig{
+	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, ProxyPort(p)), workload.EnvOIDCClientSecret)
+	// ToolHive names a remote workload's container after the workload.
+	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
 		Name:              n,
+		ContainerName:     n,
+		BaseName:          n,
 		RemoteURL:         p.Spec.RemoteURL,
 		Transport:         Transport(p),
 		Host:              proxyHost,
@@ -129,8 +132,9 @@ func Build(in Inputs) (*Desired, error) {
 		ProxyMode:         Transport(p),
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
-		OIDCConfig:        oidc.RunConfig,
-	})
+	}
+	oidc.ApplyTo(runCfg)
+	rc, err := runconfig.Marshal(runCfg)
 	if err != nil {
 		return nil, err
 	}

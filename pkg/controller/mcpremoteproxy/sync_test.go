@@ -131,7 +131,9 @@ func TestChildrenShape(t *testing.T) {
 			t.Errorf("runconfig has %s: %v", absent, rc)
 		}
 	}
-	if oidc, _ := rc["oidc_config"].(map[string]any); oidc["ca_cert_path"] != "/config/certs/idp-ca/ca.crt" || oidc["resource_url"] != "https://mcp.example.com" {
+	// ToolHive's token validator config has no JSON tags: Go field names.
+	if oidc, _ := rc["oidc_config"].(map[string]any); oidc["CACertPath"] != "/config/certs/idp-ca/ca.crt" || oidc["ResourceURL"] != "https://mcp.example.com" ||
+		rc["thv_ca_bundle"] != "/config/certs/idp-ca/ca.crt" || rc["container_name"] != rc["name"] || rc["base_name"] != rc["name"] {
 		t.Errorf("oidc_config %v", oidc)
 	}
 	if strings.Contains(cm.Data[runconfig.Key], "secret") {

@@ -178,8 +178,8 @@ func Build(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef)
-	rc, err := buildRunConfig(s, oidc.RunConfig)
+	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, ProxyPort(s)), workload.EnvOIDCClientSecret)
+	rc, err := buildRunConfig(s, oidc)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,11 @@ func Build(in Inputs) (*Desired, error) {
 	return d, nil
 }
 
-func buildRunConfig(s *thv1.MCPServer, oidc *runconfig.OIDCConfig) (string, error) {
+// buildRunConfig renders the RunConfig as ToolHive's operator does for the
+// same manifest. The container and base names are the server's name: a
+// Kubernetes name is already what ToolHive's name sanitising would keep,
+// and the runner names the StatefulSet after the container name.
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -258,9 +262,11 @@ func buildRunConfig(s *thv1.MCPServer, oidc *runconfig.OIDCConfig) (string, erro
 	if s.Spec.MCPPort != nil {
 		target = *s.Spec.MCPPort
 	}
-	return runconfig.Marshal(&runconfig.RunConfig{
+	rc := &runconfig.RunConfig{
 		SchemaVersion:       runconfig.SchemaVersion,
 		Name:                s.Name,
+		ContainerName:       s.Name,
+		BaseName:            s.Name,
 		Image:               s.Spec.Image,
 		MCPServerGeneration: s.Generation,
 		CmdArgs:             s.Spec.Args,
@@ -272,8 +278,9 @@ func buildRunConfig(s *thv1.MCPServer, oidc *runconfig.OIDCConfig) (string, erro
 		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
-		OIDCConfig:          oidc,
-	})
+	}
+	oidc.ApplyTo(rc)
+	return runconfig.Marshal(rc)
 }
 
 // BackendPodPatch renders the patch the runner applies to the backend pod:

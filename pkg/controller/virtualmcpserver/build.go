@@ -41,6 +41,13 @@ const (
 	// configuration changes: the vMCP reads config.yaml once at start, so
 	// a new backend or auth setting only takes effect in a new pod.
 	AnnotationConfigChecksum = "toolhive.stacklok.dev/vmcp-config-checksum"
+	// EnvOIDCClientSecret carries an inline config's client secret into
+	// the vmcp container; the config names it in clientSecretEnv.
+	EnvOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
+	// EnvName and EnvNamespace tell vmcp which server it is and where it
+	// runs, as ToolHive's operator does.
+	EnvName      = "VMCP_NAME"
+	EnvNamespace = "VMCP_NAMESPACE"
 	healthPath               = "/health"
 	listenHost               = "0.0.0.0"
 )
@@ -71,10 +78,25 @@ func URL(v *thv1.VirtualMCPServer) string {
 	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(v.Name), v.Namespace, Port)
 }
 
-// BackendURL is the address of an MCPServer's proxy Service, as the vMCP
-// reaches it.
+// BackendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
+// reaches it: the proxy Service with the path of what the proxy exposes,
+// /mcp for streamable HTTP and /sse for SSE. vmcp connects to exactly this
+// URL, so a bare host would miss the endpoint.
 func BackendURL(s *thv1.MCPServer) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", mcpserver.ServiceName(s.Name), s.Namespace, mcpserver.ProxyPort(s))
+	p := "/mcp"
+	if mcpserver.EffectiveProxyMode(s) == thv1.TransportSSE {
+		p = "/sse"
+	}
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d%s", mcpserver.ServiceName(s.Name), s.Namespace, mcpserver.ProxyPort(s), p)
+}
+
+// env is the vmcp container's environment: who it is, and the OIDC client
+// secret when there is one.
+func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) []corev1.EnvVar {
+	return append([]corev1.EnvVar{
+		{Name: EnvName, Value: v.Name},
+		{Name: EnvNamespace, Value: v.Namespace},
+	}, oidc.Env...)
 }
 
 // Args are the vMCP container's arguments. The vMCP listens on loopback
@@ -100,6 +122,7 @@ const (
 	ReasonScaledToZero       = "ScaledToZero"
 	ReasonChildConflict      = "ChildConflict"
 	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
+	ReasonNoBackends         = "NoBackends"
 	ReasonGroupRefNotFound   = thv1.ReasonGroupRefNotFound
 )
 
@@ -147,7 +170,7 @@ func Build(in Inputs) (*Desired, error) {
 			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
-		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef)
+		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, Port), EnvOIDCClientSecret)
 	}
 	backends := backendsOf(in.Backends)
 	config, err := renderConfig(v, oidc, backends)
@@ -188,7 +211,7 @@ func Build(in Inputs) (*Desired, error) {
 						Ports: []corev1.ContainerPort{{
 							Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP,
 						}},
-						Env:             oidc.Env,
+						Env:             env(v, oidc),
 						VolumeMounts:    vols.Mounts,
 						LivenessProbe:   workload.HTTPProbe(healthPath, PortName, 30, 10),
 						ReadinessProbe:  workload.HTTPProbe(healthPath, PortName, 5, 5),
@@ -211,9 +234,9 @@ func Build(in Inputs) (*Desired, error) {
 	return d, nil
 }
 
-// podVolumes resolves the pod's volumes once: the configuration volume
-// (fixed by the server's name), the OIDC CA bundle, and the user's
-// podTemplateSpec volumes with the mounts of the vmcp container.
+// podVolumes resolves the pod's volumes once: the configuration volume,
+// the OIDC CA bundle, and the user's podTemplateSpec volumes with the
+// mounts of the vmcp container. All of them feed the hash annotation.
 func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring) (workload.PodVolumes, error) {
 	invalid := func(err error) error {
 		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: ReasonPodTemplateInvalid,
@@ -223,13 +246,13 @@ func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWi
 	if err != nil {
 		return workload.PodVolumes{}, invalid(err)
 	}
-	fixed := []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+	vols := []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
-	fixedMounts := []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigMountPath, ReadOnly: true}}
-	pv, err := workload.NewPodVolumes(fixed, fixedMounts,
-		append(append([]corev1.Volume(nil), oidc.Volumes...), userVols...),
-		append(append([]corev1.VolumeMount(nil), oidc.Mounts...), userMounts...))
+	mounts := []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigMountPath, ReadOnly: true}}
+	vols = slices.Concat(vols, oidc.Volumes, userVols)
+	mounts = slices.Concat(mounts, oidc.Mounts, userMounts)
+	pv, err := workload.NewPodVolumes(vols, mounts)
 	if err != nil {
 		return workload.PodVolumes{}, invalid(err)
 	}
@@ -281,30 +304,44 @@ func backendsOf(servers []*thv1.MCPServer) []Backend {
 	return out
 }
 
-// OIDCConfig is the incomingAuth.oidc block of config.yaml: the resolved
-// MCPOIDCConfig and the server's reference. The client secret itself is
-// never here; ClientSecretEnv names the environment variable that carries
-// it from its Secret.
+// OIDCConfig is the incomingAuth.oidc block of config.yaml, in the keys of
+// ToolHive's vmcp config at the pinned release. The client secret itself
+// is never here; ClientSecretEnv names the environment variable that
+// carries it from its Secret.
 type OIDCConfig struct {
-	Issuer             string   `json:"issuer,omitempty"`
-	Audience           string   `json:"audience,omitempty"`
-	JWKSURL            string   `json:"jwksUrl,omitempty"`
-	IntrospectionURL   string   `json:"introspectionUrl,omitempty"`
-	ClientID           string   `json:"clientId,omitempty"`
-	ClientSecretEnv    string   `json:"clientSecretEnv,omitempty"`
-	Resource           string   `json:"resource,omitempty"`
-	Scopes             []string `json:"scopes,omitempty"`
-	CABundlePath       string   `json:"caBundlePath,omitempty"`
-	JWKSAuthTokenPath  string   `json:"jwksAuthTokenPath,omitempty"`
-	JWKSAllowPrivateIP bool     `json:"jwksAllowPrivateIp,omitempty"`
-	InsecureAllowHTTP  bool     `json:"insecureAllowHttp,omitempty"`
+	Issuer                          string   `json:"issuer"`
+	ClientID                        string   `json:"clientId,omitempty"`
+	ClientSecretEnv                 string   `json:"clientSecretEnv,omitempty"`
+	Audience                        string   `json:"audience"`
+	Resource                        string   `json:"resource,omitempty"`
+	JWKSURL                         string   `json:"jwksUrl,omitempty"`
+	IntrospectionURL                string   `json:"introspectionUrl,omitempty"`
+	Scopes                          []string `json:"scopes,omitempty"`
+	ProtectedResourceAllowPrivateIP bool     `json:"protectedResourceAllowPrivateIp,omitempty"`
+	JWKSAllowPrivateIP              bool     `json:"jwksAllowPrivateIp,omitempty"`
+	InsecureAllowHTTP               bool     `json:"insecureAllowHttp,omitempty"`
+	CABundlePath                    string   `json:"caBundlePath,omitempty"`
 }
+
+// Defaults of config.yaml sections the user leaves out, as ToolHive's
+// converter fills them, except outgoing auth (see renderConfig).
+const (
+	conflictPrefix      = "prefix"
+	defaultPrefixFormat = "{workload}_"
+)
 
 // renderConfig renders config.yaml: spec.config passed through, overlaid
 // by the keys hivekeeper owns — name, groupRef, backends and incomingAuth
 // (whose type and oidc block are hivekeeper's; other keys the user set in
-// it, such as authz, are kept). Map keys are sorted, so equal inputs give
-// equal bytes and the checksum does not churn.
+// it, such as authz, are kept) — with the sections vmcp requires
+// defaulted. Map keys are sorted, so equal inputs give equal bytes and the
+// checksum does not churn.
+//
+// Outgoing auth defaults to inline, unauthenticated, where ToolHive's
+// converter defaults to "discovered": hivekeeper lists the backends itself
+// from its group index, so the vMCP needs no access to the Kubernetes API
+// (discovered mode starts a watcher on MCPServers with in-cluster
+// credentials).
 func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []Backend) (string, error) {
 	invalid := func(format string, a ...any) error {
 		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidConfig,
@@ -322,40 +359,59 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 			cfg = map[string]any{}
 		}
 	}
-	auth, ok := cfg["incomingAuth"].(map[string]any)
-	if !ok {
-		auth = map[string]any{}
-	}
+	auth := section(cfg, "incomingAuth")
 	auth["type"] = v.Spec.IncomingAuth.Type
 	delete(auth, "oidc")
-	if rc := oidc.RunConfig; rc != nil {
+	if r := oidc.Resolved; r != nil {
 		o := OIDCConfig{
-			Issuer:             rc.Issuer,
-			Audience:           rc.Audience,
-			JWKSURL:            rc.JWKSURL,
-			IntrospectionURL:   rc.IntrospectionURL,
-			ClientID:           rc.ClientID,
-			Resource:           rc.ResourceURL,
-			Scopes:             rc.Scopes,
-			CABundlePath:       rc.CACertPath,
-			JWKSAuthTokenPath:  rc.AuthTokenFile,
-			JWKSAllowPrivateIP: rc.AllowPrivateIP,
-			InsecureAllowHTTP:  rc.InsecureAllowHTTP,
+			Issuer:                          r.Issuer,
+			ClientID:                        r.ClientID,
+			Audience:                        r.Audience,
+			Resource:                        r.ResourceURL,
+			JWKSURL:                         r.JWKSURL,
+			IntrospectionURL:                r.IntrospectionURL,
+			Scopes:                          r.Scopes,
+			ProtectedResourceAllowPrivateIP: r.ProtectedResourceAllowPrivateIP,
+			JWKSAllowPrivateIP:              r.JWKSAllowPrivateIP,
+			InsecureAllowHTTP:               r.InsecureAllowHTTP,
+			CABundlePath:                    r.CABundlePath,
 		}
-		for _, e := range oidc.Env {
-			if e.Name == workload.EnvOIDCClientSecret {
-				o.ClientSecretEnv = e.Name
-			}
+		if r.HasClientSecret {
+			o.ClientSecretEnv = EnvOIDCClientSecret
 		}
 		auth["oidc"] = o
+	}
+	if _, ok := cfg["outgoingAuth"]; !ok {
+		cfg["outgoingAuth"] = map[string]any{"source": "inline", "default": map[string]any{"type": "unauthenticated"}}
+	}
+	agg := section(cfg, "aggregation")
+	if s, _ := agg["conflictResolution"].(string); s == "" {
+		agg["conflictResolution"] = conflictPrefix
+	}
+	if _, ok := agg["conflictResolutionConfig"]; !ok {
+		if agg["conflictResolution"] == conflictPrefix {
+			agg["conflictResolutionConfig"] = map[string]any{"prefixFormat": defaultPrefixFormat}
+		} else {
+			agg["conflictResolutionConfig"] = map[string]any{}
+		}
 	}
 	cfg["name"] = v.Name
 	cfg["groupRef"] = v.Spec.GroupRef.Name
 	cfg["incomingAuth"] = auth
+	cfg["aggregation"] = agg
 	cfg["backends"] = backends
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return "", invalid("%v", err)
 	}
 	return string(out), nil
+}
+
+// section returns cfg[key] as an object, a new one when it is absent or
+// not an object (the whole key is hivekeeper's to set then).
+func section(cfg map[string]any, key string) map[string]any {
+	if m, ok := cfg[key].(map[string]any); ok {
+		return m
+	}
+	return map[string]any{}
 }

@@ -3,6 +3,7 @@ package virtualmcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -137,6 +138,15 @@ func (c *Controller) converge(ctx context.Context, v *thv1.VirtualMCPServer, sta
 		return err
 	}
 	setCond(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, ReasonPodTemplateValid, "pod template spec is valid")
+	if len(desired.Backends) == 0 {
+		// vmcp given no backends switches to discovering them through the
+		// Kubernetes API, which it has no access to. Nothing is written;
+		// the first member's event re-syncs this server through the index.
+		msg := fmt.Sprintf("MCPGroup %q has no MCPServers to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name)
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonNoBackends, msg)
+		status.Phase, status.Message = thv1.VirtualMCPServerPhasePending, msg
+		return nil
+	}
 
 	dep, err := c.ensureChildren(ctx, v, desired)
 	var conflict *controller.ChildConflictError

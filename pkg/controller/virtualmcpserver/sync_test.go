@@ -90,8 +90,8 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
 	}
 	wantBackends := []Backend{
-		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090", Transport: thv1.TransportSSE},
-		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080", Transport: thv1.TransportStreamableHTTP},
+		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE},
+		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP},
 	}
 	if cfg.Name != "agg" || cfg.GroupRef != testGroup || !slices.Equal(cfg.Backends, wantBackends) {
 		t.Errorf("config name %q group %q backends %+v\n%s", cfg.Name, cfg.GroupRef, cfg.Backends, raw)
@@ -99,9 +99,14 @@ func TestChildrenShape(t *testing.T) {
 	if cfg.Aggregation["conflictResolution"] != "prefix" || cfg.IncomingAuth.Authz["type"] != "cedar" {
 		t.Errorf("passed-through keys lost:\n%s", raw)
 	}
+	// Sections vmcp requires are defaulted; outgoing auth is inline, so
+	// vmcp never needs the Kubernetes API.
+	if !strings.Contains(raw, "prefixFormat: '{workload}_'") || !strings.Contains(raw, "source: inline") || !strings.Contains(raw, "type: unauthenticated") {
+		t.Errorf("defaults missing:\n%s", raw)
+	}
 	o := cfg.IncomingAuth.OIDC
 	if cfg.IncomingAuth.Type != thv1.IncomingAuthOIDC || o.Issuer != "https://idp.example.com" || o.Audience != "vmcp" ||
-		o.ClientID != "hive" || o.ClientSecretEnv != workload.EnvOIDCClientSecret || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
+		o.ClientID != "hive" || o.ClientSecretEnv != EnvOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
 		!slices.Equal(o.Scopes, []string{"openid"}) {
 		t.Errorf("incomingAuth %+v\n%s", cfg.IncomingAuth, raw)
 	}
@@ -126,7 +131,8 @@ func TestChildrenShape(t *testing.T) {
 	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
 		t.Errorf("security context %+v", sc)
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != workload.EnvOIDCClientSecret || c.Env[0].ValueFrom.SecretKeyRef.Name != "idp" {
+	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: EnvName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: EnvNamespace, Value: testNS}) ||
+		c.Env[2].Name != EnvOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
 		t.Errorf("env %+v", c.Env)
 	}
 	var vols []string
@@ -136,7 +142,7 @@ func TestChildrenShape(t *testing.T) {
 	if !slices.Equal(vols, []string{ConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
-	if h, _ := workload.HashPodVolumes(pod.Volumes[1:], c.VolumeMounts[1:]); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
+	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
 		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[workload.AnnotationPodVolumesHash], h)
 	}
 	if dep.Spec.Template.Annotations[AnnotationConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
@@ -169,7 +175,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestCustomServiceAccountCreatesNone(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), wt.NewGroup(testNS, testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -179,9 +185,9 @@ func TestCustomServiceAccountCreatesNone(t *testing.T) {
 	if dep.Spec.Template.Spec.ServiceAccountName != "mine" {
 		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
 	}
-	// No resolved volume: no hash annotation at all.
-	if _, ok := dep.Annotations[workload.AnnotationPodVolumesHash]; ok {
-		t.Errorf("hash annotation on a pod with only its config volume: %v", dep.Annotations)
+	// The config volume alone is hashed too, as ToolHive's operator does.
+	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
+		t.Errorf("pod volumes hash of a pod with only its config volume: %v", dep.Annotations)
 	}
 }
 
@@ -211,7 +217,7 @@ func annotationsOf(body map[string]any) map[string]any {
 // nothing.
 func TestCABundleChangeRollsOnce(t *testing.T) {
 	cfg := newOIDCConfig("auth", "ca-one")
-	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
 	oldHash := dep.Annotations[workload.AnnotationPodVolumesHash]
@@ -243,10 +249,10 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 }
 
 // Changing a user volume's source rolls the pod through the hash; removing
-// every resolved volume removes the annotation and then converges.
+// every other volume leaves the config volume's hash and then converges.
 func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate)),
-		newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup))
+		newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 
 	f.update("agg", withPodTemplate(strings.Replace(userVolumesTemplate, "creds-v1", "creds-v2", 1)))
@@ -264,7 +270,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	wt.AssertActions(t, acts)
 
 	// Anonymous access and no podTemplateSpec: only the config volume is
-	// left, which is not hashed.
+	// left, and the hash becomes its hash.
 	f.update("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}
 		v.Spec.PodTemplateSpec = nil
@@ -275,19 +281,19 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	}
 	body := deploymentPatch(t, acts)
 	ann := annotationsOf(body)
-	if v, ok := ann[workload.AnnotationPodVolumesHash]; !ok || v != nil {
-		t.Fatalf("patch does not null the hash annotation: %v", body["metadata"])
+	if v, ok := ann[workload.AnnotationPodVolumesHash].(string); !ok || v == "" {
+		t.Fatalf("patch does not carry the config volume's hash: %v", body["metadata"])
 	}
 	f.ApplyServerBehaviour()
 	f.Refresh()
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	if _, ok := dep.Annotations[workload.AnnotationPodVolumesHash]; ok || len(dep.Spec.Template.Spec.Volumes) != 1 {
+	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[workload.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
 		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
 	}
 	for i := range 2 {
 		acts, _ = f.sync("agg")
 		if len(acts) != 0 {
-			t.Fatalf("round %d after removing every volume wrote: %s", i, wt.Describe(acts))
+			t.Fatalf("round %d after removing every other volume wrote: %s", i, wt.Describe(acts))
 		}
 	}
 }
@@ -304,7 +310,7 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 	}
 	for name, raw := range bad {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup))
+			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 			f.converge("agg")
 			f.update("agg", withPodTemplate(raw))
 			acts, err := f.sync("agg")
@@ -437,7 +443,7 @@ func TestNewMemberUpdatesConfig(t *testing.T) {
 }
 
 func TestWaitsForOIDCConfig(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", withOIDC("missing")), wt.NewGroup(testNS, testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("missing")), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -453,7 +459,7 @@ func TestWaitsForOIDCConfig(t *testing.T) {
 }
 
 func TestPhaseFromDeployment(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), wt.NewGroup(testNS, testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	ctx := context.Background()
 	setReady := func(n int32) {
@@ -476,5 +482,26 @@ func TestPhaseFromDeployment(t *testing.T) {
 	got := f.get("agg").Status
 	if got.Phase != thv1.VirtualMCPServerPhaseReady || !meta.IsStatusConditionTrue(got.Conditions, thv1.ConditionReady) {
 		t.Errorf("2 of 2 ready: %+v", got)
+	}
+}
+
+// An empty group deploys nothing: vmcp given no backends would switch to
+// discovering them through the Kubernetes API, which it cannot reach. The
+// status says why, and a steady state writes nothing.
+func TestEmptyGroupDeploysNothing(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	v := f.get("agg")
+	c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
+	if v.Status.Phase != thv1.VirtualMCPServerPhasePending || c == nil || c.Reason != ReasonNoBackends {
+		t.Fatalf("status %+v", v.Status)
+	}
+	f.Refresh()
+	if acts, _ := f.sync("agg"); len(acts) != 0 {
+		t.Fatalf("steady state wrote: %s", wt.Describe(acts))
 	}
 }

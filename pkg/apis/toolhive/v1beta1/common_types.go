@@ -28,6 +28,7 @@ const (
 )
 
 // NameValue is a plain environment variable: a name and a literal value.
+// +kubebuilder:pruning:PreserveUnknownFields
 type NameValue struct {
 	// Name of the environment variable; it cannot contain '=', CR or LF.
 	// +kubebuilder:validation:MinLength=1
@@ -41,6 +42,7 @@ type NameValue struct {
 
 // ResourceList is the CPU and memory of one side (limits or requests) of a
 // container's resources, written as Kubernetes quantities.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ResourceList struct {
 	// CPU quantity, for example 100m or 1.
 	// +kubebuilder:validation:XValidation:rule="isQuantity(self)",message="cpu must be a Kubernetes quantity such as 100m or 1"
@@ -53,6 +55,7 @@ type ResourceList struct {
 }
 
 // ResourceRequirements are the limits and requests of the proxy container.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ResourceRequirements struct {
 	// Limits caps the proxy container.
 	// +optional
@@ -64,6 +67,7 @@ type ResourceRequirements struct {
 
 // SecretRef exposes one key of a Secret to the MCP server container as an
 // environment variable. The value never passes through a ConfigMap.
+// +kubebuilder:pruning:PreserveUnknownFields
 type SecretRef struct {
 	// Name of the Secret in the workload's namespace.
 	// +kubebuilder:validation:MinLength=1
@@ -80,6 +84,7 @@ type SecretRef struct {
 }
 
 // ResourceMetadataOverrides are labels and annotations added to a child.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ResourceMetadataOverrides struct {
 	// Labels added to the object. Keys the controller sets itself win.
 	// +optional
@@ -90,6 +95,7 @@ type ResourceMetadataOverrides struct {
 }
 
 // ProxyDeploymentOverrides customise the proxy Deployment.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ProxyDeploymentOverrides struct {
 	ResourceMetadataOverrides `json:",inline"`
 	// PodTemplateMetadataOverrides are labels and annotations for the proxy
@@ -108,6 +114,7 @@ type ProxyDeploymentOverrides struct {
 }
 
 // ResourceOverrides customise the proxy's children.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ResourceOverrides struct {
 	// ProxyDeployment customises the proxy Deployment.
 	// +optional
@@ -119,6 +126,7 @@ type ResourceOverrides struct {
 
 // OIDCConfigReference points a workload at an MCPOIDCConfig in its namespace
 // and adds the per-workload parts of the OIDC setup.
+// +kubebuilder:pruning:PreserveUnknownFields
 type OIDCConfigReference struct {
 	// Name of the MCPOIDCConfig in the same namespace.
 	// +kubebuilder:validation:MinLength=1
@@ -137,6 +145,7 @@ type OIDCConfigReference struct {
 }
 
 // GroupRef names an MCPGroup in the same namespace.
+// +kubebuilder:pruning:PreserveUnknownFields
 type GroupRef struct {
 	// Name of the MCPGroup.
 	// +kubebuilder:validation:MinLength=1

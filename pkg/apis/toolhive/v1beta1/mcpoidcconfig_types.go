@@ -61,6 +61,7 @@ type MCPOIDCConfigSpec struct {
 }
 
 // KubernetesServiceAccountOIDCConfig validates tokens issued by the cluster.
+// +kubebuilder:pruning:PreserveUnknownFields
 type KubernetesServiceAccountOIDCConfig struct {
 	// Issuer of the service-account tokens.
 	// +kubebuilder:default="https://kubernetes.default.svc"
@@ -76,9 +77,18 @@ type KubernetesServiceAccountOIDCConfig struct {
 	// reach the API server; unset means true.
 	// +optional
 	UseClusterAuth *bool `json:"useClusterAuth,omitempty"`
+	// ServiceAccount is the name of the service account whose tokens are
+	// expected. ToolHive's runtime does not enforce it at this release; it is
+	// stored so a manifest written for ToolHive reads back whole.
+	// +optional
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// Namespace of ServiceAccount; stored like ServiceAccount.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // SecretKeyRef names one key of a Secret in the same namespace.
+// +kubebuilder:pruning:PreserveUnknownFields
 type SecretKeyRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
@@ -91,6 +101,7 @@ type SecretKeyRef struct {
 }
 
 // ConfigMapKeyRef names one key of a ConfigMap in the same namespace.
+// +kubebuilder:pruning:PreserveUnknownFields
 type ConfigMapKeyRef struct {
 	// Name of the ConfigMap.
 	// +kubebuilder:validation:MinLength=1
@@ -100,9 +111,14 @@ type ConfigMapKeyRef struct {
 	// +kubebuilder:default="ca.crt"
 	// +optional
 	Key string `json:"key,omitempty"`
+	// Optional is the ConfigMap volume's optional flag: when true a missing
+	// ConfigMap or key does not keep the pod from starting.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // CABundleSource is where a CA bundle comes from.
+// +kubebuilder:pruning:PreserveUnknownFields
 type CABundleSource struct {
 	// ConfigMapRef is a ConfigMap key holding PEM certificates.
 	// +optional
@@ -110,6 +126,7 @@ type CABundleSource struct {
 }
 
 // InlineOIDCConfig describes an external identity provider.
+// +kubebuilder:pruning:PreserveUnknownFields
 type InlineOIDCConfig struct {
 	// Issuer URL of the identity provider.
 	// +kubebuilder:validation:MinLength=1

@@ -39,6 +39,7 @@ type VirtualMCPServer struct {
 
 // IncomingAuth is how clients authenticate to the virtual server.
 // +kubebuilder:validation:XValidation:rule="self.type != 'oidc' || has(self.oidcConfigRef)",message="type oidc requires oidcConfigRef"
+// +kubebuilder:pruning:PreserveUnknownFields
 type IncomingAuth struct {
 	// Type of incoming authentication.
 	// +kubebuilder:validation:Enum=anonymous;oidc
@@ -47,6 +48,18 @@ type IncomingAuth struct {
 	// OIDCConfigRef is required when type is oidc.
 	// +optional
 	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+	// AuthzConfig is an inline authorization policy for incoming requests.
+	// hivekeeper stores it whole and does not act on it yet.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
+	// AuthzConfigRef names an authorization config; stored whole, like
+	// AuthzConfig.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
 }
 
 // ServiceType values of a VirtualMCPServer's Service.
