@@ -23,7 +23,7 @@ const (
 	// DefaultCAKey is the ConfigMap key of a CA bundle when none is named.
 	DefaultCAKey = "ca.crt"
 
-	serviceAccountDir         = "/var/run/secrets/kubernetes.io/serviceaccount"
+	serviceAccountDir       = "/var/run/secrets/kubernetes.io/serviceaccount"
 	defaultKubernetesIssuer = "https://kubernetes.default.svc"
 )
 

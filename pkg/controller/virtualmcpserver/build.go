@@ -48,8 +48,8 @@ const (
 	// runs, as ToolHive's operator does.
 	EnvName      = "VMCP_NAME"
 	EnvNamespace = "VMCP_NAMESPACE"
-	healthPath               = "/health"
-	listenHost               = "0.0.0.0"
+	healthPath   = "/health"
+	listenHost   = "0.0.0.0"
 )
 
 // gvk is the owner kind of every child.
