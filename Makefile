@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit generate verify lint run bench bench-sweep test-binaries helm sync-chart image dashboard-png clean
+.PHONY: help build test test-unit toolhive-binaries conformance generate verify lint run bench bench-sweep test-binaries helm sync-chart image dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -14,8 +14,16 @@ build: ## Build bin/hivekeeper.
 test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) the kube-apiserver and etcd used by tests.
 	@hack/test-binaries.sh >/dev/null
 
-test: test-binaries ## Run every test: unit, and integration against a real kube-apiserver + etcd.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) go test -count=1 -timeout 30m ./...
+test: test-binaries toolhive-binaries ## Run every test: unit, integration against a real kube-apiserver + etcd, and ToolHive runtime conformance.
+	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	  go test -count=1 -timeout 30m ./...
+
+toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner and vmcp at the pinned release.
+	@hack/toolhive-binaries.sh >/dev/null
+
+conformance: test-binaries toolhive-binaries ## Run only the ToolHive runtime conformance suite.
+	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	  go test -count=1 -timeout 20m ./test/conformance/...
 
 test-unit: ## Run the unit tests only (no API server).
 	go test -count=1 -short ./...

@@ -62,10 +62,11 @@ const LogVerbosityEnv = "HIVEKEEPER_TEST_LOG_V"
 // Under -short, or when the binaries are missing, tests calling Get skip
 // with the reason. It exits the process with the tests' exit code.
 func Main(m *testing.M) {
-	os.Exit(runMain(m))
+	os.Exit(Run(m))
 }
 
-func runMain(m *testing.M) int {
+// Run is Main without the exit, for a TestMain with its own cleanup.
+func Run(m *testing.M) int {
 	mainCalled = true
 	flag.Parse()
 	if testing.Short() {

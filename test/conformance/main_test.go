@@ -1,0 +1,72 @@
+// Package conformance proves that ToolHive's own runtime, at the release
+// pinned in hack/versions.env, runs what hivekeeper writes. Every RunConfig
+// is decoded strictly with ToolHive's runner.RunConfig (by thvcheck, a
+// nested module, so ToolHive's dependency graph stays out of hivekeeper's),
+// every vMCP config goes through ToolHive's `vmcp validate`, ToolHive's
+// thv-proxyrunner is started on a RunConfig and Deployment exactly as
+// written, and ToolHive's own example manifests apply strictly and read
+// back whole. A test that compared hivekeeper's builder with hivekeeper's
+// comparator would prove consistency; these prove compatibility.
+package conformance_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// ToolHiveBinariesEnv names the folder holding ToolHive's thv-proxyrunner
+// and vmcp (hack/toolhive-binaries.sh prints it). Without it, or under
+// -short, the suite skips with the reason.
+const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
+
+var (
+	toolhiveBin string // folder of thv-proxyrunner and vmcp
+	thvcheck    string // the thvcheck binary built for this run
+	skipReason  string
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		flag.Parse()
+		if dir := os.Getenv(ToolHiveBinariesEnv); dir != "" && !testing.Short() {
+			toolhiveBin = dir
+			tmp, err := os.MkdirTemp("", "hivekeeper-thvcheck-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			defer os.RemoveAll(tmp)
+			thvcheck = filepath.Join(tmp, "thvcheck")
+			// The nested module is built as it is committed (its go.sum),
+			// outside any workspace.
+			cmd := exec.Command("go", "build", "-o", thvcheck, ".")
+			cmd.Dir = "thvcheck"
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: building thvcheck: %v\n%s", err, out)
+				return 1
+			}
+		} else if !testing.Short() {
+			skipReason = "conformance: " + ToolHiveBinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
+		}
+		return framework.Run(m)
+	}()
+	os.Exit(code)
+}
+
+// requireToolHive skips when ToolHive's binaries are not available.
+func requireToolHive(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("conformance: needs ToolHive's runtime and a real API server, skipped with -short")
+	}
+	if toolhiveBin == "" {
+		t.Skip(skipReason)
+	}
+}

@@ -1,0 +1,247 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// expectations are what a manifest of the table asks for, stated as the
+// values ToolHive's runner.RunConfig must hold after decoding: dotted
+// paths into its JSON encoding (oidc_config keeps Go field names).
+var expectations = map[string]map[string]any{
+	"fetch": {
+		"name": "fetch", "container_name": "fetch", "base_name": "fetch", "transport": "stdio",
+		"proxy_mode": "streamable-http", "port": 8080.0, "target_port": 8080.0, "host": "0.0.0.0",
+		"image": "ghcr.io/stackloklabs/gofetch/server:1.0.1",
+	},
+	"stdio-sse": {
+		"proxy_mode": "sse", "port": 8081.0, "cmd_args": []any{"--verbose", "--root=/data"},
+		"env_vars.LOG_LEVEL": "debug",
+	},
+	"http-ports": {
+		"transport": "streamable-http", "proxy_mode": "streamable-http", "port": 9090.0, "target_port": 3000.0,
+		"trust_proxy_headers": true, "endpoint_prefix": "/tools/http-ports",
+	},
+	"sse-server": {"transport": "sse", "proxy_mode": "sse", "target_port": 8000.0},
+	"oidc-full": {
+		"oidc_config.Issuer": "http://idp.example.com/realms/mcp", "oidc_config.Audience": "mcp-api",
+		"oidc_config.JWKSURL":          "http://idp.example.com/realms/mcp/certs",
+		"oidc_config.IntrospectionURL": "http://idp.example.com/realms/mcp/introspect",
+		"oidc_config.ClientID":         "mcp-proxy", "oidc_config.CACertPath": "/config/certs/idp-ca/ca.pem",
+		"oidc_config.AuthTokenFile": "/var/run/secrets/idp/token", "oidc_config.AllowPrivateIP": true,
+		"oidc_config.InsecureAllowHTTP": true, "oidc_config.ResourceURL": "https://mcp.example.com/oidc-full",
+		"oidc_config.Scopes": []any{"openid", "mcp:tools"},
+		"thv_ca_bundle":      "/config/certs/idp-ca/ca.pem", "jwks_auth_token_file": "/var/run/secrets/idp/token",
+	},
+	"oidc-min": {
+		"oidc_config.Issuer": "https://idp.example.com", "oidc_config.Audience": "oidc-min",
+		"oidc_config.ResourceURL": "http://oidc-min.%NS%.svc.cluster.local:8090",
+	},
+	"ksa-default": {
+		"oidc_config.Issuer":         "https://kubernetes.default.svc",
+		"oidc_config.CACertPath":     "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+		"oidc_config.AuthTokenFile":  "/var/run/secrets/kubernetes.io/serviceaccount/token",
+		"oidc_config.AllowPrivateIP": true, "oidc_config.ResourceURL": "http://ksa-default.%NS%.svc.cluster.local:8080",
+	},
+	"ksa-external": {
+		"oidc_config.Issuer": "https://oidc.eks.example.com/id/ABC", "oidc_config.JWKSURL": "https://oidc.eks.example.com/id/ABC/keys",
+		"oidc_config.IntrospectionURL": "https://oidc.eks.example.com/id/ABC/introspect", "oidc_config.Scopes": []any{"mcp"},
+	},
+	"github": {"image": "ghcr.io/github/github-mcp-server:v0.5.0"},
+	"remote-oidc": {
+		"remote_url": "https://mcp.example.com/mcp", "container_name": "remote-oidc", "base_name": "remote-oidc",
+		"port": 8088.0, "trust_proxy_headers": true, "endpoint_prefix": "/remote", "oidc_config.ClientID": "remote-proxy",
+		"oidc_config.ResourceURL": "http://remote-oidc.%NS%.svc.cluster.local:8088",
+	},
+	"remote-sse": {"remote_url": "http://legacy.example.com/sse", "transport": "sse", "proxy_mode": "sse"},
+}
+
+// absent are keys whose absence the table states: secrets never reach a
+// RunConfig, and a server without a reference has no OIDC block.
+var absent = map[string][]string{
+	"fetch":  {"oidc_config", "thv_ca_bundle"},
+	"github": {"oidc_config"},
+}
+
+// TestTable runs every manifest of testdata/table through hivekeeper and
+// judges the result with ToolHive's own code.
+func TestTable(t *testing.T) {
+	requireToolHive(t)
+	env := framework.Get(t)
+	env.StartControllers(t, app.Options{Workers: 4})
+	files, err := filepath.Glob("testdata/table/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no table manifests: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			ns := env.Namespace(t)
+			objs := applyStrict(t, env, ns, file)
+			for _, o := range objs {
+				switch o.GetKind() {
+				case "MCPServer":
+					checkRunConfig(t, env, ns, mcpserver.RunConfigName(o.GetName()), o.GetName())
+				case "MCPRemoteProxy":
+					checkRunConfig(t, env, ns, mcpremoteproxy.RunConfigName(o.GetName()), o.GetName())
+				case "VirtualMCPServer":
+					checkVMCPConfig(t, env, ns, o.GetName())
+				}
+			}
+		})
+	}
+}
+
+// applyStrict creates every object of file in ns with strict field
+// validation, as kubectl does by default, so a field the schema would
+// prune is an error rather than a silent loss. It returns what it read.
+func applyStrict(t *testing.T, env *framework.Env, ns, file string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := framework.ReadManifests(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, o := range objs {
+		o.SetNamespace(ns)
+		gvr, err := resourceFor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+			t.Fatalf("%s: creating %s %s: %v", file, o.GetKind(), o.GetName(), err)
+		}
+	}
+	return objs
+}
+
+// resourceFor maps the kinds the table and ToolHive's examples use.
+func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	plural := map[string]string{
+		"ConfigMap": "configmaps", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
+		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
+		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups",
+	}[o.GetKind()]
+	if plural == "" {
+		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())
+	}
+	return gv.WithResource(plural), nil
+}
+
+type errUnsupported string
+
+func (e errUnsupported) Error() string { return "kind " + string(e) + " is not one this suite applies" }
+
+// waitConfigMap waits for hivekeeper to write a ConfigMap.
+func waitConfigMap(t *testing.T, env *framework.Env, ns, name string) *corev1.ConfigMap {
+	t.Helper()
+	var cm *corev1.ConfigMap
+	framework.Eventually(t, 60*time.Second, func() (bool, error) {
+		got, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		cm = got
+		return err == nil, err
+	}, "ConfigMap %s/%s written by hivekeeper", ns, name)
+	return cm
+}
+
+// checkRunConfig decodes a RunConfig with ToolHive's runner.RunConfig
+// (strict, every level) and checks the values the manifest asked for.
+func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload string) map[string]any {
+	t.Helper()
+	cm := waitConfigMap(t, env, ns, cmName)
+	file := filepath.Join(t.TempDir(), runconfig.Key)
+	if err := os.WriteFile(file, []byte(cm.Data[runconfig.Key]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(thvcheck, "runconfig", file)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: ToolHive's runner.RunConfig rejects the RunConfig: %v: %s\n%s", workload, err, stderr.String(), cm.Data[runconfig.Key])
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range expectations[workload] {
+		if s, ok := want.(string); ok {
+			want = strings.ReplaceAll(s, "%NS%", ns)
+		}
+		got, _ := lookup(decoded, path)
+		if !jsonEqual(got, want) {
+			t.Errorf("%s: ToolHive decodes %s = %v, want %v", workload, path, got, want)
+		}
+	}
+	for _, path := range absent[workload] {
+		if v, ok := lookup(decoded, path); ok && v != nil && v != "" {
+			t.Errorf("%s: %s = %v, want it absent", workload, path, v)
+		}
+	}
+	if strings.Contains(cm.Data[runconfig.Key], "not-a-real-") {
+		t.Errorf("%s: a secret value reached the RunConfig ConfigMap", workload)
+	}
+	return decoded
+}
+
+// checkVMCPConfig runs ToolHive's `vmcp validate` on the config.
+func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
+	t.Helper()
+	cm := waitConfigMap(t, env, ns, virtualmcpserver.ConfigMapName(name))
+	file := filepath.Join(t.TempDir(), virtualmcpserver.ConfigKey)
+	if err := os.WriteFile(file, []byte(cm.Data[virtualmcpserver.ConfigKey]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[virtualmcpserver.ConfigKey])
+	}
+	if strings.Contains(cm.Data[virtualmcpserver.ConfigKey], "not-a-real-") {
+		t.Errorf("%s: a secret value reached the vMCP ConfigMap", name)
+	}
+}
+
+// lookup follows a dotted path through decoded JSON.
+func lookup(v any, path string) (any, bool) {
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
