@@ -1,0 +1,187 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// TestRunnerCreatesStatefulSet starts ToolHive's thv-proxyrunner as the
+// proxy Deployment's container would run: its args and env exactly as
+// hivekeeper wrote them (the downward-API generation resolved from the pod
+// template annotation), the RunConfig as ./runconfig.json, the test API
+// server's kubeconfig. The runner must create the MCP server's StatefulSet
+// with the image, secret env and pod patch the manifest asked for.
+func TestRunnerCreatesStatefulSet(t *testing.T) {
+	requireToolHive(t)
+	env := framework.Get(t)
+	env.StartControllers(t, app.Options{Workers: 2})
+	ns := env.Namespace(t)
+	applyStrict(t, env, ns, "testdata/table/09-secrets-overrides-pod-template.yaml")
+	const name = "github"
+	_, out := startRunner(t, env, ns, name, 8080)
+	sts := waitStatefulSet(t, env, ns, name, out)
+	pod := sts.Spec.Template.Spec
+	var mcp *corev1.Container
+	for i := range pod.Containers {
+		if pod.Containers[i].Name == mcpserver.MCPContainerName {
+			mcp = &pod.Containers[i]
+		}
+	}
+	if mcp == nil {
+		t.Fatalf("no %q container in the runner's StatefulSet: %+v", mcpserver.MCPContainerName, pod.Containers)
+	}
+	if mcp.Image != "ghcr.io/github/github-mcp-server:v0.5.0" {
+		t.Errorf("image %q", mcp.Image)
+	}
+	var secretEnv bool
+	for _, e := range mcp.Env {
+		if e.Name == "GITHUB_PERSONAL_ACCESS_TOKEN" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+			e.ValueFrom.SecretKeyRef.Name == "github-token" && e.ValueFrom.SecretKeyRef.Key == "token" {
+			secretEnv = true
+		}
+	}
+	if !secretEnv {
+		t.Errorf("the secret is not a secretKeyRef env of the MCP container: %+v", mcp.Env)
+	}
+	if pod.ServiceAccountName != "github-backend" || pod.NodeSelector["pool"] != "mcp" {
+		t.Errorf("pod patch not applied: serviceAccountName %q nodeSelector %v", pod.ServiceAccountName, pod.NodeSelector)
+	}
+	if sts.Spec.Template.Labels["team"] != "platform" {
+		t.Errorf("pod patch labels not applied: %v", sts.Spec.Template.Labels)
+	}
+	// A stdio server is served by attaching to its pod, which no kubelet
+	// runs here: the runner's part that hivekeeper's output drives ends
+	// with the StatefulSet above.
+}
+
+// TestRunnerServesHTTPServer runs the runner on a streamable-http server:
+// once the test marks the runner's StatefulSet ready (there is no
+// kubelet), the runner must serve on its port.
+func TestRunnerServesHTTPServer(t *testing.T) {
+	requireToolHive(t)
+	env := framework.Get(t)
+	env.StartControllers(t, app.Options{Workers: 2})
+	ns := env.Namespace(t)
+	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
+	const name = "http-ports"
+	ctx := context.Background()
+	port, out := startRunner(t, env, ns, name, 9090)
+	waitStatefulSet(t, env, ns, name, out)
+
+	// No kubelet runs the pod: mark the StatefulSet ready, as the runner
+	// waits for that before it serves.
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		s, err := env.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		r := int32(1)
+		if s.Spec.Replicas != nil {
+			r = *s.Spec.Replicas
+		}
+		s.Status.Replicas, s.Status.ReadyReplicas, s.Status.AvailableReplicas = r, r, r
+		s.Status.CurrentReplicas, s.Status.UpdatedReplicas, s.Status.ObservedGeneration = r, r, s.Generation
+		_, err = env.Kube.AppsV1().StatefulSets(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{})
+		return err == nil, nil
+	}, "StatefulSet marked ready")
+	framework.Eventually(t, 90*time.Second, func() (bool, error) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port))
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode < 500, nil
+	}, "runner serving on its port")
+}
+
+// startRunner starts ToolHive's thv-proxyrunner as the proxy Deployment's
+// container would run, and returns the loopback port it listens on and its
+// output.
+func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort int) (int, *framework.SyncBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	cm := waitConfigMap(t, env, ns, mcpserver.RunConfigName(name))
+	var dep *appsv1.Deployment
+	framework.Eventually(t, 60*time.Second, func() (bool, error) {
+		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		dep = d
+		return err == nil, err
+	}, "proxy Deployment")
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The RunConfig is the ConfigMap's content, with only the listening
+	// port moved to a free loopback port: the runner binds it on the host.
+	rc := strings.Replace(cm.Data[runconfig.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Name != workload.ProxyContainerName {
+		t.Fatalf("first container %q", c.Name)
+	}
+	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil:
+			// The downward API: metadata.annotations['<key>'] of the pod.
+			key := strings.TrimSuffix(strings.TrimPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations['"), "']")
+			cmd.Env = append(cmd.Env, e.Name+"="+dep.Spec.Template.Annotations[key])
+		}
+	}
+	out := &framework.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("thv-proxyrunner output:\n%s", out.String())
+		}
+	})
+	return port, out
+}
+
+// waitStatefulSet waits for the runner to create the server's StatefulSet.
+func waitStatefulSet(t *testing.T, env *framework.Env, ns, name string, out *framework.SyncBuffer) *appsv1.StatefulSet {
+	t.Helper()
+	var sts *appsv1.StatefulSet
+	framework.Eventually(t, 90*time.Second, func() (bool, error) {
+		s, err := env.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		sts = s
+		return err == nil, err
+	}, "StatefulSet created by ToolHive's runner")
+	return sts
+}
