@@ -12,6 +12,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -232,10 +233,19 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, 10*time.Second, groupCond(metav1.ConditionFalse, thv1.ReasonGroupRefNotFound), "GroupRefNotFound")
+	// No group, so no members: nothing is deployed (vmcp given no backends
+	// would turn to API discovery), and the status says why.
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
-		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
-		return err == nil, err
-	}, "the Deployment while the group is missing")
+		v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
+		return c != nil && c.Reason == virtualmcpserver.ReasonNoBackends, fmt.Errorf("Ready %+v", c)
+	}, "Ready=False NoBackends while the group is missing")
+	if _, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a vMCP without backends was deployed: %v", err)
+	}
 
 	createGroup(t, env, ns, "late")
 	framework.Eventually(t, 5*time.Second, groupCond(metav1.ConditionTrue, thv1.ReasonGroupRefValid), "GroupRefValid once the group exists")
@@ -248,4 +258,8 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		}
 		return strings.Contains(cm.Data[virtualmcpserver.ConfigKey], "mcp-joiner-proxy"), nil
 	}, "the new member in config.yaml")
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		return err == nil, err
+	}, "the Deployment once the group has a member")
 }
