@@ -13,7 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
@@ -36,8 +35,8 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 	ns := env.Namespace(t)
 	applyStrict(t, env, ns, "testdata/table/09-secrets-overrides-pod-template.yaml")
 	const name = "github"
-	_, out := startRunner(t, env, ns, name, 8080)
-	sts := waitStatefulSet(t, env, ns, name, out)
+	startRunner(t, env, ns, name, 8080)
+	sts := waitStatefulSet(t, env, ns, name)
 	pod := sts.Spec.Template.Spec
 	var mcp *corev1.Container
 	for i := range pod.Containers {
@@ -83,8 +82,8 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
 	const name = "http-ports"
 	ctx := context.Background()
-	port, out := startRunner(t, env, ns, name, 9090)
-	waitStatefulSet(t, env, ns, name, out)
+	port := startRunner(t, env, ns, name, 9090)
+	waitStatefulSet(t, env, ns, name)
 
 	// No kubelet runs the pod: mark the StatefulSet ready, as the runner
 	// waits for that before it serves.
@@ -113,20 +112,14 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 }
 
 // startRunner starts ToolHive's thv-proxyrunner as the proxy Deployment's
-// container would run, and returns the loopback port it listens on and its
-// output.
-func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort int) (int, *framework.SyncBuffer) {
+// container would run, and returns the loopback port it listens on; its
+// output is logged when the test fails.
+func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort int) int {
 	t.Helper()
 	ctx := context.Background()
 	cm := waitConfigMap(t, env, ns, mcpserver.RunConfigName(name))
-	var dep *appsv1.Deployment
-	framework.Eventually(t, 60*time.Second, func() (bool, error) {
-		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		dep = d
-		return err == nil, err
+	dep := waitFor(t, func() (*appsv1.Deployment, error) {
+		return env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	}, "proxy Deployment")
 	port, err := framework.FreePort()
 	if err != nil {
@@ -168,20 +161,13 @@ func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort in
 			t.Logf("thv-proxyrunner output:\n%s", out.String())
 		}
 	})
-	return port, out
+	return port
 }
 
 // waitStatefulSet waits for the runner to create the server's StatefulSet.
-func waitStatefulSet(t *testing.T, env *framework.Env, ns, name string, out *framework.SyncBuffer) *appsv1.StatefulSet {
+func waitStatefulSet(t *testing.T, env *framework.Env, ns, name string) *appsv1.StatefulSet {
 	t.Helper()
-	var sts *appsv1.StatefulSet
-	framework.Eventually(t, 90*time.Second, func() (bool, error) {
-		s, err := env.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		sts = s
-		return err == nil, err
+	return waitFor(t, func() (*appsv1.StatefulSet, error) {
+		return env.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
 	}, "StatefulSet created by ToolHive's runner")
-	return sts
 }

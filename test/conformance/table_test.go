@@ -155,19 +155,27 @@ type errUnsupported string
 
 func (e errUnsupported) Error() string { return "kind " + string(e) + " is not one this suite applies" }
 
-// waitConfigMap waits for hivekeeper to write a ConfigMap.
-func waitConfigMap(t *testing.T, env *framework.Env, ns, name string) *corev1.ConfigMap {
+// waitFor polls get until the object exists and returns it.
+func waitFor[T any](t *testing.T, get func() (T, error), what string) T {
 	t.Helper()
-	var cm *corev1.ConfigMap
-	framework.Eventually(t, 60*time.Second, func() (bool, error) {
-		got, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	var obj T
+	framework.Eventually(t, 90*time.Second, func() (bool, error) {
+		got, err := get()
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		cm = got
+		obj = got
 		return err == nil, err
-	}, "ConfigMap %s/%s written by hivekeeper", ns, name)
-	return cm
+	}, what)
+	return obj
+}
+
+// waitConfigMap waits for hivekeeper to write a ConfigMap.
+func waitConfigMap(t *testing.T, env *framework.Env, ns, name string) *corev1.ConfigMap {
+	t.Helper()
+	return waitFor(t, func() (*corev1.ConfigMap, error) {
+		return env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	}, "ConfigMap "+ns+"/"+name+" written by hivekeeper")
 }
 
 // checkRunConfig decodes a RunConfig with ToolHive's runner.RunConfig
