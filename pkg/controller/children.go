@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,4 +137,36 @@ func DeleteStaleChild[T metav1.Object](ctx context.Context, w *Writer, ops Child
 	uid := have.GetUID()
 	return DeleteChild(ctx, w, ops.Resource, namespace, name, ops.Client(namespace).Delete,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// GetFunc is the Get method of a generated typed client.
+type GetFunc[T any] func(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+
+// DeleteLabelled deletes an object hivekeeper holds no owner reference to
+// (what the proxy runner creates for a workload), and only when it carries
+// every label of want: a name alone does not say whose an object is. The
+// object is read from the API server, not a cache, and deleted with its UID
+// as a precondition, so an object created under the same name in between
+// is not deleted either. When the object is left alone, why says what it
+// lacks; an absent object is no error.
+func DeleteLabelled[T metav1.Object](ctx context.Context, w *Writer, resource, namespace, name string, get GetFunc[T], del DeleteFunc, want map[string]string) (why string, err error) {
+	obj, err := get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s %s/%s: %w", resource, namespace, name, err)
+	}
+	var missing []string
+	for k, v := range want {
+		if have, ok := obj.GetLabels()[k]; !ok || have != v {
+			missing = append(missing, k+"="+v)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "it lacks the label " + strings.Join(missing, ", "), nil
+	}
+	uid := obj.GetUID()
+	return "", DeleteChild(ctx, w, resource, namespace, name, del, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }

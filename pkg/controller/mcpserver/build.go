@@ -100,6 +100,7 @@ const (
 	ReasonChildConflict      = "ChildConflict"
 	ReasonChildWriteFailed   = "ChildWriteFailed"
 	ReasonTerminating        = "Terminating"
+	ReasonCleanupSkipped     = "CleanupSkipped"
 	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
 )
 

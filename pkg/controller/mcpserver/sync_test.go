@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -370,33 +371,94 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 	}
 }
 
+// TestFinalizerCleansRunnerObjectsThenReleases: on deletion the server is
+// marked Terminating, the objects the proxy runner created for it are
+// deleted, each with its UID as a precondition, and the finalizer is
+// released, all in one sync.
 func TestFinalizerCleansRunnerObjectsThenReleases(t *testing.T) {
 	s := newServer("fetch")
 	now := metav1.NewTime(testNow)
 	s.DeletionTimestamp = &now
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "fetch", Namespace: testNS}}
-	f := newFixture(t, s, sts)
+	f := newFixture(t, append([]runtime.Object{s}, runnerObjects("fetch", runnerLabels("fetch"))...)...)
 	acts, err := f.sync("fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First Terminating, then — back from that write's watch event, with a
-	// fresh resourceVersion for the locked patch — cleanup and release.
-	assertActions(t, acts, "patch mcpservers/status")
-	f.refresh()
-	acts, err = f.sync("fetch")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Kube actions are listed before toolhive ones.
-	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers")
-	rel := patchBody(t, acts[3])
+	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers/status", "patch mcpservers")
+	for _, a := range acts[:3] {
+		d := a.(core.DeleteActionImpl)
+		if p := d.DeleteOptions.Preconditions; p == nil || p.UID == nil || *p.UID != k8stypes.UID("uid-"+d.Name) {
+			t.Errorf("delete of %s %s without its UID as precondition: %+v", d.Resource.Resource, d.Name, d.DeleteOptions)
+		}
+	}
+	rel := patchBody(t, acts[4])
 	md := rel["metadata"].(map[string]any)
 	if md["resourceVersion"] == nil || rel["spec"] != nil {
 		t.Errorf("finalizer removal %v", rel)
 	}
 	if fin, ok := md["finalizers"]; !ok || fin != nil {
 		t.Errorf("finalizers not removed: %v", md)
+	}
+	if ev := f.Events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+}
+
+// TestFinalizerLeavesObjectsItDoesNotOwnAlone: the runner's objects are
+// found by name, and a name is not proof. An unrelated StatefulSet of the
+// server's name, and the proxy Service of server "foo" (mcp-foo-proxy, the
+// name the runner of server "foo-proxy" would use), are left in place with
+// a Warning event each; the finalizer is still released.
+func TestFinalizerLeavesObjectsItDoesNotOwnAlone(t *testing.T) {
+	cases := map[string]struct {
+		server string
+		labels map[string]string
+	}{
+		"unrelated objects of the same names":            {"postgres", map[string]string{"app": "postgres"}},
+		"another server's children":                      {"foo-proxy", runnerLabels("foo")},
+		"labelled for this server but not toolhive=true": {"fetch", map[string]string{workload.LabelToolhiveName: "fetch"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(tc.server)
+			now := metav1.NewTime(testNow)
+			s.DeletionTimestamp = &now
+			f := newFixture(t, append([]runtime.Object{s}, runnerObjects(tc.server, tc.labels)...)...)
+			acts, err := f.sync(tc.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertActions(t, acts, "patch mcpservers/status", "patch mcpservers")
+			ev := f.Events()
+			if len(ev) != 3 {
+				t.Fatalf("events %q, want one per object left alone", ev)
+			}
+			for i, obj := range append([]string{"StatefulSet " + testNS + "/" + tc.server}, "Service "+testNS+"/mcp-"+tc.server+"-headless", "Service "+testNS+"/mcp-"+tc.server) {
+				if !strings.HasPrefix(ev[i], "Warning "+ReasonCleanupSkipped+" Left "+obj+" in place: it lacks the label ") {
+					t.Errorf("event %q does not name %s and why", ev[i], obj)
+				}
+			}
+		})
+	}
+}
+
+// runnerLabels are labels the proxy runner puts on what it creates for
+// server n (its own set has more keys).
+func runnerLabels(n string) map[string]string {
+	return map[string]string{"app": n, workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+}
+
+// runnerObjects are a StatefulSet and Services under the names the proxy
+// runner uses for server n, carrying labels; each UID is "uid-<name>".
+func runnerObjects(n string, labels map[string]string) []runtime.Object {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Labels: labels}
+	}
+	return []runtime.Object{
+		&appsv1.StatefulSet{ObjectMeta: meta(n)},
+		&corev1.Service{ObjectMeta: meta("mcp-" + n + "-headless")},
+		&corev1.Service{ObjectMeta: meta("mcp-" + n)},
 	}
 }
 
