@@ -17,6 +17,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -538,4 +539,69 @@ func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
 		}
 	}
 	t.Fatalf("no %s env", EnvGeneration)
+}
+
+// TestChildWithoutLabelIsReadLiveAndAdopted: a child whose toolhive=true
+// label was removed is invisible to the filtered cache, so the create
+// fails with AlreadyExists. The child is then read from the API server:
+// when its controller reference is this server's it is taken back with its
+// labels restored; anything else is a conflict, left untouched.
+func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
+	s := newServer("fetch")
+	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: RunnerName("fetch"), Namespace: testNS,
+			UID: "sa-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
+	}
+	ours := workload.OwnerRef(s, gvk)
+	cases := []struct {
+		name  string
+		child *corev1.ServiceAccount
+		adopt bool
+	}{
+		{"ours", sa(ours), true},
+		{"no controller", sa(), false},
+		{"another owner", sa(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptrTrue()}), false},
+		{"a previous server of the same name", sa(workload.OwnerRef(newServer("fetch", func(s *thv1.MCPServer) { s.UID = "old-uid" }), gvk)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, s)
+			// In the API server, not in the cache.
+			if err := f.kube.Tracker().Add(tc.child); err != nil {
+				t.Fatal(err)
+			}
+			acts, err := f.sync("fetch")
+			if !tc.adopt {
+				var requeue *controller.RequeueError
+				if !errorsAs(err, &requeue) {
+					t.Fatalf("err = %v, want a requeue after a ChildConflict", err)
+				}
+				assertActions(t, acts, "create serviceaccounts", "patch mcpservers/status")
+				got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+					t.Fatalf("Ready = %+v, want reason %s", cond, ReasonChildConflict)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The failed create, the re-labelling patch, then the rest.
+			if v := workloadtest.Verbs(acts); len(v) < 2 || v[0] != "create serviceaccounts" || v[1] != "patch serviceaccounts" {
+				t.Fatalf("actions %v, want the create then the adopting patch", v)
+			}
+			body := patchBody(t, acts[1])
+			md := body["metadata"].(map[string]any)
+			labels := md["labels"].(map[string]any)
+			if labels[workload.LabelToolhive] != "true" || labels[workload.LabelToolhiveName] != "fetch" {
+				t.Errorf("patch does not restore the labels: %v", body)
+			}
+			if md["resourceVersion"] != "5" {
+				t.Errorf("patch is not locked to the live resourceVersion: %v", body)
+			}
+			if _, refs := md["ownerReferences"]; refs {
+				t.Errorf("patch rewrites the owner references of a child already ours: %v", body)
+			}
+		})
+	}
 }
