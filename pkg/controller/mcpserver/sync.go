@@ -123,12 +123,17 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 	}
 	if err != nil {
 		// Reported so the user sees why (a quota, an exhausted Service
-		// range, an admission webhook); retried with backoff.
-		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildWriteFailed, err.Error())
-		status.Phase, status.Message = thv1.MCPServerPhaseFailed, err.Error()
-		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
-			c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildWriteFailed, err.Error())
-		}
+		// range, an admission webhook); retried with backoff. The
+		// condition names the child and the kind of refusal only: the
+		// API server's message can differ on every attempt (a quota's
+		// current usage), and a condition quoting it would be a new
+		// status write with every retry. The message itself goes to the
+		// log and to an event, which the event recorder aggregates.
+		msg := controller.StableMessage(err)
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildWriteFailed, msg)
+		status.Phase, status.Message = thv1.MCPServerPhaseFailed, msg
+		klog.FromContext(ctx).Info("Writing a child failed", "err", err.Error())
+		c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildWriteFailed, err.Error())
 		return err
 	}
 	if err := c.processRestart(ctx, s, dep); err != nil {

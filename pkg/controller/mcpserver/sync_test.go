@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -539,6 +540,45 @@ func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
 		}
 	}
 	t.Fatalf("no %s env", EnvGeneration)
+}
+
+// TestChildWriteFailureConditionIsStable: a Service create refused with a
+// message that changes on every attempt (an exceeded quota reports the
+// namespace's current usage) is reported once. The condition names the
+// child and the kind of refusal; the retries write no status, while each
+// attempt's own message still reaches an event.
+func TestChildWriteFailureConditionIsStable(t *testing.T) {
+	f := newFixture(t, newServer("fetch"))
+	attempt := 0
+	f.kube.PrependReactor("create", "services", func(core.Action) (bool, runtime.Object, error) {
+		attempt++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "mcp-fetch-proxy",
+			fmt.Errorf("exceeded quota: q, requested: services=1, used: services=%d, limited: services=1", attempt))
+	})
+	for i := range 3 {
+		acts, err := f.sync("fetch")
+		if err == nil {
+			t.Fatalf("attempt %d: a refused create must be retried", i)
+		}
+		if i == 0 {
+			assertActions(t, acts[len(acts)-2:], "create services", "patch mcpservers/status")
+		} else {
+			// The children before the Service exist now; only the
+			// Service is tried again, and the status is already right.
+			assertActions(t, acts, "create services")
+		}
+		f.refresh()
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
+	want := "cannot create services mcp-fetch-proxy: Forbidden; the API server's message is in the events"
+	if cond == nil || cond.Reason != ReasonChildWriteFailed || cond.Message != want || got.Status.Message != want {
+		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, ReasonChildWriteFailed, want)
+	}
+	events := f.Events()
+	if len(events) != 3 || !strings.Contains(events[2], "used: services=3") {
+		t.Errorf("events %q, want one per attempt carrying the API server's message", events)
+	}
 }
 
 // TestChildWithoutLabelIsReadLiveAndAdopted: a child whose toolhive=true
