@@ -194,6 +194,10 @@ func TestHandEditsOfChildren(t *testing.T) {
 	if m4 := hk.mustScrape(t); m4.sum(writesTotal, all) != m3.sum(writesTotal, all) {
 		t.Errorf("writes after converging: %s", m4.series(writesTotal, all))
 	}
+	recordFault(t,
+		fmt.Sprintf("template repaired, hand-set replicas (5) kept, deleted children recreated, the unlabelled ConfigMap taken back (same UID); churn %g", m3.sum(churnTotal, all)),
+		fmt.Sprintf("repair: %g Deployment patch; deletions: %g creates; label removal: %g ConfigMap patch (after a create refused with AlreadyExists)",
+			patches, creates, relabelPatches))
 }
 
 func apiEqualMaps(a, b map[string]string) bool {

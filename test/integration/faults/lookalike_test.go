@@ -101,4 +101,7 @@ func TestDeletionAmongLookalikes(t *testing.T) {
 			t.Errorf("no event names %s and why: %q", key, reported)
 		}
 	}
+	recordFault(t,
+		fmt.Sprintf("finalizers released; the %d lookalikes kept with their UIDs, each named in a Warning event (%s)", len(kept), mcpserver.ReasonCleanupSkipped),
+		fmt.Sprintf("%g deletes", deletes(m)-deletes(base)))
 }

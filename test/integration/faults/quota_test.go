@@ -155,4 +155,9 @@ func TestQuotaRefusalBacksOff(t *testing.T) {
 		}
 		return false, fmt.Errorf("no %s event with the quota's message among %d", mcpserver.ReasonChildWriteFailed, len(events.Items))
 	}, "an event carrying the API server's message")
+
+	recordFault(t,
+		fmt.Sprintf("retried with exponential backoff; Ready=False %s: %q; the API server's message in an event", cond.Reason, cond.Message),
+		fmt.Sprintf("%d refused Service creates in %v (backoff allows %d, plus %d from child events); status writes: %d",
+			attempts, elapsed.Round(time.Second), backoffAttempts(elapsed), childEventSyncs, statuses))
 }

@@ -65,6 +65,11 @@ func Main(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// Run is Main without the exit: it returns the tests' exit code, for a
+// TestMain with work left after the tests (the fault suite writes its
+// report).
+func Run(m *testing.M) int { return runMain(m) }
+
 func runMain(m *testing.M) int {
 	mainCalled = true
 	flag.Parse()
