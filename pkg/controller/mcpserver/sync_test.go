@@ -286,6 +286,7 @@ func TestInvalidInputsNeverPanic(t *testing.T) {
 		"env-with-equals":  func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A=B", Value: "x"}} },
 		"env-with-newline": func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A\nB"}} },
 		"bad-quantity":     func(s *thv1.MCPServer) { s.Spec.Resources.Limits.CPU = "lots" },
+		"image-an-option":  func(s *thv1.MCPServer) { s.Spec.Image = "--k8s-pod-patch={}" },
 		"pts-not-object":   func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`[1,2]`)} },
 		"pts-spec-string":  func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":"x"}`)} },
 		"pts-env-string": func(s *thv1.MCPServer) {

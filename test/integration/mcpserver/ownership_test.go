@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +62,23 @@ func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 	if cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady); s.Status.Phase == thv1.MCPServerPhaseFailed || cond == nil || cond.Reason == mcpserver.ReasonChildConflict || cond.Reason == mcpserver.ReasonChildWriteFailed {
 		t.Errorf("server phase %q, Ready %+v after taking its Service back", s.Status.Phase, cond)
 	}
+}
+
+// TestLongestNameConverges: an MCPServer with the longest name the CRD
+// accepts gets every child, and the names the proxy runner will use for
+// its Services are accepted by the API server too.
+func TestLongestNameConverges(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	ctx := context.Background()
+	name := strings.Repeat("n", thv1.MaxMCPServerNameLength)
+	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, env, ns, name)
+	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, mcpserver.ServiceName(name), metav1.GetOptions{}); err != nil {
+		t.Errorf("proxy Service: %v", err)
+	}
+	env.CreateRunnerObjects(t, ns, name, framework.RunnerLabels(name))
 }
