@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 )
 
 // fakeLock is a resourcelock that accepts every write; during, when set,
@@ -68,18 +70,25 @@ func TestWriteGateFollowsLeaseRenewals(t *testing.T) {
 	}
 }
 
+// leadingTracker is a tracker on a fake lock and clock that has just
+// acquired the lease, and its gate.
+func leadingTracker(t *testing.T) (*renewTracker, *fakeLock, *clocktesting.FakePassiveClock, controller.WriteGate) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	lock := &fakeLock{id: "me"}
+	r := newRenewTracker(lock, clk)
+	if err := r.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	return r, lock, clk, r.gate(renewDeadline)
+}
+
 // TestWriteGateCountsFromWhenTheRenewalWasSent: a pause between the
 // renewal reaching the API server and this process reading the answer
 // must not extend the time writes are allowed. The renew deadline counts
 // from when the renewal was sent.
 func TestWriteGateCountsFromWhenTheRenewalWasSent(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	lock := &fakeLock{id: "me"}
-	r := newRenewTracker(lock, clk)
-	gate := r.gate(renewDeadline)
-	if err := r.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
-		t.Fatal(err)
-	}
+	r, lock, clk, gate := leadingTracker(t)
 	// The renewal lands, then the process is paused for the whole renew
 	// deadline before it reads the answer.
 	lock.during = func(resourcelock.LeaderElectionRecord) { clk.SetTime(clk.Now().Add(renewDeadline)) }
@@ -96,13 +105,7 @@ func TestWriteGateCountsFromWhenTheRenewalWasSent(t *testing.T) {
 // another replica may take it at once. No write may pass from the moment
 // the release is sent.
 func TestWriteGateClosesBeforeTheLeaseIsReleased(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	lock := &fakeLock{id: "me"}
-	r := newRenewTracker(lock, clk)
-	gate := r.gate(renewDeadline)
-	if err := r.Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"}); err != nil {
-		t.Fatal(err)
-	}
+	r, lock, _, gate := leadingTracker(t)
 	var whileReleasing error
 	lock.during = func(resourcelock.LeaderElectionRecord) { whileReleasing = gate() }
 	if err := r.Update(context.Background(), resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -159,29 +159,15 @@ func TestHandEditsOfChildren(t *testing.T) {
 	// The toolhive=true label removed by hand: the ConfigMap leaves the
 	// filtered cache, the create that follows finds it (AlreadyExists),
 	// and hivekeeper takes it back, labels restored, with one patch.
-	beforeUnlabel, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, cmName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, workload.LabelToolhive)
-	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Patch(ctx, cmName, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 30*time.Second, slowly(100*time.Millisecond, func() (bool, error) {
-		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, cmName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return cm.Labels[workload.LabelToolhive] == "true", fmt.Errorf("labels %v", cm.Labels)
-	}), "the ConfigMap's toolhive=true label to be restored")
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, cmName)
 	m3 := settle(t, hk, 2*time.Second)
 	relabel := map[string]string{"resource": "configmaps", "verb": "patch"}
 	relabelPatches := m3.sum(writesTotal, relabel) - m2.sum(writesTotal, relabel)
 	if relabelPatches != 1 {
 		t.Errorf("the label was restored with %g ConfigMap patches, want 1: %s", relabelPatches, m3.series(writesTotal, all))
 	}
-	if cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, cmName, metav1.GetOptions{}); err != nil || cm.UID != beforeUnlabel.UID {
-		t.Errorf("the ConfigMap was replaced instead of taken back: %v", err)
+	if after != before {
+		t.Errorf("the ConfigMap was replaced instead of taken back: UID %s -> %s", before, after)
 	}
 	if s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		t.Fatal(err)

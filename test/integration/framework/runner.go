@@ -2,11 +2,15 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -50,4 +54,32 @@ func (e *Env) CreateRunnerObjects(t testing.TB, ns, n string, labels map[string]
 		out["Service/"+name] = svc
 	}
 	return out
+}
+
+// UnlabelChild removes the toolhive=true label from a child of hivekeeper,
+// as a hand edit would, and waits until the label is back. It returns the
+// child's UID before and after: taking the child back must keep the same
+// object.
+func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, ns, name string) (before, after types.UID) {
+	t.Helper()
+	ctx := context.Background()
+	client := e.Dynamic.Resource(resource).Namespace(ns)
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = obj.GetUID()
+	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, workload.LabelToolhive)
+	if _, err := client.Patch(ctx, name, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 30*time.Second, func() (bool, error) {
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		after = obj.GetUID()
+		return obj.GetLabels()[workload.LabelToolhive] == "true", fmt.Errorf("labels %v", obj.GetLabels())
+	}, "the %s label of %s %s/%s to be restored", workload.LabelToolhive, resource.Resource, ns, name)
+	return before, after
 }

@@ -122,6 +122,20 @@ func snapshot(t *testing.T, env *framework.Env, ns, name string) childRVs {
 	return out
 }
 
+// convergedServer starts the controllers on a namespace of its own,
+// creates MCPServer name there and waits until it converged.
+func convergedServer(t *testing.T, name string) (*framework.Env, string) {
+	t.Helper()
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(context.Background(), newServerObj(ns, name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, env, ns, name)
+	return env, ns
+}
+
 func waitConverged(t *testing.T, env *framework.Env, ns, name string) *thv1.MCPServer {
 	t.Helper()
 	var s *thv1.MCPServer
@@ -356,14 +370,8 @@ func TestConflictOnFinalizerPatchIsRetried(t *testing.T) {
 // TestDeletionRunsFinalizer: the runner-created StatefulSet and Services
 // are removed, then the finalizer, and the MCPServer is gone.
 func TestDeletionRunsFinalizer(t *testing.T) {
-	env := framework.Get(t)
-	ns := env.Namespace(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, "fetch"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitConverged(t, env, ns, "fetch")
 	env.CreateRunnerObjects(t, ns, "fetch", framework.RunnerLabels("fetch"))
 	if err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Delete(ctx, "fetch", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -2,19 +2,15 @@ package mcpserver_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -24,36 +20,11 @@ import (
 // names the server's UID): it is read live and taken back, labels restored,
 // the same object; the server does not fail.
 func TestChildWithoutLabelIsTakenBack(t *testing.T) {
-	env := framework.Get(t)
-	ns := env.Namespace(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, "fetch"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitConverged(t, env, ns, "fetch")
-	name := mcpserver.ServiceName("fetch")
-	before, err := env.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, workload.LabelToolhive)
-	if _, err := env.Kube.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
-		svc, err := env.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return svc.Labels[workload.LabelToolhive] == "true", fmt.Errorf("labels %v", svc.Labels)
-	}, "the toolhive=true label to be restored")
-	after, err := env.Kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.UID != before.UID {
-		t.Errorf("the Service was replaced instead of taken back: UID %s -> %s", before.UID, after.UID)
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, mcpserver.ServiceName("fetch"))
+	if after != before {
+		t.Errorf("the Service was replaced instead of taken back: UID %s -> %s", before, after)
 	}
 	s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	if err != nil {
@@ -68,15 +39,9 @@ func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 // accepts gets every child, and the names the proxy runner will use for
 // its Services are accepted by the API server too.
 func TestLongestNameConverges(t *testing.T) {
-	env := framework.Get(t)
-	ns := env.Namespace(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
-	ctx := context.Background()
 	name := strings.Repeat("n", thv1.MaxMCPServerNameLength)
-	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, name), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitConverged(t, env, ns, name)
+	env, ns := convergedServer(t, name)
+	ctx := context.Background()
 	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, mcpserver.ServiceName(name), metav1.GetOptions{}); err != nil {
 		t.Errorf("proxy Service: %v", err)
 	}
