@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries conformance generate verify lint run bench bench-sweep test-binaries helm sync-chart image dashboard-png clean
+.PHONY: help build test test-unit toolhive-binaries conformance generate verify lint run bench bench-sweep reliability test-binaries helm sync-chart image dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ bench: test-binaries ## Benchmark N=300 MCPServers against a real API server; wr
 
 bench-sweep: test-binaries ## Benchmark N=100,300,1000,3000; writes docs/performance.md and docs/performance.png.
 	go run ./test/bench -n 100,300,1000,3000 -out docs/performance.md -plot docs/performance.png
+
+reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
+	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/
 
 helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 	@hack/helm.sh >/dev/null

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
@@ -158,9 +159,14 @@ func run() error {
 
 	var runErr error
 	if !o.leaderElect {
-		runErr = runControllers(ctx)
+		runErr = runUntilStopped(ctx, o.shutdownGrace, runControllers)
 	} else {
-		runErr = runWithLeaderElection(ctx, o, cfg, electionHealth, runControllers)
+		var lock resourcelock.Interface
+		lock, err = newLeaseLock(o, cfg)
+		if err != nil {
+			return err
+		}
+		runErr = runWithLeaderElection(ctx, o, lock, electionHealth, runControllers)
 	}
 	shutdownServers(logger, servers, o.shutdownGrace)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
@@ -199,28 +205,61 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
-// runWithLeaderElection runs the controllers only while this process holds
-// the Lease. Losing the lease ends the process: a controller that keeps
-// writing after another replica took over would fight it.
-func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
-	logger := klog.FromContext(ctx)
+// runUntilStopped runs the controllers until ctx is done, then waits for
+// them to stop, at most grace.
+func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context) error) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- run(ctx) }()
+	select {
+	case err := <-stopped:
+		return err
+	case <-ctx.Done():
+		return waitStopped(stopped, grace)
+	}
+}
+
+// waitStopped waits for the controllers' result, at most grace: a sync
+// stuck in a request must not keep the process from exiting before the
+// kubelet's own deadline.
+func waitStopped(stopped <-chan error, grace time.Duration) error {
+	select {
+	case err := <-stopped:
+		return err
+	case <-time.After(grace):
+		return fmt.Errorf("controllers did not stop within the shutdown grace period of %s", grace)
+	}
+}
+
+// newLeaseLock is the leader-election Lease of this process, with an
+// identity unique per process.
+func newLeaseLock(o options, cfg *rest.Config) (resourcelock.Interface, error) {
 	ns := o.leaderElectNamespace
 	if ns == "" {
 		ns = podNamespace()
 	}
 	id, err := os.Hostname()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id += "_" + string(uuid.NewUUID())
-	lock, err := resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, ns, o.leaderElectID,
+	return resourcelock.NewFromKubeconfig(resourcelock.LeasesResourceLock, ns, o.leaderElectID,
 		resourcelock.ResourceLockConfig{Identity: id}, cfg, o.renewDeadline)
-	if err != nil {
-		return err
-	}
-	tracker := &renewTracker{Interface: lock}
-	var runErr error
-	lost := make(chan struct{})
+}
+
+// runWithLeaderElection runs the controllers only while this process holds
+// the Lease. Losing the lease ends the process: a controller that keeps
+// writing after another replica took over would fight it.
+//
+// client-go starts the controllers in a goroutine of their own and returns
+// as soon as leading ends, without waiting for them. Their context is
+// cancelled by then; this waits, at most the shutdown grace period, for
+// them to finish their current syncs before the process exits.
+func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	id := lock.Identity()
+	tracker := newRenewTracker(lock, clock.RealClock{})
+	stopped := make(chan error, 1)
+	lost := false
 	leCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leaderelection.RunOrDie(leCtx, leaderelection.LeaderElectionConfig{
@@ -234,13 +273,14 @@ func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, hea
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Started leading", "identity", id)
-				runErr = run(controller.WithWriteGate(ctx, tracker.gate(o.renewDeadline)))
+				stopped <- run(controller.WithWriteGate(ctx, tracker.gate(o.renewDeadline)))
 				cancel()
 			},
+			// Called by RunOrDie itself before it returns.
 			OnStoppedLeading: func() {
 				if ctx.Err() == nil {
 					logger.Info("Leadership lost; exiting so that only the new leader writes")
-					close(lost)
+					lost = true
 				}
 			},
 			OnNewLeader: func(identity string) {
@@ -250,10 +290,12 @@ func runWithLeaderElection(ctx context.Context, o options, cfg *rest.Config, hea
 			},
 		},
 	})
-	select {
-	case <-lost:
-		return errors.New("leader election lost")
-	default:
+	var runErr error
+	if tracker.held() {
+		runErr = waitStopped(stopped, o.shutdownGrace)
+	}
+	if lost {
+		return errors.Join(errors.New("leader election lost"), runErr)
 	}
 	return runErr
 }

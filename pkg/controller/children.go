@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,18 +35,32 @@ type ChildOps[T metav1.Object] struct {
 // ChildClient is the subset of a generated typed client EnsureChild uses;
 // kube.CoreV1().ConfigMaps(ns) and its siblings satisfy it as they are.
 type ChildClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// ChildConflictError reports a child that exists under another controller.
-// hivekeeper adopts nothing that has another controller owner.
+// ChildConflictError reports a child that exists under another controller,
+// or (Owner empty) without the labels and owner reference that would make
+// it hivekeeper's. hivekeeper adopts nothing that has another controller
+// owner.
 type ChildConflictError struct {
 	Resource, Namespace, Name, Owner string
 }
 
+func newConflict(resource string, obj metav1.Object) *ChildConflictError {
+	e := &ChildConflictError{Resource: resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		e.Owner = ref.Kind + "/" + ref.Name
+	}
+	return e
+}
+
 func (e *ChildConflictError) Error() string {
+	if e.Owner == "" {
+		return fmt.Sprintf("%s %s/%s exists and is not hivekeeper's: it has no controller and no toolhive=true label", e.Resource, e.Namespace, e.Name)
+	}
 	return fmt.Sprintf("%s %s/%s exists and is controlled by %s", e.Resource, e.Namespace, e.Name, e.Owner)
 }
 
@@ -61,19 +77,35 @@ func (w *Writer) Drift(ctx context.Context, resource string, obj klog.ObjectRef,
 // the live child already matches. It returns the live (or created) child.
 // An orphan of the same name is adopted; a child controlled by anything
 // else is left alone and reported as a ChildConflictError.
+//
+// The cache holds only children labelled toolhive=true. A child that lost
+// that label (someone edited it) is missing from the cache, so the create
+// fails with AlreadyExists; the child is then read from the API server and
+// taken back, labels restored, when its controller reference is this
+// owner's. Anything else of that name is a conflict.
 func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T], want T, ownerUID types.UID) (T, error) {
 	var zero T
 	ns, name := want.GetNamespace(), want.GetName()
 	have, err := ops.Get(ns, name)
 	if apierrors.IsNotFound(err) {
-		return CreateChild(ctx, w, ops.Resource, ops.Client(ns).Create, want)
-	}
-	if err != nil {
+		created, err := CreateChild(ctx, w, ops.Resource, ops.Client(ns).Create, want)
+		if !apierrors.IsAlreadyExists(err) {
+			return created, err
+		}
+		live, getErr := ops.Client(ns).Get(ctx, name, metav1.GetOptions{})
+		if getErr != nil {
+			return zero, err
+		}
+		if ref := metav1.GetControllerOf(live); ref == nil || ref.UID != ownerUID {
+			return zero, newConflict(ops.Resource, live)
+		}
+		have = live
+	} else if err != nil {
 		return zero, err
 	}
 	ref := metav1.GetControllerOf(have)
 	if ref != nil && ref.UID != ownerUID {
-		return zero, &ChildConflictError{Resource: ops.Resource, Namespace: ns, Name: name, Owner: ref.Kind + "/" + ref.Name}
+		return zero, newConflict(ops.Resource, have)
 	}
 	adopt := ref == nil
 	fields := ops.Diff(want, have)
@@ -135,4 +167,36 @@ func DeleteStaleChild[T metav1.Object](ctx context.Context, w *Writer, ops Child
 	uid := have.GetUID()
 	return DeleteChild(ctx, w, ops.Resource, namespace, name, ops.Client(namespace).Delete,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// GetFunc is the Get method of a generated typed client.
+type GetFunc[T any] func(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+
+// DeleteLabelled deletes an object hivekeeper holds no owner reference to
+// (what the proxy runner creates for a workload), and only when it carries
+// every label of want: a name alone does not say whose an object is. The
+// object is read from the API server, not a cache, and deleted with its UID
+// as a precondition, so an object created under the same name in between
+// is not deleted either. When the object is left alone, why says what it
+// lacks; an absent object is no error.
+func DeleteLabelled[T metav1.Object](ctx context.Context, w *Writer, resource, namespace, name string, get GetFunc[T], del DeleteFunc, want map[string]string) (why string, err error) {
+	obj, err := get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading %s %s/%s: %w", resource, namespace, name, err)
+	}
+	var missing []string
+	for k, v := range want {
+		if have, ok := obj.GetLabels()[k]; !ok || have != v {
+			missing = append(missing, k+"="+v)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "it lacks the label " + strings.Join(missing, ", "), nil
+	}
+	uid := obj.GetUID()
+	return "", DeleteChild(ctx, w, resource, namespace, name, del, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +52,29 @@ func IsResync(oldObj, newObj any) bool {
 	o, ok1 := MetaFromObj(oldObj)
 	n, ok2 := MetaFromObj(newObj)
 	return ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion()
+}
+
+// StatusOnlyUpdate reports whether an update event changed nothing but the
+// object's status: a new resourceVersion with the same generation, labels,
+// annotations, finalizers, owner references and deletion timestamp.
+// Controllers drop these for their primary resource. The status is their
+// own output, so syncing on it again can only repeat work; and when a
+// status field follows something that changes on every attempt (an API
+// error that carries a counter), each failed attempt would write a new
+// status whose event re-queued the key at once, bypassing the backoff.
+// A periodic resync (an unchanged resourceVersion) is not status-only.
+func StatusOnlyUpdate(oldObj, newObj any) bool {
+	o, ok1 := MetaFromObj(oldObj)
+	n, ok2 := MetaFromObj(newObj)
+	if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() &&
+		maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations()) &&
+		slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 // ChildHandler returns event handlers for a child informer that enqueue the

@@ -149,3 +149,44 @@ func TestIsResync(t *testing.T) {
 		t.Fatal("non-objects are not a resync")
 	}
 }
+
+// TestStatusOnlyUpdate: only an update that changed the status alone is
+// status-only. A resync, a spec change (a new generation) and every
+// metadata change a sync acts on (restart annotations, finalizers, the
+// deletion timestamp) are not.
+func TestStatusOnlyUpdate(t *testing.T) {
+	base := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "srv", ResourceVersion: "1", Generation: 1,
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"},
+		Finalizers: []string{"example.com/f"},
+	}}
+	now := metav1.Now()
+	cases := []struct {
+		name   string
+		change func(*thv1.MCPServer)
+		want   bool
+	}{
+		{"resync", func(s *thv1.MCPServer) {}, false},
+		{"status message", func(s *thv1.MCPServer) {
+			s.ResourceVersion = "2"
+			s.Status.Message = "exceeded quota: used=7"
+		}, true},
+		{"spec", func(s *thv1.MCPServer) { s.ResourceVersion, s.Generation = "2", 2 }, false},
+		{"label", func(s *thv1.MCPServer) { s.ResourceVersion, s.Labels = "2", map[string]string{"team": "b"} }, false},
+		{"annotation", func(s *thv1.MCPServer) { s.ResourceVersion, s.Annotations = "2", nil }, false},
+		{"finalizer", func(s *thv1.MCPServer) { s.ResourceVersion, s.Finalizers = "2", nil }, false},
+		{"owner", func(s *thv1.MCPServer) {
+			s.ResourceVersion, s.OwnerReferences = "2", []metav1.OwnerReference{goodRef()}
+		}, false},
+		{"deletion", func(s *thv1.MCPServer) { s.ResourceVersion, s.DeletionTimestamp = "2", &now }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := base.DeepCopy()
+			tc.change(changed)
+			if got := StatusOnlyUpdate(base, changed); got != tc.want {
+				t.Errorf("StatusOnlyUpdate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

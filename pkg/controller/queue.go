@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -132,6 +131,11 @@ func (l *Loop) processNextWorkItem(ctx context.Context) bool {
 // handleErr applies the retry policy: success forgets the key's backoff, a
 // RequeueAfter error schedules the key, any other error is retried with
 // backoff until MaxRetries, then dropped with an error log.
+//
+// A requeue counts only when it is the sync's whole result. A RequeueError
+// joined with another error (a sync that asked to look again in a minute
+// and whose status write then failed) is an error: scheduling it as a
+// requeue would forget the failed write without a log.
 func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 	logger := klog.FromContext(ctx)
 	if err == nil {
@@ -139,8 +143,7 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 		l.Queue.Forget(key)
 		return
 	}
-	var requeue *RequeueError
-	if errors.As(err, &requeue) {
+	if requeue, ok := err.(*RequeueError); ok {
 		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultRequeue).Inc()
 		l.Queue.Forget(key)
 		l.Queue.AddAfter(key, requeue.After)
@@ -157,7 +160,9 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 }
 
 // RequeueError asks the loop to sync the key again after a delay without
-// counting it as a failure (for example while waiting for a rollout).
+// counting it as a failure (for example while waiting for a rollout). It
+// must be the sync's whole result: wrapped or joined with another error it
+// is handled as that error, with backoff.
 type RequeueError struct {
 	After time.Duration
 }

@@ -224,19 +224,30 @@ func TestLoopRequeueAfter(t *testing.T) {
 	}
 }
 
-func TestRequeueAfterWrapped(t *testing.T) {
-	const name = "test-loop-requeue-wrapped"
+// TestRequeueJoinedWithAnErrorIsAnError: a sync that asked for a requeue
+// and then failed its status write returns both. The failed write must be
+// retried with backoff and counted as an error, not forgotten behind the
+// requeue's delay.
+func TestRequeueJoinedWithAnErrorIsAnError(t *testing.T) {
+	const name = "test-loop-requeue-joined"
 	l, spy := newTestLoop(t, name, func(context.Context, string) error {
-		return errors.Join(errors.New("waiting for rollout"), RequeueAfter(0))
+		return errors.Join(RequeueAfter(time.Hour), errors.New("patching status: connection refused"))
 	})
 	reqBefore := reconcileCount(name, metrics.ResultRequeue)
+	errBefore := reconcileCount(name, metrics.ResultError)
 	l.EnqueueKey("ns/a")
 	l.processNextWorkItem(context.Background())
-	if rl, _, after := spy.counts(); rl != 0 || after != 1 {
-		t.Fatalf("AddRateLimited=%d AddAfter=%d, want 0 and 1", rl, after)
+	if rl, forgotten, after := spy.counts(); rl != 1 || forgotten != 0 || after != 0 {
+		t.Fatalf("AddRateLimited=%d Forget=%d AddAfter=%d, want 1, 0 and 0", rl, forgotten, after)
 	}
-	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 1 {
-		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 1", d)
+	if got := l.Queue.NumRequeues("ns/a"); got != 1 {
+		t.Fatalf("NumRequeues = %d, want 1: the failure must count towards the backoff", got)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want 1", d)
+	}
+	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 0 {
+		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 0", d)
 	}
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -238,7 +239,7 @@ func CreateChild[T any](ctx context.Context, w *Writer, resource string, create 
 	w.count(resource, metrics.VerbCreate, err)
 	w.forget(resource, childKey(m.GetNamespace(), m.GetName()))
 	if err != nil {
-		return out, fmt.Errorf("creating %s %s: %w", resource, klog.KObj(m), err)
+		return out, &ChildWriteError{Verb: metrics.VerbCreate, Resource: resource, Object: klog.KObj(m), Err: err}
 	}
 	return out, nil
 }
@@ -261,7 +262,7 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 	_, err = patch(ctx, name, types.MergePatchType, locked, metav1.PatchOptions{FieldManager: FieldManager})
 	w.count(resource, metrics.VerbPatch, err)
 	if err != nil {
-		return fmt.Errorf("patching %s %s: %w", resource, klog.KRef(namespace, name), err)
+		return &ChildWriteError{Verb: metrics.VerbPatch, Resource: resource, Object: klog.KRef(namespace, name), Err: err}
 	}
 	w.mu.Lock()
 	byResource := w.last[key]
@@ -291,9 +292,57 @@ func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name strin
 	w.count(resource, metrics.VerbDelete, err)
 	w.forget(resource, childKey(namespace, name))
 	if err != nil {
-		return fmt.Errorf("deleting %s %s: %w", resource, klog.KRef(namespace, name), err)
+		return &ChildWriteError{Verb: metrics.VerbDelete, Resource: resource, Object: klog.KRef(namespace, name), Err: err}
 	}
 	return nil
+}
+
+// ChildWriteError is a failed write to a child. Its Error names the child
+// and carries the API server's message. Summary leaves that message out:
+// the message can change from one attempt to the next (an exceeded quota
+// reports the namespace's current usage), and a condition quoting it would
+// then change, and be written again, with every retry.
+type ChildWriteError struct {
+	// Verb is the verb of hivekeeper_writes_total: create, patch or delete.
+	Verb     string
+	Resource string
+	Object   klog.ObjectRef
+	Err      error
+}
+
+var gerunds = map[string]string{metrics.VerbCreate: "creating", metrics.VerbPatch: "patching", metrics.VerbDelete: "deleting"}
+
+func (e *ChildWriteError) Error() string {
+	return fmt.Sprintf("%s %s %s: %v", gerunds[e.Verb], e.Resource, e.Object, e.Err)
+}
+
+func (e *ChildWriteError) Unwrap() error { return e.Err }
+
+// Summary says which write to which child failed and the reason code of the
+// API server's answer (Forbidden for an exceeded quota, InternalError for
+// an exhausted Service range, Invalid, ...), never its message.
+func (e *ChildWriteError) Summary() string {
+	why := string(apierrors.ReasonForError(e.Err))
+	if why == "" {
+		var status apierrors.APIStatus
+		if errors.As(e.Err, &status) {
+			why = fmt.Sprintf("HTTP %d", status.Status().Code)
+		} else {
+			why = "no answer from the API server"
+		}
+	}
+	return fmt.Sprintf("cannot %s %s %s: %s; the API server's message is in the events", e.Verb, e.Resource, e.Object.Name, why)
+}
+
+// StableMessage is the condition message for err, a failed sync step: the
+// Summary of a failed child write, else a fixed sentence. The error itself
+// belongs in the log and an event.
+func StableMessage(err error) string {
+	var we *ChildWriteError
+	if errors.As(err, &we) {
+		return we.Summary()
+	}
+	return "a write to a child failed; the error is in the events"
 }
 
 func (w *Writer) forget(resource, key string) {

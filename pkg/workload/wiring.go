@@ -35,13 +35,19 @@ func (w Wiring) Synced(extra ...cache.SharedIndexInformer) []cache.InformerSynce
 }
 
 // Register adds the event handlers to loop's queue: every event of the
-// workload kind (resyncs included: a converged sync costs no API call);
-// child events mapped to their owner; and MCPOIDCConfig changes a workload
-// consumes, mapped to exactly the referrers through the reference index.
+// workload kind (resyncs included: a converged sync costs no API call)
+// except a change of its status alone, which is the controller's own
+// output; child events mapped to their owner; and MCPOIDCConfig changes a
+// workload consumes, mapped to exactly the referrers through the reference
+// index.
 func (w Wiring) Register(loop *controller.Loop) error {
 	if _, err := w.Primary.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    loop.Enqueue,
-		UpdateFunc: func(_, obj any) { loop.Enqueue(obj) },
+		AddFunc: loop.Enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !controller.StatusOnlyUpdate(oldObj, newObj) {
+				loop.Enqueue(newObj)
+			}
+		},
 		DeleteFunc: loop.Enqueue,
 	}); err != nil {
 		return err

@@ -83,15 +83,20 @@ func New(name string, client versioned.Interface, f informers.SharedInformerFact
 }
 
 // groupHandler enqueues a group when it appears or changes. Resyncs are
-// kept: for the primary resource they are the periodic re-check. A deleted
-// group needs no work here: there is no status left to write, and the
-// workload controllers learn of it through MemberHandler.
+// kept: for the primary resource they are the periodic re-check. A change
+// of the status alone is this controller's own write and is dropped. A
+// deleted group needs no work here: there is no status left to write, and
+// the workload controllers learn of it through MemberHandler.
 func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
 	// Closures, not the method value c.Enqueue: New registers the handlers
 	// before it creates c.Loop, and a method value would bind the nil Loop.
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.Enqueue(obj) },
-		UpdateFunc: func(_, newObj any) { c.Enqueue(newObj) },
+		AddFunc: func(obj any) { c.Enqueue(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if !controller.StatusOnlyUpdate(oldObj, newObj) {
+				c.Enqueue(newObj)
+			}
+		},
 	}
 }
 

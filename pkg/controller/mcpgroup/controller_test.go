@@ -82,7 +82,8 @@ func TestWorkloadHandler(t *testing.T) {
 }
 
 // TestGroupHandler: a group is synced when it appears and on every update,
-// resyncs included (they are the primary resource's periodic re-check); its
+// resyncs included (they are the primary resource's periodic re-check),
+// except a write of its status alone (this controller's own output); its
 // deletion needs no sync.
 func TestGroupHandler(t *testing.T) {
 	f := newFixture(t, true)
@@ -95,7 +96,16 @@ func TestGroupHandler(t *testing.T) {
 	}
 	h.OnUpdate(g, g)
 	if got := drain(f.c); !equality.Semantic.DeepEqual(got, []string{ns + "/g1"}) {
-		t.Errorf("update enqueued %v", got)
+		t.Errorf("resync enqueued %v", got)
+	}
+	edited := withRV(group(ns, "g1", 2, thv1.MCPGroupStatus{}), "2")
+	h.OnUpdate(g, edited)
+	if got := drain(f.c); !equality.Semantic.DeepEqual(got, []string{ns + "/g1"}) {
+		t.Errorf("spec update enqueued %v", got)
+	}
+	h.OnUpdate(g, withRV(group(ns, "g1", 1, thv1.MCPGroupStatus{ServerCount: 3}), "2"))
+	if got := drain(f.c); got != nil {
+		t.Errorf("a status-only update enqueued %v", got)
 	}
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/g1", Obj: g})
 	if got := drain(f.c); got != nil {

@@ -112,12 +112,18 @@ func newController(client versioned.Interface, f informers.SharedInformerFactory
 
 // configHandler enqueues a config on add and on every update, resyncs
 // included: the sync is cheap and writes nothing at steady state, and a
-// periodic resync is what heals a key dropped after too many retries.
-// Deletions need no sync: nothing outside the object is left to clean up.
+// periodic resync is what heals a key dropped after too many retries. A
+// change of the status alone is this controller's own write and is
+// dropped. Deletions need no sync: nothing outside the object is left to
+// clean up.
 func (c *Controller) configHandler() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.Enqueue,
-		UpdateFunc: func(_, newObj any) { c.Enqueue(newObj) },
+		AddFunc: c.Enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !controller.StatusOnlyUpdate(oldObj, newObj) {
+				c.Enqueue(newObj)
+			}
+		},
 	}
 }
 

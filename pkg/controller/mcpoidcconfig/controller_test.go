@@ -104,10 +104,18 @@ func TestHandlersRegistered(t *testing.T) {
 
 	h := f.c.configHandler()
 	h.OnAdd(config(testNS, "a"), false)
-	h.OnUpdate(config(testNS, "b"), withRV(config(testNS, "b"), "8"))
+	edited := withRV(config(testNS, "b"), "8")
+	edited.Generation = 2
+	h.OnUpdate(config(testNS, "b"), edited)
+	// A resync is the periodic re-check; a status write is this
+	// controller's own output and is dropped.
+	h.OnUpdate(config(testNS, "c"), config(testNS, "c"))
+	statusWritten := withRV(config(testNS, "d"), "8")
+	statusWritten.Status.ConfigHash = "new"
+	h.OnUpdate(config(testNS, "d"), statusWritten)
 	got := drain(f.c)
 	slices.Sort(got)
-	if want := []string{"team-a/a", "team-a/b"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"team-a/a", "team-a/b", "team-a/c"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("enqueued %q, want %q", got, want)
 	}
 }

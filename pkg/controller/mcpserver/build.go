@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,7 @@ const (
 	ReasonChildConflict      = "ChildConflict"
 	ReasonChildWriteFailed   = "ChildWriteFailed"
 	ReasonTerminating        = "Terminating"
+	ReasonCleanupSkipped     = "CleanupSkipped"
 	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
 )
 
@@ -159,6 +161,12 @@ func replicas(s *thv1.MCPServer) *int32 {
 // these objects.
 func Build(in Inputs) (*Desired, error) {
 	s := in.Server
+	if strings.HasPrefix(s.Spec.Image, "-") {
+		// The CRD refuses it; a server stored before that rule must not
+		// hand the runner an option in place of its image either.
+		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
+			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
+	}
 	n, ns := s.Name, s.Namespace
 	labels := workload.Labels(App, n)
 	owner := workload.OwnerRef(s, gvk)

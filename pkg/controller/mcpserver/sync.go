@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -122,12 +123,17 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 	}
 	if err != nil {
 		// Reported so the user sees why (a quota, an exhausted Service
-		// range, an admission webhook); retried with backoff.
-		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildWriteFailed, err.Error())
-		status.Phase, status.Message = thv1.MCPServerPhaseFailed, err.Error()
-		if workload.ConditionFlippedTo(old, status.Conditions, thv1.ConditionReady, metav1.ConditionFalse) {
-			c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildWriteFailed, err.Error())
-		}
+		// range, an admission webhook); retried with backoff. The
+		// condition names the child and the kind of refusal only: the
+		// API server's message can differ on every attempt (a quota's
+		// current usage), and a condition quoting it would be a new
+		// status write with every retry. The message itself goes to the
+		// log and to an event, which the event recorder aggregates.
+		msg := controller.StableMessage(err)
+		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildWriteFailed, msg)
+		status.Phase, status.Message = thv1.MCPServerPhaseFailed, msg
+		klog.FromContext(ctx).Info("Writing a child failed", "err", err.Error())
+		c.recorder.Event(s, corev1.EventTypeWarning, ReasonChildWriteFailed, err.Error())
 		return err
 	}
 	if err := c.processRestart(ctx, s, dep); err != nil {
@@ -252,35 +258,72 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 }
 
 // finalize cleans up what the proxy runner created (which carries no owner
-// reference to the server) and then releases the finalizer.
+// reference to the server) and then releases the finalizer, in one sync.
 func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	if !slices.Contains(s.Finalizers, Finalizer) {
 		return nil
 	}
-	ns, n := s.Namespace, s.Name
+	ns := s.Namespace
+	client := c.toolhive.ToolhiveV1beta1().MCPServers(ns)
 	status := s.Status.DeepCopy()
 	status.Phase, status.Message = thv1.MCPServerPhaseTerminating, "cleaning up"
 	controller.SetCondition(&status.Conditions, c.clock, s.Generation, thv1.ConditionReady, metav1.ConditionFalse, ReasonTerminating, "MCPServer is being deleted")
-	patched, err := controller.PatchStatus(ctx, c.writer, resource, s, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s.Status, status)
-	if err != nil && !apierrors.IsNotFound(err) {
+	// The finalizer patch below is locked to a resourceVersion, which this
+	// status write changes. The new one is taken from the API server's
+	// answer, so that cleanup and release happen in this same sync instead
+	// of depending on the write's watch event to bring the server back.
+	current := s
+	patchStatus := func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*thv1.MCPServer, error) {
+		out, err := client.Patch(ctx, name, pt, data, opts, sub...)
+		if err == nil {
+			current = out
+		}
+		return out, err
+	}
+	if _, err := controller.PatchStatus(ctx, c.writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if patched {
-		// The finalizer patch below is locked to the resourceVersion it
-		// was computed from, which this status write just changed; the
-		// write's own watch event brings the server back with a fresh one.
-		return nil
-	}
-	if err := controller.DeleteChild(ctx, c.writer, "statefulsets", ns, runnerStatefulSetName(n), c.kube.AppsV1().StatefulSets(ns).Delete, metav1.DeleteOptions{}); err != nil {
+	if err := c.deleteRunnerObjects(ctx, s); err != nil {
 		return err
 	}
-	for _, svc := range runnerServiceNames(n) {
-		if err := controller.DeleteChild(ctx, c.writer, "services", ns, svc, c.kube.CoreV1().Services(ns).Delete, metav1.DeleteOptions{}); err != nil {
+	mod := current.DeepCopy()
+	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == Finalizer })
+	_, err := controller.PatchObject(ctx, c.writer, resource, client.Patch, current, mod)
+	return err
+}
+
+// deleteRunnerObjects deletes the StatefulSet and Services the proxy runner
+// created for s. They are found by name, and a name is not proof: an
+// unrelated StatefulSet "postgres" shares its name with MCPServer
+// "postgres", and MCPServer "foo"'s proxy Service mcp-foo-proxy is the name
+// the runner of MCPServer "foo-proxy" would give its Service. So only an
+// object carrying the labels the runner puts on everything it creates for
+// this server (toolhive=true, toolhive-name=<name>) is deleted; anything
+// else is left alone, with a Warning event naming it.
+func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer) error {
+	ns, n := s.Namespace, s.Name
+	want := map[string]string{workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+	leftAlone := func(kind, name, why string) {
+		c.recorder.Eventf(s, corev1.EventTypeWarning, ReasonCleanupSkipped,
+			"Left %s %s/%s in place: %s, so it is not what the proxy runner created for this MCPServer", kind, ns, name, why)
+	}
+	sts := c.kube.AppsV1().StatefulSets(ns)
+	why, err := controller.DeleteLabelled(ctx, c.writer, "statefulsets", ns, runnerStatefulSetName(n), sts.Get, sts.Delete, want)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		leftAlone("StatefulSet", runnerStatefulSetName(n), why)
+	}
+	svcs := c.kube.CoreV1().Services(ns)
+	for _, name := range runnerServiceNames(n) {
+		why, err := controller.DeleteLabelled(ctx, c.writer, "services", ns, name, svcs.Get, svcs.Delete, want)
+		if err != nil {
 			return err
 		}
+		if why != "" {
+			leftAlone("Service", name, why)
+		}
 	}
-	mod := s.DeepCopy()
-	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == Finalizer })
-	_, err = controller.PatchObject(ctx, c.writer, resource, c.toolhive.ToolhiveV1beta1().MCPServers(ns).Patch, s, mod)
-	return err
+	return nil
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -283,6 +286,7 @@ func TestInvalidInputsNeverPanic(t *testing.T) {
 		"env-with-equals":  func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A=B", Value: "x"}} },
 		"env-with-newline": func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A\nB"}} },
 		"bad-quantity":     func(s *thv1.MCPServer) { s.Spec.Resources.Limits.CPU = "lots" },
+		"image-an-option":  func(s *thv1.MCPServer) { s.Spec.Image = "--k8s-pod-patch={}" },
 		"pts-not-object":   func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`[1,2]`)} },
 		"pts-spec-string":  func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":"x"}`)} },
 		"pts-env-string": func(s *thv1.MCPServer) {
@@ -370,33 +374,94 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 	}
 }
 
+// TestFinalizerCleansRunnerObjectsThenReleases: on deletion the server is
+// marked Terminating, the objects the proxy runner created for it are
+// deleted, each with its UID as a precondition, and the finalizer is
+// released, all in one sync.
 func TestFinalizerCleansRunnerObjectsThenReleases(t *testing.T) {
 	s := newServer("fetch")
 	now := metav1.NewTime(testNow)
 	s.DeletionTimestamp = &now
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "fetch", Namespace: testNS}}
-	f := newFixture(t, s, sts)
+	f := newFixture(t, append([]runtime.Object{s}, runnerObjects("fetch", runnerLabels("fetch"))...)...)
 	acts, err := f.sync("fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// First Terminating, then — back from that write's watch event, with a
-	// fresh resourceVersion for the locked patch — cleanup and release.
-	assertActions(t, acts, "patch mcpservers/status")
-	f.refresh()
-	acts, err = f.sync("fetch")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Kube actions are listed before toolhive ones.
-	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers")
-	rel := patchBody(t, acts[3])
+	assertActions(t, acts, "delete statefulsets", "delete services", "delete services", "patch mcpservers/status", "patch mcpservers")
+	for _, a := range acts[:3] {
+		d := a.(core.DeleteActionImpl)
+		if p := d.DeleteOptions.Preconditions; p == nil || p.UID == nil || *p.UID != k8stypes.UID("uid-"+d.Name) {
+			t.Errorf("delete of %s %s without its UID as precondition: %+v", d.Resource.Resource, d.Name, d.DeleteOptions)
+		}
+	}
+	rel := patchBody(t, acts[4])
 	md := rel["metadata"].(map[string]any)
 	if md["resourceVersion"] == nil || rel["spec"] != nil {
 		t.Errorf("finalizer removal %v", rel)
 	}
 	if fin, ok := md["finalizers"]; !ok || fin != nil {
 		t.Errorf("finalizers not removed: %v", md)
+	}
+	if ev := f.Events(); len(ev) != 0 {
+		t.Errorf("events %q, want none", ev)
+	}
+}
+
+// TestFinalizerLeavesObjectsItDoesNotOwnAlone: the runner's objects are
+// found by name, and a name is not proof. An unrelated StatefulSet of the
+// server's name, and the proxy Service of server "foo" (mcp-foo-proxy, the
+// name the runner of server "foo-proxy" would use), are left in place with
+// a Warning event each; the finalizer is still released.
+func TestFinalizerLeavesObjectsItDoesNotOwnAlone(t *testing.T) {
+	cases := map[string]struct {
+		server string
+		labels map[string]string
+	}{
+		"unrelated objects of the same names":            {"postgres", map[string]string{"app": "postgres"}},
+		"another server's children":                      {"foo-proxy", runnerLabels("foo")},
+		"labelled for this server but not toolhive=true": {"fetch", map[string]string{workload.LabelToolhiveName: "fetch"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(tc.server)
+			now := metav1.NewTime(testNow)
+			s.DeletionTimestamp = &now
+			f := newFixture(t, append([]runtime.Object{s}, runnerObjects(tc.server, tc.labels)...)...)
+			acts, err := f.sync(tc.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertActions(t, acts, "patch mcpservers/status", "patch mcpservers")
+			ev := f.Events()
+			if len(ev) != 3 {
+				t.Fatalf("events %q, want one per object left alone", ev)
+			}
+			for i, obj := range append([]string{"StatefulSet " + testNS + "/" + tc.server}, "Service "+testNS+"/mcp-"+tc.server+"-headless", "Service "+testNS+"/mcp-"+tc.server) {
+				if !strings.HasPrefix(ev[i], "Warning "+ReasonCleanupSkipped+" Left "+obj+" in place: it lacks the label ") {
+					t.Errorf("event %q does not name %s and why", ev[i], obj)
+				}
+			}
+		})
+	}
+}
+
+// runnerLabels are labels the proxy runner puts on what it creates for
+// server n (its own set has more keys).
+func runnerLabels(n string) map[string]string {
+	return map[string]string{"app": n, workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+}
+
+// runnerObjects are a StatefulSet and Services under the names the proxy
+// runner uses for server n, carrying labels; each UID is "uid-<name>".
+func runnerObjects(n string, labels map[string]string) []runtime.Object {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Labels: labels}
+	}
+	return []runtime.Object{
+		&appsv1.StatefulSet{ObjectMeta: meta(n)},
+		&corev1.Service{ObjectMeta: meta("mcp-" + n + "-headless")},
+		&corev1.Service{ObjectMeta: meta("mcp-" + n)},
 	}
 }
 
@@ -476,4 +541,108 @@ func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
 		}
 	}
 	t.Fatalf("no %s env", EnvGeneration)
+}
+
+// TestChildWriteFailureConditionIsStable: a Service create refused with a
+// message that changes on every attempt (an exceeded quota reports the
+// namespace's current usage) is reported once. The condition names the
+// child and the kind of refusal; the retries write no status, while each
+// attempt's own message still reaches an event.
+func TestChildWriteFailureConditionIsStable(t *testing.T) {
+	f := newFixture(t, newServer("fetch"))
+	attempt := 0
+	f.kube.PrependReactor("create", "services", func(core.Action) (bool, runtime.Object, error) {
+		attempt++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "mcp-fetch-proxy",
+			fmt.Errorf("exceeded quota: q, requested: services=1, used: services=%d, limited: services=1", attempt))
+	})
+	for i := range 3 {
+		acts, err := f.sync("fetch")
+		if err == nil {
+			t.Fatalf("attempt %d: a refused create must be retried", i)
+		}
+		if i == 0 {
+			assertActions(t, acts[len(acts)-2:], "create services", "patch mcpservers/status")
+		} else {
+			// The children before the Service exist now; only the
+			// Service is tried again, and the status is already right.
+			assertActions(t, acts, "create services")
+		}
+		f.refresh()
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
+	want := "cannot create services mcp-fetch-proxy: Forbidden; the API server's message is in the events"
+	if cond == nil || cond.Reason != ReasonChildWriteFailed || cond.Message != want || got.Status.Message != want {
+		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, ReasonChildWriteFailed, want)
+	}
+	events := f.Events()
+	if len(events) != 3 || !strings.Contains(events[2], "used: services=3") {
+		t.Errorf("events %q, want one per attempt carrying the API server's message", events)
+	}
+}
+
+// TestChildWithoutLabelIsReadLiveAndAdopted: a child whose toolhive=true
+// label was removed is invisible to the filtered cache, so the create
+// fails with AlreadyExists. The child is then read from the API server:
+// when its controller reference is this server's it is taken back with its
+// labels restored; anything else is a conflict, left untouched.
+func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
+	s := newServer("fetch")
+	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: RunnerName("fetch"), Namespace: testNS,
+			UID: "sa-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
+	}
+	ours := workload.OwnerRef(s, gvk)
+	cases := []struct {
+		name  string
+		child *corev1.ServiceAccount
+		adopt bool
+	}{
+		{"ours", sa(ours), true},
+		{"no controller", sa(), false},
+		{"another owner", sa(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptrTrue()}), false},
+		{"a previous server of the same name", sa(workload.OwnerRef(newServer("fetch", func(s *thv1.MCPServer) { s.UID = "old-uid" }), gvk)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, s)
+			// In the API server, not in the cache.
+			if err := f.kube.Tracker().Add(tc.child); err != nil {
+				t.Fatal(err)
+			}
+			acts, err := f.sync("fetch")
+			if !tc.adopt {
+				var requeue *controller.RequeueError
+				if !errorsAs(err, &requeue) {
+					t.Fatalf("err = %v, want a requeue after a ChildConflict", err)
+				}
+				assertActions(t, acts, "create serviceaccounts", "patch mcpservers/status")
+				got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+					t.Fatalf("Ready = %+v, want reason %s", cond, ReasonChildConflict)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The failed create, the re-labelling patch, then the rest.
+			if v := workloadtest.Verbs(acts); len(v) < 2 || v[0] != "create serviceaccounts" || v[1] != "patch serviceaccounts" {
+				t.Fatalf("actions %v, want the create then the adopting patch", v)
+			}
+			body := patchBody(t, acts[1])
+			md := body["metadata"].(map[string]any)
+			labels := md["labels"].(map[string]any)
+			if labels[workload.LabelToolhive] != "true" || labels[workload.LabelToolhiveName] != "fetch" {
+				t.Errorf("patch does not restore the labels: %v", body)
+			}
+			if md["resourceVersion"] != "5" {
+				t.Errorf("patch is not locked to the live resourceVersion: %v", body)
+			}
+			if _, refs := md["ownerReferences"]; refs {
+				t.Errorf("patch rewrites the owner references of a child already ours: %v", body)
+			}
+		})
+	}
 }

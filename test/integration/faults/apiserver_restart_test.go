@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,10 +62,12 @@ func TestAPIServerCrashMidConvergence(t *testing.T) {
 		last = c
 		return c.countConverged(names) == n, nil
 	}), "all %d MCPServers to converge after the restart", n)
-	t.Logf("all %d converged %v after the API server was back", n, time.Since(back).Round(time.Millisecond))
+	convergedAfter := time.Since(back).Round(time.Millisecond)
+	t.Logf("all %d converged %v after the API server was back", n, convergedAfter)
 
-	if d := last.duplicates(); len(d) > 0 {
-		t.Errorf("children after the restart are not one per server:\n%s", strings.Join(d, "\n"))
+	dups := last.duplicates()
+	if len(dups) > 0 {
+		t.Errorf("children after the restart are not one per server:\n%s", strings.Join(dups, "\n"))
 	}
 	if hk.exited() {
 		t.Fatalf("hivekeeper exited: %v", hk.err)
@@ -72,4 +75,8 @@ func TestAPIServerCrashMidConvergence(t *testing.T) {
 	m := hk.mustScrape(t)
 	t.Logf("writes: %s", m.series(writesTotal, all))
 	t.Logf("churn writes: %g", m.sum(churnTotal, all))
+	recordFault(t,
+		fmt.Sprintf("no crash; %d of %d MCPServers had converged at the kill, all %d %v after the API server was back; %d duplicate children", atKill, n, n, convergedAfter, len(dups)),
+		fmt.Sprintf("%g in all for %d servers, %g of them failed by the outage and retried; churn %g",
+			m.sum(writesTotal, all), n, m.sum(writesTotal, map[string]string{"outcome": "error"}), m.sum(churnTotal, all)))
 }

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -39,10 +41,11 @@ func settle(t *testing.T, hk *hivekeeper, quiet time.Duration) samples {
 
 // TestHandEditsOfChildren edits the proxy Deployment by hand (runner image,
 // the runconfig-checksum template annotation, the replica count with
-// spec.replicas unset), then deletes the Service and the ConfigMap.
-// hivekeeper repairs the template with exactly one patch, leaves the
-// replica count alone (hands off), recreates what was deleted, and then
-// writes nothing more.
+// spec.replicas unset), then deletes the Service and the ConfigMap, then
+// removes the ConfigMap's toolhive=true label. hivekeeper repairs the
+// template with exactly one patch, leaves the replica count alone (hands
+// off), recreates what was deleted, takes the unlabelled ConfigMap back
+// with one patch, and then writes nothing more.
 func TestHandEditsOfChildren(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
@@ -152,11 +155,35 @@ func TestHandEditsOfChildren(t *testing.T) {
 	if churn := m2.sum(churnTotal, all); churn != 0 {
 		t.Errorf("churn writes: %s, want none", m2.series(churnTotal, all))
 	}
+
+	// The toolhive=true label removed by hand: the ConfigMap leaves the
+	// filtered cache, the create that follows finds it (AlreadyExists),
+	// and hivekeeper takes it back, labels restored, with one patch.
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, cmName)
+	m3 := settle(t, hk, 2*time.Second)
+	relabel := map[string]string{"resource": "configmaps", "verb": "patch"}
+	relabelPatches := m3.sum(writesTotal, relabel) - m2.sum(writesTotal, relabel)
+	if relabelPatches != 1 {
+		t.Errorf("the label was restored with %g ConfigMap patches, want 1: %s", relabelPatches, m3.series(writesTotal, all))
+	}
+	if after != before {
+		t.Errorf("the ConfigMap was replaced instead of taken back: UID %s -> %s", before, after)
+	}
+	if s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if s.Status.Phase == thv1.MCPServerPhaseFailed {
+		t.Errorf("the server failed over its unlabelled ConfigMap: %+v", s.Status)
+	}
+
 	// And then it holds still: nothing more within a further quiet period.
 	time.Sleep(2 * time.Second)
-	if m3 := hk.mustScrape(t); m3.sum(writesTotal, all) != m2.sum(writesTotal, all) {
-		t.Errorf("writes after converging: %s", m3.series(writesTotal, all))
+	if m4 := hk.mustScrape(t); m4.sum(writesTotal, all) != m3.sum(writesTotal, all) {
+		t.Errorf("writes after converging: %s", m4.series(writesTotal, all))
 	}
+	recordFault(t,
+		fmt.Sprintf("template repaired, hand-set replicas (5) kept, deleted children recreated, the unlabelled ConfigMap taken back (same UID); churn %g", m3.sum(churnTotal, all)),
+		fmt.Sprintf("repair: %g Deployment patch; deletions: %g creates; label removal: %g ConfigMap patch (after a create refused with AlreadyExists)",
+			patches, creates, relabelPatches))
 }
 
 func apiEqualMaps(a, b map[string]string) bool {

@@ -90,8 +90,9 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if l := leading(a, b); len(l) != 1 || l[0] != leader {
 		t.Fatalf("leadership changed or is shared while converging: %d leaders", len(l))
 	}
-	if w := writes(t, standby); w != 0 {
-		t.Errorf("standby %s wrote %g times: %s", standby.name, w, standby.mustScrape(t).series(writesTotal, all))
+	standbyWrites := writes(t, standby)
+	if standbyWrites != 0 {
+		t.Errorf("standby %s wrote %g times: %s", standby.name, standbyWrites, standby.mustScrape(t).series(writesTotal, all))
 	}
 	if w := writes(t, leader); w == 0 {
 		t.Errorf("leader %s converged the servers without a counted write", leader.name)
@@ -169,9 +170,10 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if leader.err == nil {
 		t.Errorf("%s exited with status 0 after losing the lease; want a failure exit so the pod restarts", leader.name)
 	}
-	if w := writeLines(leader.out.String()[mark:]); len(w) > 0 {
+	thawedWrites := writeLines(leader.out.String()[mark:])
+	if len(thawedWrites) > 0 {
 		t.Errorf("%s wrote %d times after it was thawed, holding no lease (writes_total was %g before the freeze); first writes:\n%s",
-			leader.name, len(w), beforeFreeze, strings.Join(w[:min(len(w), 8)], "\n"))
+			leader.name, len(thawedWrites), beforeFreeze, strings.Join(thawedWrites[:min(len(thawedWrites), 8)], "\n"))
 	}
 	waitConverged(t, env, ns, pending)
 	lease, err := env.Kube.CoordinationV1().Leases(ns).Get(context.Background(), leaseName, metav1.GetOptions{})
@@ -182,6 +184,9 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if len(leading(c)) != 1 {
 		t.Errorf("%s does not lead at the end", c.name)
 	}
+	recordFault(t,
+		fmt.Sprintf("the standby took over %v after the leader was killed and converged new servers; the thawed ex-leader exited (%v) and a third replica leads", took.Round(100*time.Millisecond), leader.err),
+		fmt.Sprintf("standby before taking over: %g; thawed ex-leader: %d", standbyWrites, len(thawedWrites)))
 }
 
 // writeLines returns the log lines of writes in out, shortened.

@@ -226,4 +226,8 @@ func TestRacingWriterOnMetadata(t *testing.T) {
 	// that record in this race is timing, so it is reported here and
 	// asserted deterministically by TestRestartRecordFailureIsNotReapplied.
 	t.Logf("churn writes: %s", m.series(churnTotal, all))
+	recordFault(t,
+		fmt.Sprintf("all %d servers converged and recorded the restart; no finalizer, label or annotation of either writer lost", len(names)),
+		fmt.Sprintf("other writer: %d writes, %d conflicts; hivekeeper: %g writes, %g conflicts (retried from a fresh read), churn %g",
+			other.writes, other.conflicts, m.sum(writesTotal, all), m.sum(writesTotal, map[string]string{"outcome": "conflict"}), m.sum(churnTotal, all)))
 }

@@ -141,4 +141,8 @@ func TestRestartRecordFailureIsNotReapplied(t *testing.T) {
 	if churn := m.sum(churnTotal, all); churn > 1 {
 		t.Errorf("churn writes %g (%s), want 0 (1 at most if a retry beat the watch)", churn, m.series(churnTotal, all))
 	}
+	recordFault(t,
+		"the restart was carried out once and recorded once the policy was lifted",
+		fmt.Sprintf("%g refused records (retried with backoff); %g Deployment patch; churn %g",
+			recordErrors(m)-recordErrors(base), depPatches(m)-depPatches(base), m.sum(churnTotal, all)))
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,44 +33,65 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 		name     string
 		resource string
 		spec     map[string]any
+		// objName, when set, is the object's name.
+		objName string
 		// every phrase must appear in the error message
 		want []string
+		// what the ToolHive operator's CRDs do with the same input
+		peer string
 	}{
-		{"empty image", "mcpservers", map[string]any{"image": ""},
-			[]string{"spec.image", "at least 1 chars long"}},
-		{"transport tcp", "", map[string]any{"transport": "tcp"},
-			[]string{"spec.transport", `Unsupported value: "tcp"`, `"stdio"`, `"streamable-http"`, `"sse"`}},
-		{"proxyPort 70000", "", map[string]any{"proxyPort": int64(70000)},
-			[]string{"spec.proxyPort", "less than or equal to 65535"}},
-		{"sessionAffinity Sticky", "", map[string]any{"sessionAffinity": "Sticky"},
-			[]string{"spec.sessionAffinity", `Unsupported value: "Sticky"`, `"ClientIP"`, `"None"`}},
-		{"resources cpu lots", "", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "lots"}}},
-			[]string{"spec.resources.limits.cpu", "cpu must be a Kubernetes quantity"}},
+		{"empty image", "mcpservers", map[string]any{"image": ""}, "",
+			[]string{"spec.image", "at least 1 chars long"}, "accepted (no length rule)"},
+		{"image starting with '-'", "mcpservers", map[string]any{"image": "--k8s-pod-patch={}"}, "",
+			[]string{"spec.image", "may not start with '-'", "argument of the proxy runner"}, "accepted (no rule): the runner reads it as an option"},
+		{"transport tcp", "", map[string]any{"transport": "tcp"}, "",
+			[]string{"spec.transport", `Unsupported value: "tcp"`, `"stdio"`, `"streamable-http"`, `"sse"`}, "rejected (enum)"},
+		{"proxyPort 70000", "", map[string]any{"proxyPort": int64(70000)}, "",
+			[]string{"spec.proxyPort", "less than or equal to 65535"}, "rejected (maximum)"},
+		{"sessionAffinity Sticky", "", map[string]any{"sessionAffinity": "Sticky"}, "",
+			[]string{"spec.sessionAffinity", `Unsupported value: "Sticky"`, `"ClientIP"`, `"None"`}, "rejected (enum)"},
+		{"resources cpu lots", "", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "lots"}}}, "",
+			[]string{"spec.resources.limits.cpu", "cpu must be a Kubernetes quantity"}, "accepted (any string)"},
+		{"MCPServer name of 51 characters", "", nil, strings.Repeat("s", thv1.MaxMCPServerNameLength+1),
+			[]string{"metadata.name", "MCPServer name may have at most 50 characters", "mcp-<name>-headless"}, "accepted (no limit): the proxy Service mcp-<name>-proxy is then refused, after other children were made"},
+		{"MCPRemoteProxy name of 47 characters", "mcpremoteproxies", map[string]any{"remoteUrl": "https://mcp.example.com/mcp"}, strings.Repeat("r", thv1.MaxMCPRemoteProxyNameLength+1),
+			[]string{"metadata.name", "MCPRemoteProxy name may have at most 46 characters", "mcp-<name>-remote-proxy"}, "accepted (no limit)"},
+		{"VirtualMCPServer name of 59 characters", "virtualmcpservers", map[string]any{"groupRef": map[string]any{"name": "team"}, "incomingAuth": map[string]any{"type": "anonymous"}}, strings.Repeat("v", thv1.MaxVirtualMCPServerNameLength+1),
+			[]string{"metadata.name", "VirtualMCPServer name may have at most 58 characters", "vmcp-<name>"}, "accepted (no limit)"},
 		{"MCPOIDCConfig with both blocks", "mcpoidcconfigs", map[string]any{
 			"type":                     "inline",
 			"inline":                   map[string]any{"issuer": "https://idp.example.com", "clientId": "hive"},
 			"kubernetesServiceAccount": map[string]any{"issuer": "https://kubernetes.default.svc"},
-		}, []string{"the block named by type must be set and the other block must be absent"}},
+		}, "", []string{"the block named by type must be set and the other block must be absent"}, "rejected (CEL)"},
 		{"VirtualMCPServer type oidc without a reference", "virtualmcpservers", map[string]any{
 			"incomingAuth": map[string]any{"type": "oidc"},
 			"groupRef":     map[string]any{"name": "team"},
-		}, []string{"spec.incomingAuth", "type oidc requires oidcConfigRef"}},
+		}, "", []string{"spec.incomingAuth", "type oidc requires oidcConfigRef"}, "rejected (CEL)"},
 	}
-	kinds := map[string]string{"mcpservers": thv1.KindMCPServer, "mcpoidcconfigs": thv1.KindMCPOIDCConfig, "virtualmcpservers": thv1.KindVirtualMCPServer}
+	kinds := map[string]string{"mcpservers": thv1.KindMCPServer, "mcpoidcconfigs": thv1.KindMCPOIDCConfig,
+		"virtualmcpservers": thv1.KindVirtualMCPServer, "mcpremoteproxies": thv1.KindMCPRemoteProxy}
+	create := func(resource, name string, spec map[string]any) error {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": thv1.SchemeGroupVersion.String(),
+			"kind":       kinds[resource],
+			"metadata":   map[string]any{"name": name, "namespace": ns},
+			"spec":       spec,
+		}}
+		_, err := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource)).Namespace(ns).
+			Create(context.Background(), obj, metav1.CreateOptions{})
+		return err
+	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resource, spec := tc.resource, tc.spec
 			if resource == "" || resource == "mcpservers" {
 				resource, spec = server(tc.spec)
 			}
-			obj := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": thv1.SchemeGroupVersion.String(),
-				"kind":       kinds[resource],
-				"metadata":   map[string]any{"name": "invalid-" + string(rune('a'+i)), "namespace": ns},
-				"spec":       spec,
-			}}
-			_, err := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource)).Namespace(ns).
-				Create(context.Background(), obj, metav1.CreateOptions{})
+			name := tc.objName
+			if name == "" {
+				name = "invalid-" + string(rune('a'+i))
+			}
+			err := create(resource, name, spec)
 			if err == nil {
 				t.Fatalf("the API server accepted %s", tc.name)
 			}
@@ -82,6 +104,21 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 					t.Errorf("message does not say %q:\n%v", phrase, err)
 				}
 			}
+			recordInput(t, tc.name, strings.TrimPrefix(err.Error(), fmt.Sprintf("%s.%s %q is invalid: ", kinds[resource], thv1.SchemeGroupVersion.Group, name)), tc.peer)
 		})
+	}
+
+	// The longest names are accepted: the limits refuse nothing they need not.
+	for resource, limit := range map[string]int{"mcpservers": thv1.MaxMCPServerNameLength, "mcpremoteproxies": thv1.MaxMCPRemoteProxyNameLength, "virtualmcpservers": thv1.MaxVirtualMCPServerNameLength} {
+		spec := map[string]any{"image": "ghcr.io/example/fetch:1.0"}
+		switch resource {
+		case "mcpremoteproxies":
+			spec = map[string]any{"remoteUrl": "https://mcp.example.com/mcp"}
+		case "virtualmcpservers":
+			spec = map[string]any{"groupRef": map[string]any{"name": "team"}, "incomingAuth": map[string]any{"type": "anonymous"}}
+		}
+		if err := create(resource, strings.Repeat("x", limit), spec); err != nil {
+			t.Errorf("a %s named with %d characters, the limit, was refused: %v", kinds[resource], limit, err)
+		}
 	}
 }

@@ -65,7 +65,9 @@ func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
 
-// Run is Main without the exit, for a TestMain with its own cleanup.
+// Run is Main without the exit: it returns the tests' exit code, for a
+// TestMain with work left after the tests (the fault suite writes its
+// report, the conformance suite removes its build).
 func Run(m *testing.M) int {
 	mainCalled = true
 	flag.Parse()

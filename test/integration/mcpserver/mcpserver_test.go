@@ -12,7 +12,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,6 +120,20 @@ func snapshot(t *testing.T, env *framework.Env, ns, name string) childRVs {
 	svc, err := env.Kube.CoreV1().Services(ns).Get(ctx, "mcp-"+name+"-proxy", metav1.GetOptions{})
 	get("service", svc, err)
 	return out
+}
+
+// convergedServer starts the controllers on a namespace of its own,
+// creates MCPServer name there and waits until it converged.
+func convergedServer(t *testing.T, name string) (*framework.Env, string) {
+	t.Helper()
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(context.Background(), newServerObj(ns, name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, env, ns, name)
+	return env, ns
 }
 
 func waitConverged(t *testing.T, env *framework.Env, ns, name string) *thv1.MCPServer {
@@ -357,30 +370,9 @@ func TestConflictOnFinalizerPatchIsRetried(t *testing.T) {
 // TestDeletionRunsFinalizer: the runner-created StatefulSet and Services
 // are removed, then the finalizer, and the MCPServer is gone.
 func TestDeletionRunsFinalizer(t *testing.T) {
-	env := framework.Get(t)
-	ns := env.Namespace(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, "fetch"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitConverged(t, env, ns, "fetch")
-	// What the proxy runner would have created.
-	labels := map[string]string{"app": "fetch"}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "fetch", Namespace: ns}, Spec: appsv1.StatefulSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "x"}}}},
-	}}
-	if _, err := env.Kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"mcp-fetch-headless", "mcp-fetch"} {
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns}, Spec: corev1.ServiceSpec{
-			Ports: []corev1.ServicePort{{Port: 8080}}, Selector: labels}}
-		if _, err := env.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env.CreateRunnerObjects(t, ns, "fetch", framework.RunnerLabels("fetch"))
 	if err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Delete(ctx, "fetch", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,11 @@ func buildBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "hivekeeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/controller")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/controller")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/controller: %v\n%s", err, out)
@@ -128,6 +132,9 @@ func (p *proc) terminate(t *testing.T) {
 	}
 	if p.err != nil {
 		t.Errorf("exit after SIGTERM: %v, want status 0", p.err)
+	}
+	if strings.Contains(p.out.String(), "WARNING: DATA RACE") {
+		t.Errorf("the race detector reported a data race")
 	}
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("shutdown after SIGTERM took %v, want a few seconds at most", d)

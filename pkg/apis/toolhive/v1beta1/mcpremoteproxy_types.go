@@ -13,6 +13,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 46",optionalOldSelf=true,message="metadata.name: an MCPRemoteProxy name may have at most 46 characters, so that its Service mcp-<name>-remote-proxy fits in the 63 a Service name allows"
 
 // MCPRemoteProxy puts ToolHive's proxy runner in front of an MCP server that
 // runs outside the cluster.

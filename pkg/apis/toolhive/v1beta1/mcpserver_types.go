@@ -23,6 +23,7 @@ const (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 50",optionalOldSelf=true,message="metadata.name: an MCPServer name may have at most 50 characters, so that the Services named after it, up to mcp-<name>-headless, fit in the 63 a Service name allows"
 
 // MCPServer runs one MCP server behind ToolHive's proxy runner: a proxy
 // Deployment and Service, the RunConfig the runner reads, and the RBAC the
@@ -43,8 +44,10 @@ type MCPServer struct {
 
 // MCPServerSpec is the desired state of an MCPServer.
 type MCPServerSpec struct {
-	// Image of the MCP server.
+	// Image of the MCP server. It is a positional argument of the proxy
+	// runner, so it may not start with '-' (it would be read as an option).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('-')",message="may not start with '-': the image is an argument of the proxy runner, and a leading '-' would make it an option"
 	// +required
 	Image string `json:"image"`
 	// Transport is how the MCP server speaks.

@@ -20,6 +20,7 @@ const (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 58",optionalOldSelf=true,message="metadata.name: a VirtualMCPServer name may have at most 58 characters, so that its Service vmcp-<name> fits in the 63 a Service name allows"
 
 // VirtualMCPServer aggregates the MCP servers of one MCPGroup behind a single
 // endpoint.

@@ -1,0 +1,85 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// RunnerLabels are labels the ToolHive proxy runner puts on the StatefulSet
+// and Services it creates for MCPServer n (among others of its own).
+func RunnerLabels(n string) map[string]string {
+	return map[string]string{"app": n, workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+}
+
+// CreateRunnerObjects creates, in ns, the objects the proxy runner creates
+// for MCPServer n (there is no kubelet to run it): StatefulSet <n> and
+// Services mcp-<n>-headless and mcp-<n>, carrying labels. With other
+// labels they are lookalikes: someone else's objects under those names. It
+// returns them by "Kind/name".
+func (e *Env) CreateRunnerObjects(t testing.TB, ns, n string, labels map[string]string) map[string]metav1.Object {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]metav1.Object{}
+	selector := map[string]string{"app": n}
+	sts, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "x"}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["StatefulSet/"+n] = sts
+	for _, name := range []string{"mcp-" + n + "-headless", "mcp-" + n} {
+		svc, err := e.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}, Selector: selector},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["Service/"+name] = svc
+	}
+	return out
+}
+
+// UnlabelChild removes the toolhive=true label from a child of hivekeeper,
+// as a hand edit would, and waits until the label is back. It returns the
+// child's UID before and after: taking the child back must keep the same
+// object.
+func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, ns, name string) (before, after types.UID) {
+	t.Helper()
+	ctx := context.Background()
+	client := e.Dynamic.Resource(resource).Namespace(ns)
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = obj.GetUID()
+	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, workload.LabelToolhive)
+	if _, err := client.Patch(ctx, name, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(t, 30*time.Second, func() (bool, error) {
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		after = obj.GetUID()
+		return obj.GetLabels()[workload.LabelToolhive] == "true", fmt.Errorf("labels %v", obj.GetLabels())
+	}, "the %s label of %s %s/%s to be restored", workload.LabelToolhive, resource.Resource, ns, name)
+	return before, after
+}
