@@ -37,14 +37,16 @@ for values in "${chart}"/ci/*-values.yaml; do
   grep -q 'readOnlyRootFilesystem: true' "${rendered}" || fail "${name}: restricted securityContext missing"
   case "${name}" in
     default)
-      [[ $(count ClusterRole "${rendered}") == 1 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "default: want a ClusterRole and binding"
+      # The controller's and the two runners'; the controller's binding.
+      [[ $(count ClusterRole "${rendered}") == 3 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "default: want 3 ClusterRoles and a binding"
       [[ $(count Role "${rendered}") == 1 ]] || fail "default: want only the leader-election Role"
       [[ $(count PodDisruptionBudget "${rendered}") == 1 ]] || fail "default: want a PodDisruptionBudget"
       [[ $(count ServiceMonitor "${rendered}") == 0 ]] || fail "default: ServiceMonitor must be off"
       grep -q -- '--namespaces' "${rendered}" && fail "default: must watch all namespaces"
       ;;
     namespaces)
-      [[ $(count ClusterRole "${rendered}") == 0 && $(count ClusterRoleBinding "${rendered}") == 0 ]] || fail "namespaces: no ClusterRole expected"
+      # Only the runner ClusterRoles, which grant nothing until bound.
+      [[ $(count ClusterRole "${rendered}") == 2 && $(count ClusterRoleBinding "${rendered}") == 0 ]] || fail "namespaces: want only the runner ClusterRoles"
       [[ $(count Role "${rendered}") == 3 && $(count RoleBinding "${rendered}") == 3 ]] || fail "namespaces: want Roles in team-a, team-b and the leader-election one"
       grep -q -- '"--namespaces=team-a,team-b"' "${rendered}" || fail "namespaces: --namespaces=team-a,team-b missing"
       ;;

@@ -31,6 +31,7 @@ import (
 	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -44,6 +45,7 @@ type options struct {
 	burst                int
 	runnerImage          string
 	vmcpImage            string
+	runners              rbac.Runners
 	metricsAddr          string
 	healthAddr           string
 	leaderElect          bool
@@ -83,6 +85,8 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to each MCPServer's proxy runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz server; \"0\" disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader on a Lease so that only one replica writes.")
@@ -151,6 +155,7 @@ func run() error {
 		RunnerImage:  o.runnerImage,
 		VMCPImage:    o.vmcpImage,
 		ResyncPeriod: o.resync,
+		Runners:      o.runners,
 	}
 	runControllers := func(ctx context.Context) error {
 		return app.Start(ctx, kube, th, appOpts, readyCh)

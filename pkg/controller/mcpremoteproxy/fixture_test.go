@@ -84,7 +84,7 @@ func newOIDCConfig(name string, inline, valid bool) *thv1.MCPOIDCConfig {
 func childrenOf(d *Desired) []runtime.Object {
 	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
 	if d.RunnerServiceAccount != nil {
-		out = append(out, d.RunnerServiceAccount, d.RunnerRole, d.RunnerRoleBinding)
+		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)
 	}
 	return out
 }

@@ -47,7 +47,7 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
 // RunConfigName is the RunConfig ConfigMap of server n.
 func RunConfigName(n string) string { return n + "-runconfig" }
 
-// RunnerName names the proxy runner's ServiceAccount, Role and RoleBinding.
+// RunnerName names the proxy runner's ServiceAccount and RoleBinding.
 func RunnerName(n string) string { return n + "-proxy-runner" }
 
 // BackendServiceAccountName is the backend pod's ServiceAccount when the
@@ -69,6 +69,9 @@ type Inputs struct {
 	Server      *thv1.MCPServer
 	OIDC        *thv1.MCPOIDCConfig
 	RunnerImage string
+	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
+	// grants (--proxy-runner-cluster-role).
+	RunnerClusterRole string
 }
 
 // Desired are the children of one MCPServer. BackendServiceAccount is nil
@@ -76,7 +79,6 @@ type Inputs struct {
 type Desired struct {
 	RunConfig             *corev1.ConfigMap
 	RunnerServiceAccount  *corev1.ServiceAccount
-	RunnerRole            *rbacv1.Role
 	RunnerRoleBinding     *rbacv1.RoleBinding
 	BackendServiceAccount *corev1.ServiceAccount
 	Deployment            *appsv1.Deployment
@@ -188,8 +190,7 @@ func Build(in Inputs) (*Desired, error) {
 	d := &Desired{
 		RunConfig:            cm,
 		RunnerServiceAccount: workload.ServiceAccount(meta(RunnerName(n), labels, nil)),
-		RunnerRole:           workload.Role(meta(RunnerName(n), labels, nil), workload.ProxyRunnerRules()),
-		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil)),
+		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
 	if !custom {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))

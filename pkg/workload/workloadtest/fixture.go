@@ -110,8 +110,6 @@ func (f *Fixture) Refresh() {
 	replace(kf.Core().V1().ConfigMaps().Informer(), l1, e1)
 	l2, e2 := k.CoreV1().ServiceAccounts("").List(ctx, lo)
 	replace(kf.Core().V1().ServiceAccounts().Informer(), l2, e2)
-	l3, e3 := k.RbacV1().Roles("").List(ctx, lo)
-	replace(kf.Rbac().V1().Roles().Informer(), l3, e3)
 	l4, e4 := k.RbacV1().RoleBindings("").List(ctx, lo)
 	replace(kf.Rbac().V1().RoleBindings().Informer(), l4, e4)
 	l5, e5 := k.AppsV1().Deployments("").List(ctx, lo)

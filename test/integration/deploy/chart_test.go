@@ -46,23 +46,32 @@ func sameRules(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
 	}
 }
 
+// named returns the rendered object of a kind and name, failing when it is
+// missing.
+func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range find(objs, kind) {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+// chartRunners are the runner ClusterRoles of a release named "hivekeeper".
+var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner"}
+
 // The chart grants exactly what pkg/rbac declares: cluster-wide by default.
 func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system")
-	crs := find(objs, "ClusterRole")
-	if len(crs) != 1 {
-		t.Fatalf("want 1 ClusterRole, got %d", len(crs))
-	}
-	sameRules(t, "ClusterRole", decode[rbacv1.ClusterRole](t, crs[0]).Rules, rbac.WorkloadRules())
+	cr := named(t, objs, "ClusterRole", "hivekeeper")
+	sameRules(t, "ClusterRole", decode[rbacv1.ClusterRole](t, cr).Rules, rbac.WorkloadRules(chartRunners))
 
-	crbs := find(objs, "ClusterRoleBinding")
-	if len(crbs) != 1 {
-		t.Fatalf("want 1 ClusterRoleBinding, got %d", len(crbs))
-	}
-	crb := decode[rbacv1.ClusterRoleBinding](t, crbs[0])
+	crb := decode[rbacv1.ClusterRoleBinding](t, named(t, objs, "ClusterRoleBinding", "hivekeeper"))
 	wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: "hivekeeper", Namespace: "hivekeeper-system"}
-	if crb.RoleRef.Name != crs[0].GetName() || len(crb.Subjects) != 1 || crb.Subjects[0] != wantSubject {
-		t.Errorf("ClusterRoleBinding binds %+v to %+v, want %s to %+v", crb.RoleRef, crb.Subjects, crs[0].GetName(), wantSubject)
+	if crb.RoleRef.Name != cr.GetName() || len(crb.Subjects) != 1 || crb.Subjects[0] != wantSubject {
+		t.Errorf("ClusterRoleBinding binds %+v to %+v, want %s to %+v", crb.RoleRef, crb.Subjects, cr.GetName(), wantSubject)
 	}
 
 	roles := find(objs, "Role")
@@ -72,13 +81,53 @@ func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
 	sameRules(t, "leader-election Role", decode[rbacv1.Role](t, roles[0]).Rules, rbac.LeaderElectionRules("hivekeeper-leader"))
 }
 
+// The runner ClusterRoles are pkg/rbac's, under the names the Deployment
+// passes to the controller and the controller may bind; they are rendered
+// in both watch modes, and never bound cluster-wide.
+func TestChartRunnerClusterRoles(t *testing.T) {
+	for mode, args := range map[string][]string{
+		"all-namespaces": {"--set", "fullnameOverride=hk"},
+		"namespace-list": {"--set", "fullnameOverride=hk", "--set", "watchNamespaces={team-a}"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
+			want := map[string][]rbacv1.PolicyRule{}
+			for _, cr := range runners.ClusterRoles() {
+				want[cr.Name] = cr.Rules
+			}
+			for name, rules := range want {
+				sameRules(t, "ClusterRole "+name, decode[rbacv1.ClusterRole](t, named(t, objs, "ClusterRole", name)).Rules, rules)
+			}
+			for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+				for _, o := range find(objs, kind) {
+					if b := decode[rbacv1.RoleBinding](t, o); want[b.RoleRef.Name] != nil {
+						t.Errorf("the chart binds runner ClusterRole %s itself (%s %s)", b.RoleRef.Name, kind, o.GetName())
+					}
+				}
+			}
+			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
+			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
+				if !slices.Contains(args, a) {
+					t.Errorf("args %q lack %q", args, a)
+				}
+			}
+		})
+	}
+}
+
 // With a namespace list the same rules are granted by a Role in each, and
 // nothing cluster-wide.
 func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system",
 		"--set", "watchNamespaces={team-a,team-b}", "--set", "leaderElection.leaseName=custom-lease")
-	if n := len(find(objs, "ClusterRole")) + len(find(objs, "ClusterRoleBinding")); n != 0 {
-		t.Errorf("namespaced install renders %d cluster-scoped RBAC objects", n)
+	for _, o := range append(find(objs, "ClusterRole"), find(objs, "ClusterRoleBinding")...) {
+		// The runner ClusterRoles are only ever bound per namespace.
+		switch o.GetName() {
+		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner:
+		default:
+			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
+		}
 	}
 	byNS := map[string]*rbacv1.Role{}
 	for _, o := range find(objs, "Role") {
@@ -91,7 +140,7 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 			t.Errorf("no Role in %s", ns)
 			continue
 		}
-		sameRules(t, "Role in "+ns, r.Rules, rbac.WorkloadRules())
+		sameRules(t, "Role in "+ns, r.Rules, rbac.WorkloadRules(chartRunners))
 	}
 	if r, ok := byNS["hivekeeper-system"]; !ok {
 		t.Error("no leader-election Role")

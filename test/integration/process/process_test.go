@@ -58,6 +58,7 @@ var documentedFlags = []string{
 	"--kubeconfig", "--namespaces", "--leader-elect", "--leader-elect-namespace",
 	"--metrics-bind-address", "--health-probe-bind-address", "--kube-api-qps",
 	"--kube-api-burst", "--workers", "--runner-image", "--vmcp-image", "--log-format",
+	"--proxy-runner-cluster-role", "--remote-proxy-runner-cluster-role",
 }
 
 func testHelp(t *testing.T, bin string) {
