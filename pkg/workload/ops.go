@@ -85,3 +85,18 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 	informers := []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), rbs.Informer(), deps.Informer(), svcs.Informer()}
 	return c, informers
 }
+
+// NamedServiceAccount returns the cached ServiceAccount a spec's
+// serviceAccount names, for CheckServiceAccount: nil when the spec names
+// none, or when the cache (toolhive=true objects only) has no such account.
+func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
+	name, ok := CustomServiceAccount(spec)
+	if !ok {
+		return nil
+	}
+	sa, err := c.ServiceAccounts.Get(namespace, name)
+	if err != nil {
+		return nil
+	}
+	return sa
+}

@@ -45,6 +45,9 @@ type Inputs struct {
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--remote-proxy-runner-cluster-role).
 	RunnerClusterRole string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
 }
 
 // Desired are the children of one MCPRemoteProxy. The runner RBAC is nil
@@ -116,6 +119,11 @@ func Build(in Inputs) (*Desired, error) {
 		return workload.ObjectMeta(name, ns, l, a, owner)
 	}
 
+	// No hivekeeper-managed account is this proxy's to name: its own is
+	// the runner account, used anyway when the spec names none.
+	if err := workload.CheckServiceAccount(in.ServiceAccount, p.UID, ""); err != nil {
+		return nil, err
+	}
 	resources, err := workload.Resources(p.Spec.Resources)
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec." + err.Error()}

@@ -108,7 +108,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, statu
 		status.OIDCConfigHash = ""
 	}
 
-	desired, err := Build(Inputs{Proxy: p, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole})
+	desired, err := Build(Inputs{Proxy: p, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole,
+		ServiceAccount: c.children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	var invalid *workload.InvalidSpecError
 	if errors.As(err, &invalid) {
 		setCond(thv1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Message)

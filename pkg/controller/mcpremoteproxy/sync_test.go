@@ -409,3 +409,23 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 	}
 	f.c.Queue.Done(key)
 }
+
+// A remote proxy naming a runner account hivekeeper manages (another
+// MCPServer's, which may attach to pods) is refused with a condition and
+// one event; the running Deployment is not touched.
+func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
+	f := newFixture(t, newProxy("remote"), wt.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
+	f.converge("remote")
+	f.Events()
+	live := f.get("remote").DeepCopy()
+	live.Spec.ServiceAccount = ptr.To("fetch-proxy-runner")
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatalf("a refusal is not retried: %v", err)
+	}
+	f.AssertRefusedServiceAccount(t, acts, "mcpremoteproxies", f.get("remote").Status.Conditions)
+}

@@ -72,6 +72,9 @@ type Inputs struct {
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
 	RunnerClusterRole string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
 }
 
 // Desired are the children of one MCPServer. BackendServiceAccount is nil
@@ -171,6 +174,9 @@ func Build(in Inputs) (*Desired, error) {
 	backendSA, custom := workload.CustomServiceAccount(s.Spec.ServiceAccount)
 	if !custom {
 		backendSA = BackendServiceAccountName(n)
+	}
+	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, BackendServiceAccountName(n)); err != nil {
+		return nil, err
 	}
 	podPatch, err := BackendPodPatch(s, backendSA)
 	if err != nil {

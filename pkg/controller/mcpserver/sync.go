@@ -91,7 +91,8 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 		return nil
 	}
 
-	desired, err := Build(Inputs{Server: s, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole})
+	desired, err := Build(Inputs{Server: s, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole,
+		ServiceAccount: c.children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	var invalid *InvalidSpecError
 	if errors.As(err, &invalid) {
 		if invalid.Condition == thv1.ConditionPodTemplateValid {

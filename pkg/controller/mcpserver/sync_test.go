@@ -522,3 +522,53 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 		t.Errorf("the legacy Role was touched: %v", err)
 	}
 }
+
+// A server that names another workload's ServiceAccount (here another
+// server's proxy runner, which holds the runner's permissions) is refused:
+// a condition and one event, and not a single child write, so the running
+// Deployment keeps its account. Its own backend account stays allowed.
+func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
+	f := newFixture(t, newServer("fetch"), workloadtest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
+	f.converge("fetch")
+	f.Events()
+	ctx := context.Background()
+	setSA := func(name string) {
+		s, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.ServiceAccount = &name
+		if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.refresh()
+	}
+
+	setSA("bar-proxy-runner")
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatalf("a refusal is not retried: %v", err)
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	f.AssertRefusedServiceAccount(t, acts, "mcpservers", got.Status.Conditions)
+	if got.Status.Phase != thv1.MCPServerPhaseFailed {
+		t.Errorf("phase %s", got.Status.Phase)
+	}
+	f.refresh()
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts)
+
+	// The account hivekeeper made for this server's own backend, and one
+	// hivekeeper does not manage, are fine.
+	setSA(BackendServiceAccountName("fetch"))
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c.Reason == workload.ReasonServiceAccountNotAllowed {
+		t.Errorf("own backend account refused: %+v", c)
+	}
+	f.refresh()
+	setSA("mine")
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts, "patch deployments")
+}
