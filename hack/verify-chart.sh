@@ -39,6 +39,7 @@ for values in "${chart}"/ci/*-values.yaml; do
     default)
       # The controller's and the two runners'; the controller's binding.
       [[ $(count ClusterRole "${rendered}") == 3 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "default: want 3 ClusterRoles and a binding"
+      [[ $(count ValidatingAdmissionPolicy "${rendered}") == 1 && $(count ValidatingAdmissionPolicyBinding "${rendered}") == 1 ]] || fail "default: want the admission policy and its binding"
       [[ $(count Role "${rendered}") == 1 ]] || fail "default: want only the leader-election Role"
       [[ $(count PodDisruptionBudget "${rendered}") == 1 ]] || fail "default: want a PodDisruptionBudget"
       [[ $(count ServiceMonitor "${rendered}") == 0 ]] || fail "default: ServiceMonitor must be off"
@@ -47,6 +48,7 @@ for values in "${chart}"/ci/*-values.yaml; do
     namespaces)
       # Only the runner ClusterRoles, which grant nothing until bound.
       [[ $(count ClusterRole "${rendered}") == 2 && $(count ClusterRoleBinding "${rendered}") == 0 ]] || fail "namespaces: want only the runner ClusterRoles"
+      grep -q 'key: kubernetes.io/metadata.name' "${rendered}" || fail "namespaces: the admission policy binding must match the watched namespaces"
       [[ $(count Role "${rendered}") == 3 && $(count RoleBinding "${rendered}") == 3 ]] || fail "namespaces: want Roles in team-a, team-b and the leader-election one"
       grep -q -- '"--namespaces=team-a,team-b"' "${rendered}" || fail "namespaces: --namespaces=team-a,team-b missing"
       ;;
@@ -74,5 +76,6 @@ refuse --set logging.format=yaml
 refuse --set workers=0
 refuse --set 'watchNamespaces={Not_A_Namespace}'
 refuse --set unknownValue=1
+refuse --set 'admissionPolicy.validationActions={Block}'
 
 echo "verify-chart: ok"

@@ -253,3 +253,25 @@ func TestChartDeployment(t *testing.T) {
 		}
 	}
 }
+
+// The admission policy is on by default, can be turned off, and in a
+// namespace-list install binds only the watched namespaces.
+func TestChartAdmissionPolicy(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system")
+	vap := named(t, objs, "ValidatingAdmissionPolicy", "hivekeeper-workloads")
+	binding := named(t, objs, "ValidatingAdmissionPolicyBinding", "hivekeeper-workloads")
+	if p, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); p != vap.GetName() {
+		t.Errorf("binding names policy %q", p)
+	}
+	if _, found, _ := unstructured.NestedMap(binding.Object, "spec", "matchResources"); found {
+		t.Errorf("an all-namespaces install must bind every namespace")
+	}
+	if n := len(find(render(t, "hivekeeper", "hivekeeper-system", "--set", "admissionPolicy.enabled=false"), "ValidatingAdmissionPolicy")); n != 0 {
+		t.Errorf("admissionPolicy.enabled=false renders %d policies", n)
+	}
+	scoped := named(t, render(t, "hivekeeper", "hivekeeper-system", "--set", "watchNamespaces={team-a,team-b}"), "ValidatingAdmissionPolicyBinding", "hivekeeper-workloads")
+	exprs, _, _ := unstructured.NestedSlice(scoped.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+	if len(exprs) != 1 || fmt.Sprint(exprs[0].(map[string]any)["values"]) != "[team-a team-b]" {
+		t.Errorf("namespace-list binding selects %v", exprs)
+	}
+}
