@@ -160,6 +160,29 @@ func LeaderElectionRules(leaseName string) []rbacv1.PolicyRule {
 	}
 }
 
+// MetricsAuthRules are what the secure metrics endpoint (--metrics-secure)
+// needs to check a scraper: review its bearer token, then ask whether its
+// user may get /metrics. Both resources are cluster-scoped, so these come
+// from a ClusterRoleBinding even when hivekeeper watches a list of
+// namespaces; the chart binds the built-in system:auth-delegator
+// ClusterRole, which grants exactly these.
+func MetricsAuthRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	}
+}
+
+// MetricsPath is the URL path of the metrics endpoint, and the non-resource
+// URL a scraper must be allowed to get.
+const MetricsPath = "/metrics"
+
+// MetricsReaderRules are what a scraper of the secure metrics endpoint
+// needs: get on the non-resource URL /metrics.
+func MetricsReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{NonResourceURLs: []string{MetricsPath}, Verbs: []string{"get"}}}
+}
+
 // Request is one API request as RBAC sees it.
 type Request struct {
 	Verb     string

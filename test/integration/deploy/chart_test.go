@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -122,9 +123,11 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system",
 		"--set", "watchNamespaces={team-a,team-b}", "--set", "leaderElection.leaseName=custom-lease")
 	for _, o := range append(find(objs, "ClusterRole"), find(objs, "ClusterRoleBinding")...) {
-		// The runner ClusterRoles are only ever bound per namespace.
+		// The runner ClusterRoles are only ever bound per namespace, the
+		// metrics reader is for scrapers, and the secure metrics endpoint
+		// needs the cluster-scoped token and access reviews.
 		switch o.GetName() {
-		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner:
+		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
 		default:
 			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
@@ -251,6 +254,46 @@ func TestChartDeployment(t *testing.T) {
 		if dep.Spec.Template.Labels[k] != v {
 			t.Errorf("metrics Service selector %s=%s does not select the pods %v", k, v, dep.Spec.Template.Labels)
 		}
+	}
+}
+
+// Secure metrics are on by default: the flag, the ClusterRoleBinding to
+// system:auth-delegator for the reviews, a reader ClusterRole for scrapers,
+// and a ServiceMonitor that scrapes over HTTPS with its ServiceAccount
+// token. Off, metrics are plain HTTP and no metrics RBAC is rendered.
+func TestChartSecureMetrics(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true")
+	args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--metrics-secure") {
+		t.Errorf("args %q lack --metrics-secure", args)
+	}
+	crb := decode[rbacv1.ClusterRoleBinding](t, named(t, objs, "ClusterRoleBinding", "hivekeeper-metrics-auth"))
+	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != "system:auth-delegator" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "hivekeeper" {
+		t.Errorf("metrics auth binding %+v to %+v", crb.RoleRef, crb.Subjects)
+	}
+	reader := decode[rbacv1.ClusterRole](t, named(t, objs, "ClusterRole", "hivekeeper-metrics-reader"))
+	if !equality.Semantic.DeepEqual(reader.Rules, rbac.MetricsReaderRules()) {
+		t.Errorf("metrics reader rules %+v, want %+v", reader.Rules, rbac.MetricsReaderRules())
+	}
+	endpoint := func(objs []*unstructured.Unstructured) map[string]any {
+		eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor")[0].Object, "spec", "endpoints")
+		return eps[0].(map[string]any)
+	}
+	if ep := endpoint(objs); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || ep["tlsConfig"] == nil {
+		t.Errorf("ServiceMonitor endpoint %v", ep)
+	}
+
+	plain := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false")
+	if args := decode[appsv1.Deployment](t, find(plain, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--metrics-secure") {
+		t.Errorf("metrics.secure=false still passes --metrics-secure")
+	}
+	for _, o := range append(find(plain, "ClusterRole"), find(plain, "ClusterRoleBinding")...) {
+		if strings.Contains(o.GetName(), "metrics") {
+			t.Errorf("metrics.secure=false renders %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	if ep := endpoint(plain); ep["scheme"] != "http" || ep["bearerTokenFile"] != nil {
+		t.Errorf("plain ServiceMonitor endpoint %v", ep)
 	}
 }
 

@@ -185,6 +185,13 @@ func TestServiceAccountPermissions(t *testing.T) {
 					t.Errorf("%s: denied %+v in the release namespace", mode, r)
 				}
 			}
+			// --metrics-secure reviews scrapers' tokens and access,
+			// cluster-scoped requests, in every watch mode.
+			for _, r := range rbac.Expand(rbac.MetricsAuthRules()) {
+				if !in.allowed(t, env, "", r) {
+					t.Errorf("%s: denied %+v, which the secure metrics endpoint needs", mode, r)
+				}
+			}
 			for _, r := range neverAllowed {
 				for _, ns := range []string{watched, release} {
 					if in.allowed(t, env, ns, r) {
