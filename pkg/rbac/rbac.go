@@ -193,6 +193,58 @@ type Request struct {
 	Name string
 }
 
+// NeverAllowed are requests the controller must not be able to make in
+// any namespace, its own included: the unit tests check the declared rules
+// against them, and the deploy test the installed chart, on a real API
+// server.
+var NeverAllowed = []Request{
+	{Verb: "create", Resource: "secrets"},
+	{Verb: "update", Resource: "secrets"},
+	{Verb: "delete", Resource: "secrets"},
+	// No Secret read at all: the remote-proxy runner's role once needed it.
+	{Verb: "get", Resource: "secrets"},
+	{Verb: "list", Resource: "secrets"},
+	{Verb: "watch", Resource: "secrets"},
+	{Verb: "create", Resource: "pods"},
+	{Verb: "get", Resource: "pods"},
+	{Verb: "list", Resource: "pods"},
+	{Verb: "delete", Resource: "pods"},
+	{Verb: "create", Resource: "pods/exec"},
+	{Verb: "create", Resource: "pods/attach"},
+	{Verb: "get", Resource: "pods/attach"},
+	{Verb: "get", Resource: "pods/log"},
+	{Verb: "create", Resource: "serviceaccounts/token"},
+	{Verb: "list", Resource: "nodes"},
+	{Verb: "list", Resource: "namespaces"},
+	{Verb: "create", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "update", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "patch", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "list", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "create", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "update", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "delete", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "create", APIGroup: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
+	// Nothing is ever updated whole.
+	{Verb: "update", Resource: "configmaps"},
+	{Verb: "update", APIGroup: "apps", Resource: "deployments"},
+	{Verb: "update", APIGroup: rbacv1.GroupName, Resource: "rolebindings"},
+	{Verb: "update", APIGroup: ToolhiveGroup, Resource: "mcpservers/status"},
+	// No Roles, and no binding or escalating but the runner ClusterRoles.
+	{Verb: "create", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "update", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "patch", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "delete", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "list", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "escalate", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "create", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "escalate", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: "cluster-admin"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: "admin"},
+}
+
 // Allows reports whether rules permit r, with RBAC's matching: "*" matches
 // any verb, group or resource, "*/sub" any resource's subresource sub, and a
 // rule with resourceNames matches only requests naming one of them.

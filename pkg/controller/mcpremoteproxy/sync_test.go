@@ -89,12 +89,7 @@ func TestSwitchToCustomServiceAccountDeletesRunnerRBAC(t *testing.T) {
 	p := newProxy("remote")
 	f := newFixture(t, p)
 	f.converge("remote")
-	live := f.get("remote").DeepCopy()
-	live.Spec.ServiceAccount = ptr.To("mine")
-	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.Refresh()
+	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("mine") })
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
@@ -417,12 +412,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	f := newFixture(t, newProxy("remote"), wt.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
 	f.converge("remote")
 	f.Events()
-	live := f.get("remote").DeepCopy()
-	live.Spec.ServiceAccount = ptr.To("fetch-proxy-runner")
-	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.Refresh()
+	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("fetch-proxy-runner") })
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatalf("a refusal is not retried: %v", err)

@@ -122,41 +122,6 @@ func allowed(t *testing.T, env *framework.Env, user string, groups []string, nam
 	return sar.Status.Allowed
 }
 
-// Requests the controller must never be able to make, wherever.
-var neverAllowed = []rbac.Request{
-	{Verb: "create", Resource: "secrets"},
-	{Verb: "update", Resource: "secrets"},
-	{Verb: "delete", Resource: "secrets"},
-	{Verb: "create", Resource: "pods"},
-	{Verb: "create", Resource: "pods/exec"},
-	{Verb: "create", Resource: "serviceaccounts/token"},
-	{Verb: "update", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-	{Verb: "delete", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-	{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "escalate", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "create", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	{Verb: "list", Resource: "nodes"},
-	{Verb: "list", Resource: "namespaces"},
-	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
-	{Verb: "create", APIGroup: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-	// No cluster-wide Secret read, and none of the runners' permissions:
-	// the controller binds the runner ClusterRoles instead of holding them.
-	{Verb: "get", Resource: "secrets"},
-	{Verb: "list", Resource: "secrets"},
-	{Verb: "watch", Resource: "secrets"},
-	{Verb: "create", Resource: "pods/attach"},
-	{Verb: "get", Resource: "pods/log"},
-	{Verb: "list", Resource: "pods"},
-	{Verb: "create", APIGroup: "apps", Resource: "statefulsets"},
-	{Verb: "patch", APIGroup: "apps", Resource: "statefulsets"},
-	{Verb: "create", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "delete", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "cluster-admin"},
-	{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "admin"},
-	{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	{Verb: "escalate", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-}
-
 // The ServiceAccount holds exactly the declared permissions where it should,
 // nothing where it should not, and can bind the runner ClusterRoles (it
 // holds bind on them, not their permissions) but no other role: the API
@@ -192,7 +157,7 @@ func TestServiceAccountPermissions(t *testing.T) {
 					t.Errorf("%s: denied %+v, which the secure metrics endpoint needs", mode, r)
 				}
 			}
-			for _, r := range neverAllowed {
+			for _, r := range rbac.NeverAllowed {
 				for _, ns := range []string{watched, release} {
 					if in.allowed(t, env, ns, r) {
 						t.Errorf("%s: allowed %+v in %s", mode, r, ns)
