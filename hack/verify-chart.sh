@@ -37,14 +37,21 @@ for values in "${chart}"/ci/*-values.yaml; do
   grep -q 'readOnlyRootFilesystem: true' "${rendered}" || fail "${name}: restricted securityContext missing"
   case "${name}" in
     default)
-      [[ $(count ClusterRole "${rendered}") == 1 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "default: want a ClusterRole and binding"
+      # The controller's, the two runners', the metrics reader; the
+      # controller's binding and the metrics auth-delegator binding.
+      [[ $(count ClusterRole "${rendered}") == 4 && $(count ClusterRoleBinding "${rendered}") == 2 ]] || fail "default: want 4 ClusterRoles and 2 bindings"
+      [[ $(count ValidatingAdmissionPolicy "${rendered}") == 1 && $(count ValidatingAdmissionPolicyBinding "${rendered}") == 1 ]] || fail "default: want the admission policy and its binding"
+      grep -q -- '- --metrics-secure$' "${rendered}" || fail "default: --metrics-secure missing"
       [[ $(count Role "${rendered}") == 1 ]] || fail "default: want only the leader-election Role"
       [[ $(count PodDisruptionBudget "${rendered}") == 1 ]] || fail "default: want a PodDisruptionBudget"
       [[ $(count ServiceMonitor "${rendered}") == 0 ]] || fail "default: ServiceMonitor must be off"
       grep -q -- '--namespaces' "${rendered}" && fail "default: must watch all namespaces"
       ;;
     namespaces)
-      [[ $(count ClusterRole "${rendered}") == 0 && $(count ClusterRoleBinding "${rendered}") == 0 ]] || fail "namespaces: no ClusterRole expected"
+      # Only the runner and metrics reader ClusterRoles, which grant nothing
+      # until bound, and the metrics auth-delegator binding.
+      [[ $(count ClusterRole "${rendered}") == 3 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "namespaces: want only the runner and metrics ClusterRoles"
+      grep -q 'key: kubernetes.io/metadata.name' "${rendered}" || fail "namespaces: the admission policy binding must match the watched namespaces"
       [[ $(count Role "${rendered}") == 3 && $(count RoleBinding "${rendered}") == 3 ]] || fail "namespaces: want Roles in team-a, team-b and the leader-election one"
       grep -q -- '"--namespaces=team-a,team-b"' "${rendered}" || fail "namespaces: --namespaces=team-a,team-b missing"
       ;;
@@ -53,6 +60,7 @@ for values in "${chart}"/ci/*-values.yaml; do
       [[ $(count PodDisruptionBudget "${rendered}") == 0 ]] || fail "monitoring: no PDB with one replica"
       grep -q 'grafana_dashboard: "1"' "${rendered}" || fail "monitoring: dashboard ConfigMap missing"
       grep -q -- '--log-format=json' "${rendered}" || fail "monitoring: --log-format=json missing"
+      grep -q 'scheme: https' "${rendered}" || fail "monitoring: the ServiceMonitor must scrape over HTTPS"
       ;;
   esac
   if [[ -n "${out}" ]]; then
@@ -72,5 +80,6 @@ refuse --set logging.format=yaml
 refuse --set workers=0
 refuse --set 'watchNamespaces={Not_A_Namespace}'
 refuse --set unknownValue=1
+refuse --set 'admissionPolicy.validationActions={Block}'
 
 echo "verify-chart: ok"

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -32,6 +34,8 @@ import (
 	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/secureserving"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -45,7 +49,10 @@ type options struct {
 	burst                int
 	runnerImage          string
 	vmcpImage            string
+	runners              rbac.Runners
 	metricsAddr          string
+	metricsSecure        bool
+	metricsCertPath      string
 	healthAddr           string
 	leaderElect          bool
 	leaderElectNamespace string
@@ -84,7 +91,11 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to each MCPServer's proxy runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview). Off: plain HTTP, for local runs.")
+	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Folder with tls.crt and tls.key for --metrics-secure, reloaded when they change. Empty: a self-signed certificate made at start.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz server; \"0\" disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader on a Lease so that only one replica writes.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader-election Lease; defaults to the pod's namespace, else kube-system.")
@@ -144,7 +155,11 @@ func run() error {
 	if o.leaderElect {
 		electionHealth = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
-	servers := startServers(ctx, o, &ready, electionHealth)
+	metricsServing, err := newMetricsServing(o, kube)
+	if err != nil {
+		return err
+	}
+	servers := startServers(ctx, o, &ready, electionHealth, metricsServing)
 
 	appOpts := app.Options{
 		Namespaces:   o.namespaces,
@@ -152,6 +167,7 @@ func run() error {
 		RunnerImage:  o.runnerImage,
 		VMCPImage:    o.vmcpImage,
 		ResyncPeriod: o.resync,
+		Runners:      o.runners,
 	}
 	runControllers := func(ctx context.Context) error {
 		return app.Start(ctx, kube, th, appOpts, readyCh)
@@ -310,25 +326,54 @@ func podNamespace() string {
 	return "kube-system"
 }
 
-func startServers(ctx context.Context, o options, ready *atomic.Bool, election *leaderelection.HealthzAdaptor) []*http.Server {
+// metricsServing is how /metrics is served: plain HTTP when tlsConfig is
+// nil, else over TLS to the requests auth lets through.
+type metricsServing struct {
+	tlsConfig *tls.Config
+	auth      *secureserving.Authorizer
+}
+
+func newMetricsServing(o options, kube kubernetes.Interface) (metricsServing, error) {
+	if !o.metricsSecure {
+		return metricsServing{}, nil
+	}
+	host, _ := os.Hostname()
+	cfg, err := secureserving.TLSConfig(o.metricsCertPath, host)
+	if err != nil {
+		return metricsServing{}, fmt.Errorf("--metrics-secure: %w", err)
+	}
+	return metricsServing{tlsConfig: cfg, auth: secureserving.NewAuthorizer(kube)}, nil
+}
+
+func startServers(ctx context.Context, o options, ready *atomic.Bool, election *leaderelection.HealthzAdaptor, ms metricsServing) []*http.Server {
 	logger := klog.FromContext(ctx)
 	var servers []*http.Server
-	serve := func(addr string, h http.Handler, what string) {
+	serve := func(addr string, h http.Handler, what string, tlsConfig *tls.Config) {
 		if addr == "" || addr == "0" {
 			return
 		}
-		srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+		srv := &http.Server{Addr: addr, Handler: h, TLSConfig: tlsConfig, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 		servers = append(servers, srv)
 		go func() {
-			logger.Info("Serving", "what", what, "address", addr)
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Info("Serving", "what", what, "address", addr, "tls", tlsConfig != nil)
+			var err error
+			if tlsConfig != nil {
+				err = srv.ListenAndServeTLS("", "")
+			} else {
+				err = srv.ListenAndServe()
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error(err, "Server failed", "what", what)
 			}
 		}()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
-	serve(o.metricsAddr, mux, "metrics")
+	mux.Handle(rbac.MetricsPath, promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	var metricsHandler http.Handler = mux
+	if ms.auth != nil {
+		metricsHandler = ms.auth.Wrap(mux)
+	}
+	serve(o.metricsAddr, metricsHandler, "metrics", ms.tlsConfig)
 
 	health := http.NewServeMux()
 	health.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +394,7 @@ func startServers(ctx context.Context, o options, ready *atomic.Bool, election *
 		}
 		http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 	})
-	serve(o.healthAddr, health, "health")
+	serve(o.healthAddr, health, "health", nil)
 	return servers
 }
 

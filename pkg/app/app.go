@@ -28,6 +28,7 @@ import (
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 )
 
 func init() {
@@ -59,6 +60,9 @@ type Options struct {
 	VMCPImage string
 	// ResyncPeriod of the informers; 0 disables periodic resync.
 	ResyncPeriod time.Duration
+	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
+	// an empty name means its default.
+	Runners rbac.Runners
 }
 
 // Deps is what a controller constructor gets: clients, the informer
@@ -144,6 +148,7 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	if opts.VMCPImage == "" {
 		opts.VMCPImage = DefaultVMCPImage
 	}
+	opts.Runners = opts.Runners.WithDefaults()
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)

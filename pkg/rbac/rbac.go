@@ -1,9 +1,15 @@
-// Package rbac declares the Kubernetes API permissions the hivekeeper
-// process needs, as RBAC rules. The Helm chart's ClusterRole (or per-namespace
-// Roles) and leader-election Role grant exactly these; tests compare the
-// rendered chart with them, and check that the permissions the controllers
-// grant to the proxy runners are a subset (RBAC escalation prevention: a
-// Role can only grant what its creator holds).
+// Package rbac declares the Kubernetes API permissions of the hivekeeper
+// process and of the proxy runners it deploys, as RBAC rules. The Helm
+// chart's ClusterRole (or per-namespace Roles), leader-election Role and
+// runner ClusterRoles grant exactly these; tests compare the rendered chart
+// with them, and the integration test harness installs the runner
+// ClusterRoles from here where there is no chart.
+//
+// The controller never holds what it hands to the runners: it binds the
+// runner ClusterRoles, which the chart pre-creates, with RoleBindings, and
+// the API server lets it do so because it holds the "bind" verb on exactly
+// those ClusterRoles (RBAC escalation prevention otherwise requires the
+// creator of a binding to hold every permission the bound role grants).
 package rbac
 
 import (
@@ -11,6 +17,7 @@ import (
 	"sort"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ToolhiveGroup is the API group of the custom resources.
@@ -19,7 +26,120 @@ const ToolhiveGroup = "toolhive.stacklok.dev"
 // ToolhiveResources are the custom resources hivekeeper reconciles.
 var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups"}
 
-var crud = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+// Default names of the runner ClusterRoles: what the chart creates for the
+// release name "hivekeeper", and what the controller binds unless told
+// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role).
+const (
+	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
+	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
+)
+
+// Runners names the ClusterRoles the controller binds to the runner
+// ServiceAccounts.
+type Runners struct {
+	// ProxyRunner is bound to each MCPServer's <name>-proxy-runner.
+	ProxyRunner string
+	// RemoteProxyRunner is bound to each MCPRemoteProxy's
+	// <name>-remote-proxy-runner.
+	RemoteProxyRunner string
+}
+
+// DefaultRunners are the default runner ClusterRole names.
+func DefaultRunners() Runners {
+	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole}
+}
+
+// WithDefaults fills the names left empty with their defaults.
+func (r Runners) WithDefaults() Runners {
+	if r.ProxyRunner == "" {
+		r.ProxyRunner = DefaultProxyRunnerClusterRole
+	}
+	if r.RemoteProxyRunner == "" {
+		r.RemoteProxyRunner = DefaultRemoteProxyRunnerClusterRole
+	}
+	return r
+}
+
+// ClusterRoles are the runner ClusterRoles with their rules, as the chart
+// renders them.
+func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
+	return []*rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: r.ProxyRunner}, Rules: ProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
+	}
+}
+
+// WorkloadRules are the permissions hivekeeper needs in every namespace it
+// watches: granted by a ClusterRole when it watches all namespaces, else by a
+// Role in each watched namespace. runners names the only ClusterRoles it may
+// bind.
+func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
+	// get/list/watch feed the informers; create, patch and delete are the
+	// only writes (children are never updated whole).
+	children := []string{"get", "list", "watch", "create", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		// Custom resources: watched, and spec/metadata patched with an
+		// optimistic lock; never updated whole.
+		{APIGroups: []string{ToolhiveGroup}, Resources: slices.Clone(ToolhiveResources), Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{ToolhiveGroup}, Resources: withSuffix(ToolhiveResources, "/status"), Verbs: []string{"patch"}},
+		// blockOwnerDeletion on a child needs update on the owner's
+		// finalizers where OwnerReferencesPermissionEnforcement is on.
+		{APIGroups: []string{ToolhiveGroup}, Resources: withSuffix(ToolhiveResources, "/finalizers"), Verbs: []string{"update"}},
+		// Children. Services also covers the finalizer's deletion of the
+		// Services the proxy runner created.
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts", "services"}, Verbs: slices.Clone(children)},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: slices.Clone(children)},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: slices.Clone(children)},
+		// The runner RoleBindings reference these ClusterRoles, and only
+		// these: bind is what lets a RoleBinding grant a role its creator
+		// does not hold itself.
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{runners.ProxyRunner, runners.RemoteProxyRunner}, Verbs: []string{"bind"}},
+		// The finalizer reads, then deletes the StatefulSet the proxy
+		// runner created; hivekeeper never writes one otherwise.
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "delete"}},
+		// An immediate restart deletes the proxy pods in one request.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"deletecollection"}},
+		// Events about the custom resources, recorded in their namespace.
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// ProxyRunnerRules are what ToolHive's proxy runner (thv-proxyrunner, at the
+// release pinned in hack/versions.env) calls in its namespace to run an
+// MCPServer, read from its source (pkg/container/kubernetes):
+//   - statefulsets: get (the existing one, and workload info), create and
+//     patch (server-side apply, which creates the object when missing and
+//     is then authorized as create too), watch (waiting for readiness);
+//   - services: get (workload info), create and patch (server-side apply of
+//     the headless and the MCP Service);
+//   - pods: list (the pod to attach to, read logs of, or describe);
+//   - pods/attach: create (SPDY attach, a POST, for stdio servers);
+//   - pods/log: get (the monitor reads the last lines when the server exits).
+//
+// Nothing else: it never lists or updates StatefulSets, never deletes one
+// (removal is the finalizer's), and reads its RunConfig from the mounted
+// ConfigMap file, not the API.
+func ProxyRunnerRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "watch", "create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+	}
+}
+
+// RemoteProxyRunnerRules are what the proxy runner calls for an
+// MCPRemoteProxy: nothing. A remote proxy deploys no workload, reads its
+// RunConfig from the mounted file and gets its OIDC client secret as an
+// environment variable the kubelet resolves; the runner's only API calls
+// (discovery, /readyz) are open to every authenticated client. The
+// ClusterRole and its bindings still exist, so that a runner that needs
+// more can be given it by editing one ClusterRole, with no change to the
+// controller's own permissions.
+func RemoteProxyRunnerRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{}
+}
 
 func withSuffix(resources []string, suffix string) []string {
 	out := make([]string, len(resources))
@@ -27,36 +147,6 @@ func withSuffix(resources []string, suffix string) []string {
 		out[i] = r + suffix
 	}
 	return out
-}
-
-// WorkloadRules are the permissions hivekeeper needs in every namespace it
-// watches: granted by a ClusterRole when it watches all namespaces, else by a
-// Role in each watched namespace.
-func WorkloadRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		// Custom resources: watched, and spec/metadata patched with an
-		// optimistic lock; never updated whole.
-		{APIGroups: []string{ToolhiveGroup}, Resources: slices.Clone(ToolhiveResources), Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{ToolhiveGroup}, Resources: withSuffix(ToolhiveResources, "/status"), Verbs: []string{"patch", "update"}},
-		// blockOwnerDeletion on a child needs update on the owner's
-		// finalizers where OwnerReferencesPermissionEnforcement is on.
-		{APIGroups: []string{ToolhiveGroup}, Resources: withSuffix(ToolhiveResources, "/finalizers"), Verbs: []string{"update"}},
-		// Children.
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts", "services"}, Verbs: slices.Clone(crud)},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: slices.Clone(crud)},
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}, Verbs: slices.Clone(crud)},
-		// Granted to the proxy runner; deleted on finalizer cleanup.
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(crud)},
-		// Immediate restart deletes the proxy pods.
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete", "deletecollection"}},
-		// Granted to the proxy runner only.
-		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"get", "create"}},
-		// Granted read-only to the MCPRemoteProxy runner.
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
-		// Events about the custom resources, recorded in their namespace.
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	}
 }
 
 // LeaderElectionRules are the permissions hivekeeper needs in its own
@@ -70,6 +160,29 @@ func LeaderElectionRules(leaseName string) []rbacv1.PolicyRule {
 	}
 }
 
+// MetricsAuthRules are what the secure metrics endpoint (--metrics-secure)
+// needs to check a scraper: review its bearer token, then ask whether its
+// user may get /metrics. Both resources are cluster-scoped, so these come
+// from a ClusterRoleBinding even when hivekeeper watches a list of
+// namespaces; the chart binds the built-in system:auth-delegator
+// ClusterRole, which grants exactly these.
+func MetricsAuthRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	}
+}
+
+// MetricsPath is the URL path of the metrics endpoint, and the non-resource
+// URL a scraper must be allowed to get.
+const MetricsPath = "/metrics"
+
+// MetricsReaderRules are what a scraper of the secure metrics endpoint
+// needs: get on the non-resource URL /metrics.
+func MetricsReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{NonResourceURLs: []string{MetricsPath}, Verbs: []string{"get"}}}
+}
+
 // Request is one API request as RBAC sees it.
 type Request struct {
 	Verb     string
@@ -78,6 +191,58 @@ type Request struct {
 	Resource string
 	// Name of the object; empty for list, watch, create and deletecollection.
 	Name string
+}
+
+// NeverAllowed are requests the controller must not be able to make in
+// any namespace, its own included: the unit tests check the declared rules
+// against them, and the deploy test the installed chart, on a real API
+// server.
+var NeverAllowed = []Request{
+	{Verb: "create", Resource: "secrets"},
+	{Verb: "update", Resource: "secrets"},
+	{Verb: "delete", Resource: "secrets"},
+	// No Secret read at all: the remote-proxy runner's role once needed it.
+	{Verb: "get", Resource: "secrets"},
+	{Verb: "list", Resource: "secrets"},
+	{Verb: "watch", Resource: "secrets"},
+	{Verb: "create", Resource: "pods"},
+	{Verb: "get", Resource: "pods"},
+	{Verb: "list", Resource: "pods"},
+	{Verb: "delete", Resource: "pods"},
+	{Verb: "create", Resource: "pods/exec"},
+	{Verb: "create", Resource: "pods/attach"},
+	{Verb: "get", Resource: "pods/attach"},
+	{Verb: "get", Resource: "pods/log"},
+	{Verb: "create", Resource: "serviceaccounts/token"},
+	{Verb: "list", Resource: "nodes"},
+	{Verb: "list", Resource: "namespaces"},
+	{Verb: "create", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "update", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "patch", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "list", APIGroup: "apps", Resource: "statefulsets"},
+	{Verb: "create", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "update", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "delete", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
+	{Verb: "create", APIGroup: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
+	// Nothing is ever updated whole.
+	{Verb: "update", Resource: "configmaps"},
+	{Verb: "update", APIGroup: "apps", Resource: "deployments"},
+	{Verb: "update", APIGroup: rbacv1.GroupName, Resource: "rolebindings"},
+	{Verb: "update", APIGroup: ToolhiveGroup, Resource: "mcpservers/status"},
+	// No Roles, and no binding or escalating but the runner ClusterRoles.
+	{Verb: "create", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "update", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "patch", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "delete", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "list", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "escalate", APIGroup: rbacv1.GroupName, Resource: "roles"},
+	{Verb: "create", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "escalate", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: "cluster-admin"},
+	{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: "admin"},
 }
 
 // Allows reports whether rules permit r, with RBAC's matching: "*" matches

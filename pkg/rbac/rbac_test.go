@@ -6,19 +6,50 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// The controller creates Roles for the proxy runners; the API server accepts
-// them only if the controller holds every permission they grant.
-func TestWorkloadRulesCoverRunnerRoles(t *testing.T) {
-	for name, rules := range map[string][]rbacv1.PolicyRule{
-		"proxy runner":        workload.ProxyRunnerRules(),
-		"remote proxy runner": workload.RemoteProxyRunnerRules(),
-	} {
-		if missing := rbac.Covers(rbac.WorkloadRules(), rules); len(missing) > 0 {
-			t.Errorf("hivekeeper cannot grant the %s Role, it lacks %+v", name, missing)
+// The controller binds the runner ClusterRoles and nothing else: bind is
+// limited by name, so it cannot hand out cluster-admin or any other role.
+func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
+	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner"}
+	rules := rbac.WorkloadRules(runners)
+	for _, name := range []string{runners.ProxyRunner, runners.RemoteProxyRunner} {
+		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
+			t.Errorf("cannot bind %s", name)
 		}
+	}
+	for _, denied := range []rbac.Request{
+		{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: "cluster-admin"},
+		{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: rbac.DefaultProxyRunnerClusterRole},
+		{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles"},
+		{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "roles", Name: runners.ProxyRunner},
+		{Verb: "escalate", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: runners.ProxyRunner},
+		{Verb: "get", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: runners.ProxyRunner},
+	} {
+		if rbac.Allows(rules, denied) {
+			t.Errorf("WorkloadRules allow %+v", denied)
+		}
+	}
+}
+
+// The controller holds none of the permissions it hands to the runners
+// (binding is what lets it grant them), and the runners get exactly the
+// calls ToolHive's proxy runner makes.
+func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
+	controllerRules := rbac.WorkloadRules(rbac.DefaultRunners())
+	for _, r := range rbac.Expand(rbac.ProxyRunnerRules()) {
+		// Services are the controller's own children as well, and the
+		// finalizer reads the runner's StatefulSet before deleting it.
+		ownUse := r.Resource == "services" || r == rbac.Request{Verb: "get", APIGroup: "apps", Resource: "statefulsets"}
+		if !ownUse && rbac.Allows(controllerRules, r) {
+			t.Errorf("the controller holds the runner's %+v", r)
+		}
+	}
+	if n := len(rbac.Expand(rbac.ProxyRunnerRules())); n != 10 {
+		t.Errorf("proxy runner rules expand to %d requests, want the 10 ToolHive's runner makes: %+v", n, rbac.Expand(rbac.ProxyRunnerRules()))
+	}
+	if rules := rbac.RemoteProxyRunnerRules(); rules == nil || len(rules) != 0 {
+		t.Errorf("remote proxy runner rules = %#v, want an empty, non-nil list", rules)
 	}
 }
 
@@ -52,27 +83,13 @@ func TestAllows(t *testing.T) {
 }
 
 func TestWorkloadRulesAreLeastPrivilege(t *testing.T) {
-	rules := rbac.WorkloadRules()
+	rules := rbac.WorkloadRules(rbac.DefaultRunners())
 	for _, r := range rbac.Expand(rules) {
 		if r.Verb == rbacv1.VerbAll || r.APIGroup == rbacv1.APIGroupAll || r.Resource == rbacv1.ResourceAll {
 			t.Errorf("wildcard in %+v", r)
 		}
 	}
-	for _, denied := range []rbac.Request{
-		{Verb: "create", Resource: "secrets"},
-		{Verb: "update", Resource: "secrets"},
-		{Verb: "create", Resource: "pods"},
-		{Verb: "create", Resource: "pods/exec"},
-		{Verb: "update", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-		{Verb: "create", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-		{Verb: "delete", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-		{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-		{Verb: "escalate", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-		{Verb: "create", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-		{Verb: "list", Resource: "nodes"},
-		{Verb: "list", Resource: "namespaces"},
-		{Verb: "create", Resource: "serviceaccounts/token"},
-	} {
+	for _, denied := range rbac.NeverAllowed {
 		if rbac.Allows(rules, denied) {
 			t.Errorf("WorkloadRules allow %+v", denied)
 		}

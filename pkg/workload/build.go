@@ -46,40 +46,15 @@ func ServiceAccount(meta metav1.ObjectMeta) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: meta}
 }
 
-// Role builds a Role.
-func Role(meta metav1.ObjectMeta, rules []rbacv1.PolicyRule) *rbacv1.Role {
-	return &rbacv1.Role{ObjectMeta: meta, Rules: rules}
-}
-
-// RoleBinding binds the Role of the same name to the ServiceAccount of the
-// same name.
-func RoleBinding(meta metav1.ObjectMeta) *rbacv1.RoleBinding {
+// RoleBinding binds the ClusterRole clusterRole, in the binding's
+// namespace only, to the ServiceAccount of the binding's own name. The
+// controller creates no Roles: the runner permissions are ClusterRoles the
+// chart pre-creates, which it may bind but does not hold.
+func RoleBinding(meta metav1.ObjectMeta, clusterRole string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		ObjectMeta: meta,
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: meta.Name, Namespace: meta.Namespace}},
-	}
-}
-
-// ProxyRunnerRules are the permissions the MCPServer proxy runner needs to
-// run the MCP server as a StatefulSet with its Services.
-func ProxyRunnerRules() []rbacv1.PolicyRule {
-	crud := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: crud},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: crud},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create", "get"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-	}
-}
-
-// RemoteProxyRunnerRules are the permissions of an MCPRemoteProxy runner:
-// read-only access to ConfigMaps and Secrets.
-func RemoteProxyRunnerRules() []rbacv1.PolicyRule {
-	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 

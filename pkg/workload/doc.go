@@ -1,7 +1,8 @@
 // Package workload builds the children that every ToolHive proxy workload
 // (MCPServer, MCPRemoteProxy) shares — the RunConfig ConfigMap, the runner's
-// ServiceAccount, Role and RoleBinding, the proxy Deployment and Service —
-// and holds the drift comparators and owned-field patch bodies for them.
+// ServiceAccount and its RoleBinding to a runner ClusterRole, the proxy
+// Deployment and Service — and holds the drift comparators and owned-field
+// patch bodies for them.
 //
 // Builders and comparators live side by side on purpose: a comparator
 // projects both the desired and the live object through the same

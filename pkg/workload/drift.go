@@ -16,7 +16,6 @@ const (
 	FieldAnnotations         = "metadata.annotations"
 	FieldOwner               = "metadata.ownerReferences"
 	FieldData                = "data"
-	FieldRules               = "rules"
 	FieldSubjects            = "subjects"
 	FieldRoleRef             = "roleRef"
 	FieldServiceType         = "spec.type"
@@ -90,13 +89,6 @@ func DiffConfigMap(want, have *corev1.ConfigMap) []string {
 // and image pull secrets belong to other controllers.
 func DiffServiceAccount(want, have *corev1.ServiceAccount) []string {
 	return DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations)
-}
-
-// DiffRole compares a Role.
-func DiffRole(want, have *rbacv1.Role) []string {
-	d := diffs(DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations))
-	d.check(semantic(want.Rules, have.Rules), FieldRules)
-	return d
 }
 
 // DiffRoleBinding compares a RoleBinding. A different roleRef cannot be

@@ -17,7 +17,6 @@ import (
 type Children struct {
 	ConfigMaps      controller.ChildOps[*corev1.ConfigMap]
 	ServiceAccounts controller.ChildOps[*corev1.ServiceAccount]
-	Roles           controller.ChildOps[*rbacv1.Role]
 	RoleBindings    controller.ChildOps[*rbacv1.RoleBinding]
 	Deployments     controller.ChildOps[*appsv1.Deployment]
 	Services        controller.ChildOps[*corev1.Service]
@@ -29,7 +28,6 @@ type Children struct {
 func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactory) (*Children, []cache.SharedIndexInformer) {
 	cms := f.Core().V1().ConfigMaps()
 	sas := f.Core().V1().ServiceAccounts()
-	roles := f.Rbac().V1().Roles()
 	rbs := f.Rbac().V1().RoleBindings()
 	deps := f.Apps().V1().Deployments()
 	svcs := f.Core().V1().Services()
@@ -51,15 +49,6 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 			},
 			Diff:      DiffServiceAccount,
 			PatchBody: ServiceAccountPatch,
-		},
-		Roles: controller.ChildOps[*rbacv1.Role]{
-			Resource: "roles",
-			Get:      func(ns, n string) (*rbacv1.Role, error) { return roles.Lister().Roles(ns).Get(n) },
-			Client: func(ns string) controller.ChildClient[*rbacv1.Role] {
-				return kube.RbacV1().Roles(ns)
-			},
-			Diff:      DiffRole,
-			PatchBody: RolePatch,
 		},
 		RoleBindings: controller.ChildOps[*rbacv1.RoleBinding]{
 			Resource: "rolebindings",
@@ -93,6 +82,21 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 			PatchBody: ServicePatch,
 		},
 	}
-	informers := []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), roles.Informer(), rbs.Informer(), deps.Informer(), svcs.Informer()}
+	informers := []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), rbs.Informer(), deps.Informer(), svcs.Informer()}
 	return c, informers
+}
+
+// NamedServiceAccount returns the cached ServiceAccount a spec's
+// serviceAccount names, for CheckServiceAccount: nil when the spec names
+// none, or when the cache (toolhive=true objects only) has no such account.
+func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
+	name, ok := CustomServiceAccount(spec)
+	if !ok {
+		return nil
+	}
+	sa, err := c.ServiceAccounts.Get(namespace, name)
+	if err != nil {
+		return nil
+	}
+	return sa
 }

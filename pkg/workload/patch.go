@@ -68,11 +68,6 @@ func ServiceAccountPatch(want, have *corev1.ServiceAccount, adopt bool) ([]byte,
 	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, nil, adopt)})
 }
 
-// RolePatch is the owned-field patch of a Role.
-func RolePatch(want, have *rbacv1.Role, adopt bool) ([]byte, error) {
-	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, nil, adopt), "rules": want.Rules})
-}
-
 // RoleBindingPatch is the owned-field patch of a RoleBinding.
 func RoleBindingPatch(want, have *rbacv1.RoleBinding, adopt bool) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, nil, adopt), "subjects": want.Subjects})

@@ -30,7 +30,7 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
 // RunConfigName is the RunConfig ConfigMap of proxy n.
 func RunConfigName(n string) string { return n + "-runconfig" }
 
-// RunnerName names the runner's ServiceAccount, Role and RoleBinding.
+// RunnerName names the runner's ServiceAccount and RoleBinding.
 func RunnerName(n string) string { return n + "-remote-proxy-runner" }
 
 // ServiceName is the proxy Service.
@@ -42,6 +42,12 @@ type Inputs struct {
 	Proxy       *thv1.MCPRemoteProxy
 	OIDC        *thv1.MCPOIDCConfig
 	RunnerImage string
+	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
+	// grants (--remote-proxy-runner-cluster-role).
+	RunnerClusterRole string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
 }
 
 // Desired are the children of one MCPRemoteProxy. The runner RBAC is nil
@@ -50,7 +56,6 @@ type Inputs struct {
 type Desired struct {
 	RunConfig            *corev1.ConfigMap
 	RunnerServiceAccount *corev1.ServiceAccount
-	RunnerRole           *rbacv1.Role
 	RunnerRoleBinding    *rbacv1.RoleBinding
 	Deployment           *appsv1.Deployment
 	Service              *corev1.Service
@@ -114,6 +119,11 @@ func Build(in Inputs) (*Desired, error) {
 		return workload.ObjectMeta(name, ns, l, a, owner)
 	}
 
+	// No hivekeeper-managed account is this proxy's to name: its own is
+	// the runner account, used anyway when the spec names none.
+	if err := workload.CheckServiceAccount(in.ServiceAccount, p.UID, ""); err != nil {
+		return nil, err
+	}
 	resources, err := workload.Resources(p.Spec.Resources)
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec." + err.Error()}
@@ -143,8 +153,7 @@ func Build(in Inputs) (*Desired, error) {
 	d := &Desired{RunConfig: cm}
 	if _, custom := workload.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
 		d.RunnerServiceAccount = workload.ServiceAccount(meta(RunnerName(n), labels, nil))
-		d.RunnerRole = workload.Role(meta(RunnerName(n), labels, nil), workload.RemoteProxyRunnerRules())
-		d.RunnerRoleBinding = workload.RoleBinding(meta(RunnerName(n), labels, nil))
+		d.RunnerRoleBinding = workload.RoleBinding(meta(RunnerName(n), labels, nil), in.RunnerClusterRole)
 	}
 
 	ov, err := workload.UnpackOverrides(p.Spec.ResourceOverrides)

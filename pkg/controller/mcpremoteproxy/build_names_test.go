@@ -17,6 +17,6 @@ func TestNameLimitFitsEveryChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return []metav1.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRole, d.RunnerRoleBinding, d.Deployment, d.Service}
+		return []metav1.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.Deployment, d.Service}
 	})
 }

@@ -51,6 +51,8 @@ type Controller struct {
 	children    *workload.Children
 
 	runnerImage string
+	// runnerClusterRole is what each runner's RoleBinding grants.
+	runnerClusterRole string
 }
 
 // New builds the controller from the shared informer factories and
@@ -75,6 +77,7 @@ func New(d *app.Deps) (*Controller, error) {
 		children:    children,
 		runnerImage: d.Options.RunnerImage,
 	}
+	c.runnerClusterRole = d.Options.Runners.WithDefaults().RemoteProxyRunner
 	wiring := workload.Wiring{
 		Primary: proxies.Informer(),
 		Owner:   thv1.Kind(thv1.KindMCPRemoteProxy),

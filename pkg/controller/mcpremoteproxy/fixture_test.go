@@ -57,6 +57,18 @@ func (f *fixture) get(name string) *thv1.MCPRemoteProxy {
 	return p
 }
 
+// update stores a changed copy of the MCPRemoteProxy and refreshes the
+// caches.
+func (f *fixture) update(name string, mut func(*thv1.MCPRemoteProxy)) {
+	f.T.Helper()
+	p := f.get(name).DeepCopy()
+	mut(p)
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
+	}
+	f.Refresh()
+}
+
 // newProxy returns a minimal valid MCPRemoteProxy with the server's
 // defaults applied.
 func newProxy(name string, mut ...func(*thv1.MCPRemoteProxy)) *thv1.MCPRemoteProxy {
@@ -84,7 +96,7 @@ func newOIDCConfig(name string, inline, valid bool) *thv1.MCPOIDCConfig {
 func childrenOf(d *Desired) []runtime.Object {
 	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
 	if d.RunnerServiceAccount != nil {
-		out = append(out, d.RunnerServiceAccount, d.RunnerRole, d.RunnerRoleBinding)
+		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)
 	}
 	return out
 }

@@ -105,7 +105,6 @@ func assertNoDrift(t *testing.T, name string, d *Desired) {
 	}
 	if d.RunnerServiceAccount != nil {
 		checks["runner-sa"] = workload.DiffServiceAccount(d.RunnerServiceAccount, workloadtest.RoundTrip(d.RunnerServiceAccount))
-		checks["role"] = workload.DiffRole(d.RunnerRole, workloadtest.RoundTrip(d.RunnerRole))
 		checks["rolebinding"] = workload.DiffRoleBinding(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding))
 		if workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding)) {
 			t.Errorf("%s: rolebinding needs recreation right after build", name)

@@ -108,7 +108,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, statu
 		status.OIDCConfigHash = ""
 	}
 
-	desired, err := Build(Inputs{Proxy: p, OIDC: oidc, RunnerImage: c.runnerImage})
+	desired, err := Build(Inputs{Proxy: p, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole,
+		ServiceAccount: c.children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	var invalid *workload.InvalidSpecError
 	if errors.As(err, &invalid) {
 		setCond(thv1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Message)
@@ -140,16 +141,16 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, statu
 
 // ensureChildren converges every child and returns the proxy Deployment.
 // The RBAC and the RunConfig come before the Deployment so its first pod
-// finds them. When the spec names its own service account, runner RBAC
-// left from before is deleted: nothing should keep granting secret reads
-// to an account no pod uses.
+// finds them. When the spec names its own service account, the runner
+// binding and account left from before are deleted: nothing should keep
+// granting the runner's permissions to an account no pod uses. (A Role an
+// older hivekeeper created for the runner is left to garbage collection:
+// once its binding is gone it grants nothing, and hivekeeper no longer
+// holds any permission on Roles.)
 func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy, d *Desired) (*appsv1.Deployment, error) {
 	w, ch, uid, ns := c.writer, c.children, p.UID, p.Namespace
 	if d.RunnerServiceAccount != nil {
 		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
-			return nil, err
-		}
-		if _, err := controller.EnsureChild(ctx, w, ch.Roles, d.RunnerRole, uid); err != nil {
 			return nil, err
 		}
 		if _, err := controller.EnsureChild(ctx, w, ch.RoleBindings, d.RunnerRoleBinding, uid); err != nil {
@@ -171,9 +172,6 @@ func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy,
 		// left without the permissions it runs with.
 		rn := RunnerName(p.Name)
 		if err := controller.DeleteStaleChild(ctx, w, ch.RoleBindings, ns, rn, uid); err != nil {
-			return nil, err
-		}
-		if err := controller.DeleteStaleChild(ctx, w, ch.Roles, ns, rn, uid); err != nil {
 			return nil, err
 		}
 		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, ns, rn, uid); err != nil {

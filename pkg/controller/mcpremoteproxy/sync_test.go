@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -36,7 +38,7 @@ func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts,
-		"create serviceaccounts", "create roles", "create rolebindings",
+		"create serviceaccounts", "create rolebindings",
 		"create configmaps", "create services", "create deployments", "patch mcpremoteproxies/status")
 	wt.AssertNoActionOn(t, acts, "mcpoidcconfigs")
 	wt.AssertNoActionOn(t, acts, "mcpgroups")
@@ -87,17 +89,12 @@ func TestSwitchToCustomServiceAccountDeletesRunnerRBAC(t *testing.T) {
 	p := newProxy("remote")
 	f := newFixture(t, p)
 	f.converge("remote")
-	live := f.get("remote").DeepCopy()
-	live.Spec.ServiceAccount = ptr.To("mine")
-	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.Refresh()
+	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("mine") })
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts, "patch deployments", "delete rolebindings", "delete roles", "delete serviceaccounts")
+	wt.AssertActions(t, acts, "patch deployments", "delete rolebindings", "delete serviceaccounts")
 	f.Refresh()
 	acts, _ = f.sync("remote")
 	wt.AssertActions(t, acts)
@@ -168,14 +165,14 @@ func TestChildrenShape(t *testing.T) {
 	if tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
 		t.Errorf("serviceAccountName %s", tpl.Spec.ServiceAccountName)
 	}
-	role, err := f.Kube.RbacV1().Roles(testNS).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
+	rb, err := f.Kube.RbacV1().RoleBindings(testNS).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps", "secrets"}) || slices.ContainsFunc(role.Rules[0].Verbs, func(v string) bool {
-		return v == "create" || v == "update" || v == "patch" || v == "delete"
-	}) {
-		t.Errorf("runner rules %+v are not read-only configmaps and secrets", role.Rules)
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.DefaultRemoteProxyRunnerClusterRole}
+	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "remote-remote-proxy-runner", Namespace: testNS}}
+	if rb.RoleRef != wantRef || !slices.Equal(rb.Subjects, wantSubjects) {
+		t.Errorf("runner binding %+v to %+v, want %+v to %+v", rb.RoleRef, rb.Subjects, wantRef, wantSubjects)
 	}
 	svc, err := f.Kube.CoreV1().Services(testNS).Get(ctx, "mcp-remote-remote-proxy", metav1.GetOptions{})
 	if err != nil {
@@ -408,4 +405,19 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 		t.Fatalf("enqueued %s", key)
 	}
 	f.c.Queue.Done(key)
+}
+
+// A remote proxy naming a runner account hivekeeper manages (another
+// MCPServer's, which may attach to pods) is refused with a condition and
+// one event; the running Deployment is not touched.
+func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
+	f := newFixture(t, newProxy("remote"), wt.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
+	f.converge("remote")
+	f.Events()
+	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("fetch-proxy-runner") })
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatalf("a refusal is not retried: %v", err)
+	}
+	f.AssertRefusedServiceAccount(t, acts, "mcpremoteproxies", f.get("remote").Status.Conditions)
 }

@@ -48,7 +48,7 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
 // RunConfigName is the RunConfig ConfigMap of server n.
 func RunConfigName(n string) string { return n + "-runconfig" }
 
-// RunnerName names the proxy runner's ServiceAccount, Role and RoleBinding.
+// RunnerName names the proxy runner's ServiceAccount and RoleBinding.
 func RunnerName(n string) string { return n + "-proxy-runner" }
 
 // BackendServiceAccountName is the backend pod's ServiceAccount when the
@@ -70,6 +70,12 @@ type Inputs struct {
 	Server      *thv1.MCPServer
 	OIDC        *thv1.MCPOIDCConfig
 	RunnerImage string
+	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
+	// grants (--proxy-runner-cluster-role).
+	RunnerClusterRole string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
 }
 
 // Desired are the children of one MCPServer. BackendServiceAccount is nil
@@ -77,7 +83,6 @@ type Inputs struct {
 type Desired struct {
 	RunConfig             *corev1.ConfigMap
 	RunnerServiceAccount  *corev1.ServiceAccount
-	RunnerRole            *rbacv1.Role
 	RunnerRoleBinding     *rbacv1.RoleBinding
 	BackendServiceAccount *corev1.ServiceAccount
 	Deployment            *appsv1.Deployment
@@ -178,6 +183,9 @@ func Build(in Inputs) (*Desired, error) {
 	if !custom {
 		backendSA = BackendServiceAccountName(n)
 	}
+	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, BackendServiceAccountName(n)); err != nil {
+		return nil, err
+	}
 	podPatch, err := BackendPodPatch(s, backendSA)
 	if err != nil {
 		return nil, err
@@ -196,8 +204,7 @@ func Build(in Inputs) (*Desired, error) {
 	d := &Desired{
 		RunConfig:            cm,
 		RunnerServiceAccount: workload.ServiceAccount(meta(RunnerName(n), labels, nil)),
-		RunnerRole:           workload.Role(meta(RunnerName(n), labels, nil), workload.ProxyRunnerRules()),
-		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil)),
+		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
 	if !custom {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))

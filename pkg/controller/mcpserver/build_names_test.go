@@ -19,7 +19,7 @@ func TestNameLimitFitsEveryChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs := []metav1.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRole, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service,
+		objs := []metav1.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service,
 			// The runner's StatefulSet; its pods carry the label
 			// controller-revision-hash=<name>-<hash of up to 10>.
 			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: runnerStatefulSetName(name),

@@ -1,8 +1,9 @@
 // Package mcpserver is the MCPServer controller: it runs each MCP server
-// behind ToolHive's proxy runner (RunConfig ConfigMap, runner RBAC, proxy
-// Deployment and Service), rolls the proxy when its RunConfig changes, and
-// reports status. build.go and the comparators in pkg/workload are pure;
-// sync.go is the only file that writes.
+// behind ToolHive's proxy runner (RunConfig ConfigMap, runner ServiceAccount
+// bound to the proxy-runner ClusterRole, proxy Deployment and Service),
+// rolls the proxy when its RunConfig changes, and reports status. build.go
+// and the comparators in pkg/workload are pure; sync.go is the only file
+// that writes.
 package mcpserver
 
 import (
@@ -46,6 +47,8 @@ type Controller struct {
 	children    *workload.Children
 
 	runnerImage string
+	// runnerClusterRole is what each runner's RoleBinding grants.
+	runnerClusterRole string
 }
 
 // New builds the controller from the shared informer factories and
@@ -70,6 +73,7 @@ func New(d *app.Deps) (*Controller, error) {
 		children:    children,
 		runnerImage: d.Options.RunnerImage,
 	}
+	c.runnerClusterRole = d.Options.Runners.WithDefaults().ProxyRunner
 	wiring := workload.Wiring{
 		Primary: servers.Informer(),
 		Owner:   thv1.Kind(thv1.KindMCPServer),

@@ -139,7 +139,6 @@ func FuzzBuild(f *testing.F) {
 			"deployment":  workload.DiffDeployment(d.Deployment, d.Deployment),
 			"service":     workload.DiffService(d.Service, d.Service),
 			"configmap":   workload.DiffConfigMap(d.RunConfig, d.RunConfig),
-			"role":        workload.DiffRole(d.RunnerRole, d.RunnerRole),
 			"rolebinding": workload.DiffRoleBinding(d.RunnerRoleBinding, d.RunnerRoleBinding),
 		} {
 			if len(fields) != 0 {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -112,7 +113,6 @@ func assertNoDrift(t *testing.T, name string, d *Desired) {
 	checks := map[string][]string{
 		"configmap":      workload.DiffConfigMap(d.RunConfig, roundTrip(d.RunConfig)),
 		"runner-sa":      workload.DiffServiceAccount(d.RunnerServiceAccount, roundTrip(d.RunnerServiceAccount)),
-		"role":           workload.DiffRole(d.RunnerRole, roundTrip(d.RunnerRole)),
 		"rolebinding":    workload.DiffRoleBinding(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)),
 		"deployment":     workload.DiffDeployment(d.Deployment, dep),
 		"deployment-raw": workload.DiffDeployment(d.Deployment, d.Deployment),
@@ -178,15 +178,17 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		t.Errorf("replicas changed by an HPA are drift with spec.replicas nil: %v", got)
 	}
 
-	role := d.RunnerRole.DeepCopy()
-	role.Rules = role.Rules[1:]
-	if got := workload.DiffRole(d.RunnerRole, role); len(got) != 1 || got[0] != workload.FieldRules {
-		t.Errorf("role rules drift not detected: %v", got)
-	}
 	rb := d.RunnerRoleBinding.DeepCopy()
 	rb.Subjects = []rbacv1.Subject{{Kind: "User", Name: "eve"}}
 	if got := workload.DiffRoleBinding(d.RunnerRoleBinding, rb); len(got) != 1 {
 		t.Errorf("rolebinding subjects drift not detected: %v", got)
+	}
+	// A binding to the Role an older hivekeeper created is drift that
+	// only deleting and recreating the binding can repair.
+	rb = d.RunnerRoleBinding.DeepCopy()
+	rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rb.Name}
+	if got := workload.DiffRoleBinding(d.RunnerRoleBinding, rb); !slices.Equal(got, []string{workload.FieldRoleRef}) || !workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb) {
+		t.Errorf("rolebinding roleRef drift: %v, recreate %v", got, workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb))
 	}
 	svc := d.Service.DeepCopy()
 	svc.Spec.Ports[0].Port = 9999

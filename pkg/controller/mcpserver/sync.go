@@ -92,7 +92,8 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, status *th
 		return nil
 	}
 
-	desired, err := Build(Inputs{Server: s, OIDC: oidc, RunnerImage: c.runnerImage})
+	desired, err := Build(Inputs{Server: s, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole,
+		ServiceAccount: c.children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	var invalid *InvalidSpecError
 	if errors.As(err, &invalid) {
 		if invalid.Condition == thv1.ConditionPodTemplateValid {
@@ -185,9 +186,6 @@ func (c *Controller) resolveOIDC(s *thv1.MCPServer, setCond func(string, metav1.
 func (c *Controller) ensureChildren(ctx context.Context, s *thv1.MCPServer, d *Desired) (*appsv1.Deployment, error) {
 	w, ch, uid := c.writer, c.children, s.UID
 	if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
-		return nil, err
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.Roles, d.RunnerRole, uid); err != nil {
 		return nil, err
 	}
 	if _, err := controller.EnsureChild(ctx, w, ch.RoleBindings, d.RunnerRoleBinding, uid); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,7 @@ func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertActions(t, acts,
-		"create serviceaccounts", "create roles", "create rolebindings", "create serviceaccounts",
+		"create serviceaccounts", "create rolebindings", "create serviceaccounts",
 		"create configmaps", "create services", "create deployments", "patch mcpservers/status")
 	for _, a := range acts {
 		if a.GetResource().Resource == "mcpoidcconfigs" {
@@ -645,4 +646,98 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An older hivekeeper bound the runner to a Role of its own. roleRef is
+// immutable, so the binding is deleted (locked to its UID) and created again
+// bound to the ClusterRole; the old Role is left alone: hivekeeper holds no
+// permission on Roles, and garbage collection removes it with the server.
+func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
+	s := newServer("fetch")
+	owner := []metav1.OwnerReference{workload.OwnerRef(s, gvk)}
+	legacyRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
+		Labels: workload.Labels(App, "fetch"), OwnerReferences: owner}}
+	legacyBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS, UID: "legacy-binding",
+			Labels: workload.Labels(App, "fetch"), OwnerReferences: owner},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fetch-proxy-runner"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "fetch-proxy-runner", Namespace: testNS}},
+	}
+	f := newFixture(t, s, legacyRole, legacyBinding)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) < 2 || workloadtest.Verbs(acts)[1] != "delete rolebindings" {
+		t.Fatalf("actions %v, want the runner ServiceAccount created, then the binding deleted", workloadtest.Verbs(acts))
+	}
+	del := acts[1].(core.DeleteAction)
+	if pre := del.GetDeleteOptions().Preconditions; del.GetName() != "fetch-proxy-runner" || pre == nil || pre.UID == nil || *pre.UID != "legacy-binding" {
+		t.Errorf("delete %s with preconditions %+v, want the legacy binding's UID", del.GetName(), pre)
+	}
+	workloadtest.AssertNoActionOn(t, acts, "roles")
+
+	f.applyServerBehaviour()
+	f.refresh()
+	f.converge("fetch")
+	rb, err := f.kube.RbacV1().RoleBindings(testNS).Get(context.Background(), "fetch-proxy-runner", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hivekeeper-proxy-runner"}); rb.RoleRef != want {
+		t.Errorf("roleRef %+v, want %+v", rb.RoleRef, want)
+	}
+	if _, err := f.kube.RbacV1().Roles(testNS).Get(context.Background(), "fetch-proxy-runner", metav1.GetOptions{}); err != nil {
+		t.Errorf("the legacy Role was touched: %v", err)
+	}
+}
+
+// A server that names another workload's ServiceAccount (here another
+// server's proxy runner, which holds the runner's permissions) is refused:
+// a condition and one event, and not a single child write, so the running
+// Deployment keeps its account. Its own backend account stays allowed.
+func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
+	f := newFixture(t, newServer("fetch"), workloadtest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
+	f.converge("fetch")
+	f.Events()
+	ctx := context.Background()
+	setSA := func(name string) {
+		s, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.ServiceAccount = &name
+		if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.refresh()
+	}
+
+	setSA("bar-proxy-runner")
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatalf("a refusal is not retried: %v", err)
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	f.AssertRefusedServiceAccount(t, acts, "mcpservers", got.Status.Conditions)
+	if got.Status.Phase != thv1.MCPServerPhaseFailed {
+		t.Errorf("phase %s", got.Status.Phase)
+	}
+	f.refresh()
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts)
+
+	// The account hivekeeper made for this server's own backend, and one
+	// hivekeeper does not manage, are fine.
+	setSA(BackendServiceAccountName("fetch"))
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c.Reason == workload.ReasonServiceAccountNotAllowed {
+		t.Errorf("own backend account refused: %+v", c)
+	}
+	f.refresh()
+	setSA("mine")
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts, "patch deployments")
 }

@@ -134,6 +134,9 @@ type Inputs struct {
 	OIDC     *thv1.MCPOIDCConfig
 	Backends []*thv1.MCPServer
 	Image    string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
 }
 
 // Desired are the children of one VirtualMCPServer. ServiceAccount is nil
@@ -164,6 +167,9 @@ func Build(in Inputs) (*Desired, error) {
 		return workload.ObjectMeta(name, ns, l, a, owner)
 	}
 
+	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, OwnServiceAccountName(n)); err != nil {
+		return nil, err
+	}
 	var oidc workload.OIDCWiring
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		if v.Spec.IncomingAuth.OIDCConfigRef == nil {
@@ -188,7 +194,9 @@ func Build(in Inputs) (*Desired, error) {
 	for _, b := range backends {
 		d.Backends = append(d.Backends, b.Name)
 	}
-	if _, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom {
+	// Naming the account hivekeeper creates anyway keeps it, rather than
+	// deleting it as stale under the pod that uses it.
+	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == OwnServiceAccountName(n) {
 		d.ServiceAccount = workload.ServiceAccount(meta(OwnServiceAccountName(n), labels, nil))
 	}
 	d.Deployment = &appsv1.Deployment{

@@ -110,7 +110,7 @@ func (c *Controller) converge(ctx context.Context, v *thv1.VirtualMCPServer, sta
 	if err != nil {
 		return err
 	}
-	in := Inputs{Server: v, OIDC: oidc, Image: c.image}
+	in := Inputs{Server: v, OIDC: oidc, Image: c.image, ServiceAccount: c.children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}
 	for _, o := range backends {
 		if s, ok := o.(*thv1.MCPServer); ok {
 			in.Backends = append(in.Backends, s)

@@ -505,3 +505,23 @@ func TestEmptyGroupDeploysNothing(t *testing.T) {
 		t.Fatalf("steady state wrote: %s", wt.Describe(acts))
 	}
 }
+
+// Naming an account hivekeeper manages for another workload (here an
+// MCPServer's backend account) is refused with a condition and one event;
+// the running Deployment is not touched.
+func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), wt.ManagedServiceAccount(testNS, "fetch-sa", thv1.KindMCPServer, "fetch"))
+	f.converge("agg")
+	f.Events()
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("fetch-sa") })
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatalf("a refusal is not retried: %v", err)
+	}
+	f.AssertRefusedServiceAccount(t, acts, "virtualmcpservers", f.get("agg").Status.Conditions)
+
+	// Its own account, which hivekeeper created, is fine.
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(OwnServiceAccountName("agg")) })
+	acts, _ = f.sync("agg")
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,12 +22,14 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // Now is the fixed time of the fixtures' clocks.
@@ -110,8 +113,6 @@ func (f *Fixture) Refresh() {
 	replace(kf.Core().V1().ConfigMaps().Informer(), l1, e1)
 	l2, e2 := k.CoreV1().ServiceAccounts("").List(ctx, lo)
 	replace(kf.Core().V1().ServiceAccounts().Informer(), l2, e2)
-	l3, e3 := k.RbacV1().Roles("").List(ctx, lo)
-	replace(kf.Rbac().V1().Roles().Informer(), l3, e3)
 	l4, e4 := k.RbacV1().RoleBindings("").List(ctx, lo)
 	replace(kf.Rbac().V1().RoleBindings().Informer(), l4, e4)
 	l5, e5 := k.AppsV1().Deployments("").List(ctx, lo)
@@ -276,5 +277,35 @@ func NewGroup(namespace, name string) *thv1.MCPGroup {
 	return &thv1.MCPGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPGroup},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("group-" + name), ResourceVersion: "1"},
+	}
+}
+
+// ManagedServiceAccount is a ServiceAccount as hivekeeper creates it for a
+// workload of kind ownerKind named owner: labelled toolhive=true and
+// controlled by that workload.
+func ManagedServiceAccount(namespace, name, ownerKind, owner string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: namespace, UID: k8stypes.UID("sa-" + name),
+		Labels: map[string]string{"toolhive": "true", "toolhive-name": owner},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: thv1.SchemeGroupVersion.String(), Kind: ownerKind, Name: owner,
+			UID: k8stypes.UID("uid-" + owner), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}},
+	}}
+}
+
+// AssertRefusedServiceAccount checks one sync of a workload whose
+// spec.serviceAccount names another workload's account: only its status
+// was written (no child, the Deployment least of all), with Ready False for
+// reason ServiceAccountNotAllowed, and one Warning event.
+func (f *Fixture) AssertRefusedServiceAccount(t *testing.T, acts []core.Action, statusResource string, conditions []metav1.Condition) {
+	t.Helper()
+	AssertActions(t, acts, "patch "+statusResource+"/status")
+	c := meta.FindStatusCondition(conditions, thv1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workload.ReasonServiceAccountNotAllowed || !strings.HasPrefix(c.Message, "spec.serviceAccount: ") {
+		t.Errorf("Ready condition %+v", c)
+	}
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+workload.ReasonServiceAccountNotAllowed+" spec.serviceAccount: ") {
+		t.Errorf("events %q, want one Warning", evs)
 	}
 }

@@ -81,7 +81,6 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"configmaps", func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, children) }},
 		{"serviceaccounts", func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, children) }},
 		{"services", func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
-		{"roles", func() (runtime.Object, error) { return kube.RbacV1().Roles(namespace).List(ctx, children) }},
 		{"rolebindings", func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, children) }},
 		{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
 		{"mcpservers", func() (runtime.Object, error) { return t.MCPServers(namespace).List(ctx, all) }},

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -46,23 +47,32 @@ func sameRules(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
 	}
 }
 
+// named returns the rendered object of a kind and name, failing when it is
+// missing.
+func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range find(objs, kind) {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+// chartRunners are the runner ClusterRoles of a release named "hivekeeper".
+var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner"}
+
 // The chart grants exactly what pkg/rbac declares: cluster-wide by default.
 func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system")
-	crs := find(objs, "ClusterRole")
-	if len(crs) != 1 {
-		t.Fatalf("want 1 ClusterRole, got %d", len(crs))
-	}
-	sameRules(t, "ClusterRole", decode[rbacv1.ClusterRole](t, crs[0]).Rules, rbac.WorkloadRules())
+	cr := named(t, objs, "ClusterRole", "hivekeeper")
+	sameRules(t, "ClusterRole", decode[rbacv1.ClusterRole](t, cr).Rules, rbac.WorkloadRules(chartRunners))
 
-	crbs := find(objs, "ClusterRoleBinding")
-	if len(crbs) != 1 {
-		t.Fatalf("want 1 ClusterRoleBinding, got %d", len(crbs))
-	}
-	crb := decode[rbacv1.ClusterRoleBinding](t, crbs[0])
+	crb := decode[rbacv1.ClusterRoleBinding](t, named(t, objs, "ClusterRoleBinding", "hivekeeper"))
 	wantSubject := rbacv1.Subject{Kind: "ServiceAccount", Name: "hivekeeper", Namespace: "hivekeeper-system"}
-	if crb.RoleRef.Name != crs[0].GetName() || len(crb.Subjects) != 1 || crb.Subjects[0] != wantSubject {
-		t.Errorf("ClusterRoleBinding binds %+v to %+v, want %s to %+v", crb.RoleRef, crb.Subjects, crs[0].GetName(), wantSubject)
+	if crb.RoleRef.Name != cr.GetName() || len(crb.Subjects) != 1 || crb.Subjects[0] != wantSubject {
+		t.Errorf("ClusterRoleBinding binds %+v to %+v, want %s to %+v", crb.RoleRef, crb.Subjects, cr.GetName(), wantSubject)
 	}
 
 	roles := find(objs, "Role")
@@ -72,13 +82,55 @@ func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
 	sameRules(t, "leader-election Role", decode[rbacv1.Role](t, roles[0]).Rules, rbac.LeaderElectionRules("hivekeeper-leader"))
 }
 
+// The runner ClusterRoles are pkg/rbac's, under the names the Deployment
+// passes to the controller and the controller may bind; they are rendered
+// in both watch modes, and never bound cluster-wide.
+func TestChartRunnerClusterRoles(t *testing.T) {
+	for mode, args := range map[string][]string{
+		"all-namespaces": {"--set", "fullnameOverride=hk"},
+		"namespace-list": {"--set", "fullnameOverride=hk", "--set", "watchNamespaces={team-a}"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
+			want := map[string][]rbacv1.PolicyRule{}
+			for _, cr := range runners.ClusterRoles() {
+				want[cr.Name] = cr.Rules
+			}
+			for name, rules := range want {
+				sameRules(t, "ClusterRole "+name, decode[rbacv1.ClusterRole](t, named(t, objs, "ClusterRole", name)).Rules, rules)
+			}
+			for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+				for _, o := range find(objs, kind) {
+					if b := decode[rbacv1.RoleBinding](t, o); want[b.RoleRef.Name] != nil {
+						t.Errorf("the chart binds runner ClusterRole %s itself (%s %s)", b.RoleRef.Name, kind, o.GetName())
+					}
+				}
+			}
+			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
+			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
+				if !slices.Contains(args, a) {
+					t.Errorf("args %q lack %q", args, a)
+				}
+			}
+		})
+	}
+}
+
 // With a namespace list the same rules are granted by a Role in each, and
 // nothing cluster-wide.
 func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system",
 		"--set", "watchNamespaces={team-a,team-b}", "--set", "leaderElection.leaseName=custom-lease")
-	if n := len(find(objs, "ClusterRole")) + len(find(objs, "ClusterRoleBinding")); n != 0 {
-		t.Errorf("namespaced install renders %d cluster-scoped RBAC objects", n)
+	for _, o := range append(find(objs, "ClusterRole"), find(objs, "ClusterRoleBinding")...) {
+		// The runner ClusterRoles are only ever bound per namespace, the
+		// metrics reader is for scrapers, and the secure metrics endpoint
+		// needs the cluster-scoped token and access reviews.
+		switch o.GetName() {
+		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
+		default:
+			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
+		}
 	}
 	byNS := map[string]*rbacv1.Role{}
 	for _, o := range find(objs, "Role") {
@@ -91,7 +143,7 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 			t.Errorf("no Role in %s", ns)
 			continue
 		}
-		sameRules(t, "Role in "+ns, r.Rules, rbac.WorkloadRules())
+		sameRules(t, "Role in "+ns, r.Rules, rbac.WorkloadRules(chartRunners))
 	}
 	if r, ok := byNS["hivekeeper-system"]; !ok {
 		t.Error("no leader-election Role")
@@ -202,5 +254,67 @@ func TestChartDeployment(t *testing.T) {
 		if dep.Spec.Template.Labels[k] != v {
 			t.Errorf("metrics Service selector %s=%s does not select the pods %v", k, v, dep.Spec.Template.Labels)
 		}
+	}
+}
+
+// Secure metrics are on by default: the flag, the ClusterRoleBinding to
+// system:auth-delegator for the reviews, a reader ClusterRole for scrapers,
+// and a ServiceMonitor that scrapes over HTTPS with its ServiceAccount
+// token. Off, metrics are plain HTTP and no metrics RBAC is rendered.
+func TestChartSecureMetrics(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true")
+	args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--metrics-secure") {
+		t.Errorf("args %q lack --metrics-secure", args)
+	}
+	crb := decode[rbacv1.ClusterRoleBinding](t, named(t, objs, "ClusterRoleBinding", "hivekeeper-metrics-auth"))
+	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != "system:auth-delegator" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "hivekeeper" {
+		t.Errorf("metrics auth binding %+v to %+v", crb.RoleRef, crb.Subjects)
+	}
+	reader := decode[rbacv1.ClusterRole](t, named(t, objs, "ClusterRole", "hivekeeper-metrics-reader"))
+	if !equality.Semantic.DeepEqual(reader.Rules, rbac.MetricsReaderRules()) {
+		t.Errorf("metrics reader rules %+v, want %+v", reader.Rules, rbac.MetricsReaderRules())
+	}
+	endpoint := func(objs []*unstructured.Unstructured) map[string]any {
+		eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor")[0].Object, "spec", "endpoints")
+		return eps[0].(map[string]any)
+	}
+	if ep := endpoint(objs); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || ep["tlsConfig"] == nil {
+		t.Errorf("ServiceMonitor endpoint %v", ep)
+	}
+
+	plain := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false")
+	if args := decode[appsv1.Deployment](t, find(plain, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--metrics-secure") {
+		t.Errorf("metrics.secure=false still passes --metrics-secure")
+	}
+	for _, o := range append(find(plain, "ClusterRole"), find(plain, "ClusterRoleBinding")...) {
+		if strings.Contains(o.GetName(), "metrics") {
+			t.Errorf("metrics.secure=false renders %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	if ep := endpoint(plain); ep["scheme"] != "http" || ep["bearerTokenFile"] != nil {
+		t.Errorf("plain ServiceMonitor endpoint %v", ep)
+	}
+}
+
+// The admission policy is on by default, can be turned off, and in a
+// namespace-list install binds only the watched namespaces.
+func TestChartAdmissionPolicy(t *testing.T) {
+	objs := render(t, "hivekeeper", "hivekeeper-system")
+	vap := named(t, objs, "ValidatingAdmissionPolicy", "hivekeeper-workloads")
+	binding := named(t, objs, "ValidatingAdmissionPolicyBinding", "hivekeeper-workloads")
+	if p, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); p != vap.GetName() {
+		t.Errorf("binding names policy %q", p)
+	}
+	if _, found, _ := unstructured.NestedMap(binding.Object, "spec", "matchResources"); found {
+		t.Errorf("an all-namespaces install must bind every namespace")
+	}
+	if n := len(find(render(t, "hivekeeper", "hivekeeper-system", "--set", "admissionPolicy.enabled=false"), "ValidatingAdmissionPolicy")); n != 0 {
+		t.Errorf("admissionPolicy.enabled=false renders %d policies", n)
+	}
+	scoped := named(t, render(t, "hivekeeper", "hivekeeper-system", "--set", "watchNamespaces={team-a,team-b}"), "ValidatingAdmissionPolicyBinding", "hivekeeper-workloads")
+	exprs, _, _ := unstructured.NestedSlice(scoped.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+	if len(exprs) != 1 || fmt.Sprint(exprs[0].(map[string]any)["values"]) != "[team-a team-b]" {
+		t.Errorf("namespace-list binding selects %v", exprs)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,20 +24,29 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
+// installation is the chart's RBAC created on the test server: the
+// identity of its ServiceAccount as the API server authenticates it, and the
+// runner ClusterRoles the Deployment tells the controller to bind.
+type installation struct {
+	user    string
+	groups  []string
+	runners rbac.Runners
+}
+
 // install creates (for real) the chart's ServiceAccount and RBAC objects in
-// namespace, and returns the ServiceAccount's user name and groups as the
-// API server would authenticate its token. Cluster-scoped objects are
-// deleted on cleanup; namespaced ones go with the test's namespace.
+// namespace. Cluster-scoped objects are deleted on cleanup; namespaced ones
+// go with the test's namespace.
 //
 // It returns once the API server's authorizer, which reads RBAC objects from
 // an informer, sees the grants in watched and in namespace.
-func install(t *testing.T, env *framework.Env, namespace, watched string, args ...string) (user string, groups []string) {
+func install(t *testing.T, env *framework.Env, namespace, watched string, args ...string) installation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -65,13 +76,31 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 	if saName == "" {
 		t.Fatal("the chart rendered no ServiceAccount")
 	}
-	user = "system:serviceaccount:" + namespace + ":" + saName
-	groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+	in := installation{
+		user:   "system:serviceaccount:" + namespace + ":" + saName,
+		groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	for _, a := range decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--proxy-runner-cluster-role="); ok {
+			in.runners.ProxyRunner = v
+		}
+		if v, ok := strings.CutPrefix(a, "--remote-proxy-runner-cluster-role="); ok {
+			in.runners.RemoteProxyRunner = v
+		}
+	}
+	if in.runners.ProxyRunner == "" || in.runners.RemoteProxyRunner == "" {
+		t.Fatalf("the Deployment names no runner ClusterRoles: %+v", in.runners)
+	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
-		return allowed(t, env, user, groups, watched, rbac.Request{Verb: "create", Resource: "configmaps"}) &&
-			allowed(t, env, user, groups, namespace, rbac.Request{Verb: "create", APIGroup: "coordination.k8s.io", Resource: "leases"}), nil
+		return in.allowed(t, env, watched, rbac.Request{Verb: "create", Resource: "configmaps"}) &&
+			in.allowed(t, env, namespace, rbac.Request{Verb: "create", APIGroup: "coordination.k8s.io", Resource: "leases"}), nil
 	}, "the authorizer to see the chart's RBAC")
-	return user, groups
+	return in
+}
+
+func (in installation) allowed(t *testing.T, env *framework.Env, namespace string, r rbac.Request) bool {
+	t.Helper()
+	return allowed(t, env, in.user, in.groups, namespace, r)
 }
 
 // allowed asks the API server whether user may make request r in namespace.
@@ -93,28 +122,10 @@ func allowed(t *testing.T, env *framework.Env, user string, groups []string, nam
 	return sar.Status.Allowed
 }
 
-// Requests the controller must never be able to make, wherever.
-var neverAllowed = []rbac.Request{
-	{Verb: "create", Resource: "secrets"},
-	{Verb: "update", Resource: "secrets"},
-	{Verb: "delete", Resource: "secrets"},
-	{Verb: "create", Resource: "pods"},
-	{Verb: "create", Resource: "pods/exec"},
-	{Verb: "create", Resource: "serviceaccounts/token"},
-	{Verb: "update", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-	{Verb: "delete", APIGroup: rbac.ToolhiveGroup, Resource: "mcpservers"},
-	{Verb: "bind", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "escalate", APIGroup: "rbac.authorization.k8s.io", Resource: "roles"},
-	{Verb: "create", APIGroup: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-	{Verb: "list", Resource: "nodes"},
-	{Verb: "list", Resource: "namespaces"},
-	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
-	{Verb: "create", APIGroup: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
-}
-
 // The ServiceAccount holds exactly the declared permissions where it should,
-// nothing where it should not, and can grant the proxy runners their Roles
-// (the API server refuses a Role that grants more than its creator holds).
+// nothing where it should not, and can bind the runner ClusterRoles (it
+// holds bind on them, not their permissions) but no other role: the API
+// server refuses a binding to cluster-admin, and a Secret read, outright.
 func TestServiceAccountPermissions(t *testing.T) {
 	env := framework.Get(t)
 	for _, mode := range []string{"all-namespaces", "namespace-list"} {
@@ -124,58 +135,89 @@ func TestServiceAccountPermissions(t *testing.T) {
 			if mode == "namespace-list" {
 				args = []string{"--set", "watchNamespaces={" + watched + "}"}
 			}
-			user, groups := install(t, env, release, watched, args...)
+			in := install(t, env, release, watched, args...)
 
-			for _, r := range rbac.Expand(rbac.WorkloadRules()) {
-				if !allowed(t, env, user, groups, watched, r) {
+			for _, r := range rbac.Expand(rbac.WorkloadRules(in.runners)) {
+				if !in.allowed(t, env, watched, r) {
 					t.Errorf("%s: denied %+v in the watched namespace", mode, r)
 				}
-				if mode == "namespace-list" && allowed(t, env, user, groups, other, r) {
+				if mode == "namespace-list" && in.allowed(t, env, other, r) {
 					t.Errorf("%s: allowed %+v in a namespace it does not watch", mode, r)
 				}
 			}
 			for _, r := range rbac.Expand(rbac.LeaderElectionRules("hivekeeper-leader")) {
-				if !allowed(t, env, user, groups, release, r) {
+				if !in.allowed(t, env, release, r) {
 					t.Errorf("%s: denied %+v in the release namespace", mode, r)
 				}
 			}
-			for _, r := range neverAllowed {
+			// --metrics-secure reviews scrapers' tokens and access,
+			// cluster-scoped requests, in every watch mode.
+			for _, r := range rbac.Expand(rbac.MetricsAuthRules()) {
+				if !in.allowed(t, env, "", r) {
+					t.Errorf("%s: denied %+v, which the secure metrics endpoint needs", mode, r)
+				}
+			}
+			for _, r := range rbac.NeverAllowed {
 				for _, ns := range []string{watched, release} {
-					if allowed(t, env, user, groups, ns, r) {
+					if in.allowed(t, env, ns, r) {
 						t.Errorf("%s: allowed %+v in %s", mode, r, ns)
 					}
 				}
 			}
 
-			// Grant the runner Roles as the ServiceAccount, as the
-			// controllers do.
-			cs, _, err := app.NewClients(env.ConfigForUser(user, groups...))
+			// As the ServiceAccount, with the requests the controllers send.
+			cs, _, err := app.NewClients(env.ConfigForUser(in.user, in.groups...))
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			for name, rules := range map[string][]rbacv1.PolicyRule{
-				"x-proxy-runner":        workload.ProxyRunnerRules(),
-				"x-remote-proxy-runner": workload.RemoteProxyRunnerRules(),
-			} {
-				role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
-				if _, err := cs.RbacV1().Roles(watched).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-					t.Errorf("%s: creating Role %s as the ServiceAccount: %v", mode, name, err)
-				}
-				binding := &rbacv1.RoleBinding{
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "idp", Namespace: watched}, StringData: map[string]string{"k": "v"}}
+			if _, err := env.Kube.CoreV1().Secrets(watched).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cs.CoreV1().Secrets(watched).Get(ctx, "idp", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("%s: reading a Secret as the ServiceAccount: want Forbidden, got %v", mode, err)
+			}
+			bind := func(ns, name string, ref rbacv1.RoleRef) error {
+				_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
-					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-					Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: watched}},
-				}
-				if _, err := cs.RbacV1().RoleBindings(watched).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-					t.Errorf("%s: creating RoleBinding %s as the ServiceAccount: %v", mode, name, err)
+					RoleRef:    ref,
+					Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+				}, metav1.CreateOptions{})
+				return err
+			}
+			clusterRole := func(name string) rbacv1.RoleRef {
+				return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+			}
+			for _, cr := range []string{in.runners.ProxyRunner, in.runners.RemoteProxyRunner} {
+				if err := bind(watched, "x-"+cr, clusterRole(cr)); err != nil {
+					t.Errorf("%s: binding %s as the ServiceAccount: %v", mode, cr, err)
 				}
 				if mode == "namespace-list" {
-					role.Namespace = ""
-					if _, err := cs.RbacV1().Roles(other).Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-						t.Errorf("%s: creating Role %s in an unwatched namespace: want Forbidden, got %v", mode, name, err)
+					if err := bind(other, "x-"+cr, clusterRole(cr)); !apierrors.IsForbidden(err) {
+						t.Errorf("%s: binding %s in an unwatched namespace: want Forbidden, got %v", mode, cr, err)
 					}
 				}
+			}
+			// cluster-admin, and a role granting what the ServiceAccount
+			// lacks (the aggregated admin, edit and view roles have no
+			// rules on a server without kube-controller-manager).
+			secretReader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: in.runners.ProxyRunner + "-test-secret-reader"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}}
+			if _, err := env.Kube.RbacV1().ClusterRoles().Create(ctx, secretReader, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = env.Kube.RbacV1().ClusterRoles().Delete(context.Background(), secretReader.Name, metav1.DeleteOptions{})
+			})
+			for _, cr := range []string{"cluster-admin", secretReader.Name} {
+				if err := bind(watched, "x-"+cr, clusterRole(cr)); !apierrors.IsForbidden(err) {
+					t.Errorf("%s: binding %s as the ServiceAccount: want Forbidden, got %v", mode, cr, err)
+				}
+			}
+			role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "x-role"}, Rules: rbac.ProxyRunnerRules()}
+			if _, err := cs.RbacV1().Roles(watched).Create(ctx, role, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("%s: creating a Role as the ServiceAccount: want Forbidden, got %v", mode, err)
 			}
 		})
 	}
@@ -227,7 +269,10 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 				args = []string{"--set", "watchNamespaces={" + watched + "}"}
 				opts.Namespaces = []string{watched}
 			}
-			user, groups := install(t, env, release, watched, args...)
+			in := install(t, env, release, watched, args...)
+			user, groups := in.user, in.groups
+			opts.Runners = in.runners
+			legacyRole := legacyRunnerRBAC(t, env, watched)
 
 			rec := &forbiddenRecorder{}
 			// Registered first so it runs last, after the controllers
@@ -292,7 +337,9 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 			if _, err := framework.ApplyManifests(ctx, env.Config, watched, filepath.Join(root, "examples")); err != nil {
 				t.Fatalf("applying examples: %v", err)
 			}
-			// MCPServer osv's children, written as the ServiceAccount.
+			// MCPServer osv's children, written as the ServiceAccount; the
+			// runners are bound to the chart's ClusterRoles, and the legacy
+			// binding to a Role was replaced by one to the ClusterRole.
 			framework.Eventually(t, 30*time.Second, func() (bool, error) {
 				if _, err := env.Kube.AppsV1().Deployments(watched).Get(ctx, "osv", metav1.GetOptions{}); err != nil {
 					return false, err
@@ -300,12 +347,28 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 				if _, err := env.Kube.CoreV1().ConfigMaps(watched).Get(ctx, "osv-runconfig", metav1.GetOptions{}); err != nil {
 					return false, err
 				}
-				if _, err := env.Kube.RbacV1().Roles(watched).Get(ctx, "osv-proxy-runner", metav1.GetOptions{}); err != nil {
-					return false, err
+				for binding, clusterRole := range map[string]string{
+					"osv-proxy-runner":                 in.runners.ProxyRunner,
+					"legacy-proxy-runner":              in.runners.ProxyRunner,
+					"vendor-tools-remote-proxy-runner": in.runners.RemoteProxyRunner,
+				} {
+					rb, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, binding, metav1.GetOptions{})
+					if err != nil {
+						return false, err
+					}
+					if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != clusterRole {
+						return false, fmt.Errorf("RoleBinding %s binds %+v", binding, rb.RoleRef)
+					}
 				}
-				_, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, "osv-proxy-runner", metav1.GetOptions{})
-				return err == nil, err
-			}, "the osv MCPServer's Deployment, RunConfig and runner RBAC")
+				return true, nil
+			}, "the osv MCPServer's Deployment and RunConfig, and the runner bindings to the chart's ClusterRoles")
+			roles, err := env.Kube.RbacV1().Roles(watched).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(roles.Items) != 1 || roles.Items[0].UID != legacyRole.UID || roles.Items[0].ResourceVersion != legacyRole.ResourceVersion {
+				t.Errorf("Roles of workloads in the watched namespace: %d, want only the legacy one, untouched", len(roles.Items))
+			}
 
 			// An immediate restart deletes the proxy pods.
 			requested := time.Now().UTC().Format(time.RFC3339)
@@ -341,4 +404,37 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 			time.Sleep(2 * time.Second)
 		})
 	}
+}
+
+// legacyRunnerRBAC creates what an older hivekeeper left for MCPServer
+// "legacy": the runner bound to a Role of its own. The binding's roleRef
+// cannot change, so the controller must delete and recreate it; the Role
+// it must leave alone. It returns the Role.
+func legacyRunnerRBAC(t *testing.T, env *framework.Env, ns string) *rbacv1.Role {
+	t.Helper()
+	ctx := context.Background()
+	s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Create(ctx, &thv1.MCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy"},
+		Spec:       thv1.MCPServerSpec{Image: "ghcr.io/example/legacy:1"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := metav1.ObjectMeta{
+		Name:            "legacy-proxy-runner",
+		Labels:          workload.Labels("mcpserver", "legacy"),
+		OwnerReferences: []metav1.OwnerReference{workload.OwnerRef(s, thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer))},
+	}
+	role, err := env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rbac.ProxyRunnerRules()}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: meta.Name, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return role
 }

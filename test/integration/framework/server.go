@@ -40,7 +40,8 @@ type Options struct {
 	TempDir string
 	// CRDDir, when set, is a folder of CRD manifests installed after the
 	// API server is ready; Start returns once they are Established and
-	// served.
+	// served. The proxy runners' ClusterRoles (pkg/rbac) are installed
+	// always, as the Helm chart would.
 	CRDDir string
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags; a flag
 	// given twice takes the later value.
@@ -243,9 +244,12 @@ func start(opts Options) (_ *Server, err error) {
 	if err := s.waitReady(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	if err := InstallRunnerClusterRoles(ctx, s.Config); err != nil {
+		return nil, err
+	}
 	if opts.CRDDir != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		defer cancel()
 		if err := InstallCRDs(ctx, s.Config, opts.CRDDir); err != nil {
 			return nil, fmt.Errorf("installing CRDs from %s: %w", opts.CRDDir, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -141,11 +142,10 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := k.RbacV1().Roles(ns).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
-			return err
-		},
-		func() error {
-			_, err := k.RbacV1().RoleBindings(ns).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
+			rb, err := k.RbacV1().RoleBindings(ns).Get(ctx, "remote-remote-proxy-runner", metav1.GetOptions{})
+			if err == nil && (rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != rbac.DefaultRemoteProxyRunnerClusterRole) {
+				err = fmt.Errorf("runner binding binds %+v", rb.RoleRef)
+			}
 			return err
 		},
 		func() error {
@@ -168,10 +168,6 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 	for _, get := range []func() error{
 		func() error {
 			_, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, "byo-remote-proxy-runner", metav1.GetOptions{})
-			return err
-		},
-		func() error {
-			_, err := k.RbacV1().Roles(ns).Get(ctx, "byo-remote-proxy-runner", metav1.GetOptions{})
 			return err
 		},
 		func() error {

@@ -111,8 +111,6 @@ func snapshot(t *testing.T, env *framework.Env, ns, name string) childRVs {
 	get("serviceaccount", sa, err)
 	bsa, err := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, name+"-sa", metav1.GetOptions{})
 	get("serviceaccount", bsa, err)
-	role, err := env.Kube.RbacV1().Roles(ns).Get(ctx, name+"-proxy-runner", metav1.GetOptions{})
-	get("role", role, err)
 	rb, err := env.Kube.RbacV1().RoleBindings(ns).Get(ctx, name+"-proxy-runner", metav1.GetOptions{})
 	get("rolebinding", rb, err)
 	dep, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})

@@ -5,6 +5,7 @@ package process
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +18,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1beta1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -32,6 +37,7 @@ func TestBinary(t *testing.T) {
 	t.Run("help lists the documented flags", func(t *testing.T) { testHelp(t, bin) })
 	t.Run("probes, metrics and SIGTERM", func(t *testing.T) { testServing(t, bin) })
 	t.Run("leader election acquires the lease", func(t *testing.T) { testLeaderElection(t, bin) })
+	t.Run("secure metrics: 401, 403, 200", func(t *testing.T) { testSecureMetrics(t, bin) })
 }
 
 func buildBinary(t *testing.T) string {
@@ -62,6 +68,8 @@ var documentedFlags = []string{
 	"--kubeconfig", "--namespaces", "--leader-elect", "--leader-elect-namespace",
 	"--metrics-bind-address", "--health-probe-bind-address", "--kube-api-qps",
 	"--kube-api-burst", "--workers", "--runner-image", "--vmcp-image", "--log-format",
+	"--metrics-secure", "--metrics-cert-path", "--proxy-runner-cluster-role",
+	"--remote-proxy-runner-cluster-role",
 }
 
 func testHelp(t *testing.T, bin string) {
@@ -274,3 +282,99 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's two output pipes and
+
+// With --metrics-secure, /metrics is HTTPS and answers only tokens the API
+// server authenticates (401 otherwise) for users RBAC lets get /metrics
+// (403 otherwise); plain HTTP gets nowhere.
+func testSecureMetrics(t *testing.T, bin string) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	ports := freePorts(t, 2)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	createServer(t, env, ns)
+
+	// Two scrapers: one bound to the metrics reader rules, one not.
+	token := func(sa string) string {
+		t.Helper()
+		if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	reader, nobody := token("prometheus"), token("nobody")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-metrics-reader"}, Rules: rbac.MetricsReaderRules()}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: ns}},
+	}
+	if _, err := env.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = env.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+
+	p := startBinary(t, bin,
+		"--kubeconfig="+env.Kubeconfig,
+		"--namespaces="+ns,
+		"--metrics-secure",
+		"--metrics-bind-address="+metricsAddr,
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+	)
+	// The certificate is self-signed: nothing to verify it against.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
+	}}
+	defer client.CloseIdleConnections()
+	scrape := func(scheme, token string) (int, string, error) {
+		if p.exited() {
+			return 0, "", fmt.Errorf("hivekeeper exited: %v", p.err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+metricsAddr+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		code, body, err := scrape("https", reader)
+		if err != nil {
+			return false, err
+		}
+		return code == http.StatusOK && strings.Contains(body, "hivekeeper_"), fmt.Errorf("%d %.200s", code, body)
+	}, "the reader's token to get the metrics")
+	for _, tc := range []struct {
+		what, token string
+		want        int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a token the API server does not know", "not-a-token", http.StatusUnauthorized},
+		{"a token without get on /metrics", nobody, http.StatusForbidden},
+		{"the reader's token", reader, http.StatusOK},
+	} {
+		if code, body, err := scrape("https", tc.token); err != nil || code != tc.want {
+			t.Errorf("%s: %d %.200s (%v), want %d", tc.what, code, body, err, tc.want)
+		}
+	}
+	if code, _, err := scrape("http", reader); err == nil && code == http.StatusOK {
+		t.Errorf("plain HTTP served the metrics")
+	}
+	p.terminate(t)
+}

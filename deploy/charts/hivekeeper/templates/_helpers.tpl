@@ -57,9 +57,22 @@ app.kubernetes.io/part-of: hivekeeper
 {{- end }}
 
 {{/*
+The ClusterRoles bound to the proxy runners' ServiceAccounts
+(runner-rbac.yaml). The controller may bind them and nothing else.
+*/}}
+{{- define "hivekeeper.proxyRunnerClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-proxy-runner
+{{- end }}
+
+{{- define "hivekeeper.remoteProxyRunnerClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-remote-proxy-runner
+{{- end }}
+
+{{/*
 What the controller may do in a namespace it watches: granted cluster-wide
 by a ClusterRole when watchNamespaces is empty, else by a Role in each
-watched namespace. Least privilege; each rule says why it exists.
+watched namespace. Least privilege; each rule says why it exists. pkg/rbac
+declares the same rules and a test compares them.
 */}}
 {{- define "hivekeeper.workloadRules" -}}
 # The ToolHive custom resources: watched, and patched (finalizers,
@@ -69,47 +82,41 @@ watched namespace. Least privilege; each rule says why it exists.
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["toolhive.stacklok.dev"]
   resources: ["mcpservers/status", "mcpoidcconfigs/status", "mcpremoteproxies/status", "virtualmcpservers/status", "mcpgroups/status"]
-  verbs: ["patch", "update"]
+  verbs: ["patch"]
 # Setting blockOwnerDeletion on a child's ownerReference needs update on the
 # owner's finalizers (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["toolhive.stacklok.dev"]
   resources: ["mcpservers/finalizers", "mcpoidcconfigs/finalizers", "mcpremoteproxies/finalizers", "virtualmcpservers/finalizers", "mcpgroups/finalizers"]
   verbs: ["update"]
-# Children: RunConfig and vMCP ConfigMaps, runner/vMCP ServiceAccounts, the
-# runner RBAC, proxy Deployments and Services. Services are also deleted
-# when the runner created them (finalizer cleanup) and the runner Role grants
-# full CRUD on them, which the controller must hold itself to grant it.
+# Children: RunConfig and vMCP ConfigMaps, runner/vMCP ServiceAccounts,
+# proxy Deployments and Services, the runners' RoleBindings. Created,
+# patched and deleted, never updated whole. Services are also deleted when
+# the proxy runner created them (finalizer cleanup).
 - apiGroups: [""]
   resources: ["configmaps", "serviceaccounts", "services"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["rbac.authorization.k8s.io"]
-  resources: ["roles", "rolebindings"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-# Granted to the proxy runner (RBAC escalation prevention: a Role can only
-# grant what its creator holds); the controller itself deletes the
-# runner-created StatefulSet on finalizer cleanup.
+  resources: ["rolebindings"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# The runners' RoleBindings reference these ClusterRoles and only these:
+# bind lets a binding grant a role its creator does not hold itself, so the
+# controller holds none of the runners' permissions.
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["clusterroles"]
+  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}]
+  verbs: ["bind"]
+# The finalizer reads, then deletes the StatefulSet the proxy runner
+# created; the controller never writes one otherwise.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-# Immediate restarts delete the proxy pods; get/list/watch are also granted
-# to the proxy runner.
+  verbs: ["get", "delete"]
+# An immediate restart deletes the proxy pods in one request.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "delete", "deletecollection"]
-# Granted to the proxy runner only.
-- apiGroups: [""]
-  resources: ["pods/log"]
-  verbs: ["get"]
-- apiGroups: [""]
-  resources: ["pods/attach"]
-  verbs: ["get", "create"]
-# Granted read-only to the MCPRemoteProxy runner (<name>-remote-proxy-runner).
-- apiGroups: [""]
-  resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["deletecollection"]
 # Events on the custom resources.
 - apiGroups: [""]
   resources: ["events"]

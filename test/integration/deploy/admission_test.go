@@ -1,0 +1,226 @@
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// installPolicy renders the chart for a release watching namespace and
+// creates its ValidatingAdmissionPolicy and binding (the binding matches
+// that namespace only, so other tests of the package are not affected).
+// It returns once the API server enforces the policy.
+func installPolicy(t *testing.T, env *framework.Env, namespace string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs := render(t, uniqueRelease(t), "hivekeeper-system", "--skip-crds", "--set", "watchNamespaces={"+namespace+"}")
+	admin := newApplier(t, env.Config)
+	var policy string
+	for _, obj := range append(find(objs, "ValidatingAdmissionPolicy"), find(objs, "ValidatingAdmissionPolicyBinding")...) {
+		if obj.GetKind() == "ValidatingAdmissionPolicy" {
+			policy = obj.GetName()
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := admin.delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		})
+		if err := admin.apply(ctx, obj, false); err != nil {
+			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	if policy == "" {
+		t.Fatal("the chart rendered no ValidatingAdmissionPolicy")
+	}
+	// The API server compiles every expression when the policy is created;
+	// the type-checking warnings in its status come from a controller in
+	// kube-controller-manager, which the test server does not run.
+	// The admission plugin learns of policies through an informer.
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		err := create(ctx, env, namespace, workloadSpec{kind: thv1.KindMCPServer, name: "probe", spec: `{"podTemplateSpec":{"spec":{"hostPID":true}}}`}, true)
+		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
+	}, "the policy to be enforced")
+
+}
+
+type workloadSpec struct {
+	kind, name string
+	// spec is merged over a minimal valid spec of the kind.
+	spec string
+}
+
+// create sends the workload to the API server, as a dry run when dryRun is
+// set (admission runs, nothing is stored).
+func create(ctx context.Context, env *framework.Env, namespace string, w workloadSpec, dryRun bool) error {
+	base := map[string]string{
+		thv1.KindMCPServer:        `{"image":"ghcr.io/example/fetch:1"}`,
+		thv1.KindMCPRemoteProxy:   `{"remoteUrl":"https://mcp.example.com/mcp"}`,
+		thv1.KindVirtualMCPServer: `{"groupRef":{"name":"tools"},"incomingAuth":{"type":"anonymous"}}`,
+	}[w.kind]
+	spec := map[string]any{}
+	for _, raw := range []string{base, w.spec} {
+		if raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+			return fmt.Errorf("test spec %s: %w", raw, err)
+		}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": thv1.SchemeGroupVersion.String(),
+		"kind":       w.kind,
+		"metadata":   map[string]any{"name": w.name, "namespace": namespace},
+		"spec":       spec,
+	}}
+	opts := metav1.CreateOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	resource := map[string]string{
+		thv1.KindMCPServer: "mcpservers", thv1.KindMCPRemoteProxy: "mcpremoteproxies", thv1.KindVirtualMCPServer: "virtualmcpservers",
+	}[w.kind]
+	_, err := env.Dynamic.Resource(thv1.Resource(resource).WithVersion("v1beta1")).Namespace(namespace).Create(ctx, obj, opts)
+	return err
+}
+
+// The chart's policy, on a real API server, refuses each way of running
+// something privileged through a workload with a message naming the field,
+// and accepts ordinary workloads, including a pod template override that
+// sets what users legitimately set.
+func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	installPolicy(t, env, ns)
+	ctx := context.Background()
+
+	server, vmcp, proxy := thv1.KindMCPServer, thv1.KindVirtualMCPServer, thv1.KindMCPRemoteProxy
+	pod := func(podSpec string) string { return `{"podTemplateSpec":{"spec":` + podSpec + `}}` }
+	container := func(securityContext string) string {
+		return pod(`{"containers":[{"name":"mcp","securityContext":` + securityContext + `}]}`)
+	}
+	refused := []struct {
+		kind, spec, field string
+	}{
+		{server, container(`{"privileged":true}`), "spec.podTemplateSpec.spec.containers[].securityContext.privileged"},
+		{vmcp, container(`{"privileged":true}`), "spec.podTemplateSpec.spec.containers[].securityContext.privileged"},
+		{server, pod(`{"initContainers":[{"name":"init","securityContext":{"privileged":true}}]}`), "securityContext.privileged"},
+		{server, pod(`{"ephemeralContainers":[{"name":"debug","securityContext":{"privileged":true}}]}`), "securityContext.privileged"},
+		{server, container(`{"allowPrivilegeEscalation":true}`), "securityContext.allowPrivilegeEscalation"},
+		{server, container(`{"capabilities":{"add":["NET_ADMIN"]}}`), "securityContext.capabilities.add"},
+		{server, pod(`{"hostNetwork":true}`), "spec.podTemplateSpec.spec.hostNetwork"},
+		{server, pod(`{"hostPID":true}`), "spec.podTemplateSpec.spec.hostPID"},
+		{vmcp, pod(`{"hostIPC":true}`), "spec.podTemplateSpec.spec.hostIPC"},
+		{server, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
+		{server, `{"volumes":[{"name":"root","hostPath":"/","mountPath":"/host"}]}`, "spec.volumes[].hostPath"},
+		// Another workload's accounts, named as hivekeeper names them.
+		{server, `{"serviceAccount":"` + mcpserver.RunnerName("other") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + mcpserver.RunnerName("w") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + mcpserver.BackendServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + mcpremoteproxy.RunnerName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + mcpremoteproxy.RunnerName("w") + `"}`, "spec.serviceAccount"},
+		{vmcp, `{"serviceAccount":"` + virtualmcpserver.OwnServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+	}
+	for _, tc := range refused {
+		err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true)
+		if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+			t.Errorf("%s %s: want refused, got %v", tc.kind, tc.spec, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s %s: the message does not name %s: %v", tc.kind, tc.spec, tc.field, err)
+		}
+		t.Logf("%s refused: %v", tc.kind, err)
+	}
+
+	// 200 containers with every field the checks read: well inside the
+	// API server's CEL cost budget.
+	var many []string
+	for i := range 200 {
+		many = append(many, fmt.Sprintf(`{"name":"c%d","image":"x","securityContext":{"privileged":false,"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"],"add":[]}}}`, i))
+	}
+	accepted := []struct{ kind, spec string }{
+		{server, ""},
+		{proxy, ""},
+		{vmcp, ""},
+		{server, pod(`{"nodeSelector":{"pool":"mcp"},"tolerations":[{"key":"mcp","operator":"Exists"}],` +
+			`"volumes":[{"name":"cache","emptyDir":{}}],` +
+			`"containers":[{"name":"mcp","resources":{"limits":{"memory":"1Gi"}},` +
+			`"securityContext":{"allowPrivilegeEscalation":false,"privileged":false,"capabilities":{"drop":["ALL"]}}}]}`)},
+		{server, pod(`{"containers":[` + strings.Join(many, ",") + `]}`)},
+		{vmcp, pod(`{"hostNetwork":false,"hostPID":false,"hostIPC":false}`)},
+		// Malformed overrides are the controller's to report, not a
+		// policy evaluation error.
+		{server, pod(`{"containers":{"mcp":{}},"volumes":"none","hostNetwork":"yes"}`)},
+		{server, `{"podTemplateSpec":{"spec":null}}`},
+		{server, `{"podTemplateSpec":{}}`},
+		// Accounts of the user's own, and this object's own.
+		{server, `{"serviceAccount":"github-reader"}`},
+		{server, `{"serviceAccount":"` + mcpserver.BackendServiceAccountName("w") + `"}`},
+		{proxy, `{"serviceAccount":"w-sa"}`},
+		{vmcp, `{"serviceAccount":"` + virtualmcpserver.OwnServiceAccountName("w") + `"}`},
+	}
+	for _, tc := range accepted {
+		if err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true); err != nil {
+			t.Errorf("%s %.200s: want accepted, got %v", tc.kind, tc.spec, err)
+		}
+	}
+}
+
+// A workload stored before the policy existed keeps working: the
+// controller's metadata patches (finalizer, restart bookkeeping) are not
+// refused, and neither is its deletion; only a change of its spec must
+// pass the policy.
+func TestAdmissionPolicyLetsExistingWorkloadsBe(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	privileged := workloadSpec{kind: thv1.KindMCPServer, name: "old", spec: `{"podTemplateSpec":{"spec":{"hostNetwork":true}}}`}
+	if err := create(ctx, env, ns, privileged, false); err != nil {
+		t.Fatal(err)
+	}
+	servers := env.Toolhive.ToolhiveV1beta1().MCPServers(ns)
+	// Leave nothing behind for the controllers other tests run in every
+	// namespace, whatever happens below.
+	t.Cleanup(func() {
+		_, _ = servers.Patch(context.Background(), "old", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = servers.Delete(context.Background(), "old", metav1.DeleteOptions{})
+	})
+	installPolicy(t, env, ns)
+
+	patch := func(body string) error {
+		_, err := servers.Patch(ctx, "old", types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	if err := patch(`{"metadata":{"finalizers":["` + mcpserver.Finalizer + `"],"annotations":{"x":"y"}}}`); err != nil {
+		t.Errorf("metadata patch of a stored workload: %v", err)
+	}
+	if err := patch(`{"spec":{"image":"ghcr.io/example/fetch:2"}}`); !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		t.Errorf("spec change keeping hostNetwork: want refused, got %v", err)
+	}
+	if err := patch(`{"spec":{"podTemplateSpec":null}}`); err != nil {
+		t.Errorf("spec change removing hostNetwork: %v", err)
+	}
+	if err := servers.Delete(ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+	if err := patch(`{"metadata":{"finalizers":null}}`); err != nil {
+		t.Errorf("finalizer release: %v", err)
+	}
+}
