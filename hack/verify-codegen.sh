@@ -11,6 +11,8 @@ trap 'rm -rf "${scratch}"' EXIT
 # a file that should no longer exist is caught as well.
 tar -C "${root}" --exclude=./bin --exclude=./.git -cf - . | tar -C "${scratch}" -xf -
 rm -rf "${scratch}/pkg/generated" "${scratch}/config/crd"
+# kube_codegen.sh scans its output folders for stale files before writing.
+mkdir -p "${scratch}/pkg/generated/"{clientset,listers,informers}
 find "${scratch}/pkg/apis" -name 'zz_generated.*' -delete
 # Share the generator binaries kube_codegen.sh installs, so a second run
 # does not rebuild them.
