@@ -140,7 +140,7 @@ func TestLeaderElectionWaitsForTheControllers(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	errStopped := errors.New("controllers stopped")
 	started := make(chan struct{})
-	run := func(ctx context.Context) error {
+	run := func(ctx context.Context, _ controller.WriteGate) error {
 		close(started)
 		<-ctx.Done()
 		return errStopped
@@ -161,7 +161,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)
-	run := func(context.Context) error {
+	run := func(context.Context, controller.WriteGate) error {
 		close(started)
 		<-release
 		return nil
@@ -182,7 +182,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 func TestStoppedBeforeLeadingDoesNotWait(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
-	run := func(context.Context) error {
+	run := func(context.Context, controller.WriteGate) error {
 		t.Error("controllers started although the context was cancelled before leading")
 		return nil
 	}

@@ -31,7 +31,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // registers the controllers
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
@@ -169,8 +168,10 @@ func run() error {
 		ResyncPeriod: o.resync,
 		Runners:      o.runners,
 	}
-	runControllers := func(ctx context.Context) error {
-		return app.Start(ctx, kube, th, appOpts, readyCh)
+	runControllers := func(ctx context.Context, gate controller.WriteGate) error {
+		opts := appOpts
+		opts.WriteGate = gate
+		return app.Start(ctx, kube, th, opts, readyCh)
 	}
 
 	var runErr error
@@ -223,9 +224,9 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 
 // runUntilStopped runs the controllers until ctx is done, then waits for
 // them to stop, at most grace.
-func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context) error) error {
+func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context, controller.WriteGate) error) error {
 	stopped := make(chan error, 1)
-	go func() { stopped <- run(ctx) }()
+	go func() { stopped <- run(ctx, nil) }()
 	select {
 	case err := <-stopped:
 		return err
@@ -270,7 +271,7 @@ func newLeaseLock(o options, cfg *rest.Config) (resourcelock.Interface, error) {
 // as soon as leading ends, without waiting for them. Their context is
 // cancelled by then; this waits, at most the shutdown grace period, for
 // them to finish their current syncs before the process exits.
-func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
+func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context, controller.WriteGate) error) error {
 	logger := klog.FromContext(ctx)
 	id := lock.Identity()
 	tracker := newRenewTracker(lock, clock.RealClock{})
@@ -289,7 +290,7 @@ func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Int
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Started leading", "identity", id)
-				stopped <- run(controller.WithWriteGate(ctx, tracker.gate(o.renewDeadline)))
+				stopped <- run(ctx, tracker.gate(o.renewDeadline))
 				cancel()
 			},
 			// Called by RunOrDie itself before it returns.

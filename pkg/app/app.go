@@ -1,13 +1,12 @@
 // Package app wires hivekeeper together: clients, informer factories with
-// managedFields stripped, the reference indexes, and the controllers. The
+// managedFields stripped, the reference indexes, and the list of
+// controllers (Controllers). The
 // binary (cmd/controller), the integration tests and the benchmark all start
 // controllers through Start, so what is tested is what ships.
 package app
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -22,8 +21,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
@@ -63,47 +68,21 @@ type Options struct {
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
 	// an empty name means its default.
 	Runners rbac.Runners
+	// WriteGate is asked before every write; nil allows every write. The
+	// binary sets it under leader election.
+	WriteGate controller.WriteGate
 }
 
-// Deps is what a controller constructor gets: clients, the informer
-// factories of one watch scope, an event recorder and the options.
-type Deps struct {
-	Kube              kubernetes.Interface
-	Toolhive          versioned.Interface
-	KubeInformers     kubeinformers.SharedInformerFactory
-	ToolhiveInformers informers.SharedInformerFactory
-	Recorder          record.EventRecorder
-	Options           Options
-	// QueueSuffix keeps queue names unique when several namespaces are
-	// watched by separate factories.
-	QueueSuffix string
-}
-
-// Runnable is a controller.
-type Runnable interface {
-	Run(ctx context.Context, workers int) error
-}
-
-// Constructor builds one controller from Deps. It registers its event
-// handlers on the factories' informers.
-type Constructor func(d *Deps) (Runnable, error)
-
-var (
-	constructorsMu sync.Mutex
-	constructors   []namedConstructor
-)
-
-type namedConstructor struct {
-	name string
-	fn   Constructor
-}
-
-// Register adds a controller to every Start. Controller packages call it
-// from their init via the list in controllers.go.
-func Register(name string, fn Constructor) {
-	constructorsMu.Lock()
-	defer constructorsMu.Unlock()
-	constructors = append(constructors, namedConstructor{name, fn})
+// Controllers lists every controller hivekeeper runs, in start order.
+// Adding a controller is one line here.
+func Controllers() []controller.Descriptor {
+	return []controller.Descriptor{
+		controller.Describe(mcpgroup.Name, mcpgroup.New),
+		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New),
+		controller.Describe(mcpserver.Name, mcpserver.New),
+		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
+		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),
+	}
 }
 
 // StripManagedFields is the informers' transform: managedFields are large,
@@ -134,8 +113,9 @@ func NewClients(cfg *rest.Config) (kubernetes.Interface, versioned.Interface, er
 	return kube, th, nil
 }
 
-// Start builds informers and controllers for every watch scope, starts the
-// informers, and runs the controllers until ctx is done. ready is closed
+// Start builds the informers and one controller of each kind across every
+// watched namespace, starts the informers, and runs the controllers until
+// ctx is done. ready is closed
 // once every cache has synced (it backs /readyz).
 func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, opts Options, ready chan<- struct{}) error {
 	logger := klog.FromContext(ctx)
@@ -156,62 +136,27 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: controller.FieldManager})
 
-	scopes := opts.Namespaces
-	if len(scopes) == 0 {
-		scopes = []string{corev1.NamespaceAll}
+	d := NewDeps(kube, th, opts, recorder)
+	var controllers []controller.Runnable
+	for _, desc := range Controllers() {
+		c, err := desc.New(d)
+		if err != nil {
+			return err
+		}
+		controllers = append(controllers, c)
 	}
-	constructorsMu.Lock()
-	ctors := append([]namedConstructor(nil), constructors...)
-	constructorsMu.Unlock()
-
-	type scope struct {
-		deps        *Deps
-		controllers []Runnable
-	}
-	var all []scope
-	for _, ns := range scopes {
-		d := &Deps{
-			Kube:     kube,
-			Toolhive: th,
-			KubeInformers: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
-				kubeinformers.WithNamespace(ns),
-				kubeinformers.WithTransform(StripManagedFields),
-				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ChildLabelSelector })),
-			ToolhiveInformers: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
-				informers.WithNamespace(ns),
-				informers.WithTransform(StripManagedFields)),
-			Recorder: recorder,
-			Options:  opts,
-		}
-		if len(scopes) > 1 {
-			d.QueueSuffix = "-" + ns
-		}
-		if err := index.AddToInformers(d.ToolhiveInformers); err != nil {
-			return fmt.Errorf("adding indexers: %w", err)
-		}
-		s := scope{deps: d}
-		for _, c := range ctors {
-			r, err := c.fn(d)
-			if err != nil {
-				return fmt.Errorf("building controller %s: %w", c.name, err)
-			}
-			s.controllers = append(s.controllers, r)
-		}
-		all = append(all, s)
-	}
-
-	for _, s := range all {
-		s.deps.KubeInformers.Start(ctx.Done())
-		s.deps.ToolhiveInformers.Start(ctx.Done())
+	for _, s := range d.Scopes {
+		s.Kube.Start(ctx.Done())
+		s.Toolhive.Start(ctx.Done())
 	}
 	go func() {
-		for _, s := range all {
-			for _, ok := range s.deps.KubeInformers.WaitForCacheSync(ctx.Done()) {
+		for _, s := range d.Scopes {
+			for _, ok := range s.Kube.WaitForCacheSync(ctx.Done()) {
 				if !ok {
 					return
 				}
 			}
-			for _, ok := range s.deps.ToolhiveInformers.WaitForCacheSync(ctx.Done()) {
+			for _, ok := range s.Toolhive.WaitForCacheSync(ctx.Done()) {
 				if !ok {
 					return
 				}
@@ -224,15 +169,47 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}()
 
 	g, gctx := errgroup.WithContext(ctx)
-	for _, s := range all {
-		for _, c := range s.controllers {
-			g.Go(func() error { return c.Run(gctx, opts.Workers) })
-		}
+	for _, c := range controllers {
+		g.Go(func() error { return c.Run(gctx, opts.Workers) })
 	}
 	err := g.Wait()
-	for _, s := range all {
-		s.deps.KubeInformers.Shutdown()
-		s.deps.ToolhiveInformers.Shutdown()
+	for _, s := range d.Scopes {
+		s.Kube.Shutdown()
+		s.Toolhive.Shutdown()
 	}
 	return err
+}
+
+// NewDeps builds the controllers' dependencies: one pair of informer
+// factories per watched namespace (or one for all), managedFields
+// stripped, the Kubernetes ones holding only hivekeeper's children, the
+// ToolHive ones carrying the reference indexes. Every controller gets the
+// same Deps, so there is one controller per kind whatever the number of
+// namespaces.
+func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *controller.Deps {
+	scopes := opts.Namespaces
+	if len(scopes) == 0 {
+		scopes = []string{corev1.NamespaceAll}
+	}
+	d := &controller.Deps{
+		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
+		Config: controller.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+	}
+	for _, ns := range scopes {
+		s := controller.Scope{
+			Namespace: ns,
+			Kube: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+				kubeinformers.WithNamespace(ns),
+				kubeinformers.WithTransform(StripManagedFields),
+				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ChildLabelSelector })),
+			Toolhive: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
+				informers.WithNamespace(ns),
+				informers.WithTransform(StripManagedFields)),
+		}
+		// Before any informer starts; the indexes are the same for every
+		// controller that asks.
+		utilruntime.Must(index.AddToInformers(s.Toolhive))
+		d.Scopes = append(d.Scopes, s)
+	}
+	return d
 }

@@ -88,7 +88,7 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 	ns, name := want.GetNamespace(), want.GetName()
 	have, err := ops.Get(ns, name)
 	if apierrors.IsNotFound(err) {
-		created, err := CreateChild(ctx, w, ops.Resource, ops.Client(ns).Create, want)
+		created, err := CreateChild(ctx, w, ownerUID, ops.Resource, ops.Client(ns).Create, want)
 		if !apierrors.IsAlreadyExists(err) {
 			return created, err
 		}
@@ -121,13 +121,13 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 		// An immutable field differs: delete now, the delete event brings
 		// the owner back and the next sync creates the child afresh.
 		uid := have.GetUID()
-		return zero, DeleteChild(ctx, w, ops.Resource, ns, name, ops.Client(ns).Delete, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		return zero, DeleteChild(ctx, w, ownerUID, ops.Resource, ns, name, ops.Client(ns).Delete, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	}
 	body, err := ops.PatchBody(want, have, adopt)
 	if err != nil {
 		return zero, fmt.Errorf("building patch for %s %s/%s: %w", ops.Resource, ns, name, err)
 	}
-	if err := PatchChild(ctx, w, ops.Resource, ns, name, have.GetResourceVersion(), ops.Client(ns).Patch, body); err != nil {
+	if err := PatchChild(ctx, w, ownerUID, ops.Resource, ns, name, have.GetResourceVersion(), ops.Client(ns).Patch, body); err != nil {
 		return zero, err
 	}
 	return have, nil
@@ -136,7 +136,7 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 // DeleteCollection deletes every object of a resource matching selector in
 // one request (used to restart proxy pods immediately).
 func DeleteCollection(ctx context.Context, w *Writer, resource, namespace string, del func(context.Context, metav1.DeleteOptions, metav1.ListOptions) error, selector string) error {
-	if err := checkGate(ctx); err != nil {
+	if err := w.allow(); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Deleting collection", "resource", resource, "namespace", namespace, "selector", selector)
@@ -165,7 +165,7 @@ func DeleteStaleChild[T metav1.Object](ctx context.Context, w *Writer, ops Child
 		return nil
 	}
 	uid := have.GetUID()
-	return DeleteChild(ctx, w, ops.Resource, namespace, name, ops.Client(namespace).Delete,
+	return DeleteChild(ctx, w, ownerUID, ops.Resource, namespace, name, ops.Client(namespace).Delete,
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }
 
@@ -179,7 +179,7 @@ type GetFunc[T any] func(ctx context.Context, name string, opts metav1.GetOption
 // as a precondition, so an object created under the same name in between
 // is not deleted either. When the object is left alone, why says what it
 // lacks; an absent object is no error.
-func DeleteLabelled[T metav1.Object](ctx context.Context, w *Writer, resource, namespace, name string, get GetFunc[T], del DeleteFunc, want map[string]string) (why string, err error) {
+func DeleteLabelled[T metav1.Object](ctx context.Context, w *Writer, owner types.UID, resource, namespace, name string, get GetFunc[T], del DeleteFunc, want map[string]string) (why string, err error) {
 	obj, err := get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
@@ -198,5 +198,5 @@ func DeleteLabelled[T metav1.Object](ctx context.Context, w *Writer, resource, n
 		return "it lacks the label " + strings.Join(missing, ", "), nil
 	}
 	uid := obj.GetUID()
-	return "", DeleteChild(ctx, w, resource, namespace, name, del, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	return "", DeleteChild(ctx, w, owner, resource, namespace, name, del, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }

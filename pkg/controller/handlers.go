@@ -26,24 +26,24 @@ func MetaFromObj(obj any) (metav1.Object, bool) {
 // ok=false when it does not exist. Controllers pass a lister lookup.
 type OwnerLookup func(namespace, name string) (uid types.UID, ok bool)
 
-// OwnerKey maps a child to the namespace/name key of its controller owner.
+// OwnerKey maps a child to the name of its controller owner.
 // The owner reference must name the expected kind and API group, and its UID
 // must be the UID of the owner that exists now: a child left behind by a
 // deleted owner of the same name is not mapped to the new one.
-func OwnerKey(child metav1.Object, owner schema.GroupKind, lookup OwnerLookup) (string, bool) {
+func OwnerKey(child metav1.Object, owner schema.GroupKind, lookup OwnerLookup) (cache.ObjectName, bool) {
 	ref := metav1.GetControllerOf(child)
 	if ref == nil || ref.Kind != owner.Kind {
-		return "", false
+		return cache.ObjectName{}, false
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil || gv.Group != owner.Group {
-		return "", false
+		return cache.ObjectName{}, false
 	}
 	uid, ok := lookup(child.GetNamespace(), ref.Name)
 	if !ok || uid != ref.UID {
-		return "", false
+		return cache.ObjectName{}, false
 	}
-	return child.GetNamespace() + "/" + ref.Name, true
+	return cache.NewObjectName(child.GetNamespace(), ref.Name), true
 }
 
 // IsResync reports whether an update event is a periodic resync of an
@@ -80,7 +80,7 @@ func StatusOnlyUpdate(oldObj, newObj any) bool {
 // ChildHandler returns event handlers for a child informer that enqueue the
 // child's controller owner of kind owner, through enqueue. Resync updates
 // with an unchanged resourceVersion are dropped.
-func ChildHandler(owner schema.GroupKind, lookup OwnerLookup, enqueue func(key string)) cache.ResourceEventHandlerFuncs {
+func ChildHandler(owner schema.GroupKind, lookup OwnerLookup, enqueue func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
 	handle := func(obj any) {
 		m, ok := MetaFromObj(obj)
 		if !ok {

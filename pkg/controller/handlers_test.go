@@ -46,7 +46,7 @@ func lookup(namespace, name string) (types.UID, bool) {
 
 type recorder struct{ keys []string }
 
-func (r *recorder) enqueue(key string) { r.keys = append(r.keys, key) }
+func (r *recorder) enqueue(key cache.ObjectName) { r.keys = append(r.keys, key.String()) }
 
 func TestMetaFromObj(t *testing.T) {
 	cm := newChild("ns", "c", "1")

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -19,8 +18,10 @@ import (
 // before it is dropped (and picked up again by the next event or resync).
 const DefaultMaxRetries = 15
 
-// SyncFunc converges one object, named by its namespace/name key.
-type SyncFunc func(ctx context.Context, key string) error
+// SyncFunc converges one object, named by its namespace and name. A sync
+// that wants to look again later calls the loop's EnqueueAfter; its error
+// is only ever an error, retried with backoff.
+type SyncFunc func(ctx context.Context, key cache.ObjectName) error
 
 // Loop is the shared workqueue loop: one named queue, N workers and a retry
 // policy. A controller embeds a *Loop and gives it its sync function.
@@ -28,8 +29,8 @@ type Loop struct {
 	// Name names the queue (workqueue_* metrics) and the controller label of
 	// the hivekeeper_* series.
 	Name string
-	// Queue holds namespace/name keys.
-	Queue workqueue.TypedRateLimitingInterface[string]
+	// Queue holds the names of the objects to sync.
+	Queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// Sync is the sync handler; tests may replace it.
 	Sync SyncFunc
 	// MaxRetries caps the retries of a failing key.
@@ -42,10 +43,10 @@ type Loop struct {
 // per-item exponential backoff (5ms doubling up to 5 minutes) and a global
 // token bucket (10 qps, burst 100) so that a storm of failures cannot flood
 // the API server.
-func NewRateLimiter() workqueue.TypedRateLimiter[string] {
+func NewRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 5*time.Minute),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 5*time.Minute),
+		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
 }
 
@@ -57,10 +58,10 @@ func NewLoop(name string, sync SyncFunc, synced ...cache.InformerSynced) *Loop {
 
 // NewLoopWithRateLimiter is NewLoop with a chosen rate limiter (tests use a
 // fast one).
-func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLimiter[string], synced ...cache.InformerSynced) *Loop {
+func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLimiter[cache.ObjectName], synced ...cache.InformerSynced) *Loop {
 	return &Loop{
 		Name: name,
-		Queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{
+		Queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
 			Name:            name,
 			MetricsProvider: metrics.WorkqueueProvider,
 		}),
@@ -70,9 +71,9 @@ func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLi
 	}
 }
 
-// Enqueue adds the key of obj (a live object or a tombstone).
+// Enqueue adds the name of obj (a live object or a tombstone).
 func (l *Loop) Enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	key, err := cache.DeletionHandlingObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
@@ -80,8 +81,21 @@ func (l *Loop) Enqueue(obj any) {
 	l.Queue.Add(key)
 }
 
-// EnqueueKey adds a namespace/name key.
-func (l *Loop) EnqueueKey(key string) { l.Queue.Add(key) }
+// EnqueueKey adds an object's name.
+func (l *Loop) EnqueueKey(key cache.ObjectName) { l.Queue.Add(key) }
+
+// EnqueueAfter adds key once d has passed: a sync that waits for something
+// no event announces (a conflict another controller may resolve) asks to
+// be looked at again this way, as kube-controller-manager's controllers do.
+// It counts in hivekeeper_reconcile_total{result="requeue"}.
+func (l *Loop) EnqueueAfter(key cache.ObjectName, d time.Duration) {
+	metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultRequeue).Inc()
+	l.Queue.AddAfter(key, d)
+}
+
+// AddSynced adds informers (or handler registrations) the workers wait for;
+// a controller calls it while it registers its handlers, before Run.
+func (l *Loop) AddSynced(synced ...cache.InformerSynced) { l.synced = append(l.synced, synced...) }
 
 // Run waits for the caches, starts workers and blocks until ctx is done;
 // then it shuts the queue down and waits for the workers to finish their
@@ -128,25 +142,14 @@ func (l *Loop) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-// handleErr applies the retry policy: success forgets the key's backoff, a
-// RequeueAfter error schedules the key, any other error is retried with
-// backoff until MaxRetries, then dropped with an error log.
-//
-// A requeue counts only when it is the sync's whole result. A RequeueError
-// joined with another error (a sync that asked to look again in a minute
-// and whose status write then failed) is an error: scheduling it as a
-// requeue would forget the failed write without a log.
-func (l *Loop) handleErr(ctx context.Context, key string, err error) {
+// handleErr applies the retry policy: success forgets the key's backoff,
+// an error is retried with backoff until MaxRetries, then dropped with an
+// error log.
+func (l *Loop) handleErr(ctx context.Context, key cache.ObjectName, err error) {
 	logger := klog.FromContext(ctx)
 	if err == nil {
 		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultSuccess).Inc()
 		l.Queue.Forget(key)
-		return
-	}
-	if requeue, ok := err.(*RequeueError); ok {
-		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultRequeue).Inc()
-		l.Queue.Forget(key)
-		l.Queue.AddAfter(key, requeue.After)
 		return
 	}
 	metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultError).Inc()
@@ -158,16 +161,3 @@ func (l *Loop) handleErr(ctx context.Context, key string, err error) {
 	logger.Error(err, "Sync failed too often, dropping key until its next event", "key", key, "retries", l.MaxRetries)
 	l.Queue.Forget(key)
 }
-
-// RequeueError asks the loop to sync the key again after a delay without
-// counting it as a failure (for example while waiting for a rollout). It
-// must be the sync's whole result: wrapped or joined with another error it
-// is handled as that error, with backoff.
-type RequeueError struct {
-	After time.Duration
-}
-
-func (e *RequeueError) Error() string { return fmt.Sprintf("requeue after %s", e.After) }
-
-// RequeueAfter returns a RequeueError.
-func RequeueAfter(d time.Duration) error { return &RequeueError{After: d} }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -19,29 +20,29 @@ import (
 // spyQueue records the retry-policy calls the loop makes and delegates
 // everything to a real queue.
 type spyQueue struct {
-	workqueue.TypedRateLimitingInterface[string]
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
 
 	mu          sync.Mutex
-	rateLimited []string
-	forgotten   []string
+	rateLimited []cache.ObjectName
+	forgotten   []cache.ObjectName
 	addedAfter  []time.Duration
 }
 
-func (q *spyQueue) AddRateLimited(key string) {
+func (q *spyQueue) AddRateLimited(key cache.ObjectName) {
 	q.mu.Lock()
 	q.rateLimited = append(q.rateLimited, key)
 	q.mu.Unlock()
 	q.TypedRateLimitingInterface.AddRateLimited(key)
 }
 
-func (q *spyQueue) Forget(key string) {
+func (q *spyQueue) Forget(key cache.ObjectName) {
 	q.mu.Lock()
 	q.forgotten = append(q.forgotten, key)
 	q.mu.Unlock()
 	q.TypedRateLimitingInterface.Forget(key)
 }
 
-func (q *spyQueue) AddAfter(key string, d time.Duration) {
+func (q *spyQueue) AddAfter(key cache.ObjectName, d time.Duration) {
 	q.mu.Lock()
 	q.addedAfter = append(q.addedAfter, d)
 	q.mu.Unlock()
@@ -56,8 +57,8 @@ func (q *spyQueue) counts() (rateLimited, forgotten, addedAfter int) {
 
 // zeroDelayLimiter counts failures per item like the production limiter
 // but never delays, so a rate-limited re-add is immediately visible in Len.
-func zeroDelayLimiter() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)
+func zeroDelayLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](0, 0)
 }
 
 // newTestLoop returns a loop whose queue is wrapped by a spy.
@@ -70,6 +71,9 @@ func newTestLoop(t *testing.T, name string, sync SyncFunc) (*Loop, *spyQueue) {
 	return l, spy
 }
 
+// nsA is the key most tests enqueue.
+var nsA = cache.NewObjectName("ns", "a")
+
 func reconcileCount(controller, result string) float64 {
 	return testutil.ToFloat64(metrics.ReconcileTotal.WithLabelValues(controller, result))
 }
@@ -77,7 +81,7 @@ func reconcileCount(controller, result string) float64 {
 func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
 	const name = "test-loop-fail"
 	var calls atomic.Int32
-	l, spy := newTestLoop(t, name, func(context.Context, string) error {
+	l, spy := newTestLoop(t, name, func(context.Context, cache.ObjectName) error {
 		calls.Add(1)
 		return errors.New("boom")
 	})
@@ -85,12 +89,12 @@ func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
 	errBefore := reconcileCount(name, metrics.ResultError)
 	okBefore := reconcileCount(name, metrics.ResultSuccess)
 
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 	for i := 1; i <= l.MaxRetries; i++ {
 		if !l.processNextWorkItem(context.Background()) {
 			t.Fatalf("attempt %d: queue shut down", i)
 		}
-		if got := l.Queue.NumRequeues("ns/a"); got != i {
+		if got := l.Queue.NumRequeues(nsA); got != i {
 			t.Fatalf("attempt %d: NumRequeues = %d, want %d", i, got, i)
 		}
 		if got := l.Queue.Len(); got != 1 {
@@ -116,7 +120,7 @@ func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
 	if forgotten != 1 {
 		t.Fatalf("Forget called %d times after the cap, want 1", forgotten)
 	}
-	if got := l.Queue.NumRequeues("ns/a"); got != 0 {
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
 		t.Fatalf("NumRequeues after drop = %d, want 0", got)
 	}
 	if got := l.Queue.Len(); got != 0 {
@@ -136,7 +140,7 @@ func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
 func TestLoopSuccessForgetsBackoff(t *testing.T) {
 	const name = "test-loop-success"
 	fail := true
-	l, spy := newTestLoop(t, name, func(context.Context, string) error {
+	l, spy := newTestLoop(t, name, func(context.Context, cache.ObjectName) error {
 		if fail {
 			return errors.New("transient")
 		}
@@ -145,15 +149,15 @@ func TestLoopSuccessForgetsBackoff(t *testing.T) {
 	okBefore := reconcileCount(name, metrics.ResultSuccess)
 	errBefore := reconcileCount(name, metrics.ResultError)
 
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 	l.processNextWorkItem(context.Background())
-	if got := l.Queue.NumRequeues("ns/a"); got != 1 {
+	if got := l.Queue.NumRequeues(nsA); got != 1 {
 		t.Fatalf("NumRequeues after failure = %d, want 1", got)
 	}
 
 	fail = false
 	l.processNextWorkItem(context.Background())
-	if got := l.Queue.NumRequeues("ns/a"); got != 0 {
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
 		t.Fatalf("NumRequeues after success = %d, want 0", got)
 	}
 	if got := l.Queue.Len(); got != 0 {
@@ -174,21 +178,23 @@ func TestLoopRequeueAfter(t *testing.T) {
 	const name = "test-loop-requeue"
 	const delay = 30 * time.Second
 	clk := testingclock.NewFakeClock(time.Now())
-	l := NewLoopWithRateLimiter(name, func(context.Context, string) error {
-		return RequeueAfter(delay)
+	var l *Loop
+	l = NewLoopWithRateLimiter(name, func(_ context.Context, key cache.ObjectName) error {
+		l.EnqueueAfter(key, delay)
+		return nil
 	}, zeroDelayLimiter())
 	// The delaying queue needs the fake clock; metrics are not what this
 	// test is about, so the replacement queue is unnamed.
 	l.Queue.ShutDown()
 	spy := &spyQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(zeroDelayLimiter(),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk})}
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})}
 	l.Queue = spy
 	t.Cleanup(spy.ShutDown)
 
 	reqBefore := reconcileCount(name, metrics.ResultRequeue)
 	errBefore := reconcileCount(name, metrics.ResultError)
 
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 	l.processNextWorkItem(context.Background())
 
 	rl, _, after := spy.counts()
@@ -198,7 +204,7 @@ func TestLoopRequeueAfter(t *testing.T) {
 	if after != 1 || spy.addedAfter[0] != delay {
 		t.Fatalf("AddAfter calls = %v, want [%s]", spy.addedAfter, delay)
 	}
-	if got := l.Queue.NumRequeues("ns/a"); got != 0 {
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
 		t.Fatalf("NumRequeues = %d, a requeue must not count as a failure", got)
 	}
 	if got := l.Queue.Len(); got != 0 {
@@ -219,40 +225,42 @@ func TestLoopRequeueAfter(t *testing.T) {
 	}
 	key, _ := l.Queue.Get()
 	l.Queue.Done(key)
-	if key != "ns/a" {
+	if key != nsA {
 		t.Fatalf("re-added key = %q, want ns/a", key)
 	}
 }
 
-// TestRequeueJoinedWithAnErrorIsAnError: a sync that asked for a requeue
-// and then failed its status write returns both. The failed write must be
-// retried with backoff and counted as an error, not forgotten behind the
-// requeue's delay.
-func TestRequeueJoinedWithAnErrorIsAnError(t *testing.T) {
+// TestRequeueWithAnErrorIsAnError: a sync that asked for a requeue and
+// then failed its status write must have the failure retried with backoff
+// and counted as an error, not forgotten behind the requeue's delay.
+func TestRequeueWithAnErrorIsAnError(t *testing.T) {
 	const name = "test-loop-requeue-joined"
-	l, spy := newTestLoop(t, name, func(context.Context, string) error {
-		return errors.Join(RequeueAfter(time.Hour), errors.New("patching status: connection refused"))
+	var l *Loop
+	var spy *spyQueue
+	l, spy = newTestLoop(t, name, func(_ context.Context, key cache.ObjectName) error {
+		l.EnqueueAfter(key, time.Hour)
+		return errors.New("patching status: connection refused")
 	})
 	reqBefore := reconcileCount(name, metrics.ResultRequeue)
 	errBefore := reconcileCount(name, metrics.ResultError)
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 	l.processNextWorkItem(context.Background())
-	if rl, forgotten, after := spy.counts(); rl != 1 || forgotten != 0 || after != 0 {
-		t.Fatalf("AddRateLimited=%d Forget=%d AddAfter=%d, want 1, 0 and 0", rl, forgotten, after)
+	if rl, forgotten, after := spy.counts(); rl != 1 || forgotten != 0 || after != 1 {
+		t.Fatalf("AddRateLimited=%d Forget=%d AddAfter=%d, want 1, 0 and 1", rl, forgotten, after)
 	}
-	if got := l.Queue.NumRequeues("ns/a"); got != 1 {
+	if got := l.Queue.NumRequeues(nsA); got != 1 {
 		t.Fatalf("NumRequeues = %d, want 1: the failure must count towards the backoff", got)
 	}
 	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 1 {
 		t.Fatalf("reconcile_total{result=error} grew by %v, want 1", d)
 	}
-	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 0 {
-		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 0", d)
+	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 1", d)
 	}
 }
 
 func TestProcessNextWorkItemReturnsFalseOnShutdown(t *testing.T) {
-	l, _ := newTestLoop(t, "test-loop-shutdown", func(context.Context, string) error { return nil })
+	l, _ := newTestLoop(t, "test-loop-shutdown", func(context.Context, cache.ObjectName) error { return nil })
 	l.Queue.ShutDown()
 	if l.processNextWorkItem(context.Background()) {
 		t.Fatal("processNextWorkItem returned true on a shut-down queue")
@@ -260,13 +268,13 @@ func TestProcessNextWorkItemReturnsFalseOnShutdown(t *testing.T) {
 }
 
 func TestEnqueueTombstone(t *testing.T) {
-	l, _ := newTestLoop(t, "test-loop-enqueue", func(context.Context, string) error { return nil })
+	l, _ := newTestLoop(t, "test-loop-enqueue", func(context.Context, cache.ObjectName) error { return nil })
 	l.Enqueue(newChild("ns", "child", "1"))
 	l.Enqueue(tombstone(newChild("ns", "gone", "1")))
 	got := map[string]bool{}
 	for l.Queue.Len() > 0 {
 		k, _ := l.Queue.Get()
-		got[k] = true
+		got[k.String()] = true
 		l.Queue.Done(k)
 	}
 	if !got["ns/child"] || !got["ns/gone"] || len(got) != 2 {
@@ -298,7 +306,7 @@ func TestRunWaitsForCachesAndDrainsOnCancel(t *testing.T) {
 		polls.Add(1)
 		return synced.Load()
 	}
-	l := NewLoopWithRateLimiter("test-loop-run", func(ctx context.Context, key string) error {
+	l := NewLoopWithRateLimiter("test-loop-run", func(ctx context.Context, key cache.ObjectName) error {
 		if calls.Add(1) == 1 {
 			close(entered)
 			<-release
@@ -311,7 +319,7 @@ func TestRunWaitsForCachesAndDrainsOnCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, 2) }()
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 
 	// Run has asked the cache twice and said no: no worker may have started.
 	waitFor(t, "cache sync polls", func() bool { return polls.Load() >= 2 })
@@ -352,11 +360,11 @@ func TestRunWaitsForCachesAndDrainsOnCancel(t *testing.T) {
 // still syncing is a clean shutdown: no sync runs, the queue shuts down and
 // Run returns nil, so the process exits 0.
 func TestRunStoppedBeforeCachesSync(t *testing.T) {
-	l := NewLoopWithRateLimiter("test-loop-nosync", func(context.Context, string) error {
+	l := NewLoopWithRateLimiter("test-loop-nosync", func(context.Context, cache.ObjectName) error {
 		t.Error("sync ran although caches never synced")
 		return nil
 	}, zeroDelayLimiter(), func() bool { return false })
-	l.EnqueueKey("ns/a")
+	l.EnqueueKey(nsA)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, 1) }()

@@ -30,24 +30,63 @@ type CreateFunc[T any] func(ctx context.Context, obj T, opts metav1.CreateOption
 // DeleteFunc is the Delete method of a generated typed client.
 type DeleteFunc func(ctx context.Context, name string, opts metav1.DeleteOptions) error
 
-// Writer is the one path through which a controller writes. It counts every
-// write by verb and outcome, skips empty patches, and remembers the last
-// patch it sent to each child so that sending the same one again — a write
-// that did not stick, the signature of a hot loop — is counted as churn.
+// Writer is the one path through which a controller writes. It asks the
+// write gate before every write, counts every write by verb and outcome,
+// skips empty patches, and remembers the last patch it sent to each child
+// so that sending the same one again — a write that did not stick, the
+// signature of a hot loop — is counted as churn.
+//
+// Its memory is kept per owner (the custom resource, by UID), so that
+// forgetting an owner that is gone is one call, Forget, and cannot leave a
+// child behind.
 type Writer struct {
 	controller string
+	gate       WriteGate
 
-	mu sync.Mutex
-	// last maps "<ns>/<name>" of a child to the hash of the last patch
-	// body sent to it, per resource.
-	last map[string]map[string]uint64
-	// status maps "<resource>/<ns>/<name>" to the last status patch sent.
-	status map[string]statusSent
+	mu     sync.Mutex
+	owners map[types.UID]*ownerMemory
 }
 
-// NewWriter returns a Writer that labels its metrics with controller.
-func NewWriter(controller string) *Writer {
-	return &Writer{controller: controller, last: map[string]map[string]uint64{}, status: map[string]statusSent{}}
+// ownerMemory is what a Writer remembers of one owner: the hash of the last
+// patch sent to each of its children ("<resource>/<ns>/<name>"), and its
+// last status patch.
+type ownerMemory struct {
+	children map[string]uint64
+	status   statusSent
+}
+
+// NewWriter returns a Writer that labels its metrics with controller and
+// asks gate (nil: always allowed) before every write.
+func NewWriter(controller string, gate WriteGate) *Writer {
+	return &Writer{controller: controller, gate: gate, owners: map[types.UID]*ownerMemory{}}
+}
+
+// allow asks the write gate.
+func (w *Writer) allow() error {
+	if w.gate == nil {
+		return nil
+	}
+	return w.gate()
+}
+
+// memory returns the owner's memory, creating it; w.mu must be held.
+func (w *Writer) memory(owner types.UID) *ownerMemory {
+	m := w.owners[owner]
+	if m == nil {
+		m = &ownerMemory{children: map[string]uint64{}}
+		w.owners[owner] = m
+	}
+	return m
+}
+
+// Forget drops everything remembered of an owner. A controller calls it
+// when its custom resource is deleted: garbage collection then removes the
+// children without DeleteChild, and the memory must stay as large as the
+// set of live owners.
+func (w *Writer) Forget(owner types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.owners, owner)
 }
 
 func (w *Writer) count(resource, verb string, err error) {
@@ -133,7 +172,7 @@ func PatchObject[T any](ctx context.Context, w *Writer, resource string, patch P
 	if err != nil {
 		return false, err
 	}
-	if err := checkGate(ctx); err != nil {
+	if err := w.allow(); err != nil {
 		return false, err
 	}
 	klog.FromContext(ctx).V(4).Info("Patching", "resource", resource, "object", klog.KObj(om), "patch", string(body))
@@ -182,16 +221,16 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 		w.Skipped(resource + "/status")
 		return false, nil
 	}
-	key := resource + "/" + childKey(base.GetNamespace(), name)
+	owner := base.GetUID()
 	sent := statusSent{baseRV: base.GetResourceVersion(), sum: hashOf(body)}
 	w.mu.Lock()
-	repeat := sent.baseRV != "" && w.status[key] == sent
+	repeat := sent.baseRV != "" && w.owners[owner] != nil && w.owners[owner].status == sent
 	w.mu.Unlock()
 	if repeat {
 		w.Skipped(resource + "/status")
 		return false, nil
 	}
-	if err := checkGate(ctx); err != nil {
+	if err := w.allow(); err != nil {
 		return false, err
 	}
 	klog.FromContext(ctx).V(4).Info("Patching status", "resource", resource, "name", name, "patch", string(body))
@@ -201,7 +240,7 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 		return false, fmt.Errorf("patching status of %s %s: %w", resource, name, err)
 	}
 	w.mu.Lock()
-	w.status[key] = sent
+	w.memory(owner).status = sent
 	w.mu.Unlock()
 	return true, nil
 }
@@ -219,43 +258,43 @@ func hashOf(b []byte) uint64 {
 	return h.Sum64()
 }
 
-func childKey(namespace, name string) string {
-	return namespace + "/" + name
+func childKey(resource, namespace, name string) string {
+	return resource + "/" + namespace + "/" + name
 }
 
-// CreateChild creates a child object.
-func CreateChild[T any](ctx context.Context, w *Writer, resource string, create CreateFunc[T], obj T) (T, error) {
+// CreateChild creates a child object of owner.
+func CreateChild[T any](ctx context.Context, w *Writer, owner types.UID, resource string, create CreateFunc[T], obj T) (T, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	if err := checkGate(ctx); err != nil {
+	if err := w.allow(); err != nil {
 		var zero T
 		return zero, err
 	}
 	klog.FromContext(ctx).V(2).Info("Creating child", "resource", resource, "object", klog.KObj(m))
 	out, err := create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 	w.count(resource, metrics.VerbCreate, err)
-	w.forget(resource, childKey(m.GetNamespace(), m.GetName()))
+	w.forget(owner, childKey(resource, m.GetNamespace(), m.GetName()))
 	if err != nil {
 		return out, &ChildWriteError{Verb: metrics.VerbCreate, Resource: resource, Object: klog.KObj(m), Err: err}
 	}
 	return out, nil
 }
 
-// PatchChild sends a JSON merge patch to a child. body holds only what
-// this controller owns; it is sent with resourceVersion rv as an optimistic
-// lock. Sending the same body to the same child twice in a row is counted
-// as churn: the previous write did not converge the object.
-func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name, rv string, patch PatchFunc[T], body []byte) error {
-	key := childKey(namespace, name)
+// PatchChild sends a JSON merge patch to a child of owner. body holds only
+// what this controller owns; it is sent with resourceVersion rv as an
+// optimistic lock. Sending the same body to the same child twice in a row
+// is counted as churn: the previous write did not converge the object.
+func PatchChild[T any](ctx context.Context, w *Writer, owner types.UID, resource, namespace, name, rv string, patch PatchFunc[T], body []byte) error {
+	key := childKey(resource, namespace, name)
 	h := hashOf(body)
 	locked, err := withResourceVersion(body, rv)
 	if err != nil {
 		return err
 	}
-	if err := checkGate(ctx); err != nil {
+	if err := w.allow(); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Patching child", "resource", resource, "object", klog.KRef(namespace, name), "patch", string(body))
@@ -265,13 +304,9 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 		return &ChildWriteError{Verb: metrics.VerbPatch, Resource: resource, Object: klog.KRef(namespace, name), Err: err}
 	}
 	w.mu.Lock()
-	byResource := w.last[key]
-	if byResource == nil {
-		byResource = map[string]uint64{}
-		w.last[key] = byResource
-	}
-	prev, seen := byResource[resource]
-	byResource[resource] = h
+	children := w.memory(owner).children
+	prev, seen := children[key]
+	children[key] = h
 	w.mu.Unlock()
 	if seen && prev == h {
 		metrics.ChurnWrites.WithLabelValues(w.controller, resource).Inc()
@@ -280,9 +315,9 @@ func PatchChild[T any](ctx context.Context, w *Writer, resource, namespace, name
 	return nil
 }
 
-// DeleteChild deletes an object; NotFound counts as done.
-func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name string, del DeleteFunc, opts metav1.DeleteOptions) error {
-	if err := checkGate(ctx); err != nil {
+// DeleteChild deletes an object of owner; NotFound counts as done.
+func DeleteChild(ctx context.Context, w *Writer, owner types.UID, resource, namespace, name string, del DeleteFunc, opts metav1.DeleteOptions) error {
+	if err := w.allow(); err != nil {
 		return err
 	}
 	err := del(ctx, name, opts)
@@ -290,7 +325,7 @@ func DeleteChild(ctx context.Context, w *Writer, resource, namespace, name strin
 		err = nil
 	}
 	w.count(resource, metrics.VerbDelete, err)
-	w.forget(resource, childKey(namespace, name))
+	w.forget(owner, childKey(resource, namespace, name))
 	if err != nil {
 		return &ChildWriteError{Verb: metrics.VerbDelete, Resource: resource, Object: klog.KRef(namespace, name), Err: err}
 	}
@@ -345,40 +380,17 @@ func StableMessage(err error) string {
 	return "a write to a child failed; the error is in the events"
 }
 
-func (w *Writer) forget(resource, key string) {
+func (w *Writer) forget(owner types.UID, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if byResource := w.last[key]; byResource != nil {
-		delete(byResource, resource)
-		if len(byResource) == 0 {
-			delete(w.last, key)
-		}
+	if m := w.owners[owner]; m != nil {
+		delete(m.children, key)
 	}
 }
 
-// ForgetChildren drops the churn memory of the named children of every
-// resource. A controller calls it when it sees its custom resource gone:
-// garbage collection then removes the children without DeleteChild, and
-// the memory must stay as large as the set of live children.
-func (w *Writer) ForgetChildren(namespace string, names ...string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, n := range names {
-		delete(w.last, childKey(namespace, n))
-	}
-}
-
-// ForgetStatus drops the memory of the last status patch of a custom
-// resource that is gone.
-func (w *Writer) ForgetStatus(resource, namespace, name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.status, resource+"/"+childKey(namespace, name))
-}
-
-// remembered reports how many children the churn memory holds (tests).
+// remembered reports how many owners the memory holds (tests).
 func (w *Writer) remembered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.last)
+	return len(w.owners)
 }

@@ -33,6 +33,9 @@ func skipped(controller, resource string) float64 {
 	return testutil.ToFloat64(metrics.WritesSkipped.WithLabelValues(controller, resource))
 }
 
+// testOwner owns the children the tests write.
+const testOwner types.UID = "owner-uid"
+
 func churn(controller, resource string) float64 {
 	return testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues(controller, resource))
 }
@@ -92,7 +95,7 @@ func TestPatchStatusUnchangedSendsNothing(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.ClearActions()
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	skippedBefore := skipped(ctrl, resServers+"/status")
 	patchedBefore := writes(ctrl, resServers+"/status", metrics.VerbPatch, metrics.OutcomeSuccess)
 
@@ -118,7 +121,7 @@ func TestPatchStatusChangedSendsOnlyChangedFields(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.ClearActions()
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	before := writes(ctrl, resServers+"/status", metrics.VerbPatch, metrics.OutcomeSuccess)
 
 	newStatus := srv.DeepCopy().Status
@@ -162,7 +165,7 @@ func TestPatchStatusCarriesForeignConditions(t *testing.T) {
 
 	newStatus := srv.DeepCopy().Status
 	SetCondition(&newStatus.Conditions, clk, srv.Generation, thv1.ConditionOIDCConfigRefValidated, metav1.ConditionTrue, "Valid", "")
-	if _, err := PatchStatus(context.Background(), NewWriter("test-writes-status-conds"), resServers, srv,
+	if _, err := PatchStatus(context.Background(), NewWriter("test-writes-status-conds", nil), resServers, srv,
 		cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv.Status, newStatus); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +204,7 @@ func TestPatchObjectAddFinalizer(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.ClearActions()
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	before := writes(ctrl, resServers, metrics.VerbPatch, metrics.OutcomeSuccess)
 
 	modified := srv.DeepCopy()
@@ -242,7 +245,7 @@ func TestPatchObjectSpecChangeOnlyCarriesChangedField(t *testing.T) {
 	cs.ClearActions()
 	modified := srv.DeepCopy()
 	modified.Spec.Image = "example.com/mcp:2"
-	if _, err := PatchObject(context.Background(), NewWriter("test-writes-object-spec"), resServers,
+	if _, err := PatchObject(context.Background(), NewWriter("test-writes-object-spec", nil), resServers,
 		cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv, modified); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +269,7 @@ func TestPatchObjectUnchangedSendsNothing(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.ClearActions()
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	skippedBefore := skipped(ctrl, resServers)
 
 	modified := srv.DeepCopy()
@@ -295,7 +298,7 @@ func TestPatchObjectConflict(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.PrependReactor("patch", resServers, conflictReactor(resServers))
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	conflictsBefore := writes(ctrl, resServers, metrics.VerbPatch, metrics.OutcomeConflict)
 	okBefore := writes(ctrl, resServers, metrics.VerbPatch, metrics.OutcomeSuccess)
 
@@ -325,7 +328,7 @@ func TestPatchStatusConflictAndError(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.PrependReactor("patch", resServers, conflictReactor(resServers))
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	res := resServers + "/status"
 	conflictsBefore := writes(ctrl, res, metrics.VerbPatch, metrics.OutcomeConflict)
 
@@ -371,13 +374,13 @@ func TestPatchChildChurn(t *testing.T) {
 	cs := kubefake.NewSimpleClientset(newConfigMap("c1"))
 	cs.ClearActions()
 	cms := cs.CoreV1().ConfigMaps("ns")
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	bodyA := []byte(`{"data":{"k":"a"}}`)
 	bodyB := []byte(`{"data":{"k":"b"}}`)
 
 	patch := func(name string, body []byte) {
 		t.Helper()
-		if err := PatchChild(ctx, w, res, "ns", name, "11", cms.Patch, body); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", name, "11", cms.Patch, body); err != nil {
 			t.Fatalf("PatchChild %s: %v", name, err)
 		}
 	}
@@ -420,15 +423,15 @@ func TestPatchChildChurn(t *testing.T) {
 		cs := kubefake.NewSimpleClientset()
 		cs.PrependReactor("patch", res, alwaysPatched)
 		cms := cs.CoreV1().ConfigMaps("ns")
-		w := NewWriter(ctrl)
+		w := NewWriter(ctrl, nil)
 		base := churn(ctrl, res)
-		if err := PatchChild(ctx, w, res, "ns", "c3", "11", cms.Patch, bodyA); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", "c3", "11", cms.Patch, bodyA); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := CreateChild(ctx, w, res, cms.Create, newConfigMap("c3")); err != nil {
+		if _, err := CreateChild(ctx, w, testOwner, res, cms.Create, newConfigMap("c3")); err != nil {
 			t.Fatal(err)
 		}
-		if err := PatchChild(ctx, w, res, "ns", "c3", "11", cms.Patch, bodyA); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", "c3", "11", cms.Patch, bodyA); err != nil {
 			t.Fatal(err)
 		}
 		if d := churn(ctrl, res) - base; d != 0 {
@@ -440,22 +443,22 @@ func TestPatchChildChurn(t *testing.T) {
 		cs := kubefake.NewSimpleClientset()
 		cs.PrependReactor("patch", res, alwaysPatched)
 		cms := cs.CoreV1().ConfigMaps("ns")
-		w := NewWriter(ctrl)
+		w := NewWriter(ctrl, nil)
 		base := churn(ctrl, res)
-		if err := PatchChild(ctx, w, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
 			t.Fatal(err)
 		}
-		if err := DeleteChild(ctx, w, res, "ns", "c4", cms.Delete, metav1.DeleteOptions{}); err != nil {
+		if err := DeleteChild(ctx, w, testOwner, res, "ns", "c4", cms.Delete, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := PatchChild(ctx, w, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
 			t.Fatal(err)
 		}
 		if d := churn(ctrl, res) - base; d != 0 {
 			t.Fatalf("churn after delete grew by %v, want 0", d)
 		}
 		// The memory works again after the reset.
-		if err := PatchChild(ctx, w, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
+		if err := PatchChild(ctx, w, testOwner, res, "ns", "c4", "11", cms.Patch, bodyA); err != nil {
 			t.Fatal(err)
 		}
 		if d := churn(ctrl, res) - base; d != 1 {
@@ -471,12 +474,12 @@ func TestPatchChildConflict(t *testing.T) {
 	cs.PrependReactor("patch", res, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(corev1.Resource(res), "c1", errors.New("modified"))
 	})
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	before := writes(ctrl, res, metrics.VerbPatch, metrics.OutcomeConflict)
 	churnBefore := churn(ctrl, res)
 	body := []byte(`{"data":{"k":"a"}}`)
 	for range 2 {
-		err := PatchChild(context.Background(), w, res, "ns", "c1", "11", cs.CoreV1().ConfigMaps("ns").Patch, body)
+		err := PatchChild(context.Background(), w, testOwner, res, "ns", "c1", "11", cs.CoreV1().ConfigMaps("ns").Patch, body)
 		if !apierrors.IsConflict(err) {
 			t.Fatalf("error %v is not a conflict", err)
 		}
@@ -496,17 +499,17 @@ func TestCreateAndDeleteChild(t *testing.T) {
 	ctx := context.Background()
 	cs := kubefake.NewSimpleClientset()
 	cms := cs.CoreV1().ConfigMaps("ns")
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 
 	createdBefore := writes(ctrl, res, metrics.VerbCreate, metrics.OutcomeSuccess)
-	if _, err := CreateChild(ctx, w, res, cms.Create, newConfigMap("c1")); err != nil {
+	if _, err := CreateChild(ctx, w, testOwner, res, cms.Create, newConfigMap("c1")); err != nil {
 		t.Fatal(err)
 	}
 	if d := writes(ctrl, res, metrics.VerbCreate, metrics.OutcomeSuccess) - createdBefore; d != 1 {
 		t.Fatalf("writes_total{create,success} grew by %v, want 1", d)
 	}
 	createErrBefore := writes(ctrl, res, metrics.VerbCreate, metrics.OutcomeError)
-	_, err := CreateChild(ctx, w, res, cms.Create, newConfigMap("c1"))
+	_, err := CreateChild(ctx, w, testOwner, res, cms.Create, newConfigMap("c1"))
 	if !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("second create: %v, want a wrapped AlreadyExists", err)
 	}
@@ -515,11 +518,11 @@ func TestCreateAndDeleteChild(t *testing.T) {
 	}
 
 	deletedBefore := writes(ctrl, res, metrics.VerbDelete, metrics.OutcomeSuccess)
-	if err := DeleteChild(ctx, w, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); err != nil {
+	if err := DeleteChild(ctx, w, testOwner, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	// Already gone: NotFound is success.
-	if err := DeleteChild(ctx, w, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); err != nil {
+	if err := DeleteChild(ctx, w, testOwner, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete of a missing child: %v, want nil", err)
 	}
 	if d := writes(ctrl, res, metrics.VerbDelete, metrics.OutcomeSuccess) - deletedBefore; d != 2 {
@@ -530,7 +533,7 @@ func TestCreateAndDeleteChild(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource(res), "c1", errors.New("rbac"))
 	})
 	delErrBefore := writes(ctrl, res, metrics.VerbDelete, metrics.OutcomeError)
-	if err := DeleteChild(ctx, w, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+	if err := DeleteChild(ctx, w, testOwner, res, "ns", "c1", cms.Delete, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("delete error %v, want a wrapped Forbidden", err)
 	}
 	if d := writes(ctrl, res, metrics.VerbDelete, metrics.OutcomeError) - delErrBefore; d != 1 {
@@ -557,63 +560,67 @@ func TestMergePatch(t *testing.T) {
 	}
 }
 
-func TestForgetChildrenResetsExactlyTheNamedChild(t *testing.T) {
+// TestForgetResetsExactlyTheOwner: forgetting an owner drops the memory
+// of its children only.
+func TestForgetResetsExactlyTheOwner(t *testing.T) {
 	const ctrl = "test-writes-forget"
 	const res = "configmaps"
 	ctx := context.Background()
 	cs := kubefake.NewSimpleClientset()
 	cs.PrependReactor("patch", res, alwaysPatched)
 	cms := cs.CoreV1().ConfigMaps("ns")
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	body := []byte(`{"data":{"k":"a"}}`)
+	owners := map[string]types.UID{"c": "uid-c", "c-other": "uid-other"}
 	for _, name := range []string{"c", "c-other"} {
-		if err := PatchChild(ctx, w, res, "ns", name, "1", cms.Patch, body); err != nil {
+		if err := PatchChild(ctx, w, owners[name], res, "ns", name, "1", cms.Patch, body); err != nil {
 			t.Fatal(err)
 		}
 	}
 	base := churn(ctrl, res)
-	w.ForgetChildren("ns", "c")
+	w.Forget(owners["c"])
 	for _, name := range []string{"c", "c-other"} {
-		if err := PatchChild(ctx, w, res, "ns", name, "1", cms.Patch, body); err != nil {
+		if err := PatchChild(ctx, w, owners[name], res, "ns", name, "1", cms.Patch, body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// c was forgotten; c-other still remembers its last write.
+	// c's owner was forgotten; c-other's still remembers its last write.
 	if d := churn(ctrl, res) - base; d != 1 {
 		t.Fatalf("churn grew by %v, want 1 (only c-other)", d)
 	}
 }
 
-// TestForgetChildrenBoundsChurnMemory: children garbage-collected with their
-// owner never pass through DeleteChild; ForgetChildren drops them so the
-// churn memory stays as large as the set of live children, and a later
-// write of the same body to a recreated child is not churn.
-func TestForgetChildrenBoundsChurnMemory(t *testing.T) {
+// TestForgetBoundsChurnMemory: children garbage-collected with their owner
+// never pass through DeleteChild; forgetting the owner drops them all in
+// one call, so the memory stays as large as the set of live owners, and a
+// later write of the same body to a recreated child is not churn.
+func TestForgetBoundsChurnMemory(t *testing.T) {
 	kube := kubefake.NewClientset()
-	w := NewWriter("test-forget-children")
+	w := NewWriter("test-forget-children", nil)
 	ctx := context.Background()
 	for _, n := range []string{"a", "a-runconfig"} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "ns"}}
 		if _, err := kube.CoreV1().ConfigMaps("ns").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := PatchChild(ctx, w, "configmaps", "ns", n, "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
+		if err := PatchChild(ctx, w, testOwner, "configmaps", "ns", n, "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := w.remembered(); got != 2 {
-		t.Fatalf("remembered %d children, want 2", got)
+	if got := w.remembered(); got != 1 {
+		t.Fatalf("remembered %d owners, want 1", got)
 	}
-	w.ForgetChildren("ns", "a", "a-runconfig", "never-written")
+	w.Forget(testOwner)
+	w.Forget("never-written")
 	if got := w.remembered(); got != 0 {
-		t.Fatalf("remembered %d children after ForgetChildren, want 0", got)
+		t.Fatalf("remembered %d owners after Forget, want 0", got)
 	}
 	before := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues("test-forget-children", "configmaps"))
-	if err := PatchChild(ctx, w, "configmaps", "ns", "a", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
+	if err := PatchChild(ctx, w, testOwner, "configmaps", "ns", "a", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if after := testutil.ToFloat64(metrics.ChurnWrites.WithLabelValues("test-forget-children", "configmaps")); after != before {
-		t.Errorf("a write after ForgetChildren counted as churn")
+		t.Errorf("a write after Forget counted as churn")
 	}
 }
 
@@ -626,7 +633,7 @@ func TestPatchStatusRepeatFromStaleCacheSendsNothing(t *testing.T) {
 	srv := newServer()
 	cs := fake.NewSimpleClientset(srv)
 	cs.ClearActions()
-	w := NewWriter(ctrl)
+	w := NewWriter(ctrl, nil)
 	newStatus := srv.DeepCopy().Status
 	newStatus.Phase = thv1.MCPServerPhaseReady
 	patch := cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch
@@ -654,9 +661,9 @@ func TestClosedWriteGateBlocksEveryWrite(t *testing.T) {
 	cs := fake.NewSimpleClientset(srv)
 	kube := kubefake.NewClientset()
 	cs.ClearActions()
-	w := NewWriter("test-write-gate")
 	closed := errors.New("not leading")
-	ctx := WithWriteGate(context.Background(), func() error { return closed })
+	w := NewWriter("test-write-gate", func() error { return closed })
+	ctx := context.Background()
 
 	mod := srv.DeepCopy()
 	mod.Finalizers = append(mod.Finalizers, "x")
@@ -669,13 +676,13 @@ func TestClosedWriteGateBlocksEveryWrite(t *testing.T) {
 		t.Errorf("PatchStatus: %v", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
-	if _, err := CreateChild(ctx, w, "configmaps", kube.CoreV1().ConfigMaps("ns").Create, cm); !errors.Is(err, closed) {
+	if _, err := CreateChild(ctx, w, testOwner, "configmaps", kube.CoreV1().ConfigMaps("ns").Create, cm); !errors.Is(err, closed) {
 		t.Errorf("CreateChild: %v", err)
 	}
-	if err := PatchChild(ctx, w, "configmaps", "ns", "c", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{}`)); !errors.Is(err, closed) {
+	if err := PatchChild(ctx, w, testOwner, "configmaps", "ns", "c", "1", kube.CoreV1().ConfigMaps("ns").Patch, []byte(`{}`)); !errors.Is(err, closed) {
 		t.Errorf("PatchChild: %v", err)
 	}
-	if err := DeleteChild(ctx, w, "configmaps", "ns", "c", kube.CoreV1().ConfigMaps("ns").Delete, metav1.DeleteOptions{}); !errors.Is(err, closed) {
+	if err := DeleteChild(ctx, w, testOwner, "configmaps", "ns", "c", kube.CoreV1().ConfigMaps("ns").Delete, metav1.DeleteOptions{}); !errors.Is(err, closed) {
 		t.Errorf("DeleteChild: %v", err)
 	}
 	if err := DeleteCollection(ctx, w, "pods", "ns", kube.CoreV1().Pods("ns").DeleteCollection, "a=b"); !errors.Is(err, closed) {

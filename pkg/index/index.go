@@ -144,6 +144,19 @@ func References(kind, indexName string, obj any) []string {
 	return keys
 }
 
+// ReferenceNames is References as the names of the referenced objects,
+// the keys of their controllers' queues.
+func ReferenceNames(kind, indexName string, obj any) []cache.ObjectName {
+	keys := References(kind, indexName, obj)
+	out := make([]cache.ObjectName, 0, len(keys))
+	for _, k := range keys {
+		if n, err := cache.ParseObjectName(k); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Referrers returns the sorted names of the objects in indexer whose index
 // indexName has value key. It costs O(referrers), not O(namespace).
 func Referrers(indexer cache.Indexer, indexName, key string) ([]string, error) {

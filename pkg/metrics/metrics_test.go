@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
@@ -79,9 +80,9 @@ func readWorkqueue(fams map[string]*dto.MetricFamily, name string) wqValues {
 func TestWorkqueueMetricsUseStandardNames(t *testing.T) {
 	const name = "test-q"
 	before := readWorkqueue(gather(t), name)
-	l := controller.NewLoopWithRateLimiter(name, func(context.Context, string) error { return nil },
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0))
-	l.EnqueueKey("ns/a")
+	l := controller.NewLoopWithRateLimiter(name, func(context.Context, cache.ObjectName) error { return nil },
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](0, 0))
+	l.EnqueueKey(cache.NewObjectName("ns", "a"))
 
 	fams := gather(t)
 	byName := map[string]string{"name": name}

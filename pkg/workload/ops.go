@@ -5,7 +5,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
@@ -25,16 +27,35 @@ type Children struct {
 // NewChildren wires the child kinds to their informers and clients. It
 // returns the informers so the caller can register handlers and wait for
 // their caches.
-func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactory) (*Children, []cache.SharedIndexInformer) {
-	cms := f.Core().V1().ConfigMaps()
-	sas := f.Core().V1().ServiceAccounts()
-	rbs := f.Rbac().V1().RoleBindings()
-	deps := f.Apps().V1().Deployments()
-	svcs := f.Core().V1().Services()
+func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
+	kube := d.Kube
+	inf := func(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *controller.Informer {
+		return d.KubeInformer(pick)
+	}
+	cmInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
+	saInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ServiceAccounts().Informer()
+	})
+	rbInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Rbac().V1().RoleBindings().Informer()
+	})
+	depInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Apps().V1().Deployments().Informer()
+	})
+	svcInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().Services().Informer()
+	})
+	cms := corelisters.NewConfigMapLister(cmInf.Indexer())
+	sas := corelisters.NewServiceAccountLister(saInf.Indexer())
+	rbs := rbaclisters.NewRoleBindingLister(rbInf.Indexer())
+	deps := appslisters.NewDeploymentLister(depInf.Indexer())
+	svcs := corelisters.NewServiceLister(svcInf.Indexer())
 	c := &Children{
 		ConfigMaps: controller.ChildOps[*corev1.ConfigMap]{
 			Resource: "configmaps",
-			Get:      func(ns, n string) (*corev1.ConfigMap, error) { return cms.Lister().ConfigMaps(ns).Get(n) },
+			Get:      func(ns, n string) (*corev1.ConfigMap, error) { return cms.ConfigMaps(ns).Get(n) },
 			Client: func(ns string) controller.ChildClient[*corev1.ConfigMap] {
 				return kube.CoreV1().ConfigMaps(ns)
 			},
@@ -43,7 +64,7 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 		},
 		ServiceAccounts: controller.ChildOps[*corev1.ServiceAccount]{
 			Resource: "serviceaccounts",
-			Get:      func(ns, n string) (*corev1.ServiceAccount, error) { return sas.Lister().ServiceAccounts(ns).Get(n) },
+			Get:      func(ns, n string) (*corev1.ServiceAccount, error) { return sas.ServiceAccounts(ns).Get(n) },
 			Client: func(ns string) controller.ChildClient[*corev1.ServiceAccount] {
 				return kube.CoreV1().ServiceAccounts(ns)
 			},
@@ -52,7 +73,7 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 		},
 		RoleBindings: controller.ChildOps[*rbacv1.RoleBinding]{
 			Resource: "rolebindings",
-			Get:      func(ns, n string) (*rbacv1.RoleBinding, error) { return rbs.Lister().RoleBindings(ns).Get(n) },
+			Get:      func(ns, n string) (*rbacv1.RoleBinding, error) { return rbs.RoleBindings(ns).Get(n) },
 			Client: func(ns string) controller.ChildClient[*rbacv1.RoleBinding] {
 				return kube.RbacV1().RoleBindings(ns)
 			},
@@ -62,7 +83,7 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 		},
 		Deployments: controller.ChildOps[*appsv1.Deployment]{
 			Resource: "deployments",
-			Get:      func(ns, n string) (*appsv1.Deployment, error) { return deps.Lister().Deployments(ns).Get(n) },
+			Get:      func(ns, n string) (*appsv1.Deployment, error) { return deps.Deployments(ns).Get(n) },
 			Client: func(ns string) controller.ChildClient[*appsv1.Deployment] {
 				return kube.AppsV1().Deployments(ns)
 			},
@@ -74,7 +95,7 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 		},
 		Services: controller.ChildOps[*corev1.Service]{
 			Resource: "services",
-			Get:      func(ns, n string) (*corev1.Service, error) { return svcs.Lister().Services(ns).Get(n) },
+			Get:      func(ns, n string) (*corev1.Service, error) { return svcs.Services(ns).Get(n) },
 			Client: func(ns string) controller.ChildClient[*corev1.Service] {
 				return kube.CoreV1().Services(ns)
 			},
@@ -82,8 +103,7 @@ func NewChildren(kube kubernetes.Interface, f kubeinformers.SharedInformerFactor
 			PatchBody: ServicePatch,
 		},
 	}
-	informers := []cache.SharedIndexInformer{cms.Informer(), sas.Informer(), rbs.Informer(), deps.Informer(), svcs.Informer()}
-	return c, informers
+	return c, []*controller.Informer{cmInf, saInf, rbInf, depInf, svcInf}
 }
 
 // NamedServiceAccount returns the cached ServiceAccount a spec's

@@ -13,14 +13,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 )
 
-// Reasons of the OIDCConfigRefValidated condition every workload kind
-// reports.
-const (
-	ReasonOIDCConfigRefNotFound = "OIDCConfigRefNotFound"
-	ReasonOIDCConfigRefNotValid = "OIDCConfigRefNotValid"
-	ReasonOIDCConfigRefValid    = "OIDCConfigRefValid"
-)
-
 // OIDCRef is the outcome of resolving a workload's MCPOIDCConfig
 // reference: the config when it can be used, and the OIDCConfigRefValidated
 // condition to report either way.
@@ -45,14 +37,14 @@ func (r OIDCRef) Usable() bool { return r.Config != nil }
 // MCPOIDCConfig controller owns that object.
 func CheckOIDCRef(ref *thv1.OIDCConfigReference, cfg *thv1.MCPOIDCConfig) OIDCRef {
 	if cfg == nil {
-		return OIDCRef{Status: metav1.ConditionFalse, Reason: ReasonOIDCConfigRefNotFound,
+		return OIDCRef{Status: metav1.ConditionFalse, Reason: thv1.ReasonOIDCConfigRefNotFound,
 			Message: fmt.Sprintf("MCPOIDCConfig %q not found", ref.Name)}
 	}
 	if !meta.IsStatusConditionTrue(cfg.Status.Conditions, thv1.ConditionValid) {
-		return OIDCRef{Status: metav1.ConditionFalse, Reason: ReasonOIDCConfigRefNotValid,
+		return OIDCRef{Status: metav1.ConditionFalse, Reason: thv1.ReasonOIDCConfigRefNotValid,
 			Message: fmt.Sprintf("MCPOIDCConfig %q is not valid", ref.Name)}
 	}
-	return OIDCRef{Config: cfg, Status: metav1.ConditionTrue, Reason: ReasonOIDCConfigRefValid,
+	return OIDCRef{Config: cfg, Status: metav1.ConditionTrue, Reason: thv1.ReasonOIDCConfigRefValid,
 		Message: fmt.Sprintf("MCPOIDCConfig %q is valid", ref.Name)}
 }
 
@@ -128,16 +120,13 @@ func CopyInt32(p *int32) *int32 {
 	return &v
 }
 
-// ReasonInvalidSpec reports user input no child can be built from.
-const ReasonInvalidSpec = "InvalidSpec"
-
 // ValidateOverrideEnv rejects proxy environment names the API server would
 // refuse on the Deployment ('=') or the runner could not pass on (CR, LF):
 // caught here they become a condition, not a rejected write retried forever.
 func ValidateOverrideEnv(env []thv1.NameValue) error {
 	for _, e := range env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
-			return &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
+			return &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.resourceOverrides.proxyDeployment.env: " + err.Error()}
 		}
 	}

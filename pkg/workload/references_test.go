@@ -23,7 +23,7 @@ func TestCheckOIDCRef(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  *thv1.MCPOIDCConfig
 		want string
-	}{{valid, ReasonOIDCConfigRefValid}, {invalid, ReasonOIDCConfigRefNotValid}, {nil, ReasonOIDCConfigRefNotFound}} {
+	}{{valid, thv1.ReasonOIDCConfigRefValid}, {invalid, thv1.ReasonOIDCConfigRefNotValid}, {nil, thv1.ReasonOIDCConfigRefNotFound}} {
 		r := CheckOIDCRef(&thv1.OIDCConfigReference{Name: "x"}, tc.cfg)
 		if r.Reason != tc.want || r.Usable() != (tc.cfg == valid) || (r.Status == metav1.ConditionTrue) != r.Usable() {
 			t.Errorf("%s: %+v", tc.want, r)
@@ -66,14 +66,14 @@ func TestDeleteStaleChild(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "X", Name: "y", UID: "someone", Controller: ptr.To(true)}}}}
 	kube := k8sfake.NewClientset(owned, foreign)
 	f := kubeinformers.NewSharedInformerFactory(kube, 0)
-	ch, _ := NewChildren(kube, f)
+	ch, _ := NewChildren(&controller.Deps{Kube: kube, Scopes: []controller.Scope{{Kube: f}}})
 	for _, o := range []any{owned, foreign} {
 		if err := f.Core().V1().ServiceAccounts().Informer().GetIndexer().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	kube.ClearActions()
-	w := controller.NewWriter("test")
+	w := controller.NewWriter("test", nil)
 	ctx := context.Background()
 	for _, name := range []string{"foreign", "absent"} {
 		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", name, types.UID("me")); err != nil {

@@ -11,11 +11,6 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// ReasonServiceAccountNotAllowed is the Ready condition's reason when
-// spec.serviceAccount names a ServiceAccount hivekeeper manages for another
-// workload.
-const ReasonServiceAccountNotAllowed = "ServiceAccountNotAllowed"
-
 // CheckServiceAccount refuses a spec.serviceAccount that names an account
 // hivekeeper created for another workload, or for another role of this one
 // (a proxy runner's account, which holds the runner's permissions). Running
@@ -47,7 +42,7 @@ func CheckServiceAccount(sa *corev1.ServiceAccount, ownerUID types.UID, own stri
 	}
 	return &InvalidSpecError{
 		Condition: thv1.ConditionReady,
-		Reason:    ReasonServiceAccountNotAllowed,
+		Reason:    thv1.ReasonServiceAccountNotAllowed,
 		Message: fmt.Sprintf("spec.serviceAccount: ServiceAccount %q is managed by hivekeeper for %s %s and cannot be used by this workload; name a ServiceAccount of your own",
 			sa.Name, ref.Kind, ref.Name),
 	}

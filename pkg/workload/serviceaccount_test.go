@@ -48,7 +48,7 @@ func TestCheckServiceAccount(t *testing.T) {
 			t.Errorf("%s: refused = %v, want %v (%v)", tc.name, refused, tc.refused, err)
 			continue
 		}
-		if tc.refused && (invalid.Reason != ReasonServiceAccountNotAllowed || invalid.Condition != thv1.ConditionReady ||
+		if tc.refused && (invalid.Reason != thv1.ReasonServiceAccountNotAllowed || invalid.Condition != thv1.ConditionReady ||
 			!strings.HasPrefix(invalid.Message, "spec.serviceAccount: ") || !strings.Contains(invalid.Message, tc.sa.Name)) {
 			t.Errorf("%s: %+v", tc.name, invalid)
 		}

@@ -117,7 +117,7 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort int) int {
 	t.Helper()
 	ctx := context.Background()
-	cm := waitConfigMap(t, env, ns, mcpserver.RunConfigName(name))
+	cm := waitConfigMap(t, env, ns, workload.RunConfigName(name))
 	dep := waitFor(t, func() (*appsv1.Deployment, error) {
 		return env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	}, "proxy Deployment")

@@ -18,10 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -100,9 +99,9 @@ func TestTable(t *testing.T) {
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "MCPServer":
-					checkRunConfig(t, env, ns, mcpserver.RunConfigName(o.GetName()), o.GetName())
+					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
 				case "MCPRemoteProxy":
-					checkRunConfig(t, env, ns, mcpremoteproxy.RunConfigName(o.GetName()), o.GetName())
+					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
 				case "VirtualMCPServer":
 					checkVMCPConfig(t, env, ns, o.GetName())
 				}
@@ -220,7 +219,7 @@ func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload strin
 // checkVMCPConfig runs ToolHive's `vmcp validate` on the config.
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
-	cm := waitConfigMap(t, env, ns, virtualmcpserver.ConfigMapName(name))
+	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
 	file := filepath.Join(t.TempDir(), virtualmcpserver.ConfigKey)
 	if err := os.WriteFile(file, []byte(cm.Data[virtualmcpserver.ConfigKey]), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
@@ -17,7 +16,7 @@ import (
 )
 
 const (
-	// Name is the controller's name: the base of its queue name and the
+	// Name is the controller's name: its queue, its writer and the
 	// controller label of its metrics.
 	Name = "mcpgroup"
 	// Resource is the resource label of the controller's write metrics.
@@ -39,62 +38,63 @@ type Controller struct {
 	clock   clock.PassiveClock
 }
 
-// NewFromDeps is the app.Constructor of the controller. The queue name gets
-// Deps.QueueSuffix so that one controller per watched namespace still has a
-// unique queue.
-func NewFromDeps(d *app.Deps) (app.Runnable, error) {
-	return New(Name+d.QueueSuffix, d.Toolhive, d.ToolhiveInformers, clock.RealClock{})
-}
-
-// New builds the controller on the informers of f and registers its event
-// handlers. The workload informers of f must carry the index.ByGroup index
+// New builds the controller and registers its event handlers. The
+// workload informers must carry the index.ByGroup index
 // (index.AddToInformers); without it every group syncs to phase Failed.
-// clk stamps condition transition times, so tests can fix it.
-func New(name string, client versioned.Interface, f informers.SharedInformerFactory, clk clock.PassiveClock) (*Controller, error) {
-	groupInformer := f.Toolhive().V1beta1().MCPGroups()
-	serverInformer := index.InformerFor(f, thv1.KindMCPServer)
-	proxyInformer := index.InformerFor(f, thv1.KindMCPRemoteProxy)
-
+func New(d *controller.Deps) (*Controller, error) {
+	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPGroups().Informer()
+	})
+	servers := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return index.InformerFor(f, thv1.KindMCPServer)
+	})
+	proxies := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return index.InformerFor(f, thv1.KindMCPRemoteProxy)
+	})
 	c := &Controller{
-		client:  client,
-		groups:  groupInformer.Lister(),
-		servers: serverInformer.GetIndexer(),
-		proxies: proxyInformer.GetIndexer(),
-		writer:  controller.NewWriter(name),
-		clock:   clk,
+		client:  d.Toolhive,
+		groups:  listers.NewMCPGroupLister(groups.Indexer()),
+		servers: servers.Indexer(),
+		proxies: proxies.Indexer(),
+		writer:  d.NewWriter(Name),
+		clock:   d.Clock,
 	}
-
-	groupReg, err := groupInformer.Informer().AddEventHandler(c.groupHandler())
-	if err != nil {
-		return nil, fmt.Errorf("adding MCPGroup handler: %w", err)
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
-	serverReg, err := serverInformer.AddEventHandler(c.workloadHandler(thv1.KindMCPServer))
-	if err != nil {
-		return nil, fmt.Errorf("adding MCPServer handler: %w", err)
-	}
-	proxyReg, err := proxyInformer.AddEventHandler(c.workloadHandler(thv1.KindMCPRemoteProxy))
-	if err != nil {
-		return nil, fmt.Errorf("adding MCPRemoteProxy handler: %w", err)
-	}
+	c.Loop = controller.NewLoop(Name, c.sync)
 	// Waiting for the handler registrations (not just the informers) means
 	// every initial object has been delivered before the first sync.
-	c.Loop = controller.NewLoop(name, c.sync, groupReg.HasSynced, serverReg.HasSynced, proxyReg.HasSynced)
+	for _, h := range []struct {
+		inf *controller.Informer
+		h   cache.ResourceEventHandler
+	}{{groups, c.groupHandler()}, {servers, c.workloadHandler(thv1.KindMCPServer)}, {proxies, c.workloadHandler(thv1.KindMCPRemoteProxy)}} {
+		synced, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
+			return nil, fmt.Errorf("adding handler: %w", err)
+		}
+		c.AddSynced(synced)
+	}
 	return c, nil
 }
 
 // groupHandler enqueues a group when it appears or changes. Resyncs are
 // kept: for the primary resource they are the periodic re-check. A change
 // of the status alone is this controller's own write and is dropped. A
-// deleted group needs no work here: there is no status left to write, and
-// the workload controllers learn of it through MemberHandler.
+// deleted group needs no sync: there is no status left to write, and the
+// workload controllers learn of it through MemberHandler; the writer
+// forgets it.
 func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
-	// Closures, not the method value c.Enqueue: New registers the handlers
-	// before it creates c.Loop, and a method value would bind the nil Loop.
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.Enqueue(obj) },
+		AddFunc: c.Enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			if !controller.StatusOnlyUpdate(oldObj, newObj) {
 				c.Enqueue(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if m, ok := controller.MetaFromObj(obj); ok {
+				c.writer.Forget(m.GetUID())
 			}
 		},
 	}
@@ -107,13 +107,13 @@ func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
 // cannot have changed and nothing is enqueued. Tombstones are unwrapped so a
 // deletion missed by the watch still shrinks the group it was in.
 func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFuncs {
-	groupsOf := func(obj any) []string {
+	groupsOf := func(obj any) []cache.ObjectName {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		return index.References(kind, index.ByGroup, obj)
+		return index.ReferenceNames(kind, index.ByGroup, obj)
 	}
-	enqueue := func(keys ...[]string) {
+	enqueue := func(keys ...[]cache.ObjectName) {
 		for _, ks := range keys {
 			for _, k := range ks {
 				c.EnqueueKey(k)

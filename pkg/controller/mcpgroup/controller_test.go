@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -113,21 +114,36 @@ func TestGroupHandler(t *testing.T) {
 	}
 }
 
-// TestNewFromDeps checks the wiring pkg/app uses: the queue carries the
-// watch scope's suffix so per-namespace controllers have distinct queues.
-func TestNewFromDeps(t *testing.T) {
+// TestOneControllerServesEveryScope: with several watched namespaces there
+// is still one controller, one queue named after it, and its lister finds
+// a group in whichever namespace's informer holds it.
+func TestOneControllerServesEveryScope(t *testing.T) {
 	client := fake.NewSimpleClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	if err := index.AddToInformers(factory); err != nil {
-		t.Fatal(err)
+	var scopes []controller.Scope
+	for _, ns := range []string{"team-a", "team-b"} {
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+		if err := index.AddToInformers(factory); err != nil {
+			t.Fatal(err)
+		}
+		if err := factory.Toolhive().V1beta1().MCPGroups().Informer().GetIndexer().Add(group(ns, "g-"+ns, 1, thv1.MCPGroupStatus{})); err != nil {
+			t.Fatal(err)
+		}
+		scopes = append(scopes, controller.Scope{Namespace: ns, Toolhive: factory})
 	}
-	r, err := NewFromDeps(&app.Deps{Toolhive: client, ToolhiveInformers: factory, QueueSuffix: "-team-a"})
+	c, err := New(&controller.Deps{Toolhive: client, Scopes: scopes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := r.(*Controller)
 	t.Cleanup(c.Queue.ShutDown)
-	if c.Name != "mcpgroup-team-a" {
-		t.Errorf("queue name %q, want mcpgroup-team-a", c.Name)
+	if c.Name != Name {
+		t.Errorf("queue name %q, want %q", c.Name, Name)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		if _, err := c.groups.MCPGroups(ns).Get("g-" + ns); err != nil {
+			t.Errorf("group of %s: %v", ns, err)
+		}
+	}
+	if all, _ := c.groups.List(labels.Everything()); len(all) != 2 {
+		t.Errorf("listed %d groups, want 2", len(all))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -52,7 +53,7 @@ func newFixture(t *testing.T, withIndex bool, objs ...runtime.Object) *fixture {
 			t.Fatal(err)
 		}
 	}
-	c, err := New(Name, client, factory, testingclock.NewFakePassiveClock(now))
+	c, err := New(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Clock: testingclock.NewFakePassiveClock(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,11 @@ func (f *fixture) seed(obj runtime.Object) {
 func (f *fixture) sync(key string) {
 	f.t.Helper()
 	_, ctx := ktesting.NewTestContext(f.t)
-	if err := f.c.sync(ctx, key); err != nil {
+	name, err := cache.ParseObjectName(key)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.c.sync(ctx, name); err != nil {
 		f.t.Fatalf("sync %s: %v", key, err)
 	}
 }
@@ -151,7 +156,7 @@ func drain(c *Controller) []string {
 	var keys []string
 	for c.Queue.Len() > 0 {
 		k, _ := c.Queue.Get()
-		keys = append(keys, k)
+		keys = append(keys, k.String())
 		c.Queue.Done(k)
 		c.Queue.Forget(k)
 	}

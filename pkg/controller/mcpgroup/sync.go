@@ -36,13 +36,8 @@ type membership struct {
 }
 
 // sync recomputes the status of one group and writes it when it changed.
-func (c *Controller) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		// A malformed key never becomes valid; retrying would only spin.
-		klog.FromContext(ctx).Error(err, "Dropping malformed key", "key", key)
-		return nil
-	}
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	namespace, name := key.Namespace, key.Name
 	logger := klog.FromContext(ctx).WithValues("mcpgroup", klog.KRef(namespace, name))
 	ctx = klog.NewContext(ctx, logger)
 
@@ -50,7 +45,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if apierrors.IsNotFound(err) {
 		// Nothing of the group is left to write. Its former members keep
 		// their spec; their controllers report the missing group.
-		c.writer.ForgetStatus(Resource, namespace, name)
 		return nil
 	}
 	if err != nil {

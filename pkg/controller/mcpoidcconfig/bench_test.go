@@ -1,6 +1,8 @@
 package mcpoidcconfig
 
 import (
+	"k8s.io/client-go/tools/cache"
+
 	"context"
 	"fmt"
 	"testing"
@@ -31,7 +33,7 @@ func benchFixture(b *testing.B) *fixture {
 		}
 	}
 	f := newFixture(b, objs...)
-	if err := f.c.sync(context.Background(), testNS+"/cfg"); err != nil {
+	if err := f.c.sync(context.Background(), cache.NewObjectName(testNS, "cfg")); err != nil {
 		b.Fatal(err)
 	}
 	if n := f.feedBack(testNS, "cfg").Status.ReferenceCount; n != referencing {
@@ -46,12 +48,12 @@ func benchFixture(b *testing.B) *fixture {
 // and as part of a whole steady-state sync (which must write nothing).
 func BenchmarkRecomputeReferrers(b *testing.B) {
 	f := benchFixture(b)
-	key := testNS + "/cfg"
+	key := cache.NewObjectName(testNS, "cfg")
 
 	b.Run("recompute", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			refs, err := f.c.referrers(key)
+			refs, err := f.c.referrers(key.String())
 			if err != nil || len(refs) != 100 {
 				b.Fatalf("got %d referrers, err %v", len(refs), err)
 			}

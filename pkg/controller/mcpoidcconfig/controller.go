@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
@@ -21,16 +20,16 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
-// ControllerName names the queue (plus Deps.QueueSuffix) and the controller
+// Name is the controller's name: its queue, its writer and the controller
 // label of the metrics.
-const ControllerName = "mcpoidcconfig"
+const Name = "mcpoidcconfig"
 
-// Resource is the resource label of this controller's writes.
-const Resource = "mcpoidcconfigs"
+// resource is the resource label of this controller's writes.
+const resource = "mcpoidcconfigs"
 
-// Finalizer keeps a config that workloads still reference from being
+// finalizer keeps a config that workloads still reference from being
 // removed; it is released by the first sync that finds no referrer.
-const Finalizer = "mcpoidcconfig.toolhive.stacklok.dev/finalizer"
+const finalizer = thv1.MCPOIDCConfigFinalizer
 
 // Event reasons. They equal the condition reasons so that `kubectl describe`
 // and the conditions tell the same story.
@@ -70,42 +69,42 @@ type Controller struct {
 	clock clock.PassiveClock
 }
 
-// New builds the controller from the process dependencies; it is the
-// app.Constructor registered in pkg/app/controllers.
-func New(d *app.Deps) (app.Runnable, error) {
-	return newController(d.Toolhive, d.ToolhiveInformers, d.Recorder, clock.RealClock{}, d.QueueSuffix)
-}
-
-// newController wires the controller to a factory whose workload informers
-// already carry the reference indexers (index.AddToInformers).
-func newController(client versioned.Interface, f informers.SharedInformerFactory, recorder record.EventRecorder, clk clock.PassiveClock, queueSuffix string) (*Controller, error) {
-	configs := f.Toolhive().V1beta1().MCPOIDCConfigs()
+// New builds the controller and registers its event handlers. The
+// workload informers must carry the reference indexes
+// (index.AddToInformers).
+func New(d *controller.Deps) (*Controller, error) {
+	configs := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPOIDCConfigs().Informer()
+	})
 	c := &Controller{
-		client:   client,
-		lister:   configs.Lister(),
-		recorder: recorder,
-		clock:    clk,
+		client:   d.Toolhive,
+		lister:   listers.NewMCPOIDCConfigLister(configs.Indexer()),
+		recorder: d.Recorder,
+		clock:    d.Clock,
+		writer:   d.NewWriter(Name),
 	}
-	synced := []cache.InformerSynced{configs.Informer().HasSynced}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	c.Loop = controller.NewLoop(Name, c.sync)
+	synced, err := configs.AddEventHandler(c.configHandler())
+	if err != nil {
+		return nil, err
+	}
+	c.AddSynced(synced)
 	for _, w := range index.Workloads {
 		if w.OIDCConfig == nil {
 			continue
 		}
-		inf := index.InformerFor(f, w.Kind)
-		c.workloads = append(c.workloads, workloadSource{kind: w.Kind, indexer: inf.GetIndexer()})
-		synced = append(synced, inf.HasSynced)
-	}
-	name := ControllerName + queueSuffix
-	c.Loop = controller.NewLoop(name, c.sync, synced...)
-	c.writer = controller.NewWriter(name)
-
-	if _, err := configs.Informer().AddEventHandler(c.configHandler()); err != nil {
-		return nil, err
-	}
-	for _, w := range c.workloads {
-		if _, err := index.InformerFor(f, w.kind).AddEventHandler(c.workloadHandler(w.kind)); err != nil {
+		inf := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return index.InformerFor(f, w.Kind)
+		})
+		c.workloads = append(c.workloads, workloadSource{kind: w.Kind, indexer: inf.Indexer()})
+		synced, err := inf.AddEventHandler(c.workloadHandler(w.Kind))
+		if err != nil {
 			return nil, err
 		}
+		c.AddSynced(synced)
 	}
 	return c, nil
 }
@@ -115,13 +114,18 @@ func newController(client versioned.Interface, f informers.SharedInformerFactory
 // periodic resync is what heals a key dropped after too many retries. A
 // change of the status alone is this controller's own write and is
 // dropped. Deletions need no sync: nothing outside the object is left to
-// clean up.
+// clean up; the writer forgets the config.
 func (c *Controller) configHandler() cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: c.Enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			if !controller.StatusOnlyUpdate(oldObj, newObj) {
 				c.Enqueue(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if m, ok := controller.MetaFromObj(obj); ok {
+				c.writer.Forget(m.GetUID())
 			}
 		},
 	}
@@ -135,12 +139,12 @@ func (c *Controller) configHandler() cache.ResourceEventHandlerFuncs {
 // config's status depends only on who references it; otherwise every
 // workload status write would wake its config.
 func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFuncs {
-	refs := func(obj any) []string {
+	refs := func(obj any) []cache.ObjectName {
 		m, ok := controller.MetaFromObj(obj)
 		if !ok {
 			return nil
 		}
-		return index.References(kind, index.ByOIDCConfig, m)
+		return index.ReferenceNames(kind, index.ByOIDCConfig, m)
 	}
 	enqueue := func(obj any) {
 		for _, key := range refs(obj) {

@@ -1,6 +1,8 @@
 package mcpoidcconfig
 
 import (
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -26,7 +28,7 @@ const testNS = "team-a"
 
 var (
 	testNow    = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	configsGVR = thv1.SchemeGroupVersion.WithResource(Resource)
+	configsGVR = thv1.SchemeGroupVersion.WithResource(resource)
 )
 
 // fixture is a controller on fake clientsets whose informers are never
@@ -47,7 +49,7 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	if err := index.AddToInformers(f.factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newController(f.client, f.factory, f.recorder, testingclock.NewFakeClock(testNow), "")
+	c, err := New(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}}, Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func (f *fixture) unseed(obj runtime.Object) {
 
 func (f *fixture) sync(ns, name string) error {
 	_, ctx := ktesting.NewTestContext(f.t)
-	return f.c.sync(ctx, ns+"/"+name)
+	return f.c.sync(ctx, cache.NewObjectName(ns, name))
 }
 
 // mustSync syncs and fails on an error.
@@ -170,7 +172,7 @@ func patchOf(t *testing.T, a core.Action, name, subresource string) map[string]a
 	t.Helper()
 	p, ok := a.(core.PatchAction)
 	if !ok || a.GetVerb() != "patch" || a.GetResource() != configsGVR || a.GetSubresource() != subresource || p.GetName() != name {
-		t.Fatalf("expected patch of %s %s subresource %q, got %s", Resource, name, subresource, describe([]core.Action{a}))
+		t.Fatalf("expected patch of %s %s subresource %q, got %s", resource, name, subresource, describe([]core.Action{a}))
 	}
 	if p.GetPatchType() != types.MergePatchType {
 		t.Fatalf("expected a merge patch, got %s", p.GetPatchType())
@@ -219,7 +221,7 @@ func config(ns, name string, mutate ...func(*thv1.MCPOIDCConfig)) *thv1.MCPOIDCC
 	c := &thv1.MCPOIDCConfig{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, Generation: 1, ResourceVersion: "7",
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{finalizer},
 		},
 		Spec: thv1.MCPOIDCConfigSpec{
 			Type:   thv1.OIDCConfigTypeInline,
@@ -273,7 +275,7 @@ func drain(c *Controller) []string {
 	var keys []string
 	for c.Queue.Len() > 0 {
 		k, _ := c.Queue.Get()
-		keys = append(keys, k)
+		keys = append(keys, k.String())
 		c.Queue.Done(k)
 	}
 	return keys

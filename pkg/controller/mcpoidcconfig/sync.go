@@ -28,16 +28,10 @@ const (
 // the reference index, whatever event woke it. At steady state it sends
 // nothing. An invalid spec is reported and returns nil: retrying cannot fix
 // it, the next spec change will.
-func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		// A malformed key never becomes valid; retrying would only loop.
-		klog.FromContext(ctx).Error(err, "Dropping malformed key", "key", key)
-		return nil
-	}
-	cached, err := c.lister.MCPOIDCConfigs(ns).Get(name)
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	ns := key.Namespace
+	cached, err := c.lister.MCPOIDCConfigs(ns).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.writer.ForgetStatus(Resource, ns, name)
 		return nil
 	}
 	if err != nil {
@@ -46,7 +40,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	logger := klog.FromContext(ctx).WithValues("mcpoidcconfig", klog.KObj(cached))
 	ctx = klog.NewContext(ctx, logger)
 
-	refs, err := c.referrers(key)
+	refs, err := c.referrers(key.String())
 	if err != nil {
 		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(RecomputeError).Inc()
 		return err
@@ -59,7 +53,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 	client := c.client.ToolhiveV1beta1().MCPOIDCConfigs(ns)
 	deleting := cached.DeletionTimestamp != nil
-	hasFinalizer := slices.Contains(cached.Finalizers, Finalizer)
+	hasFinalizer := slices.Contains(cached.Finalizers, finalizer)
 
 	switch {
 	case !deleting && !hasFinalizer:
@@ -68,15 +62,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// noticing. The status patch below is not locked, so the new
 		// resourceVersion does not matter to it.
 		modified := cached.DeepCopy()
-		modified.Finalizers = append(modified.Finalizers, Finalizer)
-		if _, err := controller.PatchObject(ctx, c.writer, Resource, client.Patch, cached, modified); err != nil {
+		modified.Finalizers = append(modified.Finalizers, finalizer)
+		if _, err := controller.PatchObject(ctx, c.writer, resource, client.Patch, cached, modified); err != nil {
 			return err
 		}
 		hasFinalizer = true
 	case deleting && hasFinalizer && len(refs) == 0:
 		modified := cached.DeepCopy()
-		modified.Finalizers = slices.DeleteFunc(modified.Finalizers, func(f string) bool { return f == Finalizer })
-		if _, err := controller.PatchObject(ctx, c.writer, Resource, client.Patch, cached, modified); err != nil {
+		modified.Finalizers = slices.DeleteFunc(modified.Finalizers, func(f string) bool { return f == finalizer })
+		if _, err := controller.PatchObject(ctx, c.writer, resource, client.Patch, cached, modified); err != nil {
 			return err
 		}
 		logger.V(2).Info("Released finalizer, no workload references the config")
@@ -96,8 +90,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// The typed comparison settles the steady state cheaply; computing a
 	// merge patch of a status listing many workloads costs 20 times more.
 	if equality.Semantic.DeepEqual(&cached.Status, status) {
-		c.writer.Skipped(Resource + "/status")
-	} else if _, err := controller.PatchStatus(ctx, c.writer, Resource, cached, client.Patch, cached.Status, status); err != nil {
+		c.writer.Skipped(resource + "/status")
+	} else if _, err := controller.PatchStatus(ctx, c.writer, resource, cached, client.Patch, cached.Status, status); err != nil {
 		return err
 	}
 

@@ -1,6 +1,10 @@
 package mcpoidcconfig
 
 import (
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+
+	"k8s.io/client-go/tools/cache"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -463,9 +467,9 @@ func TestDeletionReleased(t *testing.T) {
 		wantBody   string
 		wantStatus bool
 	}{
-		{"only our finalizer", []string{Finalizer},
+		{"only our finalizer", []string{finalizer},
 			`{"metadata":{"finalizers":null,"resourceVersion":"7"}}`, false},
-		{"another writer's finalizer stays", []string{"example.com/keep", Finalizer},
+		{"another writer's finalizer stays", []string{"example.com/keep", finalizer},
 			`{"metadata":{"finalizers":["example.com/keep"],"resourceVersion":"7"}}`, true},
 	}
 	for _, tc := range tests {
@@ -527,7 +531,7 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	cfg := config(testNS, "cfg")
 	client := fake.NewSimpleClientset(cfg)
 	factory := informers.NewSharedInformerFactory(client, 0) // no index.AddToInformers
-	c, err := newController(client, factory, record.NewFakeRecorder(10), testingclock.NewFakeClock(testNow), "")
+	c, err := New(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +541,7 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	}
 	before := recomputes(RecomputeError)
 	_, ctx := ktesting.NewTestContext(t)
-	if err := c.sync(ctx, testNS+"/cfg"); err == nil {
+	if err := c.sync(ctx, cache.NewObjectName(testNS, "cfg")); err == nil {
 		t.Fatal("sync without the reference index succeeded")
 	}
 	if got := recomputes(RecomputeError) - before; got != 1 {

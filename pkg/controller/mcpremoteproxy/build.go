@@ -27,18 +27,9 @@ const (
 // gvk is the owner kind of every child.
 var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
 
-// RunConfigName is the RunConfig ConfigMap of proxy n.
-func RunConfigName(n string) string { return n + "-runconfig" }
-
-// RunnerName names the runner's ServiceAccount and RoleBinding.
-func RunnerName(n string) string { return n + "-remote-proxy-runner" }
-
-// ServiceName is the proxy Service.
-func ServiceName(n string) string { return "mcp-" + n + "-remote-proxy" }
-
-// Inputs are everything a build depends on: the proxy, the referenced
+// inputs are everything a build depends on: the proxy, the referenced
 // MCPOIDCConfig (nil when there is none) and flags.
-type Inputs struct {
+type inputs struct {
 	Proxy       *thv1.MCPRemoteProxy
 	OIDC        *thv1.MCPOIDCConfig
 	RunnerImage string
@@ -50,27 +41,16 @@ type Inputs struct {
 	ServiceAccount *corev1.ServiceAccount
 }
 
-// Desired are the children of one MCPRemoteProxy. The runner RBAC is nil
+// childSet are the children of one MCPRemoteProxy. The runner RBAC is nil
 // when the spec names its own service account: the user then owns the
 // permissions.
-type Desired struct {
+type childSet struct {
 	RunConfig            *corev1.ConfigMap
 	RunnerServiceAccount *corev1.ServiceAccount
 	RunnerRoleBinding    *rbacv1.RoleBinding
 	Deployment           *appsv1.Deployment
 	Service              *corev1.Service
 }
-
-// Condition reasons.
-const (
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonDeploymentReady    = "DeploymentReady"
-	ReasonDeploymentNotReady = "DeploymentNotReady"
-	ReasonScaledToZero       = "ScaledToZero"
-	ReasonChildConflict      = "ChildConflict"
-	ReasonTerminating        = "Terminating"
-	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
-)
 
 // Transport returns the transport with the schema default applied, so a
 // build never depends on whether the object passed through the server.
@@ -91,7 +71,7 @@ func ProxyPort(p *thv1.MCPRemoteProxy) int32 {
 
 // URL is the in-cluster address clients use.
 func URL(p *thv1.MCPRemoteProxy) string {
-	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(p.Name), p.Namespace, ProxyPort(p))
+	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.RemoteProxyServiceName(p.Name), p.Namespace, ProxyPort(p))
 	if Transport(p) == thv1.TransportSSE {
 		return base + "/sse"
 	}
@@ -104,13 +84,13 @@ func ServiceAccountName(p *thv1.MCPRemoteProxy) string {
 	if sa, ok := workload.CustomServiceAccount(p.Spec.ServiceAccount); ok {
 		return sa
 	}
-	return RunnerName(p.Name)
+	return workload.RemoteProxyRunnerName(p.Name)
 }
 
 // Build computes every child of an MCPRemoteProxy. It is pure: the same
 // inputs give the same objects, and the drift comparators compare against
 // exactly these objects.
-func Build(in Inputs) (*Desired, error) {
+func build(in inputs) (*childSet, error) {
 	p := in.Proxy
 	n, ns := p.Name, p.Namespace
 	labels := workload.Labels(App, n)
@@ -126,7 +106,7 @@ func Build(in Inputs) (*Desired, error) {
 	}
 	resources, err := workload.Resources(p.Spec.Resources)
 	if err != nil {
-		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec." + err.Error()}
+		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
 	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, ProxyPort(p)), workload.EnvOIDCClientSecret)
 	// ToolHive names a remote workload's container after the workload.
@@ -148,12 +128,12 @@ func Build(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+	cm := workload.ConfigMap(meta(workload.RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
 
-	d := &Desired{RunConfig: cm}
+	d := &childSet{RunConfig: cm}
 	if _, custom := workload.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
-		d.RunnerServiceAccount = workload.ServiceAccount(meta(RunnerName(n), labels, nil))
-		d.RunnerRoleBinding = workload.RoleBinding(meta(RunnerName(n), labels, nil), in.RunnerClusterRole)
+		d.RunnerServiceAccount = workload.ServiceAccount(meta(workload.RemoteProxyRunnerName(n), labels, nil))
+		d.RunnerRoleBinding = workload.RoleBinding(meta(workload.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
 	}
 
 	ov, err := workload.UnpackOverrides(p.Spec.ResourceOverrides)
@@ -185,7 +165,7 @@ func Build(in Inputs) (*Desired, error) {
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
+		Meta:            meta(workload.RemoteProxyServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            ProxyPort(p),
 		TargetPort:      ProxyPort(p),

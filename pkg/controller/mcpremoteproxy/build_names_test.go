@@ -13,7 +13,7 @@ import (
 // children hivekeeper builds.
 func TestNameLimitFitsEveryChild(t *testing.T) {
 	workloadtest.AssertNameLimit(t, thv1.MaxMCPRemoteProxyNameLength, func(name string) []metav1.Object {
-		d, err := Build(Inputs{Proxy: newProxy(name), RunnerImage: "runner:test"})
+		d, err := build(inputs{Proxy: newProxy(name), RunnerImage: "runner:test"})
 		if err != nil {
 			t.Fatal(err)
 		}

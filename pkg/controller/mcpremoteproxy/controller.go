@@ -13,23 +13,18 @@
 package mcpremoteproxy
 
 import (
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// Name is the controller's name: its queue and its metrics label.
+// Name is the controller's name: its queue, its writer and its metrics
+// label.
 const Name = "mcpremoteproxy"
 
 // resource is the metrics label of the custom resource.
@@ -37,76 +32,25 @@ const resource = "mcpremoteproxies"
 
 // Controller converges MCPRemoteProxies.
 type Controller struct {
-	*controller.Loop
+	*workload.Base
 
 	toolhive versioned.Interface
-	writer   *controller.Writer
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
-	proxies     thlisters.MCPRemoteProxyLister
-	proxyIndex  cache.Indexer
-	oidcConfigs thlisters.MCPOIDCConfigLister
-	groups      thlisters.MCPGroupLister
-	children    *workload.Children
-
-	runnerImage string
-	// runnerClusterRole is what each runner's RoleBinding grants.
-	runnerClusterRole string
+	proxies  thlisters.MCPRemoteProxyLister
 }
 
-// New builds the controller from the shared informer factories and
-// registers its event handlers. The MCPRemoteProxy informer must carry the
-// reference indexes (index.AddToInformers).
-func New(d *app.Deps) (*Controller, error) {
-	th := d.ToolhiveInformers.Toolhive().V1beta1()
-	proxies := th.MCPRemoteProxies()
-	oidc := th.MCPOIDCConfigs()
-	groups := th.MCPGroups()
-	children, childInformers := workload.NewChildren(d.Kube, d.KubeInformers)
-
-	c := &Controller{
-		toolhive:    d.Toolhive,
-		writer:      controller.NewWriter(Name),
-		recorder:    d.Recorder,
-		clock:       clock.RealClock{},
-		proxies:     proxies.Lister(),
-		proxyIndex:  proxies.Informer().GetIndexer(),
-		oidcConfigs: oidc.Lister(),
-		groups:      groups.Lister(),
-		children:    children,
-		runnerImage: d.Options.RunnerImage,
-	}
-	c.runnerClusterRole = d.Options.Runners.WithDefaults().RemoteProxyRunner
-	wiring := workload.Wiring{
-		Primary: proxies.Informer(),
-		Owner:   thv1.Kind(thv1.KindMCPRemoteProxy),
-		Lookup: func(ns, name string) (types.UID, bool) {
-			p, err := c.proxies.MCPRemoteProxies(ns).Get(name)
-			if err != nil {
-				return "", false
-			}
-			return p.UID, true
-		},
-		Children:    childInformers,
-		OIDCConfigs: oidc.Informer(),
-	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(groups.Informer())...)
-	if err := wiring.Register(c.Loop); err != nil {
-		return nil, err
-	}
-	// A group's creation or deletion flips GroupRefValidated of its members.
-	if _, err := groups.Informer().AddEventHandler(mcpgroup.MemberHandler(c.proxyIndex, c.EnqueueKey)); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// Register is the constructor pkg/app/controllers registers.
-func Register(d *app.Deps) (app.Runnable, error) {
-	c, err := New(d)
+// New builds the controller and registers its event handlers.
+func New(d *controller.Deps) (*Controller, error) {
+	proxies := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPRemoteProxies().Informer()
+	})
+	c := &Controller{toolhive: d.Toolhive, proxies: thlisters.NewMCPRemoteProxyLister(proxies.Indexer())}
+	base, err := workload.NewBase(d, workload.Spec{
+		Name: Name, Kind: thv1.KindMCPRemoteProxy, Primary: proxies, GroupMember: true, Sync: c.sync,
+		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+		return nil, err
 	}
+	c.Base = base
 	return c, nil
 }

@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -26,11 +26,10 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{Fixture: workloadtest.New(t, objs...)}
-	c, err := New(f.Deps(app.Options{RunnerImage: "runner:test"}))
+	c, err := New(f.Deps(controller.Config{RunnerImage: "runner:test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(workloadtest.Now)
 	f.c = c
 	f.Refresh()
 	return f
@@ -39,7 +38,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // sync runs one sync and returns the write actions it sent.
 func (f *fixture) sync(name string) ([]core.Action, error) {
 	f.T.Helper()
-	err := f.c.sync(context.Background(), testNS+"/"+name)
+	err := f.c.sync(context.Background(), cache.NewObjectName(testNS, name))
 	return f.Writes(), err
 }
 
@@ -93,7 +92,7 @@ func newOIDCConfig(name string, inline, valid bool) *thv1.MCPOIDCConfig {
 }
 
 // childrenOf returns the desired children as a flat list.
-func childrenOf(d *Desired) []runtime.Object {
+func childrenOf(d *childSet) []runtime.Object {
 	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
 	if d.RunnerServiceAccount != nil {
 		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)

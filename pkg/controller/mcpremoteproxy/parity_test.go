@@ -77,7 +77,7 @@ func TestBuildDriftParity(t *testing.T) {
 								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
 								p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
 							}
-							d, err := Build(Inputs{Proxy: p, OIDC: cfg, RunnerImage: "runner:test"})
+							d, err := build(inputs{Proxy: p, OIDC: cfg, RunnerImage: "runner:test"})
 							if err != nil {
 								t.Fatalf("%s: build: %v", name, err)
 							}
@@ -91,7 +91,7 @@ func TestBuildDriftParity(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func assertNoDrift(t *testing.T, name string, d *Desired) {
+func assertNoDrift(t *testing.T, name string, d *childSet) {
 	t.Helper()
 	dep := workloadtest.RoundTrip(d.Deployment)
 	workloadtest.DefaultDeployment(dep)
@@ -136,7 +136,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		p.Spec.Replicas = ptr.To[int32](2)
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
 	})
-	d, err := Build(Inputs{Proxy: p, OIDC: newOIDCConfig("auth", true, true), RunnerImage: "runner:test"})
+	d, err := build(inputs{Proxy: p, OIDC: newOIDCConfig("auth", true, true), RunnerImage: "runner:test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,141 +2,79 @@ package mcpremoteproxy
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
-
-// conflictRetry is how long a sync waits before looking again at a child
-// another controller owns; the conflict is reported, not hot-looped.
-const conflictRetry = time.Minute
-
-// setCondFunc sets one condition of the status being built.
-type setCondFunc func(condType string, status metav1.ConditionStatus, reason, message string)
 
 // sync converges one MCPRemoteProxy. It is level-triggered: it recomputes
 // the desired state from the listers and never depends on the event that
 // woke it. A converged proxy costs no API call at all.
-func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cached, err := c.proxies.MCPRemoteProxies(ns).Get(name)
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	p, err := c.proxies.MCPRemoteProxies(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		// Gone: garbage collection removes the children; forget them.
-		c.writer.ForgetStatus(resource, ns, name)
-		c.writer.ForgetChildren(ns, RunConfigName(name), RunnerName(name), name, ServiceName(name))
+		// Gone: garbage collection removes the children.
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	logger := klog.FromContext(ctx).WithValues("mcpremoteproxy", klog.KObj(cached))
-	ctx = klog.NewContext(ctx, logger)
-
-	status := cached.Status.DeepCopy()
-	setCond := func(t string, st metav1.ConditionStatus, reason, msg string) {
-		controller.SetCondition(&status.Conditions, c.clock, cached.Generation, t, st, reason, msg)
-	}
-	if cached.DeletionTimestamp != nil {
-		// Another finalizer (or foreground deletion) holds the object;
-		// garbage collection removes the children, nothing is left to do
-		// but say so.
-		status.Phase, status.Message = PhaseTerminating, "MCPRemoteProxy is being deleted"
-		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonTerminating, status.Message)
-	} else {
-		err = c.converge(ctx, cached, status, setCond)
-		status.URL = URL(cached)
-	}
-	status.ObservedGeneration = cached.Generation
-	if _, perr := controller.PatchStatus(ctx, c.writer, resource, cached, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Patch, cached.Status, status); perr != nil && !apierrors.IsNotFound(perr) {
-		return errors.Join(err, perr)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mcpremoteproxy", klog.KObj(p)))
+	status, requeueAfter, err := c.reconcile(ctx, p)
+	err = workload.FinishSync(ctx, c.Base, resource, key, p, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(p.Namespace).Patch, p.Status, status, requeueAfter, err)
+	if apierrors.IsNotFound(err) {
+		// Deleted while this sync ran.
+		return nil
 	}
 	return err
 }
 
-// converge resolves references, builds the children, writes the ones that
-// drifted, and fills status. Terminal user errors become conditions and
-// events and return nil.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, status *thv1.MCPRemoteProxyStatus, setCond setCondFunc) error {
-	old := p.Status.Conditions
-	warnOnFlip := func(condType, reason, msg string) {
-		if workload.ConditionFlippedTo(old, status.Conditions, condType, metav1.ConditionFalse) {
-			c.recorder.Event(p, corev1.EventTypeWarning, reason, msg)
-		}
+// reconcile resolves references, builds the children, writes the ones that
+// drifted, and returns the status to write. User errors become conditions
+// and events, and are not retried.
+func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*thv1.MCPRemoteProxyStatus, time.Duration, error) {
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+	r := c.NewReport(p, &status.Conditions, &status.Phase, &status.Message)
+	if p.DeletionTimestamp != nil {
+		// Another finalizer (or foreground deletion) holds the object;
+		// garbage collection removes the children, nothing is left to do
+		// but say so.
+		r.NotReady(thv1.MCPRemoteProxyPhaseTerminating, thv1.ReasonTerminating, "MCPRemoteProxy is being deleted")
+		return status, 0, nil
 	}
+	status.URL = URL(p)
+	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
+	oidc, hash, ok := c.ResolveOIDC(r, p.Namespace, p.Spec.OIDCConfigRef)
+	status.OIDCConfigHash = hash
+	if !ok {
+		return status, 0, nil
+	}
+	dep, err := c.converge(ctx, p, oidc)
+	requeueAfter, err := c.Settle(ctx, r, err)
+	if dep != nil && err == nil && requeueAfter == 0 {
+		r.Ready(deploymentPhase(dep))
+	}
+	return status, requeueAfter, err
+}
 
-	if g := p.Spec.GroupRef; g != nil && g.Name != "" {
-		st, reason, msg := mcpgroup.GroupRefCondition(c.groups, p.Namespace, g.Name)
-		setCond(thv1.ConditionGroupRefValidated, st, reason, msg)
-	} else {
-		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionGroupRefValidated)
-	}
-
-	var oidc *thv1.MCPOIDCConfig
-	if ref := p.Spec.OIDCConfigRef; ref != nil {
-		cfg, err := c.oidcConfigs.MCPOIDCConfigs(p.Namespace).Get(ref.Name)
-		if err != nil {
-			cfg = nil // a lister fails with NotFound only
-		}
-		r := workload.CheckOIDCRef(ref, cfg)
-		setCond(thv1.ConditionOIDCConfigRefValidated, r.Status, r.Reason, r.Message)
-		if !r.Usable() {
-			status.Phase, status.Message = PhasePending, r.Message
-			setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonWaitingForOIDC, r.Message)
-			warnOnFlip(thv1.ConditionOIDCConfigRefValidated, r.Reason, r.Message)
-			// The config's own events re-sync this proxy through the index.
-			return nil
-		}
-		oidc = r.Config
-		status.OIDCConfigHash = r.Config.Status.ConfigHash
-	} else {
-		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionOIDCConfigRefValidated)
-		status.OIDCConfigHash = ""
-	}
-
-	desired, err := Build(Inputs{Proxy: p, OIDC: oidc, RunnerImage: c.runnerImage, RunnerClusterRole: c.runnerClusterRole,
-		ServiceAccount: c.children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
-	var invalid *workload.InvalidSpecError
-	if errors.As(err, &invalid) {
-		setCond(thv1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Message)
-		status.Phase, status.Message = PhaseFailed, invalid.Message
-		warnOnFlip(thv1.ConditionReady, invalid.Reason, invalid.Message)
-		// Retrying cannot fix user input; the next spec change will.
-		return nil
-	}
+// converge builds the children and writes the ones that drifted; it
+// returns the proxy Deployment.
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, oidc *thv1.MCPOIDCConfig) (*appsv1.Deployment, error) {
+	desired, err := build(inputs{Proxy: p, OIDC: oidc, RunnerImage: c.Config.RunnerImage,
+		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
+		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-
-	dep, err := c.ensureChildren(ctx, p, desired)
-	var conflict *controller.ChildConflictError
-	if errors.As(err, &conflict) {
-		setCond(thv1.ConditionReady, metav1.ConditionFalse, ReasonChildConflict, conflict.Error())
-		status.Phase, status.Message = PhaseFailed, conflict.Error()
-		warnOnFlip(thv1.ConditionReady, ReasonChildConflict, conflict.Error())
-		return controller.RequeueAfter(conflictRetry)
-	}
-	if err != nil {
-		return err
-	}
-	phase, ready, reason, msg := deploymentPhase(dep)
-	status.Phase, status.Message = phase, msg
-	setCond(thv1.ConditionReady, ready, reason, msg)
-	return nil
+	return c.ensureChildren(ctx, p, desired)
 }
 
 // ensureChildren converges every child and returns the proxy Deployment.
@@ -147,8 +85,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, statu
 // older hivekeeper created for the runner is left to garbage collection:
 // once its binding is gone it grants nothing, and hivekeeper no longer
 // holds any permission on Roles.)
-func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy, d *Desired) (*appsv1.Deployment, error) {
-	w, ch, uid, ns := c.writer, c.children, p.UID, p.Namespace
+func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy, d *childSet) (*appsv1.Deployment, error) {
+	w, ch, uid, ns := c.Writer, c.Children, p.UID, p.Namespace
 	if d.RunnerServiceAccount != nil {
 		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
 			return nil, err
@@ -170,7 +108,7 @@ func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy,
 	if d.RunnerServiceAccount == nil {
 		// After the Deployment points at the user's account, so no pod is
 		// left without the permissions it runs with.
-		rn := RunnerName(p.Name)
+		rn := workload.RemoteProxyRunnerName(p.Name)
 		if err := controller.DeleteStaleChild(ctx, w, ch.RoleBindings, ns, rn, uid); err != nil {
 			return nil, err
 		}

@@ -184,7 +184,7 @@ func TestChildrenShape(t *testing.T) {
 
 	got := f.get("remote")
 	if got.Status.URL != "http://mcp-remote-remote-proxy.team-a.svc.cluster.local:9090/sse" || got.Status.OIDCConfigHash != "hash-auth" ||
-		got.Status.Phase != PhasePending || got.Status.ObservedGeneration != 1 {
+		got.Status.Phase != thv1.MCPRemoteProxyPhasePending || got.Status.ObservedGeneration != 1 {
 		t.Errorf("status %+v", got.Status)
 	}
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated) ||
@@ -210,13 +210,13 @@ func TestOIDCReferenceMissingBlocksChildrenAndReportsOnce(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
 	got := f.get("remote")
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotFound {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotFound {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
-	if got.Status.Phase != PhasePending {
+	if got.Status.Phase != thv1.MCPRemoteProxyPhasePending {
 		t.Errorf("phase %s", got.Status.Phase)
 	}
-	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+workload.ReasonOIDCConfigRefNotFound) {
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonOIDCConfigRefNotFound) {
 		t.Fatalf("events %v", evs)
 	}
 	f.Refresh()
@@ -228,7 +228,7 @@ func TestOIDCReferenceMissingBlocksChildrenAndReportsOnce(t *testing.T) {
 	f2 := newFixture(t, p, newOIDCConfig("nope", true, false))
 	_, _ = f2.sync("remote")
 	got = f2.get("remote")
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotValid {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotValid {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 }
@@ -268,10 +268,10 @@ func TestInvalidResourcesAreAConditionNotARetry(t *testing.T) {
 	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
 	got := f.get("bad")
 	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
-	if cond == nil || cond.Reason != ReasonInvalidSpec || !strings.Contains(cond.Message, "spec.resources.limits.cpu") || got.Status.Phase != PhaseFailed {
+	if cond == nil || cond.Reason != thv1.ReasonInvalidSpec || !strings.Contains(cond.Message, "spec.resources.limits.cpu") || got.Status.Phase != thv1.MCPRemoteProxyPhaseFailed {
 		t.Fatalf("status %+v", got.Status)
 	}
-	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonInvalidSpec) {
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonInvalidSpec) {
 		t.Fatalf("events %v", evs)
 	}
 	f.Refresh()
@@ -300,7 +300,7 @@ func TestDeletingProxyReportsTerminatingOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
-	if got := f.get("remote"); got.Status.Phase != PhaseTerminating {
+	if got := f.get("remote"); got.Status.Phase != thv1.MCPRemoteProxyPhaseTerminating {
 		t.Fatalf("phase %s", got.Status.Phase)
 	}
 	f.Refresh()
@@ -342,15 +342,16 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "remote-runconfig", Namespace: testNS,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptr.To(true)}}}}
 	f := newFixture(t, newProxy("remote"), other)
-	if _, err := f.sync("remote"); err == nil {
-		t.Fatal("want a requeue for the conflict")
+	requeues := wt.SpyRequeues(f.c.Loop)
+	if _, err := f.sync("remote"); err != nil || len(requeues.After()) != 1 {
+		t.Fatalf("err = %v, requeues %v: want a requeue for the conflict", err, requeues.After())
 	}
 	for _, a := range f.Writes() {
 		if a.GetResource().Resource == "configmaps" {
 			t.Fatalf("wrote to a foreign child: %s", wt.Describe(f.Writes()))
 		}
 	}
-	if cond := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+	if cond := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
 		t.Fatalf("Ready %+v", cond)
 	}
 }
@@ -396,12 +397,12 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 	if !workload.OIDCConfigChangeMatters(cfg, changed) {
 		t.Fatal("a spec change is not relevant")
 	}
-	workload.EnqueueReferrers(f.c.proxyIndex, index.ByOIDCConfig, changed, f.c.EnqueueKey)
+	workload.EnqueueReferrers(f.ToolhiveInformers.Toolhive().V1beta1().MCPRemoteProxies().Informer().GetIndexer(), index.ByOIDCConfig, changed, f.c.EnqueueKey)
 	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the one referrer", n)
 	}
 	key, _ := f.c.Queue.Get()
-	if key != testNS+"/remote" {
+	if key.String() != testNS+"/remote" {
 		t.Fatalf("enqueued %s", key)
 	}
 	f.c.Queue.Done(key)

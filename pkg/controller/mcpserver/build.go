@@ -20,15 +20,8 @@ import (
 const (
 	App = "mcpserver"
 
-	AnnotationRunConfigChecksum    = "toolhive.stacklok.dev/runconfig-checksum"
-	AnnotationGeneration           = "toolhive.stacklok.dev/mcpserver-generation"
-	AnnotationRestartedAt          = "mcpserver.toolhive.stacklok.dev/restarted-at"
-	AnnotationRestartStrategy      = "mcpserver.toolhive.stacklok.dev/restart-strategy"
-	AnnotationLastProcessedRestart = "mcpserver.toolhive.stacklok.dev/last-processed-restart"
-	Finalizer                      = "mcpserver.toolhive.stacklok.dev/finalizer"
-
-	RestartRolling   = "rolling"
-	RestartImmediate = "immediate"
+	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
+	AnnotationGeneration        = "toolhive.stacklok.dev/mcpserver-generation"
 
 	// EnvGeneration is the proxy's generation, frozen per pod through the
 	// downward API: the RunConfig ConfigMap is mounted live, so an old pod
@@ -45,28 +38,15 @@ const (
 // gvk is the owner kind of every child.
 var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
 
-// RunConfigName is the RunConfig ConfigMap of server n.
-func RunConfigName(n string) string { return n + "-runconfig" }
-
-// RunnerName names the proxy runner's ServiceAccount and RoleBinding.
-func RunnerName(n string) string { return n + "-proxy-runner" }
-
-// BackendServiceAccountName is the backend pod's ServiceAccount when the
-// spec names none.
-func BackendServiceAccountName(n string) string { return n + "-sa" }
-
-// ServiceName is the proxy Service.
-func ServiceName(n string) string { return "mcp-" + n + "-proxy" }
-
 // Runner-created objects the finalizer removes.
 func runnerStatefulSetName(n string) string { return n }
 func runnerServiceNames(n string) []string {
 	return []string{"mcp-" + n + "-headless", "mcp-" + n}
 }
 
-// Inputs are everything a build depends on: the server, the referenced
+// inputs are everything a build depends on: the server, the referenced
 // MCPOIDCConfig (nil when there is none), and flags.
-type Inputs struct {
+type inputs struct {
 	Server      *thv1.MCPServer
 	OIDC        *thv1.MCPOIDCConfig
 	RunnerImage string
@@ -78,9 +58,9 @@ type Inputs struct {
 	ServiceAccount *corev1.ServiceAccount
 }
 
-// Desired are the children of one MCPServer. BackendServiceAccount is nil
+// childSet are the children of one MCPServer. BackendServiceAccount is nil
 // when the spec names its own.
-type Desired struct {
+type childSet struct {
 	RunConfig             *corev1.ConfigMap
 	RunnerServiceAccount  *corev1.ServiceAccount
 	RunnerRoleBinding     *rbacv1.RoleBinding
@@ -89,60 +69,10 @@ type Desired struct {
 	Service               *corev1.Service
 }
 
-// InvalidSpecError is user input the controller cannot build from; it
-// becomes a condition and an event, never a retry.
-type InvalidSpecError = workload.InvalidSpecError
-
-// Condition reasons.
-const (
-	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
-	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonDeploymentReady    = "DeploymentReady"
-	ReasonDeploymentNotReady = "DeploymentNotReady"
-	ReasonScaledToZero       = "ScaledToZero"
-	ReasonOIDCNotFound       = "OIDCConfigRefNotFound"
-	ReasonOIDCNotValid       = "OIDCConfigRefNotValid"
-	ReasonChildConflict      = "ChildConflict"
-	ReasonChildWriteFailed   = "ChildWriteFailed"
-	ReasonTerminating        = "Terminating"
-	ReasonCleanupSkipped     = "CleanupSkipped"
-	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
-)
-
-// transport returns the transport with the schema default applied, so a
-// build never depends on whether the object passed through the server.
-func transport(s *thv1.MCPServer) string {
-	if s.Spec.Transport == "" {
-		return thv1.TransportStdio
-	}
-	return s.Spec.Transport
-}
-
-// EffectiveProxyMode is what the proxy exposes: the configured mode for
-// stdio, the transport itself for the HTTP transports.
-func EffectiveProxyMode(s *thv1.MCPServer) string {
-	if t := transport(s); t != thv1.TransportStdio {
-		return t
-	}
-	if s.Spec.ProxyMode == "" {
-		return thv1.TransportStreamableHTTP
-	}
-	return s.Spec.ProxyMode
-}
-
-// ProxyPort returns the proxy port with its default.
-func ProxyPort(s *thv1.MCPServer) int32 {
-	if s.Spec.ProxyPort == 0 {
-		return workload.DefaultProxyPort
-	}
-	return s.Spec.ProxyPort
-}
-
 // URL is the in-cluster address clients use.
 func URL(s *thv1.MCPServer) string {
-	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(s.Name), s.Namespace, ProxyPort(s))
-	if EffectiveProxyMode(s) == thv1.TransportSSE {
+	base := workload.MCPServerAddress(s)
+	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
 		return base + "/sse#" + s.Name
 	}
 	return base + "/mcp"
@@ -155,7 +85,7 @@ func replicas(s *thv1.MCPServer) *int32 {
 		return nil
 	}
 	r := *s.Spec.Replicas
-	if transport(s) == thv1.TransportStdio && r > 1 {
+	if workload.MCPServerTransport(s) == thv1.TransportStdio && r > 1 {
 		r = 1
 	}
 	return &r
@@ -164,12 +94,12 @@ func replicas(s *thv1.MCPServer) *int32 {
 // Build computes every child of an MCPServer. It is pure: the same inputs
 // give the same objects, and the drift comparators compare against exactly
 // these objects.
-func Build(in Inputs) (*Desired, error) {
+func build(in inputs) (*childSet, error) {
 	s := in.Server
 	if strings.HasPrefix(s.Spec.Image, "-") {
 		// The CRD refuses it; a server stored before that rule must not
 		// hand the runner an option in place of its image either.
-		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
+		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
 	}
 	n, ns := s.Name, s.Namespace
@@ -181,9 +111,9 @@ func Build(in Inputs) (*Desired, error) {
 
 	backendSA, custom := workload.CustomServiceAccount(s.Spec.ServiceAccount)
 	if !custom {
-		backendSA = BackendServiceAccountName(n)
+		backendSA = workload.BackendServiceAccountName(n)
 	}
-	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, BackendServiceAccountName(n)); err != nil {
+	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, workload.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	podPatch, err := BackendPodPatch(s, backendSA)
@@ -192,19 +122,19 @@ func Build(in Inputs) (*Desired, error) {
 	}
 	resources, err := workload.Resources(s.Spec.Resources)
 	if err != nil {
-		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: err.Error()}
+		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, ProxyPort(s)), workload.EnvOIDCClientSecret)
+	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
 	rc, err := buildRunConfig(s, oidc)
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+	cm := workload.ConfigMap(meta(workload.RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
 
-	d := &Desired{
+	d := &childSet{
 		RunConfig:            cm,
-		RunnerServiceAccount: workload.ServiceAccount(meta(RunnerName(n), labels, nil)),
-		RunnerRoleBinding:    workload.RoleBinding(meta(RunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerServiceAccount: workload.ServiceAccount(meta(workload.ProxyRunnerName(n), labels, nil)),
+		RunnerRoleBinding:    workload.RoleBinding(meta(workload.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
 	if !custom {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
@@ -227,7 +157,7 @@ func Build(in Inputs) (*Desired, error) {
 		}, ov.TemplateAnnotations),
 		RunnerImage:        in.RunnerImage,
 		Args:               args,
-		ProxyPort:          ProxyPort(s),
+		ProxyPort:          workload.MCPServerProxyPort(s),
 		Resources:          resources,
 		EnvBeforeOverrides: oidc.Env,
 		OverrideEnv:        ov.Env,
@@ -240,7 +170,7 @@ func Build(in Inputs) (*Desired, error) {
 				FieldPath:  "metadata.annotations['" + AnnotationGeneration + "']",
 			}},
 		}},
-		ServiceAccountName: RunnerName(n),
+		ServiceAccountName: workload.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		ExtraVolumes:       oidc.Volumes,
@@ -248,10 +178,10 @@ func Build(in Inputs) (*Desired, error) {
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(ServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
+		Meta:            meta(workload.MCPServerServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
-		Port:            ProxyPort(s),
-		TargetPort:      ProxyPort(s),
+		Port:            workload.MCPServerProxyPort(s),
+		TargetPort:      workload.MCPServerProxyPort(s),
 		Selector:        labels,
 		SessionAffinity: s.Spec.SessionAffinity,
 	})
@@ -266,7 +196,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
-			return "", &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
+			return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
 		}
 		if env == nil {
 			env = map[string]string{}
@@ -285,11 +215,11 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 		Image:               s.Spec.Image,
 		MCPServerGeneration: s.Generation,
 		CmdArgs:             s.Spec.Args,
-		Transport:           transport(s),
+		Transport:           workload.MCPServerTransport(s),
 		Host:                proxyHost,
-		Port:                ProxyPort(s),
+		Port:                workload.MCPServerProxyPort(s),
 		TargetPort:          target,
-		ProxyMode:           EffectiveProxyMode(s),
+		ProxyMode:           workload.MCPServerProxyMode(s),
 		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
@@ -305,9 +235,9 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 // and it checks the result decodes as a PodTemplateSpec.
 func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 	invalid := func(format string, a ...any) error {
-		return &InvalidSpecError{
+		return &workload.InvalidSpecError{
 			Condition: thv1.ConditionPodTemplateValid,
-			Reason:    ReasonPodTemplateInvalid,
+			Reason:    thv1.ReasonPodTemplateInvalid,
 			Message:   "spec.podTemplateSpec: " + fmt.Sprintf(format, a...),
 		}
 	}
@@ -361,7 +291,7 @@ func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 				name = sec.Key
 			}
 			if err := runconfig.ValidateEnvName(name); err != nil {
-				return "", &InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
+				return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
 			}
 			entry := map[string]any{
 				"name": name,

@@ -15,7 +15,7 @@ import (
 // children hivekeeper builds and the objects the proxy runner creates.
 func TestNameLimitFitsEveryChild(t *testing.T) {
 	workloadtest.AssertNameLimit(t, thv1.MaxMCPServerNameLength, func(name string) []metav1.Object {
-		d, err := Build(Inputs{Server: newServer(name), RunnerImage: "runner:test"})
+		d, err := build(inputs{Server: newServer(name), RunnerImage: "runner:test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,24 +7,19 @@
 package mcpserver
 
 import (
-	"fmt"
-
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// Name is the controller's name: its queue and its metrics label.
+// Name is the controller's name: its queue, its writer and its metrics
+// label.
 const Name = "mcpserver"
 
 // resource is the metrics label of the custom resource.
@@ -32,77 +27,26 @@ const resource = "mcpservers"
 
 // Controller converges MCPServers.
 type Controller struct {
-	*controller.Loop
+	*workload.Base
 
 	kube     kubernetes.Interface
 	toolhive versioned.Interface
-	writer   *controller.Writer
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
-	servers     thlisters.MCPServerLister
-	serverIndex cache.Indexer
-	oidcConfigs thlisters.MCPOIDCConfigLister
-	groups      thlisters.MCPGroupLister
-	children    *workload.Children
-
-	runnerImage string
-	// runnerClusterRole is what each runner's RoleBinding grants.
-	runnerClusterRole string
+	servers  thlisters.MCPServerLister
 }
 
-// New builds the controller from the shared informer factories and
-// registers its event handlers.
-func New(d *app.Deps) (*Controller, error) {
-	th := d.ToolhiveInformers.Toolhive().V1beta1()
-	servers := th.MCPServers()
-	oidc := th.MCPOIDCConfigs()
-	groups := th.MCPGroups()
-	children, childInformers := workload.NewChildren(d.Kube, d.KubeInformers)
-
-	c := &Controller{
-		kube:        d.Kube,
-		toolhive:    d.Toolhive,
-		writer:      controller.NewWriter(Name),
-		recorder:    d.Recorder,
-		clock:       clock.RealClock{},
-		servers:     servers.Lister(),
-		serverIndex: servers.Informer().GetIndexer(),
-		oidcConfigs: oidc.Lister(),
-		groups:      groups.Lister(),
-		children:    children,
-		runnerImage: d.Options.RunnerImage,
-	}
-	c.runnerClusterRole = d.Options.Runners.WithDefaults().ProxyRunner
-	wiring := workload.Wiring{
-		Primary: servers.Informer(),
-		Owner:   thv1.Kind(thv1.KindMCPServer),
-		Lookup: func(ns, name string) (types.UID, bool) {
-			s, err := c.servers.MCPServers(ns).Get(name)
-			if err != nil {
-				return "", false
-			}
-			return s.UID, true
-		},
-		Children:    childInformers,
-		OIDCConfigs: oidc.Informer(),
-	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(groups.Informer())...)
-	if err := wiring.Register(c.Loop); err != nil {
-		return nil, err
-	}
-	// A group's creation or deletion flips GroupRefValidated of its members.
-	if _, err := groups.Informer().AddEventHandler(mcpgroup.MemberHandler(c.serverIndex, c.EnqueueKey)); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// Register is the constructor pkg/app/controllers registers.
-func Register(d *app.Deps) (app.Runnable, error) {
-	c, err := New(d)
+// New builds the controller and registers its event handlers.
+func New(d *controller.Deps) (*Controller, error) {
+	servers := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPServers().Informer()
+	})
+	c := &Controller{kube: d.Kube, toolhive: d.Toolhive, servers: thlisters.NewMCPServerLister(servers.Indexer())}
+	base, err := workload.NewBase(d, workload.Spec{
+		Name: Name, Kind: thv1.KindMCPServer, Primary: servers, GroupMember: true, Sync: c.sync,
+		Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("mcpserver: %w", err)
+		return nil, err
 	}
+	c.Base = base
 	return c, nil
 }

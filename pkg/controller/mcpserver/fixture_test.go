@@ -10,11 +10,11 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -38,20 +38,21 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	wf := workloadtest.New(t, objs...)
-	c, err := New(wf.Deps(app.Options{RunnerImage: "runner:test"}))
+	c, err := New(wf.Deps(controller.Config{RunnerImage: "runner:test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(testNow)
 	f := &fixture{Fixture: wf, t: t, kube: wf.Kube, th: wf.Toolhive, recorder: wf.Recorder, c: c}
 	f.Refresh()
 	return f
 }
 
-func (f *fixture) refresh()                  { f.Refresh() }
-func (f *fixture) writes() []core.Action     { return f.Writes() }
-func (f *fixture) applyServerBehaviour()     { f.ApplyServerBehaviour() }
-func (f *fixture) syncErr(name string) error { return f.c.sync(context.Background(), testNS+"/"+name) }
+func (f *fixture) refresh()              { f.Refresh() }
+func (f *fixture) writes() []core.Action { return f.Writes() }
+func (f *fixture) applyServerBehaviour() { f.ApplyServerBehaviour() }
+func (f *fixture) syncErr(name string) error {
+	return f.c.sync(context.Background(), cache.NewObjectName(testNS, name))
+}
 
 // sync runs one sync and returns the write actions it sent.
 func (f *fixture) sync(name string) ([]core.Action, error) {
@@ -84,7 +85,7 @@ func newServer(name string, mut ...func(*thv1.MCPServer)) *thv1.MCPServer {
 		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPServer},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Generation: 1,
-			ResourceVersion: "1", Finalizers: []string{Finalizer},
+			ResourceVersion: "1", Finalizers: []string{thv1.MCPServerFinalizer},
 		},
 		Spec: thv1.MCPServerSpec{
 			Image: "ghcr.io/example/fetch:1.0", Transport: thv1.TransportStdio,

@@ -31,7 +31,7 @@ const (
 // schema bug, a client that bypasses validation): random images,
 // transports, ports, env names and values, args, secrets, quantities, raw
 // pod template bytes and override maps. Build must not panic; any error
-// must be an *InvalidSpecError (a condition, never a retry loop); and what
+// must be an *workload.InvalidSpecError (a condition, never a retry loop); and what
 // it builds must show no drift against itself, also after the JSON round
 // trip and defaulting of the API server, or the controller would patch it
 // forever.
@@ -106,17 +106,17 @@ func FuzzBuild(f *testing.F) {
 			// valid): Build gets no config.
 			s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "missing", Audience: "mcp"}
 		}
-		in := Inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"}
+		in := inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"}
 		before := s.DeepCopy()
 
-		d, err := Build(in)
+		d, err := build(in)
 		if !equality.Semantic.DeepEqual(before, s) {
 			t.Fatalf("Build modified its input server")
 		}
 		if err != nil {
-			var invalid *InvalidSpecError
+			var invalid *workload.InvalidSpecError
 			if !errors.As(err, &invalid) {
-				t.Fatalf("Build returned %T %q, want an *InvalidSpecError", err, err)
+				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
 			}
 			if invalid.Condition == "" || invalid.Reason == "" || invalid.Message == "" {
 				t.Fatalf("InvalidSpecError without condition, reason or message: %+v", invalid)
@@ -125,7 +125,7 @@ func FuzzBuild(f *testing.F) {
 		}
 
 		// Pure: the same inputs give the same children.
-		again, err := Build(in)
+		again, err := build(in)
 		if err != nil {
 			t.Fatalf("second Build failed where the first succeeded: %v", err)
 		}

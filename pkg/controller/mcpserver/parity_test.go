@@ -90,7 +90,7 @@ func TestBuildDriftParity(t *testing.T) {
 								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
 								s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
 							}
-							d, err := Build(Inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"})
+							d, err := build(inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"})
 							if err != nil {
 								t.Fatalf("%s: build: %v", name, err)
 							}
@@ -104,7 +104,7 @@ func TestBuildDriftParity(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func assertNoDrift(t *testing.T, name string, d *Desired) {
+func assertNoDrift(t *testing.T, name string, d *childSet) {
 	t.Helper()
 	dep := roundTrip(d.Deployment)
 	defaultDeployment(dep)
@@ -135,7 +135,7 @@ func assertNoDrift(t *testing.T, name string, d *Desired) {
 // owned field changed on the live object is reported under its name.
 func TestDriftDetectsOwnedFields(t *testing.T) {
 	s := newServer("srv", func(s *thv1.MCPServer) { s.Spec.Replicas = ptr.To[int32](1) })
-	d, err := Build(Inputs{Server: s, RunnerImage: "runner:test"})
+	d, err := build(inputs{Server: s, RunnerImage: "runner:test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 	}
 	// Replicas are hands off when the spec leaves them unset.
 	s.Spec.Replicas = nil
-	d, _ = Build(Inputs{Server: s, RunnerImage: "runner:test"})
+	d, _ = build(inputs{Server: s, RunnerImage: "runner:test"})
 	live := d.Deployment.DeepCopy()
 	live.Spec.Replicas = ptr.To[int32](7)
 	if got := workload.DiffDeployment(d.Deployment, live); len(got) != 0 {

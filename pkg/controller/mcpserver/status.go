@@ -11,14 +11,14 @@ import (
 // Deployment as last observed.
 func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
 	if dep == nil {
-		return thv1.MCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "proxy Deployment not created yet", 0
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "proxy Deployment not created yet", 0
 	}
 	readyReplicas = dep.Status.ReadyReplicas
 	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
-		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, ReasonScaledToZero, "proxy scaled to zero replicas", readyReplicas
+		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, thv1.ReasonScaledToZero, "proxy scaled to zero replicas", readyReplicas
 	}
 	if readyReplicas > 0 {
-		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, ReasonDeploymentReady, "proxy is ready", readyReplicas
+		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "proxy is ready", readyReplicas
 	}
-	return thv1.MCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "waiting for proxy pods to become ready", readyReplicas
+	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready", readyReplicas
 }

@@ -19,7 +19,6 @@ import (
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -49,7 +48,7 @@ func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
 	if md["resourceVersion"] != "1" {
 		t.Errorf("finalizer patch lacks the resourceVersion lock: %v", body)
 	}
-	if fin := md["finalizers"].([]any); len(fin) != 1 || fin[0] != Finalizer {
+	if fin := md["finalizers"].([]any); len(fin) != 1 || fin[0] != thv1.MCPServerFinalizer {
 		t.Errorf("finalizers = %v", fin)
 	}
 }
@@ -165,7 +164,7 @@ func TestChildrenShape(t *testing.T) {
 
 func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
 	s := newServer("v", func(s *thv1.MCPServer) { s.Spec.ResourceOverrides = overrides["both"] })
-	d1, _ := Build(Inputs{Server: s, RunnerImage: "r"})
+	d1, _ := build(inputs{Server: s, RunnerImage: "r"})
 	tpl := d1.Deployment.Spec.Template.Annotations
 	if tpl[AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
 		t.Fatalf("template annotations %v", tpl)
@@ -178,7 +177,7 @@ func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
 	}
 	s2 := s.DeepCopy()
 	s2.Spec.Args = []string{"--verbose"}
-	d2, _ := Build(Inputs{Server: s2, RunnerImage: "r"})
+	d2, _ := build(inputs{Server: s2, RunnerImage: "r"})
 	if d2.Deployment.Spec.Template.Annotations[AnnotationRunConfigChecksum] == tpl[AnnotationRunConfigChecksum] {
 		t.Error("a RunConfig change did not change the checksum")
 	}
@@ -193,7 +192,7 @@ func TestRestartRollingPatchesOnlyTheTemplateAnnotationOnce(t *testing.T) {
 	f.converge("fetch")
 	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	live = live.DeepCopy()
-	live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z"}
+	live.Annotations = map[string]string{thv1.AnnotationRestartedAt: "2026-11-21T12:30:00Z"}
 	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func TestRestartImmediateDeletesProxyPods(t *testing.T) {
 	f.converge("fetch")
 	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	live = live.DeepCopy()
-	live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z", AnnotationRestartStrategy: RestartImmediate}
+	live.Annotations = map[string]string{thv1.AnnotationRestartedAt: "2026-11-21T12:30:00Z", thv1.AnnotationRestartStrategy: thv1.RestartImmediate}
 	_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
 	f.refresh()
 	acts, err := f.sync("fetch")
@@ -245,7 +244,7 @@ func TestRestartUnparsableIsIgnored(t *testing.T) {
 	f.converge("fetch")
 	live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	live = live.DeepCopy()
-	live.Annotations = map[string]string{AnnotationRestartedAt: "yesterday"}
+	live.Annotations = map[string]string{thv1.AnnotationRestartedAt: "yesterday"}
 	_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
 	f.refresh()
 	acts, err := f.sync("fetch")
@@ -272,7 +271,7 @@ func TestInvalidPodTemplateIsAConditionNotARetry(t *testing.T) {
 	if len(f.recorder.Events) != 1 {
 		t.Fatalf("want one event, got %d", len(f.recorder.Events))
 	}
-	if ev := <-f.recorder.Events; !strings.HasPrefix(ev, "Warning "+ReasonPodTemplateInvalid) {
+	if ev := <-f.recorder.Events; !strings.HasPrefix(ev, "Warning "+thv1.ReasonPodTemplateInvalid) {
 		t.Errorf("event %q", ev)
 	}
 	f.refresh()
@@ -296,8 +295,8 @@ func TestInvalidInputsNeverPanic(t *testing.T) {
 		},
 	} {
 		s := newServer("x", mut)
-		_, err := Build(Inputs{Server: s, RunnerImage: "r"})
-		var invalid *InvalidSpecError
+		_, err := build(inputs{Server: s, RunnerImage: "r"})
+		var invalid *workload.InvalidSpecError
 		if err == nil || !errorsAs(err, &invalid) {
 			t.Errorf("%s: want InvalidSpecError, got %v", name, err)
 		}
@@ -314,14 +313,14 @@ func TestOIDCReferenceMissingBlocksChildrenAndReports(t *testing.T) {
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated)
-	if cond == nil || cond.Reason != ReasonOIDCNotFound {
+	if cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotFound {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 	// An invalid config is reported with its own reason.
 	f2 := newFixture(t, s, newOIDCConfig("nope", true, false))
 	_, _ = f2.sync("fetch")
 	got, _ = f2.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != ReasonOIDCNotValid {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotValid {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 }
@@ -360,9 +359,9 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 	other := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptrTrue()}}}}
 	f := newFixture(t, s, other)
-	_, err := f.sync("fetch")
-	if err == nil {
-		t.Fatal("want a requeue for the conflict")
+	requeues := workloadtest.SpyRequeues(f.c.Loop)
+	if _, err := f.sync("fetch"); err != nil || len(requeues.After()) != 1 {
+		t.Fatalf("err = %v, requeues %v: want a requeue for the conflict", err, requeues.After())
 	}
 	for _, a := range f.writes() {
 		if a.GetResource().Resource == "serviceaccounts" {
@@ -370,7 +369,7 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 		}
 	}
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 }
@@ -439,7 +438,7 @@ func TestFinalizerLeavesObjectsItDoesNotOwnAlone(t *testing.T) {
 				t.Fatalf("events %q, want one per object left alone", ev)
 			}
 			for i, obj := range append([]string{"StatefulSet " + testNS + "/" + tc.server}, "Service "+testNS+"/mcp-"+tc.server+"-headless", "Service "+testNS+"/mcp-"+tc.server) {
-				if !strings.HasPrefix(ev[i], "Warning "+ReasonCleanupSkipped+" Left "+obj+" in place: it lacks the label ") {
+				if !strings.HasPrefix(ev[i], "Warning "+thv1.ReasonCleanupSkipped+" Left "+obj+" in place: it lacks the label ") {
 					t.Errorf("event %q does not name %s and why", ev[i], obj)
 				}
 			}
@@ -498,14 +497,14 @@ func ptrTrue() *bool { b := true; return &b }
 // last-processed-restart can fail (409, admission); the retry must not
 // stamp the template or delete the pods a second time.
 func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
-	for _, strategy := range []string{RestartRolling, RestartImmediate} {
+	for _, strategy := range []string{thv1.RestartRolling, thv1.RestartImmediate} {
 		t.Run(strategy, func(t *testing.T) {
 			s := newServer("fetch")
 			f := newFixture(t, s)
 			f.converge("fetch")
 			live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 			live = live.DeepCopy()
-			live.Annotations = map[string]string{AnnotationRestartedAt: "2026-11-21T12:30:00Z", AnnotationRestartStrategy: strategy}
+			live.Annotations = map[string]string{thv1.AnnotationRestartedAt: "2026-11-21T12:30:00Z", thv1.AnnotationRestartStrategy: strategy}
 			_, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{})
 			f.refresh()
 			f.th.PrependReactor("patch", "mcpservers", func(a core.Action) (bool, runtime.Object, error) {
@@ -529,7 +528,7 @@ func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
 // build without it was the root of a perpetual update loop in the field.
 // (The comparator also normalises it; this keeps the builder honest.)
 func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
-	d, err := Build(Inputs{Server: newServer("fetch"), RunnerImage: "r"})
+	d, err := build(inputs{Server: newServer("fetch"), RunnerImage: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,8 +573,8 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
 	want := "cannot create services mcp-fetch-proxy: Forbidden; the API server's message is in the events"
-	if cond == nil || cond.Reason != ReasonChildWriteFailed || cond.Message != want || got.Status.Message != want {
-		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, ReasonChildWriteFailed, want)
+	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || cond.Message != want || got.Status.Message != want {
+		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, thv1.ReasonChildWriteFailed, want)
 	}
 	events := f.Events()
 	if len(events) != 3 || !strings.Contains(events[2], "used: services=3") {
@@ -591,7 +590,7 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 	s := newServer("fetch")
 	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
-		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: RunnerName("fetch"), Namespace: testNS,
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ProxyRunnerName("fetch"), Namespace: testNS,
 			UID: "sa-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
 	}
 	ours := workload.OwnerRef(s, gvk)
@@ -612,16 +611,16 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 			if err := f.kube.Tracker().Add(tc.child); err != nil {
 				t.Fatal(err)
 			}
+			requeues := workloadtest.SpyRequeues(f.c.Loop)
 			acts, err := f.sync("fetch")
 			if !tc.adopt {
-				var requeue *controller.RequeueError
-				if !errorsAs(err, &requeue) {
-					t.Fatalf("err = %v, want a requeue after a ChildConflict", err)
+				if err != nil || len(requeues.After()) != 1 {
+					t.Fatalf("err = %v, requeues %v: want one requeue after a ChildConflict", err, requeues.After())
 				}
 				assertActions(t, acts, "create serviceaccounts", "patch mcpservers/status")
 				got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != ReasonChildConflict {
-					t.Fatalf("Ready = %+v, want reason %s", cond, ReasonChildConflict)
+				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
+					t.Fatalf("Ready = %+v, want reason %s", cond, thv1.ReasonChildConflict)
 				}
 				return
 			}
@@ -729,11 +728,11 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 
 	// The account hivekeeper made for this server's own backend, and one
 	// hivekeeper does not manage, are fine.
-	setSA(BackendServiceAccountName("fetch"))
+	setSA(workload.BackendServiceAccountName("fetch"))
 	acts, _ = f.sync("fetch")
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c.Reason == workload.ReasonServiceAccountNotAllowed {
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c.Reason == thv1.ReasonServiceAccountNotAllowed {
 		t.Errorf("own backend account refused: %+v", c)
 	}
 	f.refresh()

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -55,27 +54,17 @@ const (
 // gvk is the owner kind of every child.
 var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
 
-// ServiceName is the vMCP Service of server n.
-func ServiceName(n string) string { return "vmcp-" + n }
-
-// ConfigMapName is the configuration ConfigMap of server n.
-func ConfigMapName(n string) string { return n + "-vmcp-config" }
-
-// OwnServiceAccountName is the ServiceAccount hivekeeper creates when the
-// spec names none.
-func OwnServiceAccountName(n string) string { return n + "-vmcp" }
-
 // ServiceAccountName is the vMCP pod's account.
 func ServiceAccountName(v *thv1.VirtualMCPServer) string {
 	if sa, ok := workload.CustomServiceAccount(v.Spec.ServiceAccount); ok {
 		return sa
 	}
-	return OwnServiceAccountName(v.Name)
+	return workload.VMCPServiceAccountName(v.Name)
 }
 
 // URL is the in-cluster address clients use.
 func URL(v *thv1.VirtualMCPServer) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", ServiceName(v.Name), v.Namespace, Port)
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.VMCPServiceName(v.Name), v.Namespace, Port)
 }
 
 // BackendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
@@ -84,10 +73,10 @@ func URL(v *thv1.VirtualMCPServer) string {
 // URL, so a bare host would miss the endpoint.
 func BackendURL(s *thv1.MCPServer) string {
 	p := "/mcp"
-	if mcpserver.EffectiveProxyMode(s) == thv1.TransportSSE {
+	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
 		p = "/sse"
 	}
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d%s", mcpserver.ServiceName(s.Name), s.Namespace, mcpserver.ProxyPort(s), p)
+	return workload.MCPServerAddress(s) + p
 }
 
 // env is the vmcp container's environment: who it is, and the OIDC client
@@ -110,26 +99,10 @@ func Args() []string {
 	}
 }
 
-// Condition reasons.
-const (
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonInvalidConfig      = "InvalidConfig"
-	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
-	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
-	ReasonDeploymentReady    = "DeploymentReady"
-	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
-	ReasonDeploymentNotReady = "DeploymentNotReady"
-	ReasonScaledToZero       = "ScaledToZero"
-	ReasonChildConflict      = "ChildConflict"
-	ReasonWaitingForOIDC     = "WaitingForOIDCConfig"
-	ReasonNoBackends         = "NoBackends"
-	ReasonGroupRefNotFound   = thv1.ReasonGroupRefNotFound
-)
-
-// Inputs are everything a build depends on: the server, the referenced
+// inputs are everything a build depends on: the server, the referenced
 // MCPOIDCConfig (nil for anonymous access), the member MCPServers of its
 // group (any order) and the vMCP image.
-type Inputs struct {
+type inputs struct {
 	Server   *thv1.VirtualMCPServer
 	OIDC     *thv1.MCPOIDCConfig
 	Backends []*thv1.MCPServer
@@ -139,9 +112,9 @@ type Inputs struct {
 	ServiceAccount *corev1.ServiceAccount
 }
 
-// Desired are the children of one VirtualMCPServer. ServiceAccount is nil
+// childSet are the children of one VirtualMCPServer. ServiceAccount is nil
 // when the spec names its own.
-type Desired struct {
+type childSet struct {
 	Config         *corev1.ConfigMap
 	ServiceAccount *corev1.ServiceAccount
 	Deployment     *appsv1.Deployment
@@ -158,7 +131,7 @@ type Desired struct {
 // exactly these objects. A volume that cannot be resolved fails the whole
 // build, so the live Deployment is never replaced by a pod with some of
 // its volumes missing.
-func Build(in Inputs) (*Desired, error) {
+func build(in inputs) (*childSet, error) {
 	v := in.Server
 	n, ns := v.Name, v.Namespace
 	labels := workload.Labels(App, n)
@@ -167,13 +140,13 @@ func Build(in Inputs) (*Desired, error) {
 		return workload.ObjectMeta(name, ns, l, a, owner)
 	}
 
-	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, OwnServiceAccountName(n)); err != nil {
+	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, workload.VMCPServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	var oidc workload.OIDCWiring
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		if v.Spec.IncomingAuth.OIDCConfigRef == nil {
-			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidSpec,
+			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
 		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, Port), EnvOIDCClientSecret)
@@ -183,21 +156,21 @@ func Build(in Inputs) (*Desired, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(ConfigMapName(n), labels, nil), map[string]string{ConfigKey: config})
+	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{ConfigKey: config})
 
 	vols, err := podVolumes(v, cm.Name, oidc)
 	if err != nil {
 		return nil, err
 	}
 
-	d := &Desired{Config: cm, Volumes: vols}
+	d := &childSet{Config: cm, Volumes: vols}
 	for _, b := range backends {
 		d.Backends = append(d.Backends, b.Name)
 	}
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
-	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == OwnServiceAccountName(n) {
-		d.ServiceAccount = workload.ServiceAccount(meta(OwnServiceAccountName(n), labels, nil))
+	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == workload.VMCPServiceAccountName(n) {
+		d.ServiceAccount = workload.ServiceAccount(meta(workload.VMCPServiceAccountName(n), labels, nil))
 	}
 	d.Deployment = &appsv1.Deployment{
 		ObjectMeta: meta(n, labels, workload.SetPodVolumesHash(nil, vols.Hash)),
@@ -231,7 +204,7 @@ func Build(in Inputs) (*Desired, error) {
 		},
 	}
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(ServiceName(n), labels, nil),
+		Meta:            meta(workload.VMCPServiceName(n), labels, nil),
 		Type:            corev1.ServiceType(v.Spec.ServiceType),
 		PortName:        PortName,
 		Port:            Port,
@@ -247,7 +220,7 @@ func Build(in Inputs) (*Desired, error) {
 // mounts of the vmcp container. All of them feed the hash annotation.
 func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring) (workload.PodVolumes, error) {
 	invalid := func(err error) error {
-		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: ReasonPodTemplateInvalid,
+		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: thv1.ReasonPodTemplateInvalid,
 			Message: "spec.podTemplateSpec: " + err.Error()}
 	}
 	userVols, userMounts, err := userVolumes(v.Spec.PodTemplateSpec)
@@ -306,7 +279,7 @@ func backendsOf(servers []*thv1.MCPServer) []Backend {
 		if s.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, Backend{Name: s.Name, URL: BackendURL(s), Transport: mcpserver.EffectiveProxyMode(s)})
+		out = append(out, Backend{Name: s.Name, URL: BackendURL(s), Transport: workload.MCPServerProxyMode(s)})
 	}
 	slices.SortFunc(out, func(a, b Backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out
@@ -352,7 +325,7 @@ const (
 // credentials).
 func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []Backend) (string, error) {
 	invalid := func(format string, a ...any) error {
-		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: ReasonInvalidConfig,
+		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidConfig,
 			Message: "spec.config: " + fmt.Sprintf(format, a...)}
 	}
 	cfg := map[string]any{}

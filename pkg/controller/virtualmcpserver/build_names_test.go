@@ -13,7 +13,7 @@ import (
 // children hivekeeper builds.
 func TestNameLimitFitsEveryChild(t *testing.T) {
 	workloadtest.AssertNameLimit(t, thv1.MaxVirtualMCPServerNameLength, func(name string) []metav1.Object {
-		d, err := Build(Inputs{Server: newVMCP(name), Image: "vmcp:test"})
+		d, err := build(inputs{Server: newVMCP(name), Image: "vmcp:test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,16 +15,12 @@ package virtualmcpserver
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -53,90 +49,66 @@ func aggregatedGroup(obj any) ([]string, error) {
 
 // Controller converges VirtualMCPServers.
 type Controller struct {
-	*controller.Loop
+	*workload.Base
 
 	toolhive versioned.Interface
-	writer   *controller.Writer
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
-
-	servers     thlisters.VirtualMCPServerLister
+	servers  thlisters.VirtualMCPServerLister
+	// serverIndex carries ByAggregatedGroup; members is the MCPServer
+	// indexer, whose index.ByGroup index lists a group's backends without
+	// listing the namespace.
 	serverIndex cache.Indexer
-	// members is the MCPServer indexer; its index.ByGroup index lists a
-	// group's backends without listing the namespace.
 	members     cache.Indexer
-	oidcConfigs thlisters.MCPOIDCConfigLister
-	groups      thlisters.MCPGroupLister
-	children    *workload.Children
-
-	image string
 }
 
-// New builds the controller from the shared informer factories and
-// registers its event handlers. The workload informers must carry the
-// reference indexes (index.AddToInformers); the ByAggregatedGroup index is
-// added here, before the informers start.
-func New(d *app.Deps) (*Controller, error) {
-	th := d.ToolhiveInformers.Toolhive().V1beta1()
-	vmcps := th.VirtualMCPServers()
-	members := th.MCPServers()
-	oidc := th.MCPOIDCConfigs()
-	groups := th.MCPGroups()
-	children, childInformers := workload.NewChildren(d.Kube, d.KubeInformers)
-	// Volumes are compared through their hash annotation, which is pruned
-	// once nothing is left to hash.
-	children.Deployments = workload.WithPodVolumesHash(children.Deployments)
-
-	if _, ok := vmcps.Informer().GetIndexer().GetIndexers()[ByAggregatedGroup]; !ok {
-		if err := vmcps.Informer().AddIndexers(cache.Indexers{ByAggregatedGroup: aggregatedGroup}); err != nil {
-			return nil, fmt.Errorf("adding the %s index: %w", ByAggregatedGroup, err)
-		}
+// New builds the controller and registers its event handlers. The
+// ByAggregatedGroup index is added here, before the informers start.
+func New(d *controller.Deps) (*Controller, error) {
+	vmcps := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().VirtualMCPServers().Informer()
+	})
+	members := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPServers().Informer()
+	})
+	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPGroups().Informer()
+	})
+	if err := vmcps.AddIndexers(cache.Indexers{ByAggregatedGroup: aggregatedGroup}); err != nil {
+		return nil, fmt.Errorf("adding the %s index: %w", ByAggregatedGroup, err)
 	}
-
 	c := &Controller{
 		toolhive:    d.Toolhive,
-		writer:      controller.NewWriter(Name),
-		recorder:    d.Recorder,
-		clock:       clock.RealClock{},
-		servers:     vmcps.Lister(),
-		serverIndex: vmcps.Informer().GetIndexer(),
-		members:     members.Informer().GetIndexer(),
-		oidcConfigs: oidc.Lister(),
-		groups:      groups.Lister(),
-		children:    children,
-		image:       d.Options.VMCPImage,
+		servers:     thlisters.NewVirtualMCPServerLister(vmcps.Indexer()),
+		serverIndex: vmcps.Indexer(),
+		members:     members.Indexer(),
 	}
-	wiring := workload.Wiring{
-		Primary: vmcps.Informer(),
-		Owner:   thv1.Kind(thv1.KindVirtualMCPServer),
-		Lookup: func(ns, name string) (types.UID, bool) {
-			v, err := c.servers.VirtualMCPServers(ns).Get(name)
-			if err != nil {
-				return "", false
-			}
-			return v.UID, true
-		},
-		Children:    childInformers,
-		OIDCConfigs: oidc.Informer(),
-	}
-	c.Loop = controller.NewLoop(Name+d.QueueSuffix, c.sync, wiring.Synced(members.Informer(), groups.Informer())...)
-	if err := wiring.Register(c.Loop); err != nil {
+	base, err := workload.NewBase(d, workload.Spec{
+		Name: Name, Kind: thv1.KindVirtualMCPServer, Primary: vmcps, Sync: c.sync,
+		Phases: workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed},
+	})
+	if err != nil {
 		return nil, err
 	}
+	c.Base = base
+	// Volumes are compared through their hash annotation, which is pruned
+	// once nothing is left to hash.
+	c.Children.Deployments = workload.WithPodVolumesHash(c.Children.Deployments)
 	// A group appearing or going away flips GroupRefValidated.
-	if _, err := groups.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	groupsSynced, err := groups.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueAggregators,
 		DeleteFunc: c.enqueueAggregators,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
-	if _, err := members.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	membersSynced, err := members.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.memberChanged,
 		UpdateFunc: c.memberUpdated,
 		DeleteFunc: c.memberChanged,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	c.AddSynced(groupsSynced, membersSynced)
 	return c, nil
 }
 
@@ -148,7 +120,7 @@ func (c *Controller) enqueueByIndex(indexName, namespace, key string) {
 		return
 	}
 	for _, n := range names {
-		c.EnqueueKey(index.Key(namespace, n))
+		c.EnqueueKey(cache.NewObjectName(namespace, n))
 	}
 }
 
@@ -193,18 +165,9 @@ type backendEntry struct {
 
 // backendView projects an MCPServer onto its backendEntry.
 func backendView(s *thv1.MCPServer) backendEntry {
-	e := backendEntry{url: BackendURL(s), transport: mcpserver.EffectiveProxyMode(s), deleting: s.DeletionTimestamp != nil}
+	e := backendEntry{url: BackendURL(s), transport: workload.MCPServerProxyMode(s), deleting: s.DeletionTimestamp != nil}
 	if s.Spec.GroupRef != nil {
 		e.group = s.Spec.GroupRef.Name
 	}
 	return e
-}
-
-// Register is the constructor pkg/app/controllers registers.
-func Register(d *app.Deps) (app.Runnable, error) {
-	c, err := New(d)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
-	}
-	return c, nil
 }

@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -30,11 +30,10 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{Fixture: workloadtest.New(t, objs...)}
-	c, err := New(f.Deps(app.Options{VMCPImage: testImage}))
+	c, err := New(f.Deps(controller.Config{VMCPImage: testImage}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.clock = clocktesting.NewFakePassiveClock(workloadtest.Now)
 	f.c = c
 	f.Refresh()
 	return f
@@ -43,7 +42,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // sync runs one sync and returns the write actions it sent.
 func (f *fixture) sync(name string) ([]core.Action, error) {
 	f.T.Helper()
-	err := f.c.sync(context.Background(), testNS+"/"+name)
+	err := f.c.sync(context.Background(), cache.NewObjectName(testNS, name))
 	return f.Writes(), err
 }
 

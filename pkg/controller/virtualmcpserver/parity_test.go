@@ -55,7 +55,7 @@ func TestBuildDriftParity(t *testing.T) {
 										v.Spec.ServiceType = st
 										v.Spec.SessionAffinity = aff
 									})
-									in := Inputs{Server: v, Backends: backends, Image: testImage}
+									in := inputs{Server: v, Backends: backends, Image: testImage}
 									switch auth {
 									case "oidc-inline-ca":
 										withOIDC("auth")(v)
@@ -67,7 +67,7 @@ func TestBuildDriftParity(t *testing.T) {
 										withOIDC("auth")(v)
 										in.OIDC = workloadtest.NewOIDCConfig(testNS, "auth", false, "", true)
 									}
-									d, err := Build(in)
+									d, err := build(in)
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}
@@ -87,7 +87,7 @@ func TestBuildDriftParity(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func assertNoDrift(t *testing.T, name string, d *Desired) {
+func assertNoDrift(t *testing.T, name string, d *childSet) {
 	t.Helper()
 	dep := workloadtest.RoundTrip(d.Deployment)
 	workloadtest.DefaultDeployment(dep)

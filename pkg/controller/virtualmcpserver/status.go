@@ -17,18 +17,18 @@ import (
 func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, backends int) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
-		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "vMCP Deployment not created yet"
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "vMCP Deployment not created yet"
 	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
-		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonScaledToZero, "vMCP scaled to zero replicas"
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"
 	case dep.Status.ReadyReplicas == 0:
-		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, ReasonDeploymentNotReady, "waiting for vMCP pods to become ready"
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for vMCP pods to become ready"
 	case !groupFound:
-		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, ReasonGroupRefNotFound,
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
 			fmt.Sprintf("vMCP is running but MCPGroup %q does not exist", group)
 	case dep.Status.ReadyReplicas < ptr.Deref(dep.Spec.Replicas, 1):
-		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionTrue, ReasonDeploymentDegraded,
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionTrue, thv1.ReasonDeploymentDegraded,
 			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
 	}
-	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, ReasonDeploymentReady,
+	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady,
 		fmt.Sprintf("vMCP is ready, aggregating %d backends", backends)
 }

@@ -320,10 +320,10 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 			wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 			got := f.get("agg")
 			cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionPodTemplateValid)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonPodTemplateInvalid || got.Status.Phase != thv1.VirtualMCPServerPhaseFailed {
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonPodTemplateInvalid || got.Status.Phase != thv1.VirtualMCPServerPhaseFailed {
 				t.Fatalf("status %+v", got.Status)
 			}
-			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+ReasonPodTemplateInvalid) {
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonPodTemplateInvalid) {
 				t.Fatalf("events %v", evs)
 			}
 			f.Refresh()
@@ -344,7 +344,7 @@ func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 	cond := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionReady)
-	if cond == nil || cond.Reason != ReasonInvalidConfig {
+	if cond == nil || cond.Reason != thv1.ReasonInvalidConfig {
 		t.Fatalf("Ready %+v", cond)
 	}
 }
@@ -370,7 +370,7 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 	f.Refresh()
 	// The group's creation is what re-syncs the server.
 	f.c.enqueueAggregators(group)
-	if key, _ := f.c.Queue.Get(); key != testNS+"/agg" {
+	if key, _ := f.c.Queue.Get(); key.String() != testNS+"/agg" {
 		t.Fatalf("enqueued %q", key)
 	} else {
 		f.c.Queue.Done(key)
@@ -391,7 +391,7 @@ func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 		var keys []string
 		for f.c.Queue.Len() > 0 {
 			k, _ := f.c.Queue.Get()
-			keys = append(keys, k)
+			keys = append(keys, k.String())
 			f.c.Queue.Done(k)
 		}
 		slices.Sort(keys)
@@ -450,7 +450,7 @@ func TestWaitsForOIDCConfig(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 	got := f.get("agg")
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != workload.ReasonOIDCConfigRefNotFound {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotFound {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 	if got.Status.Phase != thv1.VirtualMCPServerPhasePending {
@@ -497,7 +497,7 @@ func TestEmptyGroupDeploysNothing(t *testing.T) {
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 	v := f.get("agg")
 	c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
-	if v.Status.Phase != thv1.VirtualMCPServerPhasePending || c == nil || c.Reason != ReasonNoBackends {
+	if v.Status.Phase != thv1.VirtualMCPServerPhasePending || c == nil || c.Reason != thv1.ReasonNoBackends {
 		t.Fatalf("status %+v", v.Status)
 	}
 	f.Refresh()
@@ -521,7 +521,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	f.AssertRefusedServiceAccount(t, acts, "virtualmcpservers", f.get("agg").Status.Conditions)
 
 	// Its own account, which hivekeeper created, is fine.
-	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(OwnServiceAccountName("agg")) })
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(workload.VMCPServiceAccountName("agg")) })
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,14 +23,15 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // Now is the fixed time of the fixtures' clocks.
@@ -69,11 +71,13 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 	return f
 }
 
-// Deps are the controller dependencies backed by the fixture.
-func (f *Fixture) Deps(opts app.Options) *app.Deps {
-	return &app.Deps{
-		Kube: f.Kube, Toolhive: f.Toolhive, KubeInformers: f.KubeInformers, ToolhiveInformers: f.ToolhiveInformers,
-		Recorder: f.Recorder, Options: opts,
+// Deps are the controller dependencies backed by the fixture: one scope,
+// the fixed clock Now, no write gate.
+func (f *Fixture) Deps(cfg controller.Config) *controller.Deps {
+	return &controller.Deps{
+		Kube: f.Kube, Toolhive: f.Toolhive,
+		Scopes:   []controller.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
+		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(Now), Config: cfg,
 	}
 }
 
@@ -302,10 +306,40 @@ func (f *Fixture) AssertRefusedServiceAccount(t *testing.T, acts []core.Action, 
 	t.Helper()
 	AssertActions(t, acts, "patch "+statusResource+"/status")
 	c := meta.FindStatusCondition(conditions, thv1.ConditionReady)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != workload.ReasonServiceAccountNotAllowed || !strings.HasPrefix(c.Message, "spec.serviceAccount: ") {
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonServiceAccountNotAllowed || !strings.HasPrefix(c.Message, "spec.serviceAccount: ") {
 		t.Errorf("Ready condition %+v", c)
 	}
-	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+workload.ReasonServiceAccountNotAllowed+" spec.serviceAccount: ") {
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonServiceAccountNotAllowed+" spec.serviceAccount: ") {
 		t.Errorf("events %q, want one Warning", evs)
 	}
+}
+
+// RequeueSpy records the delays a controller asks its queue to look again
+// after (AddAfter), and passes every call on.
+type RequeueSpy struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	mu    sync.Mutex
+	after []time.Duration
+}
+
+// SpyRequeues wraps the queue of loop.
+func SpyRequeues(loop *controller.Loop) *RequeueSpy {
+	s := &RequeueSpy{TypedRateLimitingInterface: loop.Queue}
+	loop.Queue = s
+	return s
+}
+
+// AddAfter records d.
+func (s *RequeueSpy) AddAfter(key cache.ObjectName, d time.Duration) {
+	s.mu.Lock()
+	s.after = append(s.after, d)
+	s.mu.Unlock()
+	s.TypedRateLimitingInterface.AddAfter(key, d)
+}
+
+// After returns the delays recorded so far.
+func (s *RequeueSpy) After() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.after...)
 }

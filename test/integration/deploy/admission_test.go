@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -130,12 +128,12 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{server, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
 		{server, `{"volumes":[{"name":"root","hostPath":"/","mountPath":"/host"}]}`, "spec.volumes[].hostPath"},
 		// Another workload's accounts, named as hivekeeper names them.
-		{server, `{"serviceAccount":"` + mcpserver.RunnerName("other") + `"}`, "spec.serviceAccount"},
-		{server, `{"serviceAccount":"` + mcpserver.RunnerName("w") + `"}`, "spec.serviceAccount"},
-		{server, `{"serviceAccount":"` + mcpserver.BackendServiceAccountName("other") + `"}`, "spec.serviceAccount"},
-		{proxy, `{"serviceAccount":"` + mcpremoteproxy.RunnerName("other") + `"}`, "spec.serviceAccount"},
-		{proxy, `{"serviceAccount":"` + mcpremoteproxy.RunnerName("w") + `"}`, "spec.serviceAccount"},
-		{vmcp, `{"serviceAccount":"` + virtualmcpserver.OwnServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + workload.ProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + workload.ProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + workload.BackendServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + workload.RemoteProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + workload.RemoteProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
+		{vmcp, `{"serviceAccount":"` + workload.VMCPServiceAccountName("other") + `"}`, "spec.serviceAccount"},
 	}
 	for _, tc := range refused {
 		err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true)
@@ -172,9 +170,9 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{server, `{"podTemplateSpec":{}}`},
 		// Accounts of the user's own, and this object's own.
 		{server, `{"serviceAccount":"github-reader"}`},
-		{server, `{"serviceAccount":"` + mcpserver.BackendServiceAccountName("w") + `"}`},
+		{server, `{"serviceAccount":"` + workload.BackendServiceAccountName("w") + `"}`},
 		{proxy, `{"serviceAccount":"w-sa"}`},
-		{vmcp, `{"serviceAccount":"` + virtualmcpserver.OwnServiceAccountName("w") + `"}`},
+		{vmcp, `{"serviceAccount":"` + workload.VMCPServiceAccountName("w") + `"}`},
 	}
 	for _, tc := range accepted {
 		if err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true); err != nil {
@@ -208,7 +206,7 @@ func TestAdmissionPolicyLetsExistingWorkloadsBe(t *testing.T) {
 		_, err := servers.Patch(ctx, "old", types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		return err
 	}
-	if err := patch(`{"metadata":{"finalizers":["` + mcpserver.Finalizer + `"],"annotations":{"x":"y"}}}`); err != nil {
+	if err := patch(`{"metadata":{"finalizers":["` + thv1.MCPServerFinalizer + `"],"annotations":{"x":"y"}}}`); err != nil {
 		t.Errorf("metadata patch of a stored workload: %v", err)
 	}
 	if err := patch(`{"spec":{"image":"ghcr.io/example/fetch:2"}}`); !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {

@@ -105,7 +105,7 @@ func TestHandEditsOfChildren(t *testing.T) {
 	// would let a sync run before the watch delivered the first recreated
 	// child, and the duplicate create (AlreadyExists) is informer lag, not
 	// what this test is about.
-	svcName, cmName := mcpserver.ServiceName(name), mcpserver.RunConfigName(name)
+	svcName, cmName := workload.MCPServerServiceName(name), workload.RunConfigName(name)
 	oldSvc, err := getService(env, ns, svcName)
 	if err != nil {
 		t.Fatal(err)

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -37,7 +39,7 @@ func TestDeletionAmongLookalikes(t *testing.T) {
 		}
 	}
 	waitConverged(t, env, ns, []string{"postgres", "foo", "foo-proxy"})
-	fooService, err := getService(env, ns, mcpserver.ServiceName("foo"))
+	fooService, err := getService(env, ns, workload.MCPServerServiceName("foo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +91,11 @@ func TestDeletionAmongLookalikes(t *testing.T) {
 		}
 		reported = reported[:0]
 		for _, e := range events.Items {
-			if e.Reason == mcpserver.ReasonCleanupSkipped && e.Type == corev1.EventTypeWarning {
+			if e.Reason == thv1.ReasonCleanupSkipped && e.Type == corev1.EventTypeWarning {
 				reported = append(reported, e.InvolvedObject.Name+": "+e.Message)
 			}
 		}
-		return len(reported) == len(kept), fmt.Errorf("%d %s events, want %d: %q", len(reported), mcpserver.ReasonCleanupSkipped, len(kept), reported)
+		return len(reported) == len(kept), fmt.Errorf("%d %s events, want %d: %q", len(reported), thv1.ReasonCleanupSkipped, len(kept), reported)
 	}, "a Warning event for each object left alone")
 	for key := range kept {
 		kind, name, _ := strings.Cut(key, "/")
@@ -102,6 +104,6 @@ func TestDeletionAmongLookalikes(t *testing.T) {
 		}
 	}
 	recordFault(t,
-		fmt.Sprintf("finalizers released; the %d lookalikes kept with their UIDs, each named in a Warning event (%s)", len(kept), mcpserver.ReasonCleanupSkipped),
+		fmt.Sprintf("finalizers released; the %d lookalikes kept with their UIDs, each named in a Warning event (%s)", len(kept), thv1.ReasonCleanupSkipped),
 		fmt.Sprintf("%g deletes", deletes(m)-deletes(base)))
 }

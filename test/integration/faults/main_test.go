@@ -36,7 +36,6 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -482,7 +481,7 @@ func (c *convergence) converged(name string) bool {
 	}
 	hasFinalizer := false
 	for _, f := range s.Finalizers {
-		hasFinalizer = hasFinalizer || f == mcpserver.Finalizer
+		hasFinalizer = hasFinalizer || f == thv1.MCPServerFinalizer
 	}
 	return hasFinalizer && len(c.deployments[s.UID]) > 0 && len(c.configMaps[s.UID]) > 0
 }

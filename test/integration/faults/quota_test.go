@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -139,8 +139,8 @@ func TestQuotaRefusalBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady)
-	if cond == nil || cond.Reason != mcpserver.ReasonChildWriteFailed || !strings.Contains(cond.Message, mcpserver.ServiceName(name)) || strings.Contains(cond.Message, "used") {
-		t.Errorf("Ready = %+v, want reason %s naming the Service, without the quota's changing usage", cond, mcpserver.ReasonChildWriteFailed)
+	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || !strings.Contains(cond.Message, workload.MCPServerServiceName(name)) || strings.Contains(cond.Message, "used") {
+		t.Errorf("Ready = %+v, want reason %s naming the Service, without the quota's changing usage", cond, thv1.ReasonChildWriteFailed)
 	}
 	// The API server's own message reaches the user in an event.
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -149,11 +149,11 @@ func TestQuotaRefusalBacksOff(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == name && e.Reason == mcpserver.ReasonChildWriteFailed && strings.Contains(e.Message, "exceeded quota") {
+			if e.InvolvedObject.Name == name && e.Reason == thv1.ReasonChildWriteFailed && strings.Contains(e.Message, "exceeded quota") {
 				return true, nil
 			}
 		}
-		return false, fmt.Errorf("no %s event with the quota's message among %d", mcpserver.ReasonChildWriteFailed, len(events.Items))
+		return false, fmt.Errorf("no %s event with the quota's message among %d", thv1.ReasonChildWriteFailed, len(events.Items))
 	}, "an event carrying the API server's message")
 
 	recordFault(t,

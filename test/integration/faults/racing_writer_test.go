@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -130,7 +130,7 @@ func TestRacingWriterOnMetadata(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	restartAt := time.Now().UTC().Format(time.RFC3339)
 	for _, name := range names {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mcpserver.AnnotationRestartedAt, restartAt)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, restartAt)
 		if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -176,11 +176,11 @@ func TestRacingWriterOnMetadata(t *testing.T) {
 				problems = append(problems, name+": not converged")
 				continue
 			}
-			if s.Annotations[mcpserver.AnnotationLastProcessedRestart] != restartAt {
-				problems = append(problems, fmt.Sprintf("%s: last-processed-restart %q, want %q", name, s.Annotations[mcpserver.AnnotationLastProcessedRestart], restartAt))
+			if s.Annotations[thv1.AnnotationLastProcessedRestart] != restartAt {
+				problems = append(problems, fmt.Sprintf("%s: last-processed-restart %q, want %q", name, s.Annotations[thv1.AnnotationLastProcessedRestart], restartAt))
 			}
 			dep := getDeployment(t, env, ns, name)
-			if dep == nil || dep.Spec.Template.Annotations[mcpserver.AnnotationRestartedAt] != restartAt {
+			if dep == nil || dep.Spec.Template.Annotations[thv1.AnnotationRestartedAt] != restartAt {
 				problems = append(problems, name+": Deployment template not stamped with the restart")
 			}
 		}
@@ -192,7 +192,7 @@ func TestRacingWriterOnMetadata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{mcpserver.Finalizer, otherFinalizer} {
+		for _, f := range []string{thv1.MCPServerFinalizer, otherFinalizer} {
 			if !slices.Contains(s.Finalizers, f) {
 				t.Errorf("%s: finalizer %s lost; finalizers %v", name, f, s.Finalizers)
 			}
@@ -213,8 +213,8 @@ func TestRacingWriterOnMetadata(t *testing.T) {
 			}
 		}
 		other.mu.Unlock()
-		if s.Annotations[mcpserver.AnnotationRestartedAt] != restartAt {
-			t.Errorf("%s: restart request annotation changed to %q", name, s.Annotations[mcpserver.AnnotationRestartedAt])
+		if s.Annotations[thv1.AnnotationRestartedAt] != restartAt {
+			t.Errorf("%s: restart request annotation changed to %q", name, s.Annotations[thv1.AnnotationRestartedAt])
 		}
 	}
 

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -40,7 +39,7 @@ func denyRestartRecords(t *testing.T, env *framework.Env, ns, probe string) func
 				},
 			}}},
 			Validations: []admissionv1.Validation{{
-				Expression: fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", mcpserver.AnnotationLastProcessedRestart),
+				Expression: fmt.Sprintf("!has(object.metadata.annotations) || !(%q in object.metadata.annotations)", thv1.AnnotationLastProcessedRestart),
 				Message:    "restart records are refused by the test",
 			}},
 		},
@@ -72,7 +71,7 @@ func denyRestartRecords(t *testing.T, env *framework.Env, ns, probe string) func
 	t.Cleanup(lift)
 	// The API server picks policies up asynchronously: probe with a dry
 	// run until it refuses.
-	probePatch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"probe"}}}`, mcpserver.AnnotationLastProcessedRestart)
+	probePatch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"probe"}}}`, thv1.AnnotationLastProcessedRestart)
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
 		_, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Patch(ctx, probe, types.MergePatchType, []byte(probePatch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil, nil
@@ -104,7 +103,7 @@ func TestRestartRecordFailureIsNotReapplied(t *testing.T) {
 		return m.sum(writesTotal, map[string]string{"resource": "mcpservers", "verb": "patch", "outcome": "error"})
 	}
 	restartAt := time.Now().UTC().Format(time.RFC3339)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mcpserver.AnnotationRestartedAt, restartAt)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, restartAt)
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +121,10 @@ func TestRestartRecordFailureIsNotReapplied(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return s.Annotations[mcpserver.AnnotationLastProcessedRestart] == restartAt, nil
+		return s.Annotations[thv1.AnnotationLastProcessedRestart] == restartAt, nil
 	}), "the restart to be recorded once the policy is lifted")
-	if d := getDeployment(t, env, ns, name); d.Spec.Template.Annotations[mcpserver.AnnotationRestartedAt] != restartAt {
-		t.Errorf("Deployment template restarted-at = %q, want %q", d.Spec.Template.Annotations[mcpserver.AnnotationRestartedAt], restartAt)
+	if d := getDeployment(t, env, ns, name); d.Spec.Template.Annotations[thv1.AnnotationRestartedAt] != restartAt {
+		t.Errorf("Deployment template restarted-at = %q, want %q", d.Spec.Template.Annotations[thv1.AnnotationRestartedAt], restartAt)
 	}
 	time.Sleep(time.Second) // anything still in flight shows up in the counts
 	m := hk.mustScrape(t)

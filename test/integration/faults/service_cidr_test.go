@@ -9,7 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -105,7 +106,7 @@ func TestServiceCIDRExhausted(t *testing.T) {
 	for _, name := range fail {
 		s := c.servers[name]
 		var conds []string
-		mentions := strings.Contains(s.Status.Message, mcpserver.ServiceName(name)) || strings.Contains(strings.ToLower(s.Status.Message), "service")
+		mentions := strings.Contains(s.Status.Message, workload.MCPServerServiceName(name)) || strings.Contains(strings.ToLower(s.Status.Message), "service")
 		for _, cond := range s.Status.Conditions {
 			conds = append(conds, fmt.Sprintf("%s=%s/%s: %s", cond.Type, cond.Status, cond.Reason, cond.Message))
 			if cond.Status != metav1.ConditionTrue && strings.Contains(strings.ToLower(cond.Message), "service") {
@@ -123,6 +124,6 @@ func TestServiceCIDRExhausted(t *testing.T) {
 		t.Errorf("%d MCPServers whose Service create fails carry no condition or message saying so: %v", len(unreported), unreported)
 	}
 	recordFault(t,
-		fmt.Sprintf("the %d servers that got an address converged; the other %d report Ready=False %s naming their Service, and retry with backoff", len(fit), len(fail), mcpserver.ReasonChildWriteFailed),
+		fmt.Sprintf("the %d servers that got an address converged; the other %d report Ready=False %s naming their Service, and retry with backoff", len(fit), len(fail), thv1.ReasonChildWriteFailed),
 		fmt.Sprintf("%.1f failed Service creates per failing server in %v (backoff allows %d, plus %d from child events)", perServer, elapsed.Round(time.Second), backoffAttempts(elapsed), childEventSyncs))
 }

@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	_ "github.com/hivekeeper/hivekeeper/pkg/app/controllers" // StartControllers runs what the binary runs
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 )
 

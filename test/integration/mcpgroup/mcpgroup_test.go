@@ -23,6 +23,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -147,7 +148,7 @@ func proxyGroupRef(t *testing.T, env *framework.Env, ns, name string, status met
 // controller rendered for ns/name lists exactly the given backends.
 func vmcpBackends(t *testing.T, env *framework.Env, ns, name string, want []string) func() (bool, error) {
 	return func() (bool, error) {
-		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(testCtx(t), virtualmcpserver.ConfigMapName(name), metav1.GetOptions{})
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(testCtx(t), workload.VMCPConfigMapName(name), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -209,7 +210,7 @@ func TestMembersSorted(t *testing.T) {
 	// round must leave the resourceVersion alone, and within a few rounds a
 	// sync must skip; a controller that rewrote a converged status would
 	// write in every round.
-	statusResource := mcpgroup.Resource + "/status"
+	statusResource := "mcpgroups" + "/status"
 	skipped := metrics.WritesSkipped.WithLabelValues(mcpgroup.Name, statusResource)
 	written := metrics.Writes.WithLabelValues(mcpgroup.Name, statusResource, metrics.VerbPatch, metrics.OutcomeSuccess)
 	const rounds = 5

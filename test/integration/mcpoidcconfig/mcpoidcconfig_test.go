@@ -163,8 +163,8 @@ func TestReferencingWorkloadsOfEveryKind(t *testing.T) {
 	if !meta.IsStatusConditionTrue(cfg.Status.Conditions, thv1.ConditionValid) || cfg.Status.ConfigHash == "" || cfg.Status.ObservedGeneration != cfg.Generation {
 		t.Errorf("status = %+v, want Valid=True, a configHash and observedGeneration %d", cfg.Status, cfg.Generation)
 	}
-	if !slices.Contains(cfg.Finalizers, mcpoidcconfig.Finalizer) {
-		t.Errorf("finalizers = %q, want %s", cfg.Finalizers, mcpoidcconfig.Finalizer)
+	if !slices.Contains(cfg.Finalizers, thv1.MCPOIDCConfigFinalizer) {
+		t.Errorf("finalizers = %q, want %s", cfg.Finalizers, thv1.MCPOIDCConfigFinalizer)
 	}
 	if meta.FindStatusCondition(cfg.Status.Conditions, thv1.ConditionDeletionBlocked) != nil {
 		t.Errorf("DeletionBlocked set on a config nobody deletes: %+v", cfg.Status.Conditions)
@@ -214,7 +214,7 @@ func TestDeletionBlockedWhileReferenced(t *testing.T) {
 
 	warnings := func() (int32, error) {
 		evs, err := env.Kube.CoreV1().Events(ns).List(testCtx(t), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=cfg,reason=" + mcpoidcconfig.EventReasonDeletionBlocked,
+			FieldSelector: "involvedObject.name=cfg,reason=" + thv1.ReasonReferencedByWorkloads,
 		})
 		if err != nil {
 			return 0, err
@@ -261,7 +261,7 @@ func writes(t *testing.T) map[string]float64 {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			if l["controller"] != mcpoidcconfig.ControllerName {
+			if l["controller"] != mcpoidcconfig.Name {
 				continue
 			}
 			out[l["resource"]+" "+l["verb"]+" "+l["outcome"]] += m.GetCounter().GetValue()

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // allControllers are every controller the test runs: steady state means
 // none of them writes, not only the one under test.
-var allControllers = []string{mcpremoteproxy.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.ControllerName}
+var allControllers = []string{mcpremoteproxy.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.Name}
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -101,7 +101,7 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 		s := p.Status
 		ok := s.ObservedGeneration == p.Generation && s.OIDCConfigHash == cfg.Status.ConfigHash &&
 			s.URL == fmt.Sprintf("http://mcp-remote-remote-proxy.%s.svc.cluster.local:8080/sse", ns) &&
-			meta.IsStatusConditionTrue(s.Conditions, thv1.ConditionOIDCConfigRefValidated) && s.Phase == mcpremoteproxy.PhasePending
+			meta.IsStatusConditionTrue(s.Conditions, thv1.ConditionOIDCConfigRefValidated) && s.Phase == thv1.MCPRemoteProxyPhasePending
 		return ok, fmt.Errorf("status %+v", s)
 	}, "status of remote")
 

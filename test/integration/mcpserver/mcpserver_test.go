@@ -241,16 +241,16 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 	check("after finalizer")
 
 	restart := time.Now().UTC().Format(time.RFC3339)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mcpserver.AnnotationRestartedAt, restart)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, restart)
 	if _, err := res.Patch(ctx, "fetch", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
-		return err == nil && s.Annotations[mcpserver.AnnotationLastProcessedRestart] == restart, err
+		return err == nil && s.Annotations[thv1.AnnotationLastProcessedRestart] == restart, err
 	}, "restart processed")
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[mcpserver.AnnotationRestartedAt] != restart {
+	if dep.Spec.Template.Annotations[thv1.AnnotationRestartedAt] != restart {
 		t.Errorf("rolling restart did not stamp the template: %v", dep.Spec.Template.Annotations)
 	}
 	check("after restart")

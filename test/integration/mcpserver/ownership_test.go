@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, mcpserver.ServiceName("fetch"))
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, workload.MCPServerServiceName("fetch"))
 	if after != before {
 		t.Errorf("the Service was replaced instead of taken back: UID %s -> %s", before, after)
 	}
@@ -30,7 +30,7 @@ func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady); s.Status.Phase == thv1.MCPServerPhaseFailed || cond == nil || cond.Reason == mcpserver.ReasonChildConflict || cond.Reason == mcpserver.ReasonChildWriteFailed {
+	if cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady); s.Status.Phase == thv1.MCPServerPhaseFailed || cond == nil || cond.Reason == thv1.ReasonChildConflict || cond.Reason == thv1.ReasonChildWriteFailed {
 		t.Errorf("server phase %q, Ready %+v after taking its Service back", s.Status.Phase, cond)
 	}
 }
@@ -42,7 +42,7 @@ func TestLongestNameConverges(t *testing.T) {
 	name := strings.Repeat("n", thv1.MaxMCPServerNameLength)
 	env, ns := convergedServer(t, name)
 	ctx := context.Background()
-	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, mcpserver.ServiceName(name), metav1.GetOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, workload.MCPServerServiceName(name), metav1.GetOptions{}); err != nil {
 		t.Errorf("proxy Service: %v", err)
 	}
 	env.CreateRunnerObjects(t, ns, name, framework.RunnerLabels(name))

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // allControllers are every controller the test runs: steady state means
 // none of them writes, not only the one under test.
-var allControllers = []string{virtualmcpserver.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.ControllerName}
+var allControllers = []string{virtualmcpserver.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.Name}
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -241,7 +241,7 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 			return false, err
 		}
 		c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
-		return c != nil && c.Reason == virtualmcpserver.ReasonNoBackends, fmt.Errorf("Ready %+v", c)
+		return c != nil && c.Reason == thv1.ReasonNoBackends, fmt.Errorf("Ready %+v", c)
 	}, "Ready=False NoBackends while the group is missing")
 	if _, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a vMCP without backends was deployed: %v", err)

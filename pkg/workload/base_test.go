@@ -7,7 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -19,14 +21,14 @@ import (
 
 // addCounter counts Add calls by key; the real queue would fold them.
 type addCounter struct {
-	workqueue.TypedRateLimitingInterface[string]
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	mu   sync.Mutex
 	adds map[string]int
 }
 
-func (q *addCounter) Add(key string) {
+func (q *addCounter) Add(key cache.ObjectName) {
 	q.mu.Lock()
-	q.adds[key]++
+	q.adds[key.String()]++
 	q.mu.Unlock()
 	q.TypedRateLimitingInterface.Add(key)
 }
@@ -50,16 +52,20 @@ func TestPrimaryStatusWritesDoNotRequeue(t *testing.T) {
 	if err := index.AddToInformers(f); err != nil {
 		t.Fatal(err)
 	}
-	loop := controller.NewLoop("test-wiring", func(context.Context, string) error { return nil })
-	queue := &addCounter{TypedRateLimitingInterface: loop.Queue, adds: map[string]int{}}
-	loop.Queue = queue
-	defer queue.ShutDown()
-	w := Wiring{Primary: f.Toolhive().V1beta1().MCPServers().Informer(), Owner: thv1.Kind(thv1.KindMCPServer),
-		Lookup:      func(string, string) (types.UID, bool) { return "", false },
-		OIDCConfigs: f.Toolhive().V1beta1().MCPOIDCConfigs().Informer()}
-	if err := w.Register(loop); err != nil {
+	d := &controller.Deps{Kube: k8sfake.NewClientset(), Toolhive: client,
+		Scopes: []controller.Scope{{Kube: kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0), Toolhive: f}}}
+	primary := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPServers().Informer()
+	})
+	// The queue is replaced before the informers start: no event is lost.
+	base, err := NewBase(d, Spec{Name: "test-wiring", Kind: thv1.KindMCPServer, Primary: primary,
+		Sync: func(context.Context, cache.ObjectName) error { return nil }})
+	if err != nil {
 		t.Fatal(err)
 	}
+	queue := &addCounter{TypedRateLimitingInterface: base.Queue, adds: map[string]int{}}
+	base.Queue = queue
+	defer queue.ShutDown()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	f.Start(ctx.Done())

@@ -1,0 +1,69 @@
+package v1beta1
+
+// Condition reasons of the workload kinds (MCPServer, MCPRemoteProxy,
+// VirtualMCPServer). They are part of the API: users and tools match on
+// them, so they are defined once, here, and shared by every controller.
+const (
+	// Ready=False while the workload waits for its MCPOIDCConfig.
+	ReasonWaitingForOIDC = "WaitingForOIDCConfig"
+	// OIDCConfigRefValidated.
+	ReasonOIDCConfigRefValid    = "OIDCConfigRefValid"
+	ReasonOIDCConfigRefNotFound = "OIDCConfigRefNotFound"
+	ReasonOIDCConfigRefNotValid = "OIDCConfigRefNotValid"
+	// PodTemplateValid.
+	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
+	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
+	// Ready=False: user input no child can be built from.
+	ReasonInvalidSpec = "InvalidSpec"
+	// Ready=False: the vMCP configuration cannot be built.
+	ReasonInvalidConfig = "InvalidConfig"
+	// Ready=False: spec.serviceAccount names an account hivekeeper manages
+	// for another workload.
+	ReasonServiceAccountNotAllowed = "ServiceAccountNotAllowed"
+	// Ready=False: a child of that name is controlled by something else.
+	ReasonChildConflict = "ChildConflict"
+	// Ready=False: the API server refused a child write.
+	ReasonChildWriteFailed = "ChildWriteFailed"
+	// Ready, from the Deployment.
+	ReasonDeploymentReady    = "DeploymentReady"
+	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
+	ReasonDeploymentNotReady = "DeploymentNotReady"
+	ReasonScaledToZero       = "ScaledToZero"
+	// Ready=False: the vMCP's group has no MCPServers yet.
+	ReasonNoBackends = "NoBackends"
+	// Ready=False while the workload is deleted.
+	ReasonTerminating = "Terminating"
+	// Event: the finalizer left an object in place that was not the proxy
+	// runner's.
+	ReasonCleanupSkipped = "CleanupSkipped"
+)
+
+// Phases of an MCPRemoteProxy. There is no Stopped phase: a proxy scaled
+// to zero is Pending with Ready=False reason ScaledToZero.
+const (
+	MCPRemoteProxyPhasePending     = "Pending"
+	MCPRemoteProxyPhaseReady       = "Ready"
+	MCPRemoteProxyPhaseFailed      = "Failed"
+	MCPRemoteProxyPhaseTerminating = "Terminating"
+)
+
+// Finalizers.
+const (
+	// MCPServerFinalizer holds an MCPServer until what the proxy runner
+	// created for it (which carries no owner reference) is removed.
+	MCPServerFinalizer = "mcpserver.toolhive.stacklok.dev/finalizer"
+	// MCPOIDCConfigFinalizer keeps a config that workloads still reference
+	// from being removed.
+	MCPOIDCConfigFinalizer = "mcpoidcconfig.toolhive.stacklok.dev/finalizer"
+)
+
+// Annotations users set on an MCPServer to restart its proxy, and the one
+// hivekeeper sets to record that it did.
+const (
+	AnnotationRestartedAt          = "mcpserver.toolhive.stacklok.dev/restarted-at"
+	AnnotationRestartStrategy      = "mcpserver.toolhive.stacklok.dev/restart-strategy"
+	AnnotationLastProcessedRestart = "mcpserver.toolhive.stacklok.dev/last-processed-restart"
+
+	RestartRolling   = "rolling"
+	RestartImmediate = "immediate"
+)

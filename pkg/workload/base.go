@@ -1,0 +1,236 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
+)
+
+// conflictRetry is how long a workload waits before looking again at a
+// child another controller owns: the conflict is reported, not hot-looped,
+// and no event announces its end.
+const conflictRetry = time.Minute
+
+// Spec describes a workload controller to NewBase.
+type Spec struct {
+	// Name names the queue, the writer and the metrics' controller label.
+	Name string
+	// Kind is the workload kind; children carry it in their owner
+	// reference.
+	Kind string
+	// Primary is the workload kind's informer; it carries the reference
+	// indexes (index.AddToInformers).
+	Primary *controller.Informer
+	// GroupMember: the kind joins MCPGroups through spec.groupRef, so a
+	// group appearing or going away re-syncs its members.
+	GroupMember bool
+	// Sync is the controller's sync.
+	Sync controller.SyncFunc
+	// Phases are the kind's status.phase values for waiting and failure.
+	Phases Phases
+}
+
+// Phases are the status.phase values Report uses.
+type Phases struct {
+	Pending, Failed string
+}
+
+// Base is what every workload controller shares and embeds: its loop,
+// writer, clock and recorder, its children, and the references it
+// resolves (groups, OIDC configs). NewBase wires all of its event
+// handlers.
+type Base struct {
+	*controller.Loop
+	Writer   *controller.Writer
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Children *Children
+	Groups   thlisters.MCPGroupLister
+	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
+	Config   controller.Config
+	phases   Phases
+}
+
+// NewBase builds the shared part of a workload controller and registers
+// its event handlers: every event of the primary kind but its own status
+// writes (a deletion also forgets the writer's memory of it); children
+// mapped to their owner; the referenced OIDC configs mapped to exactly
+// their referrers through the reference index; and, for group members,
+// a group's creation or deletion to its members.
+func NewBase(d *controller.Deps, s Spec) (*Base, error) {
+	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPGroups().Informer()
+	})
+	children, childInformers := NewChildren(d)
+	b := &Base{
+		Loop:     controller.NewLoop(s.Name, s.Sync),
+		Writer:   d.NewWriter(s.Name),
+		Recorder: d.Recorder,
+		Clock:    d.Clock,
+		Children: children,
+		Groups:   thlisters.NewMCPGroupLister(groups.Indexer()),
+		OIDC:     OIDCConfigs.Bind(d),
+		Config:   d.Config,
+		phases:   s.Phases,
+	}
+	if b.Clock == nil {
+		b.Clock = clock.RealClock{}
+	}
+	primary := s.Primary
+	if err := b.watchPrimary(primary); err != nil {
+		return nil, err
+	}
+	owner := thv1.Kind(s.Kind)
+	lookup := func(ns, name string) (types.UID, bool) { return uidOf(primary.Indexer(), ns, name) }
+	for _, inf := range childInformers {
+		synced, err := inf.AddEventHandler(controller.ChildHandler(owner, lookup, b.EnqueueKey))
+		if err != nil {
+			return nil, err
+		}
+		b.AddSynced(synced)
+	}
+	if err := b.OIDC.WatchReferrers(primary, b.EnqueueKey, b.Loop); err != nil {
+		return nil, err
+	}
+	if s.GroupMember {
+		synced, err := groups.AddEventHandler(MemberHandler(primary.Indexer(), b.EnqueueKey))
+		if err != nil {
+			return nil, err
+		}
+		b.AddSynced(synced)
+	} else {
+		b.AddSynced(groups.HasSynced)
+	}
+	return b, nil
+}
+
+// watchPrimary enqueues every event of the workload kind (resyncs
+// included: a converged sync costs no API call) except a change of its
+// status alone, which is the controller's own output. Syncing on it could
+// only repeat work, and when a status field follows something that
+// changes on every attempt, each failed attempt would re-queue at once,
+// bypassing the backoff. A deletion forgets what the writer remembers of
+// the workload: garbage collection removes its children.
+func (b *Base) watchPrimary(primary *controller.Informer) error {
+	synced, err := primary.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: b.Enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !controller.StatusOnlyUpdate(oldObj, newObj) {
+				b.Enqueue(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if m, ok := controller.MetaFromObj(obj); ok {
+				b.Writer.Forget(m.GetUID())
+			}
+			b.Enqueue(obj)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	b.AddSynced(synced)
+	return nil
+}
+
+// uidOf returns the UID of the cached object ns/name.
+func uidOf(indexer cache.Indexer, ns, name string) (types.UID, bool) {
+	obj, ok, err := indexer.GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return "", false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetUID(), true
+}
+
+// Object is a workload as the controllers handle it.
+type Object interface {
+	runtime.Object
+	GetNamespace() string
+	GetName() string
+	GetGeneration() int64
+	GetUID() types.UID
+	GetResourceVersion() string
+}
+
+// FinishSync is the end of every workload sync: one status write (nothing
+// when the status did not change), then the requeue the reconcile asked
+// for. A failed status write is an error of its own, retried with backoff
+// together with the reconcile's error.
+func FinishSync[T any](ctx context.Context, b *Base, resource string, key cache.ObjectName, obj Object, patch controller.PatchFunc[T], oldStatus, newStatus any, requeueAfter time.Duration, err error) error {
+	m, merr := meta.Accessor(obj)
+	if merr != nil {
+		return merr
+	}
+	if _, perr := controller.PatchStatus(ctx, b.Writer, resource, m, patch, oldStatus, newStatus); perr != nil {
+		return errors.Join(err, perr)
+	}
+	if requeueAfter > 0 {
+		b.EnqueueAfter(key, requeueAfter)
+	}
+	return err
+}
+
+// Settle maps the outcome of building and writing a workload's children to
+// its report, and says whether to look again:
+//
+//   - user input no child can be built from (InvalidSpecError) is a
+//     condition and one Warning event, and is not retried: the next spec
+//     change will be synced anyway;
+//   - a child that another controller owns is a condition and one event,
+//     looked at again in a minute;
+//   - a write the API server refused is a condition that names the child
+//     and the kind of refusal, an event carrying the API server's message,
+//     and an error retried with backoff. The condition does not quote the
+//     message: it can change on every attempt (a quota's current usage),
+//     and a condition quoting it would be a new status write each time.
+func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter time.Duration, _ error) {
+	var invalid *InvalidSpecError
+	var conflict *controller.ChildConflictError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &invalid):
+		if invalid.Condition == thv1.ConditionPodTemplateValid {
+			r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		}
+		klog.FromContext(ctx).Info("Invalid spec, leaving the children untouched", "reason", invalid.Message)
+		r.Fail(invalid.Reason, invalid.Message)
+		return 0, nil
+	case errors.As(err, &conflict):
+		r.Fail(thv1.ReasonChildConflict, conflict.Error())
+		return conflictRetry, nil
+	}
+	msg := controller.StableMessage(err)
+	r.NotReady(b.phases.Failed, thv1.ReasonChildWriteFailed, msg)
+	klog.FromContext(ctx).Info("Writing a child failed", "err", err.Error())
+	r.event(thv1.ReasonChildWriteFailed, err.Error())
+	return 0, err
+}
+
+// NewReport starts the report of one sync of obj, on the status being
+// built: its conditions, phase and message.
+func (b *Base) NewReport(obj Object, conditions *[]metav1.Condition, phase, message *string) *Report {
+	return &Report{
+		conditions: conditions, phase: phase, message: message,
+		old: append([]metav1.Condition(nil), *conditions...),
+		obj: obj, clock: b.Clock, recorder: b.Recorder, phases: b.phases,
+	}
+}

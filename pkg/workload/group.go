@@ -1,0 +1,67 @@
+package workload
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+// ResolveGroup sets the GroupRefValidated condition of a workload that
+// names MCPGroup group ("" removes the condition) and reports whether the
+// group exists. A missing group is reported, never fatal: membership is
+// declared by the workload, not granted by the group, and the group's
+// creation re-syncs the workload (MemberHandler).
+func (b *Base) ResolveGroup(r *Report, namespace, group string) bool {
+	if group == "" {
+		r.Remove(thv1.ConditionGroupRefValidated)
+		return false
+	}
+	if _, err := b.Groups.MCPGroups(namespace).Get(group); err != nil {
+		// A lister fails with NotFound only.
+		r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
+			fmt.Sprintf("MCPGroup %q not found in namespace %q", group, namespace))
+		return false
+	}
+	r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionTrue, thv1.ReasonGroupRefValid,
+		fmt.Sprintf("MCPGroup %q exists", group))
+	return true
+}
+
+// GroupName is the group a workload's spec.groupRef names, "" for none.
+func GroupName(ref *thv1.GroupRef) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+// MemberHandler returns an event handler for the MCPGroup informer that
+// enqueues every member of a group when the group is added or deleted
+// (tombstones included), so that exactly the workloads whose
+// GroupRefValidated answer changed are re-synced. indexer is the workload
+// informer's and must carry the index.ByGroup index. Group updates are
+// ignored: they change neither the group's existence nor its membership,
+// which only workloads declare.
+func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.ResourceEventHandler {
+	handle := func(obj any) {
+		group, ok := controller.MetaFromObj(obj)
+		if !ok {
+			return
+		}
+		names, err := index.Referrers(indexer, index.ByGroup, index.Key(group.GetNamespace(), group.GetName()))
+		if err != nil {
+			utilruntime.HandleError(fmt.Errorf("listing members of MCPGroup %s/%s: %w", group.GetNamespace(), group.GetName(), err))
+			return
+		}
+		for _, n := range names {
+			enqueue(cache.NewObjectName(group.GetNamespace(), n))
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: handle, DeleteFunc: handle}
+}

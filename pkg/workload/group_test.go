@@ -1,0 +1,138 @@
+package workload
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	listers "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+const groupNS = "team-a"
+
+func testGroup(ns, name string) *thv1.MCPGroup {
+	return &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"}}
+}
+
+func testMember(ns, name, group string) *thv1.MCPServer {
+	s := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if group != "" {
+		s.Spec.GroupRef = &thv1.GroupRef{Name: group}
+	}
+	return s
+}
+
+func TestResolveGroup(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(testGroup(groupNS, "g1")); err != nil {
+		t.Fatal(err)
+	}
+	b := &Base{Groups: listers.NewMCPGroupLister(indexer), Clock: clocktesting.NewFakePassiveClock(metav1.Now().Time),
+		Recorder: record.NewFakeRecorder(10)}
+
+	tests := []struct {
+		name       string
+		namespace  string
+		group      string
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantMsg    string
+	}{
+		{"group exists", groupNS, "g1", metav1.ConditionTrue, thv1.ReasonGroupRefValid,
+			`MCPGroup "g1" exists`},
+		{"group missing", groupNS, "g2", metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
+			`MCPGroup "g2" not found in namespace "team-a"`},
+		{"a group of that name in another namespace does not count", "team-b", "g1", metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
+			`MCPGroup "g1" not found in namespace "team-b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testMember(tc.namespace, "srv", tc.group)
+			r := b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message)
+			found := b.ResolveGroup(r, tc.namespace, tc.group)
+			c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated)
+			if c == nil || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+				t.Errorf("got %+v, want (%s, %s, %q)", c, tc.wantStatus, tc.wantReason, tc.wantMsg)
+			}
+			if found != (tc.wantStatus == metav1.ConditionTrue) {
+				t.Errorf("found = %v", found)
+			}
+		})
+	}
+	// No group named: no condition.
+	s := testMember(groupNS, "srv", "")
+	s.Status.Conditions = []metav1.Condition{{Type: thv1.ConditionGroupRefValidated}}
+	b.ResolveGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "")
+	if len(s.Status.Conditions) != 0 {
+		t.Errorf("conditions %+v, want none", s.Status.Conditions)
+	}
+}
+
+// TestMemberHandler: a workload controller registers it on the MCPGroup
+// informer; a group appearing or disappearing enqueues exactly its members
+// in its namespace, updates enqueue nothing.
+func TestMemberHandler(t *testing.T) {
+	idx, err := index.Indexers(thv1.KindMCPServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, idx)
+	for _, s := range []*thv1.MCPServer{
+		testMember(groupNS, "b", "g1"), testMember(groupNS, "a", "g1"), testMember(groupNS, "c", "g2"),
+		testMember(groupNS, "d", ""), testMember("team-b", "e", "g1"),
+	} {
+		if err := servers.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	members := []string{groupNS + "/a", groupNS + "/b"}
+	withRV := func(g *thv1.MCPGroup, rv string) *thv1.MCPGroup { g.ResourceVersion = rv; return g }
+
+	tests := []struct {
+		name string
+		fire func(h cache.ResourceEventHandler)
+		want []string
+	}{
+		{"group added", func(h cache.ResourceEventHandler) { h.OnAdd(testGroup(groupNS, "g1"), false) }, members},
+		{"group deleted", func(h cache.ResourceEventHandler) { h.OnDelete(testGroup(groupNS, "g1")) }, members},
+		{"group deleted, seen as a tombstone", func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: groupNS + "/g1", Obj: testGroup(groupNS, "g1")})
+		}, members},
+		{"group updated", func(h cache.ResourceEventHandler) {
+			g := testGroup(groupNS, "g1")
+			h.OnUpdate(g, withRV(g.DeepCopy(), "2"))
+		}, nil},
+		{"group without members", func(h cache.ResourceEventHandler) { h.OnAdd(testGroup(groupNS, "empty"), false) }, nil},
+		{"same group name in another namespace", func(h cache.ResourceEventHandler) {
+			h.OnAdd(testGroup("team-b", "g1"), false)
+		}, []string{"team-b/e"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			tc.fire(MemberHandler(servers, func(key cache.ObjectName) { got = append(got, key.String()) }))
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("enqueued %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMemberHandlerWithoutIndex: an indexer without the ByGroup index is a
+// wiring bug; the handler reports it and enqueues nothing instead of
+// panicking inside the informer.
+func TestMemberHandlerWithoutIndex(t *testing.T) {
+	servers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	var got []cache.ObjectName
+	MemberHandler(servers, func(key cache.ObjectName) { got = append(got, key) }).OnAdd(testGroup(groupNS, "g1"), false)
+	if got != nil {
+		t.Errorf("enqueued %v", got)
+	}
+}
