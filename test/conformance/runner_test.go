@@ -97,7 +97,7 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int) int {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, runConfig)
-	c, tmpl := proxyContainer(t, env, ns, name, workload.ProxyContainerName)
+	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -112,15 +112,15 @@ func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, p
 	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
-		containerEnv(t, env, ns, c, tmpl)...)
+		containerEnv(t, env, ns, c, tmpl.Annotations)...)
 	startProcess(t, "thv-proxyrunner", cmd)
 	return port
 }
 
-// proxyContainer waits for the Deployment <name> hivekeeper writes and
-// returns its first container, which must be called container, and the
-// pod template's annotations (the downward API reads them).
-func proxyContainer(t *testing.T, env *framework.Env, ns, name, container string) (corev1.Container, map[string]string) {
+// deploymentContainer waits for the Deployment <name> hivekeeper writes
+// and returns its first container, which must be called container, and
+// its pod template (the downward API reads the template's annotations).
+func deploymentContainer(t *testing.T, env *framework.Env, ns, name, container string) (corev1.Container, corev1.PodTemplateSpec) {
 	t.Helper()
 	dep := waitFor(t, func() (*appsv1.Deployment, error) {
 		return env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -129,7 +129,7 @@ func proxyContainer(t *testing.T, env *framework.Env, ns, name, container string
 	if c.Name != container {
 		t.Fatalf("Deployment %s: first container %q, want %q", name, c.Name, container)
 	}
-	return c, dep.Spec.Template.Annotations
+	return c, dep.Spec.Template
 }
 
 // containerEnv resolves a container's env as the kubelet would: plain
