@@ -10,6 +10,7 @@
 package conformance_test
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -26,9 +27,10 @@ import (
 const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 var (
-	toolhiveBin string // folder of thv-proxyrunner and vmcp
-	thvcheck    string // the thvcheck binary built for this run
-	skipReason  string
+	toolhiveBin    string // folder of thv-proxyrunner and vmcp
+	thvcheck       string // the thvcheck binary built for this run
+	toolhiveModule string // the pinned ToolHive module's folder in the module cache
+	skipReason     string
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +54,17 @@ func TestMain(m *testing.M) {
 				fmt.Fprintf(os.Stderr, "conformance: building thvcheck: %v\n%s", err, out)
 				return 1
 			}
+			// The build brought ToolHive's module into the cache; its
+			// examples are read from there, never copied.
+			cmd = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stacklok/toolhive")
+			cmd.Dir = "thvcheck"
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+			out, err := cmd.Output()
+			if err != nil || len(bytes.TrimSpace(out)) == 0 {
+				fmt.Fprintf(os.Stderr, "conformance: locating ToolHive's module: %v %s\n", err, out)
+				return 1
+			}
+			toolhiveModule = string(bytes.TrimSpace(out))
 		} else if !testing.Short() {
 			skipReason = "conformance: " + ToolHiveBinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
 		}
