@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // TestRunnerAuthenticates proves that the OIDC block hivekeeper writes
@@ -30,10 +28,7 @@ import (
 //     unreachable backend; the test asserts only that authentication let
 //     it through.
 func TestRunnerAuthenticates(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
 	applyTemplate(t, env, ns, "testdata/runtime/auth-server.yaml", map[string]string{"ISSUER": iss.URL})
 	const name, audience = "guarded", "guarded-api"

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
-	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // TestRemoteProxyEndToEnd runs ToolHive's runner as an MCPRemoteProxy's
@@ -25,10 +23,7 @@ import (
 // The runner proxies to a loopback remote URL as it is: it has no
 // private-address gate on the remote side, so no setting is needed.
 func TestRemoteProxyEndToEnd(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
 	remote := startRemoteMCP(t, "/team/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.URL})

@@ -29,10 +29,7 @@ import (
 // server's kubeconfig. The runner must create the MCP server's StatefulSet
 // with the image, secret env and pod patch the manifest asked for.
 func TestRunnerCreatesStatefulSet(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	applyStrict(t, env, ns, "testdata/table/09-secrets-overrides-pod-template.yaml")
 	const name = "github"
 	startRunner(t, env, ns, name, mcpserver.RunConfigName(name), 8080)
@@ -75,16 +72,24 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 // once the test marks the runner's StatefulSet ready (there is no
 // kubelet), the runner must serve on its port.
 func TestRunnerServesHTTPServer(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
 	const name = "http-ports"
 	port := startRunner(t, env, ns, name, mcpserver.RunConfigName(name), 9090)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)
+}
+
+// runtimeSetUp is where every test that runs ToolHive's processes starts:
+// it skips without them, runs hivekeeper's controllers on the package's
+// API server and returns it with a namespace of the test's own.
+func runtimeSetUp(t *testing.T) (*framework.Env, string) {
+	t.Helper()
+	requireToolHive(t)
+	env := framework.Get(t)
+	env.StartControllers(t, app.Options{Workers: 2})
+	return env, env.Namespace(t)
 }
 
 // startRunner starts ToolHive's thv-proxyrunner as the proxy Deployment

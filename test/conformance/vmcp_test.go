@@ -13,13 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -27,7 +25,7 @@ import (
 // TestVMCPServes starts ToolHive's `vmcp serve` as a VirtualMCPServer's
 // Deployment would run it, on the config hivekeeper generated:
 //
-//   - it answers its health endpoint (/health, 200);
+//   - it answers its health endpoint (/health, 200 with status ok);
 //   - it runs on the backends hivekeeper listed, not on API discovery:
 //     /readyz reports static mode, and /status names the group and
 //     exactly the group's two MCPServers with the transports their proxies
@@ -40,23 +38,17 @@ import (
 // The backends are the proxies' cluster DNS names, which nothing serves
 // here; vmcp does not contact them to start, so none are stood in for.
 func TestVMCPServes(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
 	applyTemplate(t, env, ns, "testdata/runtime/vmcp.yaml", map[string]string{"ISSUER": iss.URL})
 	const name = "team-vmcp"
-	base := fmt.Sprintf("http://127.0.0.1:%d", startVMCP(t, env, ns, name))
-
-	framework.Eventually(t, 90*time.Second, func() (bool, error) {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}, "vmcp answering /health with 200")
+	port := startVMCP(t, env, ns, name)
+	waitServing(t, port)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var health struct{ Status string }
+	if getJSON(t, base+"/health", &health); health.Status != "ok" {
+		t.Errorf("/health: %+v, want status ok", health)
+	}
 
 	var ready struct{ Status, Mode string }
 	getJSON(t, base+"/readyz", &ready)
