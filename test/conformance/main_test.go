@@ -3,10 +3,12 @@
 // is decoded strictly with ToolHive's runner.RunConfig (by thvcheck, a
 // nested module, so ToolHive's dependency graph stays out of hivekeeper's),
 // every vMCP config goes through ToolHive's `vmcp validate`, ToolHive's
-// thv-proxyrunner is started on a RunConfig and Deployment exactly as
-// written, and ToolHive's own example manifests apply strictly and read
-// back whole. A test that compared hivekeeper's builder with hivekeeper's
-// comparator would prove consistency; these prove compatibility.
+// thv-proxyrunner and `vmcp serve` are started on what hivekeeper wrote
+// exactly as its Deployments would run them (authenticating against an
+// OIDC issuer the test runs, proxying to an MCP server the test serves),
+// and ToolHive's own example manifests apply strictly and read back whole.
+// A test that compared hivekeeper's builder with hivekeeper's comparator
+// would prove consistency; these prove compatibility.
 package conformance_test
 
 import (
