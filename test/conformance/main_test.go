@@ -3,13 +3,16 @@
 // is decoded strictly with ToolHive's runner.RunConfig (by thvcheck, a
 // nested module, so ToolHive's dependency graph stays out of hivekeeper's),
 // every vMCP config goes through ToolHive's `vmcp validate`, ToolHive's
-// thv-proxyrunner is started on a RunConfig and Deployment exactly as
-// written, and ToolHive's own example manifests apply strictly and read
-// back whole. A test that compared hivekeeper's builder with hivekeeper's
-// comparator would prove consistency; these prove compatibility.
+// thv-proxyrunner and `vmcp serve` are started on what hivekeeper wrote
+// exactly as its Deployments would run them (authenticating against an
+// OIDC issuer the test runs, proxying to an MCP server the test serves),
+// and ToolHive's own example manifests apply strictly and read back whole.
+// A test that compared hivekeeper's builder with hivekeeper's comparator
+// would prove consistency; these prove compatibility.
 package conformance_test
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -26,9 +29,10 @@ import (
 const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 var (
-	toolhiveBin string // folder of thv-proxyrunner and vmcp
-	thvcheck    string // the thvcheck binary built for this run
-	skipReason  string
+	toolhiveBin    string // folder of thv-proxyrunner and vmcp
+	thvcheck       string // the thvcheck binary built for this run
+	toolhiveModule string // the pinned ToolHive module's folder in the module cache
+	skipReason     string
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +56,17 @@ func TestMain(m *testing.M) {
 				fmt.Fprintf(os.Stderr, "conformance: building thvcheck: %v\n%s", err, out)
 				return 1
 			}
+			// The build brought ToolHive's module into the cache; its
+			// examples are read from there, never copied.
+			cmd = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stacklok/toolhive")
+			cmd.Dir = "thvcheck"
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+			out, err := cmd.Output()
+			if err != nil || len(bytes.TrimSpace(out)) == 0 {
+				fmt.Fprintf(os.Stderr, "conformance: locating ToolHive's module: %v %s\n", err, out)
+				return 1
+			}
+			toolhiveModule = string(bytes.TrimSpace(out))
 		} else if !testing.Short() {
 			skipReason = "conformance: " + ToolHiveBinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
 		}

@@ -29,13 +29,10 @@ import (
 // server's kubeconfig. The runner must create the MCP server's StatefulSet
 // with the image, secret env and pod patch the manifest asked for.
 func TestRunnerCreatesStatefulSet(t *testing.T) {
-	requireToolHive(t)
-	env := framework.Get(t)
-	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
+	env, ns := runtimeSetUp(t)
 	applyStrict(t, env, ns, "testdata/table/09-secrets-overrides-pod-template.yaml")
 	const name = "github"
-	startRunner(t, env, ns, name, 8080)
+	startRunner(t, env, ns, name, workload.RunConfigName(name), 8080)
 	sts := waitStatefulSet(t, env, ns, name)
 	pod := sts.Spec.Template.Spec
 	var mcp *corev1.Container
@@ -75,18 +72,130 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 // once the test marks the runner's StatefulSet ready (there is no
 // kubelet), the runner must serve on its port.
 func TestRunnerServesHTTPServer(t *testing.T) {
+	env, ns := runtimeSetUp(t)
+	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
+	const name = "http-ports"
+	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 9090)
+	waitStatefulSet(t, env, ns, name)
+	markStatefulSetReady(t, env, ns, name)
+	waitServing(t, port)
+}
+
+// runtimeSetUp is where every test that runs ToolHive's processes starts:
+// it skips without them, runs hivekeeper's controllers on the package's
+// API server and returns it with a namespace of the test's own.
+func runtimeSetUp(t *testing.T) (*framework.Env, string) {
+	t.Helper()
 	requireToolHive(t)
 	env := framework.Get(t)
 	env.StartControllers(t, app.Options{Workers: 2})
-	ns := env.Namespace(t)
-	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
-	const name = "http-ports"
-	ctx := context.Background()
-	port := startRunner(t, env, ns, name, 9090)
-	waitStatefulSet(t, env, ns, name)
+	return env, env.Namespace(t)
+}
 
-	// No kubelet runs the pod: mark the StatefulSet ready, as the runner
-	// waits for that before it serves.
+// startRunner starts ToolHive's thv-proxyrunner as the proxy Deployment
+// <name> of an MCPServer or an MCPRemoteProxy would run it: the
+// container's args and env exactly as hivekeeper wrote them (downward-API
+// and secret env resolved), the RunConfig ConfigMap runConfig as
+// ./runconfig.json (where the runner looks when /etc/runconfig is
+// absent), the test API server's kubeconfig. It returns the loopback port
+// it listens on; its output is logged when the test fails.
+func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int) int {
+	t.Helper()
+	cm := waitConfigMap(t, env, ns, runConfig)
+	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The RunConfig is the ConfigMap's content, with only the listening
+	// port moved to a free loopback port: the runner binds it on the host.
+	rc := strings.Replace(cm.Data[runconfig.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
+		containerEnv(t, env, ns, c, tmpl.Annotations)...)
+	startProcess(t, "thv-proxyrunner", cmd)
+	return port
+}
+
+// deploymentContainer waits for the Deployment <name> hivekeeper writes
+// and returns its first container, which must be called container, and
+// its pod template (the downward API reads the template's annotations).
+func deploymentContainer(t *testing.T, env *framework.Env, ns, name, container string) (corev1.Container, corev1.PodTemplateSpec) {
+	t.Helper()
+	dep := waitFor(t, func() (*appsv1.Deployment, error) {
+		return env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	}, "Deployment "+ns+"/"+name+" written by hivekeeper")
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Name != container {
+		t.Fatalf("Deployment %s: first container %q, want %q", name, c.Name, container)
+	}
+	return c, dep.Spec.Template
+}
+
+// containerEnv resolves a container's env as the kubelet would: plain
+// values, the downward API's metadata.annotations['<key>'] of the pod
+// template, and secretKeyRef values read from their Secret.
+func containerEnv(t *testing.T, env *framework.Env, ns string, c corev1.Container, annotations map[string]string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			out = append(out, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil:
+			key := strings.TrimSuffix(strings.TrimPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations['"), "']")
+			out = append(out, e.Name+"="+annotations[key])
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			s, err := env.Kube.CoreV1().Secrets(ns).Get(context.Background(), ref.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("env %s: %v", e.Name, err)
+			}
+			out = append(out, e.Name+"="+string(s.Data[ref.Key]))
+		default:
+			t.Fatalf("env %s: a source this suite does not resolve: %+v", e.Name, e.ValueFrom)
+		}
+	}
+	return out
+}
+
+// startProcess starts cmd and stops it when the test ends; its output is
+// logged when the test fails.
+func startProcess(t *testing.T, what string, cmd *exec.Cmd) {
+	t.Helper()
+	out := &framework.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", what, out.String())
+		}
+	})
+}
+
+// waitStatefulSet waits for the runner to create the server's StatefulSet.
+func waitStatefulSet(t *testing.T, env *framework.Env, ns, name string) *appsv1.StatefulSet {
+	t.Helper()
+	return waitFor(t, func() (*appsv1.StatefulSet, error) {
+		return env.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	}, "StatefulSet created by ToolHive's runner")
+}
+
+// markStatefulSetReady does what the kubelet and the StatefulSet
+// controller would: the runner waits for its StatefulSet to be ready
+// before it serves, and no pod runs here.
+func markStatefulSetReady(t *testing.T, env *framework.Env, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
 		s, err := env.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -101,6 +210,12 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 		_, err = env.Kube.AppsV1().StatefulSets(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{})
 		return err == nil, nil
 	}, "StatefulSet marked ready")
+}
+
+// waitServing waits until something answers /health on the loopback port
+// without a server error.
+func waitServing(t *testing.T, port int) {
+	t.Helper()
 	framework.Eventually(t, 90*time.Second, func() (bool, error) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port))
 		if err != nil {
@@ -108,66 +223,5 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode < 500, nil
-	}, "runner serving on its port")
-}
-
-// startRunner starts ToolHive's thv-proxyrunner as the proxy Deployment's
-// container would run, and returns the loopback port it listens on; its
-// output is logged when the test fails.
-func startRunner(t *testing.T, env *framework.Env, ns, name string, proxyPort int) int {
-	t.Helper()
-	ctx := context.Background()
-	cm := waitConfigMap(t, env, ns, workload.RunConfigName(name))
-	dep := waitFor(t, func() (*appsv1.Deployment, error) {
-		return env.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-	}, "proxy Deployment")
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The RunConfig is the ConfigMap's content, with only the listening
-	// port moved to a free loopback port: the runner binds it on the host.
-	rc := strings.Replace(cm.Data[runconfig.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := dep.Spec.Template.Spec.Containers[0]
-	if c.Name != workload.ProxyContainerName {
-		t.Fatalf("first container %q", c.Name)
-	}
-	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-		case e.ValueFrom.FieldRef != nil:
-			// The downward API: metadata.annotations['<key>'] of the pod.
-			key := strings.TrimSuffix(strings.TrimPrefix(e.ValueFrom.FieldRef.FieldPath, "metadata.annotations['"), "']")
-			cmd.Env = append(cmd.Env, e.Name+"="+dep.Spec.Template.Annotations[key])
-		}
-	}
-	out := &framework.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("thv-proxyrunner output:\n%s", out.String())
-		}
-	})
-	return port
-}
-
-// waitStatefulSet waits for the runner to create the server's StatefulSet.
-func waitStatefulSet(t *testing.T, env *framework.Env, ns, name string) *appsv1.StatefulSet {
-	t.Helper()
-	return waitFor(t, func() (*appsv1.StatefulSet, error) {
-		return env.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
-	}, "StatefulSet created by ToolHive's runner")
+	}, "serving on port %d", port)
 }

@@ -119,18 +119,46 @@ func applyStrict(t *testing.T, env *framework.Env, ns, file string) []*unstructu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, o := range objs {
-		o.SetNamespace(ns)
-		gvr, err := resourceFor(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+		if _, err := createStrict(env, ns, o); err != nil {
 			t.Fatalf("%s: creating %s %s: %v", file, o.GetKind(), o.GetName(), err)
 		}
 	}
 	return objs
+}
+
+// applyTemplate is applyStrict on a manifest with ${VAR} placeholders for
+// what only exists at run time (a loopback URL); every placeholder must
+// have a value in vars.
+func applyTemplate(t *testing.T, env *framework.Env, ns, file string, vars map[string]string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expanded := os.Expand(string(raw), func(k string) string {
+		v, ok := vars[k]
+		if !ok {
+			t.Fatalf("%s: no value for ${%s}", file, k)
+		}
+		return v
+	})
+	out := filepath.Join(t.TempDir(), filepath.Base(file))
+	if err := os.WriteFile(out, []byte(expanded), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return applyStrict(t, env, ns, out)
+}
+
+// createStrict creates o in ns with strict field validation and returns
+// the object as the API server stored it.
+func createStrict(env *framework.Env, ns string, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	o.SetNamespace(ns)
+	gvr, err := resourceFor(o)
+	if err != nil {
+		return nil, err
+	}
+	return env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), o, metav1.CreateOptions{FieldValidation: "Strict"})
 }
 
 // resourceFor maps the kinds the table and ToolHive's examples use.

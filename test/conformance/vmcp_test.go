@@ -1,0 +1,200 @@
+package conformance_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// TestVMCPServes starts ToolHive's `vmcp serve` as a VirtualMCPServer's
+// Deployment would run it, on the config hivekeeper generated:
+//
+//   - it answers its health endpoint (/health, 200 with status ok);
+//   - it runs on the backends hivekeeper listed, not on API discovery:
+//     /readyz reports static mode, and /status names the group and
+//     exactly the group's two MCPServers with the transports their proxies
+//     expose;
+//   - it authenticates with the OIDC block hivekeeper rendered into
+//     incomingAuth: initialize with a token the test issuer signed for the
+//     reference's audience is answered (200, server name = the
+//     VirtualMCPServer's), and every token of refusals gets 401 on /mcp.
+//
+// The backends are the proxies' cluster DNS names, which nothing serves
+// here; vmcp does not contact them to start, so none are stood in for.
+func TestVMCPServes(t *testing.T) {
+	env, ns := runtimeSetUp(t)
+	iss := startIssuer(t)
+	applyTemplate(t, env, ns, "testdata/runtime/vmcp.yaml", map[string]string{"ISSUER": iss.URL})
+	const name = "team-vmcp"
+	port := startVMCP(t, env, ns, name)
+	waitServing(t, port)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var health struct{ Status string }
+	if getJSON(t, base+"/health", &health); health.Status != "ok" {
+		t.Errorf("/health: %+v, want status ok", health)
+	}
+
+	var ready struct{ Status, Mode string }
+	getJSON(t, base+"/readyz", &ready)
+	if ready.Status != "ready" || ready.Mode != "static" {
+		t.Errorf("/readyz: %+v, want ready in static mode (the backends hivekeeper listed)", ready)
+	}
+	var status struct {
+		GroupRef string `json:"group_ref"`
+		Backends []struct{ Name, Transport string }
+	}
+	getJSON(t, base+"/status", &status)
+	var backends []string
+	for _, b := range status.Backends {
+		backends = append(backends, b.Name+"="+b.Transport)
+	}
+	slices.Sort(backends)
+	if want := []string{"events=sse", "fetch=streamable-http"}; status.GroupRef != "team" || !slices.Equal(backends, want) {
+		t.Errorf("/status: group %q backends %v, want group team with %v", status.GroupRef, backends, want)
+	}
+
+	resp, body := mcpCall(t, base+"/mcp", iss.token(t, iss.claims("team-vmcp")), "", initializeRequest)
+	var init struct {
+		Result struct {
+			ServerInfo struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(body, &init); resp.StatusCode != http.StatusOK || err != nil || init.Result.ServerInfo.Name != name {
+		t.Errorf("initialize with a valid token: %s %q: %s, want 200 from server %q", resp.Status, resp.Header.Get("WWW-Authenticate"), body, name)
+	}
+	expectRefused(t, base+"/mcp", iss, refusals(t, iss, "team-vmcp"))
+}
+
+// startVMCP runs ToolHive's vmcp as the VirtualMCPServer's Deployment
+// <name> would: the container's args and env as hivekeeper wrote them,
+// with only the config path (the mounted ConfigMap becomes a file) and
+// the port (a free loopback one) moved. Given VMCP_NAME and
+// VMCP_NAMESPACE, vmcp reports its status to the API server with
+// in-cluster credentials, and without them it does not start; so it runs
+// with what a pod has: the KUBERNETES_SERVICE_* env and a token of the
+// Deployment's service account with the API server's CA at
+// /var/run/secrets/kubernetes.io/serviceaccount (see withPodFiles). It
+// returns the port; vmcp's output is logged when the test fails.
+func startVMCP(t *testing.T, env *framework.Env, ns, name string) int {
+	t.Helper()
+	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+	c, tmpl := deploymentContainer(t, env, ns, name, virtualmcpserver.ContainerName)
+	dir := t.TempDir()
+	config := filepath.Join(dir, virtualmcpserver.ConfigKey)
+	if err := os.WriteFile(config, []byte(cm.Data[virtualmcpserver.ConfigKey]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := slices.Clone(c.Args)
+	moved := 0
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--config="):
+			args[i], moved = "--config="+config, moved+1
+		case strings.HasPrefix(a, "--port="):
+			args[i], moved = "--port="+strconv.Itoa(port), moved+1
+		}
+	}
+	if moved != 2 {
+		t.Fatalf("the vmcp container's args %q lack --config= or --port=", c.Args)
+	}
+	api, err := url.Parse(env.Server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := withPodFiles(t, podFiles(t, env, ns, tmpl.Spec.ServiceAccountName), filepath.Join(toolhiveBin, "vmcp"), args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+		"KUBERNETES_SERVICE_HOST=" + api.Hostname(), "KUBERNETES_SERVICE_PORT=" + api.Port()},
+		containerEnv(t, env, ns, c, tmpl.Annotations)...)
+	startProcess(t, "vmcp", cmd)
+	return port
+}
+
+// podFiles writes what the kubelet projects into a pod for its service
+// account: a token the API server issued for it, the API server's CA and
+// the namespace, under secrets/kubernetes.io/serviceaccount of a new
+// folder, which it returns.
+func podFiles(t *testing.T, env *framework.Env, ns, serviceAccount string) string {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, func() (*corev1.ServiceAccount, error) {
+		return env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, serviceAccount, metav1.GetOptions{})
+	}, "ServiceAccount "+ns+"/"+serviceAccount)
+	tr, err := env.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	sa := filepath.Join(root, "secrets", "kubernetes.io", "serviceaccount")
+	if err := os.MkdirAll(sa, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range map[string][]byte{
+		"token": []byte(tr.Status.Token), "ca.crt": env.Config.TLSClientConfig.CAData, "namespace": []byte(ns),
+	} {
+		if err := os.WriteFile(filepath.Join(sa, file), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// withPodFiles returns a command that runs name in a private mount
+// namespace whose /var/run is podRoot, so files a pod finds at fixed
+// paths (client-go's in-cluster config reads
+// /var/run/secrets/kubernetes.io/serviceaccount) are there for this
+// process alone, and the machine's own /var/run is not touched. It skips
+// the test where no mount namespace can be made.
+func withPodFiles(t *testing.T, podRoot, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace made with unshare: %v", err)
+	}
+	flags := []string{"--mount", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		flags = append(flags, "--map-root-user")
+	}
+	if out, err := exec.Command(unshare, append(flags, "true")...).CombinedOutput(); err != nil {
+		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace; this machine refuses one: %v: %s", err, out)
+	}
+	script := `mount --bind "$0" /var/run && exec "$@"`
+	return exec.Command(unshare, append(append(flags, "sh", "-c", script, podRoot, name), args...)...)
+}
+
+// getJSON decodes the JSON answer of a GET that must succeed.
+func getJSON(t *testing.T, u string, into any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+}
