@@ -3,8 +3,10 @@ package workload
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +20,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
 // conflictRetry is how long a workload waits before looking again at a
@@ -29,6 +32,8 @@ const conflictRetry = time.Minute
 type Spec struct {
 	// Name names the queue, the writer and the metrics' controller label.
 	Name string
+	// Resource is the workload's resource, the label of its own writes.
+	Resource string
 	// Kind is the workload kind; children carry it in their owner
 	// reference.
 	Kind string
@@ -63,6 +68,8 @@ type Base struct {
 	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
 	Config   controller.Config
 	phases   Phases
+	resource string
+	logKey   string
 }
 
 // NewBase builds the shared part of a workload controller and registers
@@ -86,6 +93,8 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		OIDC:     OIDCConfigs.Bind(d),
 		Config:   d.Config,
 		phases:   s.Phases,
+		resource: s.Resource,
+		logKey:   strings.ToLower(s.Kind),
 	}
 	if b.Clock == nil {
 		b.Clock = clock.RealClock{}
@@ -170,16 +179,35 @@ type Object interface {
 	GetResourceVersion() string
 }
 
-// FinishSync is the end of every workload sync: one status write (nothing
-// when the status did not change), then the requeue the reconcile asked
-// for. A failed status write is an error of its own, retried with backoff
-// together with the reconcile's error.
-func FinishSync[T any](ctx context.Context, b *Base, resource string, key cache.ObjectName, obj Object, patch controller.PatchFunc[T], oldStatus, newStatus any, requeueAfter time.Duration, err error) error {
+// Get starts every workload sync: it reads the workload key names through
+// get (a namespace lister's Get). ok is false when there is nothing more to
+// do: the workload is gone (garbage collection removes its children) or
+// the read failed (err). The returned context logs the workload.
+func Get[T Object](ctx context.Context, b *Base, key cache.ObjectName, get func(name string) (T, error)) (T, context.Context, bool, error) {
+	obj, err := get(key.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		return obj, ctx, false, err
+	}
+	return obj, klog.NewContext(ctx, klog.FromContext(ctx).WithValues(b.logKey, klog.KObj(obj))), true, nil
+}
+
+// FinishSync ends every workload sync: one status write (nothing when the
+// status did not change), then the requeue the reconcile asked for. A
+// failed status write is an error of its own, retried with backoff
+// together with the reconcile's error; NotFound means the workload was
+// deleted meanwhile, and there is nothing left to do.
+func FinishSync[T any](ctx context.Context, b *Base, key cache.ObjectName, obj Object, patch controller.PatchFunc[T], oldStatus, newStatus any, requeueAfter time.Duration, err error) error {
 	m, merr := meta.Accessor(obj)
 	if merr != nil {
 		return merr
 	}
-	if _, perr := controller.PatchStatus(ctx, b.Writer, resource, m, patch, oldStatus, newStatus); perr != nil {
+	if _, perr := controller.PatchStatus(ctx, b.Writer, b.resource, m, patch, oldStatus, newStatus); perr != nil {
+		if apierrors.IsNotFound(perr) {
+			return nil
+		}
 		return errors.Join(err, perr)
 	}
 	if requeueAfter > 0 {
@@ -233,4 +261,11 @@ func (b *Base) NewReport(obj Object, conditions *[]metav1.Condition, phase, mess
 		old: append([]metav1.Condition(nil), *conditions...),
 		obj: obj, clock: b.Clock, recorder: b.Recorder, phases: b.phases,
 	}
+}
+
+// Informer is the informer of a workload kind across d's scopes.
+func Informer(d *controller.Deps, kind string) *controller.Informer {
+	return d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return index.InformerFor(f, kind)
+	})
 }

@@ -1,8 +1,13 @@
 package workload
 
 import (
+	"context"
+	"reflect"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -119,4 +124,66 @@ func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.S
 		return nil
 	}
 	return sa
+}
+
+// Desired are the children of one workload in the order Ensure writes
+// them: the pod's identities, permissions and configuration before the
+// Deployment, so that its first pod finds them. A nil child is not
+// wanted.
+type Desired struct {
+	RunnerServiceAccount *corev1.ServiceAccount
+	RunnerRoleBinding    *rbacv1.RoleBinding
+	PodServiceAccount    *corev1.ServiceAccount
+	ConfigMap            *corev1.ConfigMap
+	Service              *corev1.Service
+	Deployment           *appsv1.Deployment
+	// Stale names children made earlier that are no longer wanted (the
+	// runner's binding and account once the spec names its own account):
+	// they are deleted after the Deployment, so that no pod is left
+	// without the permissions it runs with, and nothing keeps granting
+	// permissions to an account no pod uses. The binding goes first.
+	StaleRoleBinding, StaleServiceAccount string
+}
+
+// Ensure converges every child of owner (namespace ns) and returns the
+// Deployment.
+func (c *Children) Ensure(ctx context.Context, w *controller.Writer, owner types.UID, ns string, d Desired) (*appsv1.Deployment, error) {
+	steps := []func() error{
+		ensureIf(ctx, w, c.ServiceAccounts, d.RunnerServiceAccount, owner),
+		ensureIf(ctx, w, c.RoleBindings, d.RunnerRoleBinding, owner),
+		ensureIf(ctx, w, c.ServiceAccounts, d.PodServiceAccount, owner),
+		ensureIf(ctx, w, c.ConfigMaps, d.ConfigMap, owner),
+		ensureIf(ctx, w, c.Services, d.Service, owner),
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	dep, err := controller.EnsureChild(ctx, w, c.Deployments, d.Deployment, owner)
+	if err != nil {
+		return nil, err
+	}
+	if d.StaleRoleBinding != "" {
+		if err := controller.DeleteStaleChild(ctx, w, c.RoleBindings, ns, d.StaleRoleBinding, owner); err != nil {
+			return nil, err
+		}
+	}
+	if d.StaleServiceAccount != "" {
+		if err := controller.DeleteStaleChild(ctx, w, c.ServiceAccounts, ns, d.StaleServiceAccount, owner); err != nil {
+			return nil, err
+		}
+	}
+	return dep, nil
+}
+
+// ensureIf is the step that converges want, or nothing when want is nil.
+func ensureIf[T metav1.Object](ctx context.Context, w *controller.Writer, ops controller.ChildOps[T], want T, owner types.UID) func() error {
+	return func() error {
+		if reflect.ValueOf(want).IsNil() {
+			return nil
+		}
+		_, err := controller.EnsureChild(ctx, w, ops, want, owner)
+		return err
+	}
 }

@@ -13,12 +13,9 @@
 package mcpremoteproxy
 
 import (
-	"k8s.io/client-go/tools/cache"
-
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
-	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -26,9 +23,6 @@ import (
 // Name is the controller's name: its queue, its writer and its metrics
 // label.
 const Name = "mcpremoteproxy"
-
-// resource is the metrics label of the custom resource.
-const resource = "mcpremoteproxies"
 
 // Controller converges MCPRemoteProxies.
 type Controller struct {
@@ -40,17 +34,11 @@ type Controller struct {
 
 // New builds the controller and registers its event handlers.
 func New(d *controller.Deps) (*Controller, error) {
-	proxies := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().MCPRemoteProxies().Informer()
-	})
+	proxies := workload.Informer(d, thv1.KindMCPRemoteProxy)
 	c := &Controller{toolhive: d.Toolhive, proxies: thlisters.NewMCPRemoteProxyLister(proxies.Indexer())}
-	base, err := workload.NewBase(d, workload.Spec{
-		Name: Name, Kind: thv1.KindMCPRemoteProxy, Primary: proxies, GroupMember: true, Sync: c.sync,
-		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed},
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.Base = base
-	return c, nil
+	var err error
+	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "mcpremoteproxies", Kind: thv1.KindMCPRemoteProxy,
+		Primary: proxies, GroupMember: true, Sync: c.sync,
+		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed}})
+	return c, err
 }

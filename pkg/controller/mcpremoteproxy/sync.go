@@ -5,12 +5,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -18,22 +15,14 @@ import (
 // the desired state from the listers and never depends on the event that
 // woke it. A converged proxy costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	p, err := c.proxies.MCPRemoteProxies(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		// Gone: garbage collection removes the children.
-		return nil
-	}
-	if err != nil {
+	p, ctx, ok, err := workload.Get(ctx, c.Base, key, c.proxies.MCPRemoteProxies(key.Namespace).Get)
+	if !ok {
 		return err
 	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mcpremoteproxy", klog.KObj(p)))
+	// Deletion needs no step of its own: garbage collection removes the
+	// children, and reconcile reports Terminating.
 	status, requeueAfter, err := c.reconcile(ctx, p)
-	err = workload.FinishSync(ctx, c.Base, resource, key, p, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(p.Namespace).Patch, p.Status, status, requeueAfter, err)
-	if apierrors.IsNotFound(err) {
-		// Deleted while this sync ran.
-		return nil
-	}
-	return err
+	return workload.FinishSync(ctx, c.Base, key, p, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(p.Namespace).Patch, p.Status, status, requeueAfter, err)
 }
 
 // reconcile resolves references, builds the children, writes the ones that
@@ -74,47 +63,14 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, oidc 
 	if err != nil {
 		return nil, err
 	}
-	return c.ensureChildren(ctx, p, desired)
-}
-
-// ensureChildren converges every child and returns the proxy Deployment.
-// The RBAC and the RunConfig come before the Deployment so its first pod
-// finds them. When the spec names its own service account, the runner
-// binding and account left from before are deleted: nothing should keep
-// granting the runner's permissions to an account no pod uses. (A Role an
-// older hivekeeper created for the runner is left to garbage collection:
-// once its binding is gone it grants nothing, and hivekeeper no longer
-// holds any permission on Roles.)
-func (c *Controller) ensureChildren(ctx context.Context, p *thv1.MCPRemoteProxy, d *childSet) (*appsv1.Deployment, error) {
-	w, ch, uid, ns := c.Writer, c.Children, p.UID, p.Namespace
-	if d.RunnerServiceAccount != nil {
-		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
-			return nil, err
-		}
-		if _, err := controller.EnsureChild(ctx, w, ch.RoleBindings, d.RunnerRoleBinding, uid); err != nil {
-			return nil, err
-		}
+	// A Role an older hivekeeper created for the runner is left to garbage
+	// collection: once its binding is gone it grants nothing, and
+	// hivekeeper holds no permission on Roles.
+	want := workload.Desired{RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
+		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment}
+	if desired.RunnerServiceAccount == nil {
+		want.StaleRoleBinding = workload.RemoteProxyRunnerName(p.Name)
+		want.StaleServiceAccount = want.StaleRoleBinding
 	}
-	if _, err := controller.EnsureChild(ctx, w, ch.ConfigMaps, d.RunConfig, uid); err != nil {
-		return nil, err
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.Services, d.Service, uid); err != nil {
-		return nil, err
-	}
-	dep, err := controller.EnsureChild(ctx, w, ch.Deployments, d.Deployment, uid)
-	if err != nil {
-		return nil, err
-	}
-	if d.RunnerServiceAccount == nil {
-		// After the Deployment points at the user's account, so no pod is
-		// left without the permissions it runs with.
-		rn := workload.RemoteProxyRunnerName(p.Name)
-		if err := controller.DeleteStaleChild(ctx, w, ch.RoleBindings, ns, rn, uid); err != nil {
-			return nil, err
-		}
-		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, ns, rn, uid); err != nil {
-			return nil, err
-		}
-	}
-	return dep, nil
+	return c.Children.Ensure(ctx, c.Writer, p.UID, p.Namespace, want)
 }

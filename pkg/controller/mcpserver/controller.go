@@ -8,12 +8,10 @@ package mcpserver
 
 import (
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
-	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -36,17 +34,10 @@ type Controller struct {
 
 // New builds the controller and registers its event handlers.
 func New(d *controller.Deps) (*Controller, error) {
-	servers := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().MCPServers().Informer()
-	})
+	servers := workload.Informer(d, thv1.KindMCPServer)
 	c := &Controller{kube: d.Kube, toolhive: d.Toolhive, servers: thlisters.NewMCPServerLister(servers.Indexer())}
-	base, err := workload.NewBase(d, workload.Spec{
-		Name: Name, Kind: thv1.KindMCPServer, Primary: servers, GroupMember: true, Sync: c.sync,
-		Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed},
-	})
-	if err != nil {
-		return nil, err
-	}
-	c.Base = base
-	return c, nil
+	var err error
+	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: resource, Kind: thv1.KindMCPServer, Primary: servers,
+		GroupMember: true, Sync: c.sync, Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed}})
+	return c, err
 }

@@ -25,15 +25,10 @@ import (
 // desired state from the listers and never depends on the event that
 // woke it. A converged server costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	s, err := c.servers.MCPServers(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		// Gone: garbage collection removes the children.
-		return nil
-	}
-	if err != nil {
+	s, ctx, ok, err := workload.Get(ctx, c.Base, key, c.servers.MCPServers(key.Namespace).Get)
+	if !ok {
 		return err
 	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mcpserver", klog.KObj(s)))
 	if s.DeletionTimestamp != nil {
 		return c.finalize(ctx, s)
 	}
@@ -46,7 +41,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	status, requeueAfter, err := c.reconcile(ctx, s)
-	return workload.FinishSync(ctx, c.Base, resource, key, s, c.client(s.Namespace).Patch, s.Status, status, requeueAfter, err)
+	return workload.FinishSync(ctx, c.Base, key, s, c.client(s.Namespace).Patch, s.Status, status, requeueAfter, err)
 }
 
 func (c *Controller) client(ns string) typedthv1.MCPServerInterface {
@@ -88,36 +83,14 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, oidc *thv1
 		return nil, err
 	}
 	r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
-	dep, err := c.ensureChildren(ctx, s, desired)
+	dep, err := c.Children.Ensure(ctx, c.Writer, s.UID, s.Namespace, workload.Desired{
+		RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
+		PodServiceAccount: desired.BackendServiceAccount, ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment,
+	})
 	if err != nil {
 		return nil, err
 	}
 	return dep, c.processRestart(ctx, s, dep)
-}
-
-// ensureChildren converges every child and returns the proxy Deployment.
-// The RBAC and the RunConfig come before the Deployment so its first pod
-// finds them.
-func (c *Controller) ensureChildren(ctx context.Context, s *thv1.MCPServer, d *childSet) (*appsv1.Deployment, error) {
-	w, ch, uid := c.Writer, c.Children, s.UID
-	if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.RunnerServiceAccount, uid); err != nil {
-		return nil, err
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.RoleBindings, d.RunnerRoleBinding, uid); err != nil {
-		return nil, err
-	}
-	if d.BackendServiceAccount != nil {
-		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.BackendServiceAccount, uid); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.ConfigMaps, d.RunConfig, uid); err != nil {
-		return nil, err
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.Services, d.Service, uid); err != nil {
-		return nil, err
-	}
-	return controller.EnsureChild(ctx, w, ch.Deployments, d.Deployment, uid)
 }
 
 // processRestart honours a restart request once: a rolling restart stamps

@@ -29,9 +29,6 @@ import (
 // Name is the controller's name: its queue and its metrics label.
 const Name = "virtualmcpserver"
 
-// resource is the metrics label of the custom resource.
-const resource = "virtualmcpservers"
-
 // ByAggregatedGroup indexes VirtualMCPServers by "<ns>/<group>" of the
 // MCPGroup they aggregate. It is not index.ByGroup on purpose: that index
 // means membership, and a VirtualMCPServer is not a member of the group it
@@ -63,12 +60,8 @@ type Controller struct {
 // New builds the controller and registers its event handlers. The
 // ByAggregatedGroup index is added here, before the informers start.
 func New(d *controller.Deps) (*Controller, error) {
-	vmcps := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().VirtualMCPServers().Informer()
-	})
-	members := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().MCPServers().Informer()
-	})
+	vmcps := workload.Informer(d, thv1.KindVirtualMCPServer)
+	members := workload.Informer(d, thv1.KindMCPServer)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
@@ -81,14 +74,12 @@ func New(d *controller.Deps) (*Controller, error) {
 		serverIndex: vmcps.Indexer(),
 		members:     members.Indexer(),
 	}
-	base, err := workload.NewBase(d, workload.Spec{
-		Name: Name, Kind: thv1.KindVirtualMCPServer, Primary: vmcps, Sync: c.sync,
-		Phases: workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed},
-	})
-	if err != nil {
+	var err error
+	if c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "virtualmcpservers", Kind: thv1.KindVirtualMCPServer,
+		Primary: vmcps, Sync: c.sync,
+		Phases: workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed}}); err != nil {
 		return nil, err
 	}
-	c.Base = base
 	// Volumes are compared through their hash annotation, which is pruned
 	// once nothing is left to hash.
 	c.Children.Deployments = workload.WithPodVolumesHash(c.Children.Deployments)

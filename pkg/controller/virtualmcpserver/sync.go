@@ -6,13 +6,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -21,27 +18,14 @@ import (
 // recomputes the desired state from the listers and never depends on the
 // event that woke it. A converged server costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	v, err := c.servers.VirtualMCPServers(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		// Gone: garbage collection removes the children.
-		return nil
-	}
-	if err != nil {
+	v, ctx, ok, err := workload.Get(ctx, c.Base, key, c.servers.VirtualMCPServers(key.Namespace).Get)
+	if !ok || v.DeletionTimestamp != nil {
+		// Gone or going: garbage collection removes the children, and
+		// writing them now would only race it.
 		return err
 	}
-	if v.DeletionTimestamp != nil {
-		// Garbage collection removes the children; writing them now would
-		// only race it.
-		return nil
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("virtualmcpserver", klog.KObj(v)))
 	status, requeueAfter, err := c.reconcile(ctx, v)
-	err = workload.FinishSync(ctx, c.Base, resource, key, v, c.toolhive.ToolhiveV1beta1().VirtualMCPServers(v.Namespace).Patch, v.Status, status, requeueAfter, err)
-	if apierrors.IsNotFound(err) {
-		// Deleted while this sync ran.
-		return nil
-	}
-	return err
+	return workload.FinishSync(ctx, c.Base, key, v, c.toolhive.ToolhiveV1beta1().VirtualMCPServers(v.Namespace).Patch, v.Status, status, requeueAfter, err)
 }
 
 // reconcile resolves references and the group's members, builds the
@@ -89,40 +73,16 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	var dep *appsv1.Deployment
 	if err == nil {
-		dep, err = c.ensureChildren(ctx, v, desired)
+		want := workload.Desired{PodServiceAccount: desired.ServiceAccount, ConfigMap: desired.Config, Service: desired.Service, Deployment: desired.Deployment}
+		if desired.ServiceAccount == nil {
+			// The account made before the spec named its own.
+			want.StaleServiceAccount = workload.VMCPServiceAccountName(v.Name)
+		}
+		dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want)
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep, groupFound, v.Spec.GroupRef.Name, len(desired.Backends)))
 	}
 	return status, requeueAfter, err
-}
-
-// ensureChildren converges every child and returns the Deployment. The
-// ServiceAccount and the configuration come first so the first pod finds
-// them; a ServiceAccount hivekeeper created before the spec named its own
-// is deleted once the Deployment no longer uses it.
-func (c *Controller) ensureChildren(ctx context.Context, v *thv1.VirtualMCPServer, d *childSet) (*appsv1.Deployment, error) {
-	w, ch, uid := c.Writer, c.Children, v.UID
-	if d.ServiceAccount != nil {
-		if _, err := controller.EnsureChild(ctx, w, ch.ServiceAccounts, d.ServiceAccount, uid); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.ConfigMaps, d.Config, uid); err != nil {
-		return nil, err
-	}
-	if _, err := controller.EnsureChild(ctx, w, ch.Services, d.Service, uid); err != nil {
-		return nil, err
-	}
-	dep, err := controller.EnsureChild(ctx, w, ch.Deployments, d.Deployment, uid)
-	if err != nil {
-		return nil, err
-	}
-	if d.ServiceAccount == nil {
-		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, v.Namespace, workload.VMCPServiceAccountName(v.Name), uid); err != nil {
-			return nil, err
-		}
-	}
-	return dep, nil
 }
