@@ -101,3 +101,26 @@ func ChildHandler(owner schema.GroupKind, lookup OwnerLookup, enqueue func(cache
 		DeleteFunc: handle,
 	}
 }
+
+// PrimaryHandler returns the event handlers of a controller's own kind:
+// add and every update enqueue the object, resyncs included (they are the
+// periodic re-check, and a converged sync costs no API call), except a
+// change of its status alone, which is the controller's own output (see
+// StatusOnlyUpdate). A deletion needs no sync: garbage collection removes
+// the children; it makes w forget the object, so the writer's memory stays
+// as large as the set of live objects.
+func PrimaryHandler(l *Loop, w *Writer) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: l.Enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !StatusOnlyUpdate(oldObj, newObj) {
+				l.Enqueue(newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if m, ok := MetaFromObj(obj); ok {
+				w.Forget(m.GetUID())
+			}
+		},
+	}
+}

@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -188,5 +190,26 @@ func TestStatusOnlyUpdate(t *testing.T) {
 				t.Errorf("StatusOnlyUpdate = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPrimaryHandlerForgetsDeletedObjects: the delete event is where a
+// controller learns its object is gone; the writer's memory of it must go
+// with it, and no sync is queued for an object with nothing left to do.
+func TestPrimaryHandlerForgetsDeletedObjects(t *testing.T) {
+	l, _ := newTestLoop(t, "test-primary-handler", func(context.Context, cache.ObjectName) error { return nil })
+	w := NewWriter("test-primary-handler", nil)
+	cs := kubefake.NewSimpleClientset(newChild("ns", "c", "1"))
+	obj := newChild("ns", "owner", "1")
+	obj.UID = "owner-uid"
+	if err := PatchChild(context.Background(), w, obj.UID, "configmaps", "ns", "c", "1", cs.CoreV1().ConfigMaps("ns").Patch, []byte(`{"data":{"k":"v"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	PrimaryHandler(l, w).OnDelete(tombstone(obj))
+	if got := w.remembered(); got != 0 {
+		t.Errorf("remembered %d owners after the delete event, want 0", got)
+	}
+	if n := l.Queue.Len(); n != 0 {
+		t.Errorf("queue length %d after a delete, want 0", n)
 	}
 }

@@ -127,28 +127,12 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	return b, nil
 }
 
-// watchPrimary enqueues every event of the workload kind (resyncs
-// included: a converged sync costs no API call) except a change of its
-// status alone, which is the controller's own output. Syncing on it could
-// only repeat work, and when a status field follows something that
-// changes on every attempt, each failed attempt would re-queue at once,
-// bypassing the backoff. A deletion forgets what the writer remembers of
-// the workload: garbage collection removes its children.
+// watchPrimary registers the workload kind's handler (PrimaryHandler):
+// dropping its own status writes matters here, as a status field that
+// follows something changing on every attempt would otherwise re-queue
+// at once, bypassing the backoff.
 func (b *Base) watchPrimary(primary *controller.Informer) error {
-	synced, err := primary.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: b.Enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			if !controller.StatusOnlyUpdate(oldObj, newObj) {
-				b.Enqueue(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if m, ok := controller.MetaFromObj(obj); ok {
-				b.Writer.Forget(m.GetUID())
-			}
-			b.Enqueue(obj)
-		},
-	})
+	synced, err := primary.AddEventHandler(controller.PrimaryHandler(b.Loop, b.Writer))
 	if err != nil {
 		return err
 	}

@@ -78,26 +78,11 @@ func New(d *controller.Deps) (*Controller, error) {
 	return c, nil
 }
 
-// groupHandler enqueues a group when it appears or changes. Resyncs are
-// kept: for the primary resource they are the periodic re-check. A change
-// of the status alone is this controller's own write and is dropped. A
-// deleted group needs no sync: there is no status left to write, and the
-// workload controllers learn of it through MemberHandler; the writer
-// forgets it.
+// groupHandler is the MCPGroup handler. A deleted group needs no sync:
+// there is no status left to write, and the workload controllers learn of
+// it through MemberHandler.
 func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: c.Enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			if !controller.StatusOnlyUpdate(oldObj, newObj) {
-				c.Enqueue(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if m, ok := controller.MetaFromObj(obj); ok {
-				c.writer.Forget(m.GetUID())
-			}
-		},
-	}
+	return controller.PrimaryHandler(c.Loop, c.writer)
 }
 
 // workloadHandler re-syncs the groups a workload of kind belongs to. On an

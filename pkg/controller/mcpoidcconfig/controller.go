@@ -109,26 +109,11 @@ func New(d *controller.Deps) (*Controller, error) {
 	return c, nil
 }
 
-// configHandler enqueues a config on add and on every update, resyncs
-// included: the sync is cheap and writes nothing at steady state, and a
-// periodic resync is what heals a key dropped after too many retries. A
-// change of the status alone is this controller's own write and is
-// dropped. Deletions need no sync: nothing outside the object is left to
-// clean up; the writer forgets the config.
+// configHandler is the MCPOIDCConfig handler: the sync is cheap and
+// writes nothing at steady state, and a periodic resync is what heals a
+// key dropped after too many retries.
 func (c *Controller) configHandler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: c.Enqueue,
-		UpdateFunc: func(oldObj, newObj any) {
-			if !controller.StatusOnlyUpdate(oldObj, newObj) {
-				c.Enqueue(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if m, ok := controller.MetaFromObj(obj); ok {
-				c.writer.Forget(m.GetUID())
-			}
-		},
-	}
+	return controller.PrimaryHandler(c.Loop, c.writer)
 }
 
 // workloadHandler enqueues the configs a workload of kind references before

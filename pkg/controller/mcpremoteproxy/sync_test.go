@@ -3,6 +3,7 @@ package mcpremoteproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -421,4 +422,26 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 		t.Fatalf("a refusal is not retried: %v", err)
 	}
 	f.AssertRefusedServiceAccount(t, acts, "mcpremoteproxies", f.get("remote").Status.Conditions)
+}
+
+// A child write the API server refuses is reported as MCPServer reports
+// it: Ready=False ChildWriteFailed naming the child and the kind of
+// refusal (never the API server's message, which may change per attempt),
+// one event carrying the message, and an error so the key backs off.
+func TestRefusedChildWriteIsAConditionAndARetry(t *testing.T) {
+	f := newFixture(t, newProxy("remote"))
+	f.Kube.PrependReactor("create", "services", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "mcp-remote-remote-proxy", errors.New("exceeded quota: used=7"))
+	})
+	if _, err := f.sync("remote"); err == nil {
+		t.Fatal("a refused create must be retried")
+	}
+	c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady)
+	want := "cannot create services mcp-remote-remote-proxy: Forbidden; the API server's message is in the events"
+	if c == nil || c.Reason != thv1.ReasonChildWriteFailed || c.Message != want {
+		t.Fatalf("Ready = %+v, want %s %q", c, thv1.ReasonChildWriteFailed, want)
+	}
+	if evs := f.Events(); len(evs) != 1 || !strings.Contains(evs[0], "used=7") {
+		t.Errorf("events %q, want one carrying the API server's message", evs)
+	}
 }
