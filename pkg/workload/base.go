@@ -156,43 +156,50 @@ func uidOf(indexer cache.Indexer, ns, name string) (types.UID, bool) {
 // Object is a workload as the controllers handle it.
 type Object interface {
 	runtime.Object
-	GetNamespace() string
-	GetName() string
-	GetGeneration() int64
-	GetUID() types.UID
-	GetResourceVersion() string
+	metav1.Object
 }
 
-// Get starts every workload sync: it reads the workload key names through
-// get (a namespace lister's Get). ok is false when there is nothing more to
-// do: the workload is gone (garbage collection removes its children) or
-// the read failed (err). The returned context logs the workload.
-func Get[T Object](ctx context.Context, b *Base, key cache.ObjectName, get func(name string) (T, error)) (T, context.Context, bool, error) {
+// StatusObject is a workload whose status the sync outline writes; the
+// API types implement GetStatus.
+type StatusObject[S any] interface {
+	Object
+	GetStatus() *S
+}
+
+// Sync is the outline of every workload sync, top to bottom like
+// kube-controller-manager's syncDeployment:
+//
+//   - get the workload from its lister (get is a namespace lister's Get);
+//     gone means nothing to do, garbage collection removes the children;
+//   - reconcile, with a context that logs the workload; it returns the
+//     status to write (nil: none, as for a finalizer step) and how soon to
+//     look again;
+//   - one status write, nothing when the status did not change;
+//   - the requeue reconcile asked for.
+//
+// A failed status write is an error of its own, retried with backoff
+// together with reconcile's; NotFound means the workload was deleted
+// meanwhile, and there is nothing left to do.
+func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.ObjectName,
+	get func(name string) (T, error), patch controller.PatchFunc[T],
+	reconcile func(context.Context, T) (*S, time.Duration, error),
+) error {
 	obj, err := get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			err = nil
-		}
-		return obj, ctx, false, err
+		return err
 	}
-	return obj, klog.NewContext(ctx, klog.FromContext(ctx).WithValues(b.logKey, klog.KObj(obj))), true, nil
-}
-
-// FinishSync ends every workload sync: one status write (nothing when the
-// status did not change), then the requeue the reconcile asked for. A
-// failed status write is an error of its own, retried with backoff
-// together with the reconcile's error; NotFound means the workload was
-// deleted meanwhile, and there is nothing left to do.
-func FinishSync[T any](ctx context.Context, b *Base, key cache.ObjectName, obj Object, patch controller.PatchFunc[T], oldStatus, newStatus any, requeueAfter time.Duration, err error) error {
-	m, merr := meta.Accessor(obj)
-	if merr != nil {
-		return merr
-	}
-	if _, perr := controller.PatchStatus(ctx, b.Writer, b.resource, m, patch, oldStatus, newStatus); perr != nil {
-		if apierrors.IsNotFound(perr) {
-			return nil
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(b.logKey, klog.KObj(obj)))
+	status, requeueAfter, err := reconcile(ctx, obj)
+	if status != nil {
+		if _, perr := controller.PatchStatus(ctx, b.Writer, b.resource, obj, patch, obj.GetStatus(), status); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				return nil
+			}
+			return errors.Join(err, perr)
 		}
-		return errors.Join(err, perr)
 	}
 	if requeueAfter > 0 {
 		b.EnqueueAfter(key, requeueAfter)

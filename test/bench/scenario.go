@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -445,7 +445,7 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 	for _, d := range deps.Items {
 		i, _ := strconv.Atoi(strings.TrimPrefix(d.Name, "mcp-"))
 		if i%c.configs == 0 {
-			old[d.Name] = d.Spec.Template.Annotations[mcpserver.AnnotationRunConfigChecksum]
+			old[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
 		}
 	}
 	r.configReferrers = len(old)
@@ -466,7 +466,7 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 		}
 		rolled := 0
 		for _, d := range deps.Items {
-			if sum, ok := old[d.Name]; ok && d.Spec.Template.Annotations[mcpserver.AnnotationRunConfigChecksum] != sum {
+			if sum, ok := old[d.Name]; ok && d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] != sum {
 				rolled++
 			}
 		}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -37,12 +36,12 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 	pod := sts.Spec.Template.Spec
 	var mcp *corev1.Container
 	for i := range pod.Containers {
-		if pod.Containers[i].Name == mcpserver.MCPContainerName {
+		if pod.Containers[i].Name == workload.MCPContainerName {
 			mcp = &pod.Containers[i]
 		}
 	}
 	if mcp == nil {
-		t.Fatalf("no %q container in the runner's StatefulSet: %+v", mcpserver.MCPContainerName, pod.Containers)
+		t.Fatalf("no %q container in the runner's StatefulSet: %+v", workload.MCPContainerName, pod.Containers)
 	}
 	if mcp.Image != "ghcr.io/github/github-mcp-server:v0.5.0" {
 		t.Errorf("image %q", mcp.Image)

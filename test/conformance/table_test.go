@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -248,15 +247,15 @@ func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload strin
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	file := filepath.Join(t.TempDir(), virtualmcpserver.ConfigKey)
-	if err := os.WriteFile(file, []byte(cm.Data[virtualmcpserver.ConfigKey]), 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), workload.VMCPConfigKey)
+	if err := os.WriteFile(file, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[virtualmcpserver.ConfigKey])
+		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[workload.VMCPConfigKey])
 	}
-	if strings.Contains(cm.Data[virtualmcpserver.ConfigKey], "not-a-real-") {
+	if strings.Contains(cm.Data[workload.VMCPConfigKey], "not-a-real-") {
 		t.Errorf("%s: a secret value reached the vMCP ConfigMap", name)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -95,10 +94,10 @@ func TestVMCPServes(t *testing.T) {
 func startVMCP(t *testing.T, env *framework.Env, ns, name string) int {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	c, tmpl := deploymentContainer(t, env, ns, name, virtualmcpserver.ContainerName)
+	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
 	dir := t.TempDir()
-	config := filepath.Join(dir, virtualmcpserver.ConfigKey)
-	if err := os.WriteFile(config, []byte(cm.Data[virtualmcpserver.ConfigKey]), 0o600); err != nil {
+	config := filepath.Join(dir, workload.VMCPConfigKey)
+	if err := os.WriteFile(config, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port, err := framework.FreePort()

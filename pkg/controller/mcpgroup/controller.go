@@ -19,8 +19,8 @@ const (
 	// Name is the controller's name: its queue, its writer and the
 	// controller label of its metrics.
 	Name = "mcpgroup"
-	// Resource is the resource label of the controller's write metrics.
-	Resource = "mcpgroups"
+	// resource is the resource label of the controller's write metrics.
+	resource = "mcpgroups"
 )
 
 // Controller keeps MCPGroup.status equal to the group's membership as seen

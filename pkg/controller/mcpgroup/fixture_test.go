@@ -200,7 +200,7 @@ func readyCondition(generation int64, transition metav1.Time) metav1.Condition {
 	return metav1.Condition{
 		Type:               thv1.ConditionReady,
 		Status:             metav1.ConditionTrue,
-		Reason:             ReasonMembershipComputed,
+		Reason:             thv1.ReasonMembershipComputed,
 		Message:            messageMembershipComputed,
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,

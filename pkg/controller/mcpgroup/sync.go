@@ -15,15 +15,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
-// Reasons of the group's Ready condition.
-const (
-	// ReasonMembershipComputed: the lists in status are the group's members.
-	ReasonMembershipComputed = "MembershipComputed"
-	// ReasonMembershipUnavailable: the membership index could not be read,
-	// so the lists in status are the last known ones.
-	ReasonMembershipUnavailable = "MembershipUnavailable"
-)
-
 // messageMembershipComputed is constant on purpose: the counts are already
 // status fields, and a message that repeated them would put the whole
 // conditions array into every membership patch.
@@ -57,7 +48,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	status := buildStatus(group, members, memberErr, c.clock)
 
-	patched, err := controller.PatchStatus(ctx, c.writer, Resource, group,
+	patched, err := controller.PatchStatus(ctx, c.writer, resource, group,
 		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
 	if err != nil {
 		return err
@@ -96,7 +87,7 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	if memberErr != nil {
 		status.Phase = thv1.MCPGroupPhaseFailed
 		controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
-			metav1.ConditionFalse, ReasonMembershipUnavailable, memberErr.Error())
+			metav1.ConditionFalse, thv1.ReasonMembershipUnavailable, memberErr.Error())
 		return status
 	}
 
@@ -106,7 +97,7 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	status.RemoteProxyCount = int32(len(m.proxies))
 	status.Phase = thv1.MCPGroupPhaseReady
 	controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
-		metav1.ConditionTrue, ReasonMembershipComputed, messageMembershipComputed)
+		metav1.ConditionTrue, thv1.ReasonMembershipComputed, messageMembershipComputed)
 	return status
 }
 

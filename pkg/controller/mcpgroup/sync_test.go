@@ -254,7 +254,7 @@ func TestSyncMembershipUnavailable(t *testing.T) {
 		t.Fatalf("conditions: %s", dump.Pretty(got.Conditions))
 	}
 	c := got.Conditions[0]
-	if c.Type != thv1.ConditionReady || c.Status != metav1.ConditionFalse || c.Reason != ReasonMembershipUnavailable ||
+	if c.Type != thv1.ConditionReady || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonMembershipUnavailable ||
 		c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) || c.Message == "" {
 		t.Errorf("Ready condition: %s", dump.Pretty(c))
 	}

@@ -34,19 +34,19 @@ const finalizer = thv1.MCPOIDCConfigFinalizer
 // Event reasons. They equal the condition reasons so that `kubectl describe`
 // and the conditions tell the same story.
 const (
-	// EventReasonConfigInvalid is the Warning emitted when Valid turns False.
-	EventReasonConfigInvalid = thv1.ReasonConfigInvalid
-	// EventReasonDeletionBlocked is the Warning emitted when a deletion
+	// eventReasonConfigInvalid is the Warning emitted when Valid turns False.
+	eventReasonConfigInvalid = thv1.ReasonConfigInvalid
+	// eventReasonDeletionBlocked is the Warning emitted when a deletion
 	// starts to wait for referrers.
-	EventReasonDeletionBlocked = thv1.ReasonReferencedByWorkloads
+	eventReasonDeletionBlocked = thv1.ReasonReferencedByWorkloads
 )
 
 // Recompute results, the result label of
 // hivekeeper_referencing_workloads_recomputes_total.
 const (
-	RecomputeChanged   = "changed"
-	RecomputeUnchanged = "unchanged"
-	RecomputeError     = "error"
+	recomputeChanged   = "changed"
+	recomputeUnchanged = "unchanged"
+	recomputeError     = "error"
 )
 
 // workloadSource is one row of index.Workloads bound to its informer's

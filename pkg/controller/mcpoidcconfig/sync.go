@@ -42,13 +42,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 	refs, err := c.referrers(key.String())
 	if err != nil {
-		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(RecomputeError).Inc()
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeError).Inc()
 		return err
 	}
 	if slices.Equal(refs, cached.Status.ReferencingWorkloads) {
-		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(RecomputeUnchanged).Inc()
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeUnchanged).Inc()
 	} else {
-		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(RecomputeChanged).Inc()
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeChanged).Inc()
 	}
 
 	client := c.client.ToolhiveV1beta1().MCPOIDCConfigs(ns)
@@ -98,10 +98,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// Events follow a successful write, so a retried sync cannot emit the
 	// same transition twice; they fire only when the condition turns.
 	if invalid != "" && !meta.IsStatusConditionFalse(cached.Status.Conditions, thv1.ConditionValid) {
-		c.recorder.Event(cached, corev1.EventTypeWarning, EventReasonConfigInvalid, invalid)
+		c.recorder.Event(cached, corev1.EventTypeWarning, eventReasonConfigInvalid, invalid)
 	}
 	if blocked && !meta.IsStatusConditionTrue(cached.Status.Conditions, thv1.ConditionDeletionBlocked) {
-		c.recorder.Event(cached, corev1.EventTypeWarning, EventReasonDeletionBlocked, "Deletion blocked: "+blockedMessage(refs))
+		c.recorder.Event(cached, corev1.EventTypeWarning, eventReasonDeletionBlocked, "Deletion blocked: "+blockedMessage(refs))
 	}
 	if invalid != "" {
 		logger.V(2).Info("Config is invalid", "reason", invalid)

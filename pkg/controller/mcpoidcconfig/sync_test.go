@@ -51,7 +51,7 @@ func TestReferencingWorkloadsMixedKinds(t *testing.T) {
 		server("team-b", "same-config-name", "cfg"),
 		proxy("team-b", "same-config-name", "cfg"),
 	)
-	changed := recomputes(RecomputeChanged)
+	changed := recomputes(recomputeChanged)
 
 	f.mustSync(testNS, "cfg")
 
@@ -72,7 +72,7 @@ func TestReferencingWorkloadsMixedKinds(t *testing.T) {
 		ReferenceCount: 4,
 		Conditions:     []metav1.Condition{validCondition(1)},
 	}})
-	if got := recomputes(RecomputeChanged) - changed; got != 1 {
+	if got := recomputes(recomputeChanged) - changed; got != 1 {
 		t.Errorf("changed recomputes = %v, want 1", got)
 	}
 	if e := f.events(); len(e) != 0 {
@@ -81,10 +81,10 @@ func TestReferencingWorkloadsMixedKinds(t *testing.T) {
 
 	// Steady state: the patched status comes back through the informer.
 	f.feedBack(testNS, "cfg")
-	unchanged := recomputes(RecomputeUnchanged)
+	unchanged := recomputes(recomputeUnchanged)
 	f.mustSync(testNS, "cfg")
 	f.expectNoActions()
-	if got := recomputes(RecomputeUnchanged) - unchanged; got != 1 {
+	if got := recomputes(recomputeUnchanged) - unchanged; got != 1 {
 		t.Errorf("unchanged recomputes = %v, want 1", got)
 	}
 	if e := f.events(); len(e) != 0 {
@@ -290,8 +290,8 @@ func TestInvalidConfig(t *testing.T) {
 				t.Errorf("message %q does not contain %q", cond.Message, tc.message)
 			}
 			events := f.events()
-			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+EventReasonConfigInvalid+" ") || !strings.Contains(events[0], tc.message) {
-				t.Fatalf("expected one Warning %s event naming the reason, got %q", EventReasonConfigInvalid, events)
+			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+eventReasonConfigInvalid+" ") || !strings.Contains(events[0], tc.message) {
+				t.Fatalf("expected one Warning %s event naming the reason, got %q", eventReasonConfigInvalid, events)
 			}
 
 			f.feedBack(testNS, "cfg")
@@ -419,7 +419,7 @@ func TestDeletionBlockedLifecycle(t *testing.T) {
 		Conditions:           []metav1.Condition{validCondition(1), blocked},
 	}})
 	events := f.events()
-	if len(events) != 1 || events[0] != "Warning "+EventReasonDeletionBlocked+" Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
+	if len(events) != 1 || events[0] != "Warning "+eventReasonDeletionBlocked+" Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
 		t.Fatalf("expected one DeletionBlocked Warning, got %q", events)
 	}
 
@@ -539,12 +539,12 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	if err := factory.Toolhive().V1beta1().MCPOIDCConfigs().Informer().GetIndexer().Add(cfg); err != nil {
 		t.Fatal(err)
 	}
-	before := recomputes(RecomputeError)
+	before := recomputes(recomputeError)
 	_, ctx := ktesting.NewTestContext(t)
 	if err := c.sync(ctx, cache.NewObjectName(testNS, "cfg")); err == nil {
 		t.Fatal("sync without the reference index succeeded")
 	}
-	if got := recomputes(RecomputeError) - before; got != 1 {
+	if got := recomputes(recomputeError) - before; got != 1 {
 		t.Errorf("error recomputes = %v, want 1", got)
 	}
 	if a := client.Actions(); len(a) != 0 {

@@ -15,13 +15,9 @@ import (
 
 // Names, keys and values of the MCPRemoteProxy contract.
 const (
-	// App is the app label of every child.
-	App = "mcpremoteproxy"
-	// AnnotationRunConfigChecksum on the pod template rolls the proxy when
-	// its RunConfig changes. A remote proxy has no generation annotation:
-	// there is no backend workload whose generation the runner must match.
-	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
-	proxyHost                   = "0.0.0.0"
+	// app is the app label of every child.
+	app       = "mcpremoteproxy"
+	proxyHost = "0.0.0.0"
 )
 
 // gvk is the owner kind of every child.
@@ -52,35 +48,35 @@ type childSet struct {
 	Service              *corev1.Service
 }
 
-// Transport returns the transport with the schema default applied, so a
+// transport returns the transport with the schema default applied, so a
 // build never depends on whether the object passed through the server.
-func Transport(p *thv1.MCPRemoteProxy) string {
+func transport(p *thv1.MCPRemoteProxy) string {
 	if p.Spec.Transport == "" {
 		return thv1.TransportStreamableHTTP
 	}
 	return p.Spec.Transport
 }
 
-// ProxyPort returns the proxy port with its default.
-func ProxyPort(p *thv1.MCPRemoteProxy) int32 {
+// proxyPort returns the proxy port with its default.
+func proxyPort(p *thv1.MCPRemoteProxy) int32 {
 	if p.Spec.ProxyPort == 0 {
 		return workload.DefaultProxyPort
 	}
 	return p.Spec.ProxyPort
 }
 
-// URL is the in-cluster address clients use.
-func URL(p *thv1.MCPRemoteProxy) string {
-	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.RemoteProxyServiceName(p.Name), p.Namespace, ProxyPort(p))
-	if Transport(p) == thv1.TransportSSE {
+// proxyURL is the in-cluster address clients use.
+func proxyURL(p *thv1.MCPRemoteProxy) string {
+	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.RemoteProxyServiceName(p.Name), p.Namespace, proxyPort(p))
+	if transport(p) == thv1.TransportSSE {
 		return base + "/sse"
 	}
 	return base + "/mcp"
 }
 
-// ServiceAccountName is the proxy pod's account: the spec's, or the
+// serviceAccountName is the proxy pod's account: the spec's, or the
 // runner account hivekeeper creates.
-func ServiceAccountName(p *thv1.MCPRemoteProxy) string {
+func serviceAccountName(p *thv1.MCPRemoteProxy) string {
 	if sa, ok := workload.CustomServiceAccount(p.Spec.ServiceAccount); ok {
 		return sa
 	}
@@ -93,7 +89,7 @@ func ServiceAccountName(p *thv1.MCPRemoteProxy) string {
 func build(in inputs) (*childSet, error) {
 	p := in.Proxy
 	n, ns := p.Name, p.Namespace
-	labels := workload.Labels(App, n)
+	labels := workload.Labels(app, n)
 	owner := workload.OwnerRef(p, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return workload.ObjectMeta(name, ns, l, a, owner)
@@ -108,7 +104,7 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, ProxyPort(p)), workload.EnvOIDCClientSecret)
+	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, proxyPort(p)), workload.EnvOIDCClientSecret)
 	// ToolHive names a remote workload's container after the workload.
 	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
@@ -116,10 +112,10 @@ func build(in inputs) (*childSet, error) {
 		ContainerName:     n,
 		BaseName:          n,
 		RemoteURL:         p.Spec.RemoteURL,
-		Transport:         Transport(p),
+		Transport:         transport(p),
 		Host:              proxyHost,
-		Port:              ProxyPort(p),
-		ProxyMode:         Transport(p),
+		Port:              proxyPort(p),
+		ProxyMode:         transport(p),
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 	}
@@ -146,18 +142,18 @@ func build(in inputs) (*childSet, error) {
 		Replicas:       workload.CopyInt32(p.Spec.Replicas),
 		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
-			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
+			workload.AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
 		}, ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
 		// The runner's "run" takes the server to run as its argument; a
 		// URL makes it a proxy to that remote server. The RunConfig
 		// carries the same URL as remote_url.
 		Args:               []string{p.Spec.RemoteURL},
-		ProxyPort:          ProxyPort(p),
+		ProxyPort:          proxyPort(p),
 		Resources:          resources,
 		EnvBeforeOverrides: oidc.Env,
 		OverrideEnv:        ov.Env,
-		ServiceAccountName: ServiceAccountName(p),
+		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		ExtraVolumes:       oidc.Volumes,
@@ -167,8 +163,8 @@ func build(in inputs) (*childSet, error) {
 	d.Service = workload.Service(workload.ServiceSpec{
 		Meta:            meta(workload.RemoteProxyServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
-		Port:            ProxyPort(p),
-		TargetPort:      ProxyPort(p),
+		Port:            proxyPort(p),
+		TargetPort:      proxyPort(p),
 		Selector:        labels,
 		SessionAffinity: p.Spec.SessionAffinity,
 	})

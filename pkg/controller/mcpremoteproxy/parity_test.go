@@ -36,7 +36,7 @@ var (
 				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
 				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
 					Labels:      map[string]string{workload.LabelInstance: "hijack"},
-					Annotations: map[string]string{AnnotationRunConfigChecksum: "user-value"},
+					Annotations: map[string]string{workload.AnnotationRunConfigChecksum: "user-value"},
 				},
 				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
 			},
@@ -123,7 +123,7 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 		if ref := metav1.GetControllerOf(m); ref == nil || ref.Kind != thv1.KindMCPRemoteProxy || ref.UID != "uid-remote" {
 			t.Errorf("%s: %s has controller %+v", name, m.GetName(), ref)
 		}
-		if m.GetLabels()[workload.LabelApp] != App || m.GetLabels()[workload.LabelToolhive] != "true" {
+		if m.GetLabels()[workload.LabelApp] != app || m.GetLabels()[workload.LabelToolhive] != "true" {
 			t.Errorf("%s: %s labels %v", name, m.GetName(), m.GetLabels())
 		}
 	}
@@ -148,7 +148,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
 		}},
 		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, AnnotationRunConfigChecksum) }},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum) }},
 		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},

@@ -11,23 +11,20 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// sync converges one MCPRemoteProxy. It is level-triggered: it recomputes
-// the desired state from the listers and never depends on the event that
-// woke it. A converged proxy costs no API call at all.
+// sync converges one MCPRemoteProxy through the workload outline
+// (workload.Sync). It is level-triggered: reconcile recomputes the desired
+// state from the listers and never depends on the event that woke it. A
+// converged proxy costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	p, ctx, ok, err := workload.Get(ctx, c.Base, key, c.proxies.MCPRemoteProxies(key.Namespace).Get)
-	if !ok {
-		return err
-	}
-	// Deletion needs no step of its own: garbage collection removes the
-	// children, and reconcile reports Terminating.
-	status, requeueAfter, err := c.reconcile(ctx, p)
-	return workload.FinishSync(ctx, c.Base, key, p, c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(p.Namespace).Patch, p.Status, status, requeueAfter, err)
+	return workload.Sync(ctx, c.Base, key, c.proxies.MCPRemoteProxies(key.Namespace).Get,
+		c.toolhive.ToolhiveV1beta1().MCPRemoteProxies(key.Namespace).Patch, c.reconcile)
 }
 
 // reconcile resolves references, builds the children, writes the ones that
 // drifted, and returns the status to write. User errors become conditions
-// and events, and are not retried.
+// and events, and are not retried. Deletion needs no step of its own:
+// garbage collection removes the children, and reconcile reports
+// Terminating.
 func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*thv1.MCPRemoteProxyStatus, time.Duration, error) {
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
@@ -39,7 +36,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		r.NotReady(thv1.MCPRemoteProxyPhaseTerminating, thv1.ReasonTerminating, "MCPRemoteProxy is being deleted")
 		return status, 0, nil
 	}
-	status.URL = URL(p)
+	status.URL = proxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	oidc, hash, ok := c.ResolveOIDC(r, p.Namespace, p.Spec.OIDCConfigRef)
 	status.OIDCConfigHash = hash

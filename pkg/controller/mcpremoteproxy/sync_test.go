@@ -143,13 +143,13 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
 		t.Errorf("template annotations %v lost the checksum", tpl.Annotations)
 	}
 	if _, ok := tpl.Annotations["toolhive.stacklok.dev/mcpserver-generation"]; ok {
 		t.Errorf("a remote proxy has no generation annotation: %v", tpl.Annotations)
 	}
-	if tpl.Labels[workload.LabelInstance] != "remote" || dep.Labels[workload.LabelApp] != App {
+	if tpl.Labels[workload.LabelInstance] != "remote" || dep.Labels[workload.LabelApp] != app {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
@@ -195,7 +195,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestStreamableHTTPURL(t *testing.T) {
-	if got := URL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
+	if got := proxyURL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
 		t.Fatalf("url %s", got)
 	}
 }

@@ -18,20 +18,10 @@ import (
 
 // Names, keys and values of the MCPServer contract.
 const (
-	App = "mcpserver"
+	app = "mcpserver"
 
-	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
-	AnnotationGeneration        = "toolhive.stacklok.dev/mcpserver-generation"
-
-	// EnvGeneration is the proxy's generation, frozen per pod through the
-	// downward API: the RunConfig ConfigMap is mounted live, so an old pod
-	// restarting mid-rollout would otherwise read the new generation and
-	// fight the new pods.
-	EnvGeneration = "THV_MCPSERVER_GENERATION"
-	// MCPContainerName is the backend container the pod patch targets.
-	MCPContainerName = "mcp"
-	// DefaultTargetPort is the backend port when spec.mcpPort is unset.
-	DefaultTargetPort int32 = 8080
+	// defaultTargetPort is the backend port when spec.mcpPort is unset.
+	defaultTargetPort int32 = 8080
 	proxyHost               = "0.0.0.0"
 )
 
@@ -69,8 +59,8 @@ type childSet struct {
 	Service               *corev1.Service
 }
 
-// URL is the in-cluster address clients use.
-func URL(s *thv1.MCPServer) string {
+// serverURL is the in-cluster address clients use.
+func serverURL(s *thv1.MCPServer) string {
 	base := workload.MCPServerAddress(s)
 	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
 		return base + "/sse#" + s.Name
@@ -103,7 +93,7 @@ func build(in inputs) (*childSet, error) {
 			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
 	}
 	n, ns := s.Name, s.Namespace
-	labels := workload.Labels(App, n)
+	labels := workload.Labels(app, n)
 	owner := workload.OwnerRef(s, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return workload.ObjectMeta(name, ns, l, a, owner)
@@ -116,7 +106,7 @@ func build(in inputs) (*childSet, error) {
 	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, workload.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
-	podPatch, err := BackendPodPatch(s, backendSA)
+	podPatch, err := backendPodPatch(s, backendSA)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +142,8 @@ func build(in inputs) (*childSet, error) {
 		Replicas:       replicas(s),
 		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
-			AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
-			AnnotationGeneration:        generation,
+			workload.AnnotationRunConfigChecksum:   cm.Annotations[runconfig.ChecksumAnnotation],
+			workload.AnnotationMCPServerGeneration: generation,
 		}, ov.TemplateAnnotations),
 		RunnerImage:        in.RunnerImage,
 		Args:               args,
@@ -162,12 +152,12 @@ func build(in inputs) (*childSet, error) {
 		EnvBeforeOverrides: oidc.Env,
 		OverrideEnv:        ov.Env,
 		EnvAfterOverrides: []corev1.EnvVar{{
-			Name: EnvGeneration,
+			Name: workload.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				// Explicit: the server defaults it, and a comparison
 				// against the live object would otherwise see drift.
 				APIVersion: "v1",
-				FieldPath:  "metadata.annotations['" + AnnotationGeneration + "']",
+				FieldPath:  "metadata.annotations['" + workload.AnnotationMCPServerGeneration + "']",
 			}},
 		}},
 		ServiceAccountName: workload.ProxyRunnerName(n),
@@ -203,7 +193,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 		}
 		env[e.Name] = e.Value
 	}
-	target := DefaultTargetPort
+	target := defaultTargetPort
 	if s.Spec.MCPPort != nil {
 		target = *s.Spec.MCPPort
 	}
@@ -228,12 +218,12 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 	return runconfig.Marshal(rc)
 }
 
-// BackendPodPatch renders the patch the runner applies to the backend pod:
+// backendPodPatch renders the patch the runner applies to the backend pod:
 // the user's podTemplateSpec, the service account, and each secret as a
 // secretKeyRef env var on the "mcp" container. It works on the generic
 // JSON so that fields hivekeeper does not model pass through untouched,
 // and it checks the result decodes as a PodTemplateSpec.
-func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
+func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 	invalid := func(format string, a ...any) error {
 		return &workload.InvalidSpecError{
 			Condition: thv1.ConditionPodTemplateValid,
@@ -272,18 +262,18 @@ func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 		}
 		idx := -1
 		for i, c := range containers {
-			if cm, ok := c.(map[string]any); ok && cm["name"] == MCPContainerName {
+			if cm, ok := c.(map[string]any); ok && cm["name"] == workload.MCPContainerName {
 				idx = i
 			}
 		}
 		if idx < 0 {
-			containers = append(containers, map[string]any{"name": MCPContainerName})
+			containers = append(containers, map[string]any{"name": workload.MCPContainerName})
 			idx = len(containers) - 1
 		}
 		mcp := containers[idx].(map[string]any)
 		env, ok := mcp["env"].([]any)
 		if mcp["env"] != nil && !ok {
-			return "", invalid("env of container %q must be a list", MCPContainerName)
+			return "", invalid("env of container %q must be a list", workload.MCPContainerName)
 		}
 		for _, sec := range s.Spec.Secrets {
 			name := sec.TargetEnvName

@@ -165,7 +165,7 @@ func FuzzBuild(f *testing.F) {
 			}
 		}
 		sum := d.RunConfig.Annotations[runconfig.ChecksumAnnotation]
-		if got := d.Deployment.Spec.Template.Annotations[AnnotationRunConfigChecksum]; sum == "" || got != sum {
+		if got := d.Deployment.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]; sum == "" || got != sum {
 			t.Errorf("pod template checksum %q, want the RunConfig's %q", got, sum)
 		}
 	})

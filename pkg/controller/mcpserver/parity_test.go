@@ -43,7 +43,7 @@ var (
 				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
 				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
 					Labels:      map[string]string{workload.LabelInstance: "hijack"},
-					Annotations: map[string]string{AnnotationRunConfigChecksum: "user-value", AnnotationGeneration: "99"},
+					Annotations: map[string]string{workload.AnnotationRunConfigChecksum: "user-value", workload.AnnotationMCPServerGeneration: "99"},
 				},
 				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
 			},
@@ -150,7 +150,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		{workload.FieldVolumes, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 		}},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, AnnotationRunConfigChecksum) }},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum) }},
 		{workload.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[workload.LabelApp] = "x" }},
 		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},

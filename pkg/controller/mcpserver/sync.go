@@ -21,27 +21,12 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// sync converges one MCPServer. It is level-triggered: it recomputes the
-// desired state from the listers and never depends on the event that
-// woke it. A converged server costs no API call at all.
+// sync converges one MCPServer through the workload outline
+// (workload.Sync). It is level-triggered: reconcile recomputes the desired
+// state from the listers and never depends on the event that woke it. A
+// converged server costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	s, ctx, ok, err := workload.Get(ctx, c.Base, key, c.servers.MCPServers(key.Namespace).Get)
-	if !ok {
-		return err
-	}
-	if s.DeletionTimestamp != nil {
-		return c.finalize(ctx, s)
-	}
-	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
-		mod := s.DeepCopy()
-		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
-		// The update event of this patch brings the server back with the
-		// finalizer in the cache and a fresh resourceVersion.
-		_, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod)
-		return err
-	}
-	status, requeueAfter, err := c.reconcile(ctx, s)
-	return workload.FinishSync(ctx, c.Base, key, s, c.client(s.Namespace).Patch, s.Status, status, requeueAfter, err)
+	return workload.Sync(ctx, c.Base, key, c.servers.MCPServers(key.Namespace).Get, c.client(key.Namespace).Patch, c.reconcile)
 }
 
 func (c *Controller) client(ns string) typedthv1.MCPServerInterface {
@@ -50,11 +35,24 @@ func (c *Controller) client(ns string) typedthv1.MCPServerInterface {
 
 // reconcile resolves references, builds the children, writes the ones that
 // drifted, processes a restart request, and returns the status to write.
-// User errors become conditions and events, and are not retried.
+// User errors become conditions and events, and are not retried. A
+// deletion runs the finalizer instead, and the first sync only adds the
+// finalizer; neither writes status.
 func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MCPServerStatus, time.Duration, error) {
+	if s.DeletionTimestamp != nil {
+		return nil, 0, c.finalize(ctx, s)
+	}
+	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
+		mod := s.DeepCopy()
+		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
+		// The update event of this patch brings the server back with the
+		// finalizer in the cache and a fresh resourceVersion.
+		_, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod)
+		return nil, 0, err
+	}
 	status := s.Status.DeepCopy()
 	status.ObservedGeneration = s.Generation
-	status.URL = URL(s)
+	status.URL = serverURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
@@ -117,7 +115,7 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	switch s.Annotations[thv1.AnnotationRestartStrategy] {
 	case thv1.RestartImmediate:
 		if dep.Annotations[thv1.AnnotationRestartedAt] != req {
-			selector := labels.SelectorFromSet(workload.Labels(App, s.Name)).String()
+			selector := labels.SelectorFromSet(workload.Labels(app, s.Name)).String()
 			if err := controller.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
 				return err
 			}

@@ -107,12 +107,12 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Labels[workload.LabelInstance] != "fetch" || dep.Labels[workload.LabelApp] != App {
+	if tpl.Labels[workload.LabelInstance] != "fetch" || dep.Labels[workload.LabelApp] != app {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
 	sum := cm.Annotations[runconfig.ChecksumAnnotation]
-	if tpl.Annotations[AnnotationRunConfigChecksum] != sum || tpl.Annotations[AnnotationGeneration] != "1" {
+	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != sum || tpl.Annotations[workload.AnnotationMCPServerGeneration] != "1" {
 		t.Errorf("template annotations %v lost the checksum %s or generation", tpl.Annotations, sum)
 	}
 	c := tpl.Spec.Containers[0]
@@ -166,7 +166,7 @@ func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
 	s := newServer("v", func(s *thv1.MCPServer) { s.Spec.ResourceOverrides = overrides["both"] })
 	d1, _ := build(inputs{Server: s, RunnerImage: "r"})
 	tpl := d1.Deployment.Spec.Template.Annotations
-	if tpl[AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
+	if tpl[workload.AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
 		t.Fatalf("template annotations %v", tpl)
 	}
 	if _, leaked := tpl["owner"]; leaked {
@@ -178,7 +178,7 @@ func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
 	s2 := s.DeepCopy()
 	s2.Spec.Args = []string{"--verbose"}
 	d2, _ := build(inputs{Server: s2, RunnerImage: "r"})
-	if d2.Deployment.Spec.Template.Annotations[AnnotationRunConfigChecksum] == tpl[AnnotationRunConfigChecksum] {
+	if d2.Deployment.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == tpl[workload.AnnotationRunConfigChecksum] {
 		t.Error("a RunConfig change did not change the checksum")
 	}
 	if got := workload.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
@@ -533,14 +533,14 @@ func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range d.Deployment.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == EnvGeneration {
+		if e.Name == workload.EnvMCPServerGeneration {
 			if fr := e.ValueFrom.FieldRef; fr == nil || fr.APIVersion != "v1" {
-				t.Fatalf("%s fieldRef %+v lacks apiVersion v1", EnvGeneration, fr)
+				t.Fatalf("%s fieldRef %+v lacks apiVersion v1", workload.EnvMCPServerGeneration, fr)
 			}
 			return
 		}
 	}
-	t.Fatalf("no %s env", EnvGeneration)
+	t.Fatalf("no %s env", workload.EnvMCPServerGeneration)
 }
 
 // TestChildWriteFailureConditionIsStable: a Service create refused with a
@@ -655,10 +655,10 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 	s := newServer("fetch")
 	owner := []metav1.OwnerReference{workload.OwnerRef(s, gvk)}
 	legacyRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
-		Labels: workload.Labels(App, "fetch"), OwnerReferences: owner}}
+		Labels: workload.Labels(app, "fetch"), OwnerReferences: owner}}
 	legacyBinding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS, UID: "legacy-binding",
-			Labels: workload.Labels(App, "fetch"), OwnerReferences: owner},
+			Labels: workload.Labels(app, "fetch"), OwnerReferences: owner},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fetch-proxy-runner"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "fetch-proxy-runner", Namespace: testNS}},
 	}

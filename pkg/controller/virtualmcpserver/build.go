@@ -22,31 +22,21 @@ import (
 
 // Names, keys and values of the VirtualMCPServer contract.
 const (
-	// App is the app label of every child.
-	App = "virtualmcpserver"
-	// ContainerName is the vMCP container; podTemplateSpec mounts target it.
-	ContainerName = "vmcp"
-	// Port is the vMCP's listening port, container and Service.
-	Port int32 = 4483
-	// PortName names the container and Service port.
-	PortName = "http"
-	// ConfigKey is the ConfigMap key of the vMCP configuration.
-	ConfigKey = "config.yaml"
-	// ConfigVolume is the volume of the configuration ConfigMap, mounted
-	// read-only at ConfigMountPath.
-	ConfigVolume    = "vmcp-config"
-	ConfigMountPath = "/etc/vmcp"
-	// AnnotationConfigChecksum on the pod template rolls the vMCP when its
-	// configuration changes: the vMCP reads config.yaml once at start, so
-	// a new backend or auth setting only takes effect in a new pod.
-	AnnotationConfigChecksum = "toolhive.stacklok.dev/vmcp-config-checksum"
-	// EnvOIDCClientSecret carries an inline config's client secret into
+	// app is the app label of every child.
+	app = "virtualmcpserver"
+	// portName names the container and Service port.
+	portName = "http"
+	// configVolume is the volume of the configuration ConfigMap, mounted
+	// read-only at configMountPath.
+	configVolume    = "vmcp-config"
+	configMountPath = "/etc/vmcp"
+	// envOIDCClientSecret carries an inline config's client secret into
 	// the vmcp container; the config names it in clientSecretEnv.
-	EnvOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
-	// EnvName and EnvNamespace tell vmcp which server it is and where it
+	envOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
+	// envName and envNamespace tell vmcp which server it is and where it
 	// runs, as ToolHive's operator does.
-	EnvName      = "VMCP_NAME"
-	EnvNamespace = "VMCP_NAMESPACE"
+	envName      = "VMCP_NAME"
+	envNamespace = "VMCP_NAMESPACE"
 	healthPath   = "/health"
 	listenHost   = "0.0.0.0"
 )
@@ -54,24 +44,24 @@ const (
 // gvk is the owner kind of every child.
 var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
 
-// ServiceAccountName is the vMCP pod's account.
-func ServiceAccountName(v *thv1.VirtualMCPServer) string {
+// serviceAccountName is the vMCP pod's account.
+func serviceAccountName(v *thv1.VirtualMCPServer) string {
 	if sa, ok := workload.CustomServiceAccount(v.Spec.ServiceAccount); ok {
 		return sa
 	}
 	return workload.VMCPServiceAccountName(v.Name)
 }
 
-// URL is the in-cluster address clients use.
-func URL(v *thv1.VirtualMCPServer) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.VMCPServiceName(v.Name), v.Namespace, Port)
+// serverURL is the in-cluster address clients use.
+func serverURL(v *thv1.VirtualMCPServer) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.VMCPServiceName(v.Name), v.Namespace, workload.VMCPPort)
 }
 
-// BackendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
+// backendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
 // reaches it: the proxy Service with the path of what the proxy exposes,
 // /mcp for streamable HTTP and /sse for SSE. vmcp connects to exactly this
 // URL, so a bare host would miss the endpoint.
-func BackendURL(s *thv1.MCPServer) string {
+func backendURL(s *thv1.MCPServer) string {
 	p := "/mcp"
 	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
 		p = "/sse"
@@ -83,19 +73,19 @@ func BackendURL(s *thv1.MCPServer) string {
 // secret when there is one.
 func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) []corev1.EnvVar {
 	return append([]corev1.EnvVar{
-		{Name: EnvName, Value: v.Name},
-		{Name: EnvNamespace, Value: v.Namespace},
+		{Name: envName, Value: v.Name},
+		{Name: envNamespace, Value: v.Namespace},
 	}, oidc.Env...)
 }
 
-// Args are the vMCP container's arguments. The vMCP listens on loopback
+// args are the vMCP container's arguments. The vMCP listens on loopback
 // unless told otherwise, which a Service cannot reach.
-func Args() []string {
+func args() []string {
 	return []string{
 		"serve",
-		"--config=" + path.Join(ConfigMountPath, ConfigKey),
+		"--config=" + path.Join(configMountPath, workload.VMCPConfigKey),
 		"--host=" + listenHost,
-		"--port=" + strconv.Itoa(int(Port)),
+		"--port=" + strconv.Itoa(int(workload.VMCPPort)),
 	}
 }
 
@@ -134,7 +124,7 @@ type childSet struct {
 func build(in inputs) (*childSet, error) {
 	v := in.Server
 	n, ns := v.Name, v.Namespace
-	labels := workload.Labels(App, n)
+	labels := workload.Labels(app, n)
 	owner := workload.OwnerRef(v, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return workload.ObjectMeta(name, ns, l, a, owner)
@@ -149,14 +139,14 @@ func build(in inputs) (*childSet, error) {
 			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
-		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, Port), EnvOIDCClientSecret)
+		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.VMCPPort), envOIDCClientSecret)
 	}
 	backends := backendsOf(in.Backends)
 	config, err := renderConfig(v, oidc, backends)
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{ConfigKey: config})
+	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{workload.VMCPConfigKey: config})
 
 	vols, err := podVolumes(v, cm.Name, oidc)
 	if err != nil {
@@ -180,22 +170,22 @@ func build(in inputs) (*childSet, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      labels,
-					Annotations: map[string]string{AnnotationConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation]},
+					Annotations: map[string]string{workload.AnnotationVMCPConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation]},
 				},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: ServiceAccountName(v),
+					ServiceAccountName: serviceAccountName(v),
 					SecurityContext:    workload.RestrictedPodSecurityContext(),
 					Containers: []corev1.Container{{
-						Name:  ContainerName,
+						Name:  workload.VMCPContainerName,
 						Image: in.Image,
-						Args:  Args(),
+						Args:  args(),
 						Ports: []corev1.ContainerPort{{
-							Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP,
+							Name: portName, ContainerPort: workload.VMCPPort, Protocol: corev1.ProtocolTCP,
 						}},
 						Env:             env(v, oidc),
 						VolumeMounts:    vols.Mounts,
-						LivenessProbe:   workload.HTTPProbe(healthPath, PortName, 30, 10),
-						ReadinessProbe:  workload.HTTPProbe(healthPath, PortName, 5, 5),
+						LivenessProbe:   workload.HTTPProbe(healthPath, portName, 30, 10),
+						ReadinessProbe:  workload.HTTPProbe(healthPath, portName, 5, 5),
 						SecurityContext: workload.RestrictedContainerSecurityContext(),
 					}},
 					Volumes: vols.Volumes,
@@ -206,9 +196,9 @@ func build(in inputs) (*childSet, error) {
 	d.Service = workload.Service(workload.ServiceSpec{
 		Meta:            meta(workload.VMCPServiceName(n), labels, nil),
 		Type:            corev1.ServiceType(v.Spec.ServiceType),
-		PortName:        PortName,
-		Port:            Port,
-		TargetPort:      Port,
+		PortName:        portName,
+		Port:            workload.VMCPPort,
+		TargetPort:      workload.VMCPPort,
 		Selector:        labels,
 		SessionAffinity: v.Spec.SessionAffinity,
 	})
@@ -227,10 +217,10 @@ func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWi
 	if err != nil {
 		return workload.PodVolumes{}, invalid(err)
 	}
-	vols := []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+	vols := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
-	mounts := []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigMountPath, ReadOnly: true}}
+	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: configMountPath, ReadOnly: true}}
 	vols = slices.Concat(vols, oidc.Volumes, userVols)
 	mounts = slices.Concat(mounts, oidc.Mounts, userMounts)
 	pv, err := workload.NewPodVolumes(vols, mounts)
@@ -253,15 +243,15 @@ func userVolumes(raw *runtime.RawExtension) ([]corev1.Volume, []corev1.VolumeMou
 	}
 	var mounts []corev1.VolumeMount
 	for _, c := range tpl.Spec.Containers {
-		if c.Name == ContainerName {
+		if c.Name == workload.VMCPContainerName {
 			mounts = append(mounts, c.VolumeMounts...)
 		}
 	}
 	return tpl.Spec.Volumes, mounts, nil
 }
 
-// Backend is one aggregated MCPServer in config.yaml.
-type Backend struct {
+// backend is one aggregated MCPServer in config.yaml.
+type backend struct {
 	// Name is the MCPServer's name.
 	Name string `json:"name"`
 	// URL is the address of its proxy Service.
@@ -273,23 +263,23 @@ type Backend struct {
 // backendsOf maps the member MCPServers to backends, sorted by name so the
 // rendered configuration does not depend on index order. Servers being
 // deleted are left out: their proxy is going away.
-func backendsOf(servers []*thv1.MCPServer) []Backend {
-	out := make([]Backend, 0, len(servers))
+func backendsOf(servers []*thv1.MCPServer) []backend {
+	out := make([]backend, 0, len(servers))
 	for _, s := range servers {
 		if s.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, Backend{Name: s.Name, URL: BackendURL(s), Transport: workload.MCPServerProxyMode(s)})
+		out = append(out, backend{Name: s.Name, URL: backendURL(s), Transport: workload.MCPServerProxyMode(s)})
 	}
-	slices.SortFunc(out, func(a, b Backend) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-// OIDCConfig is the incomingAuth.oidc block of config.yaml, in the keys of
+// oidcConfig is the incomingAuth.oidc block of config.yaml, in the keys of
 // ToolHive's vmcp config at the pinned release. The client secret itself
 // is never here; ClientSecretEnv names the environment variable that
 // carries it from its Secret.
-type OIDCConfig struct {
+type oidcConfig struct {
 	Issuer                          string   `json:"issuer"`
 	ClientID                        string   `json:"clientId,omitempty"`
 	ClientSecretEnv                 string   `json:"clientSecretEnv,omitempty"`
@@ -323,7 +313,7 @@ const (
 // from its group index, so the vMCP needs no access to the Kubernetes API
 // (discovered mode starts a watcher on MCPServers with in-cluster
 // credentials).
-func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []Backend) (string, error) {
+func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []backend) (string, error) {
 	invalid := func(format string, a ...any) error {
 		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidConfig,
 			Message: "spec.config: " + fmt.Sprintf(format, a...)}
@@ -344,7 +334,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	auth["type"] = v.Spec.IncomingAuth.Type
 	delete(auth, "oidc")
 	if r := oidc.Resolved; r != nil {
-		o := OIDCConfig{
+		o := oidcConfig{
 			Issuer:                          r.Issuer,
 			ClientID:                        r.ClientID,
 			Audience:                        r.Audience,
@@ -358,7 +348,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 			CABundlePath:                    r.CABundlePath,
 		}
 		if r.HasClientSecret {
-			o.ClientSecretEnv = EnvOIDCClientSecret
+			o.ClientSecretEnv = envOIDCClientSecret
 		}
 		auth["oidc"] = o
 	}

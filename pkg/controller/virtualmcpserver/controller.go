@@ -29,11 +29,11 @@ import (
 // Name is the controller's name: its queue and its metrics label.
 const Name = "virtualmcpserver"
 
-// ByAggregatedGroup indexes VirtualMCPServers by "<ns>/<group>" of the
+// byAggregatedGroup indexes VirtualMCPServers by "<ns>/<group>" of the
 // MCPGroup they aggregate. It is not index.ByGroup on purpose: that index
 // means membership, and a VirtualMCPServer is not a member of the group it
 // aggregates.
-const ByAggregatedGroup = "virtualmcpserver.toolhive.stacklok.dev/aggregated-group"
+const byAggregatedGroup = "virtualmcpserver.toolhive.stacklok.dev/aggregated-group"
 
 // aggregatedGroup is the index function of ByAggregatedGroup.
 func aggregatedGroup(obj any) ([]string, error) {
@@ -58,15 +58,15 @@ type Controller struct {
 }
 
 // New builds the controller and registers its event handlers. The
-// ByAggregatedGroup index is added here, before the informers start.
+// byAggregatedGroup index is added here, before the informers start.
 func New(d *controller.Deps) (*Controller, error) {
 	vmcps := workload.Informer(d, thv1.KindVirtualMCPServer)
 	members := workload.Informer(d, thv1.KindMCPServer)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
-	if err := vmcps.AddIndexers(cache.Indexers{ByAggregatedGroup: aggregatedGroup}); err != nil {
-		return nil, fmt.Errorf("adding the %s index: %w", ByAggregatedGroup, err)
+	if err := vmcps.AddIndexers(cache.Indexers{byAggregatedGroup: aggregatedGroup}); err != nil {
+		return nil, fmt.Errorf("adding the %s index: %w", byAggregatedGroup, err)
 	}
 	c := &Controller{
 		toolhive:    d.Toolhive,
@@ -118,7 +118,7 @@ func (c *Controller) enqueueByIndex(indexName, namespace, key string) {
 // enqueueAggregators enqueues the servers that aggregate the MCPGroup obj.
 func (c *Controller) enqueueAggregators(obj any) {
 	if m, ok := controller.MetaFromObj(obj); ok {
-		c.enqueueByIndex(ByAggregatedGroup, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
+		c.enqueueByIndex(byAggregatedGroup, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
 	}
 }
 
@@ -130,7 +130,7 @@ func (c *Controller) memberChanged(obj any) {
 	}
 	for _, key := range index.References(thv1.KindMCPServer, index.ByGroup, obj) {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
-		c.enqueueByIndex(ByAggregatedGroup, ns, key)
+		c.enqueueByIndex(byAggregatedGroup, ns, key)
 	}
 }
 
@@ -156,7 +156,7 @@ type backendEntry struct {
 
 // backendView projects an MCPServer onto its backendEntry.
 func backendView(s *thv1.MCPServer) backendEntry {
-	e := backendEntry{url: BackendURL(s), transport: workload.MCPServerProxyMode(s), deleting: s.DeletionTimestamp != nil}
+	e := backendEntry{url: backendURL(s), transport: workload.MCPServerProxyMode(s), deleting: s.DeletionTimestamp != nil}
 	if s.Spec.GroupRef != nil {
 		e.group = s.Spec.GroupRef.Name
 	}

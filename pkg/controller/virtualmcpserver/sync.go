@@ -14,27 +14,27 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// sync converges one VirtualMCPServer. It is level-triggered: it
-// recomputes the desired state from the listers and never depends on the
-// event that woke it. A converged server costs no API call at all.
+// sync converges one VirtualMCPServer through the workload outline
+// (workload.Sync). It is level-triggered: reconcile recomputes the desired
+// state from the listers and never depends on the event that woke it. A
+// converged server costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	v, ctx, ok, err := workload.Get(ctx, c.Base, key, c.servers.VirtualMCPServers(key.Namespace).Get)
-	if !ok || v.DeletionTimestamp != nil {
-		// Gone or going: garbage collection removes the children, and
-		// writing them now would only race it.
-		return err
-	}
-	status, requeueAfter, err := c.reconcile(ctx, v)
-	return workload.FinishSync(ctx, c.Base, key, v, c.toolhive.ToolhiveV1beta1().VirtualMCPServers(v.Namespace).Patch, v.Status, status, requeueAfter, err)
+	return workload.Sync(ctx, c.Base, key, c.servers.VirtualMCPServers(key.Namespace).Get,
+		c.toolhive.ToolhiveV1beta1().VirtualMCPServers(key.Namespace).Patch, c.reconcile)
 }
 
 // reconcile resolves references and the group's members, builds the
 // children, writes the ones that drifted, and returns the status to write.
 // User errors become conditions and events, and are not retried.
 func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*thv1.VirtualMCPServerStatus, time.Duration, error) {
+	if v.DeletionTimestamp != nil {
+		// Going: garbage collection removes the children, and writing
+		// them now would only race it.
+		return nil, 0, nil
+	}
 	status := v.Status.DeepCopy()
 	status.ObservedGeneration = v.Generation
-	status.URL = URL(v)
+	status.URL = serverURL(v)
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
 
 	// A missing group is reported, not fatal: backends are declared by the

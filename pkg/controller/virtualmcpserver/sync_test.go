@@ -74,22 +74,22 @@ func TestChildrenShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := cm.Data[ConfigKey]
+	raw := cm.Data[workload.VMCPConfigKey]
 	var cfg struct {
 		Name         string         `json:"name"`
 		GroupRef     string         `json:"groupRef"`
-		Backends     []Backend      `json:"backends"`
+		Backends     []backend      `json:"backends"`
 		Aggregation  map[string]any `json:"aggregation"`
 		IncomingAuth struct {
 			Type  string         `json:"type"`
 			Authz map[string]any `json:"authz"`
-			OIDC  OIDCConfig     `json:"oidc"`
+			OIDC  oidcConfig     `json:"oidc"`
 		} `json:"incomingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
 	}
-	wantBackends := []Backend{
+	wantBackends := []backend{
 		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE},
 		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP},
 	}
@@ -106,7 +106,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	o := cfg.IncomingAuth.OIDC
 	if cfg.IncomingAuth.Type != thv1.IncomingAuthOIDC || o.Issuer != "https://idp.example.com" || o.Audience != "vmcp" ||
-		o.ClientID != "hive" || o.ClientSecretEnv != EnvOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
+		o.ClientID != "hive" || o.ClientSecretEnv != envOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
 		!slices.Equal(o.Scopes, []string{"openid"}) {
 		t.Errorf("incomingAuth %+v\n%s", cfg.IncomingAuth, raw)
 	}
@@ -123,7 +123,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if len(pod.Containers) != 1 || c.Name != ContainerName || c.Image != testImage ||
+	if len(pod.Containers) != 1 || c.Name != workload.VMCPContainerName || c.Image != testImage ||
 		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
 		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Errorf("container %+v", c)
@@ -131,21 +131,21 @@ func TestChildrenShape(t *testing.T) {
 	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
 		t.Errorf("security context %+v", sc)
 	}
-	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: EnvName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: EnvNamespace, Value: testNS}) ||
-		c.Env[2].Name != EnvOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
+	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: envName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: envNamespace, Value: testNS}) ||
+		c.Env[2].Name != envOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
 		t.Errorf("env %+v", c.Env)
 	}
 	var vols []string
 	for _, vol := range pod.Volumes {
 		vols = append(vols, vol.Name)
 	}
-	if !slices.Equal(vols, []string{ConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
+	if !slices.Equal(vols, []string{configVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
 	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
 		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[workload.AnnotationPodVolumesHash], h)
 	}
-	if dep.Spec.Template.Annotations[AnnotationConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
 		t.Errorf("template annotations %v", dep.Spec.Template.Annotations)
 	}
 	if pod.ServiceAccountName != "agg-vmcp" {

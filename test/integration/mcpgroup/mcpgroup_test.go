@@ -21,7 +21,6 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
-	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -153,9 +152,11 @@ func vmcpBackends(t *testing.T, env *framework.Env, ns, name string, want []stri
 			return false, err
 		}
 		var cfg struct {
-			Backends []virtualmcpserver.Backend `json:"backends"`
+			Backends []struct {
+				Name string `json:"name"`
+			} `json:"backends"`
 		}
-		if err := yaml.Unmarshal([]byte(cm.Data[virtualmcpserver.ConfigKey]), &cfg); err != nil {
+		if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
 			return false, err
 		}
 		var got []string

@@ -25,6 +25,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -131,7 +132,7 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[mcpremoteproxy.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
+	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
 		!slices.Equal(tpl.Spec.Containers[0].Args, []string{"run", "https://remote.example.com/sse"}) ||
 		tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
 		t.Errorf("deployment template %+v", tpl)

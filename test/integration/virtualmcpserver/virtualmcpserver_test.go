@@ -150,7 +150,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		return err == nil && hasVolume(dep, "oidc-ca-bundle-ca-one"), err
 	}, "the vMCP Deployment with the CA bundle volume")
 	c := dep.Spec.Template.Spec.Containers[0]
-	if c.Name != virtualmcpserver.ContainerName || c.Ports[0].ContainerPort != virtualmcpserver.Port || !hasVolume(dep, "scratch") ||
+	if c.Name != workload.VMCPContainerName || c.Ports[0].ContainerPort != workload.VMCPPort || !hasVolume(dep, "scratch") ||
 		dep.Annotations[workload.AnnotationPodVolumesHash] == "" || dep.Spec.Template.Spec.ServiceAccountName != "agg-vmcp" {
 		t.Errorf("deployment %+v", dep)
 	}
@@ -159,7 +159,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		y := cm.Data[virtualmcpserver.ConfigKey]
+		y := cm.Data[workload.VMCPConfigKey]
 		ok := strings.Contains(y, fmt.Sprintf("http://mcp-s1-proxy.%s.svc.cluster.local:8080", ns)) &&
 			strings.Contains(y, fmt.Sprintf("http://mcp-s2-proxy.%s.svc.cluster.local:8080", ns)) &&
 			!strings.Contains(y, "outsider") && strings.Contains(y, "conflictResolution: prefix") &&
@@ -167,7 +167,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		return ok, fmt.Errorf("config.yaml:\n%s", y)
 	}, "config.yaml with both backends")
 	svc, err := k.CoreV1().Services(ns).Get(ctx, "vmcp-agg", metav1.GetOptions{})
-	if err != nil || svc.Spec.Ports[0].Port != virtualmcpserver.Port {
+	if err != nil || svc.Spec.Ports[0].Port != workload.VMCPPort {
 		t.Errorf("service %+v: %v", svc, err)
 	}
 	if _, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, "agg-vmcp", metav1.GetOptions{}); err != nil {
@@ -256,7 +256,7 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return strings.Contains(cm.Data[virtualmcpserver.ConfigKey], "mcp-joiner-proxy"), nil
+		return strings.Contains(cm.Data[workload.VMCPConfigKey], "mcp-joiner-proxy"), nil
 	}, "the new member in config.yaml")
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})

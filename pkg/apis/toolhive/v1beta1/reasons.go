@@ -38,6 +38,15 @@ const (
 	ReasonCleanupSkipped = "CleanupSkipped"
 )
 
+// Reasons of an MCPGroup's Ready condition.
+const (
+	// ReasonMembershipComputed: the lists in status are the group's members.
+	ReasonMembershipComputed = "MembershipComputed"
+	// ReasonMembershipUnavailable: the membership index could not be read,
+	// so the lists in status are the last known ones.
+	ReasonMembershipUnavailable = "MembershipUnavailable"
+)
+
 // Phases of an MCPRemoteProxy. There is no Stopped phase: a proxy scaled
 // to zero is Pending with Ready=False reason ScaledToZero.
 const (

@@ -1,0 +1,11 @@
+package v1beta1
+
+// GetStatus returns the server's status, for the controllers' shared sync
+// outline, which compares it with the status it is about to write.
+func (s *MCPServer) GetStatus() *MCPServerStatus { return &s.Status }
+
+// GetStatus returns the proxy's status (see MCPServer.GetStatus).
+func (p *MCPRemoteProxy) GetStatus() *MCPRemoteProxyStatus { return &p.Status }
+
+// GetStatus returns the server's status (see MCPServer.GetStatus).
+func (v *VirtualMCPServer) GetStatus() *VirtualMCPServerStatus { return &v.Status }
