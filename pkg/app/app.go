@@ -28,6 +28,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptoolconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
@@ -79,6 +80,7 @@ func Controllers() []controller.Descriptor {
 	return []controller.Descriptor{
 		controller.Describe(mcpgroup.Name, mcpgroup.New),
 		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New),
+		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

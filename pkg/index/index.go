@@ -1,6 +1,6 @@
 // Package index holds the reference indexes hivekeeper's controllers use
-// instead of listing a namespace: which MCPOIDCConfig each workload
-// references, and which MCPGroup each workload belongs to.
+// instead of listing a namespace: which MCPOIDCConfig and MCPToolConfig
+// each workload references, and which MCPGroup each workload belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -16,67 +16,96 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// Index names.
+// Index names: each maps a workload to "<ns>/<name>" of what it references.
 const (
-	// ByOIDCConfig maps a workload to "<ns>/<config>" of the MCPOIDCConfig it references.
+	// ByOIDCConfig: the MCPOIDCConfig a workload authenticates with.
 	ByOIDCConfig = "toolhive.stacklok.dev/oidc-config"
-	// ByGroup maps a workload to "<ns>/<group>" of the MCPGroup it belongs to.
+	// ByToolConfig: the MCPToolConfig that filters a workload's tools.
+	ByToolConfig = "toolhive.stacklok.dev/tool-config"
+	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
 
-// Workload is one row of the table: a workload kind and how to read its
-// references. A nil reader means the kind has no such reference.
+// Workload is one row of the table: a workload kind and, per index, how to
+// read the name it references ("" for none). An index a row does not list
+// is a reference the kind cannot make.
 type Workload struct {
 	Kind string
-	// OIDCConfig returns the referenced MCPOIDCConfig name, or "".
-	OIDCConfig func(obj any) string
-	// Group returns the referenced MCPGroup name, or "".
-	Group func(obj any) string
+	Refs map[string]func(obj any) string
 }
 
-// Workloads is the table of workload kinds that reference MCPOIDCConfigs
-// and MCPGroups.
+// Workloads is the table of workload kinds and the references they make.
 var Workloads = []Workload{
 	{
 		Kind: thv1.KindMCPServer,
-		OIDCConfig: func(obj any) string {
-			if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.OIDCConfigRef != nil {
-				return s.Spec.OIDCConfigRef.Name
-			}
-			return ""
-		},
-		Group: func(obj any) string {
-			if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.GroupRef != nil {
-				return s.Spec.GroupRef.Name
-			}
-			return ""
+		Refs: map[string]func(obj any) string{
+			ByOIDCConfig: func(obj any) string {
+				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.OIDCConfigRef != nil {
+					return s.Spec.OIDCConfigRef.Name
+				}
+				return ""
+			},
+			ByToolConfig: func(obj any) string {
+				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.ToolConfigRef != nil {
+					return s.Spec.ToolConfigRef.Name
+				}
+				return ""
+			},
+			ByGroup: func(obj any) string {
+				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.GroupRef != nil {
+					return s.Spec.GroupRef.Name
+				}
+				return ""
+			},
 		},
 	},
 	{
 		Kind: thv1.KindMCPRemoteProxy,
-		OIDCConfig: func(obj any) string {
-			if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.OIDCConfigRef != nil {
-				return p.Spec.OIDCConfigRef.Name
-			}
-			return ""
-		},
-		Group: func(obj any) string {
-			if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.GroupRef != nil {
-				return p.Spec.GroupRef.Name
-			}
-			return ""
+		Refs: map[string]func(obj any) string{
+			ByOIDCConfig: func(obj any) string {
+				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.OIDCConfigRef != nil {
+					return p.Spec.OIDCConfigRef.Name
+				}
+				return ""
+			},
+			ByToolConfig: func(obj any) string {
+				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.ToolConfigRef != nil {
+					return p.Spec.ToolConfigRef.Name
+				}
+				return ""
+			},
+			ByGroup: func(obj any) string {
+				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.GroupRef != nil {
+					return p.Spec.GroupRef.Name
+				}
+				return ""
+			},
 		},
 	},
 	{
-		Kind: thv1.KindVirtualMCPServer,
-		OIDCConfig: func(obj any) string {
-			if v, ok := obj.(*thv1.VirtualMCPServer); ok && v.Spec.IncomingAuth.OIDCConfigRef != nil {
-				return v.Spec.IncomingAuth.OIDCConfigRef.Name
-			}
-			return ""
-		},
 		// A VirtualMCPServer aggregates a group rather than joining it.
+		Kind: thv1.KindVirtualMCPServer,
+		Refs: map[string]func(obj any) string{
+			ByOIDCConfig: func(obj any) string {
+				if v, ok := obj.(*thv1.VirtualMCPServer); ok && v.Spec.IncomingAuth.OIDCConfigRef != nil {
+					return v.Spec.IncomingAuth.OIDCConfigRef.Name
+				}
+				return ""
+			},
+		},
 	},
+}
+
+// ReferencedBy returns the rows of the kinds that can make references of
+// index indexName.
+func ReferencedBy(indexName string) []Workload {
+	var out []Workload
+	for _, w := range Workloads {
+		if _, ok := w.Refs[indexName]; ok {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // WorkloadFor returns the table row of kind.
@@ -119,11 +148,8 @@ func Indexers(kind string) (cache.Indexers, error) {
 		return nil, fmt.Errorf("no index table row for kind %q", kind)
 	}
 	idx := cache.Indexers{}
-	if w.OIDCConfig != nil {
-		idx[ByOIDCConfig] = keyFunc(w.OIDCConfig)
-	}
-	if w.Group != nil {
-		idx[ByGroup] = keyFunc(w.Group)
+	for name, read := range w.Refs {
+		idx[name] = keyFunc(read)
 	}
 	return idx, nil
 }

@@ -211,11 +211,11 @@ func TestAddToInformers(t *testing.T) {
 			t.Fatalf("no informer for %s", w.Kind)
 		}
 		got := inf.GetIndexer().GetIndexers()
-		if _, ok := got[ByOIDCConfig]; !ok {
-			t.Errorf("%s informer lacks %s", w.Kind, ByOIDCConfig)
-		}
-		if _, ok := got[ByGroup]; ok != (w.Group != nil) {
-			t.Errorf("%s informer has %s = %v", w.Kind, ByGroup, ok)
+		for _, name := range []string{ByOIDCConfig, ByToolConfig, ByGroup} {
+			_, want := w.Refs[name]
+			if _, ok := got[name]; ok != want {
+				t.Errorf("%s informer has %s = %v, want %v", w.Kind, name, ok, want)
+			}
 		}
 	}
 	if InformerFor(f, "Unknown") != nil {

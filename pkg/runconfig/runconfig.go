@@ -51,6 +51,18 @@ type RunConfig struct {
 	// them.
 	ThvCABundle       string `json:"thv_ca_bundle,omitempty"`
 	JWKSAuthTokenFile string `json:"jwks_auth_token_file,omitempty"`
+	// ToolsFilter and ToolsOverride come from a referenced MCPToolConfig:
+	// the runner's tool middleware hides tools not in the filter and
+	// presents overridden names and descriptions.
+	ToolsFilter   []string                `json:"tools_filter,omitempty"`
+	ToolsOverride map[string]ToolOverride `json:"tools_override,omitempty"`
+}
+
+// ToolOverride is ToolHive's runner.ToolOverride: the name and description
+// clients see instead of a tool's own.
+type ToolOverride struct {
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // OIDCConfig is ToolHive's auth.TokenValidatorConfig: how the proxy

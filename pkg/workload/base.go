@@ -56,7 +56,7 @@ type Phases struct {
 
 // Base is what every workload controller shares and embeds: its loop,
 // writer, clock and recorder, its children, and the references it
-// resolves (groups, OIDC configs). NewBase wires all of its event
+// resolves (groups, OIDC and tool configs). NewBase wires all of its event
 // handlers.
 type Base struct {
 	*controller.Loop
@@ -66,6 +66,7 @@ type Base struct {
 	Children *Children
 	Groups   thlisters.MCPGroupLister
 	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
+	Tools    *ConfigRefs[*thv1.MCPToolConfig]
 	Config   controller.Config
 	phases   Phases
 	resource string
@@ -75,7 +76,7 @@ type Base struct {
 // NewBase builds the shared part of a workload controller and registers
 // its event handlers: every event of the primary kind but its own status
 // writes (a deletion also forgets the writer's memory of it); children
-// mapped to their owner; the referenced OIDC configs mapped to exactly
+// mapped to their owner; the referenced configs mapped to exactly
 // their referrers through the reference index; and, for group members,
 // a group's creation or deletion to its members.
 func NewBase(d *controller.Deps, s Spec) (*Base, error) {
@@ -91,6 +92,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		Children: children,
 		Groups:   thlisters.NewMCPGroupLister(groups.Indexer()),
 		OIDC:     OIDCConfigs.Bind(d),
+		Tools:    ToolConfigs.Bind(d),
 		Config:   d.Config,
 		phases:   s.Phases,
 		resource: s.Resource,
@@ -112,8 +114,13 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		}
 		b.AddSynced(synced)
 	}
-	if err := b.OIDC.WatchReferrers(primary, b.EnqueueKey, b.Loop); err != nil {
-		return nil, err
+	row, _ := index.WorkloadFor(s.Kind)
+	for _, refs := range []interface {
+		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
+	}{b.OIDC, b.Tools} {
+		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
+			return nil, err
+		}
 	}
 	if s.GroupMember {
 		synced, err := groups.AddEventHandler(MemberHandler(primary.Indexer(), b.EnqueueKey))

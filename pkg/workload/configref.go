@@ -1,51 +1,63 @@
 package workload
 
 import (
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
-	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
+// ConfigObject is a config kind workloads reference by name. Every such
+// kind has the same status (thv1.ConfigStatus), so one controller
+// (ConfigController) and one resolution path serve them all.
+type ConfigObject interface {
+	Object
+	GetStatus() *thv1.ConfigStatus
+}
+
 // ConfigKind declares a config kind that workloads reference by name
-// (MCPOIDCConfig today; MCPToolConfig, MCPTelemetryConfig and the others
-// are declared the same way). Everything a workload controller does with
-// such a reference follows from it: the lister it reads, the condition it
-// reports, the referrers it re-syncs when the config changes.
-type ConfigKind[T any] struct {
-	// Kind names the config kind in messages.
+// (MCPOIDCConfig, MCPToolConfig; the next ones are declared the same way).
+// Everything done with such a reference follows from it: the lister a
+// workload reads, the condition it reports, the referrers re-synced when
+// the config changes, and the config's own controller (finalizer,
+// configHash, referencingWorkloads, deletion protection).
+type ConfigKind[T ConfigObject] struct {
+	// Kind names the config kind in messages and the reference list.
 	Kind string
+	// Resource is the kind's resource, the label of its writes.
+	Resource string
+	// Finalizer holds a config while workloads reference it.
+	Finalizer string
 	// Informer picks the kind's informer from a factory.
 	Informer func(informers.SharedInformerFactory) cache.SharedIndexInformer
 	// Get reads a config from an indexer holding the kind (a lister).
 	Get func(indexer cache.Indexer, namespace, name string) (T, error)
+	// Patch is the kind's typed Patch in namespace.
+	Patch func(client versioned.Interface, namespace string) controller.PatchFunc[T]
+	// Spec returns the config's spec: what its hash covers, and what a
+	// referrer consumes.
+	Spec func(T) any
+	// Validate returns every problem of a config the schema cannot reject
+	// (or that was stored before it could), in field order.
+	Validate func(T) []string
 	// Index maps a workload to "<ns>/<name>" of the config it references.
 	Index string
-	// Condition is the workload condition that reports the reference.
-	Condition string
-	// Check turns the referenced config (the zero value when the lister
-	// does not have it) into that condition; ok when the workload may be
-	// deployed with it.
-	Check func(name string, cfg T, found bool) Check
-	// ChangeMatters reports whether an update of a config changes what its
-	// referrers consume; other updates (its own bookkeeping) re-sync no
-	// one.
-	ChangeMatters func(oldObj, newObj any) bool
-}
-
-// Check is the outcome of resolving one reference.
-type Check struct {
-	OK              bool
-	Reason, Message string
+	// Condition is the workload condition that reports the reference, with
+	// its reasons, and Waiting the Ready reason while a workload waits.
+	Condition                          string
+	Valid, NotFound, NotValid, Waiting string
 }
 
 // ConfigRefs is a ConfigKind bound to the informers of a controller.
-type ConfigRefs[T any] struct {
+type ConfigRefs[T ConfigObject] struct {
 	ConfigKind[T]
 	informer *controller.Informer
 }
@@ -55,27 +67,75 @@ func (k ConfigKind[T]) Bind(d *controller.Deps) *ConfigRefs[T] {
 	return &ConfigRefs[T]{ConfigKind: k, informer: d.ToolhiveInformer(k.Informer)}
 }
 
-// Resolve reads the config a workload in namespace names from the lister
-// (never the API, never a write: the config's own controller owns it) and
-// sets the reference's condition. ok is false when the workload must wait:
-// a workload is not deployed without a configuration it asked for. The
-// config's own events re-sync it through the reference index.
-func (c *ConfigRefs[T]) Resolve(r *Report, namespace, name string) (cfg T, ok bool) {
-	cfg, err := c.Get(c.informer.Indexer(), namespace, name)
-	check := c.Check(name, cfg, err == nil)
-	if !check.OK {
-		r.SetFalse(c.Condition, check.Reason, check.Message)
-		var zero T
-		return zero, false
+// check turns the config a reference names (found false when the lister
+// does not have it) into the reference's condition. A missing config, or
+// one whose Valid condition is not True, is not usable: a workload is not
+// deployed without the configuration it asked for.
+func (k ConfigKind[T]) check(name string, cfg T, found bool) (ok bool, reason, message string) {
+	switch {
+	case !found:
+		return false, k.NotFound, fmt.Sprintf("%s %q not found", k.Kind, name)
+	case !meta.IsStatusConditionTrue(cfg.GetStatus().Conditions, thv1.ConditionValid):
+		return false, k.NotValid, fmt.Sprintf("%s %q is not valid", k.Kind, name)
 	}
-	r.Set(c.Condition, metav1.ConditionTrue, check.Reason, check.Message)
-	return cfg, true
+	return true, k.Valid, fmt.Sprintf("%s %q is valid", k.Kind, name)
 }
 
-// WatchReferrers re-syncs, through enqueue, exactly the workloads of
+// Resolve resolves a workload's reference (name "" for none) from the
+// lister — never the API, never a write: the config's own controller owns
+// it — and reports it. It returns the config and its hash, which the
+// workload records in status. ok is false when the workload must wait; the
+// report then says so (Pending, Ready=False with the Waiting reason). The
+// config's own events re-sync the workload through the reference index.
+func (c *ConfigRefs[T]) Resolve(r *Report, namespace, name string) (cfg T, hash string, ok bool) {
+	var zero T
+	if name == "" {
+		r.Remove(c.Condition)
+		return zero, "", true
+	}
+	cfg, err := c.Get(c.informer.Indexer(), namespace, name)
+	ok, reason, message := c.check(name, cfg, err == nil)
+	if !ok {
+		r.SetFalse(c.Condition, reason, message)
+		r.Pending(c.Waiting, message)
+		return zero, "", false
+	}
+	r.Set(c.Condition, metav1.ConditionTrue, reason, message)
+	return cfg, cfg.GetStatus().ConfigHash, true
+}
+
+// ChangeMatters reports whether an update of a config changes anything a
+// referrer consumes: the spec, the hash, validity or deletion. The
+// config's controller rewrites status.referencingWorkloads whenever a
+// referrer comes or goes; re-syncing every referrer for that would make
+// creating N referrers cost O(N²) syncs.
+func (k ConfigKind[T]) ChangeMatters(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(T)
+	n, ok2 := newObj.(T)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return !apiequality.Semantic.DeepEqual(k.Spec(o), k.Spec(n)) ||
+		o.GetStatus().ConfigHash != n.GetStatus().ConfigHash ||
+		validStatus(o.GetStatus()) != validStatus(n.GetStatus()) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}
+
+func validStatus(s *thv1.ConfigStatus) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(s.Conditions, thv1.ConditionValid); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+// watchReferrers re-syncs, through enqueue, exactly the workloads of
 // primary that reference a config that appeared, went away or changed in a
-// way that matters, and makes loop wait for the config cache.
-func (c *ConfigRefs[T]) WatchReferrers(primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error {
+// way that matters, and makes loop wait for the config cache. A workload
+// kind whose row cannot make the reference watches nothing.
+func (c *ConfigRefs[T]) watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error {
+	if _, ok := row.Refs[c.Index]; !ok {
+		return nil
+	}
 	referrers := func(obj any) { EnqueueReferrers(primary.Indexer(), c.Index, obj, enqueue) }
 	synced, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: referrers,
@@ -110,41 +170,21 @@ func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue 
 	}
 }
 
-// OIDCConfigs is the MCPOIDCConfig reference every workload kind may make.
-var OIDCConfigs = ConfigKind[*thv1.MCPOIDCConfig]{
-	Kind: thv1.KindMCPOIDCConfig,
-	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().MCPOIDCConfigs().Informer()
-	},
-	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPOIDCConfig, error) {
-		return thlisters.NewMCPOIDCConfigLister(indexer).MCPOIDCConfigs(ns).Get(name)
-	},
-	Index:     index.ByOIDCConfig,
-	Condition: thv1.ConditionOIDCConfigRefValidated,
-	Check: func(name string, cfg *thv1.MCPOIDCConfig, found bool) Check {
-		if !found {
-			cfg = nil
-		}
-		r := CheckOIDCRef(&thv1.OIDCConfigReference{Name: name}, cfg)
-		return Check{OK: r.Usable(), Reason: r.Reason, Message: r.Message}
-	},
-	ChangeMatters: OIDCConfigChangeMatters,
+// ProxyRefs are the configs an MCPServer or MCPRemoteProxy references,
+// resolved; nil for a reference the workload does not make.
+type ProxyRefs struct {
+	OIDC  *thv1.MCPOIDCConfig
+	Tools *thv1.MCPToolConfig
+	// OIDCHash and ToolsHash are the configs' hashes, which the workload
+	// records in status.oidcConfigHash and status.toolConfigHash.
+	OIDCHash, ToolsHash string
 }
 
-// ResolveOIDC resolves a workload's MCPOIDCConfig reference (nil: none)
-// and returns the config and its hash, which the workload records in
-// status.oidcConfigHash. ok is false when the workload must wait; the
-// report then says so (Pending, Ready=False WaitingForOIDCConfig).
-func (b *Base) ResolveOIDC(r *Report, namespace string, ref *thv1.OIDCConfigReference) (cfg *thv1.MCPOIDCConfig, hash string, ok bool) {
-	if ref == nil {
-		r.Remove(thv1.ConditionOIDCConfigRefValidated)
-		return nil, "", true
-	}
-	cfg, ok = b.OIDC.Resolve(r, namespace, ref.Name)
-	if !ok {
-		c := meta.FindStatusCondition(*r.conditions, thv1.ConditionOIDCConfigRefValidated)
-		r.Pending(thv1.ReasonWaitingForOIDC, c.Message)
-		return nil, "", false
-	}
-	return cfg, cfg.Status.ConfigHash, true
+// ResolveProxyRefs resolves the config references of a proxy workload and
+// reports each. ok is false when the workload must wait for one of them.
+func (b *Base) ResolveProxyRefs(r *Report, namespace string, oidc *thv1.OIDCConfigReference, tools *thv1.ToolConfigReference) (refs ProxyRefs, ok bool) {
+	var oidcOK, toolsOK bool
+	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, namespace, OIDCConfigName(oidc))
+	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, namespace, ToolConfigName(tools))
+	return refs, oidcOK && toolsOK
 }

@@ -77,3 +77,19 @@ func MCPServerProxyPort(s *thv1.MCPServer) int32 {
 func MCPServerAddress(s *thv1.MCPServer) string {
 	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", MCPServerServiceName(s.Name), s.Namespace, MCPServerProxyPort(s))
 }
+
+// OIDCConfigName is the MCPOIDCConfig a reference names, "" for none.
+func OIDCConfigName(ref *thv1.OIDCConfigReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}
+
+// ToolConfigName is the MCPToolConfig a reference names, "" for none.
+func ToolConfigName(ref *thv1.ToolConfigReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,18 +16,19 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 )
 
-func TestCheckOIDCRef(t *testing.T) {
+// A reference is usable only to a config that exists and is Valid.
+func TestConfigKindCheck(t *testing.T) {
 	valid := &thv1.MCPOIDCConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ok"},
-		Status: thv1.MCPOIDCConfigStatus{Conditions: []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionTrue}}}}
+		Status: thv1.ConfigStatus{Conditions: []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionTrue}}}}
 	invalid := &thv1.MCPOIDCConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad"},
-		Status: thv1.MCPOIDCConfigStatus{Conditions: []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionFalse}}}}
+		Status: thv1.ConfigStatus{Conditions: []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionFalse}}}}
 	for _, tc := range []struct {
 		cfg  *thv1.MCPOIDCConfig
 		want string
 	}{{valid, thv1.ReasonOIDCConfigRefValid}, {invalid, thv1.ReasonOIDCConfigRefNotValid}, {nil, thv1.ReasonOIDCConfigRefNotFound}} {
-		r := CheckOIDCRef(&thv1.OIDCConfigReference{Name: "x"}, tc.cfg)
-		if r.Reason != tc.want || r.Usable() != (tc.cfg == valid) || (r.Status == metav1.ConditionTrue) != r.Usable() {
-			t.Errorf("%s: %+v", tc.want, r)
+		ok, reason, msg := OIDCConfigs.check("x", tc.cfg, tc.cfg != nil)
+		if reason != tc.want || ok != (tc.cfg == valid) || !strings.Contains(msg, `MCPOIDCConfig "x"`) {
+			t.Errorf("%s: ok=%v reason=%s message=%q", tc.want, ok, reason, msg)
 		}
 	}
 }

@@ -72,6 +72,13 @@ var expectations = map[string]map[string]any{
 		"oidc_config.ResourceURL": "http://remote-oidc.%NS%.svc.cluster.local:8088",
 	},
 	"remote-sse": {"remote_url": "http://legacy.example.com/sse", "transport": "sse", "proxy_mode": "sse"},
+	"tools-server": {
+		"tools_filter":                      []any{"fetch_url", "search"},
+		"tools_override.fetch.name":         "fetch_url",
+		"tools_override.fetch.description":  "Fetches a URL and returns its content",
+		"tools_override.lookup.description": "Looks a term up",
+	},
+	"tools-remote": {"tools_filter": []any{"fetch_url", "search"}, "tools_override.fetch.name": "fetch_url"},
 }
 
 // absent are keys whose absence the table states: secrets never reach a
@@ -79,6 +86,8 @@ var expectations = map[string]map[string]any{
 var absent = map[string][]string{
 	"fetch":  {"oidc_config", "thv_ca_bundle"},
 	"github": {"oidc_config"},
+	// The override with only annotations is not in the RunConfig.
+	"tools-server": {"tools_override.search"},
 }
 
 // TestTable runs every manifest of testdata/table through hivekeeper and
@@ -169,7 +178,7 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 	plural := map[string]string{
 		"ConfigMap": "configmaps", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
 		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
-		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups",
+		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())

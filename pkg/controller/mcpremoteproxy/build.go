@@ -26,8 +26,10 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
 // inputs are everything a build depends on: the proxy, the referenced
 // MCPOIDCConfig (nil when there is none) and flags.
 type inputs struct {
-	Proxy       *thv1.MCPRemoteProxy
-	OIDC        *thv1.MCPOIDCConfig
+	Proxy *thv1.MCPRemoteProxy
+	OIDC  *thv1.MCPOIDCConfig
+	// Tools is the referenced MCPToolConfig, nil when there is none.
+	Tools       *thv1.MCPToolConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--remote-proxy-runner-cluster-role).
@@ -120,6 +122,7 @@ func build(in inputs) (*childSet, error) {
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 	}
 	oidc.ApplyTo(runCfg)
+	workload.ApplyToolConfig(runCfg, in.Tools)
 	rc, err := runconfig.Marshal(runCfg)
 	if err != nil {
 		return nil, err

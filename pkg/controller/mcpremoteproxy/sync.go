@@ -38,12 +38,12 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	}
 	status.URL = proxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
-	oidc, hash, ok := c.ResolveOIDC(r, p.Namespace, p.Spec.OIDCConfigRef)
-	status.OIDCConfigHash = hash
+	refs, ok := c.ResolveProxyRefs(r, p.Namespace, p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef)
+	status.OIDCConfigHash, status.ToolConfigHash = refs.OIDCHash, refs.ToolsHash
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, p, oidc)
+	dep, err := c.converge(ctx, p, refs)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep))
@@ -53,8 +53,8 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, oidc *thv1.MCPOIDCConfig) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: oidc, RunnerImage: c.Config.RunnerImage,
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
+	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {

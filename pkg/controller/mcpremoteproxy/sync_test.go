@@ -390,12 +390,12 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 	bookkeeping := cfg.DeepCopy()
 	bookkeeping.Status.ReferenceCount = 1
 	bookkeeping.Status.ReferencingWorkloads = []thv1.WorkloadReference{{Kind: thv1.KindMCPRemoteProxy, Name: "remote"}}
-	if workload.OIDCConfigChangeMatters(cfg, bookkeeping) {
+	if workload.OIDCConfigs.ChangeMatters(cfg, bookkeeping) {
 		t.Fatal("referencingWorkloads bookkeeping counts as a relevant change")
 	}
 	changed := cfg.DeepCopy()
 	changed.Spec.Inline.Issuer = "https://other.example.com"
-	if !workload.OIDCConfigChangeMatters(cfg, changed) {
+	if !workload.OIDCConfigs.ChangeMatters(cfg, changed) {
 		t.Fatal("a spec change is not relevant")
 	}
 	workload.EnqueueReferrers(f.ToolhiveInformers.Toolhive().V1beta1().MCPRemoteProxies().Informer().GetIndexer(), index.ByOIDCConfig, changed, f.c.EnqueueKey)

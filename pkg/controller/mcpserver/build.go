@@ -37,8 +37,10 @@ func runnerServiceNames(n string) []string {
 // inputs are everything a build depends on: the server, the referenced
 // MCPOIDCConfig (nil when there is none), and flags.
 type inputs struct {
-	Server      *thv1.MCPServer
-	OIDC        *thv1.MCPOIDCConfig
+	Server *thv1.MCPServer
+	OIDC   *thv1.MCPOIDCConfig
+	// Tools is the referenced MCPToolConfig, nil when there is none.
+	Tools       *thv1.MCPToolConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
@@ -115,7 +117,7 @@ func build(in inputs) (*childSet, error) {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
 	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
-	rc, err := buildRunConfig(s, oidc)
+	rc, err := buildRunConfig(s, oidc, in.Tools)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +184,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -215,6 +217,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 		EnvVars:             env,
 	}
 	oidc.ApplyTo(rc)
+	workload.ApplyToolConfig(rc, tools)
 	return runconfig.Marshal(rc)
 }
 

@@ -56,12 +56,12 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
-	oidc, hash, ok := c.ResolveOIDC(r, s.Namespace, s.Spec.OIDCConfigRef)
-	status.OIDCConfigHash = hash
+	refs, ok := c.ResolveProxyRefs(r, s.Namespace, s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef)
+	status.OIDCConfigHash, status.ToolConfigHash = refs.OIDCHash, refs.ToolsHash
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, s, oidc, r)
+	dep, err := c.converge(ctx, s, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		phase, ready, reason, msg, readyReplicas := deploymentPhase(dep)
@@ -73,8 +73,8 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, oidc *thv1.MCPOIDCConfig, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: oidc, RunnerImage: c.Config.RunnerImage,
+func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
+	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

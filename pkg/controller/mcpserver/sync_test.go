@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -739,4 +740,47 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	setSA("mine")
 	acts, _ = f.sync("fetch")
 	assertActions(t, acts, "patch deployments")
+}
+
+// A tool config reference is resolved like the OIDC one: missing, the
+// server waits with no child written; once the config is there and
+// Valid, its filter and overrides are in the RunConfig and its hash in
+// status.toolConfigHash.
+func TestToolConfigReference(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) { s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"} })
+	f := newFixture(t, s)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionToolConfigValidated); c == nil || c.Reason != thv1.ReasonToolConfigNotFound ||
+		got.Status.Phase != thv1.MCPServerPhasePending {
+		t.Fatalf("status %+v", got.Status)
+	}
+
+	cfg := &thv1.MCPToolConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "curated"},
+		Spec:       thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch_url"}, ToolsOverride: map[string]thv1.ToolOverride{"fetch": {Name: "fetch_url"}}},
+		Status: thv1.ConfigStatus{ConfigHash: "h1", Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid}}},
+	}
+	f2 := newFixture(t, s, cfg)
+	f2.converge("fetch")
+	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc runconfig.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rc.ToolsFilter, []string{"fetch_url"}) || rc.ToolsOverride["fetch"].Name != "fetch_url" {
+		t.Errorf("RunConfig tools: %q %+v", rc.ToolsFilter, rc.ToolsOverride)
+	}
+	got, _ = f2.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if got.Status.ToolConfigHash != "h1" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionToolConfigValidated) {
+		t.Errorf("status %+v", got.Status)
+	}
 }

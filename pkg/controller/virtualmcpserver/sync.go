@@ -44,7 +44,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		ref = v.Spec.IncomingAuth.OIDCConfigRef
 	}
-	oidc, hash, ok := c.ResolveOIDC(r, v.Namespace, ref)
+	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, workload.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
 	if !ok {
 		return status, 0, nil

@@ -30,6 +30,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
@@ -81,13 +82,11 @@ func (f *Fixture) Deps(cfg controller.Config) *controller.Deps {
 	}
 }
 
-// IsToolhive reports whether o is one of the ToolHive kinds.
+// IsToolhive reports whether o is one of the ToolHive kinds: a type the
+// generated clientset's scheme registers in the ToolHive group.
 func IsToolhive(o runtime.Object) bool {
-	switch o.(type) {
-	case *thv1.MCPServer, *thv1.MCPOIDCConfig, *thv1.MCPGroup, *thv1.MCPRemoteProxy, *thv1.VirtualMCPServer:
-		return true
-	}
-	return false
+	gvks, _, err := thscheme.Scheme.ObjectKinds(o)
+	return err == nil && len(gvks) > 0 && gvks[0].Group == thv1.GroupName
 }
 
 // Refresh copies what the fakes hold into the informer indexers, as watch
@@ -135,6 +134,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPRemoteProxies().Informer(), l10, e10)
 	l11, e11 := th.VirtualMCPServers("").List(ctx, lo)
 	replace(tf.VirtualMCPServers().Informer(), l11, e11)
+	l12, e12 := th.MCPToolConfigs("").List(ctx, lo)
+	replace(tf.MCPToolConfigs().Informer(), l12, e12)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }
@@ -270,7 +271,7 @@ func NewOIDCConfig(namespace, name string, inline bool, caBundle string, valid b
 	if !valid {
 		status = metav1.ConditionFalse
 	}
-	cfg.Status = thv1.MCPOIDCConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
+	cfg.Status = thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
 		Type: thv1.ConditionValid, Status: status, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
 	}}}
 	return cfg

@@ -88,6 +88,7 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"virtualmcpservers", func() (runtime.Object, error) { return t.VirtualMCPServers(namespace).List(ctx, all) }},
 		{"mcpoidcconfigs", func() (runtime.Object, error) { return t.MCPOIDCConfigs(namespace).List(ctx, all) }},
 		{"mcpgroups", func() (runtime.Object, error) { return t.MCPGroups(namespace).List(ctx, all) }},
+		{"mcptoolconfigs", func() (runtime.Object, error) { return t.MCPToolConfigs(namespace).List(ctx, all) }},
 	}
 	for _, l := range lists {
 		list, err := l.list()

@@ -50,8 +50,8 @@ func TestCRDsEstablished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 5 {
-		t.Fatalf("config/crd holds %d CRD files, want 5 (one per kind)", len(files))
+	if want := framework.ServedKinds(); len(files) != want {
+		t.Fatalf("config/crd holds %d CRD files, want %d (one per kind)", len(files), want)
 	}
 	crds, err := framework.ReadManifests(files...)
 	if err != nil {

@@ -70,8 +70,8 @@ func TestRenderedChartPassesServerSideDryRun(t *testing.T) {
 				}
 			}
 			t.Logf("dry-run accepted %v", kinds)
-			if kinds["CustomResourceDefinition"] != 5 || kinds["Deployment"] != 1 {
-				t.Errorf("rendered %v, want 5 CRDs and a Deployment", kinds)
+			if want := framework.ServedKinds(); kinds["CustomResourceDefinition"] != want || kinds["Deployment"] != 1 {
+				t.Errorf("rendered %v, want %d CRDs and a Deployment", kinds, want)
 			}
 			// Dry run means nothing was stored.
 			dep := find(objs, "Deployment")[0]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -18,11 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 )
 
 // FieldManager is the server-side-apply manager of everything the framework
@@ -234,4 +239,19 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, namespace string, pat
 		out = append(out, applied)
 	}
 	return out, nil
+}
+
+// ServedKinds is how many ToolHive kinds hivekeeper serves: one CRD each,
+// in config/crd and in the chart. It is read from the generated scheme, so
+// adding a kind needs no test edit.
+func ServedKinds() int {
+	n := 0
+	pkg := reflect.TypeFor[thv1.MCPServer]().PkgPath()
+	for gvk, typ := range thscheme.Scheme.AllKnownTypes() {
+		// The group also carries meta types (ListOptions, WatchEvent, ...).
+		if gvk.Group == thv1.GroupName && typ.PkgPath() == pkg && !strings.HasSuffix(gvk.Kind, "List") {
+			n++
+		}
+	}
+	return n
 }

@@ -22,6 +22,7 @@ const (
 	ConditionReady                  = "Ready"
 	ConditionPodTemplateValid       = "PodTemplateValid"
 	ConditionOIDCConfigRefValidated = "OIDCConfigRefValidated"
+	ConditionToolConfigValidated    = "ToolConfigValidated"
 	ConditionGroupRefValidated      = "GroupRefValidated"
 	ConditionSpecValid              = "SpecValid"
 	ConditionChildrenReconciled     = "ChildrenReconciled"

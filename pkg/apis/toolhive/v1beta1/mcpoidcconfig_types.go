@@ -42,7 +42,7 @@ type MCPOIDCConfig struct {
 	Spec MCPOIDCConfigSpec `json:"spec"`
 	// Status is written by hivekeeper's MCPOIDCConfig controller only.
 	// +optional
-	Status MCPOIDCConfigStatus `json:"status,omitempty"`
+	Status ConfigStatus `json:"status,omitempty"`
 }
 
 // MCPOIDCConfigSpec selects and describes the token validation source.
@@ -172,32 +172,6 @@ type WorkloadReference struct {
 	// Name of the workload, in the config's namespace.
 	// +required
 	Name string `json:"name"`
-}
-
-// MCPOIDCConfigStatus is the observed state of an MCPOIDCConfig.
-type MCPOIDCConfigStatus struct {
-	// ObservedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// ConfigHash changes exactly when the spec does; workloads copy it to
-	// roll their pods when the config changes.
-	// +optional
-	ConfigHash string `json:"configHash,omitempty"`
-	// ReferencingWorkloads are the workloads that reference this config,
-	// sorted by kind then name. Owned by the MCPOIDCConfig controller alone.
-	// +listType=map
-	// +listMapKey=kind
-	// +listMapKey=name
-	// +optional
-	ReferencingWorkloads []WorkloadReference `json:"referencingWorkloads,omitempty"`
-	// ReferenceCount is len(referencingWorkloads).
-	// +optional
-	ReferenceCount int32 `json:"referenceCount,omitempty"`
-	// Conditions: Valid and DeletionBlocked.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -50,6 +50,10 @@ type MCPRemoteProxySpec struct {
 	// OIDCConfigRef authenticates incoming requests with an MCPOIDCConfig.
 	// +optional
 	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+	// ToolConfigRef filters and renames the tools clients see with an
+	// MCPToolConfig in the same namespace.
+	// +optional
+	ToolConfigRef *ToolConfigReference `json:"toolConfigRef,omitempty"`
 	// Resources of the proxy container.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
@@ -94,6 +98,10 @@ type MCPRemoteProxyStatus struct {
 	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
 	// +optional
 	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// ToolConfigHash is the configHash of the referenced MCPToolConfig
+	// that this workload was last converged with.
+	// +optional
+	ToolConfigHash string `json:"toolConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

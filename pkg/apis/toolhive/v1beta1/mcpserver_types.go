@@ -105,6 +105,10 @@ type MCPServerSpec struct {
 	// OIDCConfigRef authenticates incoming requests with an MCPOIDCConfig.
 	// +optional
 	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
+	// ToolConfigRef filters and renames the tools clients see with an
+	// MCPToolConfig in the same namespace.
+	// +optional
+	ToolConfigRef *ToolConfigReference `json:"toolConfigRef,omitempty"`
 	// AuthzConfig is owned by another writer; hivekeeper stores and keeps it
 	// but does not act on it.
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -151,6 +155,10 @@ type MCPServerStatus struct {
 	// this server was last converged with.
 	// +optional
 	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// ToolConfigHash is the configHash of the referenced MCPToolConfig
+	// that this workload was last converged with.
+	// +optional
+	ToolConfigHash string `json:"toolConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -10,6 +10,12 @@ const (
 	ReasonOIDCConfigRefValid    = "OIDCConfigRefValid"
 	ReasonOIDCConfigRefNotFound = "OIDCConfigRefNotFound"
 	ReasonOIDCConfigRefNotValid = "OIDCConfigRefNotValid"
+	// Ready=False while the workload waits for its MCPToolConfig.
+	ReasonWaitingForToolConfig = "WaitingForToolConfig"
+	// ToolConfigValidated (ToolHive's names).
+	ReasonToolConfigValid    = "ToolConfigValid"
+	ReasonToolConfigNotFound = "ToolConfigNotFound"
+	ReasonToolConfigNotValid = "ToolConfigNotValid"
 	// PodTemplateValid.
 	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
 	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
@@ -64,6 +70,10 @@ const (
 	// MCPOIDCConfigFinalizer keeps a config that workloads still reference
 	// from being removed.
 	MCPOIDCConfigFinalizer = "mcpoidcconfig.toolhive.stacklok.dev/finalizer"
+	// MCPToolConfigFinalizer does the same for an MCPToolConfig. It is the
+	// name ToolHive's operator uses, so a config that operator finalized
+	// is released by hivekeeper once no workload references it.
+	MCPToolConfigFinalizer = "toolhive.stacklok.dev/toolconfig-finalizer"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

@@ -19,6 +19,7 @@ const (
 	KindMCPRemoteProxy   = "MCPRemoteProxy"
 	KindVirtualMCPServer = "VirtualMCPServer"
 	KindMCPGroup         = "MCPGroup"
+	KindMCPToolConfig    = "MCPToolConfig"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -45,6 +46,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPRemoteProxy{}, &MCPRemoteProxyList{},
 		&VirtualMCPServer{}, &VirtualMCPServerList{},
 		&MCPGroup{}, &MCPGroupList{},
+		&MCPToolConfig{}, &MCPToolConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

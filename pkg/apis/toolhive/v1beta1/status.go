@@ -9,3 +9,10 @@ func (p *MCPRemoteProxy) GetStatus() *MCPRemoteProxyStatus { return &p.Status }
 
 // GetStatus returns the server's status (see MCPServer.GetStatus).
 func (v *VirtualMCPServer) GetStatus() *VirtualMCPServerStatus { return &v.Status }
+
+// GetStatus returns the config's status, for the shared config controller
+// (see MCPServer.GetStatus).
+func (c *MCPOIDCConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
+func (c *MCPToolConfig) GetStatus() *ConfigStatus { return &c.Status }

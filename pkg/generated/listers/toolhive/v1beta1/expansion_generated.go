@@ -50,6 +50,14 @@ type MCPServerListerExpansion interface{}
 // MCPServerNamespaceLister.
 type MCPServerNamespaceListerExpansion interface{}
 
+// MCPToolConfigListerExpansion allows custom methods to be added to
+// MCPToolConfigLister.
+type MCPToolConfigListerExpansion interface{}
+
+// MCPToolConfigNamespaceListerExpansion allows custom methods to be added to
+// MCPToolConfigNamespaceLister.
+type MCPToolConfigNamespaceListerExpansion interface{}
+
 // VirtualMCPServerListerExpansion allows custom methods to be added to
 // VirtualMCPServerLister.
 type VirtualMCPServerListerExpansion interface{}

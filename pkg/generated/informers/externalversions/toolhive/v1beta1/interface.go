@@ -32,6 +32,8 @@ type Interface interface {
 	MCPRemoteProxies() TypedMCPRemoteProxyInformer
 	// MCPServers returns a MCPServerInformer.
 	MCPServers() TypedMCPServerInformer
+	// MCPToolConfigs returns a MCPToolConfigInformer.
+	MCPToolConfigs() TypedMCPToolConfigInformer
 	// VirtualMCPServers returns a VirtualMCPServerInformer.
 	VirtualMCPServers() TypedVirtualMCPServerInformer
 }
@@ -65,6 +67,11 @@ func (v *version) MCPRemoteProxies() TypedMCPRemoteProxyInformer {
 // MCPServers returns a TypedMCPServerInformer.
 func (v *version) MCPServers() TypedMCPServerInformer {
 	return &mCPServerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MCPToolConfigs returns a TypedMCPToolConfigInformer.
+func (v *version) MCPToolConfigs() TypedMCPToolConfigInformer {
+	return &mCPToolConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // VirtualMCPServers returns a TypedVirtualMCPServerInformer.

@@ -26,4 +26,6 @@ type MCPRemoteProxyExpansion interface{}
 
 type MCPServerExpansion interface{}
 
+type MCPToolConfigExpansion interface{}
+
 type VirtualMCPServerExpansion interface{}

@@ -32,6 +32,7 @@ type ToolhiveV1beta1Interface interface {
 	MCPOIDCConfigsGetter
 	MCPRemoteProxiesGetter
 	MCPServersGetter
+	MCPToolConfigsGetter
 	VirtualMCPServersGetter
 }
 
@@ -54,6 +55,10 @@ func (c *ToolhiveV1beta1Client) MCPRemoteProxies(namespace string) MCPRemoteProx
 
 func (c *ToolhiveV1beta1Client) MCPServers(namespace string) MCPServerInterface {
 	return newMCPServers(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) MCPToolConfigs(namespace string) MCPToolConfigInterface {
+	return newMCPToolConfigs(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) VirtualMCPServers(namespace string) VirtualMCPServerInterface {

@@ -44,6 +44,10 @@ func (c *FakeToolhiveV1beta1) MCPServers(namespace string) v1beta1.MCPServerInte
 	return newFakeMCPServers(c, namespace)
 }
 
+func (c *FakeToolhiveV1beta1) MCPToolConfigs(namespace string) v1beta1.MCPToolConfigInterface {
+	return newFakeMCPToolConfigs(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) VirtualMCPServers(namespace string) v1beta1.VirtualMCPServerInterface {
 	return newFakeVirtualMCPServers(c, namespace)
 }

@@ -1,4 +1,4 @@
-package mcpoidcconfig
+package workload
 
 import (
 	"reflect"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
 )
 
 // withRV returns a copy of a workload with another resourceVersion, as the
@@ -70,7 +71,7 @@ func TestWorkloadHandlers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			h := f.c.workloadHandler(tc.ev.kind)
+			h := f.c.referrerHandler(tc.ev.kind)
 			switch tc.ev.op {
 			case "add":
 				h.OnAdd(tc.ev.obj, false)
@@ -94,7 +95,7 @@ func TestWorkloadHandlers(t *testing.T) {
 func TestHandlersRegistered(t *testing.T) {
 	f := newFixture(t)
 	var kinds []string
-	for _, w := range f.c.workloads {
+	for _, w := range f.c.referrers {
 		kinds = append(kinds, w.kind)
 	}
 	slices.Sort(kinds)
@@ -102,7 +103,7 @@ func TestHandlersRegistered(t *testing.T) {
 		t.Errorf("workload kinds = %q, want %q", kinds, want)
 	}
 
-	h := f.c.configHandler()
+	h := controller.PrimaryHandler(f.c.Loop, f.c.writer)
 	h.OnAdd(config(testNS, "a"), false)
 	edited := withRV(config(testNS, "b"), "8")
 	edited.Generation = 2

@@ -1,4 +1,4 @@
-package mcpoidcconfig
+package workload
 
 import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
@@ -60,9 +60,9 @@ func TestReferencingWorkloadsMixedKinds(t *testing.T) {
 		t.Fatalf("expected one status patch, got %s", describe(actions))
 	}
 	body := patchOf(t, actions[0], "cfg", "status")
-	expectJSON(t, body, map[string]any{"status": thv1.MCPOIDCConfigStatus{
+	expectJSON(t, body, map[string]any{"status": thv1.ConfigStatus{
 		ObservedGeneration: 1,
-		ConfigHash:         mustHash(t, cfg),
+		ConfigHash:         mustConfigHash(t, cfg),
 		ReferencingWorkloads: []thv1.WorkloadReference{
 			wl(thv1.KindMCPRemoteProxy, "p"),
 			wl(thv1.KindMCPServer, "a"),
@@ -97,9 +97,9 @@ func TestReferencingWorkloadsMixedKinds(t *testing.T) {
 func TestReferencingWorkloadsRecomputedInFull(t *testing.T) {
 	listed := func(refs ...thv1.WorkloadReference) func(*thv1.MCPOIDCConfig) {
 		return func(c *thv1.MCPOIDCConfig) {
-			c.Status = thv1.MCPOIDCConfigStatus{
+			c.Status = thv1.ConfigStatus{
 				ObservedGeneration:   1,
-				ConfigHash:           mustHash(t, config("", "")),
+				ConfigHash:           mustConfigHash(t, config("", "")),
 				ReferencingWorkloads: refs,
 				ReferenceCount:       int32(len(refs)),
 				Conditions:           []metav1.Condition{validCondition(1)},
@@ -196,7 +196,7 @@ func TestForeignConditionSurvives(t *testing.T) {
 	body := patchOf(t, actions[0], "cfg", "status")
 	expectJSON(t, body, map[string]any{"status": map[string]any{
 		"observedGeneration":   1,
-		"configHash":           mustHash(t, cfg),
+		"configHash":           mustConfigHash(t, cfg),
 		"referencingWorkloads": []thv1.WorkloadReference{wl(thv1.KindMCPServer, "s")},
 		"referenceCount":       1,
 		"conditions":           []metav1.Condition{foreign, validCondition(1)},
@@ -214,14 +214,14 @@ func TestConfigHash(t *testing.T) {
 		c.Status.ReferenceCount = 3
 		c.Labels = map[string]string{"x": "y"}
 	})
-	if mustHash(t, a) != mustHash(t, b) {
+	if mustConfigHash(t, a) != mustConfigHash(t, b) {
 		t.Error("hash depends on something other than the spec")
 	}
 	c := config(testNS, "a", func(c *thv1.MCPOIDCConfig) { c.Spec.Inline.ClientID = "client" })
-	if mustHash(t, a) == mustHash(t, c) {
+	if mustConfigHash(t, a) == mustConfigHash(t, c) {
 		t.Error("hash did not change with the spec")
 	}
-	if h := mustHash(t, a); len(h) != 64 {
+	if h := mustConfigHash(t, a); len(h) != 64 {
 		t.Errorf("hash %q is not hex SHA-256", h)
 	}
 }
@@ -290,8 +290,8 @@ func TestInvalidConfig(t *testing.T) {
 				t.Errorf("message %q does not contain %q", cond.Message, tc.message)
 			}
 			events := f.events()
-			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+eventReasonConfigInvalid+" ") || !strings.Contains(events[0], tc.message) {
-				t.Fatalf("expected one Warning %s event naming the reason, got %q", eventReasonConfigInvalid, events)
+			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+thv1.ReasonConfigInvalid+" ") || !strings.Contains(events[0], tc.message) {
+				t.Fatalf("expected one Warning %s event naming the reason, got %q", thv1.ReasonConfigInvalid, events)
 			}
 
 			f.feedBack(testNS, "cfg")
@@ -321,7 +321,7 @@ func TestValidConfigs(t *testing.T) {
 	}
 	for name, spec := range tests {
 		t.Run(name, func(t *testing.T) {
-			if errs := validate(&spec); len(errs) != 0 {
+			if errs := validateOIDCConfig(&thv1.MCPOIDCConfig{Spec: spec}); len(errs) != 0 {
 				t.Errorf("valid spec rejected: %q", errs)
 			}
 		})
@@ -411,15 +411,15 @@ func TestDeletionBlockedLifecycle(t *testing.T) {
 		Type: thv1.ConditionDeletionBlocked, Status: metav1.ConditionTrue, Reason: thv1.ReasonReferencedByWorkloads,
 		Message: "referenced by MCPServer/a, VirtualMCPServer/v", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testNow),
 	}
-	expectJSON(t, body, map[string]any{"status": thv1.MCPOIDCConfigStatus{
+	expectJSON(t, body, map[string]any{"status": thv1.ConfigStatus{
 		ObservedGeneration:   1,
-		ConfigHash:           mustHash(t, cfg),
+		ConfigHash:           mustConfigHash(t, cfg),
 		ReferencingWorkloads: []thv1.WorkloadReference{wl(thv1.KindMCPServer, "a"), wl(thv1.KindVirtualMCPServer, "v")},
 		ReferenceCount:       2,
 		Conditions:           []metav1.Condition{validCondition(1), blocked},
 	}})
 	events := f.events()
-	if len(events) != 1 || events[0] != "Warning "+eventReasonDeletionBlocked+" Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
+	if len(events) != 1 || events[0] != "Warning "+thv1.ReasonReferencedByWorkloads+" Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
 		t.Fatalf("expected one DeletionBlocked Warning, got %q", events)
 	}
 
@@ -467,9 +467,9 @@ func TestDeletionReleased(t *testing.T) {
 		wantBody   string
 		wantStatus bool
 	}{
-		{"only our finalizer", []string{finalizer},
+		{"only our finalizer", []string{thv1.MCPOIDCConfigFinalizer},
 			`{"metadata":{"finalizers":null,"resourceVersion":"7"}}`, false},
-		{"another writer's finalizer stays", []string{"example.com/keep", finalizer},
+		{"another writer's finalizer stays", []string{"example.com/keep", thv1.MCPOIDCConfigFinalizer},
 			`{"metadata":{"finalizers":["example.com/keep"],"resourceVersion":"7"}}`, true},
 	}
 	for _, tc := range tests {
@@ -478,9 +478,9 @@ func TestDeletionReleased(t *testing.T) {
 				ts := metav1.NewTime(testNow)
 				c.DeletionTimestamp = &ts
 				c.Finalizers = tc.finalizers
-				c.Status = thv1.MCPOIDCConfigStatus{
+				c.Status = thv1.ConfigStatus{
 					ObservedGeneration:   1,
-					ConfigHash:           mustHash(t, config("", "")),
+					ConfigHash:           mustConfigHash(t, config("", "")),
 					ReferencingWorkloads: []thv1.WorkloadReference{wl(thv1.KindMCPServer, "gone")},
 					ReferenceCount:       1,
 					Conditions: []metav1.Condition{validCondition(1), {
@@ -531,7 +531,7 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	cfg := config(testNS, "cfg")
 	client := fake.NewSimpleClientset(cfg)
 	factory := informers.NewSharedInformerFactory(client, 0) // no index.AddToInformers
-	c, err := New(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)})
+	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
 	if err != nil {
 		t.Fatal(err)
 	}

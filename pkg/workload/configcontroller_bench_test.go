@@ -1,4 +1,4 @@
-package mcpoidcconfig
+package workload
 
 import (
 	"k8s.io/client-go/tools/cache"
@@ -53,7 +53,7 @@ func BenchmarkRecomputeReferrers(b *testing.B) {
 	b.Run("recompute", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			refs, err := f.c.referrers(key.String())
+			refs, err := f.c.referrersOf(key.String())
 			if err != nil || len(refs) != 100 {
 				b.Fatalf("got %d referrers, err %v", len(refs), err)
 			}

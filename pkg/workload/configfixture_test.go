@@ -1,4 +1,4 @@
-package mcpoidcconfig
+package workload
 
 import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
@@ -28,7 +28,7 @@ const testNS = "team-a"
 
 var (
 	testNow    = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	configsGVR = thv1.SchemeGroupVersion.WithResource(resource)
+	configsGVR = thv1.SchemeGroupVersion.WithResource(OIDCConfigs.Resource)
 )
 
 // fixture is a controller on fake clientsets whose informers are never
@@ -39,7 +39,7 @@ type fixture struct {
 	client   *fake.Clientset
 	factory  informers.SharedInformerFactory
 	recorder *record.FakeRecorder
-	c        *Controller
+	c        *ConfigController[*thv1.MCPOIDCConfig]
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
@@ -49,7 +49,7 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	if err := index.AddToInformers(f.factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}}, Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)})
+	c, err := NewConfigController(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}}, Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func patchOf(t *testing.T, a core.Action, name, subresource string) map[string]a
 	t.Helper()
 	p, ok := a.(core.PatchAction)
 	if !ok || a.GetVerb() != "patch" || a.GetResource() != configsGVR || a.GetSubresource() != subresource || p.GetName() != name {
-		t.Fatalf("expected patch of %s %s subresource %q, got %s", resource, name, subresource, describe([]core.Action{a}))
+		t.Fatalf("expected patch of %s %s subresource %q, got %s", OIDCConfigs.Resource, name, subresource, describe([]core.Action{a}))
 	}
 	if p.GetPatchType() != types.MergePatchType {
 		t.Fatalf("expected a merge patch, got %s", p.GetPatchType())
@@ -221,7 +221,7 @@ func config(ns, name string, mutate ...func(*thv1.MCPOIDCConfig)) *thv1.MCPOIDCC
 	c := &thv1.MCPOIDCConfig{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, Generation: 1, ResourceVersion: "7",
-			Finalizers: []string{finalizer},
+			Finalizers: []string{thv1.MCPOIDCConfigFinalizer},
 		},
 		Spec: thv1.MCPOIDCConfigSpec{
 			Type:   thv1.OIDCConfigTypeInline,
@@ -271,7 +271,7 @@ func wl(kind, name string) thv1.WorkloadReference {
 }
 
 // drain returns the keys in the queue.
-func drain(c *Controller) []string {
+func drain(c *ConfigController[*thv1.MCPOIDCConfig]) []string {
 	var keys []string
 	for c.Queue.Len() > 0 {
 		k, _ := c.Queue.Get()
@@ -281,8 +281,8 @@ func drain(c *Controller) []string {
 	return keys
 }
 
-// mustHash is configHash for expectations.
-func mustHash(t testing.TB, cfg *thv1.MCPOIDCConfig) string {
+// mustConfigHash is configHash for expectations.
+func mustConfigHash(t testing.TB, cfg *thv1.MCPOIDCConfig) string {
 	t.Helper()
 	h, err := configHash(&cfg.Spec)
 	if err != nil {
@@ -295,6 +295,6 @@ func mustHash(t testing.TB, cfg *thv1.MCPOIDCConfig) string {
 func validCondition(gen int64) metav1.Condition {
 	return metav1.Condition{
 		Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid,
-		Message: msgValid, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(testNow),
+		Message: msgConfigValid, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(testNow),
 	}
 }

@@ -1,0 +1,331 @@
+package workload
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// Recompute results, the result label of
+// hivekeeper_referencing_workloads_recomputes_total.
+const (
+	recomputeChanged   = "changed"
+	recomputeUnchanged = "unchanged"
+	recomputeError     = "error"
+)
+
+// msgConfigValid is the message of a True Valid condition.
+const msgConfigValid = "configuration is valid"
+
+// maxNamedReferrers caps how many referrers a DeletionBlocked message names:
+// a condition message is limited to 32768 bytes and a config shared by
+// thousands of workloads would otherwise make the status patch fail.
+const maxNamedReferrers = 20
+
+// referrerSource is one workload kind that can reference the config, bound
+// to its informer's indexer, so that a recompute walks the index table
+// instead of naming kinds.
+type referrerSource struct {
+	kind    string
+	indexer cache.Indexer
+}
+
+// ConfigController is the controller of one referenced config kind. It
+// validates each config, publishes a hash of its spec for the workloads
+// that use it, and is the only writer of status.referencingWorkloads, which
+// it recomputes in full from the workload reference index on every sync.
+// It holds a finalizer so that a config still in use cannot disappear from
+// under its workloads; the last referrer's going releases it.
+type ConfigController[T ConfigObject] struct {
+	*controller.Loop
+
+	kind      ConfigKind[T]
+	client    versioned.Interface
+	indexer   cache.Indexer
+	referrers []referrerSource
+	recorder  record.EventRecorder
+	writer    *controller.Writer
+	// clock stamps condition transition times; tests inject a fake one.
+	clock clock.PassiveClock
+}
+
+// NewConfigController builds the controller of kind, named name, and
+// registers its event handlers. The workload informers must carry the
+// reference indexes (index.AddToInformers).
+func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind ConfigKind[T]) (*ConfigController[T], error) {
+	configs := d.ToolhiveInformer(kind.Informer)
+	c := &ConfigController[T]{
+		kind:     kind,
+		client:   d.Toolhive,
+		indexer:  configs.Indexer(),
+		recorder: d.Recorder,
+		clock:    d.Clock,
+		writer:   d.NewWriter(name),
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	c.Loop = controller.NewLoop(name, c.sync)
+	// The sync is cheap and writes nothing at steady state, and a periodic
+	// resync is what heals a key dropped after too many retries.
+	synced, err := configs.AddEventHandler(controller.PrimaryHandler(c.Loop, c.writer))
+	if err != nil {
+		return nil, err
+	}
+	c.AddSynced(synced)
+	for _, w := range index.ReferencedBy(kind.Index) {
+		inf := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+			return index.InformerFor(f, w.Kind)
+		})
+		c.referrers = append(c.referrers, referrerSource{kind: w.Kind, indexer: inf.Indexer()})
+		synced, err := inf.AddEventHandler(c.referrerHandler(w.Kind))
+		if err != nil {
+			return nil, err
+		}
+		c.AddSynced(synced)
+	}
+	return c, nil
+}
+
+// referrerHandler enqueues the configs a workload of kind references before
+// and after each change, so that moving from config A to B re-syncs both
+// and a deleted workload (or its tombstone) re-syncs the one it used. It
+// never lists: the references are read from the event objects through the
+// index table. An update that keeps the same references is dropped,
+// because a config's status depends only on who references it; otherwise
+// every workload status write would wake its config.
+func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHandlerFuncs {
+	refs := func(obj any) []cache.ObjectName {
+		m, ok := controller.MetaFromObj(obj)
+		if !ok {
+			return nil
+		}
+		return index.ReferenceNames(kind, c.kind.Index, m)
+	}
+	enqueue := func(obj any) {
+		for _, key := range refs(obj) {
+			c.EnqueueKey(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			if controller.IsResync(oldObj, newObj) {
+				return
+			}
+			before, after := refs(oldObj), refs(newObj)
+			if slices.Equal(before, after) {
+				return
+			}
+			for _, key := range before {
+				c.EnqueueKey(key)
+			}
+			for _, key := range after {
+				c.EnqueueKey(key)
+			}
+		},
+		DeleteFunc: enqueue,
+	}
+}
+
+// sync converges one config. It is level-triggered: the finalizer, the
+// referrer list and the conditions are all derived from the lister and the
+// reference index, whatever event woke it. At steady state it sends
+// nothing. An invalid spec is reported and returns nil: retrying cannot
+// fix it, the next spec change will.
+func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) error {
+	ns := key.Namespace
+	cached, err := c.kind.Get(c.indexer, ns, key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues(strings.ToLower(c.kind.Kind), klog.KObj(cached))
+	ctx = klog.NewContext(ctx, logger)
+
+	refs, err := c.referrersOf(key.String())
+	if err != nil {
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeError).Inc()
+		return err
+	}
+	if slices.Equal(refs, cached.GetStatus().ReferencingWorkloads) {
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeUnchanged).Inc()
+	} else {
+		metrics.ReferencingWorkloadsRecomputes.WithLabelValues(recomputeChanged).Inc()
+	}
+
+	patch := c.kind.Patch(c.client, ns)
+	deleting := cached.GetDeletionTimestamp() != nil
+	hasFinalizer := slices.Contains(cached.GetFinalizers(), c.kind.Finalizer)
+
+	switch {
+	case !deleting && !hasFinalizer:
+		// Added before anything else so that a config cannot be deleted
+		// between a workload starting to use it and this controller
+		// noticing. The status patch below is not locked, so the new
+		// resourceVersion does not matter to it.
+		modified := cached.DeepCopyObject().(T)
+		modified.SetFinalizers(append(slices.Clone(cached.GetFinalizers()), c.kind.Finalizer))
+		if _, err := controller.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+			return err
+		}
+		hasFinalizer = true
+	case deleting && hasFinalizer && len(refs) == 0:
+		modified := cached.DeepCopyObject().(T)
+		modified.SetFinalizers(slices.DeleteFunc(slices.Clone(cached.GetFinalizers()), func(f string) bool { return f == c.kind.Finalizer }))
+		if _, err := controller.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+			return err
+		}
+		logger.V(2).Info("Released finalizer, no workload references the config")
+		if len(modified.GetFinalizers()) == 0 {
+			// The API server removes the object now; a status patch
+			// would only race it to a 404.
+			return nil
+		}
+		hasFinalizer = false
+	}
+	blocked := deleting && hasFinalizer && len(refs) > 0
+
+	status, invalid, err := c.desiredStatus(cached, refs, blocked)
+	if err != nil {
+		return err
+	}
+	// The typed comparison settles the steady state cheaply; computing a
+	// merge patch of a status listing many workloads costs 20 times more.
+	old := cached.GetStatus()
+	if equality.Semantic.DeepEqual(old, status) {
+		c.writer.Skipped(c.kind.Resource + "/status")
+	} else if _, err := controller.PatchStatus(ctx, c.writer, c.kind.Resource, cached, patch, old, status); err != nil {
+		return err
+	}
+
+	// Events follow a successful write, so a retried sync cannot emit the
+	// same transition twice; they fire only when the condition turns.
+	if invalid != "" && !meta.IsStatusConditionFalse(old.Conditions, thv1.ConditionValid) {
+		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonConfigInvalid, invalid)
+	}
+	if blocked && !meta.IsStatusConditionTrue(old.Conditions, thv1.ConditionDeletionBlocked) {
+		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonReferencedByWorkloads, "Deletion blocked: "+blockedMessage(refs))
+	}
+	if invalid != "" {
+		logger.V(2).Info("Config is invalid", "reason", invalid)
+	}
+	return nil
+}
+
+// desiredStatus builds the new status from the one as read, so that
+// conditions written by others survive the merge patch (which replaces the
+// whole conditions array). invalid is the validation message, empty when
+// the spec is valid.
+//
+// DeletionBlocked exists only while a deletion is actually blocked: it is
+// removed otherwise, including while referrers exist but nobody is
+// deleting the config, so that a config in normal use carries no condition
+// that suggests a deletion.
+func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadReference, blocked bool) (*thv1.ConfigStatus, string, error) {
+	status := cached.GetStatus().DeepCopy()
+	gen := cached.GetGeneration()
+
+	hash, err := configHash(c.kind.Spec(cached))
+	if err != nil {
+		return nil, "", err
+	}
+	status.ObservedGeneration = gen
+	status.ConfigHash = hash
+	status.ReferencingWorkloads = refs
+	status.ReferenceCount = int32(len(refs))
+
+	var invalid string
+	if errs := c.kind.Validate(cached); len(errs) > 0 {
+		invalid = strings.Join(errs, "; ")
+		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, invalid)
+	} else {
+		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonConfigValid, msgConfigValid)
+	}
+	if blocked {
+		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionDeletionBlocked, metav1.ConditionTrue, thv1.ReasonReferencedByWorkloads, blockedMessage(refs))
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionDeletionBlocked)
+	}
+	return status, invalid, nil
+}
+
+// configHash is the hex SHA-256 of the spec's JSON encoding. encoding/json
+// writes struct fields in declaration order and map keys sorted, so the
+// encoding is canonical: the hash changes exactly when a modelled spec
+// field does.
+func configHash(spec any) (string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// referrersOf recomputes, in full, the workloads that reference the config
+// key ("<ns>/<name>") from the reference index of every workload kind,
+// sorted by kind then name. It costs O(referrers), never O(namespace). An
+// empty result is nil so that it encodes like an unset status field.
+func (c *ConfigController[T]) referrersOf(key string) ([]thv1.WorkloadReference, error) {
+	var refs []thv1.WorkloadReference
+	for _, w := range c.referrers {
+		names, err := index.Referrers(w.indexer, c.kind.Index, key)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s referrers of %s: %w", w.kind, key, err)
+		}
+		for _, n := range names {
+			refs = append(refs, thv1.WorkloadReference{Kind: w.kind, Name: n})
+		}
+	}
+	slices.SortFunc(refs, func(a, b thv1.WorkloadReference) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return refs, nil
+}
+
+// blockedMessage names the referrers that hold a deletion.
+func blockedMessage(refs []thv1.WorkloadReference) string {
+	return "referenced by " + referrerList(refs)
+}
+
+// referrerList renders referrers as "Kind/name, Kind/name", naming at most
+// maxNamedReferrers of them.
+func referrerList(refs []thv1.WorkloadReference) string {
+	var b strings.Builder
+	for i, r := range refs {
+		if i == maxNamedReferrers {
+			fmt.Fprintf(&b, " and %d more", len(refs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(r.Kind + "/" + r.Name)
+	}
+	return b.String()
+}

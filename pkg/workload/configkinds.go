@@ -1,0 +1,60 @@
+package workload
+
+import (
+	"k8s.io/client-go/tools/cache"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+)
+
+// The config kinds workloads reference by name. Each is one declaration;
+// its controller is ConfigController with the kind's validation.
+
+// OIDCConfigs is the MCPOIDCConfig reference every workload kind may make.
+var OIDCConfigs = ConfigKind[*thv1.MCPOIDCConfig]{
+	Kind:      thv1.KindMCPOIDCConfig,
+	Resource:  "mcpoidcconfigs",
+	Finalizer: thv1.MCPOIDCConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPOIDCConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPOIDCConfig, error) {
+		return thlisters.NewMCPOIDCConfigLister(indexer).MCPOIDCConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPOIDCConfig] {
+		return c.ToolhiveV1beta1().MCPOIDCConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPOIDCConfig) any { return &c.Spec },
+	Validate:  validateOIDCConfig,
+	Index:     index.ByOIDCConfig,
+	Condition: thv1.ConditionOIDCConfigRefValidated,
+	Valid:     thv1.ReasonOIDCConfigRefValid, NotFound: thv1.ReasonOIDCConfigRefNotFound,
+	NotValid: thv1.ReasonOIDCConfigRefNotValid, Waiting: thv1.ReasonWaitingForOIDC,
+}
+
+// ToolConfigs is the MCPToolConfig reference of MCPServers and
+// MCPRemoteProxies.
+var ToolConfigs = ConfigKind[*thv1.MCPToolConfig]{
+	Kind:      thv1.KindMCPToolConfig,
+	Resource:  "mcptoolconfigs",
+	Finalizer: thv1.MCPToolConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPToolConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPToolConfig, error) {
+		return thlisters.NewMCPToolConfigLister(indexer).MCPToolConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPToolConfig] {
+		return c.ToolhiveV1beta1().MCPToolConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPToolConfig) any { return &c.Spec },
+	Validate:  validateToolConfig,
+	Index:     index.ByToolConfig,
+	Condition: thv1.ConditionToolConfigValidated,
+	Valid:     thv1.ReasonToolConfigValid, NotFound: thv1.ReasonToolConfigNotFound,
+	NotValid: thv1.ReasonToolConfigNotValid, Waiting: thv1.ReasonWaitingForToolConfig,
+}

@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+)
+
+func toolConfig(name string, spec thv1.MCPToolConfigSpec) *thv1.MCPToolConfig {
+	return &thv1.MCPToolConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, Generation: 1, ResourceVersion: "7"},
+		Spec:       spec,
+	}
+}
+
+// The RunConfig carries the filter and every override the runner can
+// apply; an override with only annotations is left out.
+func TestApplyToolConfig(t *testing.T) {
+	rc := &runconfig.RunConfig{}
+	ApplyToolConfig(rc, nil)
+	if rc.ToolsFilter != nil || rc.ToolsOverride != nil {
+		t.Fatalf("no config set tool fields: %+v", rc)
+	}
+	ApplyToolConfig(rc, toolConfig("t", thv1.MCPToolConfigSpec{
+		ToolsFilter: []string{"a", "b"},
+		ToolsOverride: map[string]thv1.ToolOverride{
+			"x": {Name: "a"},
+			"y": {Description: "why"},
+			"z": {Annotations: &thv1.ToolAnnotationsOverride{ReadOnlyHint: ptr.To(true)}},
+		},
+	}))
+	want := map[string]runconfig.ToolOverride{"x": {Name: "a"}, "y": {Description: "why"}}
+	if !reflect.DeepEqual(rc.ToolsFilter, []string{"a", "b"}) || !reflect.DeepEqual(rc.ToolsOverride, want) {
+		t.Errorf("got filter %q overrides %+v", rc.ToolsFilter, rc.ToolsOverride)
+	}
+}
+
+func TestValidateToolConfig(t *testing.T) {
+	ok := toolConfig("t", thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}, ToolsOverride: map[string]thv1.ToolOverride{"fetch": {Name: "get"}}})
+	if errs := validateToolConfig(ok); len(errs) != 0 {
+		t.Errorf("valid config rejected: %q", errs)
+	}
+	bad := toolConfig("t", thv1.MCPToolConfigSpec{ToolsFilter: []string{"", "a,b", "c\nd"}, ToolsOverride: map[string]thv1.ToolOverride{"": {Name: "x"}}})
+	errs := validateToolConfig(bad)
+	if len(errs) != 4 || !strings.Contains(errs[1], `spec.toolsFilter[1] "a,b"`) || !strings.Contains(errs[3], "spec.toolsOverride") {
+		t.Errorf("errors = %q", errs)
+	}
+}
+
+// The MCPToolConfig controller is the shared config controller: one sync
+// adds ToolHive's finalizer, then writes the hash, Valid and the referrers
+// of both kinds that can reference it (never a VirtualMCPServer), and a
+// second sync of the written state sends nothing.
+func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
+	cfg := toolConfig("curated", thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}})
+	s := server(testNS, "s", "")
+	s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
+	p := proxy(testNS, "p", "")
+	p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
+	other := server(testNS, "unrelated", "")
+	objs := []runtime.Object{cfg, s, p, other}
+
+	client := fake.NewSimpleClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	if err := index.AddToInformers(factory); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}},
+		Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcptoolconfig", ToolConfigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Queue.ShutDown)
+	v := factory.Toolhive().V1beta1()
+	indexers := map[string]cache.Indexer{
+		"cfg": v.MCPToolConfigs().Informer().GetIndexer(), "s": v.MCPServers().Informer().GetIndexer(),
+		"p": v.MCPRemoteProxies().Informer().GetIndexer(), "unrelated": v.MCPServers().Informer().GetIndexer(),
+	}
+	for key, obj := range map[string]runtime.Object{"cfg": cfg, "s": s, "p": p, "unrelated": other} {
+		if err := indexers[key].Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kinds []string
+	for _, r := range c.referrers {
+		kinds = append(kinds, r.kind)
+	}
+	if !reflect.DeepEqual(kinds, []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy}) {
+		t.Errorf("referrer kinds = %q", kinds)
+	}
+
+	_, ctx := ktesting.NewTestContext(t)
+	key := cache.NewObjectName(testNS, "curated")
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	acts := client.Actions()
+	if len(acts) != 2 || acts[0].GetSubresource() != "" || acts[1].GetSubresource() != "status" {
+		t.Fatalf("want a finalizer patch then a status patch, got %s", describe(acts))
+	}
+	gvr := thv1.SchemeGroupVersion.WithResource("mcptoolconfigs")
+	obj, err := client.Tracker().Get(gvr, testNS, "curated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*thv1.MCPToolConfig)
+	hash, _ := configHash(&cfg.Spec)
+	if !reflect.DeepEqual(got.Finalizers, []string{thv1.MCPToolConfigFinalizer}) || got.Status.ConfigHash != hash ||
+		!reflect.DeepEqual(got.Status.ReferencingWorkloads, []thv1.WorkloadReference{wl(thv1.KindMCPRemoteProxy, "p"), wl(thv1.KindMCPServer, "s")}) ||
+		got.Status.ReferenceCount != 2 || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionValid) {
+		t.Fatalf("stored = %+v / %+v", got.ObjectMeta.Finalizers, got.Status)
+	}
+
+	client.ClearActions()
+	if err := indexers["cfg"].Update(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if acts := client.Actions(); len(acts) != 0 {
+		t.Errorf("steady state wrote: %s", describe(acts))
+	}
+}
