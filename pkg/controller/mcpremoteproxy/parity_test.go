@@ -77,7 +77,15 @@ func TestBuildDriftParity(t *testing.T) {
 								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
 								p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
 							}
-							d, err := build(inputs{Proxy: p, OIDC: cfg, RunnerImage: "runner:test"})
+							// Half of the combinations also filter tools, so the
+							// RunConfig with tools_filter/tools_override is compared too.
+							var tools *thv1.MCPToolConfig
+							if oidcKind == "inline" {
+								tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
+									ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
+								p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
+							}
+							d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, RunnerImage: "runner:test"})
 							if err != nil {
 								t.Fatalf("%s: build: %v", name, err)
 							}
