@@ -123,6 +123,7 @@ func build(in inputs) (*childSet, error) {
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 	}
+	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
 	rc, err := runconfig.Marshal(runCfg)
 	if err != nil {

@@ -224,6 +224,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring) (string, error)
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
 	}
+	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
 	return runconfig.Marshal(rc)
 }
