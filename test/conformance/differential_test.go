@@ -457,3 +457,29 @@ func TestCovers(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedDifferencesInREADME keeps README.md's "Differences from
+// ToolHive's operator" the mirror of allowedDifferences: every allowed
+// path is named there, in backticks.
+func TestAllowedDifferencesInREADME(t *testing.T) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Differences from ToolHive's operator\n")
+	if !ok {
+		t.Fatal(`README.md has no "### Differences from ToolHive's operator"`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	for _, a := range allowedDifferences {
+		if !strings.Contains(section, "`"+a.Path+"`") {
+			t.Errorf("allowed difference %s is not in README.md's \"Differences from ToolHive's operator\"", a.Path)
+		}
+	}
+}
