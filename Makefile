@@ -18,7 +18,7 @@ test: test-binaries toolhive-binaries ## Run every test: unit, integration again
 	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
 	  go test -count=1 -timeout 30m ./...
 
-toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner and vmcp at the pinned release.
+toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner, vmcp and thv-operator at the pinned release.
 	@hack/toolhive-binaries.sh >/dev/null
 
 conformance: test-binaries toolhive-binaries ## Run only the ToolHive runtime conformance suite.

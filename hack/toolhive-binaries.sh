@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds ToolHive's own runtime at the pinned release (TOOLHIVE_VERSION in
 # hack/versions.env) from the Go module proxy: thv-proxyrunner, which runs
-# what hivekeeper writes for MCPServer and MCPRemoteProxy, and vmcp, which
-# runs a VirtualMCPServer's config. The conformance suite (test/conformance)
-# starts both against the test API server to prove compatibility.
+# what hivekeeper writes for MCPServer and MCPRemoteProxy, vmcp, which runs
+# a VirtualMCPServer's config, and thv-operator, ToolHive's own operator,
+# whose RunConfigs the differential test compares with hivekeeper's. The
+# conformance suite (test/conformance) starts all three against test API
+# servers to prove compatibility.
 #
-# Idempotent: when both binaries exist for the pinned version this prints
+# Idempotent: when every binary exists for the pinned version this prints
 # their folder and returns at once. The folder is the only thing printed on
 # stdout, so callers can do: dir=$(hack/toolhive-binaries.sh).
 #
@@ -22,7 +24,7 @@ source "${root}/hack/versions.env"
 # each in a fresh one) reuses it.
 cache=${HIVEKEEPER_BIN_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/hivekeeper}
 out="${cache}/toolhive/${TOOLHIVE_VERSION}"
-cmds=(thv-proxyrunner vmcp)
+cmds=(thv-proxyrunner vmcp thv-operator)
 missing=()
 for c in "${cmds[@]}"; do
   [[ -x "${out}/${c}" ]] || missing+=("${c}")

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -45,7 +46,12 @@ type RunConfig struct {
 	TrustProxyHeaders   bool              `json:"trust_proxy_headers,omitempty"`
 	EndpointPrefix      string            `json:"endpoint_prefix,omitempty"`
 	EnvVars             map[string]string `json:"env_vars,omitempty"`
-	OIDCConfig          *OIDCConfig       `json:"oidc_config,omitempty"`
+	// ContainerLabels are the labels the runner puts on the workload it
+	// deploys (StatefulSet, pods, Services) and reads back: it takes the
+	// transport from toolhive-transport, and skips its start-up initialize
+	// probe only when that says stdio. Set them with SetContainerLabels.
+	ContainerLabels map[string]string `json:"container_labels,omitempty"`
+	OIDCConfig      *OIDCConfig       `json:"oidc_config,omitempty"`
 	// ThvCABundle and JWKSAuthTokenFile repeat the OIDC CA bundle and JWKS
 	// token paths at the top level, where ToolHive's operator also writes
 	// them.
@@ -82,6 +88,30 @@ type OIDCConfig struct {
 	IntrospectionURL  string   `json:"IntrospectionURL,omitempty"`
 	ResourceURL       string   `json:"ResourceURL,omitempty"`
 	Scopes            []string `json:"Scopes,omitempty"`
+}
+
+// The runner's container labels: their keys and the value of LabelToolHive
+// are ToolHive's, the rest come from the RunConfig's own fields.
+const (
+	LabelToolHive   = "toolhive"
+	LabelName       = "toolhive-name"
+	LabelBaseName   = "toolhive-basename"
+	LabelTransport  = "toolhive-transport"
+	LabelPort       = "toolhive-port"
+	labelToolHiveOn = "true"
+)
+
+// SetContainerLabels derives ContainerLabels from the container name, base
+// name, transport and proxy port, as ToolHive's operator writes them for
+// the same workload. Call it once every other field is set.
+func (rc *RunConfig) SetContainerLabels() {
+	rc.ContainerLabels = map[string]string{
+		LabelToolHive:  labelToolHiveOn,
+		LabelName:      rc.ContainerName,
+		LabelBaseName:  rc.BaseName,
+		LabelTransport: rc.Transport,
+		LabelPort:      strconv.Itoa(int(rc.Port)),
+	}
 }
 
 // Marshal renders the RunConfig as the runner reads it: JSON indented with

@@ -69,3 +69,29 @@ func TestValidateEnvName(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSetContainerLabels pins the labels ToolHive's operator writes for the
+// same workload; the runner reads the transport back from them.
+func TestSetContainerLabels(t *testing.T) {
+	rc := &RunConfig{ContainerName: "fetch", BaseName: "fetch-base", Transport: "stdio", Port: 8081}
+	rc.SetContainerLabels()
+	want := map[string]string{
+		"toolhive": "true", "toolhive-name": "fetch", "toolhive-basename": "fetch-base",
+		"toolhive-transport": "stdio", "toolhive-port": "8081",
+	}
+	if len(rc.ContainerLabels) != len(want) {
+		t.Fatalf("labels %v, want %v", rc.ContainerLabels, want)
+	}
+	for k, v := range want {
+		if rc.ContainerLabels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, rc.ContainerLabels[k], v)
+		}
+	}
+	out, err := Marshal(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"container_labels": {`) {
+		t.Errorf("container_labels missing from %s", out)
+	}
+}

@@ -7,6 +7,8 @@
 // exactly as its Deployments would run them (authenticating against an
 // OIDC issuer the test runs, proxying to an MCP server the test serves),
 // and ToolHive's own example manifests apply strictly and read back whole.
+// ToolHive's own operator, given the same manifests on an API server of
+// its own, writes the same RunConfigs but for a listed few differences.
 // A test that compared hivekeeper's builder with hivekeeper's comparator
 // would prove consistency; these prove compatibility.
 package conformance_test
@@ -23,13 +25,13 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
-// ToolHiveBinariesEnv names the folder holding ToolHive's thv-proxyrunner
-// and vmcp (hack/toolhive-binaries.sh prints it). Without it, or under
+// ToolHiveBinariesEnv names the folder holding ToolHive's thv-proxyrunner,
+// vmcp and thv-operator (hack/toolhive-binaries.sh prints it). Without it, or under
 // -short, the suite skips with the reason.
 const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 var (
-	toolhiveBin    string // folder of thv-proxyrunner and vmcp
+	toolhiveBin    string // folder of thv-proxyrunner, vmcp and thv-operator
 	thvcheck       string // the thvcheck binary built for this run
 	toolhiveModule string // the pinned ToolHive module's folder in the module cache
 	skipReason     string

@@ -62,6 +62,10 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 	if sts.Spec.Template.Labels["team"] != "platform" {
 		t.Errorf("pod patch labels not applied: %v", sts.Spec.Template.Labels)
 	}
+	// The RunConfig's container labels end up on what the runner deploys.
+	if sts.Labels["toolhive-name"] != name || sts.Labels["toolhive-transport"] != "stdio" {
+		t.Errorf("the RunConfig's container labels are not on the StatefulSet: %v", sts.Labels)
+	}
 	// A stdio server is served by attaching to its pod, which no kubelet
 	// runs here: the runner's part that hivekeeper's output drives ends
 	// with the StatefulSet above.

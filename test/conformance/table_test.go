@@ -30,7 +30,8 @@ var expectations = map[string]map[string]any{
 	"fetch": {
 		"name": "fetch", "container_name": "fetch", "base_name": "fetch", "transport": "stdio",
 		"proxy_mode": "streamable-http", "port": 8080.0, "target_port": 8080.0, "host": "0.0.0.0",
-		"image": "ghcr.io/stackloklabs/gofetch/server:1.0.1",
+		"image": "ghcr.io/stackloklabs/gofetch/server:1.0.1", "container_labels.toolhive-name": "fetch",
+		"container_labels.toolhive-transport": "stdio", "container_labels.toolhive-port": "8080",
 	},
 	"stdio-sse": {
 		"proxy_mode": "sse", "port": 8081.0, "cmd_args": []any{"--verbose", "--root=/data"},
@@ -71,14 +72,18 @@ var expectations = map[string]map[string]any{
 		"port": 8088.0, "trust_proxy_headers": true, "endpoint_prefix": "/remote", "oidc_config.ClientID": "remote-proxy",
 		"oidc_config.ResourceURL": "http://remote-oidc.%NS%.svc.cluster.local:8088",
 	},
-	"remote-sse": {"remote_url": "http://legacy.example.com/sse", "transport": "sse", "proxy_mode": "sse"},
+	"remote-sse": {
+		"remote_url": "http://legacy.example.com/sse", "transport": "sse", "proxy_mode": "sse",
+		"container_labels.toolhive-transport": "sse",
+	},
 	"tools-server": {
 		"tools_filter":                      []any{"fetch_url", "search"},
 		"tools_override.fetch.name":         "fetch_url",
 		"tools_override.fetch.description":  "Fetches a URL and returns its content",
 		"tools_override.lookup.description": "Looks a term up",
 	},
-	"tools-remote": {"tools_filter": []any{"fetch_url", "search"}, "tools_override.fetch.name": "fetch_url"},
+	"tools-remote":     {"tools_filter": []any{"fetch_url", "search"}, "tools_override.fetch.name": "fetch_url"},
+	"annotated-server": {"tools_override.fetch.name": "fetch_url"},
 }
 
 // absent are keys whose absence the table states: secrets never reach a
@@ -87,7 +92,7 @@ var absent = map[string][]string{
 	"fetch":  {"oidc_config", "thv_ca_bundle"},
 	"github": {"oidc_config"},
 	// The override with only annotations is not in the RunConfig.
-	"tools-server": {"tools_override.search"},
+	"annotated-server": {"tools_override.search"},
 }
 
 // TestTable runs every manifest of testdata/table through hivekeeper and
@@ -161,12 +166,17 @@ func applyTemplate(t *testing.T, env *framework.Env, ns, file string, vars map[s
 // createStrict creates o in ns with strict field validation and returns
 // the object as the API server stored it.
 func createStrict(env *framework.Env, ns string, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return createWith(env, ns, o, metav1.FieldValidationStrict)
+}
+
+// createWith creates o in ns with the given field validation.
+func createWith(env *framework.Env, ns string, o *unstructured.Unstructured, validation string) (*unstructured.Unstructured, error) {
 	o.SetNamespace(ns)
 	gvr, err := resourceFor(o)
 	if err != nil {
 		return nil, err
 	}
-	return env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), o, metav1.CreateOptions{FieldValidation: "Strict"})
+	return env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), o, metav1.CreateOptions{FieldValidation: validation})
 }
 
 // resourceFor maps the kinds the table and ToolHive's examples use.
@@ -179,6 +189,10 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 		"ConfigMap": "configmaps", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
 		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
 		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
+		// Served only by ToolHive's own CRDs (the differential test).
+		"MCPTelemetryConfig":    "mcptelemetryconfigs",
+		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPAuthzConfig": "mcpauthzconfigs",
+		"MCPWebhookConfig": "mcpwebhookconfigs",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())

@@ -121,6 +121,7 @@ func build(in inputs) (*childSet, error) {
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 	}
+	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
 	workload.ApplyToolConfig(runCfg, in.Tools)
 	rc, err := runconfig.Marshal(runCfg)

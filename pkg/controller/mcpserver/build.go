@@ -216,6 +216,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCP
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
 	}
+	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
 	return runconfig.Marshal(rc)

@@ -11,6 +11,19 @@
 // its path. On success the re-encoded RunConfig is printed on stdout, so
 // the test asserts the values ToolHive actually decoded.
 //
+//	thvcheck diff A B
+//
+// decodes both files the same way, completes a side without
+// middleware_configs as the runner does when it starts (see
+// diffRunConfigs), and compares what ToolHive decoded, field by field, at
+// every level of the re-encoded JSON. It prints one
+// JSON object on stdout: "compared", every leaf path of either side in
+// sorted order, and "differences", each path whose values differ with
+// both values ("a" and "b"; absent when that side lacks the path). A
+// null, an empty object or an empty list counts as absent: ToolHive's Go
+// types read them alike. It exits 0 whether or not the files differ; the
+// caller judges the differences.
+//
 // It lives in a module of its own so that ToolHive's dependency graph
 // never enters hivekeeper's.
 package main
@@ -27,11 +40,17 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 || os.Args[1] != "runconfig" {
-		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE")
+	var out []byte
+	var err error
+	switch {
+	case len(os.Args) == 3 && os.Args[1] == "runconfig":
+		out, err = checkRunConfig(os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "diff":
+		out, err = diffRunConfigs(os.Args[2], os.Args[3])
+	default:
+		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B")
 		os.Exit(2)
 	}
-	out, err := checkRunConfig(os.Args[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -40,6 +59,20 @@ func main() {
 }
 
 func checkRunConfig(file string) ([]byte, error) {
+	rc, err := decodeRunConfig(file)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.MarshalIndent(rc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// decodeRunConfig decodes file strictly into runner.RunConfig and fails
+// when a key with a value does not survive the round trip.
+func decodeRunConfig(file string) (*runner.RunConfig, error) {
 	in, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -50,7 +83,7 @@ func checkRunConfig(file string) ([]byte, error) {
 	if err := dec.Decode(&rc); err != nil {
 		return nil, fmt.Errorf("strict decode into runner.RunConfig: %w", err)
 	}
-	out, err := json.MarshalIndent(&rc, "", "  ")
+	out, err := json.Marshal(&rc)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +100,7 @@ func checkRunConfig(file string) ([]byte, error) {
 		sort.Strings(lost)
 		return nil, fmt.Errorf("keys ToolHive's runner.RunConfig does not keep: %s", strings.Join(lost, ", "))
 	}
-	return append(out, '\n'), nil
+	return &rc, nil
 }
 
 // lostKeys records the path of every object key that has a non-empty

@@ -104,6 +104,11 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err != nil {
 		return err
 	}
+	// The warm-up requests touch every served version, deprecated ones
+	// included (ToolHive's CRDs still serve v1alpha1): their warnings would
+	// only be noise on the test's stderr.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
