@@ -174,3 +174,19 @@ func build(in inputs) (*childSet, error) {
 	})
 	return d, nil
 }
+
+// unsupportedFields are the fields of ToolHive's MCPRemoteProxy that s
+// sets and hivekeeper does not act on yet (the UnsupportedFields
+// condition).
+func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
+	return workload.SetPaths(
+		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
+		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
+		workload.Field{Path: "spec.authzConfig", Set: s.AuthzConfig != nil},
+		workload.Field{Path: "spec.authzConfigRef", Set: s.AuthzConfigRef != nil},
+		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
+		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
+		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},
+		workload.Field{Path: "spec.sessionStorage", Set: s.SessionStorage != nil},
+	)
+}

@@ -37,6 +37,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		return status, 0, nil
 	}
 	status.URL = proxyURL(p)
+	r.Unsupported(unsupportedFields(&p.Spec))
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p.Namespace, p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef)
 	status.OIDCConfigHash, status.ToolConfigHash = refs.OIDCHash, refs.ToolsHash

@@ -314,3 +314,23 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 	}
 	return string(out), nil
 }
+
+// unsupportedFields are the fields of ToolHive's MCPServer that s sets and
+// hivekeeper does not act on yet (the UnsupportedFields condition).
+func unsupportedFields(s *thv1.MCPServerSpec) []string {
+	return workload.SetPaths(
+		workload.Field{Path: "spec.volumes", Set: len(s.Volumes) > 0},
+		workload.Field{Path: "spec.permissionProfile", Set: s.PermissionProfile != nil},
+		workload.Field{Path: "spec.authzConfig", Set: s.AuthzConfig != nil},
+		workload.Field{Path: "spec.authzConfigRef", Set: s.AuthzConfigRef != nil},
+		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
+		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
+		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},
+		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
+		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
+		workload.Field{Path: "spec.maxRequestBodySize", Set: s.MaxRequestBodySize != 0},
+		workload.Field{Path: "spec.backendReplicas", Set: s.BackendReplicas != nil},
+		workload.Field{Path: "spec.sessionStorage", Set: s.SessionStorage != nil},
+		workload.Field{Path: "spec.rateLimiting", Set: s.RateLimiting != nil},
+	)
+}

@@ -54,6 +54,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.ObservedGeneration = s.Generation
 	status.URL = serverURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
+	r.Unsupported(unsupportedFields(&s.Spec))
 
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, s.Namespace, s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
@@ -782,5 +783,60 @@ func TestToolConfigReference(t *testing.T) {
 	got, _ = f2.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if got.Status.ToolConfigHash != "h1" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionToolConfigValidated) {
 		t.Errorf("status %+v", got.Status)
+	}
+}
+
+// Fields of ToolHive's API that hivekeeper does not act on are never
+// silent: the server still runs, UnsupportedFields names them with one
+// Warning event, a steady state writes nothing more, and the condition
+// goes when the fields do.
+func TestUnsupportedFieldsAreReported(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.Audit = &runtime.RawExtension{Raw: []byte(`{"enabled":true}`)}
+		s.Spec.BackendReplicas = ptr.To[int32](2)
+	})
+	f := newFixture(t, s)
+	f.converge("fetch")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
+		c.Message != "hivekeeper stores but does not act on: spec.audit, spec.backendReplicas" {
+		t.Fatalf("UnsupportedFields: %+v", c)
+	}
+	if _, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the server is still deployed: %v", err)
+	}
+	if evs := f.Events(); len(evs) != 1 || evs[0] != "Warning "+thv1.ReasonFieldsNotSupported+" "+c.Message {
+		t.Fatalf("events: %q", evs)
+	}
+	if acts, err := f.sync("fetch"); err != nil || len(acts) != 0 || len(f.Events()) != 0 {
+		t.Fatalf("steady state: %v %s", err, describe(acts))
+	}
+
+	got.Spec.Audit, got.Spec.BackendReplicas = nil, nil
+	got.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	f.converge("fetch")
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {
+		t.Fatalf("UnsupportedFields stayed after the fields went: %+v", c)
+	}
+}
+
+func TestUnsupportedFieldPaths(t *testing.T) {
+	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
+	all := thv1.MCPServerSpec{
+		Volumes: []runtime.RawExtension{*raw}, PermissionProfile: raw, AuthzConfig: raw, AuthzConfigRef: raw, Audit: raw,
+		ExternalAuthConfigRef: raw, WebhookConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw,
+		MaxRequestBodySize: 1, BackendReplicas: ptr.To[int32](0), SessionStorage: raw, RateLimiting: raw,
+	}
+	if got := unsupportedFields(&all); len(got) != 13 {
+		t.Errorf("every unsupported field set: %q", got)
+	}
+	if got := unsupportedFields(&newServer("x").Spec); got != nil {
+		t.Errorf("a plain server: %q", got)
 	}
 }

@@ -240,6 +240,17 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 		}
 	}
 	check("after finalizer")
+	// authzConfig is ToolHive's and not acted on: the status says so, and
+	// a Warning event too.
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
+		c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionUnsupportedFields)
+		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.HasSuffix(c.Message, ": spec.authzConfig"), err
+	}, "UnsupportedFields naming spec.authzConfig")
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + thv1.ReasonFieldsNotSupported})
+		return err == nil && len(evs.Items) == 1 && evs.Items[0].Type == "Warning" && evs.Items[0].InvolvedObject.Name == "fetch", err
+	}, "one Warning event %s", thv1.ReasonFieldsNotSupported)
 
 	restart := time.Now().UTC().Format(time.RFC3339)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, restart)

@@ -26,6 +26,10 @@ const (
 	ConditionGroupRefValidated      = "GroupRefValidated"
 	ConditionSpecValid              = "SpecValid"
 	ConditionChildrenReconciled     = "ChildrenReconciled"
+	// ConditionUnsupportedFields is True, with the field paths in its
+	// message, while the spec sets fields of ToolHive's API that hivekeeper
+	// stores but does not act on; it is absent otherwise.
+	ConditionUnsupportedFields = "UnsupportedFields"
 )
 
 // NameValue is a plain environment variable: a name and a literal value.

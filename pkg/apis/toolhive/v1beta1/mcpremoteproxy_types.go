@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // +genclient
@@ -81,6 +82,50 @@ type MCPRemoteProxySpec struct {
 	// GroupRef makes the proxy a member of an MCPGroup.
 	// +optional
 	GroupRef *GroupRef `json:"groupRef,omitempty"`
+
+	// The fields below are ToolHive's, stored as written but not acted on
+	// yet: the workload reports them in its UnsupportedFields condition.
+
+	// ExternalAuthConfigRef (an MCPExternalAuthConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	ExternalAuthConfigRef *runtime.RawExtension `json:"externalAuthConfigRef,omitempty"`
+	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
+	// AuthzConfig (ToolHive's inline or ConfigMap authorization) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
+	// AuthzConfigRef (an MCPAuthzConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
+	// Audit (ToolHive's AuditConfig) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Audit *runtime.RawExtension `json:"audit,omitempty"`
+	// TelemetryConfigRef (an MCPTelemetryConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	TelemetryConfigRef *runtime.RawExtension `json:"telemetryConfigRef,omitempty"`
+	// PodTemplateSpec (a patch for the proxy pod) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
+	// SessionStorage (ToolHive's SessionStorageConfig) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	SessionStorage *runtime.RawExtension `json:"sessionStorage,omitempty"`
 }
 
 // MCPRemoteProxyStatus is the observed state of an MCPRemoteProxy.

@@ -109,8 +109,8 @@ type MCPServerSpec struct {
 	// MCPToolConfig in the same namespace.
 	// +optional
 	ToolConfigRef *ToolConfigReference `json:"toolConfigRef,omitempty"`
-	// AuthzConfig is owned by another writer; hivekeeper stores and keeps it
-	// but does not act on it.
+	// AuthzConfig (ToolHive's inline or ConfigMap authorization) is
+	// stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
@@ -134,6 +134,67 @@ type MCPServerSpec struct {
 	// GroupRef makes the server a member of an MCPGroup.
 	// +optional
 	GroupRef *GroupRef `json:"groupRef,omitempty"`
+
+	// The fields below are ToolHive's, stored as written but not acted on
+	// yet: the workload reports them in its UnsupportedFields condition.
+
+	// Volumes (ToolHive's host-path volumes) are stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Volumes []runtime.RawExtension `json:"volumes,omitempty"`
+	// PermissionProfile (ToolHive's PermissionProfileRef) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PermissionProfile *runtime.RawExtension `json:"permissionProfile,omitempty"`
+	// AuthzConfigRef (an MCPAuthzConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
+	// Audit (ToolHive's AuditConfig) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Audit *runtime.RawExtension `json:"audit,omitempty"`
+	// ExternalAuthConfigRef (an MCPExternalAuthConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	ExternalAuthConfigRef *runtime.RawExtension `json:"externalAuthConfigRef,omitempty"`
+	// WebhookConfigRef (an MCPWebhookConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	WebhookConfigRef *runtime.RawExtension `json:"webhookConfigRef,omitempty"`
+	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
+	// TelemetryConfigRef (an MCPTelemetryConfig reference) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	TelemetryConfigRef *runtime.RawExtension `json:"telemetryConfigRef,omitempty"`
+	// MaxRequestBodySize (bytes) is stored, not acted on.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRequestBodySize int64 `json:"maxRequestBodySize,omitempty"`
+	// BackendReplicas of the MCP server's StatefulSet are stored, not acted on.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackendReplicas *int32 `json:"backendReplicas,omitempty"`
+	// SessionStorage (ToolHive's SessionStorageConfig) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	SessionStorage *runtime.RawExtension `json:"sessionStorage,omitempty"`
+	// RateLimiting (ToolHive's RateLimitConfig) is stored, not acted on.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	RateLimiting *runtime.RawExtension `json:"rateLimiting,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.

@@ -39,6 +39,8 @@ const (
 	ReasonNoBackends = "NoBackends"
 	// Ready=False while the workload is deleted.
 	ReasonTerminating = "Terminating"
+	// UnsupportedFields=True: fields hivekeeper stores but does not act on.
+	ReasonFieldsNotSupported = "FieldsNotSupported"
 	// Event: the finalizer left an object in place that was not the proxy
 	// runner's.
 	ReasonCleanupSkipped = "CleanupSkipped"

@@ -483,6 +483,46 @@ func (in *MCPRemoteProxySpec) DeepCopyInto(out *MCPRemoteProxySpec) {
 		*out = new(GroupRef)
 		**out = **in
 	}
+	if in.ExternalAuthConfigRef != nil {
+		in, out := &in.ExternalAuthConfigRef, &out.ExternalAuthConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AuthServerRef != nil {
+		in, out := &in.AuthServerRef, &out.AuthServerRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AuthzConfig != nil {
+		in, out := &in.AuthzConfig, &out.AuthzConfig
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AuthzConfigRef != nil {
+		in, out := &in.AuthzConfigRef, &out.AuthzConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.Audit != nil {
+		in, out := &in.Audit, &out.Audit
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.TelemetryConfigRef != nil {
+		in, out := &in.TelemetryConfigRef, &out.TelemetryConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.PodTemplateSpec != nil {
+		in, out := &in.PodTemplateSpec, &out.PodTemplateSpec
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.SessionStorage != nil {
+		in, out := &in.SessionStorage, &out.SessionStorage
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 
@@ -643,6 +683,63 @@ func (in *MCPServerSpec) DeepCopyInto(out *MCPServerSpec) {
 		in, out := &in.GroupRef, &out.GroupRef
 		*out = new(GroupRef)
 		**out = **in
+	}
+	if in.Volumes != nil {
+		in, out := &in.Volumes, &out.Volumes
+		*out = make([]runtime.RawExtension, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.PermissionProfile != nil {
+		in, out := &in.PermissionProfile, &out.PermissionProfile
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AuthzConfigRef != nil {
+		in, out := &in.AuthzConfigRef, &out.AuthzConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.Audit != nil {
+		in, out := &in.Audit, &out.Audit
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ExternalAuthConfigRef != nil {
+		in, out := &in.ExternalAuthConfigRef, &out.ExternalAuthConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.WebhookConfigRef != nil {
+		in, out := &in.WebhookConfigRef, &out.WebhookConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.AuthServerRef != nil {
+		in, out := &in.AuthServerRef, &out.AuthServerRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.TelemetryConfigRef != nil {
+		in, out := &in.TelemetryConfigRef, &out.TelemetryConfigRef
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.BackendReplicas != nil {
+		in, out := &in.BackendReplicas, &out.BackendReplicas
+		*out = new(int32)
+		**out = **in
+	}
+	if in.SessionStorage != nil {
+		in, out := &in.SessionStorage, &out.SessionStorage
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.RateLimiting != nil {
+		in, out := &in.RateLimiting, &out.RateLimiting
+		*out = new(runtime.RawExtension)
+		(*in).DeepCopyInto(*out)
 	}
 	return
 }
