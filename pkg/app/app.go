@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpauthzconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
@@ -81,6 +82,7 @@ func Controllers() []controller.Descriptor {
 		controller.Describe(mcpgroup.Name, mcpgroup.New),
 		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New),
 		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New),
+		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

@@ -1,6 +1,6 @@
 // Package index holds the reference indexes hivekeeper's controllers use
-// instead of listing a namespace: which MCPOIDCConfig and MCPToolConfig
-// each workload references, and which MCPGroup each workload belongs to.
+// instead of listing a namespace: which config (MCPOIDCConfig,
+// MCPToolConfig, MCPAuthzConfig) each workload references, and which MCPGroup each workload belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -22,6 +22,8 @@ const (
 	ByOIDCConfig = "toolhive.stacklok.dev/oidc-config"
 	// ByToolConfig: the MCPToolConfig that filters a workload's tools.
 	ByToolConfig = "toolhive.stacklok.dev/tool-config"
+	// ByAuthzConfig: the MCPAuthzConfig that authorizes a workload's requests.
+	ByAuthzConfig = "toolhive.stacklok.dev/authz-config"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
@@ -39,61 +41,61 @@ var Workloads = []Workload{
 	{
 		Kind: thv1.KindMCPServer,
 		Refs: map[string]func(obj any) string{
-			ByOIDCConfig: func(obj any) string {
-				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.OIDCConfigRef != nil {
-					return s.Spec.OIDCConfigRef.Name
-				}
-				return ""
-			},
-			ByToolConfig: func(obj any) string {
-				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.ToolConfigRef != nil {
-					return s.Spec.ToolConfigRef.Name
-				}
-				return ""
-			},
-			ByGroup: func(obj any) string {
-				if s, ok := obj.(*thv1.MCPServer); ok && s.Spec.GroupRef != nil {
-					return s.Spec.GroupRef.Name
-				}
-				return ""
-			},
+			ByOIDCConfig:  ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.OIDCConfigRef) }),
+			ByToolConfig:  ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
+			ByAuthzConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
+			ByGroup:       ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
 		},
 	},
 	{
 		Kind: thv1.KindMCPRemoteProxy,
 		Refs: map[string]func(obj any) string{
-			ByOIDCConfig: func(obj any) string {
-				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.OIDCConfigRef != nil {
-					return p.Spec.OIDCConfigRef.Name
-				}
-				return ""
-			},
-			ByToolConfig: func(obj any) string {
-				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.ToolConfigRef != nil {
-					return p.Spec.ToolConfigRef.Name
-				}
-				return ""
-			},
-			ByGroup: func(obj any) string {
-				if p, ok := obj.(*thv1.MCPRemoteProxy); ok && p.Spec.GroupRef != nil {
-					return p.Spec.GroupRef.Name
-				}
-				return ""
-			},
+			ByOIDCConfig:  ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.OIDCConfigRef) }),
+			ByToolConfig:  ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
+			ByAuthzConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
+			ByGroup:       ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
 		},
 	},
 	{
 		// A VirtualMCPServer aggregates a group rather than joining it.
 		Kind: thv1.KindVirtualMCPServer,
 		Refs: map[string]func(obj any) string{
-			ByOIDCConfig: func(obj any) string {
-				if v, ok := obj.(*thv1.VirtualMCPServer); ok && v.Spec.IncomingAuth.OIDCConfigRef != nil {
-					return v.Spec.IncomingAuth.OIDCConfigRef.Name
-				}
-				return ""
-			},
+			ByOIDCConfig: ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
 		},
 	},
+}
+
+// ref reads a reference of workload kind T; any other object references
+// nothing.
+func ref[T any](name func(T) string) func(obj any) string {
+	return func(obj any) string {
+		if o, ok := obj.(T); ok {
+			return name(o)
+		}
+		return ""
+	}
+}
+
+// named is a reference by name; nameOf reads it, "" for none.
+type named interface {
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.GroupRef
+}
+
+func nameOf[R named](r R) string {
+	if r == nil {
+		return ""
+	}
+	switch v := any(r).(type) {
+	case *thv1.OIDCConfigReference:
+		return v.Name
+	case *thv1.ToolConfigReference:
+		return v.Name
+	case *thv1.AuthzConfigReference:
+		return v.Name
+	case *thv1.GroupRef:
+		return v.Name
+	}
+	return ""
 }
 
 // ReferencedBy returns the rows of the kinds that can make references of

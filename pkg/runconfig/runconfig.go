@@ -62,6 +62,10 @@ type RunConfig struct {
 	// presents overridden names and descriptions.
 	ToolsFilter   []string                `json:"tools_filter,omitempty"`
 	ToolsOverride map[string]ToolOverride `json:"tools_override,omitempty"`
+	// AuthzConfig is the runner's authorization config (its format version,
+	// the authorizer type and that authorizer's options), from the
+	// workload's inline Cedar policies or its MCPAuthzConfig.
+	AuthzConfig json.RawMessage `json:"authz_config,omitempty"`
 }
 
 // ToolOverride is ToolHive's runner.ToolOverride: the name and description

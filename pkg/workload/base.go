@@ -56,7 +56,7 @@ type Phases struct {
 
 // Base is what every workload controller shares and embeds: its loop,
 // writer, clock and recorder, its children, and the references it
-// resolves (groups, OIDC and tool configs). NewBase wires all of its event
+// resolves (groups and config kinds). NewBase wires all of its event
 // handlers.
 type Base struct {
 	*controller.Loop
@@ -67,6 +67,7 @@ type Base struct {
 	Groups   thlisters.MCPGroupLister
 	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
 	Tools    *ConfigRefs[*thv1.MCPToolConfig]
+	Authz    *ConfigRefs[*thv1.MCPAuthzConfig]
 	Config   controller.Config
 	phases   Phases
 	resource string
@@ -93,6 +94,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		Groups:   thlisters.NewMCPGroupLister(groups.Indexer()),
 		OIDC:     OIDCConfigs.Bind(d),
 		Tools:    ToolConfigs.Bind(d),
+		Authz:    AuthzConfigs.Bind(d),
 		Config:   d.Config,
 		phases:   s.Phases,
 		resource: s.Resource,
@@ -117,7 +119,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row, _ := index.WorkloadFor(s.Kind)
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools} {
+	}{b.OIDC, b.Tools, b.Authz} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}

@@ -58,3 +58,26 @@ var ToolConfigs = ConfigKind[*thv1.MCPToolConfig]{
 	Valid:     thv1.ReasonToolConfigValid, NotFound: thv1.ReasonToolConfigNotFound,
 	NotValid: thv1.ReasonToolConfigNotValid, Waiting: thv1.ReasonWaitingForToolConfig,
 }
+
+// AuthzConfigs is the MCPAuthzConfig reference of MCPServers and
+// MCPRemoteProxies.
+var AuthzConfigs = ConfigKind[*thv1.MCPAuthzConfig]{
+	Kind:      thv1.KindMCPAuthzConfig,
+	Resource:  "mcpauthzconfigs",
+	Finalizer: thv1.MCPAuthzConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPAuthzConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPAuthzConfig, error) {
+		return thlisters.NewMCPAuthzConfigLister(indexer).MCPAuthzConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPAuthzConfig] {
+		return c.ToolhiveV1beta1().MCPAuthzConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPAuthzConfig) any { return &c.Spec },
+	Validate:  validateAuthzConfig,
+	Index:     index.ByAuthzConfig,
+	Condition: thv1.ConditionAuthzConfigRefValidated,
+	Valid:     thv1.ReasonAuthzConfigRefValid, NotFound: thv1.ReasonAuthzConfigRefNotFound,
+	NotValid: thv1.ReasonAuthzConfigRefNotValid, Waiting: thv1.ReasonWaitingForAuthzConfig,
+}

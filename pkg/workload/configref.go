@@ -170,21 +170,28 @@ func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue 
 	}
 }
 
+// ProxyRefNames are the names of the configs an MCPServer or
+// MCPRemoteProxy references, "" for a reference it does not make.
+type ProxyRefNames struct {
+	OIDC, Tools, Authz string
+}
+
 // ProxyRefs are the configs an MCPServer or MCPRemoteProxy references,
-// resolved; nil for a reference the workload does not make.
+// resolved; nil for a reference the workload does not make. The hashes
+// are what the workload records in status (oidcConfigHash, ...).
 type ProxyRefs struct {
-	OIDC  *thv1.MCPOIDCConfig
-	Tools *thv1.MCPToolConfig
-	// OIDCHash and ToolsHash are the configs' hashes, which the workload
-	// records in status.oidcConfigHash and status.toolConfigHash.
-	OIDCHash, ToolsHash string
+	OIDC                           *thv1.MCPOIDCConfig
+	Tools                          *thv1.MCPToolConfig
+	Authz                          *thv1.MCPAuthzConfig
+	OIDCHash, ToolsHash, AuthzHash string
 }
 
 // ResolveProxyRefs resolves the config references of a proxy workload and
 // reports each. ok is false when the workload must wait for one of them.
-func (b *Base) ResolveProxyRefs(r *Report, namespace string, oidc *thv1.OIDCConfigReference, tools *thv1.ToolConfigReference) (refs ProxyRefs, ok bool) {
-	var oidcOK, toolsOK bool
-	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, namespace, OIDCConfigName(oidc))
-	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, namespace, ToolConfigName(tools))
-	return refs, oidcOK && toolsOK
+func (b *Base) ResolveProxyRefs(r *Report, namespace string, names ProxyRefNames) (refs ProxyRefs, ok bool) {
+	var oidcOK, toolsOK, authzOK bool
+	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, namespace, names.OIDC)
+	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, namespace, names.Tools)
+	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, namespace, names.Authz)
+	return refs, oidcOK && toolsOK && authzOK
 }

@@ -93,3 +93,11 @@ func ToolConfigName(ref *thv1.ToolConfigReference) string {
 	}
 	return ref.Name
 }
+
+// AuthzConfigName is the MCPAuthzConfig a reference names, "" for none.
+func AuthzConfigName(ref *thv1.AuthzConfigReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}

@@ -63,16 +63,25 @@ func TestValidateToolConfig(t *testing.T) {
 	}
 }
 
-// The MCPToolConfig controller is the shared config controller: one sync
-// adds ToolHive's finalizer, then writes the hash, Valid and the referrers
-// of both kinds that can reference it (never a VirtualMCPServer), and a
-// second sync of the written state sends nothing.
+// The MCPToolConfig controller is the shared config controller.
 func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
 	cfg := toolConfig("curated", thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}})
+	testProxyConfigController(t, ToolConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
+		s.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
+		p.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
+	})
+}
+
+// testProxyConfigController checks the controller of a config kind that
+// MCPServers and MCPRemoteProxies reference (refer makes both reference
+// cfg, named "curated"): one sync adds the kind's finalizer, then writes
+// the hash, Valid and the referrers of both kinds (never a
+// VirtualMCPServer), and a second sync of the written state sends nothing.
+func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T], cfg T, refer func(*thv1.MCPServerSpec, *thv1.MCPRemoteProxySpec)) {
+	t.Helper()
 	s := server(testNS, "s", "")
-	s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
 	p := proxy(testNS, "p", "")
-	p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
+	refer(&s.Spec, &p.Spec)
 	other := server(testNS, "unrelated", "")
 	objs := []runtime.Object{cfg, s, p, other}
 
@@ -82,14 +91,15 @@ func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}},
-		Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcptoolconfig", ToolConfigs)
+		Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, strings.ToLower(kind.Kind), kind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Queue.ShutDown)
 	v := factory.Toolhive().V1beta1()
+	cfgIndexer := kind.Informer(factory).GetIndexer()
 	indexers := map[string]cache.Indexer{
-		"cfg": v.MCPToolConfigs().Informer().GetIndexer(), "s": v.MCPServers().Informer().GetIndexer(),
+		"cfg": cfgIndexer, "s": v.MCPServers().Informer().GetIndexer(),
 		"p": v.MCPRemoteProxies().Informer().GetIndexer(), "unrelated": v.MCPServers().Informer().GetIndexer(),
 	}
 	for key, obj := range map[string]runtime.Object{"cfg": cfg, "s": s, "p": p, "unrelated": other} {
@@ -114,21 +124,20 @@ func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
 	if len(acts) != 2 || acts[0].GetSubresource() != "" || acts[1].GetSubresource() != "status" {
 		t.Fatalf("want a finalizer patch then a status patch, got %s", describe(acts))
 	}
-	gvr := thv1.SchemeGroupVersion.WithResource("mcptoolconfigs")
-	obj, err := client.Tracker().Get(gvr, testNS, "curated")
+	got, err := kind.Get(indexerOf(t, client, kind), testNS, "curated")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := obj.(*thv1.MCPToolConfig)
-	hash, _ := configHash(&cfg.Spec)
-	if !reflect.DeepEqual(got.Finalizers, []string{thv1.MCPToolConfigFinalizer}) || got.Status.ConfigHash != hash ||
-		!reflect.DeepEqual(got.Status.ReferencingWorkloads, []thv1.WorkloadReference{wl(thv1.KindMCPRemoteProxy, "p"), wl(thv1.KindMCPServer, "s")}) ||
-		got.Status.ReferenceCount != 2 || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionValid) {
-		t.Fatalf("stored = %+v / %+v", got.ObjectMeta.Finalizers, got.Status)
+	hash, _ := configHash(kind.Spec(cfg))
+	st := got.GetStatus()
+	if !reflect.DeepEqual(got.GetFinalizers(), []string{kind.Finalizer}) || st.ConfigHash != hash ||
+		!reflect.DeepEqual(st.ReferencingWorkloads, []thv1.WorkloadReference{wl(thv1.KindMCPRemoteProxy, "p"), wl(thv1.KindMCPServer, "s")}) ||
+		st.ReferenceCount != 2 || !meta.IsStatusConditionTrue(st.Conditions, thv1.ConditionValid) {
+		t.Fatalf("stored = %+v / %+v", got.GetFinalizers(), st)
 	}
 
 	client.ClearActions()
-	if err := indexers["cfg"].Update(got); err != nil {
+	if err := cfgIndexer.Update(got); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.sync(ctx, key); err != nil {
@@ -137,4 +146,24 @@ func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
 	if acts := client.Actions(); len(acts) != 0 {
 		t.Errorf("steady state wrote: %s", describe(acts))
 	}
+}
+
+// indexerOf is an indexer holding what client stores of kind now.
+func indexerOf[T ConfigObject](t *testing.T, client *fake.Clientset, kind ConfigKind[T]) cache.Indexer {
+	t.Helper()
+	objs, err := client.Tracker().List(thv1.SchemeGroupVersion.WithResource(kind.Resource), thv1.SchemeGroupVersion.WithKind(kind.Kind), testNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := meta.ExtractList(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, o := range items {
+		if err := indexer.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return indexer
 }

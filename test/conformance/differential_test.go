@@ -60,13 +60,12 @@ var pendingIssue15 = []pendingDifference{
 	{"table/15-pending-features.yaml", "volumes", "spec.volumes"},
 	{"table/15-pending-features.yaml", "permission_profile", "spec.permissionProfile (the Kubernetes runtime ignores it, but the RunConfig carries it)"},
 	{"table/15-pending-features.yaml", "permission_profile_name_or_path", "spec.permissionProfile"},
-	{"table/15-pending-features.yaml", "authz_config", "spec.authzConfig (inline Cedar policies)"},
 	{"table/15-pending-features.yaml", "audit_config", "spec.audit"},
 	{"table/15-pending-features.yaml", "max_request_body_size", "spec.maxRequestBodySize"},
 	{"table/15-pending-features.yaml", "scaling_config", "spec.backendReplicas and spec.sessionStorage (Redis)"},
 	{"table/15-pending-features.yaml", "rate_limit_config", "spec.rateLimiting"},
 	{"table/15-pending-features.yaml", "rate_limit_namespace", "spec.rateLimiting"},
-	{"table/15-pending-features.yaml", "middleware_configs", "the body-limit, audit, rate-limit and authorization middleware the runner derives from the fields above"},
+	{"table/15-pending-features.yaml", "middleware_configs", "the body-limit, audit and rate-limit middleware the runner derives from the fields above"},
 }
 
 // toolhiveWritesNone names workloads for which ToolHive's operator writes
@@ -90,12 +89,13 @@ var toolhiveWritesNone = map[string]string{
 var (
 	hivekeeperKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
-		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
+		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPAuthzConfig,
+		thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 	}
 	toolhiveKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
 		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, "MCPTelemetryConfig",
-		"MCPExternalAuthConfig", "MCPAuthzConfig", "MCPWebhookConfig",
+		"MCPExternalAuthConfig", thv1.KindMCPAuthzConfig, "MCPWebhookConfig",
 		thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 	}
 )

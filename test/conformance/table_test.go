@@ -84,6 +84,18 @@ var expectations = map[string]map[string]any{
 	},
 	"tools-remote":     {"tools_filter": []any{"fetch_url", "search"}, "tools_override.fetch.name": "fetch_url"},
 	"annotated-server": {"tools_override.fetch.name": "fetch_url"},
+	"authz-ref": {
+		"authz_config.version": "1.0", "authz_config.type": "cedarv1", "authz_config.cedar.group_claim_name": "groups",
+		"authz_config.cedar.policies": []any{
+			`permit(principal, action == Action::"call_tool", resource == Tool::"fetch");`,
+			`forbid(principal, action == Action::"call_tool", resource == Tool::"delete");`,
+		},
+	},
+	"authz-inline": {
+		"authz_config.type": "cedarv1", "authz_config.cedar.entities_json": "[]",
+		"authz_config.cedar.group_claim_name": "https://example.com/groups", "authz_config.cedar.group_entity_type": "Team",
+	},
+	"authz-remote": {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:8080", "authz_config.pdp.claim_mapping": "standard"},
 }
 
 // absent are keys whose absence the table states: secrets never reach a

@@ -29,7 +29,9 @@ type inputs struct {
 	Proxy *thv1.MCPRemoteProxy
 	OIDC  *thv1.MCPOIDCConfig
 	// Tools is the referenced MCPToolConfig, nil when there is none.
-	Tools       *thv1.MCPToolConfig
+	Tools *thv1.MCPToolConfig
+	// Authz is the referenced MCPAuthzConfig, nil when there is none.
+	Authz       *thv1.MCPAuthzConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--remote-proxy-runner-cluster-role).
@@ -107,6 +109,10 @@ func build(in inputs) (*childSet, error) {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
 	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, proxyPort(p)), workload.EnvOIDCClientSecret)
+	authz, err := workload.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz)
+	if err != nil {
+		return nil, err
+	}
 	// ToolHive names a remote workload's container after the workload.
 	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
@@ -120,6 +126,7 @@ func build(in inputs) (*childSet, error) {
 		ProxyMode:         transport(p),
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
+		AuthzConfig:       authz,
 	}
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
@@ -182,8 +189,6 @@ func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
 	return workload.SetPaths(
 		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
-		workload.Field{Path: "spec.authzConfig", Set: s.AuthzConfig != nil},
-		workload.Field{Path: "spec.authzConfigRef", Set: s.AuthzConfigRef != nil},
 		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
 		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
 		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -85,7 +87,19 @@ func TestBuildDriftParity(t *testing.T) {
 									ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
 								p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
 							}
-							d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, RunnerImage: "runner:test"})
+							// Authorization: inline Cedar with the service-account
+							// OIDC, a referenced MCPAuthzConfig with the inline one.
+							var authz *thv1.MCPAuthzConfig
+							switch oidcKind {
+							case "kubernetesServiceAccount":
+								p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
+									Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+							case "inline":
+								authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+									Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
+								p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
+							}
+							d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
 							if err != nil {
 								t.Fatalf("%s: build: %v", name, err)
 							}

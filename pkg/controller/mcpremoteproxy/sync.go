@@ -39,8 +39,12 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	status.URL = proxyURL(p)
 	r.Unsupported(unsupportedFields(&p.Spec))
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
-	refs, ok := c.ResolveProxyRefs(r, p.Namespace, p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef)
-	status.OIDCConfigHash, status.ToolConfigHash = refs.OIDCHash, refs.ToolsHash
+	refs, ok := c.ResolveProxyRefs(r, p.Namespace, workload.ProxyRefNames{
+		OIDC:  workload.OIDCConfigName(p.Spec.OIDCConfigRef),
+		Tools: workload.ToolConfigName(p.Spec.ToolConfigRef),
+		Authz: workload.AuthzConfigName(p.Spec.AuthzConfigRef),
+	})
+	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	if !ok {
 		return status, 0, nil
 	}
@@ -55,7 +59,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {

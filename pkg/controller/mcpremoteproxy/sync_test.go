@@ -459,9 +459,9 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
 		t.Fatalf("events: %q", evs)
 	}
-	all := thv1.MCPRemoteProxySpec{ExternalAuthConfigRef: raw, AuthServerRef: raw, AuthzConfig: raw, AuthzConfigRef: raw,
+	all := thv1.MCPRemoteProxySpec{ExternalAuthConfigRef: raw, AuthServerRef: raw,
 		Audit: raw, TelemetryConfigRef: raw, PodTemplateSpec: raw, SessionStorage: raw}
-	if got := unsupportedFields(&all); len(got) != 8 {
+	if got := unsupportedFields(&all); len(got) != 6 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 }

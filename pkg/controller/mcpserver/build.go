@@ -40,7 +40,9 @@ type inputs struct {
 	Server *thv1.MCPServer
 	OIDC   *thv1.MCPOIDCConfig
 	// Tools is the referenced MCPToolConfig, nil when there is none.
-	Tools       *thv1.MCPToolConfig
+	Tools *thv1.MCPToolConfig
+	// Authz is the referenced MCPAuthzConfig, nil when there is none.
+	Authz       *thv1.MCPAuthzConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
@@ -117,7 +119,11 @@ func build(in inputs) (*childSet, error) {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
 	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
-	rc, err := buildRunConfig(s, oidc, in.Tools)
+	authz, err := workload.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, in.Tools, authz)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +190,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -215,6 +221,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCP
 		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
+		AuthzConfig:         authz,
 	}
 	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
@@ -321,8 +328,6 @@ func unsupportedFields(s *thv1.MCPServerSpec) []string {
 	return workload.SetPaths(
 		workload.Field{Path: "spec.volumes", Set: len(s.Volumes) > 0},
 		workload.Field{Path: "spec.permissionProfile", Set: s.PermissionProfile != nil},
-		workload.Field{Path: "spec.authzConfig", Set: s.AuthzConfig != nil},
-		workload.Field{Path: "spec.authzConfigRef", Set: s.AuthzConfigRef != nil},
 		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
 		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},

@@ -98,7 +98,19 @@ func TestBuildDriftParity(t *testing.T) {
 									ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
 								s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
 							}
-							d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, RunnerImage: "runner:test"})
+							// Authorization: inline Cedar with the service-account
+							// OIDC, a referenced MCPAuthzConfig with the inline one.
+							var authz *thv1.MCPAuthzConfig
+							switch oidcKind {
+							case "kubernetesServiceAccount":
+								s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
+									Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+							case "inline":
+								authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+									Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
+								s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
+							}
+							d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
 							if err != nil {
 								t.Fatalf("%s: build: %v", name, err)
 							}

@@ -57,8 +57,12 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	r.Unsupported(unsupportedFields(&s.Spec))
 
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
-	refs, ok := c.ResolveProxyRefs(r, s.Namespace, s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef)
-	status.OIDCConfigHash, status.ToolConfigHash = refs.OIDCHash, refs.ToolsHash
+	refs, ok := c.ResolveProxyRefs(r, s.Namespace, workload.ProxyRefNames{
+		OIDC:  workload.OIDCConfigName(s.Spec.OIDCConfigRef),
+		Tools: workload.ToolConfigName(s.Spec.ToolConfigRef),
+		Authz: workload.AuthzConfigName(s.Spec.AuthzConfigRef),
+	})
+	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	if !ok {
 		return status, 0, nil
 	}
@@ -75,7 +79,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

@@ -35,7 +35,7 @@ var (
 func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
 	s := newServer("fetch")
 	s.Finalizers = nil
-	s.Spec.AuthzConfig = &runtime.RawExtension{Raw: []byte(`{"policy":"allow"}`)}
+	s.Spec.WebhookConfigRef = &runtime.RawExtension{Raw: []byte(`{"name":"hooks"}`)}
 	f := newFixture(t, s)
 	acts, err := f.sync("fetch")
 	if err != nil {
@@ -829,14 +829,79 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 func TestUnsupportedFieldPaths(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	all := thv1.MCPServerSpec{
-		Volumes: []runtime.RawExtension{*raw}, PermissionProfile: raw, AuthzConfig: raw, AuthzConfigRef: raw, Audit: raw,
+		Volumes: []runtime.RawExtension{*raw}, PermissionProfile: raw, Audit: raw,
 		ExternalAuthConfigRef: raw, WebhookConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw,
 		MaxRequestBodySize: 1, BackendReplicas: ptr.To[int32](0), SessionStorage: raw, RateLimiting: raw,
 	}
-	if got := unsupportedFields(&all); len(got) != 13 {
+	if got := unsupportedFields(&all); len(got) != 11 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 	if got := unsupportedFields(&newServer("x").Spec); got != nil {
 		t.Errorf("a plain server: %q", got)
+	}
+}
+
+// An MCPAuthzConfig reference holds the server until the config is valid,
+// then its policies reach the RunConfig and its hash the status; an
+// inline authorization hivekeeper cannot apply keeps the server from
+// running at all.
+func TestAuthzConfig(t *testing.T) {
+	ref := func(s *thv1.MCPServer) { s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "policies"} }
+	f := newFixture(t, newServer("fetch", ref))
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionAuthzConfigRefValidated); c == nil ||
+		c.Reason != thv1.ReasonAuthzConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhasePending {
+		t.Fatalf("status %+v", got.Status)
+	}
+
+	cfg := &thv1.MCPAuthzConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "policies"},
+		Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+			Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}},
+		Status: thv1.ConfigStatus{ConfigHash: "h1", Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid}}},
+	}
+	f2 := newFixture(t, newServer("fetch", ref), cfg)
+	f2.converge("fetch")
+	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Authz struct {
+			Type  string `json:"type"`
+			Cedar struct {
+				Policies []string `json:"policies"`
+			} `json:"cedar"`
+		} `json:"authz_config"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if rc.Authz.Type != thv1.AuthzTypeCedar || len(rc.Authz.Cedar.Policies) != 1 {
+		t.Errorf("RunConfig authz_config: %+v", rc.Authz)
+	}
+	got, _ = f2.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if got.Status.AuthzConfigHash != "h1" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionAuthzConfigRefValidated) {
+		t.Errorf("status %+v", got.Status)
+	}
+
+	f3 := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: "cm"}}
+	}))
+	acts, err = f3.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ = f3.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonInvalidSpec ||
+		!strings.Contains(c.Message, "spec.authzConfig: type configMap") {
+		t.Errorf("configMap authorization: %+v", got.Status)
 	}
 }

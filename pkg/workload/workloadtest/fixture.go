@@ -136,6 +136,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.VirtualMCPServers().Informer(), l11, e11)
 	l12, e12 := th.MCPToolConfigs("").List(ctx, lo)
 	replace(tf.MCPToolConfigs().Informer(), l12, e12)
+	l13, e13 := th.MCPAuthzConfigs("").List(ctx, lo)
+	replace(tf.MCPAuthzConfigs().Informer(), l13, e13)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }

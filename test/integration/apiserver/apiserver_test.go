@@ -107,10 +107,10 @@ func TestUnknownSpecFieldsRoundTrip(t *testing.T) {
 		"kind":       thv1beta1.KindMCPServer,
 		"metadata":   map[string]any{"name": "fetch", "namespace": ns},
 		"spec": map[string]any{
-			"image":       "docker.io/mcp/fetch:latest",
-			"telemetry":   unknown,
-			"futureField": "kept",
-			"authzConfig": map[string]any{"type": "inline", "inline": map[string]any{"policies": []any{"permit(principal, action, resource);"}}},
+			"image":            "docker.io/mcp/fetch:latest",
+			"telemetry":        unknown,
+			"futureField":      "kept",
+			"webhookConfigRef": map[string]any{"name": "hooks"},
 		},
 	}}
 	if _, err := env.Dynamic.Resource(mcpServers).Namespace(ns).Create(ctx(t), obj, metav1.CreateOptions{}); err != nil {
@@ -120,7 +120,7 @@ func TestUnknownSpecFieldsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{"telemetry", "futureField", "authzConfig"} {
+	for _, field := range []string{"telemetry", "futureField", "webhookConfigRef"} {
 		want, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", field)
 		have, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
 		if !found || !equality.Semantic.DeepEqual(want, have) {

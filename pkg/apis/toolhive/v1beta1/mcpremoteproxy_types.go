@@ -32,6 +32,7 @@ type MCPRemoteProxy struct {
 }
 
 // MCPRemoteProxySpec is the desired state of an MCPRemoteProxy.
+// +kubebuilder:validation:XValidation:rule="!(has(self.authzConfig) && has(self.authzConfigRef))",message="authzConfig and authzConfigRef are mutually exclusive; use authzConfigRef to reference a shared MCPAuthzConfig"
 type MCPRemoteProxySpec struct {
 	// RemoteURL of the MCP server.
 	// +kubebuilder:validation:Pattern=`^https?://`
@@ -55,6 +56,14 @@ type MCPRemoteProxySpec struct {
 	// MCPToolConfig in the same namespace.
 	// +optional
 	ToolConfigRef *ToolConfigReference `json:"toolConfigRef,omitempty"`
+	// AuthzConfig authorizes every MCP request with the workload's own
+	// Cedar policies (or a ConfigMap's authorization file).
+	// +optional
+	AuthzConfig *InlineAuthz `json:"authzConfig,omitempty"`
+	// AuthzConfigRef authorizes every MCP request with a shared
+	// MCPAuthzConfig in the same namespace.
+	// +optional
+	AuthzConfigRef *AuthzConfigReference `json:"authzConfigRef,omitempty"`
 	// Resources of the proxy container.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
@@ -96,16 +105,6 @@ type MCPRemoteProxySpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
-	// AuthzConfig (ToolHive's inline or ConfigMap authorization) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
-	// AuthzConfigRef (an MCPAuthzConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
 	// Audit (ToolHive's AuditConfig) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -147,6 +146,10 @@ type MCPRemoteProxyStatus struct {
 	// that this workload was last converged with.
 	// +optional
 	ToolConfigHash string `json:"toolConfigHash,omitempty"`
+	// AuthzConfigHash is the configHash of the referenced MCPAuthzConfig
+	// that this workload was last converged with.
+	// +optional
+	AuthzConfigHash string `json:"authzConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

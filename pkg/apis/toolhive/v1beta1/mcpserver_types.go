@@ -43,6 +43,7 @@ type MCPServer struct {
 }
 
 // MCPServerSpec is the desired state of an MCPServer.
+// +kubebuilder:validation:XValidation:rule="!(has(self.authzConfig) && has(self.authzConfigRef))",message="authzConfig and authzConfigRef are mutually exclusive; use authzConfigRef to reference a shared MCPAuthzConfig"
 type MCPServerSpec struct {
 	// Image of the MCP server. It is a positional argument of the proxy
 	// runner, so it may not start with '-' (it would be read as an option).
@@ -109,12 +110,14 @@ type MCPServerSpec struct {
 	// MCPToolConfig in the same namespace.
 	// +optional
 	ToolConfigRef *ToolConfigReference `json:"toolConfigRef,omitempty"`
-	// AuthzConfig (ToolHive's inline or ConfigMap authorization) is
-	// stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// AuthzConfig authorizes every MCP request with the workload's own
+	// Cedar policies (or a ConfigMap's authorization file).
 	// +optional
-	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
+	AuthzConfig *InlineAuthz `json:"authzConfig,omitempty"`
+	// AuthzConfigRef authorizes every MCP request with a shared
+	// MCPAuthzConfig in the same namespace.
+	// +optional
+	AuthzConfigRef *AuthzConfigReference `json:"authzConfigRef,omitempty"`
 	// Replicas of the proxy. Unset means hands off: an HPA or kubectl owns the
 	// count. A stdio server is capped at 1.
 	// +kubebuilder:validation:Minimum=0
@@ -147,11 +150,6 @@ type MCPServerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	PermissionProfile *runtime.RawExtension `json:"permissionProfile,omitempty"`
-	// AuthzConfigRef (an MCPAuthzConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
 	// Audit (ToolHive's AuditConfig) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -220,6 +218,10 @@ type MCPServerStatus struct {
 	// that this workload was last converged with.
 	// +optional
 	ToolConfigHash string `json:"toolConfigHash,omitempty"`
+	// AuthzConfigHash is the configHash of the referenced MCPAuthzConfig
+	// that this workload was last converged with.
+	// +optional
+	AuthzConfigHash string `json:"authzConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -16,6 +16,12 @@ const (
 	ReasonToolConfigValid    = "ToolConfigValid"
 	ReasonToolConfigNotFound = "ToolConfigNotFound"
 	ReasonToolConfigNotValid = "ToolConfigNotValid"
+	// Ready=False while the workload waits for its MCPAuthzConfig.
+	ReasonWaitingForAuthzConfig = "WaitingForAuthzConfig"
+	// AuthzConfigRefValidated (ToolHive's names).
+	ReasonAuthzConfigRefValid    = "AuthzConfigRefValid"
+	ReasonAuthzConfigRefNotFound = "AuthzConfigRefNotFound"
+	ReasonAuthzConfigRefNotValid = "AuthzConfigRefNotValid"
 	// PodTemplateValid.
 	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
 	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
@@ -76,6 +82,9 @@ const (
 	// name ToolHive's operator uses, so a config that operator finalized
 	// is released by hivekeeper once no workload references it.
 	MCPToolConfigFinalizer = "toolhive.stacklok.dev/toolconfig-finalizer"
+	// MCPAuthzConfigFinalizer does the same for an MCPAuthzConfig, again
+	// with ToolHive's name.
+	MCPAuthzConfigFinalizer = "mcpauthzconfig.toolhive.stacklok.dev/finalizer"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

@@ -20,6 +20,7 @@ const (
 	KindVirtualMCPServer = "VirtualMCPServer"
 	KindMCPGroup         = "MCPGroup"
 	KindMCPToolConfig    = "MCPToolConfig"
+	KindMCPAuthzConfig   = "MCPAuthzConfig"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -47,6 +48,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtualMCPServer{}, &VirtualMCPServerList{},
 		&MCPGroup{}, &MCPGroupList{},
 		&MCPToolConfig{}, &MCPToolConfigList{},
+		&MCPAuthzConfig{}, &MCPAuthzConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -16,3 +16,6 @@ func (c *MCPOIDCConfig) GetStatus() *ConfigStatus { return &c.Status }
 
 // GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
 func (c *MCPToolConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
+func (c *MCPAuthzConfig) GetStatus() *ConfigStatus { return &c.Status }

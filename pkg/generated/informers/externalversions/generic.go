@@ -53,6 +53,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=toolhive.stacklok.dev, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("mcpauthzconfigs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPAuthzConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpgroups"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPGroups().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpoidcconfigs"):

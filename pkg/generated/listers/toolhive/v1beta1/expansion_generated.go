@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// MCPAuthzConfigListerExpansion allows custom methods to be added to
+// MCPAuthzConfigLister.
+type MCPAuthzConfigListerExpansion interface{}
+
+// MCPAuthzConfigNamespaceListerExpansion allows custom methods to be added to
+// MCPAuthzConfigNamespaceLister.
+type MCPAuthzConfigNamespaceListerExpansion interface{}
+
 // MCPGroupListerExpansion allows custom methods to be added to
 // MCPGroupLister.
 type MCPGroupListerExpansion interface{}

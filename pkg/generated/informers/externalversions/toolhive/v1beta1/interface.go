@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// MCPAuthzConfigs returns a MCPAuthzConfigInformer.
+	MCPAuthzConfigs() TypedMCPAuthzConfigInformer
 	// MCPGroups returns a MCPGroupInformer.
 	MCPGroups() TypedMCPGroupInformer
 	// MCPOIDCConfigs returns a MCPOIDCConfigInformer.
@@ -47,6 +49,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// MCPAuthzConfigs returns a TypedMCPAuthzConfigInformer.
+func (v *version) MCPAuthzConfigs() TypedMCPAuthzConfigInformer {
+	return &mCPAuthzConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MCPGroups returns a TypedMCPGroupInformer.

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type MCPAuthzConfigExpansion interface{}
+
 type MCPGroupExpansion interface{}
 
 type MCPOIDCConfigExpansion interface{}

@@ -28,6 +28,7 @@ import (
 
 type ToolhiveV1beta1Interface interface {
 	RESTClient() rest.Interface
+	MCPAuthzConfigsGetter
 	MCPGroupsGetter
 	MCPOIDCConfigsGetter
 	MCPRemoteProxiesGetter
@@ -39,6 +40,10 @@ type ToolhiveV1beta1Interface interface {
 // ToolhiveV1beta1Client is used to interact with features provided by the toolhive.stacklok.dev group.
 type ToolhiveV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *ToolhiveV1beta1Client) MCPAuthzConfigs(namespace string) MCPAuthzConfigInterface {
+	return newMCPAuthzConfigs(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) MCPGroups(namespace string) MCPGroupInterface {

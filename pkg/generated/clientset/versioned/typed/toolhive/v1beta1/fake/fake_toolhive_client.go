@@ -28,6 +28,10 @@ type FakeToolhiveV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeToolhiveV1beta1) MCPAuthzConfigs(namespace string) v1beta1.MCPAuthzConfigInterface {
+	return newFakeMCPAuthzConfigs(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) MCPGroups(namespace string) v1beta1.MCPGroupInterface {
 	return newFakeMCPGroups(c, namespace)
 }
