@@ -38,6 +38,15 @@ type MCPRemoteProxySpec struct {
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +required
 	RemoteURL string `json:"remoteUrl"`
+	// AllowPrivateEndpoint lets remoteUrl name a private or in-cluster
+	// endpoint: an RFC 1918 or IPv6 unique-local address, or a host name
+	// under cluster.local. Without it such a URL is refused. Loopback,
+	// link-local and cloud-metadata addresses, localhost and the
+	// Kubernetes API's own names are refused either way. The check reads
+	// the URL only: a host name is not resolved.
+	// +kubebuilder:default=false
+	// +optional
+	AllowPrivateEndpoint bool `json:"allowPrivateEndpoint,omitempty"`
 	// ProxyPort is the proxy container port and the Service port.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -64,6 +73,10 @@ type MCPRemoteProxySpec struct {
 	// MCPAuthzConfig in the same namespace.
 	// +optional
 	AuthzConfigRef *AuthzConfigReference `json:"authzConfigRef,omitempty"`
+	// HeaderForward adds headers to every request sent to the remote
+	// server, with literal values or values from Secrets.
+	// +optional
+	HeaderForward *HeaderForwardConfig `json:"headerForward,omitempty"`
 	// Resources of the proxy container.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
