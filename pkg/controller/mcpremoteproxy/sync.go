@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -45,6 +46,16 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		Authz: workload.AuthzConfigName(p.Spec.AuthzConfigRef),
 	})
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
+	// A spec that fails the checks is not deployed, and what an earlier
+	// spec deployed is left exactly as it is: the refused URL never
+	// reaches a pod, and a typo in an edit does not take a working proxy
+	// down (README, "MCPRemoteProxy").
+	if reason, msg := checkSpec(p); reason != "" {
+		r.Set(thv1.ConditionConfigurationValid, metav1.ConditionFalse, reason, msg)
+		r.Fail(reason, msg+"; nothing is created or changed until the spec is fixed")
+		return status, 0, nil
+	}
+	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl passes the checks")
 	if !ok {
 		return status, 0, nil
 	}

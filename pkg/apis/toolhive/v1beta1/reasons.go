@@ -70,6 +70,24 @@ const (
 	MCPRemoteProxyPhaseTerminating = "Terminating"
 )
 
+// MCPRemoteProxy's checks of its spec before anything is deployed: the
+// condition and its reasons are ToolHive's names, except
+// ReasonHeaderForwardInvalid, which ToolHive's operator does not have (it
+// writes such headers and its runner refuses to start).
+const (
+	// ConditionConfigurationValid is False, and nothing is created or
+	// changed, while the spec fails a check; True otherwise.
+	ConditionConfigurationValid = "ConfigurationValid"
+	ReasonConfigurationValid    = "ConfigurationValid"
+	// ReasonRemoteURLInvalid: remoteUrl is not http(s), or names an
+	// address or host a remote proxy must not reach (a private one only
+	// without spec.allowPrivateEndpoint).
+	ReasonRemoteURLInvalid = "RemoteURLInvalid"
+	// ReasonHeaderForwardInvalid: spec.headerForward names a header the
+	// runner refuses or cannot send, or two that collide.
+	ReasonHeaderForwardInvalid = "HeaderForwardInvalid"
+)
+
 // Finalizers.
 const (
 	// MCPServerFinalizer holds an MCPServer until what the proxy runner

@@ -1,0 +1,171 @@
+package mcpremoteproxy
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+// assertRefused checks the status of a proxy whose spec failed a check:
+// ConfigurationValid and Ready False with reason, phase Failed, and the
+// message naming what is wrong.
+func assertRefused(t *testing.T, p *thv1.MCPRemoteProxy, reason, mentions string) {
+	t.Helper()
+	cv := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionConfigurationValid)
+	ready := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionReady)
+	if cv == nil || cv.Status != metav1.ConditionFalse || cv.Reason != reason || !strings.Contains(cv.Message, mentions) || cv.ObservedGeneration != p.Generation {
+		t.Errorf("ConfigurationValid = %+v, want False %s mentioning %q", cv, reason, mentions)
+	}
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != reason || !strings.Contains(ready.Message, mentions) {
+		t.Errorf("Ready = %+v, want False %s", ready, reason)
+	}
+	if p.Status.Phase != thv1.MCPRemoteProxyPhaseFailed || !strings.Contains(p.Status.Message, mentions) {
+		t.Errorf("phase %q message %q, want Failed", p.Status.Phase, p.Status.Message)
+	}
+}
+
+// A remoteUrl the gate refuses creates nothing: the one write is the
+// status, with one Warning event; the next sync writes nothing and
+// records nothing.
+func TestRefusedRemoteURLWritesStatusOnly(t *testing.T) {
+	for _, c := range []struct {
+		url       string
+		allow     bool
+		mentions  string
+		allowHint bool
+	}{
+		{"http://10.0.0.5:8080/mcp", false, "10.0.0.0/8", true},
+		{"http://fetch.team-b.svc.cluster.local/mcp", false, "cluster.local", true},
+		{"http://169.254.169.254/latest/meta-data", false, "169.254.0.0/16", false},
+		{"http://169.254.169.254/latest/meta-data", true, "169.254.0.0/16", false},
+		{"http://127.0.0.1:9000/mcp", true, "loopback", false},
+		{"https://kubernetes.default.svc/api", true, "the Kubernetes API", false},
+	} {
+		t.Run(c.url, func(t *testing.T) {
+			p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+				p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint = c.url, c.allow
+			})
+			f := newFixture(t, p)
+			acts, err := f.sync("remote")
+			if err != nil {
+				t.Fatalf("a refused spec is not retried: %v", err)
+			}
+			wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+			got := f.get("remote")
+			assertRefused(t, got, thv1.ReasonRemoteURLInvalid, c.mentions)
+			if hint := strings.Contains(got.Status.Message, "allowPrivateEndpoint"); hint != c.allowHint {
+				t.Errorf("message %q names allowPrivateEndpoint: %t, want %t", got.Status.Message, hint, c.allowHint)
+			}
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonRemoteURLInvalid) {
+				t.Errorf("events %q, want one Warning %s", evs, thv1.ReasonRemoteURLInvalid)
+			}
+			f.Refresh()
+			acts, err = f.sync("remote")
+			if err != nil || len(acts) != 0 || len(f.Events()) != 0 {
+				t.Fatalf("second sync: err %v, actions %s", err, wt.Describe(acts))
+			}
+		})
+	}
+}
+
+// The same private endpoints are deployed once the spec allows them.
+func TestAllowPrivateEndpointDeploys(t *testing.T) {
+	for _, url := range []string{"http://10.0.0.5:8080/mcp", "http://fetch.team-b.svc.cluster.local/mcp", "http://[fd00::5]/mcp"} {
+		t.Run(url, func(t *testing.T) {
+			p := newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint = url, true })
+			f := newFixture(t, p)
+			acts, err := f.sync("remote")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt.AssertActions(t, acts, "create serviceaccounts", "create rolebindings",
+				"create configmaps", "create services", "create deployments", "patch mcpremoteproxies/status")
+			got := f.get("remote")
+			if cv := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionConfigurationValid); cv == nil ||
+				cv.Status != metav1.ConditionTrue || cv.Reason != thv1.ReasonConfigurationValid {
+				t.Errorf("ConfigurationValid = %+v, want True", cv)
+			}
+			dep := f.deployment("remote")
+			if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, []string{"run", url}) {
+				t.Errorf("args %v", args)
+			}
+			if evs := f.Events(); len(evs) != 0 {
+				t.Errorf("events %q", evs)
+			}
+		})
+	}
+}
+
+// What a proxy already runs is left as it is when its spec becomes one
+// the gate refuses, whether the URL changed or allowPrivateEndpoint was
+// withdrawn: no child is written or deleted, the status says why, and
+// fixing the spec converges again.
+func TestRefusedSpecLeavesExistingChildrenAlone(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*thv1.MCPRemoteProxy)
+	}{
+		{"url-to-metadata", func(p *thv1.MCPRemoteProxy) { p.Spec.RemoteURL = "http://169.254.169.254/" }},
+		{"allow-withdrawn", func(p *thv1.MCPRemoteProxy) { p.Spec.AllowPrivateEndpoint = false }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const good = "http://10.1.2.3:8080/mcp"
+			f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+				p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint = good, true
+			}))
+			f.converge("remote")
+			f.Events()
+			before := f.deployment("remote")
+
+			f.update("remote", func(p *thv1.MCPRemoteProxy) {
+				c.edit(p)
+				p.Spec.Replicas = new(int32) // also refused: no part of the spec is applied
+			})
+			acts, err := f.sync("remote")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+			assertRefused(t, f.get("remote"), thv1.ReasonRemoteURLInvalid, "spec.remoteUrl")
+			after := f.deployment("remote")
+			if after.ResourceVersion != before.ResourceVersion || after.Spec.Template.Spec.Containers[0].Args[1] != good {
+				t.Errorf("the running Deployment was changed: %v", after.Spec.Template.Spec.Containers[0].Args)
+			}
+			if evs := f.Events(); len(evs) != 1 {
+				t.Errorf("events %q, want one", evs)
+			}
+
+			f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint = good, true })
+			acts, err = f.sync("remote")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt.AssertActions(t, acts, "patch deployments", "patch mcpremoteproxies/status")
+			got := f.get("remote")
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionConfigurationValid) || got.Status.Phase != thv1.MCPRemoteProxyPhasePending {
+				t.Errorf("status after the fix %+v", got.Status)
+			}
+			if r := f.deployment("remote").Spec.Replicas; r == nil || *r != 0 {
+				t.Errorf("replicas %v: the fixed spec is applied whole", r)
+			}
+		})
+	}
+}
+
+// deployment reads the proxy Deployment from the fake clientset.
+func (f *fixture) deployment(name string) *appsv1.Deployment {
+	f.T.Helper()
+	d, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return d
+}
