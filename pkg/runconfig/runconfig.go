@@ -36,6 +36,7 @@ type RunConfig struct {
 	BaseName            string            `json:"base_name,omitempty"`
 	Image               string            `json:"image,omitempty"`
 	RemoteURL           string            `json:"remote_url,omitempty"`
+	HeaderForward       *HeaderForward    `json:"header_forward,omitempty"`
 	MCPServerGeneration int64             `json:"mcpserver_generation,omitempty"`
 	CmdArgs             []string          `json:"cmd_args,omitempty"`
 	Transport           string            `json:"transport,omitempty"`
@@ -66,6 +67,17 @@ type RunConfig struct {
 	// the authorizer type and that authorizer's options), from the
 	// workload's inline Cedar policies or its MCPAuthzConfig.
 	AuthzConfig json.RawMessage `json:"authz_config,omitempty"`
+}
+
+// HeaderForward is ToolHive's runner.HeaderForwardConfig: headers a
+// remote proxy adds to every request to the remote server.
+// AddHeadersFromSecret maps a header to the name of a secret in the
+// runner's secrets provider, never to a value: with the environment
+// provider the runner reads it from TOOLHIVE_SECRET_<name>, which the
+// proxy container gets from a secretKeyRef.
+type HeaderForward struct {
+	AddPlaintextHeaders  map[string]string `json:"add_plaintext_headers,omitempty"`
+	AddHeadersFromSecret map[string]string `json:"add_headers_from_secret,omitempty"`
 }
 
 // ToolOverride is ToolHive's runner.ToolOverride: the name and description

@@ -113,6 +113,10 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	headers, headerEnv, err := headerForward(p)
+	if err != nil {
+		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
+	}
 	// ToolHive names a remote workload's container after the workload.
 	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
@@ -127,6 +131,7 @@ func build(in inputs) (*childSet, error) {
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 		AuthzConfig:       authz,
+		HeaderForward:     headers,
 	}
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
@@ -147,6 +152,9 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Header values from Secrets come after the OIDC client secret and
+	// before the overrides, where ToolHive's operator puts them.
+	env := append(append([]corev1.EnvVar(nil), oidc.Env...), headerEnv...)
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
 		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
@@ -162,7 +170,7 @@ func build(in inputs) (*childSet, error) {
 		Args:               []string{p.Spec.RemoteURL},
 		ProxyPort:          proxyPort(p),
 		Resources:          resources,
-		EnvBeforeOverrides: oidc.Env,
+		EnvBeforeOverrides: env,
 		OverrideEnv:        ov.Env,
 		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,

@@ -2,6 +2,7 @@ package mcpremoteproxy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,6 +50,17 @@ var (
 	replicaSets     = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
 	serviceAccounts = map[string]*string{"own": nil, "custom": ptr.To("remote-sa")}
 	affinities      = []string{thv1.SessionAffinityClientIP, thv1.SessionAffinityNone}
+	headerForwards  = map[string]*thv1.HeaderForwardConfig{
+		"none":  nil,
+		"plain": {AddPlaintextHeaders: map[string]string{"X-Tenant-ID": "team-a", "X-Region": "eu"}},
+		"plain-and-secret": {
+			AddPlaintextHeaders: map[string]string{"X-Tenant-ID": "team-a"},
+			AddHeadersFromSecret: []thv1.HeaderFromSecret{
+				{HeaderName: "X-API-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "vendor", Key: "key"}},
+				{HeaderName: "Authorization", ValueSecretRef: &thv1.SecretKeyRef{Name: "vendor", Key: "bearer"}},
+			},
+		},
+	}
 )
 
 // TestBuildDriftParity is invariant 3: for every option combination, the
@@ -62,48 +74,51 @@ func TestBuildDriftParity(t *testing.T) {
 				for repName, rep := range replicaSets {
 					for saName, sa := range serviceAccounts {
 						for _, aff := range affinities {
-							name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s", tr, ovName, oidcKind, repName, saName, aff)
-							n++
-							p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
-								p.Spec.Transport = tr
-								p.Spec.ResourceOverrides = ov
-								p.Spec.Replicas = rep
-								p.Spec.ServiceAccount = sa
-								p.Spec.SessionAffinity = aff
-								p.Spec.TrustProxyHeaders = true
-								p.Spec.EndpointPrefix = "/team-a"
-								p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
-							})
-							var cfg *thv1.MCPOIDCConfig
-							if oidcKind != "none" {
-								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
-								p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+							for hfName, hf := range headerForwards {
+								name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s", tr, ovName, oidcKind, repName, saName, aff, hfName)
+								n++
+								p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+									p.Spec.HeaderForward = hf
+									p.Spec.Transport = tr
+									p.Spec.ResourceOverrides = ov
+									p.Spec.Replicas = rep
+									p.Spec.ServiceAccount = sa
+									p.Spec.SessionAffinity = aff
+									p.Spec.TrustProxyHeaders = true
+									p.Spec.EndpointPrefix = "/team-a"
+									p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+								})
+								var cfg *thv1.MCPOIDCConfig
+								if oidcKind != "none" {
+									cfg = newOIDCConfig("auth", oidcKind == "inline", true)
+									p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+								}
+								// Half of the combinations also filter tools, so the
+								// RunConfig with tools_filter/tools_override is compared too.
+								var tools *thv1.MCPToolConfig
+								if oidcKind == "inline" {
+									tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
+										ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
+									p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
+								}
+								// Authorization: inline Cedar with the service-account
+								// OIDC, a referenced MCPAuthzConfig with the inline one.
+								var authz *thv1.MCPAuthzConfig
+								switch oidcKind {
+								case "kubernetesServiceAccount":
+									p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
+										Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+								case "inline":
+									authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+										Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
+									p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
+								}
+								d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
+								if err != nil {
+									t.Fatalf("%s: build: %v", name, err)
+								}
+								assertNoDrift(t, name, d)
 							}
-							// Half of the combinations also filter tools, so the
-							// RunConfig with tools_filter/tools_override is compared too.
-							var tools *thv1.MCPToolConfig
-							if oidcKind == "inline" {
-								tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
-									ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
-								p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
-							}
-							// Authorization: inline Cedar with the service-account
-							// OIDC, a referenced MCPAuthzConfig with the inline one.
-							var authz *thv1.MCPAuthzConfig
-							switch oidcKind {
-							case "kubernetesServiceAccount":
-								p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
-									Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
-							case "inline":
-								authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
-									Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
-								p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
-							}
-							d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
-							if err != nil {
-								t.Fatalf("%s: build: %v", name, err)
-							}
-							assertNoDrift(t, name, d)
 						}
 					}
 				}
@@ -157,6 +172,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 		p.Spec.Replicas = ptr.To[int32](2)
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+		p.Spec.HeaderForward = headerForwards["plain-and-secret"]
 	})
 	d, err := build(inputs{Proxy: p, OIDC: newOIDCConfig("auth", true, true), RunnerImage: "runner:test"})
 	if err != nil {
@@ -173,6 +189,21 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum) }},
 		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
+		// A header's value read from another Secret.
+		{workload.FieldContainerEnv, func(d *appsv1.Deployment) {
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name != workload.EnvOIDCClientSecret {
+					e.ValueFrom.SecretKeyRef.Name = "someone-elses"
+					return
+				}
+			}
+			panic("no header env to edit")
+		}},
+		// The secrets provider switch taken away.
+		{workload.FieldContainerEnv, func(d *appsv1.Deployment) {
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envSecretsProvider })
+		}},
 		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
 	}
 	for _, tc := range cases {

@@ -143,11 +143,16 @@ func matchName(name string, rules []nameRule) (nameRule, bool) {
 }
 
 // checkSpec runs the checks nothing may be deployed without: the remote
-// URL gate. It returns the ConfigurationValid
+// URL gate and spec.headerForward. It returns the ConfigurationValid
 // reason and message of the first failure, or two empty strings.
 func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
 	if err := checkRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
 		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
+	}
+	if hf := p.Spec.HeaderForward; hf != nil {
+		if err := checkHeaderForward(p.Name, hf); err != nil {
+			return thv1.ReasonHeaderForwardInvalid, err.Error()
+		}
 	}
 	return "", ""
 }

@@ -55,7 +55,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		r.Fail(reason, msg+"; nothing is created or changed until the spec is fixed")
 		return status, 0, nil
 	}
-	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl passes the checks")
+	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl and headerForward pass the checks")
 	if !ok {
 		return status, 0, nil
 	}
