@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -51,8 +52,13 @@ func mcpCall(t *testing.T, endpoint, token, session, message string) (*http.Resp
 
 // remoteMCP is a small MCP server of the test's own, speaking streamable
 // HTTP with JSON answers on one path: initialize, the initialized
-// notification and tools/list, with answers a test can recognise. It
-// records what reached it.
+// notification and tools/list (two tools), with answers a test can
+// recognise. It records what reached it.
+//
+// It listens on a non-loopback address of this machine: an MCPRemoteProxy
+// is never allowed to proxy to loopback (ToolHive's operator refuses it
+// too, allowPrivateEndpoint or not), while a private address is allowed
+// with allowPrivateEndpoint, which the manifests set.
 type remoteMCP struct {
 	URL string // the endpoint, path included
 
@@ -65,18 +71,23 @@ type remoteRequest struct {
 	Path, Method, Session string
 	// Authorization is the header the proxy sent on, if any.
 	Authorization string
+	// Header is every header of the request.
+	Header http.Header
 }
 
 const (
 	remoteServerName = "hivekeeper-conformance-remote"
 	remoteToolName   = "conformance_echo"
 	remoteSession    = "remote-session-1"
+	// remoteOtherTool is the remote server's second tool, the one a
+	// tool filter hides.
+	remoteOtherTool = "conformance_reverse"
 )
 
 func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 	t.Helper()
 	r := &remoteMCP{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost || req.URL.Path != path {
 			// No server-to-client stream, no other paths.
 			http.Error(w, "not here", http.StatusMethodNotAllowed)
@@ -93,7 +104,7 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 		r.mu.Lock()
 		r.seen = append(r.seen, remoteRequest{
 			Path: req.URL.Path, Method: msg.Method, Session: req.Header.Get("Mcp-Session-Id"),
-			Authorization: req.Header.Get("Authorization"),
+			Authorization: req.Header.Get("Authorization"), Header: req.Header.Clone(),
 		})
 		r.mu.Unlock()
 		var result any
@@ -109,6 +120,9 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 			result = map[string]any{"tools": []map[string]any{{
 				"name": remoteToolName, "description": "answers what it is given",
 				"inputSchema": map[string]any{"type": "object"},
+			}, {
+				"name": remoteOtherTool, "description": "answers what it is given, backwards",
+				"inputSchema": map[string]any{"type": "object"},
 			}}}
 		default:
 			if msg.ID == nil { // a notification
@@ -121,9 +135,47 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 		}
 		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
 	}))
+	l, err := net.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	srv.Start()
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL + path
 	return r
+}
+
+// hostAddress is an IPv4 address of this machine that is neither loopback
+// nor link-local, the address a remote MCP server of the test listens on.
+// The test skips on a machine without one.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := iface.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if ip := ipn.IP.To4(); ip != nil && ip.IsGlobalUnicast() {
+				return ip.String()
+			}
+		}
+	}
+	t.Skip("conformance: this machine has no IPv4 address other than loopback and link-local; " +
+		"a remote proxy may not proxy to those, so there is nowhere to serve the remote MCP server")
+	return ""
 }
 
 // requests returns what reached the server so far.

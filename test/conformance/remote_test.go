@@ -11,17 +11,14 @@ import (
 
 // TestRemoteProxyEndToEnd runs ToolHive's runner as an MCPRemoteProxy's
 // Deployment would (its args, env and RunConfig exactly as hivekeeper
-// wrote them) in front of a remote MCP server the test serves on
-// loopback, with OIDC from the test's issuer:
+// wrote them) in front of a remote MCP server the test serves (see
+// remoteMCP for its address), with OIDC from the test's issuer:
 //
 //   - an authenticated initialize and tools/list reach the remote server
 //     at the remote URL's own path, and the remote server's answers (its
 //     server name, its tool) come back through ToolHive's proxy;
 //   - every token of refusals is refused with 401 and none of those
 //     requests reaches the remote server.
-//
-// The runner proxies to a loopback remote URL as it is: it has no
-// private-address gate on the remote side, so no setting is needed.
 func TestRemoteProxyEndToEnd(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
