@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -96,6 +99,18 @@ var expectations = map[string]map[string]any{
 		"authz_config.cedar.group_claim_name": "https://example.com/groups", "authz_config.cedar.group_entity_type": "Team",
 	},
 	"authz-remote": {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:8080", "authz_config.pdp.claim_mapping": "standard"},
+	"remote-headers": {
+		"remote_url": "http://mcp-gateway.tools.svc.cluster.local:8080/mcp",
+		"header_forward.add_plaintext_headers.X-Tenant-ID": "team-a",
+		"header_forward.add_plaintext_headers.X-Region":    "eu-west-1",
+		"header_forward.add_headers_from_secret.X-API-Key": "HEADER_FORWARD_X_API_KEY_REMOTE_HEADERS",
+	},
+}
+
+// refused are workloads of the table whose spec hivekeeper refuses, with
+// the ConfigurationValid reason: no RunConfig is written for them.
+var refused = map[string]string{
+	"remote-private": thv1.ReasonRemoteURLInvalid,
 }
 
 // absent are keys whose absence the table states: secrets never reach a
@@ -126,6 +141,10 @@ func TestTable(t *testing.T) {
 				case "MCPServer":
 					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
 				case "MCPRemoteProxy":
+					if reason, ok := refused[o.GetName()]; ok {
+						checkRefused(t, env, ns, o.GetName(), reason)
+						continue
+					}
 					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
 				case "VirtualMCPServer":
 					checkVMCPConfig(t, env, ns, o.GetName())
@@ -276,6 +295,25 @@ func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload strin
 		t.Errorf("%s: a secret value reached the RunConfig ConfigMap", workload)
 	}
 	return decoded
+}
+
+// checkRefused waits for hivekeeper to refuse an MCPRemoteProxy with
+// ConfigurationValid=False and reason, and checks that it wrote no
+// RunConfig.
+func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		p, err := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionConfigurationValid)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason, fmt.Errorf("status %+v", p.Status)
+	}, "%s refused with %s", name, reason)
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: the RunConfig of a refused proxy: %v, want NotFound", name, err)
+	}
 }
 
 // checkVMCPConfig runs ToolHive's `vmcp validate` on the config.
