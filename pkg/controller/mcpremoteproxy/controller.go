@@ -2,7 +2,9 @@
 // ToolHive's proxy runner in front of an MCP server outside the cluster
 // (RunConfig ConfigMap with remote_url, runner RBAC unless the spec names
 // its own service account, proxy Deployment and Service), rolls the proxy
-// when its RunConfig changes, and reports status.
+// when its RunConfig changes, and reports status. A spec whose remote URL
+// or forwarded headers fail the checks (remoteurl.go, headerforward.go)
+// is not deployed, and what an earlier spec deployed is left as it is.
 //
 // There is no finalizer: unlike the MCPServer runner, the remote proxy
 // runner creates no objects of its own, and every child carries an owner

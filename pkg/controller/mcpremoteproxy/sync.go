@@ -49,7 +49,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
-	// down (README, "MCPRemoteProxy").
+	// down (README, "MCPRemoteProxy: remote URLs and headers").
 	if reason, msg := checkSpec(p); reason != "" {
 		r.Set(thv1.ConditionConfigurationValid, metav1.ConditionFalse, reason, msg)
 		r.Fail(reason, msg+"; nothing is created or changed until the spec is fixed")
