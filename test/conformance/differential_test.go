@@ -78,7 +78,7 @@ var toolhiveWritesNone = map[string]string{
 		"tokenExchange's keys in snake_case, which ToolHive's own CRD at this release does not know, so it cannot be created and ToolHive's operator waits for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +
 		"which only mcpexternalauthconfig_basic.yaml defines, with the same stale snake_case keys; ToolHive's operator waits for it",
-	"table/19-remote-private-refused.yaml MCPRemoteProxy remote-private": "its remoteUrl is a private address and it does not set " +
+	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": "its remoteUrl is a private address and it does not set " +
 		"allowPrivateEndpoint; ToolHive's operator refuses it (ConfigurationValid=False RemoteURLInvalid), and so does hivekeeper (TestTable checks that)",
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -55,12 +54,14 @@ func mcpCall(t *testing.T, endpoint, token, session, message string) (*http.Resp
 // notification and tools/list (two tools), with answers a test can
 // recognise. It records what reached it.
 //
-// It listens on a non-loopback address of this machine: an MCPRemoteProxy
-// is never allowed to proxy to loopback (ToolHive's operator refuses it
-// too, allowPrivateEndpoint or not), while a private address is allowed
-// with allowPrivateEndpoint, which the manifests set.
+// It listens on loopback only. An MCPRemoteProxy may never name a
+// loopback URL (hivekeeper refuses it, as ToolHive's operator does,
+// allowPrivateEndpoint or not), so manifests name StandIn, a public URL
+// with the same path, and the test starts the runner with the RunConfig's
+// remote_url pointed at URL instead (startRunner's replacements).
 type remoteMCP struct {
-	URL string // the endpoint, path included
+	URL     string // the endpoint, path included
+	StandIn string // what manifests name as the remote URL
 
 	mu   sync.Mutex
 	seen []remoteRequest
@@ -79,6 +80,8 @@ const (
 	remoteServerName = "hivekeeper-conformance-remote"
 	remoteToolName   = "conformance_echo"
 	remoteSession    = "remote-session-1"
+	// remoteStandIn is the origin of the remote URL manifests name.
+	remoteStandIn = "https://mcp.remote.example"
 	// remoteOtherTool is the remote server's second tool, the one a
 	// tool filter hides.
 	remoteOtherTool = "conformance_reverse"
@@ -135,47 +138,11 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 		}
 		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result})
 	}))
-	l, err := net.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL + path
+	r.StandIn = remoteStandIn + path
 	return r
-}
-
-// hostAddress is an IPv4 address of this machine that is neither loopback
-// nor link-local, the address a remote MCP server of the test listens on.
-// The test skips on a machine without one.
-func hostAddress(t *testing.T) string {
-	t.Helper()
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, iface := range ifaces {
-		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, err := iface.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if ip := ipn.IP.To4(); ip != nil && ip.IsGlobalUnicast() {
-				return ip.String()
-			}
-		}
-	}
-	t.Skip("conformance: this machine has no IPv4 address other than loopback and link-local; " +
-		"a remote proxy may not proxy to those, so there is nowhere to serve the remote MCP server")
-	return ""
 }
 
 // requests returns what reached the server so far.

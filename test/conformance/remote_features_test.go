@@ -23,9 +23,9 @@ import (
 func TestRemoteProxyToolFilter(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	remote := startRemoteMCP(t, "/mcp")
-	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-tools.yaml", map[string]string{"REMOTE_URL": remote.URL})
+	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-tools.yaml", map[string]string{"REMOTE_URL": remote.StandIn})
 	const name = "filtered"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8091)
+	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8091, remote.StandIn, remote.URL)
 	waitServing(t, port)
 
 	tools := listToolsThroughProxy(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
@@ -45,9 +45,9 @@ func TestRemoteProxyToolFilter(t *testing.T) {
 func TestRemoteProxyForwardsHeaders(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	remote := startRemoteMCP(t, "/mcp")
-	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-headers.yaml", map[string]string{"REMOTE_URL": remote.URL})
+	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-headers.yaml", map[string]string{"REMOTE_URL": remote.StandIn})
 	const name, secretValue = "with-headers", "not-a-real-api-key-7f3a"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8092)
+	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8092, remote.StandIn, remote.URL)
 	waitServing(t, port)
 
 	listToolsThroughProxy(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))

@@ -23,9 +23,9 @@ func TestRemoteProxyEndToEnd(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
 	remote := startRemoteMCP(t, "/team/mcp")
-	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.URL})
+	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.StandIn})
 	const name, audience = "upstream", "upstream-api"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8090)
+	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8090, remote.StandIn, remote.URL)
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	token := iss.token(t, iss.claims(audience))

@@ -101,8 +101,10 @@ func runtimeSetUp(t *testing.T) (*framework.Env, string) {
 // and secret env resolved), the RunConfig ConfigMap runConfig as
 // ./runconfig.json (where the runner looks when /etc/runconfig is
 // absent), the test API server's kubeconfig. It returns the loopback port
-// it listens on; its output is logged when the test fails.
-func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int) int {
+// it listens on; its output is logged when the test fails. replace are
+// old, new string pairs applied to the RunConfig first (a remote proxy's
+// stand-in URL and the test's loopback one).
+func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) int {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, runConfig)
 	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
@@ -113,6 +115,7 @@ func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, p
 	// The RunConfig is the ConfigMap's content, with only the listening
 	// port moved to a free loopback port: the runner binds it on the host.
 	rc := strings.Replace(cm.Data[runconfig.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
+	rc = strings.NewReplacer(replace...).Replace(rc)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
