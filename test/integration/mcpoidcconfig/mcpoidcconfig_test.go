@@ -23,7 +23,6 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -243,49 +242,11 @@ func TestDeletionBlockedWhileReferenced(t *testing.T) {
 	}
 }
 
-// writes returns hivekeeper_writes_total of the MCPOIDCConfig controller by
-// "resource verb outcome".
-func writes(t *testing.T) map[string]float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "hivekeeper_writes_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["controller"] != mcpoidcconfig.Name {
-				continue
-			}
-			out[l["resource"]+" "+l["verb"]+" "+l["outcome"]] += m.GetCounter().GetValue()
-		}
-	}
-	return out
-}
-
-// quiesce waits until the controller has written nothing for a while, so
-// that a delta measures one change and nothing left over from before.
+// quiesce waits until the MCPOIDCConfig controller has written nothing
+// for quiet and returns its writes.
 func quiesce(t *testing.T, quiet, timeout time.Duration) map[string]float64 {
 	t.Helper()
-	last, since := writes(t), time.Now()
-	deadline := time.Now().Add(timeout)
-	for time.Since(since) < quiet {
-		if time.Now().After(deadline) {
-			t.Fatalf("MCPOIDCConfig controller still writing after %v: %v", timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-		if now := writes(t); !maps.Equal(now, last) {
-			last, since = now, time.Now()
-		}
-	}
-	return last
+	return framework.Quiesce(t, quiet, timeout, mcpoidcconfig.Name)
 }
 
 // A thousand MCPServers referencing ten configs are all counted, and one
@@ -370,12 +331,7 @@ func TestThousandWorkloadsOneChangeOnePatch(t *testing.T) {
 	}, "cfg-0 to drop to %d referrers", servers/configs-1)
 	after := quiesce(t, time.Second, time.Minute)
 
-	delta := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			delta[k] = d
-		}
-	}
+	delta := framework.WritesBetween(before, after)
 	if want := map[string]float64{"mcpoidcconfigs/status patch success": 1}; !maps.Equal(delta, want) {
 		t.Errorf("writes for one workload change = %v, want %v", delta, want)
 	}

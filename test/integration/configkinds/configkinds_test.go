@@ -1,0 +1,149 @@
+// Package configkinds tests what every config kind a workload references
+// shares, against a real API server, kind by kind: a change of a config
+// with 100 referrers rolls exactly those referrers, with exactly three
+// writes each and one on the config.
+package configkinds
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+func TestMain(m *testing.M) { framework.Main(m) }
+
+// configKind is one config kind: its resource, a valid spec, the change
+// the test makes to it, and the MCPServer field that references it.
+type configKind struct {
+	kind, resource string
+	spec           map[string]any
+	change         string // a merge patch of the spec
+	refField       string
+	ref            func(name string) map[string]any
+}
+
+var kinds = []configKind{
+	{
+		kind: thv1.KindMCPOIDCConfig, resource: "mcpoidcconfigs",
+		spec:     map[string]any{"type": "inline", "inline": map[string]any{"issuer": "https://idp.example.com"}},
+		change:   `{"spec":{"inline":{"issuer":"https://idp2.example.com"}}}`,
+		refField: "oidcConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n, "audience": "mcp"} },
+	},
+	{
+		kind: thv1.KindMCPToolConfig, resource: "mcptoolconfigs",
+		spec:     map[string]any{"toolsFilter": []any{"fetch"}},
+		change:   `{"spec":{"toolsFilter":["fetch","search"]}}`,
+		refField: "toolConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
+	},
+	{
+		kind: thv1.KindMCPAuthzConfig, resource: "mcpauthzconfigs",
+		spec: map[string]any{"type": "cedarv1", "config": map[string]any{
+			"policies": []any{`permit(principal, action == Action::"call_tool", resource == Tool::"fetch");`}}},
+		change:   `{"spec":{"config":{"policies":["permit(principal, action == Action::\"call_tool\", resource);"]}}}`,
+		refField: "authzConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
+	},
+}
+
+const referrers = 100
+
+// TestConfigChangeWithHundredReferrers: per kind, 100 MCPServers reference
+// one config and 10 others reference another. Changing the first config
+// rolls exactly its 100 referrers' Deployments, and costs exactly 301
+// writes: per referrer its RunConfig ConfigMap, its Deployment and its
+// status (the config hash), and the config's own status. The time is
+// logged, not asserted.
+func TestConfigChangeWithHundredReferrers(t *testing.T) {
+	env := framework.Get(t)
+	for _, k := range kinds {
+		t.Run(k.kind, func(t *testing.T) {
+			ns := env.Namespace(t)
+			ctx := context.Background()
+			env.StartControllers(t, app.Options{Namespaces: []string{ns}, Workers: 4})
+			configs := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(k.resource)).Namespace(ns)
+			for _, name := range []string{"shared", "other"} {
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": thv1.SchemeGroupVersion.String(), "kind": k.kind,
+					"metadata": map[string]any{"name": name}, "spec": k.spec,
+				}}
+				if _, err := configs.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			servers := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource("mcpservers")).Namespace(ns)
+			for i := range referrers + 10 {
+				cfg := "shared"
+				if i >= referrers {
+					cfg = "other"
+				}
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": thv1.SchemeGroupVersion.String(), "kind": thv1.KindMCPServer,
+					"metadata": map[string]any{"name": fmt.Sprintf("s-%03d", i)},
+					"spec":     map[string]any{"image": "ghcr.io/example/mcp:1", k.refField: k.ref(cfg)},
+				}}
+				if _, err := servers.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checksums := func() map[string]string {
+				deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := map[string]string{}
+				for _, d := range deps.Items {
+					out[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+				}
+				return out
+			}
+			framework.Eventually(t, 2*time.Minute, func() (bool, error) {
+				return len(checksums()) == referrers+10, nil
+			}, "%d Deployments", referrers+10)
+			before := framework.Quiesce(t, 2*time.Second, 2*time.Minute)
+			old := checksums()
+
+			start := time.Now()
+			if _, err := configs.Patch(ctx, "shared", types.MergePatchType, []byte(k.change), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var rolled int
+			framework.Eventually(t, time.Minute, func() (bool, error) {
+				rolled = 0
+				for name, sum := range checksums() {
+					if sum != old[name] {
+						rolled++
+					}
+				}
+				return rolled >= referrers, nil
+			}, "the referrers to roll")
+			took := time.Since(start)
+			delta := framework.WritesBetween(before, framework.Quiesce(t, 2*time.Second, time.Minute))
+			now := checksums()
+			for i := referrers; i < referrers+10; i++ {
+				if name := fmt.Sprintf("s-%03d", i); now[name] != old[name] {
+					t.Errorf("%s references the other config and rolled", name)
+				}
+			}
+			want := map[string]float64{
+				"configmaps patch success":           referrers,
+				"deployments patch success":          referrers,
+				"mcpservers/status patch success":    referrers,
+				k.resource + "/status patch success": 1,
+			}
+			if !maps.Equal(delta, want) {
+				t.Errorf("writes for the change = %v, want %v", delta, want)
+			}
+			t.Logf("%s: a change with %d referrers rolled them in %v", k.kind, referrers, took.Round(time.Millisecond))
+		})
+	}
+}
