@@ -67,6 +67,22 @@ type RunConfig struct {
 	// the authorizer type and that authorizer's options), from the
 	// workload's inline Cedar policies or its MCPAuthzConfig.
 	AuthzConfig json.RawMessage `json:"authz_config,omitempty"`
+	// Volumes are "<host>:<container>[:ro]" mounts; PermissionProfile
+	// repeats them as its read and write mounts. ToolHive's Kubernetes
+	// runtime applies neither: they are recorded as ToolHive's operator
+	// records them.
+	Volumes                     []string           `json:"volumes,omitempty"`
+	PermissionProfileNameOrPath string             `json:"permission_profile_name_or_path,omitempty"`
+	PermissionProfile           *PermissionProfile `json:"permission_profile,omitempty"`
+	// AuditConfig, when present, installs the runner's audit middleware.
+	AuditConfig *AuditConfig `json:"audit_config,omitempty"`
+	// MaxRequestBodySize caps request bodies; zero is the runner's default.
+	MaxRequestBodySize int64          `json:"max_request_body_size,omitempty"`
+	ScalingConfig      *ScalingConfig `json:"scaling_config,omitempty"`
+	// RateLimitConfig is ToolHive's CRD type embedded as is (camelCase
+	// keys); RateLimitNamespace scopes its Redis keys.
+	RateLimitConfig    *RateLimitConfig `json:"rate_limit_config,omitempty"`
+	RateLimitNamespace string           `json:"rate_limit_namespace,omitempty"`
 }
 
 // HeaderForward is ToolHive's runner.HeaderForwardConfig: headers a
@@ -78,6 +94,110 @@ type RunConfig struct {
 type HeaderForward struct {
 	AddPlaintextHeaders  map[string]string `json:"add_plaintext_headers,omitempty"`
 	AddHeadersFromSecret map[string]string `json:"add_headers_from_secret,omitempty"`
+}
+
+// PermissionProfile is toolhive-core's permissions.Profile.
+type PermissionProfile struct {
+	Name    string              `json:"name,omitempty"`
+	Read    []string            `json:"read,omitempty"`
+	Write   []string            `json:"write,omitempty"`
+	Network *NetworkPermissions `json:"network,omitempty"`
+}
+
+// NetworkPermissions is toolhive-core's permissions.NetworkPermissions.
+type NetworkPermissions struct {
+	Outbound *OutboundNetworkPermissions `json:"outbound,omitempty"`
+	Inbound  *InboundNetworkPermissions  `json:"inbound,omitempty"`
+}
+
+// OutboundNetworkPermissions is toolhive-core's
+// permissions.OutboundNetworkPermissions.
+type OutboundNetworkPermissions struct {
+	InsecureAllowAll bool     `json:"insecure_allow_all,omitempty"`
+	AllowHost        []string `json:"allow_host,omitempty"`
+	AllowPort        []int    `json:"allow_port,omitempty"`
+}
+
+// InboundNetworkPermissions is toolhive-core's
+// permissions.InboundNetworkPermissions.
+type InboundNetworkPermissions struct {
+	AllowHost []string `json:"allow_host,omitempty"`
+}
+
+// Built-in permission profile names the runner knows; ProfileStdio is
+// its alias of ProfileNone.
+const (
+	ProfileNone    = "none"
+	ProfileNetwork = "network"
+	ProfileStdio   = "stdio"
+)
+
+// BuiltinProfile is the built-in profile of that name as ToolHive's
+// builder loads it: none allows no outbound traffic, network allows all.
+// Any name but network is none, as for the runner.
+func BuiltinProfile(name string) *PermissionProfile {
+	p := &PermissionProfile{Name: ProfileNone, Network: &NetworkPermissions{
+		Outbound: &OutboundNetworkPermissions{}, Inbound: &InboundNetworkPermissions{},
+	}}
+	if name == ProfileNetwork {
+		p.Name = ProfileNetwork
+		p.Network.Outbound.InsecureAllowAll = true
+	}
+	return p
+}
+
+// AuditConfig is the part of ToolHive's audit.Config its operator sets:
+// audit.DefaultConfig(), whose keys are camelCase.
+type AuditConfig struct {
+	MaxDataSize             int   `json:"maxDataSize,omitempty"`
+	DetectApplicationErrors *bool `json:"detectApplicationErrors,omitempty"`
+}
+
+// DefaultAuditConfig is ToolHive's audit.DefaultConfig(): request and
+// response bodies are not logged, captured data is capped at 1 KiB, and
+// JSON-RPC errors in answers count as failures.
+func DefaultAuditConfig() *AuditConfig {
+	detect := true
+	return &AuditConfig{MaxDataSize: 1024, DetectApplicationErrors: &detect}
+}
+
+// ScalingConfig is ToolHive's runner.ScalingConfig.
+type ScalingConfig struct {
+	// BackendReplicas of the runner's StatefulSet; nil leaves them alone,
+	// 0 is a count.
+	BackendReplicas *int32 `json:"backend_replicas,omitempty"`
+	// SessionRedis holds no password: the runner reads it from
+	// THV_SESSION_REDIS_PASSWORD.
+	SessionRedis *SessionRedisConfig `json:"session_redis,omitempty"`
+}
+
+// SessionRedisConfig is ToolHive's runner.SessionRedisConfig.
+type SessionRedisConfig struct {
+	Address   string `json:"address,omitempty"`
+	DB        int32  `json:"db,omitempty"`
+	KeyPrefix string `json:"key_prefix,omitempty"`
+}
+
+// RateLimitConfig is ToolHive's ratelimit RateLimitConfig, the CRD type
+// the runner reads back.
+type RateLimitConfig struct {
+	Shared  *RateLimitBucket      `json:"shared,omitempty"`
+	PerUser *RateLimitBucket      `json:"perUser,omitempty"`
+	Tools   []ToolRateLimitConfig `json:"tools,omitempty"`
+}
+
+// RateLimitBucket is ToolHive's RateLimitBucket; RefillPeriod is encoded
+// as metav1.Duration encodes it (time.Duration's String, "1m0s").
+type RateLimitBucket struct {
+	MaxTokens    int32  `json:"maxTokens"`
+	RefillPeriod string `json:"refillPeriod"`
+}
+
+// ToolRateLimitConfig is ToolHive's ToolRateLimitConfig.
+type ToolRateLimitConfig struct {
+	Name    string           `json:"name"`
+	Shared  *RateLimitBucket `json:"shared,omitempty"`
+	PerUser *RateLimitBucket `json:"perUser,omitempty"`
 }
 
 // ToolOverride is ToolHive's runner.ToolOverride: the name and description
