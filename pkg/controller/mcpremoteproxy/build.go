@@ -136,6 +136,10 @@ func build(in inputs) (*childSet, error) {
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
 	workload.ApplyToolConfig(runCfg, in.Tools)
+	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
+	if redis := workload.SessionRedis(p.Spec.SessionStorage); redis != nil {
+		runCfg.ScalingConfig = &runconfig.ScalingConfig{SessionRedis: redis}
+	}
 	rc, err := runconfig.Marshal(runCfg)
 	if err != nil {
 		return nil, err
@@ -172,6 +176,7 @@ func build(in inputs) (*childSet, error) {
 		Resources:          resources,
 		EnvBeforeOverrides: env,
 		OverrideEnv:        ov.Env,
+		EnvAfterOverrides:  workload.RedisPasswordEnv(p.Spec.SessionStorage),
 		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
@@ -197,9 +202,7 @@ func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
 	return workload.SetPaths(
 		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
-		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
 		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
 		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},
-		workload.Field{Path: "spec.sessionStorage", Set: s.SessionStorage != nil},
 	)
 }

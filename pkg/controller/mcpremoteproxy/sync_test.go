@@ -450,18 +450,17 @@ func TestRefusedChildWriteIsAConditionAndARetry(t *testing.T) {
 // UnsupportedFields naming them and one Warning event.
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
-	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.Audit, p.Spec.SessionStorage = raw, raw }))
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.TelemetryConfigRef, p.Spec.PodTemplateSpec = raw, raw }))
 	f.converge("remote")
 	c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "hivekeeper stores but does not act on: spec.audit, spec.sessionStorage" {
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "hivekeeper stores but does not act on: spec.telemetryConfigRef, spec.podTemplateSpec" {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
 		t.Fatalf("events: %q", evs)
 	}
-	all := thv1.MCPRemoteProxySpec{ExternalAuthConfigRef: raw, AuthServerRef: raw,
-		Audit: raw, TelemetryConfigRef: raw, PodTemplateSpec: raw, SessionStorage: raw}
-	if got := unsupportedFields(&all); len(got) != 6 {
+	all := thv1.MCPRemoteProxySpec{ExternalAuthConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw, PodTemplateSpec: raw}
+	if got := unsupportedFields(&all); len(got) != 4 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -123,7 +124,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, in.Tools, authz)
+	rt, err := resolveRuntime(s)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, in.Tools, authz, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +164,7 @@ func build(in inputs) (*childSet, error) {
 		Resources:          resources,
 		EnvBeforeOverrides: oidc.Env,
 		OverrideEnv:        ov.Env,
-		EnvAfterOverrides: []corev1.EnvVar{{
+		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
 			Name: workload.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				// Explicit: the server defaults it, and a comparison
@@ -167,12 +172,14 @@ func build(in inputs) (*childSet, error) {
 				APIVersion: "v1",
 				FieldPath:  "metadata.annotations['" + workload.AnnotationMCPServerGeneration + "']",
 			}},
-		}},
+		}}),
 		ServiceAccountName: workload.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		ExtraVolumes:       oidc.Volumes,
-		ExtraMounts:        oidc.Mounts,
+		// ToolHive's operator mounts the permission profile before the
+		// OIDC CA bundle.
+		ExtraVolumes: slices.Concat(rt.ProxyVolumes, oidc.Volumes),
+		ExtraMounts:  slices.Concat(rt.ProxyMounts, oidc.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
@@ -190,7 +197,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -226,6 +233,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCP
 	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
+	rt.applyTo(rc)
 	return runconfig.Marshal(rc)
 }
 
@@ -326,16 +334,9 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 // hivekeeper does not act on yet (the UnsupportedFields condition).
 func unsupportedFields(s *thv1.MCPServerSpec) []string {
 	return workload.SetPaths(
-		workload.Field{Path: "spec.volumes", Set: len(s.Volumes) > 0},
-		workload.Field{Path: "spec.permissionProfile", Set: s.PermissionProfile != nil},
-		workload.Field{Path: "spec.audit", Set: s.Audit != nil},
 		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
 		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
-		workload.Field{Path: "spec.maxRequestBodySize", Set: s.MaxRequestBodySize != 0},
-		workload.Field{Path: "spec.backendReplicas", Set: s.BackendReplicas != nil},
-		workload.Field{Path: "spec.sessionStorage", Set: s.SessionStorage != nil},
-		workload.Field{Path: "spec.rateLimiting", Set: s.RateLimiting != nil},
 	)
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
-	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
@@ -792,15 +791,15 @@ func TestToolConfigReference(t *testing.T) {
 // goes when the fields do.
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
-		s.Spec.Audit = &runtime.RawExtension{Raw: []byte(`{"enabled":true}`)}
-		s.Spec.BackendReplicas = ptr.To[int32](2)
+		s.Spec.WebhookConfigRef = &runtime.RawExtension{Raw: []byte(`{"name":"hooks"}`)}
+		s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
 	})
 	f := newFixture(t, s)
 	f.converge("fetch")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		c.Message != "hivekeeper stores but does not act on: spec.audit, spec.backendReplicas" {
+		c.Message != "hivekeeper stores but does not act on: spec.webhookConfigRef, spec.authServerRef" {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if _, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
@@ -813,7 +812,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 		t.Fatalf("steady state: %v %s", err, describe(acts))
 	}
 
-	got.Spec.Audit, got.Spec.BackendReplicas = nil, nil
+	got.Spec.WebhookConfigRef, got.Spec.AuthServerRef = nil, nil
 	got.Generation++
 	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -829,11 +828,9 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 func TestUnsupportedFieldPaths(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	all := thv1.MCPServerSpec{
-		Volumes: []runtime.RawExtension{*raw}, PermissionProfile: raw, Audit: raw,
 		ExternalAuthConfigRef: raw, WebhookConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw,
-		MaxRequestBodySize: 1, BackendReplicas: ptr.To[int32](0), SessionStorage: raw, RateLimiting: raw,
 	}
-	if got := unsupportedFields(&all); len(got) != 11 {
+	if got := unsupportedFields(&all); len(got) != 4 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 	if got := unsupportedFields(&newServer("x").Spec); got != nil {

@@ -104,6 +104,13 @@ type MCPRemoteProxySpec struct {
 	// GroupRef makes the proxy a member of an MCPGroup.
 	// +optional
 	GroupRef *GroupRef `json:"groupRef,omitempty"`
+	// Audit logs an audit event for every MCP request the proxy handles.
+	// +optional
+	Audit *AuditConfig `json:"audit,omitempty"`
+	// SessionStorage keeps MCP sessions in Redis so that proxy replicas
+	// share them.
+	// +optional
+	SessionStorage *SessionStorageConfig `json:"sessionStorage,omitempty"`
 
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
@@ -118,11 +125,6 @@ type MCPRemoteProxySpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
-	// Audit (ToolHive's AuditConfig) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	Audit *runtime.RawExtension `json:"audit,omitempty"`
 	// TelemetryConfigRef (an MCPTelemetryConfig reference) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -133,11 +135,6 @@ type MCPRemoteProxySpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
-	// SessionStorage (ToolHive's SessionStorageConfig) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	SessionStorage *runtime.RawExtension `json:"sessionStorage,omitempty"`
 }
 
 // MCPRemoteProxyStatus is the observed state of an MCPRemoteProxy.

@@ -44,6 +44,9 @@ type MCPServer struct {
 
 // MCPServerSpec is the desired state of an MCPServer.
 // +kubebuilder:validation:XValidation:rule="!(has(self.authzConfig) && has(self.authzConfigRef))",message="authzConfig and authzConfigRef are mutually exclusive; use authzConfigRef to reference a shared MCPAuthzConfig"
+// +kubebuilder:validation:XValidation:rule="!has(self.rateLimiting) || (has(self.sessionStorage) && self.sessionStorage.provider == 'redis')",message="rateLimiting requires sessionStorage with provider 'redis'"
+// +kubebuilder:validation:XValidation:rule="!(has(self.rateLimiting) && has(self.rateLimiting.perUser)) || has(self.oidcConfigRef) || has(self.externalAuthConfigRef)",message="rateLimiting.perUser requires authentication (oidcConfigRef or externalAuthConfigRef)"
+// +kubebuilder:validation:XValidation:rule="!has(self.rateLimiting) || !has(self.rateLimiting.tools) || self.rateLimiting.tools.all(t, !has(t.perUser)) || has(self.oidcConfigRef) || has(self.externalAuthConfigRef)",message="per-tool perUser rate limiting requires authentication (oidcConfigRef or externalAuthConfigRef)"
 type MCPServerSpec struct {
 	// Image of the MCP server. It is a positional argument of the proxy
 	// runner, so it may not start with '-' (it would be read as an option).
@@ -138,23 +141,42 @@ type MCPServerSpec struct {
 	// +optional
 	GroupRef *GroupRef `json:"groupRef,omitempty"`
 
+	// Volumes are host paths for the MCP server container, recorded in
+	// the RunConfig (volumes and the permission profile's mounts) as
+	// ToolHive's operator records them.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Volumes []Volume `json:"volumes,omitempty"`
+	// PermissionProfile of the MCP server, recorded in the RunConfig.
+	// ToolHive's Kubernetes runtime does not enforce permission profiles.
+	// +optional
+	PermissionProfile *PermissionProfileRef `json:"permissionProfile,omitempty"`
+	// Audit logs an audit event for every MCP request the proxy handles.
+	// +optional
+	Audit *AuditConfig `json:"audit,omitempty"`
+	// MaxRequestBodySize is the largest request body the proxy accepts, in
+	// bytes; zero means the runner's default of 8 MiB.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRequestBodySize int64 `json:"maxRequestBodySize,omitempty"`
+	// BackendReplicas of the MCP server's StatefulSet, which the runner
+	// creates. Unset means hands off.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackendReplicas *int32 `json:"backendReplicas,omitempty"`
+	// SessionStorage keeps MCP sessions in Redis so that proxy replicas
+	// share them.
+	// +optional
+	SessionStorage *SessionStorageConfig `json:"sessionStorage,omitempty"`
+	// RateLimiting limits tools/call requests; it needs Redis session
+	// storage.
+	// +optional
+	RateLimiting *RateLimitConfig `json:"rateLimiting,omitempty"`
+
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// Volumes (ToolHive's host-path volumes) are stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +optional
-	Volumes []runtime.RawExtension `json:"volumes,omitempty"`
-	// PermissionProfile (ToolHive's PermissionProfileRef) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	PermissionProfile *runtime.RawExtension `json:"permissionProfile,omitempty"`
-	// Audit (ToolHive's AuditConfig) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	Audit *runtime.RawExtension `json:"audit,omitempty"`
 	// ExternalAuthConfigRef (an MCPExternalAuthConfig reference) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -175,24 +197,6 @@ type MCPServerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	TelemetryConfigRef *runtime.RawExtension `json:"telemetryConfigRef,omitempty"`
-	// MaxRequestBodySize (bytes) is stored, not acted on.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	MaxRequestBodySize int64 `json:"maxRequestBodySize,omitempty"`
-	// BackendReplicas of the MCP server's StatefulSet are stored, not acted on.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	BackendReplicas *int32 `json:"backendReplicas,omitempty"`
-	// SessionStorage (ToolHive's SessionStorageConfig) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	SessionStorage *runtime.RawExtension `json:"sessionStorage,omitempty"`
-	// RateLimiting (ToolHive's RateLimitConfig) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	RateLimiting *runtime.RawExtension `json:"rateLimiting,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.

@@ -1,0 +1,53 @@
+package workload
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+)
+
+// EnvSessionRedisPassword carries spec.sessionStorage.passwordRef into the
+// proxy container from its Secret; ToolHive's runner reads the Redis
+// password from it (session storage and rate limiting alike), so the
+// password never enters the RunConfig ConfigMap.
+const EnvSessionRedisPassword = "THV_SESSION_REDIS_PASSWORD"
+
+// Audit is the RunConfig's audit_config for spec.audit, as ToolHive's
+// operator sets it: its default audit configuration when enabled, nothing
+// otherwise (enabled: false is the same as no audit block).
+func Audit(a *thv1.AuditConfig) *runconfig.AuditConfig {
+	if a == nil || !a.Enabled {
+		return nil
+	}
+	return runconfig.DefaultAuditConfig()
+}
+
+// SessionRedis is the RunConfig's scaling_config.session_redis for
+// spec.sessionStorage: the connection parameters of a redis provider, nil
+// for memory or none. ToolHive's operator also falls back to its own
+// TOOLHIVE_DEFAULT_REDIS_ADDR when the spec names no storage; hivekeeper
+// has no such default.
+func SessionRedis(s *thv1.SessionStorageConfig) *runconfig.SessionRedisConfig {
+	if s == nil || s.Provider != thv1.SessionStorageProviderRedis {
+		return nil
+	}
+	return &runconfig.SessionRedisConfig{Address: s.Address, DB: s.DB, KeyPrefix: s.KeyPrefix}
+}
+
+// RedisPasswordEnv is the proxy container's env for a Redis password:
+// a secretKeyRef when a redis provider names passwordRef, none otherwise.
+// It goes after the override env, where ToolHive's operator puts it, so a
+// plain override of the same name does not replace it.
+func RedisPasswordEnv(s *thv1.SessionStorageConfig) []corev1.EnvVar {
+	if s == nil || s.Provider != thv1.SessionStorageProviderRedis || s.PasswordRef == nil {
+		return nil
+	}
+	return []corev1.EnvVar{{
+		Name: EnvSessionRedisPassword,
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.PasswordRef.Name},
+			Key:                  s.PasswordRef.Key,
+		}},
+	}}
+}
