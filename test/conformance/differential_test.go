@@ -38,7 +38,8 @@ var allowedDifferences = []allowedDifference{
 	{"env_vars.MCP_TRANSPORT", "the runner sets it on the MCP container it deploys, overriding the RunConfig's value; a remote proxy deploys no container"},
 	{"env_vars.MCP_PORT", "the runner sets it to target_port on the MCP container it deploys, overriding the RunConfig's value"},
 	{"env_vars.FASTMCP_PORT", "the runner sets it to target_port on the MCP container it deploys, overriding the RunConfig's value"},
-	{"permission_profile", "ToolHive's Kubernetes runtime ignores permission profiles; ToolHive's operator writes its builder's default (network, outbound allowed)"},
+	{"permission_profile", "ToolHive's Kubernetes runtime ignores permission profiles; with neither spec.permissionProfile nor spec.volumes, " +
+		"ToolHive's operator writes its builder's default (network, outbound allowed) and hivekeeper writes none"},
 }
 
 // pendingDifference is a RunConfig field hivekeeper does not write yet
@@ -57,15 +58,6 @@ var pendingIssue15 = []pendingDifference{
 	{"examples/mcp-servers/mcpserver_fetch_otel.yaml", "telemetry_config", "telemetry from an MCPTelemetryConfig (spec.telemetryConfigRef)"},
 	{"examples/mcp-servers/mcpserver_fetch_otel.yaml", "middleware_configs", "the telemetry middleware the runner derives from telemetry_config"},
 	{"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml", "remote_auth_config", "external auth from an MCPExternalAuthConfig (bearer token to the remote server)"},
-	{"table/15-pending-features.yaml", "volumes", "spec.volumes"},
-	{"table/15-pending-features.yaml", "permission_profile", "spec.permissionProfile (the Kubernetes runtime ignores it, but the RunConfig carries it)"},
-	{"table/15-pending-features.yaml", "permission_profile_name_or_path", "spec.permissionProfile"},
-	{"table/15-pending-features.yaml", "audit_config", "spec.audit"},
-	{"table/15-pending-features.yaml", "max_request_body_size", "spec.maxRequestBodySize"},
-	{"table/15-pending-features.yaml", "scaling_config", "spec.backendReplicas and spec.sessionStorage (Redis)"},
-	{"table/15-pending-features.yaml", "rate_limit_config", "spec.rateLimiting"},
-	{"table/15-pending-features.yaml", "rate_limit_namespace", "spec.rateLimiting"},
-	{"table/15-pending-features.yaml", "middleware_configs", "the body-limit, audit and rate-limit middleware the runner derives from the fields above"},
 }
 
 // toolhiveWritesNone names workloads for which ToolHive's operator writes
@@ -74,6 +66,9 @@ var pendingIssue15 = []pendingDifference{
 var toolhiveWritesNone = map[string]string{
 	"table/16-tool-annotations.yaml MCPServer annotated-server": "its MCPToolConfig has an override with only annotations, which the runner " +
 		"refuses; ToolHive's operator fails the server, hivekeeper leaves that override out (README, Compatibility)",
+	"table/17-permission-profile-configmap.yaml MCPServer profile-configmap": "its permission profile is a ConfigMap's, which ToolHive's " +
+		"operator reads from a file in its own pod, where the proxy's mount of the ConfigMap does not exist; hivekeeper names the file " +
+		"and mounts the ConfigMap in the proxy pod (README, Compatibility)",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig keycloak-token-exchange spells " +
 		"tokenExchange's keys in snake_case, which ToolHive's own CRD at this release does not know, so it cannot be created and ToolHive's operator waits for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +

@@ -105,6 +105,36 @@ var expectations = map[string]map[string]any{
 		"header_forward.add_plaintext_headers.X-Region":    "eu-west-1",
 		"header_forward.add_headers_from_secret.X-API-Key": "HEADER_FORWARD_X_API_KEY_REMOTE_HEADERS",
 	},
+	"runtime-all": {
+		"volumes":                         []any{"/srv/data:/data:ro", "/var/cache/mcp:/cache"},
+		"permission_profile_name_or_path": "none", "permission_profile.name": "none",
+		"permission_profile.read": []any{"/srv/data:/data"}, "permission_profile.write": []any{"/var/cache/mcp:/cache"},
+		"audit_config.maxDataSize": 1024.0, "audit_config.detectApplicationErrors": true,
+		"max_request_body_size": 1048576.0, "scaling_config.backend_replicas": 2.0,
+		"scaling_config.session_redis": map[string]any{"address": "redis.example.com:6379", "db": 3.0, "key_prefix": "mcp:runtime-all:"},
+		"rate_limit_namespace":         "%NS%",
+		"rate_limit_config.shared":     map[string]any{"maxTokens": 100.0, "refillPeriod": "1m0s"},
+		"rate_limit_config.perUser":    map[string]any{"maxTokens": 10.0, "refillPeriod": "1m0s"},
+		"rate_limit_config.tools": []any{
+			map[string]any{"name": "fetch", "shared": map[string]any{"maxTokens": 5.0, "refillPeriod": "10s"}},
+			map[string]any{"name": "search", "perUser": map[string]any{"maxTokens": 2.0, "refillPeriod": "1h30m0s"}},
+		},
+	},
+	"volumes-only": {
+		"volumes":                 []any{"/etc/mcp:/config:ro", "/srv/work:/work", "/srv/other:/work/"},
+		"permission_profile.name": "network", "permission_profile.network.outbound.insecure_allow_all": true,
+		"permission_profile.read": []any{"/etc/mcp:/config"}, "permission_profile.write": []any{"/srv/work:/work"},
+	},
+	"profile-network": {
+		"permission_profile_name_or_path": "network", "permission_profile.name": "network",
+		"scaling_config.backend_replicas": 0.0,
+	},
+	"profile-configmap": {
+		"permission_profile_name_or_path": "/etc/toolhive/profiles/fetch.json", "volumes": []any{"/srv/data:/data"},
+	},
+	"remote-audit": {
+		"audit_config.maxDataSize": 1024.0, "scaling_config.session_redis.address": "redis.example.com:6379",
+	},
 }
 
 // refused are workloads of the table whose spec hivekeeper refuses, with
@@ -120,6 +150,14 @@ var absent = map[string][]string{
 	"github": {"oidc_config"},
 	// The override with only annotations is not in the RunConfig.
 	"annotated-server": {"tools_override.search"},
+	// Audit off and memory sessions write nothing; only the backend
+	// replicas make a scaling_config.
+	"profile-network": {"audit_config", "scaling_config.session_redis", "rate_limit_config", "max_request_body_size"},
+	// A configmap profile's content is not read, so none is written.
+	"profile-configmap": {"permission_profile"},
+	// No permission profile and no volumes: hivekeeper writes no profile
+	// (README, Differences from ToolHive's operator).
+	"http-ports": {"permission_profile", "permission_profile_name_or_path"},
 }
 
 // TestTable runs every manifest of testdata/table through hivekeeper and
