@@ -61,6 +61,20 @@ var (
 			},
 		},
 	}
+	// runtimeSets are audit and session storage: the RunConfig only, or
+	// also the proxy container's env (the Redis password).
+	runtimeSets = map[string]func(*thv1.MCPRemoteProxySpec){
+		"none":  func(*thv1.MCPRemoteProxySpec) {},
+		"audit": func(s *thv1.MCPRemoteProxySpec) { s.Audit = &thv1.AuditConfig{Enabled: true} },
+		"memory-sessions": func(s *thv1.MCPRemoteProxySpec) {
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
+		},
+		"redis-password-audit": func(s *thv1.MCPRemoteProxySpec) {
+			s.Audit = &thv1.AuditConfig{Enabled: true}
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379", DB: 2,
+				KeyPrefix: "rp:", PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
+		},
+	}
 )
 
 // TestBuildDriftParity is invariant 3: for every option combination, the
@@ -75,49 +89,52 @@ func TestBuildDriftParity(t *testing.T) {
 					for saName, sa := range serviceAccounts {
 						for _, aff := range affinities {
 							for hfName, hf := range headerForwards {
-								name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s", tr, ovName, oidcKind, repName, saName, aff, hfName)
-								n++
-								p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
-									p.Spec.HeaderForward = hf
-									p.Spec.Transport = tr
-									p.Spec.ResourceOverrides = ov
-									p.Spec.Replicas = rep
-									p.Spec.ServiceAccount = sa
-									p.Spec.SessionAffinity = aff
-									p.Spec.TrustProxyHeaders = true
-									p.Spec.EndpointPrefix = "/team-a"
-									p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
-								})
-								var cfg *thv1.MCPOIDCConfig
-								if oidcKind != "none" {
-									cfg = newOIDCConfig("auth", oidcKind == "inline", true)
-									p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+								for rtName, rt := range runtimeSets {
+									name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s/%s", tr, ovName, oidcKind, repName, saName, aff, hfName, rtName)
+									n++
+									p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+										p.Spec.HeaderForward = hf
+										p.Spec.Transport = tr
+										p.Spec.ResourceOverrides = ov
+										p.Spec.Replicas = rep
+										p.Spec.ServiceAccount = sa
+										p.Spec.SessionAffinity = aff
+										p.Spec.TrustProxyHeaders = true
+										p.Spec.EndpointPrefix = "/team-a"
+										p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+										rt(&p.Spec)
+									})
+									var cfg *thv1.MCPOIDCConfig
+									if oidcKind != "none" {
+										cfg = newOIDCConfig("auth", oidcKind == "inline", true)
+										p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+									}
+									// Half of the combinations also filter tools, so the
+									// RunConfig with tools_filter/tools_override is compared too.
+									var tools *thv1.MCPToolConfig
+									if oidcKind == "inline" {
+										tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
+											ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
+										p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
+									}
+									// Authorization: inline Cedar with the service-account
+									// OIDC, a referenced MCPAuthzConfig with the inline one.
+									var authz *thv1.MCPAuthzConfig
+									switch oidcKind {
+									case "kubernetesServiceAccount":
+										p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
+											Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+									case "inline":
+										authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+											Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
+										p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
+									}
+									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
+									if err != nil {
+										t.Fatalf("%s: build: %v", name, err)
+									}
+									assertNoDrift(t, name, d)
 								}
-								// Half of the combinations also filter tools, so the
-								// RunConfig with tools_filter/tools_override is compared too.
-								var tools *thv1.MCPToolConfig
-								if oidcKind == "inline" {
-									tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
-										ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
-									p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
-								}
-								// Authorization: inline Cedar with the service-account
-								// OIDC, a referenced MCPAuthzConfig with the inline one.
-								var authz *thv1.MCPAuthzConfig
-								switch oidcKind {
-								case "kubernetesServiceAccount":
-									p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
-										Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
-								case "inline":
-									authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
-										Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
-									p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
-								}
-								d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
-								if err != nil {
-									t.Fatalf("%s: build: %v", name, err)
-								}
-								assertNoDrift(t, name, d)
 							}
 						}
 					}

@@ -60,6 +60,41 @@ var (
 		"set":  {Raw: []byte(`{"spec":{"nodeSelector":{"pool":"mcp"},"containers":[{"name":"mcp","resources":{"limits":{"memory":"256Mi"}}}]}}`)},
 	}
 	replicaSets = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
+	// runtimeSets are the fields that tune the runner: the RunConfig
+	// only, or also the proxy pod (the Redis password env, the configmap
+	// profile's volume).
+	runtimeSets = map[string]func(*thv1.MCPServerSpec){
+		"none": func(*thv1.MCPServerSpec) {},
+		"builtin-profile-volumes": func(s *thv1.MCPServerSpec) {
+			s.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeBuiltin, Name: "none"}
+			s.Volumes = testVolumes
+		},
+		"configmap-profile-volumes": func(s *thv1.MCPServerSpec) {
+			s.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "p.json"}
+			s.Volumes = testVolumes
+		},
+		"audit-limits-backend": func(s *thv1.MCPServerSpec) {
+			s.Audit = &thv1.AuditConfig{Enabled: true}
+			s.MaxRequestBodySize = 1 << 20
+			s.BackendReplicas = ptr.To[int32](0)
+		},
+		"redis-password": func(s *thv1.MCPServerSpec) {
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379",
+				PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
+		},
+		"everything": func(s *thv1.MCPServerSpec) {
+			s.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "p.json"}
+			s.Volumes = testVolumes
+			s.Audit = &thv1.AuditConfig{Enabled: true}
+			s.MaxRequestBodySize = 4096
+			s.BackendReplicas = ptr.To[int32](2)
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379", DB: 1,
+				KeyPrefix: "p:", PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
+			s.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 10, RefillPeriod: "1m"},
+				Tools: []thv1.ToolRateLimitConfig{{Name: "fetch", Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "30s"}}}}
+		},
+	}
+	testVolumes = []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true}, {Name: "cache", HostPath: "/var/cache", MountPath: "/cache"}}
 )
 
 // TestBuildDriftParity is invariant 3: for every option combination, the
@@ -74,47 +109,50 @@ func TestBuildDriftParity(t *testing.T) {
 				for secName, secs := range secretSets {
 					for ptName, pt := range podTemplates {
 						for repName, rep := range replicaSets {
-							name := fmt.Sprintf("%s/%s/%s/secrets-%s/pts-%s/replicas-%s", tr, ovName, oidcKind, secName, ptName, repName)
-							n++
-							s := newServer("srv", func(s *thv1.MCPServer) {
-								s.Spec.Transport = tr
-								s.Spec.ResourceOverrides = ov
-								s.Spec.Secrets = secs
-								s.Spec.PodTemplateSpec = pt
-								s.Spec.Replicas = rep
-								s.Spec.Env = []thv1.NameValue{{Name: "LOG_LEVEL", Value: "debug"}}
-								s.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
-							})
-							var cfg *thv1.MCPOIDCConfig
-							if oidcKind != "none" {
-								cfg = newOIDCConfig("auth", oidcKind == "inline", true)
-								s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+							for rtName, rt := range runtimeSets {
+								name := fmt.Sprintf("%s/%s/%s/secrets-%s/pts-%s/replicas-%s/%s", tr, ovName, oidcKind, secName, ptName, repName, rtName)
+								n++
+								s := newServer("srv", func(s *thv1.MCPServer) {
+									s.Spec.Transport = tr
+									s.Spec.ResourceOverrides = ov
+									s.Spec.Secrets = secs
+									s.Spec.PodTemplateSpec = pt
+									s.Spec.Replicas = rep
+									s.Spec.Env = []thv1.NameValue{{Name: "LOG_LEVEL", Value: "debug"}}
+									s.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+									rt(&s.Spec)
+								})
+								var cfg *thv1.MCPOIDCConfig
+								if oidcKind != "none" {
+									cfg = newOIDCConfig("auth", oidcKind == "inline", true)
+									s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
+								}
+								// Half of the combinations also filter tools, so the
+								// RunConfig with tools_filter/tools_override is compared too.
+								var tools *thv1.MCPToolConfig
+								if oidcKind == "inline" {
+									tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
+										ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
+									s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
+								}
+								// Authorization: inline Cedar with the service-account
+								// OIDC, a referenced MCPAuthzConfig with the inline one.
+								var authz *thv1.MCPAuthzConfig
+								switch oidcKind {
+								case "kubernetesServiceAccount":
+									s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
+										Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+								case "inline":
+									authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+										Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
+									s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
+								}
+								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
+								if err != nil {
+									t.Fatalf("%s: build: %v", name, err)
+								}
+								assertNoDrift(t, name, d)
 							}
-							// Half of the combinations also filter tools, so the
-							// RunConfig with tools_filter/tools_override is compared too.
-							var tools *thv1.MCPToolConfig
-							if oidcKind == "inline" {
-								tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
-									ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
-								s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
-							}
-							// Authorization: inline Cedar with the service-account
-							// OIDC, a referenced MCPAuthzConfig with the inline one.
-							var authz *thv1.MCPAuthzConfig
-							switch oidcKind {
-							case "kubernetesServiceAccount":
-								s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
-									Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
-							case "inline":
-								authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
-									Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
-								s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
-							}
-							d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
-							if err != nil {
-								t.Fatalf("%s: build: %v", name, err)
-							}
-							assertNoDrift(t, name, d)
 						}
 					}
 				}

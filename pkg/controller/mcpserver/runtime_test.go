@@ -1,0 +1,423 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// withEverything sets every field that tunes the runner.
+func withEverything(s *thv1.MCPServer) {
+	s.Spec.Transport = thv1.TransportStreamableHTTP
+	s.Spec.Volumes = []thv1.Volume{
+		{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true},
+		{Name: "cache", HostPath: "/var/cache", MountPath: "/cache"},
+	}
+	s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "fetch.json"}
+	s.Spec.Audit = &thv1.AuditConfig{Enabled: true}
+	s.Spec.MaxRequestBodySize = 1 << 20
+	s.Spec.BackendReplicas = ptr.To[int32](2)
+	s.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379", DB: 3,
+		KeyPrefix: "mcp:", PasswordRef: &thv1.SecretKeyRef{Name: "redis-auth", Key: "password"}}
+	s.Spec.RateLimiting = &thv1.RateLimitConfig{
+		Shared: &thv1.RateLimitBucket{MaxTokens: 100, RefillPeriod: "60s"},
+		Tools:  []thv1.ToolRateLimitConfig{{Name: "fetch", Shared: &thv1.RateLimitBucket{MaxTokens: 5, RefillPeriod: "90m"}}},
+	}
+}
+
+// readRunConfig returns the RunConfig hivekeeper wrote, and its text.
+func readRunConfig(t *testing.T, f *fixture, name string) (runconfig.RunConfig, string) {
+	t.Helper()
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc runconfig.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	return rc, cm.Data[runconfig.Key]
+}
+
+// The runtime fields reach the RunConfig in ToolHive's encoding, the
+// Redis password reaches the proxy only as a secretKeyRef, and the
+// configmap profile is mounted where the RunConfig names it.
+func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
+	f := newFixture(t, newServer("fetch", withEverything))
+	f.converge("fetch")
+	rc, raw := readRunConfig(t, f, "fetch")
+	want := runconfig.RunConfig{
+		Volumes:                     []string{"/srv/data:/data:ro", "/var/cache:/cache"},
+		PermissionProfileNameOrPath: "/etc/toolhive/profiles/fetch.json",
+		AuditConfig:                 runconfig.DefaultAuditConfig(),
+		MaxRequestBodySize:          1 << 20,
+		ScalingConfig: &runconfig.ScalingConfig{BackendReplicas: ptr.To[int32](2),
+			SessionRedis: &runconfig.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
+		RateLimitConfig: &runconfig.RateLimitConfig{
+			Shared: &runconfig.RateLimitBucket{MaxTokens: 100, RefillPeriod: "1m0s"},
+			Tools:  []runconfig.ToolRateLimitConfig{{Name: "fetch", Shared: &runconfig.RateLimitBucket{MaxTokens: 5, RefillPeriod: "1h30m0s"}}},
+		},
+		RateLimitNamespace: testNS,
+	}
+	got := runconfig.RunConfig{
+		Volumes: rc.Volumes, PermissionProfileNameOrPath: rc.PermissionProfileNameOrPath, PermissionProfile: rc.PermissionProfile,
+		AuditConfig: rc.AuditConfig, MaxRequestBodySize: rc.MaxRequestBodySize, ScalingConfig: rc.ScalingConfig,
+		RateLimitConfig: rc.RateLimitConfig, RateLimitNamespace: rc.RateLimitNamespace,
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("RunConfig\n got %s\nwant %s", g, w)
+	}
+	for _, leak := range []string{"redis-auth", "password", workload.EnvSessionRedisPassword} {
+		if strings.Contains(raw, leak) {
+			t.Errorf("the RunConfig ConfigMap mentions %q:\n%s", leak, raw)
+		}
+	}
+
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	c := dep.Spec.Template.Spec.Containers[0]
+	var names []string
+	var redis *corev1.EnvVar
+	for i, e := range c.Env {
+		names = append(names, e.Name)
+		if e.Name == workload.EnvSessionRedisPassword {
+			redis = &c.Env[i]
+		}
+	}
+	if redis == nil || redis.Value != "" || redis.ValueFrom == nil || redis.ValueFrom.SecretKeyRef == nil ||
+		redis.ValueFrom.SecretKeyRef.Name != "redis-auth" || redis.ValueFrom.SecretKeyRef.Key != "password" {
+		t.Fatalf("Redis password env %+v in %q", redis, names)
+	}
+	// After any override env, before the generation, as ToolHive orders it.
+	if i := strings.Index(strings.Join(names, ","), workload.EnvSessionRedisPassword+","+workload.EnvMCPServerGeneration); i < 0 {
+		t.Errorf("env order %q", names)
+	}
+	var vol *corev1.Volume
+	for i, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == permissionProfileVolume {
+			vol = &dep.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.ConfigMap == nil || vol.ConfigMap.Name != "profiles" {
+		t.Fatalf("permission profile volume %+v", dep.Spec.Template.Spec.Volumes)
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (m.Name == permissionProfileVolume && m.MountPath == permissionProfileMountPath && m.ReadOnly)
+	}
+	if !mounted {
+		t.Errorf("permission profile mounts %+v", c.VolumeMounts)
+	}
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("a host path reached the proxy pod: %+v", v)
+		}
+	}
+	got2, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got2.Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {
+		t.Errorf("UnsupportedFields for implemented fields: %+v", c)
+	}
+}
+
+// Turning the runtime fields on rolls the proxy exactly once: one
+// ConfigMap write, one Deployment patch carrying the new checksum, env and
+// volume, and nothing on the next syncs. Turning them off does the same.
+func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
+	f := newFixture(t, newServer("fetch"))
+	f.converge("fetch")
+	ctx := context.Background()
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	before := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+
+	for _, step := range []struct {
+		name string
+		mut  func(*thv1.MCPServer)
+	}{
+		{"on", withEverything},
+		{"off", func(s *thv1.MCPServer) {
+			s.Spec.Volumes, s.Spec.PermissionProfile, s.Spec.Audit, s.Spec.MaxRequestBodySize = nil, nil, nil, 0
+			s.Spec.BackendReplicas, s.Spec.SessionStorage, s.Spec.RateLimiting = nil, nil, nil
+		}},
+	} {
+		s, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+		step.mut(s)
+		s.Generation++
+		if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.refresh()
+		acts, err := f.sync("fetch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
+		f.applyServerBehaviour()
+		f.refresh()
+		for i := range 2 {
+			if acts, err := f.sync("fetch"); err != nil || len(acts) != 0 {
+				t.Fatalf("%s: sync %d after the change wrote: %v %s", step.name, i, err, describe(acts))
+			}
+		}
+		dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+		after := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		if after == before {
+			t.Errorf("%s: the RunConfig checksum did not change", step.name)
+		}
+		before = after
+	}
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == workload.EnvSessionRedisPassword {
+			t.Errorf("the Redis password env stayed after sessionStorage went")
+		}
+	}
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == permissionProfileVolume {
+			t.Errorf("the permission profile volume stayed after permissionProfile went")
+		}
+	}
+}
+
+// A new Secret key for the Redis password reaches the proxy through its
+// env, in the one rollout the change makes; the RunConfig changes only by
+// the generation it records.
+func TestRedisPasswordRefChangeReachesTheProxyEnv(t *testing.T) {
+	f := newFixture(t, newServer("fetch", withEverything))
+	f.converge("fetch")
+	ctx := context.Background()
+	s, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	s.Spec.SessionStorage.PasswordRef.Key = "rotated"
+	s.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The generation is in the RunConfig too, so the ConfigMap follows.
+	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
+	if body := mustJSON(t, patchBody(t, acts[0])); strings.Contains(body, "rotated") {
+		t.Errorf("the ConfigMap patch carries the Secret key: %s", body)
+	}
+	if body := mustJSON(t, patchBody(t, acts[1])); !strings.Contains(body, `"rotated"`) {
+		t.Errorf("the Deployment patch does not carry the new key: %s", body)
+	}
+	f.applyServerBehaviour()
+	f.refresh()
+	if acts, err := f.sync("fetch"); err != nil || len(acts) != 0 {
+		t.Fatalf("second sync wrote: %v %s", err, describe(acts))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// What the schema refuses, stored anyway (before the schema, or past
+// it), is a condition and no child, never a retry or a half-built
+// RunConfig the runner would refuse at start.
+func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
+	redis := &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379"}
+	for name, mut := range map[string]func(*thv1.MCPServer){
+		"rate-limit-without-redis": func(s *thv1.MCPServer) {
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "1m"}}
+		},
+		"rate-limit-memory-sessions": func(s *thv1.MCPServer) {
+			s.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "1m"}}
+		},
+		"refill-not-a-duration": func(s *thv1.MCPServer) {
+			s.Spec.SessionStorage = redis
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "a minute"}}
+		},
+		"refill-zero": func(s *thv1.MCPServer) {
+			s.Spec.SessionStorage = redis
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Tools: []thv1.ToolRateLimitConfig{{Name: "x", PerUser: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "0s"}}}}
+		},
+		"no-tokens": func(s *thv1.MCPServer) {
+			s.Spec.SessionStorage = redis
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 0, RefillPeriod: "1m"}}
+		},
+		"volume-colon": func(s *thv1.MCPServer) {
+			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: "/a:b", MountPath: "/b"}}
+		},
+		"volume-injection": func(s *thv1.MCPServer) {
+			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: "/a", MountPath: "/b;rm"}}
+		},
+		"volume-empty": func(s *thv1.MCPServer) { s.Spec.Volumes = []thv1.Volume{{Name: "v", MountPath: "/b"}} },
+		"volume-windows-target": func(s *thv1.MCPServer) {
+			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: "/a", MountPath: `\b`}}
+		},
+		"builtin-unknown": func(s *thv1.MCPServer) {
+			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeBuiltin, Name: "/etc/passwd"}
+		},
+		"configmap-no-key": func(s *thv1.MCPServer) {
+			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "p"}
+		},
+		"configmap-key-path": func(s *thv1.MCPServer) {
+			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "p", Key: "../x"}
+		},
+		"negative-body-size": func(s *thv1.MCPServer) { s.Spec.MaxRequestBodySize = -1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, newServer("bad", mut))
+			acts, err := f.sync("bad")
+			if err != nil {
+				t.Fatalf("invalid input must not be retried: %v", err)
+			}
+			assertActions(t, acts, "patch mcpservers/status")
+			got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "bad", metav1.GetOptions{})
+			c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.") {
+				t.Fatalf("Ready %+v", c)
+			}
+			f.refresh()
+			if acts, err := f.sync("bad"); err != nil || len(acts) != 0 {
+				t.Fatalf("second sync: %v %s", err, describe(acts))
+			}
+		})
+	}
+}
+
+// The permission profile and its mounts follow ToolHive's builder: a
+// builtin profile by name, volumes joined to it (read-only ones as read
+// mounts), a second volume at a container path already mounted left out,
+// and with no profile but volumes the builder's default, network.
+func TestPermissionProfileAndMounts(t *testing.T) {
+	none := runconfig.BuiltinProfile(runconfig.ProfileNone)
+	network := runconfig.BuiltinProfile(runconfig.ProfileNetwork)
+	for name, tc := range map[string]struct {
+		ref        *thv1.PermissionProfileRef
+		vols       []thv1.Volume
+		nameOrPath string
+		read       []string
+		write      []string
+		base       *runconfig.PermissionProfile
+	}{
+		"nothing": {},
+		"none":    {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "none"}, nameOrPath: "none", base: none},
+		// The schema's default type.
+		"untyped-network": {ref: &thv1.PermissionProfileRef{Name: "network"}, nameOrPath: "network", base: network},
+		"stdio-alias":     {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "stdio"}, nameOrPath: "stdio", base: none},
+		"volumes-default": {
+			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a", ReadOnly: true}, {Name: "b", HostPath: "/h/b", MountPath: "/b"},
+				{Name: "b2", HostPath: "/h/b2", MountPath: "/b/"}},
+			read: []string{"/h/a:/a"}, write: []string{"/h/b:/b"}, base: network,
+		},
+		"configmap-with-volumes": {
+			ref:        &thv1.PermissionProfileRef{Type: "configmap", Name: "cm", Key: "p.json"},
+			vols:       []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a"}},
+			nameOrPath: "/etc/toolhive/profiles/p.json",
+		},
+		// ToolHive reads a trailing ":ro" as read-only whatever made it.
+		"mount-named-ro": {
+			ref:  &thv1.PermissionProfileRef{Type: "builtin", Name: "none"},
+			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "ro"}}, nameOrPath: "none", read: []string{"/h/a"}, base: none,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newServer("x", func(s *thv1.MCPServer) { s.Spec.PermissionProfile, s.Spec.Volumes = tc.ref, tc.vols })
+			o, err := resolveRuntime(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.PermissionProfileNameOrPath != tc.nameOrPath {
+				t.Errorf("name or path %q, want %q", o.PermissionProfileNameOrPath, tc.nameOrPath)
+			}
+			var want *runconfig.PermissionProfile
+			if tc.base != nil {
+				p := *tc.base
+				p.Read, p.Write = tc.read, tc.write
+				want = &p
+			}
+			if !reflect.DeepEqual(o.PermissionProfile, want) {
+				g, _ := json.Marshal(o.PermissionProfile)
+				w, _ := json.Marshal(want)
+				t.Errorf("profile %s, want %s", g, w)
+			}
+		})
+	}
+	// The builtin profiles as toolhive-core encodes them.
+	if got := mustJSON(t, none); got != `{"name":"none","network":{"outbound":{},"inbound":{}}}` {
+		t.Errorf("none: %s", got)
+	}
+	if got := mustJSON(t, network); got != `{"name":"network","network":{"outbound":{"insecure_allow_all":true},"inbound":{}}}` {
+		t.Errorf("network: %s", got)
+	}
+}
+
+// FuzzBuildRuntime is FuzzBuild for the fields that tune the runner:
+// whatever volume paths, profile references, refill periods, token
+// counts, sizes and Redis settings reach Build, it does not panic, any
+// error is an InvalidSpecError, what it builds has no drift against what
+// the API server would store, and a Redis password's Secret never shows
+// in the RunConfig.
+//
+//	go test -run='^$' -fuzz=FuzzBuildRuntime -fuzztime=60s ./pkg/controller/mcpserver/
+func FuzzBuildRuntime(f *testing.F) {
+	f.Add("/srv/data", "/data", true, "builtin", "none", "", "1m", int32(10), int64(0), int32(-1), "redis", "redis:6379", "s", "k")
+	f.Add("/a", "ro", false, "configmap", "cm", "p.json", "1h30m", int32(1), int64(4096), int32(0), "memory", "", "", "")
+	f.Add("", "/b", false, "", "network", "", "0s", int32(0), int64(-1), int32(2), "redis", "", "", "")
+	f.Fuzz(func(t *testing.T, hostPath, mountPath string, readOnly bool, profileType, profileName, profileKey, refill string,
+		maxTokens int32, bodySize int64, backendReplicas int32, provider, address, secretName, secretKey string) {
+		for _, p := range []*string{&hostPath, &mountPath, &profileType, &profileName, &profileKey, &refill, &provider, &address, &secretName, &secretKey} {
+			*p = strings.ToValidUTF8(*p, "\uFFFD")
+		}
+		s := newServer("fuzz", func(s *thv1.MCPServer) {
+			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: hostPath, MountPath: mountPath, ReadOnly: readOnly}}
+			if profileType != "" || profileName != "" {
+				s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: profileType, Name: profileName, Key: profileKey}
+			}
+			s.Spec.Audit = &thv1.AuditConfig{Enabled: readOnly}
+			s.Spec.MaxRequestBodySize = bodySize
+			if backendReplicas >= 0 {
+				s.Spec.BackendReplicas = &backendReplicas
+			}
+			if provider != "" {
+				s.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: provider, Address: address}
+				if secretName != "" {
+					s.Spec.SessionStorage.PasswordRef = &thv1.SecretKeyRef{Name: secretName, Key: secretKey}
+				}
+			}
+			if refill != "" {
+				b := &thv1.RateLimitBucket{MaxTokens: maxTokens, RefillPeriod: refill}
+				s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: b, Tools: []thv1.ToolRateLimitConfig{{Name: "t", PerUser: b}}}
+			}
+		})
+		d, err := build(inputs{Server: s, RunnerImage: "runner:test"})
+		if err != nil {
+			var invalid *workload.InvalidSpecError
+			if !errorsAs(err, &invalid) {
+				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
+			}
+			return
+		}
+		assertNoDrift(t, "fuzz", d)
+		var rc runconfig.RunConfig
+		if err := json.Unmarshal([]byte(d.RunConfig.Data[runconfig.Key]), &rc); err != nil {
+			t.Fatalf("RunConfig is not JSON: %v", err)
+		}
+		if secretName != "" && len(secretName) > 3 && strings.Contains(d.RunConfig.Data[runconfig.Key], `"`+secretName+`"`) {
+			t.Errorf("the Redis password's Secret %q is in the RunConfig", secretName)
+		}
+	})
+}
