@@ -66,7 +66,7 @@ var pendingIssue15 = []pendingDifference{
 var toolhiveWritesNone = map[string]string{
 	"table/16-tool-annotations.yaml MCPServer annotated-server": "its MCPToolConfig has an override with only annotations, which the runner " +
 		"refuses; ToolHive's operator fails the server, hivekeeper leaves that override out (README, Compatibility)",
-	"table/17-permission-profile-configmap.yaml MCPServer profile-configmap": "its permission profile is a ConfigMap's, which ToolHive's " +
+	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap": "its permission profile is a ConfigMap's, which ToolHive's " +
 		"operator reads from a file in its own pod, where the proxy's mount of the ConfigMap does not exist; hivekeeper names the file " +
 		"and mounts the ConfigMap in the proxy pod (README, Compatibility)",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig keycloak-token-exchange spells " +

@@ -106,6 +106,15 @@ func runtimeSetUp(t *testing.T) (*framework.Env, string) {
 // stand-in URL and the test's loopback one).
 func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) int {
 	t.Helper()
+	port, _ := startRunnerOutput(t, env, ns, name, runConfig, proxyPort, replace...)
+	return port
+}
+
+// startRunnerOutput is startRunner that also returns the runner's
+// output (stdout and stderr) as it grows: what it logs is part of what a
+// test checks (audit events).
+func startRunnerOutput(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) (int, *framework.SyncBuffer) {
+	t.Helper()
 	cm := waitConfigMap(t, env, ns, runConfig)
 	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
 	port, err := framework.FreePort()
@@ -124,8 +133,7 @@ func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, p
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
 		containerEnv(t, env, ns, c, tmpl.Annotations)...)
-	startProcess(t, "thv-proxyrunner", cmd)
-	return port
+	return port, startProcess(t, "thv-proxyrunner", cmd)
 }
 
 // deploymentContainer waits for the Deployment <name> hivekeeper writes
@@ -171,8 +179,8 @@ func containerEnv(t *testing.T, env *framework.Env, ns string, c corev1.Containe
 }
 
 // startProcess starts cmd and stops it when the test ends; its output is
-// logged when the test fails.
-func startProcess(t *testing.T, what string, cmd *exec.Cmd) {
+// logged when the test fails, and returned to read while it runs.
+func startProcess(t *testing.T, what string, cmd *exec.Cmd) *framework.SyncBuffer {
 	t.Helper()
 	out := &framework.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -186,6 +194,7 @@ func startProcess(t *testing.T, what string, cmd *exec.Cmd) {
 			t.Logf("%s output:\n%s", what, out.String())
 		}
 	})
+	return out
 }
 
 // waitStatefulSet waits for the runner to create the server's StatefulSet.

@@ -2,7 +2,10 @@ module github.com/hivekeeper/hivekeeper/test/conformance/thvcheck
 
 go 1.26.0
 
-require github.com/stacklok/toolhive v0.47.0
+require (
+	github.com/alicebob/miniredis/v2 v2.39.0
+	github.com/stacklok/toolhive v0.47.0
+)
 
 require (
 	cel.dev/cel-go v0.32.0 // indirect
@@ -188,6 +191,7 @@ require (
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	github.com/zalando/go-keyring v0.2.8 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

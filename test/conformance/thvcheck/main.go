@@ -24,6 +24,11 @@
 // types read them alike. It exits 0 whether or not the files differ; the
 // caller judges the differences.
 //
+//	thvcheck redis [PASSWORD]
+//
+// serves an in-memory Redis on a free loopback port, requiring PASSWORD
+// when given, until stdin closes; it prints the address first.
+//
 // It lives in a module of its own so that ToolHive's dependency graph
 // never enters hivekeeper's.
 package main
@@ -47,8 +52,10 @@ func main() {
 		out, err = checkRunConfig(os.Args[2])
 	case len(os.Args) == 4 && os.Args[1] == "diff":
 		out, err = diffRunConfigs(os.Args[2], os.Args[3])
+	case len(os.Args) >= 2 && len(os.Args) <= 3 && os.Args[1] == "redis":
+		err = serveRedis(strings.Join(os.Args[2:], ""))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B")
+		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck redis [PASSWORD]")
 		os.Exit(2)
 	}
 	if err != nil {
