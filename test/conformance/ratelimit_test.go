@@ -42,7 +42,8 @@ const toolsCallRequest = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params"
 // tools/call per hour: the runner reaches Redis with the password from
 // the Secret (the Redis refuses clients without it), lets the first
 // tools/call through to the server and answers the second with 429
-// itself. Other methods are not limited.
+// itself. Other methods are not limited. The same runner gives the
+// server's StatefulSet spec.backendReplicas.
 func TestRateLimitThroughTheRunner(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	const password = "not-a-real-redis-password"
@@ -50,7 +51,9 @@ func TestRateLimitThroughTheRunner(t *testing.T) {
 	applyTemplate(t, env, ns, "testdata/runtime/rate-limit.yaml", map[string]string{"REDIS_ADDR": addr, "REDIS_PASSWORD": password})
 	const name = "limited"
 	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8093)
-	waitStatefulSet(t, env, ns, name)
+	if sts := waitStatefulSet(t, env, ns, name); sts.Spec.Replicas == nil || *sts.Spec.Replicas != 2 {
+		t.Errorf("the runner's StatefulSet has replicas %v, want spec.backendReplicas 2", sts.Spec.Replicas)
+	}
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
