@@ -25,6 +25,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpauthzconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpexternalauthconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
@@ -83,6 +84,7 @@ func Controllers() []controller.Descriptor {
 		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New),
 		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New),
 		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New),
+		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

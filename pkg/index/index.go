@@ -1,6 +1,6 @@
 // Package index holds the reference indexes hivekeeper's controllers use
 // instead of listing a namespace: which config (MCPOIDCConfig,
-// MCPToolConfig, MCPAuthzConfig) each workload references, and which MCPGroup each workload belongs to.
+// MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig) each workload references, and which MCPGroup each workload belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -24,6 +24,9 @@ const (
 	ByToolConfig = "toolhive.stacklok.dev/tool-config"
 	// ByAuthzConfig: the MCPAuthzConfig that authorizes a workload's requests.
 	ByAuthzConfig = "toolhive.stacklok.dev/authz-config"
+	// ByExternalAuthConfig: the MCPExternalAuthConfig a workload's proxy
+	// authenticates to its backend with.
+	ByExternalAuthConfig = "toolhive.stacklok.dev/external-auth-config"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
@@ -41,19 +44,21 @@ var Workloads = []Workload{
 	{
 		Kind: thv1.KindMCPServer,
 		Refs: map[string]func(obj any) string{
-			ByOIDCConfig:  ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.OIDCConfigRef) }),
-			ByToolConfig:  ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
-			ByAuthzConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
-			ByGroup:       ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
+			ByOIDCConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.OIDCConfigRef) }),
+			ByToolConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
+			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
+			ByExternalAuthConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ExternalAuthConfigRef) }),
+			ByGroup:              ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
 		},
 	},
 	{
 		Kind: thv1.KindMCPRemoteProxy,
 		Refs: map[string]func(obj any) string{
-			ByOIDCConfig:  ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.OIDCConfigRef) }),
-			ByToolConfig:  ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
-			ByAuthzConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
-			ByGroup:       ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
+			ByOIDCConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.OIDCConfigRef) }),
+			ByToolConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
+			ByAuthzConfig:        ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
+			ByExternalAuthConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ExternalAuthConfigRef) }),
+			ByGroup:              ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
 		},
 	},
 	{
@@ -78,7 +83,7 @@ func ref[T any](name func(T) string) func(obj any) string {
 
 // named is a reference by name; nameOf reads it, "" for none.
 type named interface {
-	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.GroupRef
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.GroupRef
 }
 
 func nameOf[R named](r R) string {
@@ -91,6 +96,8 @@ func nameOf[R named](r R) string {
 	case *thv1.ToolConfigReference:
 		return v.Name
 	case *thv1.AuthzConfigReference:
+		return v.Name
+	case *thv1.ExternalAuthConfigReference:
 		return v.Name
 	case *thv1.GroupRef:
 		return v.Name

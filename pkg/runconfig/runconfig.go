@@ -83,6 +83,36 @@ type RunConfig struct {
 	// keys); RateLimitNamespace scopes its Redis keys.
 	RateLimitConfig    *RateLimitConfig `json:"rate_limit_config,omitempty"`
 	RateLimitNamespace string           `json:"rate_limit_namespace,omitempty"`
+	// RemoteAuthConfig is how a remote proxy authenticates to its remote
+	// server, from an MCPExternalAuthConfig of type bearerToken.
+	RemoteAuthConfig *RemoteAuthConfig `json:"remote_auth_config,omitempty"`
+	// TokenExchangeConfig makes the proxy exchange the caller's token
+	// (RFC 8693) before it forwards a request, from an
+	// MCPExternalAuthConfig of type tokenExchange.
+	TokenExchangeConfig *TokenExchangeConfig `json:"token_exchange_config,omitempty"`
+}
+
+// RemoteAuthConfig is the part of ToolHive's remote.Config hivekeeper
+// writes. BearerToken is never a token: it is ToolHive's secret
+// parameter "<secret>,target=bearer_token", which the runner resolves
+// through its secrets provider (TOOLHIVE_SECRET_<secret> with the
+// environment provider, a secretKeyRef variable of the proxy container).
+type RemoteAuthConfig struct {
+	BearerToken string `json:"bearer_token,omitempty"`
+}
+
+// TokenExchangeConfig is ToolHive's tokenexchange.Config. The client
+// secret is never here: the runner reads it from
+// TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET, a secretKeyRef variable of the
+// proxy container.
+type TokenExchangeConfig struct {
+	TokenURL                string   `json:"token_url"`
+	ClientID                string   `json:"client_id,omitempty"`
+	Audience                string   `json:"audience"`
+	Scopes                  []string `json:"scopes,omitempty"`
+	SubjectTokenType        string   `json:"subject_token_type,omitempty"`
+	HeaderStrategy          string   `json:"header_strategy,omitempty"`
+	ExternalTokenHeaderName string   `json:"external_token_header_name,omitempty"`
 }
 
 // HeaderForward is ToolHive's runner.HeaderForwardConfig: headers a

@@ -68,6 +68,7 @@ type Base struct {
 	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
 	Tools    *ConfigRefs[*thv1.MCPToolConfig]
 	Authz    *ConfigRefs[*thv1.MCPAuthzConfig]
+	ExtAuth  *ConfigRefs[*thv1.MCPExternalAuthConfig]
 	Config   controller.Config
 	phases   Phases
 	resource string
@@ -95,6 +96,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		OIDC:     OIDCConfigs.Bind(d),
 		Tools:    ToolConfigs.Bind(d),
 		Authz:    AuthzConfigs.Bind(d),
+		ExtAuth:  ExternalAuthConfigs.Bind(d),
 		Config:   d.Config,
 		phases:   s.Phases,
 		resource: s.Resource,
@@ -119,7 +121,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row, _ := index.WorkloadFor(s.Kind)
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools, b.Authz} {
+	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}

@@ -81,3 +81,26 @@ var AuthzConfigs = ConfigKind[*thv1.MCPAuthzConfig]{
 	Valid:     thv1.ReasonAuthzConfigRefValid, NotFound: thv1.ReasonAuthzConfigRefNotFound,
 	NotValid: thv1.ReasonAuthzConfigRefNotValid, Waiting: thv1.ReasonWaitingForAuthzConfig,
 }
+
+// ExternalAuthConfigs is the MCPExternalAuthConfig reference of MCPServers
+// and MCPRemoteProxies.
+var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
+	Kind:      thv1.KindMCPExternalAuthConfig,
+	Resource:  "mcpexternalauthconfigs",
+	Finalizer: thv1.MCPExternalAuthConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPExternalAuthConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPExternalAuthConfig, error) {
+		return thlisters.NewMCPExternalAuthConfigLister(indexer).MCPExternalAuthConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPExternalAuthConfig] {
+		return c.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
+	Validate:  validateExternalAuthConfig,
+	Index:     index.ByExternalAuthConfig,
+	Condition: thv1.ConditionExternalAuthConfigValidated,
+	Valid:     thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
+	NotValid: thv1.ReasonExternalAuthConfigNotValid, Waiting: thv1.ReasonWaitingForExternalAuthConfig,
+}

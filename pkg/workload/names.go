@@ -101,3 +101,12 @@ func AuthzConfigName(ref *thv1.AuthzConfigReference) string {
 	}
 	return ref.Name
 }
+
+// ExternalAuthConfigName is the MCPExternalAuthConfig a reference names,
+// "" for none.
+func ExternalAuthConfigName(ref *thv1.ExternalAuthConfigReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}

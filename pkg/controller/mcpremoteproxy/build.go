@@ -31,7 +31,10 @@ type inputs struct {
 	// Tools is the referenced MCPToolConfig, nil when there is none.
 	Tools *thv1.MCPToolConfig
 	// Authz is the referenced MCPAuthzConfig, nil when there is none.
-	Authz       *thv1.MCPAuthzConfig
+	Authz *thv1.MCPAuthzConfig
+	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
+	// none.
+	ExtAuth     *thv1.MCPExternalAuthConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--remote-proxy-runner-cluster-role).
@@ -113,6 +116,10 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	extAuth, err := workload.ExternalAuth(in.ExtAuth, thv1.KindMCPRemoteProxy)
+	if err != nil {
+		return nil, err
+	}
 	headers, headerEnv, err := headerForward(p)
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
@@ -135,6 +142,7 @@ func build(in inputs) (*childSet, error) {
 	}
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
+	extAuth.ApplyTo(runCfg)
 	workload.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
 	if redis := workload.SessionRedis(p.Spec.SessionStorage); redis != nil {
@@ -156,9 +164,15 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Header values from Secrets come after the OIDC client secret and
-	// before the overrides, where ToolHive's operator puts them.
-	env := append(append([]corev1.EnvVar(nil), oidc.Env...), headerEnv...)
+	// The external auth secrets, then header values from Secrets come
+	// after the OIDC client secret and before the overrides, where
+	// ToolHive's operator puts them. headerEnv starts with the secrets
+	// provider switch; a bearer token needs it too, once.
+	env := append(append([]corev1.EnvVar(nil), oidc.Env...), extAuth.Env...)
+	if len(headerEnv) == 0 && extAuth.SecretsProvider {
+		headerEnv = []corev1.EnvVar{{Name: envSecretsProvider, Value: secretsProviderFromEnv}}
+	}
+	env = append(env, headerEnv...)
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
 		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
@@ -200,7 +214,6 @@ func build(in inputs) (*childSet, error) {
 // condition).
 func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
 	return workload.SetPaths(
-		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
 		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
 		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},

@@ -38,14 +38,16 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		return status, 0, nil
 	}
 	status.URL = proxyURL(p)
-	r.Unsupported(unsupportedFields(&p.Spec))
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p.Namespace, workload.ProxyRefNames{
-		OIDC:  workload.OIDCConfigName(p.Spec.OIDCConfigRef),
-		Tools: workload.ToolConfigName(p.Spec.ToolConfigRef),
-		Authz: workload.AuthzConfigName(p.Spec.AuthzConfigRef),
+		OIDC:    workload.OIDCConfigName(p.Spec.OIDCConfigRef),
+		Tools:   workload.ToolConfigName(p.Spec.ToolConfigRef),
+		Authz:   workload.AuthzConfigName(p.Spec.AuthzConfigRef),
+		ExtAuth: workload.ExternalAuthConfigName(p.Spec.ExternalAuthConfigRef),
 	})
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
+	status.ExternalAuthConfigHash = refs.ExtAuthHash
+	r.Unsupported(append(unsupportedFields(&p.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
@@ -70,7 +72,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {

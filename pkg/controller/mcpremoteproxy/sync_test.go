@@ -459,8 +459,8 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
 		t.Fatalf("events: %q", evs)
 	}
-	all := thv1.MCPRemoteProxySpec{ExternalAuthConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw, PodTemplateSpec: raw}
-	if got := unsupportedFields(&all); len(got) != 4 {
+	all := thv1.MCPRemoteProxySpec{AuthServerRef: raw, TelemetryConfigRef: raw, PodTemplateSpec: raw}
+	if got := unsupportedFields(&all); len(got) != 3 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 }

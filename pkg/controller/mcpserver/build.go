@@ -43,7 +43,10 @@ type inputs struct {
 	// Tools is the referenced MCPToolConfig, nil when there is none.
 	Tools *thv1.MCPToolConfig
 	// Authz is the referenced MCPAuthzConfig, nil when there is none.
-	Authz       *thv1.MCPAuthzConfig
+	Authz *thv1.MCPAuthzConfig
+	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
+	// none.
+	ExtAuth     *thv1.MCPExternalAuthConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
@@ -128,7 +131,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, in.Tools, authz, rt)
+	extAuth, err := workload.ExternalAuth(in.ExtAuth, thv1.KindMCPServer)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, in.Tools, authz, rt, extAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +165,13 @@ func build(in inputs) (*childSet, error) {
 			workload.AnnotationRunConfigChecksum:   cm.Annotations[runconfig.ChecksumAnnotation],
 			workload.AnnotationMCPServerGeneration: generation,
 		}, ov.TemplateAnnotations),
-		RunnerImage:        in.RunnerImage,
-		Args:               args,
-		ProxyPort:          workload.MCPServerProxyPort(s),
-		Resources:          resources,
-		EnvBeforeOverrides: oidc.Env,
+		RunnerImage: in.RunnerImage,
+		Args:        args,
+		ProxyPort:   workload.MCPServerProxyPort(s),
+		Resources:   resources,
+		// ToolHive's operator adds the external auth secrets before the
+		// OIDC client secret.
+		EnvBeforeOverrides: append(append([]corev1.EnvVar(nil), extAuth.Env...), oidc.Env...),
 		OverrideEnv:        ov.Env,
 		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
 			Name: workload.EnvMCPServerGeneration,
@@ -197,7 +206,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -232,6 +241,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCP
 	}
 	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
+	extAuth.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
 	return runconfig.Marshal(rc)
@@ -334,7 +344,6 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 // hivekeeper does not act on yet (the UnsupportedFields condition).
 func unsupportedFields(s *thv1.MCPServerSpec) []string {
 	return workload.SetPaths(
-		workload.Field{Path: "spec.externalAuthConfigRef", Set: s.ExternalAuthConfigRef != nil},
 		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
 		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},

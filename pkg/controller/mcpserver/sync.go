@@ -54,15 +54,16 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.ObservedGeneration = s.Generation
 	status.URL = serverURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
-	r.Unsupported(unsupportedFields(&s.Spec))
-
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, s.Namespace, workload.ProxyRefNames{
-		OIDC:  workload.OIDCConfigName(s.Spec.OIDCConfigRef),
-		Tools: workload.ToolConfigName(s.Spec.ToolConfigRef),
-		Authz: workload.AuthzConfigName(s.Spec.AuthzConfigRef),
+		OIDC:    workload.OIDCConfigName(s.Spec.OIDCConfigRef),
+		Tools:   workload.ToolConfigName(s.Spec.ToolConfigRef),
+		Authz:   workload.AuthzConfigName(s.Spec.AuthzConfigRef),
+		ExtAuth: workload.ExternalAuthConfigName(s.Spec.ExternalAuthConfigRef),
 	})
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
+	status.ExternalAuthConfigHash = refs.ExtAuthHash
+	r.Unsupported(append(unsupportedFields(&s.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
 	if !ok {
 		return status, 0, nil
 	}
@@ -79,7 +80,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, RunnerImage: c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

@@ -138,6 +138,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPToolConfigs().Informer(), l12, e12)
 	l13, e13 := th.MCPAuthzConfigs("").List(ctx, lo)
 	replace(tf.MCPAuthzConfigs().Informer(), l13, e13)
+	l14, e14 := th.MCPExternalAuthConfigs("").List(ctx, lo)
+	replace(tf.MCPExternalAuthConfigs().Informer(), l14, e14)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }

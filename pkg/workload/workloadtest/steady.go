@@ -90,6 +90,7 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"mcpgroups", func() (runtime.Object, error) { return t.MCPGroups(namespace).List(ctx, all) }},
 		{"mcptoolconfigs", func() (runtime.Object, error) { return t.MCPToolConfigs(namespace).List(ctx, all) }},
 		{"mcpauthzconfigs", func() (runtime.Object, error) { return t.MCPAuthzConfigs(namespace).List(ctx, all) }},
+		{"mcpexternalauthconfigs", func() (runtime.Object, error) { return t.MCPExternalAuthConfigs(namespace).List(ctx, all) }},
 	}
 	for _, l := range lists {
 		list, err := l.list()

@@ -19,14 +19,15 @@ const (
 
 // Condition types shared by the workload kinds.
 const (
-	ConditionReady                   = "Ready"
-	ConditionPodTemplateValid        = "PodTemplateValid"
-	ConditionOIDCConfigRefValidated  = "OIDCConfigRefValidated"
-	ConditionToolConfigValidated     = "ToolConfigValidated"
-	ConditionAuthzConfigRefValidated = "AuthzConfigRefValidated"
-	ConditionGroupRefValidated       = "GroupRefValidated"
-	ConditionSpecValid               = "SpecValid"
-	ConditionChildrenReconciled      = "ChildrenReconciled"
+	ConditionReady                       = "Ready"
+	ConditionPodTemplateValid            = "PodTemplateValid"
+	ConditionOIDCConfigRefValidated      = "OIDCConfigRefValidated"
+	ConditionToolConfigValidated         = "ToolConfigValidated"
+	ConditionAuthzConfigRefValidated     = "AuthzConfigRefValidated"
+	ConditionExternalAuthConfigValidated = "ExternalAuthConfigValidated"
+	ConditionGroupRefValidated           = "GroupRefValidated"
+	ConditionSpecValid                   = "SpecValid"
+	ConditionChildrenReconciled          = "ChildrenReconciled"
 	// ConditionUnsupportedFields is True, with the field paths in its
 	// message, while the spec sets fields of ToolHive's API that hivekeeper
 	// stores but does not act on; it is absent otherwise.

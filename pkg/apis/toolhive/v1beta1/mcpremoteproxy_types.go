@@ -111,15 +111,14 @@ type MCPRemoteProxySpec struct {
 	// share them.
 	// +optional
 	SessionStorage *SessionStorageConfig `json:"sessionStorage,omitempty"`
+	// ExternalAuthConfigRef is how the proxy authenticates to what it
+	// proxies: a shared MCPExternalAuthConfig in the same namespace.
+	// +optional
+	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
 
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// ExternalAuthConfigRef (an MCPExternalAuthConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	ExternalAuthConfigRef *runtime.RawExtension `json:"externalAuthConfigRef,omitempty"`
 	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -160,6 +159,10 @@ type MCPRemoteProxyStatus struct {
 	// that this workload was last converged with.
 	// +optional
 	AuthzConfigHash string `json:"authzConfigHash,omitempty"`
+	// ExternalAuthConfigHash is the configHash of the referenced
+	// MCPExternalAuthConfig that this workload was last converged with.
+	// +optional
+	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

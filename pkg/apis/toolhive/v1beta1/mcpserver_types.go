@@ -140,6 +140,10 @@ type MCPServerSpec struct {
 	// GroupRef makes the server a member of an MCPGroup.
 	// +optional
 	GroupRef *GroupRef `json:"groupRef,omitempty"`
+	// ExternalAuthConfigRef is how the proxy authenticates to what it
+	// proxies: a shared MCPExternalAuthConfig in the same namespace.
+	// +optional
+	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
 
 	// Volumes are host paths for the MCP server container, recorded in
 	// the RunConfig (volumes and the permission profile's mounts) as
@@ -177,11 +181,6 @@ type MCPServerSpec struct {
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// ExternalAuthConfigRef (an MCPExternalAuthConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	ExternalAuthConfigRef *runtime.RawExtension `json:"externalAuthConfigRef,omitempty"`
 	// WebhookConfigRef (an MCPWebhookConfig reference) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -226,6 +225,10 @@ type MCPServerStatus struct {
 	// that this workload was last converged with.
 	// +optional
 	AuthzConfigHash string `json:"authzConfigHash,omitempty"`
+	// ExternalAuthConfigHash is the configHash of the referenced
+	// MCPExternalAuthConfig that this workload was last converged with.
+	// +optional
+	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -22,6 +22,13 @@ const (
 	ReasonAuthzConfigRefValid    = "AuthzConfigRefValid"
 	ReasonAuthzConfigRefNotFound = "AuthzConfigRefNotFound"
 	ReasonAuthzConfigRefNotValid = "AuthzConfigRefNotValid"
+	// Ready=False while the workload waits for its MCPExternalAuthConfig.
+	ReasonWaitingForExternalAuthConfig = "WaitingForExternalAuthConfig"
+	// ExternalAuthConfigValidated (ToolHive's names for Valid and
+	// NotFound).
+	ReasonExternalAuthConfigValid    = "ExternalAuthConfigValid"
+	ReasonExternalAuthConfigNotFound = "ExternalAuthConfigNotFound"
+	ReasonExternalAuthConfigNotValid = "ExternalAuthConfigNotValid"
 	// PodTemplateValid.
 	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
 	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
@@ -103,6 +110,9 @@ const (
 	// MCPAuthzConfigFinalizer does the same for an MCPAuthzConfig, again
 	// with ToolHive's name.
 	MCPAuthzConfigFinalizer = "mcpauthzconfig.toolhive.stacklok.dev/finalizer"
+	// MCPExternalAuthConfigFinalizer does the same for an
+	// MCPExternalAuthConfig, with ToolHive's name.
+	MCPExternalAuthConfigFinalizer = "mcpexternalauthconfig.toolhive.stacklok.dev/finalizer"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

@@ -14,13 +14,14 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1beta1
 
 // Kind names, used in owner references, the reference index and status lists.
 const (
-	KindMCPServer        = "MCPServer"
-	KindMCPOIDCConfig    = "MCPOIDCConfig"
-	KindMCPRemoteProxy   = "MCPRemoteProxy"
-	KindVirtualMCPServer = "VirtualMCPServer"
-	KindMCPGroup         = "MCPGroup"
-	KindMCPToolConfig    = "MCPToolConfig"
-	KindMCPAuthzConfig   = "MCPAuthzConfig"
+	KindMCPServer             = "MCPServer"
+	KindMCPOIDCConfig         = "MCPOIDCConfig"
+	KindMCPRemoteProxy        = "MCPRemoteProxy"
+	KindVirtualMCPServer      = "VirtualMCPServer"
+	KindMCPGroup              = "MCPGroup"
+	KindMCPToolConfig         = "MCPToolConfig"
+	KindMCPAuthzConfig        = "MCPAuthzConfig"
+	KindMCPExternalAuthConfig = "MCPExternalAuthConfig"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -49,6 +50,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPGroup{}, &MCPGroupList{},
 		&MCPToolConfig{}, &MCPToolConfigList{},
 		&MCPAuthzConfig{}, &MCPAuthzConfigList{},
+		&MCPExternalAuthConfig{}, &MCPExternalAuthConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

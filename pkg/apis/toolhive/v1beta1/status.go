@@ -19,3 +19,6 @@ func (c *MCPToolConfig) GetStatus() *ConfigStatus { return &c.Status }
 
 // GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
 func (c *MCPAuthzConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
+func (c *MCPExternalAuthConfig) GetStatus() *ConfigStatus { return &c.Status }

@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=toolhive.stacklok.dev, Version=v1beta1
 	case v1beta1.SchemeGroupVersion.WithResource("mcpauthzconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPAuthzConfigs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("mcpexternalauthconfigs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPExternalAuthConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpgroups"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPGroups().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpoidcconfigs"):

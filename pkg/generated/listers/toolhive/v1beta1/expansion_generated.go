@@ -26,6 +26,14 @@ type MCPAuthzConfigListerExpansion interface{}
 // MCPAuthzConfigNamespaceLister.
 type MCPAuthzConfigNamespaceListerExpansion interface{}
 
+// MCPExternalAuthConfigListerExpansion allows custom methods to be added to
+// MCPExternalAuthConfigLister.
+type MCPExternalAuthConfigListerExpansion interface{}
+
+// MCPExternalAuthConfigNamespaceListerExpansion allows custom methods to be added to
+// MCPExternalAuthConfigNamespaceLister.
+type MCPExternalAuthConfigNamespaceListerExpansion interface{}
+
 // MCPGroupListerExpansion allows custom methods to be added to
 // MCPGroupLister.
 type MCPGroupListerExpansion interface{}

@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// MCPAuthzConfigs returns a MCPAuthzConfigInformer.
 	MCPAuthzConfigs() TypedMCPAuthzConfigInformer
+	// MCPExternalAuthConfigs returns a MCPExternalAuthConfigInformer.
+	MCPExternalAuthConfigs() TypedMCPExternalAuthConfigInformer
 	// MCPGroups returns a MCPGroupInformer.
 	MCPGroups() TypedMCPGroupInformer
 	// MCPOIDCConfigs returns a MCPOIDCConfigInformer.
@@ -54,6 +56,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // MCPAuthzConfigs returns a TypedMCPAuthzConfigInformer.
 func (v *version) MCPAuthzConfigs() TypedMCPAuthzConfigInformer {
 	return &mCPAuthzConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MCPExternalAuthConfigs returns a TypedMCPExternalAuthConfigInformer.
+func (v *version) MCPExternalAuthConfigs() TypedMCPExternalAuthConfigInformer {
+	return &mCPExternalAuthConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MCPGroups returns a TypedMCPGroupInformer.

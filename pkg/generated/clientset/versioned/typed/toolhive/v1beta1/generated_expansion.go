@@ -20,6 +20,8 @@ package v1beta1
 
 type MCPAuthzConfigExpansion interface{}
 
+type MCPExternalAuthConfigExpansion interface{}
+
 type MCPGroupExpansion interface{}
 
 type MCPOIDCConfigExpansion interface{}

@@ -29,6 +29,7 @@ import (
 type ToolhiveV1beta1Interface interface {
 	RESTClient() rest.Interface
 	MCPAuthzConfigsGetter
+	MCPExternalAuthConfigsGetter
 	MCPGroupsGetter
 	MCPOIDCConfigsGetter
 	MCPRemoteProxiesGetter
@@ -44,6 +45,10 @@ type ToolhiveV1beta1Client struct {
 
 func (c *ToolhiveV1beta1Client) MCPAuthzConfigs(namespace string) MCPAuthzConfigInterface {
 	return newMCPAuthzConfigs(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) MCPExternalAuthConfigs(namespace string) MCPExternalAuthConfigInterface {
+	return newMCPExternalAuthConfigs(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) MCPGroups(namespace string) MCPGroupInterface {

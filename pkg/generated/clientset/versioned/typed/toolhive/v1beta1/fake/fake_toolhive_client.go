@@ -32,6 +32,10 @@ func (c *FakeToolhiveV1beta1) MCPAuthzConfigs(namespace string) v1beta1.MCPAuthz
 	return newFakeMCPAuthzConfigs(c, namespace)
 }
 
+func (c *FakeToolhiveV1beta1) MCPExternalAuthConfigs(namespace string) v1beta1.MCPExternalAuthConfigInterface {
+	return newFakeMCPExternalAuthConfigs(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) MCPGroups(namespace string) v1beta1.MCPGroupInterface {
 	return newFakeMCPGroups(c, namespace)
 }

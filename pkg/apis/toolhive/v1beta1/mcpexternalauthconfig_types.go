@@ -1,0 +1,184 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Types of an MCPExternalAuthConfig (spec.type), ToolHive's values at the
+// pinned release. hivekeeper applies the first four to MCPServers and
+// MCPRemoteProxies; a workload referencing a config of another type is
+// not deployed (its Ready condition names the type).
+const (
+	ExternalAuthTypeTokenExchange      = "tokenExchange"
+	ExternalAuthTypeHeaderInjection    = "headerInjection"
+	ExternalAuthTypeBearerToken        = "bearerToken"
+	ExternalAuthTypeUnauthenticated    = "unauthenticated"
+	ExternalAuthTypeEmbeddedAuthServer = "embeddedAuthServer"
+	ExternalAuthTypeAWSSts             = "awsSts"
+	ExternalAuthTypeUpstreamInject     = "upstreamInject"
+	ExternalAuthTypeOBO                = "obo"
+	ExternalAuthTypeXAA                = "xaa"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=extauth;mcpextauth,categories=toolhive
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="References",type=integer,JSONPath=`.status.referenceCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MCPExternalAuthConfig is how the proxies of the MCPServers and
+// MCPRemoteProxies that reference it (spec.externalAuthConfigRef)
+// authenticate to what they proxy: an exchanged token, a bearer token
+// from a Secret, or nothing.
+type MCPExternalAuthConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the kind of authentication and its configuration.
+	// +required
+	Spec MCPExternalAuthConfigSpec `json:"spec"`
+	// Status is written by hivekeeper's MCPExternalAuthConfig controller
+	// only.
+	// +optional
+	Status ConfigStatus `json:"status,omitempty"`
+}
+
+// MCPExternalAuthConfigSpec names a type and carries the block of that
+// type, and no other.
+// +kubebuilder:validation:XValidation:rule="self.type == 'tokenExchange' ? has(self.tokenExchange) : !has(self.tokenExchange)",message="tokenExchange configuration must be set if and only if type is 'tokenExchange'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'headerInjection' ? has(self.headerInjection) : !has(self.headerInjection)",message="headerInjection configuration must be set if and only if type is 'headerInjection'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'bearerToken' ? has(self.bearerToken) : !has(self.bearerToken)",message="bearerToken configuration must be set if and only if type is 'bearerToken'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'embeddedAuthServer' ? has(self.embeddedAuthServer) : !has(self.embeddedAuthServer)",message="embeddedAuthServer configuration must be set if and only if type is 'embeddedAuthServer'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'awsSts' ? has(self.awsSts) : !has(self.awsSts)",message="awsSts configuration must be set if and only if type is 'awsSts'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'upstreamInject' ? has(self.upstreamInject) : !has(self.upstreamInject)",message="upstreamInject configuration must be set if and only if type is 'upstreamInject'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'obo' ? has(self.obo) : !has(self.obo)",message="obo configuration must be set if and only if type is 'obo'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'xaa' ? has(self.xaa) : !has(self.xaa)",message="xaa configuration must be set if and only if type is 'xaa'"
+type MCPExternalAuthConfigSpec struct {
+	// Type is the kind of authentication. hivekeeper applies
+	// tokenExchange, headerInjection, bearerToken and unauthenticated; it
+	// stores the others, and a workload referencing one is not deployed.
+	// +kubebuilder:validation:Enum=tokenExchange;headerInjection;bearerToken;unauthenticated;embeddedAuthServer;awsSts;upstreamInject;obo;xaa
+	// +required
+	Type string `json:"type"`
+	// TokenExchange exchanges the caller's token for one for the backend
+	// (RFC 8693), type tokenExchange.
+	// +optional
+	TokenExchange *TokenExchangeConfig `json:"tokenExchange,omitempty"`
+	// HeaderInjection is a header with a value from a Secret, type
+	// headerInjection.
+	// +optional
+	HeaderInjection *HeaderInjectionConfig `json:"headerInjection,omitempty"`
+	// BearerToken is a bearer token from a Secret for the remote server,
+	// type bearerToken.
+	// +optional
+	BearerToken *BearerTokenConfig `json:"bearerToken,omitempty"`
+
+	// The blocks below are ToolHive's, stored whole; hivekeeper does not
+	// apply them.
+
+	// EmbeddedAuthServer (type embeddedAuthServer) is stored, not applied.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	EmbeddedAuthServer *runtime.RawExtension `json:"embeddedAuthServer,omitempty"`
+	// AWSSts (type awsSts) is stored, not applied.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AWSSts *runtime.RawExtension `json:"awsSts,omitempty"`
+	// UpstreamInject (type upstreamInject) is stored, not applied.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	UpstreamInject *runtime.RawExtension `json:"upstreamInject,omitempty"`
+	// OBO (type obo) is stored, not applied.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	OBO *runtime.RawExtension `json:"obo,omitempty"`
+	// XAA (type xaa) is stored, not applied.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	XAA *runtime.RawExtension `json:"xaa,omitempty"`
+}
+
+// TokenExchangeConfig is an OAuth 2.0 token exchange (RFC 8693): the
+// proxy exchanges the caller's token at tokenUrl and sends the result to
+// the backend.
+type TokenExchangeConfig struct {
+	// TokenURL is the token endpoint.
+	// +required
+	TokenURL string `json:"tokenUrl"`
+	// ClientID is the OAuth client, if the endpoint wants one.
+	// +optional
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecretRef is the client secret, from a Secret; it reaches the
+	// proxy as an environment variable, never through the RunConfig.
+	// +optional
+	ClientSecretRef *SecretKeyRef `json:"clientSecretRef,omitempty"`
+	// Audience is the audience of the exchanged token.
+	// +required
+	Audience string `json:"audience"`
+	// Scopes are requested for the exchanged token.
+	// +listType=atomic
+	// +optional
+	Scopes []string `json:"scopes,omitempty"`
+	// SubjectTokenType is the type of the caller's token: access_token
+	// (the default), id_token, jwt, or the full URN of one of them.
+	// +kubebuilder:validation:Pattern=`^(access_token|id_token|jwt|urn:ietf:params:oauth:token-type:(access_token|id_token|jwt))?$`
+	// +optional
+	SubjectTokenType string `json:"subjectTokenType,omitempty"`
+	// ExternalTokenHeaderName, when set, is the header the exchanged token
+	// is sent in; otherwise it replaces the Authorization header.
+	// +optional
+	ExternalTokenHeaderName string `json:"externalTokenHeaderName,omitempty"`
+	// SubjectProviderName selects an upstream provider of an embedded
+	// authorization server as the subject token's source; it has no
+	// effect on an MCPServer or MCPRemoteProxy.
+	// +optional
+	SubjectProviderName string `json:"subjectProviderName,omitempty"`
+}
+
+// HeaderInjectionConfig is a header whose value comes from a Secret.
+type HeaderInjectionConfig struct {
+	// HeaderName is the header.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	HeaderName string `json:"headerName"`
+	// ValueSecretRef is the Secret key holding its value.
+	// +required
+	ValueSecretRef *SecretKeyRef `json:"valueSecretRef"`
+}
+
+// BearerTokenConfig is a bearer token from a Secret.
+type BearerTokenConfig struct {
+	// TokenSecretRef is the Secret key holding the token.
+	// +required
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef"`
+}
+
+// ExternalAuthConfigReference names an MCPExternalAuthConfig in the
+// workload's namespace.
+type ExternalAuthConfigReference struct {
+	// Name of the MCPExternalAuthConfig.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MCPExternalAuthConfigList is a list of MCPExternalAuthConfigs.
+type MCPExternalAuthConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MCPExternalAuthConfigs.
+	Items []MCPExternalAuthConfig `json:"items"`
+}
