@@ -129,7 +129,23 @@ func TestBuildDriftParity(t *testing.T) {
 											Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
 										p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
 									}
-									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
+									// External auth: a bearer token (with and without
+									// headers from Secrets: one secrets provider switch),
+									// a token exchange with a client secret, or none.
+									extAuth := &thv1.MCPExternalAuthConfig{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}
+									switch oidcKind {
+									case "none":
+										extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
+											BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: &thv1.SecretKeyRef{Name: "remote-token", Key: "token"}}}
+									case "inline":
+										extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeTokenExchange,
+											TokenExchange: &thv1.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "remote", ClientID: "c",
+												ClientSecretRef: &thv1.SecretKeyRef{Name: "idp", Key: "secret"}}}
+									default:
+										extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}
+									}
+									p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
+									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, RunnerImage: "runner:test"})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

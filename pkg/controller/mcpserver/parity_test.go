@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -147,7 +148,23 @@ func TestBuildDriftParity(t *testing.T) {
 										Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
 									s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
 								}
-								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, RunnerImage: "runner:test"})
+								// External auth: a token exchange with a client secret,
+								// one with a header of its own and no secret, or none.
+								extAuth := &thv1.MCPExternalAuthConfig{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}
+								switch oidcKind {
+								case "none":
+									extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeTokenExchange,
+										TokenExchange: &thv1.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "backend", ClientID: "c",
+											ClientSecretRef: &thv1.SecretKeyRef{Name: "idp", Key: "secret"}, Scopes: []string{"read"}}}
+								case "inline":
+									extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeTokenExchange,
+										TokenExchange: &thv1.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "backend",
+											ExternalTokenHeaderName: "X-Upstream-Token", SubjectTokenType: "jwt"}}
+								default:
+									extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}
+								}
+								s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
+								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}

@@ -1,0 +1,137 @@
+package mcpremoteproxy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+func bearerConfig(hash, secret string) *thv1.MCPExternalAuthConfig {
+	return &thv1.MCPExternalAuthConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "api-bearer-auth", ResourceVersion: "1"},
+		Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
+			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: &thv1.SecretKeyRef{Name: secret, Key: "token"}}},
+		Status: thv1.ConfigStatus{ConfigHash: hash, Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid}}},
+	}
+}
+
+// A bearer token reaches the runner as ToolHive's operator wires it: the
+// RunConfig names the Secret as a secret parameter, the proxy container
+// reads the token from a secretKeyRef variable under the environment
+// secrets provider. A change of the config rolls the proxy exactly once,
+// and the sync after it writes nothing.
+func TestExternalAuthBearerToken(t *testing.T) {
+	ref := func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "api-bearer-auth"}
+	}
+	f := newFixture(t, newProxy("remote", ref), bearerConfig("h1", "api-bearer-token"))
+	f.converge("remote")
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		RemoteAuth map[string]any `json:"remote_auth_config"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.RemoteAuth) != 1 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" {
+		t.Errorf("remote_auth_config: %v", rc.RemoteAuth)
+	}
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := dep.Spec.Template.Spec.Containers[0].Env
+	var names []string
+	for _, e := range env {
+		names = append(names, e.Name)
+	}
+	if got, want := strings.Join(names, ","), "TOOLHIVE_SECRET_api-bearer-token,TOOLHIVE_SECRETS_PROVIDER,XDG_CONFIG_HOME,HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS"; got != want {
+		t.Errorf("env = %s, want %s", got, want)
+	}
+	if r := env[0].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "api-bearer-token" || r.SecretKeyRef.Key != "token" || env[0].Value != "" {
+		t.Errorf("the token's variable is not a secretKeyRef: %+v", env[0])
+	}
+	p := f.get("remote")
+	if p.Status.ExternalAuthConfigHash != "h1" || !meta.IsStatusConditionTrue(p.Status.Conditions, thv1.ConditionExternalAuthConfigValidated) {
+		t.Errorf("status %+v", p.Status)
+	}
+	if meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionUnsupportedFields) != nil {
+		t.Errorf("externalAuthConfigRef is reported as unsupported: %+v", p.Status.Conditions)
+	}
+
+	// The config names another Secret: one ConfigMap patch and one
+	// Deployment patch (the checksum rolls the pods), then nothing.
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Update(context.Background(), bearerConfig("h2", "rotated"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpremoteproxies/status")
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	acts, err = f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts)
+}
+
+// What hivekeeper does not apply keeps the proxy from being deployed, with
+// a Ready condition naming the type; headerInjection, which ToolHive does
+// not apply to a proxy either, is reported as not acted on.
+func TestExternalAuthNotApplied(t *testing.T) {
+	ref := func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
+	}
+	cfg := func(spec thv1.MCPExternalAuthConfigSpec) *thv1.MCPExternalAuthConfig {
+		c := bearerConfig("h", "s")
+		c.Name, c.Spec = "ext", spec
+		return c
+	}
+	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts,
+		AWSSts: &runtime.RawExtension{Raw: []byte(`{"region":"us-east-1"}`)}}))
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "type awsSts is not supported") {
+		t.Errorf("Ready: %+v", c)
+	}
+
+	f = newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeHeaderInjection,
+		HeaderInjection: &thv1.HeaderInjectionConfig{HeaderName: "X-API-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "s", Key: "k"}}}))
+	f.converge("remote")
+	p := f.get("remote")
+	if c := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionUnsupportedFields); c == nil ||
+		!strings.Contains(c.Message, "MCPExternalAuthConfig ext of type headerInjection") {
+		t.Errorf("UnsupportedFields: %+v", c)
+	}
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("headerInjection: the proxy runs, as with ToolHive: %v", err)
+	}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			t.Errorf("headerInjection adds a variable ToolHive does not: %+v", e)
+		}
+	}
+}
