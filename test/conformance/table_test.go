@@ -135,6 +135,19 @@ var expectations = map[string]map[string]any{
 	"remote-audit": {
 		"audit_config.maxDataSize": 1024.0, "scaling_config.session_redis.address": "redis.example.com:6379",
 	},
+	"extauth-exchange": {
+		"token_exchange_config.token_url": "https://idp.example.com/oauth2/token", "token_exchange_config.client_id": "mcp-proxy",
+		"token_exchange_config.audience": "backend-api", "token_exchange_config.scopes": []any{"read", "write"},
+		"token_exchange_config.subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+		"token_exchange_config.header_strategy":    "replace",
+	},
+	"remote-exchange": {
+		"token_exchange_config.token_url": "https://sts.example.com/token", "token_exchange_config.audience": "remote-api",
+		"token_exchange_config.subject_token_type":         "urn:ietf:params:oauth:token-type:jwt",
+		"token_exchange_config.header_strategy":            "custom",
+		"token_exchange_config.external_token_header_name": "X-Upstream-Token",
+	},
+	"remote-bearer": {"remote_url": "https://mcp.example.com/api", "remote_auth_config.bearer_token": "remote-token,target=bearer_token"},
 }
 
 // refused are workloads of the table whose spec hivekeeper refuses, with
@@ -158,6 +171,13 @@ var absent = map[string][]string{
 	// No permission profile and no volumes: hivekeeper writes no profile
 	// (README, Differences from ToolHive's operator).
 	"http-ports": {"permission_profile", "permission_profile_name_or_path"},
+	// Unauthenticated and headerInjection configure nothing in the
+	// RunConfig, and a token exchange's client secret is never in it.
+	"extauth-exchange":         {"token_exchange_config.client_secret", "remote_auth_config"},
+	"extauth-none":             {"token_exchange_config", "remote_auth_config"},
+	"extauth-header-injection": {"token_exchange_config", "remote_auth_config", "header_forward"},
+	"remote-none":              {"token_exchange_config", "remote_auth_config"},
+	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
 }
 
 // TestTable runs every manifest of testdata/table through hivekeeper and

@@ -53,6 +53,14 @@ var kinds = []configKind{
 		change:   `{"spec":{"config":{"policies":["permit(principal, action == Action::\"call_tool\", resource);"]}}}`,
 		refField: "authzConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
 	},
+	{
+		kind: thv1.KindMCPExternalAuthConfig, resource: "mcpexternalauthconfigs",
+		spec: map[string]any{"type": "tokenExchange", "tokenExchange": map[string]any{
+			"tokenUrl": "https://idp.example.com/token", "audience": "backend",
+			"clientId": "proxy", "clientSecretRef": map[string]any{"name": "idp", "key": "secret"}}},
+		change:   `{"spec":{"tokenExchange":{"audience":"backend-v2"}}}`,
+		refField: "externalAuthConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
+	},
 }
 
 const referrers = 100
