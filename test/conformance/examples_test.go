@@ -22,7 +22,17 @@ import (
 // documents are created: groups and configs before the workloads that
 // reference them.
 var exampleOrder = []string{
-	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
+	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPExternalAuthConfig,
+	thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
+}
+
+// toolhiveRejects are example documents ToolHive's own CRD at the pinned
+// release refuses (they lag behind it); hivekeeper's must refuse them too,
+// rather than store a config no operator can act on.
+var toolhiveRejects = map[string]string{
+	"external-auth/mcpexternalauthconfig_basic.yaml: MCPExternalAuthConfig oauth-token-exchange": "tokenExchange keys in snake_case, no tokenUrl or audience",
+	"external-auth/mcpexternalauthconfig_minimal.yaml: MCPExternalAuthConfig minimal-oauth":      "tokenExchange keys in snake_case, no tokenUrl",
+	"external-auth/complete_example.yaml: MCPExternalAuthConfig keycloak-token-exchange":         "tokenExchange keys in snake_case, no tokenUrl or audience",
 }
 
 // TestToolHiveExamples applies every document of the pinned ToolHive
@@ -35,7 +45,9 @@ var exampleOrder = []string{
 // names the file, kind, name and the first differing field. hivekeeper
 // runs meanwhile, but whether it converges the examples (many reference
 // objects of kinds it does not serve) is not asserted here. No document is
-// exempt: hivekeeper's own limits (name lengths) refuse none of them.
+// exempt: hivekeeper's own limits (name lengths) refuse none of them, and
+// the few ToolHive's own CRD refuses (toolhiveRejects) hivekeeper's must
+// refuse too.
 func TestToolHiveExamples(t *testing.T) {
 	requireToolHive(t)
 	env := framework.Get(t)
@@ -53,6 +65,7 @@ func TestToolHiveExamples(t *testing.T) {
 	}
 	slices.Sort(files)
 	applied := 0
+	rejected := map[string]bool{}
 	for _, file := range files {
 		rel, _ := filepath.Rel(root, file)
 		objs, err := framework.ReadManifests(file)
@@ -78,6 +91,13 @@ func TestToolHiveExamples(t *testing.T) {
 			ns := env.Namespace(t)
 			for _, o := range served {
 				id := fmt.Sprintf("%s: %s %s", rel, o.GetKind(), o.GetName())
+				if why, ok := toolhiveRejects[id]; ok {
+					rejected[id] = true
+					if _, err := createStrict(env, ns, o); err == nil {
+						t.Errorf("%s: created, but ToolHive's CRD refuses it (%s)", id, why)
+					}
+					continue
+				}
 				if _, err := createStrict(env, ns, o); err != nil {
 					t.Errorf("%s: %v", id, err)
 					continue
@@ -95,7 +115,12 @@ func TestToolHiveExamples(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d example documents applied and read back", applied)
+	for id := range toolhiveRejects {
+		if !rejected[id] {
+			t.Errorf("toolhiveRejects %s matched no document", id)
+		}
+	}
+	t.Logf("%d example documents applied and read back, %d refused as ToolHive's CRD refuses them", applied, len(rejected))
 }
 
 // normalize gives a decoded object one encoding of numbers (JSON's), so
