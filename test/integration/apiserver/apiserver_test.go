@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -168,6 +169,45 @@ func TestOIDCConfigCELRejectsMismatchedBlocks(t *testing.T) {
 		Spec:       thv1beta1.MCPOIDCConfigSpec{Type: thv1beta1.OIDCConfigTypeInline, Inline: &thv1beta1.InlineOIDCConfig{Issuer: "https://idp.example.com"}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("valid inline config rejected: %v", err)
+	}
+}
+
+// TestExternalAuthConfigCELRejectsMismatchedBlocks: as in ToolHive's CRD,
+// the block named by spec.type must be set and no other block may be.
+func TestExternalAuthConfigCELRejectsMismatchedBlocks(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	bearer := &thv1beta1.BearerTokenConfig{TokenSecretRef: &thv1beta1.SecretKeyRef{Name: "s", Key: "k"}}
+	cases := map[string]struct {
+		spec thv1beta1.MCPExternalAuthConfigSpec
+		msg  string
+	}{
+		"bearerToken without its block": {thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeBearerToken},
+			"bearerToken configuration must be set if and only if type is 'bearerToken'"},
+		"unauthenticated with a bearerToken block": {thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeUnauthenticated, BearerToken: bearer},
+			"bearerToken configuration must be set if and only if type is 'bearerToken'"},
+		"tokenExchange with an awsSts block": {thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeTokenExchange,
+			TokenExchange: &thv1beta1.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "a"},
+			AWSSts:        &runtime.RawExtension{Raw: []byte(`{"region":"us-east-1"}`)}},
+			"awsSts configuration must be set if and only if type is 'awsSts'"},
+		"an unknown type": {thv1beta1.MCPExternalAuthConfigSpec{Type: "oauth"}, "Unsupported value"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Create(ctx(t), &thv1beta1.MCPExternalAuthConfig{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-"},
+				Spec:       tc.spec,
+			}, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("create error = %v, want Invalid containing %q", err, tc.msg)
+			}
+		})
+	}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Create(ctx(t), &thv1beta1.MCPExternalAuthConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "good"},
+		Spec:       thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeBearerToken, BearerToken: bearer},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("valid bearerToken config rejected: %v", err)
 	}
 }
 

@@ -49,7 +49,8 @@ type MCPExternalAuthConfig struct {
 }
 
 // MCPExternalAuthConfigSpec names a type and carries the block of that
-// type, and no other.
+// type, and no other. Fields of a later ToolHive release are kept.
+// +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:validation:XValidation:rule="self.type == 'tokenExchange' ? has(self.tokenExchange) : !has(self.tokenExchange)",message="tokenExchange configuration must be set if and only if type is 'tokenExchange'"
 // +kubebuilder:validation:XValidation:rule="self.type == 'headerInjection' ? has(self.headerInjection) : !has(self.headerInjection)",message="headerInjection configuration must be set if and only if type is 'headerInjection'"
 // +kubebuilder:validation:XValidation:rule="self.type == 'bearerToken' ? has(self.bearerToken) : !has(self.bearerToken)",message="bearerToken configuration must be set if and only if type is 'bearerToken'"
