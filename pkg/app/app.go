@@ -30,6 +30,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptelemetryconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptoolconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
@@ -85,6 +86,7 @@ func Controllers() []controller.Descriptor {
 		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New),
 		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New),
 		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New),
+		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

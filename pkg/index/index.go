@@ -1,6 +1,7 @@
 // Package index holds the reference indexes hivekeeper's controllers use
 // instead of listing a namespace: which config (MCPOIDCConfig,
-// MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig) each workload references, and which MCPGroup each workload belongs to.
+// MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig)
+// each workload references, and which MCPGroup each workload belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -27,6 +28,9 @@ const (
 	// ByExternalAuthConfig: the MCPExternalAuthConfig a workload's proxy
 	// authenticates to its backend with.
 	ByExternalAuthConfig = "toolhive.stacklok.dev/external-auth-config"
+	// ByTelemetryConfig: the MCPTelemetryConfig a workload exports
+	// telemetry with.
+	ByTelemetryConfig = "toolhive.stacklok.dev/telemetry-config"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
@@ -48,6 +52,7 @@ var Workloads = []Workload{
 			ByToolConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
 			ByExternalAuthConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ExternalAuthConfigRef) }),
+			ByTelemetryConfig:    ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.TelemetryConfigRef) }),
 			ByGroup:              ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
 		},
 	},
@@ -58,6 +63,7 @@ var Workloads = []Workload{
 			ByToolConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
 			ByExternalAuthConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ExternalAuthConfigRef) }),
+			ByTelemetryConfig:    ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.TelemetryConfigRef) }),
 			ByGroup:              ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
 		},
 	},
@@ -83,7 +89,7 @@ func ref[T any](name func(T) string) func(obj any) string {
 
 // named is a reference by name; nameOf reads it, "" for none.
 type named interface {
-	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.GroupRef
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.GroupRef
 }
 
 func nameOf[R named](r R) string {
@@ -98,6 +104,8 @@ func nameOf[R named](r R) string {
 	case *thv1.AuthzConfigReference:
 		return v.Name
 	case *thv1.ExternalAuthConfigReference:
+		return v.Name
+	case *thv1.TelemetryConfigReference:
 		return v.Name
 	case *thv1.GroupRef:
 		return v.Name

@@ -60,19 +60,20 @@ type Phases struct {
 // handlers.
 type Base struct {
 	*controller.Loop
-	Writer   *controller.Writer
-	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
-	Children *Children
-	Groups   thlisters.MCPGroupLister
-	OIDC     *ConfigRefs[*thv1.MCPOIDCConfig]
-	Tools    *ConfigRefs[*thv1.MCPToolConfig]
-	Authz    *ConfigRefs[*thv1.MCPAuthzConfig]
-	ExtAuth  *ConfigRefs[*thv1.MCPExternalAuthConfig]
-	Config   controller.Config
-	phases   Phases
-	resource string
-	logKey   string
+	Writer    *controller.Writer
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
+	Children  *Children
+	Groups    thlisters.MCPGroupLister
+	OIDC      *ConfigRefs[*thv1.MCPOIDCConfig]
+	Tools     *ConfigRefs[*thv1.MCPToolConfig]
+	Authz     *ConfigRefs[*thv1.MCPAuthzConfig]
+	ExtAuth   *ConfigRefs[*thv1.MCPExternalAuthConfig]
+	Telemetry *ConfigRefs[*thv1.MCPTelemetryConfig]
+	Config    controller.Config
+	phases    Phases
+	resource  string
+	logKey    string
 }
 
 // NewBase builds the shared part of a workload controller and registers
@@ -87,20 +88,21 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	})
 	children, childInformers := NewChildren(d)
 	b := &Base{
-		Loop:     controller.NewLoop(s.Name, s.Sync),
-		Writer:   d.NewWriter(s.Name),
-		Recorder: d.Recorder,
-		Clock:    d.Clock,
-		Children: children,
-		Groups:   thlisters.NewMCPGroupLister(groups.Indexer()),
-		OIDC:     OIDCConfigs.Bind(d),
-		Tools:    ToolConfigs.Bind(d),
-		Authz:    AuthzConfigs.Bind(d),
-		ExtAuth:  ExternalAuthConfigs.Bind(d),
-		Config:   d.Config,
-		phases:   s.Phases,
-		resource: s.Resource,
-		logKey:   strings.ToLower(s.Kind),
+		Loop:      controller.NewLoop(s.Name, s.Sync),
+		Writer:    d.NewWriter(s.Name),
+		Recorder:  d.Recorder,
+		Clock:     d.Clock,
+		Children:  children,
+		Groups:    thlisters.NewMCPGroupLister(groups.Indexer()),
+		OIDC:      OIDCConfigs.Bind(d),
+		Tools:     ToolConfigs.Bind(d),
+		Authz:     AuthzConfigs.Bind(d),
+		ExtAuth:   ExternalAuthConfigs.Bind(d),
+		Telemetry: TelemetryConfigs.Bind(d),
+		Config:    d.Config,
+		phases:    s.Phases,
+		resource:  s.Resource,
+		logKey:    strings.ToLower(s.Kind),
 	}
 	if b.Clock == nil {
 		b.Clock = clock.RealClock{}
@@ -121,7 +123,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row, _ := index.WorkloadFor(s.Kind)
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth} {
+	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}

@@ -104,3 +104,26 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Valid:     thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
 	NotValid: thv1.ReasonExternalAuthConfigNotValid, Waiting: thv1.ReasonWaitingForExternalAuthConfig,
 }
+
+// TelemetryConfigs is the MCPTelemetryConfig reference of MCPServers and
+// MCPRemoteProxies.
+var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
+	Kind:      thv1.KindMCPTelemetryConfig,
+	Resource:  "mcptelemetryconfigs",
+	Finalizer: thv1.MCPTelemetryConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPTelemetryConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPTelemetryConfig, error) {
+		return thlisters.NewMCPTelemetryConfigLister(indexer).MCPTelemetryConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPTelemetryConfig] {
+		return c.ToolhiveV1beta1().MCPTelemetryConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPTelemetryConfig) any { return &c.Spec },
+	Validate:  validateTelemetryConfig,
+	Index:     index.ByTelemetryConfig,
+	Condition: thv1.ConditionTelemetryConfigRefValidated,
+	Valid:     thv1.ReasonTelemetryConfigRefValid, NotFound: thv1.ReasonTelemetryConfigRefNotFound,
+	NotValid: thv1.ReasonTelemetryConfigRefInvalid, Waiting: thv1.ReasonWaitingForTelemetryConfig,
+}

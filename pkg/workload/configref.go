@@ -173,27 +173,29 @@ func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue 
 // ProxyRefNames are the names of the configs an MCPServer or
 // MCPRemoteProxy references, "" for a reference it does not make.
 type ProxyRefNames struct {
-	OIDC, Tools, Authz, ExtAuth string
+	OIDC, Tools, Authz, ExtAuth, Telemetry string
 }
 
 // ProxyRefs are the configs an MCPServer or MCPRemoteProxy references,
 // resolved; nil for a reference the workload does not make. The hashes
 // are what the workload records in status (oidcConfigHash, ...).
 type ProxyRefs struct {
-	OIDC                                        *thv1.MCPOIDCConfig
-	Tools                                       *thv1.MCPToolConfig
-	Authz                                       *thv1.MCPAuthzConfig
-	ExtAuth                                     *thv1.MCPExternalAuthConfig
-	OIDCHash, ToolsHash, AuthzHash, ExtAuthHash string
+	OIDC                                                       *thv1.MCPOIDCConfig
+	Tools                                                      *thv1.MCPToolConfig
+	Authz                                                      *thv1.MCPAuthzConfig
+	ExtAuth                                                    *thv1.MCPExternalAuthConfig
+	Telemetry                                                  *thv1.MCPTelemetryConfig
+	OIDCHash, ToolsHash, AuthzHash, ExtAuthHash, TelemetryHash string
 }
 
 // ResolveProxyRefs resolves the config references of a proxy workload and
 // reports each. ok is false when the workload must wait for one of them.
 func (b *Base) ResolveProxyRefs(r *Report, namespace string, names ProxyRefNames) (refs ProxyRefs, ok bool) {
-	var oidcOK, toolsOK, authzOK, extAuthOK bool
+	var oidcOK, toolsOK, authzOK, extAuthOK, telemetryOK bool
 	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, namespace, names.OIDC)
 	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, namespace, names.Tools)
 	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, namespace, names.Authz)
 	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, namespace, names.ExtAuth)
-	return refs, oidcOK && toolsOK && authzOK && extAuthOK
+	refs.Telemetry, refs.TelemetryHash, telemetryOK = b.Telemetry.Resolve(r, namespace, names.Telemetry)
+	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK
 }

@@ -110,3 +110,12 @@ func ExternalAuthConfigName(ref *thv1.ExternalAuthConfigReference) string {
 	}
 	return ref.Name
 }
+
+// TelemetryConfigName is the MCPTelemetryConfig a reference names, "" for
+// none.
+func TelemetryConfigName(ref *thv1.TelemetryConfigReference) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.Name
+}

@@ -215,7 +215,6 @@ func build(in inputs) (*childSet, error) {
 func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
 	return workload.SetPaths(
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
-		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
 		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},
 	)
 }

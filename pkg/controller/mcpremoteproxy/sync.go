@@ -40,13 +40,14 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	status.URL = proxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p.Namespace, workload.ProxyRefNames{
-		OIDC:    workload.OIDCConfigName(p.Spec.OIDCConfigRef),
-		Tools:   workload.ToolConfigName(p.Spec.ToolConfigRef),
-		Authz:   workload.AuthzConfigName(p.Spec.AuthzConfigRef),
-		ExtAuth: workload.ExternalAuthConfigName(p.Spec.ExternalAuthConfigRef),
+		OIDC:      workload.OIDCConfigName(p.Spec.OIDCConfigRef),
+		Tools:     workload.ToolConfigName(p.Spec.ToolConfigRef),
+		Authz:     workload.AuthzConfigName(p.Spec.AuthzConfigRef),
+		ExtAuth:   workload.ExternalAuthConfigName(p.Spec.ExternalAuthConfigRef),
+		Telemetry: workload.TelemetryConfigName(p.Spec.TelemetryConfigRef),
 	})
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
-	status.ExternalAuthConfigHash = refs.ExtAuthHash
+	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	r.Unsupported(append(unsupportedFields(&p.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never

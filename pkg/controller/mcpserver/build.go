@@ -346,6 +346,5 @@ func unsupportedFields(s *thv1.MCPServerSpec) []string {
 	return workload.SetPaths(
 		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
-		workload.Field{Path: "spec.telemetryConfigRef", Set: s.TelemetryConfigRef != nil},
 	)
 }

@@ -828,9 +828,9 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 func TestUnsupportedFieldPaths(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	all := thv1.MCPServerSpec{
-		WebhookConfigRef: raw, AuthServerRef: raw, TelemetryConfigRef: raw,
+		WebhookConfigRef: raw, AuthServerRef: raw,
 	}
-	if got := unsupportedFields(&all); len(got) != 3 {
+	if got := unsupportedFields(&all); len(got) != 2 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 	if got := unsupportedFields(&newServer("x").Spec); got != nil {

@@ -140,6 +140,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPAuthzConfigs().Informer(), l13, e13)
 	l14, e14 := th.MCPExternalAuthConfigs("").List(ctx, lo)
 	replace(tf.MCPExternalAuthConfigs().Informer(), l14, e14)
+	l15, e15 := th.MCPTelemetryConfigs("").List(ctx, lo)
+	replace(tf.MCPTelemetryConfigs().Informer(), l15, e15)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }

@@ -77,6 +77,11 @@ type MCPRemoteProxySpec struct {
 	// server, with literal values or values from Secrets.
 	// +optional
 	HeaderForward *HeaderForwardConfig `json:"headerForward,omitempty"`
+	// TelemetryConfigRef exports the proxy's traces and metrics as a shared
+	// MCPTelemetryConfig in the same namespace says, under this proxy's
+	// service name.
+	// +optional
+	TelemetryConfigRef *TelemetryConfigReference `json:"telemetryConfigRef,omitempty"`
 	// Resources of the proxy container.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
@@ -124,11 +129,6 @@ type MCPRemoteProxySpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
-	// TelemetryConfigRef (an MCPTelemetryConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	TelemetryConfigRef *runtime.RawExtension `json:"telemetryConfigRef,omitempty"`
 	// PodTemplateSpec (a patch for the proxy pod) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -163,6 +163,10 @@ type MCPRemoteProxyStatus struct {
 	// MCPExternalAuthConfig that this workload was last converged with.
 	// +optional
 	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
+	// TelemetryConfigHash is the configHash of the referenced
+	// MCPTelemetryConfig that this workload was last converged with.
+	// +optional
+	TelemetryConfigHash string `json:"telemetryConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

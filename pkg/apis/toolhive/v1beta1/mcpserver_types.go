@@ -121,6 +121,11 @@ type MCPServerSpec struct {
 	// MCPAuthzConfig in the same namespace.
 	// +optional
 	AuthzConfigRef *AuthzConfigReference `json:"authzConfigRef,omitempty"`
+	// TelemetryConfigRef exports the proxy's traces and metrics as a shared
+	// MCPTelemetryConfig in the same namespace says, under this server's
+	// service name.
+	// +optional
+	TelemetryConfigRef *TelemetryConfigReference `json:"telemetryConfigRef,omitempty"`
 	// Replicas of the proxy. Unset means hands off: an HPA or kubectl owns the
 	// count. A stdio server is capped at 1.
 	// +kubebuilder:validation:Minimum=0
@@ -191,11 +196,6 @@ type MCPServerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
-	// TelemetryConfigRef (an MCPTelemetryConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	TelemetryConfigRef *runtime.RawExtension `json:"telemetryConfigRef,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.
@@ -229,6 +229,10 @@ type MCPServerStatus struct {
 	// MCPExternalAuthConfig that this workload was last converged with.
 	// +optional
 	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
+	// TelemetryConfigHash is the configHash of the referenced
+	// MCPTelemetryConfig that this workload was last converged with.
+	// +optional
+	TelemetryConfigHash string `json:"telemetryConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

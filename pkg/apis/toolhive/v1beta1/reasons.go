@@ -29,6 +29,13 @@ const (
 	ReasonExternalAuthConfigValid    = "ExternalAuthConfigValid"
 	ReasonExternalAuthConfigNotFound = "ExternalAuthConfigNotFound"
 	ReasonExternalAuthConfigNotValid = "ExternalAuthConfigNotValid"
+	// Ready=False while the workload waits for its MCPTelemetryConfig.
+	ReasonWaitingForTelemetryConfig = "WaitingForTelemetryConfig"
+	// TelemetryConfigRefValidated (ToolHive's names; its "not valid"
+	// reason is spelled Invalid).
+	ReasonTelemetryConfigRefValid    = "TelemetryConfigRefValid"
+	ReasonTelemetryConfigRefNotFound = "TelemetryConfigRefNotFound"
+	ReasonTelemetryConfigRefInvalid  = "TelemetryConfigRefInvalid"
 	// PodTemplateValid.
 	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
 	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
@@ -113,6 +120,9 @@ const (
 	// MCPExternalAuthConfigFinalizer does the same for an
 	// MCPExternalAuthConfig, with ToolHive's name.
 	MCPExternalAuthConfigFinalizer = "mcpexternalauthconfig.toolhive.stacklok.dev/finalizer"
+	// MCPTelemetryConfigFinalizer does the same for an
+	// MCPTelemetryConfig, with ToolHive's name.
+	MCPTelemetryConfigFinalizer = "mcptelemetryconfig.toolhive.stacklok.dev/finalizer"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

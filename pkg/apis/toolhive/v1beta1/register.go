@@ -22,6 +22,7 @@ const (
 	KindMCPToolConfig         = "MCPToolConfig"
 	KindMCPAuthzConfig        = "MCPAuthzConfig"
 	KindMCPExternalAuthConfig = "MCPExternalAuthConfig"
+	KindMCPTelemetryConfig    = "MCPTelemetryConfig"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -51,6 +52,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPToolConfig{}, &MCPToolConfigList{},
 		&MCPAuthzConfig{}, &MCPAuthzConfigList{},
 		&MCPExternalAuthConfig{}, &MCPExternalAuthConfigList{},
+		&MCPTelemetryConfig{}, &MCPTelemetryConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

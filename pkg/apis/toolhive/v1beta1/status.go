@@ -22,3 +22,6 @@ func (c *MCPAuthzConfig) GetStatus() *ConfigStatus { return &c.Status }
 
 // GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
 func (c *MCPExternalAuthConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
+func (c *MCPTelemetryConfig) GetStatus() *ConfigStatus { return &c.Status }

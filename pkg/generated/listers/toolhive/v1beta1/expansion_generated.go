@@ -66,6 +66,14 @@ type MCPServerListerExpansion interface{}
 // MCPServerNamespaceLister.
 type MCPServerNamespaceListerExpansion interface{}
 
+// MCPTelemetryConfigListerExpansion allows custom methods to be added to
+// MCPTelemetryConfigLister.
+type MCPTelemetryConfigListerExpansion interface{}
+
+// MCPTelemetryConfigNamespaceListerExpansion allows custom methods to be added to
+// MCPTelemetryConfigNamespaceLister.
+type MCPTelemetryConfigNamespaceListerExpansion interface{}
+
 // MCPToolConfigListerExpansion allows custom methods to be added to
 // MCPToolConfigLister.
 type MCPToolConfigListerExpansion interface{}

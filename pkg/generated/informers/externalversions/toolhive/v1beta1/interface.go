@@ -36,6 +36,8 @@ type Interface interface {
 	MCPRemoteProxies() TypedMCPRemoteProxyInformer
 	// MCPServers returns a MCPServerInformer.
 	MCPServers() TypedMCPServerInformer
+	// MCPTelemetryConfigs returns a MCPTelemetryConfigInformer.
+	MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer
 	// MCPToolConfigs returns a MCPToolConfigInformer.
 	MCPToolConfigs() TypedMCPToolConfigInformer
 	// VirtualMCPServers returns a VirtualMCPServerInformer.
@@ -81,6 +83,11 @@ func (v *version) MCPRemoteProxies() TypedMCPRemoteProxyInformer {
 // MCPServers returns a TypedMCPServerInformer.
 func (v *version) MCPServers() TypedMCPServerInformer {
 	return &mCPServerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MCPTelemetryConfigs returns a TypedMCPTelemetryConfigInformer.
+func (v *version) MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer {
+	return &mCPTelemetryConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MCPToolConfigs returns a TypedMCPToolConfigInformer.

@@ -30,6 +30,8 @@ type MCPRemoteProxyExpansion interface{}
 
 type MCPServerExpansion interface{}
 
+type MCPTelemetryConfigExpansion interface{}
+
 type MCPToolConfigExpansion interface{}
 
 type VirtualMCPServerExpansion interface{}

@@ -34,6 +34,7 @@ type ToolhiveV1beta1Interface interface {
 	MCPOIDCConfigsGetter
 	MCPRemoteProxiesGetter
 	MCPServersGetter
+	MCPTelemetryConfigsGetter
 	MCPToolConfigsGetter
 	VirtualMCPServersGetter
 }
@@ -65,6 +66,10 @@ func (c *ToolhiveV1beta1Client) MCPRemoteProxies(namespace string) MCPRemoteProx
 
 func (c *ToolhiveV1beta1Client) MCPServers(namespace string) MCPServerInterface {
 	return newMCPServers(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) MCPTelemetryConfigs(namespace string) MCPTelemetryConfigInterface {
+	return newMCPTelemetryConfigs(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) MCPToolConfigs(namespace string) MCPToolConfigInterface {

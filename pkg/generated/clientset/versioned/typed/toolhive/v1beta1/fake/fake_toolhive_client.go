@@ -52,6 +52,10 @@ func (c *FakeToolhiveV1beta1) MCPServers(namespace string) v1beta1.MCPServerInte
 	return newFakeMCPServers(c, namespace)
 }
 
+func (c *FakeToolhiveV1beta1) MCPTelemetryConfigs(namespace string) v1beta1.MCPTelemetryConfigInterface {
+	return newFakeMCPTelemetryConfigs(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) MCPToolConfigs(namespace string) v1beta1.MCPToolConfigInterface {
 	return newFakeMCPToolConfigs(c, namespace)
 }
