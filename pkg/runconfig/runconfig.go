@@ -90,6 +90,9 @@ type RunConfig struct {
 	// (RFC 8693) before it forwards a request, from an
 	// MCPExternalAuthConfig of type tokenExchange.
 	TokenExchangeConfig *TokenExchangeConfig `json:"token_exchange_config,omitempty"`
+	// TelemetryConfig is what the runner exports and serves, from a
+	// referenced MCPTelemetryConfig.
+	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`
 }
 
 // RemoteAuthConfig is the part of ToolHive's remote.Config hivekeeper
@@ -113,6 +116,26 @@ type TokenExchangeConfig struct {
 	SubjectTokenType        string   `json:"subject_token_type,omitempty"`
 	HeaderStrategy          string   `json:"header_strategy,omitempty"`
 	ExternalTokenHeaderName string   `json:"external_token_header_name,omitempty"`
+}
+
+// TelemetryConfig is ToolHive's telemetry.Config, with its camelCase keys.
+// TracingEnabled, MetricsEnabled and UseLegacyAttributes are always
+// written, as ToolHive writes them. Headers are the plain ones only: a
+// sensitive header's value reaches the proxy as an env variable from its
+// Secret, never through the ConfigMap.
+type TelemetryConfig struct {
+	Endpoint                    string            `json:"endpoint,omitempty"`
+	ServiceName                 string            `json:"serviceName,omitempty"`
+	TracingEnabled              bool              `json:"tracingEnabled"`
+	MetricsEnabled              bool              `json:"metricsEnabled"`
+	SamplingRate                string            `json:"samplingRate,omitempty"`
+	Headers                     map[string]string `json:"headers,omitempty"`
+	Insecure                    bool              `json:"insecure,omitempty"`
+	EnablePrometheusMetricsPath bool              `json:"enablePrometheusMetricsPath,omitempty"`
+	MetricsOnTransportPort      *bool             `json:"metricsOnTransportPort,omitempty"`
+	CustomAttributes            map[string]string `json:"customAttributes,omitempty"`
+	UseLegacyAttributes         bool              `json:"useLegacyAttributes"`
+	CACertPath                  string            `json:"caCertPath,omitempty"`
 }
 
 // HeaderForward is ToolHive's runner.HeaderForwardConfig: headers a

@@ -1,12 +1,18 @@
 package workload
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
 )
 
 func telemetryConfig(name string, otel *thv1.TelemetryOTelConfig, prom *thv1.PrometheusConfig) *thv1.MCPTelemetryConfig {
@@ -82,4 +88,112 @@ func TestTelemetryConfigControllerListsReferrersOfBothKinds(t *testing.T) {
 		s.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated"}
 		p.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated", ServiceName: "remote"}
 	})
+}
+
+// The RunConfig's telemetry_config is what ToolHive's operator writes for
+// the same config and reference; the env, volume and mount are its
+// Deployment's.
+func TestTelemetryWiring(t *testing.T) {
+	full := &thv1.TelemetryOTelConfig{
+		Enabled: true, Endpoint: "https://collector.monitoring:4318", Headers: map[string]string{"X-Tenant": "a"},
+		SensitiveHeaders:    []thv1.SensitiveHeader{sensitive("x-api-key", "otel", "key")},
+		ResourceAttributes:  map[string]string{"deployment.environment": "prod"},
+		Tracing:             &thv1.OpenTelemetryTracingConfig{Enabled: true, SamplingRate: "0.50"},
+		Metrics:             &thv1.OpenTelemetryMetricsConfig{Enabled: true},
+		UseLegacyAttributes: true,
+		CABundleRef:         &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "collector-ca", Key: "bundle.pem"}},
+	}
+	for _, tc := range []struct {
+		name    string
+		otel    *thv1.TelemetryOTelConfig
+		prom    *thv1.PrometheusConfig
+		service string
+		want    string
+		env     []string // name=value, or name<-secret/key
+		volumes string
+		noRef   bool
+	}{
+		{name: "no reference", otel: full, noRef: true},
+		{name: "full", otel: full, service: "fetch-svc",
+			want: `{"endpoint":"collector.monitoring:4318","serviceName":"fetch-svc","tracingEnabled":true,"metricsEnabled":true,` +
+				`"samplingRate":"0.5","headers":{"X-Tenant":"a"},"customAttributes":{"deployment.environment":"prod"},` +
+				`"useLegacyAttributes":true,"caCertPath":"/config/certs/otel/collector-ca/bundle.pem"}`,
+			env:     []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=fetch-svc,service.namespace=" + testNS, "TOOLHIVE_OTEL_HEADER_X_API_KEY<-otel/key"},
+			volumes: "otel-ca-bundle-collector-ca:collector-ca[bundle.pem]@/config/certs/otel/collector-ca"},
+		// Disabled, the OTLP settings are left out but the CA bundle is
+		// still mounted and named, and the header env still set.
+		{name: "disabled", otel: &thv1.TelemetryOTelConfig{Endpoint: "collector:4318", Insecure: true,
+			Tracing: &thv1.OpenTelemetryTracingConfig{Enabled: true, SamplingRate: "1"}, UseLegacyAttributes: true,
+			SensitiveHeaders: []thv1.SensitiveHeader{sensitive("Authorization", "otel", "token")}, CABundleRef: caBundle("ca")},
+			want:    `{"serviceName":"fetch","tracingEnabled":false,"metricsEnabled":false,"useLegacyAttributes":false,"caCertPath":"/config/certs/otel/ca/ca.crt"}`,
+			env:     []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=fetch,service.namespace=" + testNS, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION<-otel/token"},
+			volumes: "otel-ca-bundle-ca:ca[ca.crt]@/config/certs/otel/ca"},
+		{name: "prometheus only", prom: &thv1.PrometheusConfig{Enabled: true, MetricsOnTransportPort: ptr.To(false)},
+			want: `{"serviceName":"fetch","tracingEnabled":false,"metricsEnabled":false,"enablePrometheusMetricsPath":true,"metricsOnTransportPort":false,"useLegacyAttributes":false}`,
+			env:  []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=fetch,service.namespace=" + testNS}},
+		{name: "tracing without a rate", otel: &thv1.TelemetryOTelConfig{Enabled: true, Endpoint: "http://c:4317",
+			Tracing: &thv1.OpenTelemetryTracingConfig{Enabled: true}},
+			want: `{"endpoint":"c:4317","serviceName":"fetch","tracingEnabled":true,"metricsEnabled":false,"useLegacyAttributes":false}`,
+			env:  []string{"OTEL_RESOURCE_ATTRIBUTES=service.name=fetch,service.namespace=" + testNS}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ref *thv1.TelemetryConfigReference
+			if !tc.noRef {
+				ref = &thv1.TelemetryConfigReference{Name: "t", ServiceName: tc.service}
+			}
+			w, err := Telemetry(telemetryConfig("t", tc.otel, tc.prom), ref, "fetch", testNS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := &runconfig.RunConfig{}
+			w.ApplyTo(rc)
+			got := ""
+			if rc.TelemetryConfig != nil {
+				b, err := json.Marshal(rc.TelemetryConfig)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Errorf("telemetry_config\n got %s\nwant %s", got, tc.want)
+			}
+			var env []string
+			for _, e := range w.Env {
+				if e.ValueFrom != nil {
+					env = append(env, e.Name+"<-"+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+				} else {
+					env = append(env, e.Name+"="+e.Value)
+				}
+			}
+			if !slices.Equal(env, tc.env) {
+				t.Errorf("env %q, want %q", env, tc.env)
+			}
+			var vols string
+			if len(w.Volumes) == 1 && len(w.Mounts) == 1 && w.Mounts[0].ReadOnly && w.Mounts[0].Name == w.Volumes[0].Name {
+				cm := w.Volumes[0].ConfigMap
+				vols = fmt.Sprintf("%s:%s[%s]@%s", w.Volumes[0].Name, cm.Name, cm.Items[0].Key, w.Mounts[0].MountPath)
+			} else if len(w.Volumes)+len(w.Mounts) > 0 {
+				vols = fmt.Sprintf("%+v %+v", w.Volumes, w.Mounts)
+			}
+			if vols != tc.volumes {
+				t.Errorf("volumes %q, want %q", vols, tc.volumes)
+			}
+		})
+	}
+}
+
+// A sensitive header's value is never in the RunConfig, and a service
+// name that would break OTEL_RESOURCE_ATTRIBUTES is an invalid spec.
+func TestTelemetryKeepsSecretsOutAndRefusesCommas(t *testing.T) {
+	cfg := telemetryConfig("t", &thv1.TelemetryOTelConfig{Enabled: true, SensitiveHeaders: []thv1.SensitiveHeader{sensitive("Authorization", "otel", "token")}}, nil)
+	w, err := Telemetry(cfg, &thv1.TelemetryConfigReference{Name: "t"}, "fetch", testNS)
+	if err != nil || w.RunConfig.Headers != nil {
+		t.Fatalf("headers %v, err %v", w.RunConfig.Headers, err)
+	}
+	_, err = Telemetry(cfg, &thv1.TelemetryConfigReference{Name: "t", ServiceName: "a,b"}, "fetch", testNS)
+	var invalid *InvalidSpecError
+	if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, "spec.telemetryConfigRef.serviceName") {
+		t.Errorf("err = %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package mcpremoteproxy
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,10 @@ type inputs struct {
 	Authz *thv1.MCPAuthzConfig
 	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
 	// none.
-	ExtAuth     *thv1.MCPExternalAuthConfig
+	ExtAuth *thv1.MCPExternalAuthConfig
+	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
+	// none.
+	Telemetry   *thv1.MCPTelemetryConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--remote-proxy-runner-cluster-role).
@@ -124,6 +128,10 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
 	}
+	telemetry, err := workload.Telemetry(in.Telemetry, p.Spec.TelemetryConfigRef, n, ns)
+	if err != nil {
+		return nil, err
+	}
 	// ToolHive names a remote workload's container after the workload.
 	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
@@ -143,6 +151,7 @@ func build(in inputs) (*childSet, error) {
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
 	extAuth.ApplyTo(runCfg)
+	telemetry.ApplyTo(runCfg)
 	workload.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
 	if redis := workload.SessionRedis(p.Spec.SessionStorage); redis != nil {
@@ -164,11 +173,12 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The external auth secrets, then header values from Secrets come
-	// after the OIDC client secret and before the overrides, where
-	// ToolHive's operator puts them. headerEnv starts with the secrets
+	// The telemetry env comes first, as on an MCPServer. The external
+	// auth secrets, then header values from Secrets come after the OIDC
+	// client secret and before the overrides, where ToolHive's operator
+	// puts them. headerEnv starts with the secrets
 	// provider switch; a bearer token needs it too, once.
-	env := append(append([]corev1.EnvVar(nil), oidc.Env...), extAuth.Env...)
+	env := slices.Concat(telemetry.Env, oidc.Env, extAuth.Env)
 	if len(headerEnv) == 0 && extAuth.SecretsProvider {
 		headerEnv = []corev1.EnvVar{{Name: envSecretsProvider, Value: secretsProviderFromEnv}}
 	}
@@ -194,8 +204,8 @@ func build(in inputs) (*childSet, error) {
 		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		ExtraVolumes:       oidc.Volumes,
-		ExtraMounts:        oidc.Mounts,
+		ExtraVolumes:       slices.Concat(oidc.Volumes, telemetry.Volumes),
+		ExtraMounts:        slices.Concat(oidc.Mounts, telemetry.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{

@@ -46,11 +46,15 @@ var (
 			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelToolhive: "false"}},
 		},
 	}
-	oidcKinds       = []string{"none", "inline", "kubernetesServiceAccount"}
-	replicaSets     = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
-	serviceAccounts = map[string]*string{"own": nil, "custom": ptr.To("remote-sa")}
-	affinities      = []string{thv1.SessionAffinityClientIP, thv1.SessionAffinityNone}
-	headerForwards  = map[string]*thv1.HeaderForwardConfig{
+	oidcKinds   = []string{"none", "inline", "kubernetesServiceAccount"}
+	replicaSets = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
+	// telemetryByReplicas pairs each telemetry option with one replica
+	// setting, which nothing telemetry touches depends on: every option
+	// meets every other dimension without multiplying the table.
+	telemetryByReplicas = map[string]string{"nil": "none", "0": "otel", "3": "prometheus"}
+	serviceAccounts     = map[string]*string{"own": nil, "custom": ptr.To("remote-sa")}
+	affinities          = []string{thv1.SessionAffinityClientIP, thv1.SessionAffinityNone}
+	headerForwards      = map[string]*thv1.HeaderForwardConfig{
 		"none":  nil,
 		"plain": {AddPlaintextHeaders: map[string]string{"X-Tenant-ID": "team-a", "X-Region": "eu"}},
 		"plain-and-secret": {
@@ -90,7 +94,8 @@ func TestBuildDriftParity(t *testing.T) {
 						for _, aff := range affinities {
 							for hfName, hf := range headerForwards {
 								for rtName, rt := range runtimeSets {
-									name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s/%s", tr, ovName, oidcKind, repName, saName, aff, hfName, rtName)
+									tel := telemetryByReplicas[repName]
+									name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s/%s/telemetry-%s", tr, ovName, oidcKind, repName, saName, aff, hfName, rtName, tel)
 									n++
 									p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 										p.Spec.HeaderForward = hf
@@ -145,7 +150,14 @@ func TestBuildDriftParity(t *testing.T) {
 										extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}
 									}
 									p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
-									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, RunnerImage: "runner:test"})
+									// Telemetry: its CA bundle ConfigMap is the inline
+									// OIDC config's too, so two volumes name it.
+									var telemetry *thv1.MCPTelemetryConfig
+									if tel != "none" {
+										telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
+										p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
+									}
+									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

@@ -73,7 +73,8 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+		RunnerImage:       c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {

@@ -1,6 +1,7 @@
 package mcpremoteproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -463,4 +464,70 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 	if got := unsupportedFields(&all); len(got) != 2 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
+}
+
+// A remote proxy's telemetry is an MCPServer's: an invalid config holds
+// it with ToolHive's reason; a valid one (Prometheus only here) reaches
+// the RunConfig under the proxy's name as service name, the header env
+// and CA bundle of the OTLP option the proxy Deployment, and the hash the
+// status; a second sync writes nothing.
+func TestTelemetryConfig(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
+	})
+	invalid := wt.NewTelemetryConfig(testNS, "otel", "prometheus", "")
+	invalid.Status.Conditions[0].Status = metav1.ConditionFalse
+	f := newFixture(t, p, invalid)
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	got := f.get("remote")
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated); c == nil ||
+		c.Reason != thv1.ReasonTelemetryConfigRefInvalid || got.Status.Phase != thv1.MCPRemoteProxyPhasePending {
+		t.Fatalf("status %+v", got.Status)
+	}
+
+	for option, want := range map[string]string{
+		"prometheus": `{"serviceName":"remote","tracingEnabled":false,"metricsEnabled":false,"enablePrometheusMetricsPath":true,"useLegacyAttributes":false}`,
+		"otel":       `"caCertPath":"/config/certs/otel/collector-ca/ca.crt"}`,
+	} {
+		f := newFixture(t, p, wt.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
+		f.converge("remote")
+		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+		var rc struct {
+			Telemetry json.RawMessage `json:"telemetry_config"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+			t.Fatal(err)
+		}
+		if compact := compactJSON(t, rc.Telemetry); !strings.HasSuffix(compact, want) {
+			t.Errorf("%s: telemetry_config %s, want it to end with %s", option, compact, want)
+		}
+		dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
+		var names []string
+		for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+			names = append(names, e.Name)
+		}
+		hasCA := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "otel-ca-bundle-collector-ca" })
+		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") != (option == "otel") || hasCA != (option == "otel") ||
+			!slices.Contains(names, workload.EnvOTelResourceAttributes) {
+			t.Errorf("%s: env %q, CA volume %v", option, names, hasCA)
+		}
+		if got := f.get("remote"); got.Status.TelemetryConfigHash != "hash-otel" {
+			t.Errorf("%s: status %+v", option, got.Status)
+		}
+		acts, _ := f.sync("remote")
+		wt.AssertActions(t, acts)
+	}
+}
+
+func compactJSON(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -46,7 +46,10 @@ type inputs struct {
 	Authz *thv1.MCPAuthzConfig
 	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
 	// none.
-	ExtAuth     *thv1.MCPExternalAuthConfig
+	ExtAuth *thv1.MCPExternalAuthConfig
+	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
+	// none.
+	Telemetry   *thv1.MCPTelemetryConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
@@ -135,7 +138,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, in.Tools, authz, rt, extAuth)
+	telemetry, err := workload.Telemetry(in.Telemetry, s.Spec.TelemetryConfigRef, n, ns)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, telemetry, in.Tools, authz, rt, extAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -169,9 +176,9 @@ func build(in inputs) (*childSet, error) {
 		Args:        args,
 		ProxyPort:   workload.MCPServerProxyPort(s),
 		Resources:   resources,
-		// ToolHive's operator adds the external auth secrets before the
-		// OIDC client secret.
-		EnvBeforeOverrides: append(append([]corev1.EnvVar(nil), extAuth.Env...), oidc.Env...),
+		// ToolHive's operator adds the telemetry env first, then the
+		// external auth secrets, then the OIDC client secret.
+		EnvBeforeOverrides: slices.Concat(telemetry.Env, extAuth.Env, oidc.Env),
 		OverrideEnv:        ov.Env,
 		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
 			Name: workload.EnvMCPServerGeneration,
@@ -186,9 +193,9 @@ func build(in inputs) (*childSet, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the permission profile before the
-		// OIDC CA bundle.
-		ExtraVolumes: slices.Concat(rt.ProxyVolumes, oidc.Volumes),
-		ExtraMounts:  slices.Concat(rt.ProxyMounts, oidc.Mounts),
+		// OIDC CA bundle, and that before the telemetry CA bundle.
+		ExtraVolumes: slices.Concat(rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes),
+		ExtraMounts:  slices.Concat(rt.ProxyMounts, oidc.Mounts, telemetry.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
@@ -206,7 +213,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -242,6 +249,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, tools *thv1.MCP
 	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
 	extAuth.ApplyTo(rc)
+	telemetry.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
 	return runconfig.Marshal(rc)

@@ -14,6 +14,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 // option dimensions of the parity table.
@@ -61,6 +62,10 @@ var (
 		"set":  {Raw: []byte(`{"spec":{"nodeSelector":{"pool":"mcp"},"containers":[{"name":"mcp","resources":{"limits":{"memory":"256Mi"}}}]}}`)},
 	}
 	replicaSets = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
+	// telemetryByReplicas pairs each telemetry option with one replica
+	// setting, which nothing telemetry touches depends on: every option
+	// meets every other dimension without multiplying the table.
+	telemetryByReplicas = map[string]string{"nil": "none", "0": "otel", "3": "prometheus"}
 	// runtimeSets are the fields that tune the runner: the RunConfig
 	// only, or also the proxy pod (the Redis password env, the configmap
 	// profile's volume).
@@ -111,7 +116,8 @@ func TestBuildDriftParity(t *testing.T) {
 					for ptName, pt := range podTemplates {
 						for repName, rep := range replicaSets {
 							for rtName, rt := range runtimeSets {
-								name := fmt.Sprintf("%s/%s/%s/secrets-%s/pts-%s/replicas-%s/%s", tr, ovName, oidcKind, secName, ptName, repName, rtName)
+								tel := telemetryByReplicas[repName]
+								name := fmt.Sprintf("%s/%s/%s/secrets-%s/pts-%s/replicas-%s/%s/telemetry-%s", tr, ovName, oidcKind, secName, ptName, repName, rtName, tel)
 								n++
 								s := newServer("srv", func(s *thv1.MCPServer) {
 									s.Spec.Transport = tr
@@ -164,7 +170,14 @@ func TestBuildDriftParity(t *testing.T) {
 									extAuth.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}
 								}
 								s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
-								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, RunnerImage: "runner:test"})
+								// Telemetry: its CA bundle ConfigMap is the inline
+								// OIDC config's too, so two volumes name it.
+								var telemetry *thv1.MCPTelemetryConfig
+								if tel != "none" {
+									telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
+									s.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel", ServiceName: "fetch-" + tel}
+								}
+								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}

@@ -81,7 +81,8 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, RunnerImage: c.Config.RunnerImage,
+	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+		RunnerImage:       c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

@@ -902,3 +902,120 @@ func TestAuthzConfig(t *testing.T) {
 		t.Errorf("configMap authorization: %+v", got.Status)
 	}
 }
+
+// An MCPTelemetryConfig reference holds the server until the config
+// exists; then the RunConfig carries telemetry_config (plain headers
+// only), the proxy gets the sensitive headers as env from their Secret
+// and the CA bundle as a volume, and the status the config's hash. A
+// change of the config rolls the proxy once: one ConfigMap and one
+// Deployment patch, then nothing.
+func TestTelemetryConfig(t *testing.T) {
+	ref := func(s *thv1.MCPServer) {
+		s.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel", ServiceName: "fetch-svc"}
+	}
+	f := newFixture(t, newServer("fetch", ref))
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated); c == nil ||
+		c.Reason != thv1.ReasonTelemetryConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhasePending {
+		t.Fatalf("status %+v", got.Status)
+	}
+
+	cfg := workloadtest.NewTelemetryConfig(testNS, "otel", "otel", "collector-ca")
+	f = newFixture(t, newServer("fetch", ref), cfg)
+	f.converge("fetch")
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Telemetry runconfig.TelemetryConfig `json:"telemetry_config"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	want := runconfig.TelemetryConfig{Endpoint: "collector.monitoring:4318", ServiceName: "fetch-svc", TracingEnabled: true,
+		MetricsEnabled: true, SamplingRate: "0.25", Headers: map[string]string{"X-Tenant": "team-a"},
+		CustomAttributes: map[string]string{"deployment.environment": "test"}, UseLegacyAttributes: true,
+		CACertPath: "/config/certs/otel/collector-ca/ca.crt"}
+	if !reflect.DeepEqual(rc.Telemetry, want) {
+		t.Errorf("telemetry_config\n got %+v\nwant %+v", rc.Telemetry, want)
+	}
+	if strings.Contains(cm.Data[runconfig.Key], "otel-auth") || strings.Contains(cm.Data[runconfig.Key], "Authorization") {
+		t.Errorf("a sensitive header reached the RunConfig: %s", cm.Data[runconfig.Key])
+	}
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	pod := dep.Spec.Template.Spec
+	env := map[string]corev1.EnvVar{}
+	for _, e := range pod.Containers[0].Env {
+		env[e.Name] = e
+	}
+	if e := env["TOOLHIVE_OTEL_HEADER_X_API_KEY"]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+		e.ValueFrom.SecretKeyRef.Name != "otel-auth" || e.ValueFrom.SecretKeyRef.Key != "key" || e.Value != "" {
+		t.Errorf("sensitive header env: %+v", e)
+	}
+	if e := env[workload.EnvOTelResourceAttributes]; e.Value != "service.name=fetch-svc,service.namespace="+testNS {
+		t.Errorf("%s = %q", workload.EnvOTelResourceAttributes, e.Value)
+	}
+	var mounted bool
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == "otel-ca-bundle-collector-ca" && m.MountPath == "/config/certs/otel/collector-ca" && m.ReadOnly)
+	}
+	if !mounted || pod.Volumes[len(pod.Volumes)-1].Name != "otel-ca-bundle-collector-ca" {
+		t.Errorf("CA bundle: volumes %+v mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	}
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if got.Status.TelemetryConfigHash != "hash-otel" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated) {
+		t.Errorf("status %+v", got.Status)
+	}
+
+	// The config changes: its controller writes the new hash with it.
+	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	cfg, _ = f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Get(context.Background(), "otel", metav1.GetOptions{})
+	cfg.Spec.OpenTelemetry.Tracing.SamplingRate = "1.0"
+	cfg.Status.ConfigHash = "hash-otel-2"
+	if _, err := f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err = f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
+	f.applyServerBehaviour()
+	f.refresh()
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+		t.Error("the RunConfig changed but the pod template's checksum did not")
+	}
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts)
+
+	// The reference goes: telemetry_config, the env and the volume go
+	// with it, and so do the condition and the hash.
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	got.Spec.TelemetryConfigRef = nil
+	got.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	f.converge("fetch")
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if strings.Contains(cm.Data[runconfig.Key], "telemetry_config") || strings.Contains(describeObj(dep), "otel") ||
+		got.Status.TelemetryConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated) != nil {
+		t.Errorf("telemetry left behind: %s\n%+v", describeObj(dep), got.Status)
+	}
+}
+
+func describeObj(o any) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}

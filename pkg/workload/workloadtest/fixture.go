@@ -283,6 +283,41 @@ func NewOIDCConfig(namespace, name string, inline bool, caBundle string, valid b
 	return cfg
 }
 
+// NewTelemetryConfig returns a valid MCPTelemetryConfig with its status as
+// its controller would have written it, for one of the telemetry options
+// every proxy kind is tested with: "otel" (OTLP tracing and metrics with
+// plain and sensitive headers, resource attributes and a CA bundle
+// ConfigMap named caBundle) or "prometheus" (scraping only).
+func NewTelemetryConfig(namespace, name, option, caBundle string) *thv1.MCPTelemetryConfig {
+	cfg := &thv1.MCPTelemetryConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPTelemetryConfig},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("telemetry-" + name),
+			Generation: 1, ResourceVersion: "1"},
+		Status: thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
+		}}},
+	}
+	switch option {
+	case "otel":
+		cfg.Spec.OpenTelemetry = &thv1.TelemetryOTelConfig{
+			Enabled: true, Endpoint: "https://collector.monitoring:4318",
+			Headers: map[string]string{"X-Tenant": "team-a"},
+			SensitiveHeaders: []thv1.SensitiveHeader{
+				{Name: "Authorization", SecretKeyRef: thv1.SecretKeyRef{Name: "otel-auth", Key: "token"}},
+				{Name: "X-API-Key", SecretKeyRef: thv1.SecretKeyRef{Name: "otel-auth", Key: "key"}},
+			},
+			ResourceAttributes:  map[string]string{"deployment.environment": "test"},
+			Tracing:             &thv1.OpenTelemetryTracingConfig{Enabled: true, SamplingRate: "0.25"},
+			Metrics:             &thv1.OpenTelemetryMetricsConfig{Enabled: true},
+			UseLegacyAttributes: true,
+			CABundleRef:         &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: caBundle}},
+		}
+	case "prometheus":
+		cfg.Spec.Prometheus = &thv1.PrometheusConfig{Enabled: true}
+	}
+	return cfg
+}
+
 // NewGroup returns an MCPGroup.
 func NewGroup(namespace, name string) *thv1.MCPGroup {
 	return &thv1.MCPGroup{

@@ -164,7 +164,9 @@ type TelemetryConfigReference struct {
 	Name string `json:"name"`
 	// ServiceName is this workload's OpenTelemetry service name; the
 	// workload's own name when unset. Give each workload its own so that
-	// their signals can be told apart.
+	// their signals can be told apart. It is an element of the
+	// comma-separated OTEL_RESOURCE_ATTRIBUTES, so it has no comma.
+	// +kubebuilder:validation:Pattern=`^[^,]*$`
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
 }
