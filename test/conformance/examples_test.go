@@ -22,7 +22,7 @@ import (
 // documents are created: groups and configs before the workloads that
 // reference them.
 var exampleOrder = []string{
-	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPExternalAuthConfig,
+	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPExternalAuthConfig, thv1.KindMCPTelemetryConfig,
 	thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
 }
 

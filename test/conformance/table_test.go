@@ -148,6 +148,22 @@ var expectations = map[string]map[string]any{
 		"token_exchange_config.external_token_header_name": "X-Upstream-Token",
 	},
 	"remote-bearer": {"remote_url": "https://mcp.example.com/api", "remote_auth_config.bearer_token": "remote-token,target=bearer_token"},
+	"telemetry-full": {
+		"telemetry_config.endpoint": "collector.monitoring.svc:4318", "telemetry_config.serviceName": "fetch-traces",
+		"telemetry_config.tracingEnabled": true, "telemetry_config.metricsEnabled": true, "telemetry_config.samplingRate": "0.25",
+		"telemetry_config.headers": map[string]any{"X-Tenant": "team-a"}, "telemetry_config.useLegacyAttributes": true,
+		"telemetry_config.customAttributes": map[string]any{"deployment.environment": "staging"},
+		"telemetry_config.caCertPath":       "/config/certs/otel/collector-ca/ca.crt",
+	},
+	"telemetry-prometheus": {
+		"telemetry_config.serviceName": "telemetry-prometheus", "telemetry_config.enablePrometheusMetricsPath": true,
+		"telemetry_config.metricsOnTransportPort": false, "telemetry_config.tracingEnabled": false,
+		"telemetry_config.useLegacyAttributes": false,
+	},
+	"telemetry-remote": {
+		"telemetry_config.serviceName": "remote-svc", "telemetry_config.tracingEnabled": false,
+		"telemetry_config.metricsEnabled": false, "telemetry_config.useLegacyAttributes": false,
+	},
 }
 
 // refused are workloads of the table whose spec hivekeeper refuses, with
@@ -178,6 +194,8 @@ var absent = map[string][]string{
 	"extauth-header-injection": {"token_exchange_config", "remote_auth_config", "header_forward"},
 	"remote-none":              {"token_exchange_config", "remote_auth_config"},
 	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
+	// OTLP switched off: nothing of it reaches the runner.
+	"telemetry-remote": {"telemetry_config.endpoint", "telemetry_config.samplingRate"},
 }
 
 // TestTable runs every manifest of testdata/table through hivekeeper and
@@ -278,10 +296,9 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 		"ConfigMap": "configmaps", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
 		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
 		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
+		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
 		// Served only by ToolHive's own CRDs (the differential test).
-		"MCPTelemetryConfig":    "mcptelemetryconfigs",
-		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPAuthzConfig": "mcpauthzconfigs",
-		"MCPWebhookConfig": "mcpwebhookconfigs",
+		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())
