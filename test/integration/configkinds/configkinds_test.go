@@ -61,6 +61,13 @@ var kinds = []configKind{
 		change:   `{"spec":{"tokenExchange":{"audience":"backend-v2"}}}`,
 		refField: "externalAuthConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
 	},
+	{
+		kind: thv1.KindMCPTelemetryConfig, resource: "mcptelemetryconfigs",
+		spec: map[string]any{"openTelemetry": map[string]any{"enabled": true, "endpoint": "collector.monitoring:4318",
+			"tracing": map[string]any{"enabled": true, "samplingRate": "0.1"}}},
+		change:   `{"spec":{"openTelemetry":{"tracing":{"samplingRate":"0.5"}}}}`,
+		refField: "telemetryConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
+	},
 }
 
 const referrers = 100
