@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -109,31 +107,10 @@ func TestBuildDriftParity(t *testing.T) {
 										p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
 										rt(&p.Spec)
 									})
-									var cfg *thv1.MCPOIDCConfig
-									if oidcKind != "none" {
-										cfg = newOIDCConfig("auth", oidcKind == "inline", true)
-										p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
-									}
-									// Half of the combinations also filter tools, so the
-									// RunConfig with tools_filter/tools_override is compared too.
-									var tools *thv1.MCPToolConfig
-									if oidcKind == "inline" {
-										tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
-											ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
-										p.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
-									}
-									// Authorization: inline Cedar with the service-account
-									// OIDC, a referenced MCPAuthzConfig with the inline one.
-									var authz *thv1.MCPAuthzConfig
-									switch oidcKind {
-									case "kubernetesServiceAccount":
-										p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
-											Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
-									case "inline":
-										authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
-											Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
-										p.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
-									}
+									// OIDC, tools and authorization (workloadtest.RefsFor).
+									refs := workloadtest.RefsFor(testNS, oidcKind)
+									p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
+									p.Spec.AuthzConfigRef, p.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz
 									// External auth: a bearer token (with and without
 									// headers from Secrets: one secrets provider switch),
 									// a token exchange with a client secret, or none.
@@ -157,7 +134,7 @@ func TestBuildDriftParity(t *testing.T) {
 										telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 										p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 									}
-									d, err := build(inputs{Proxy: p, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
+									d, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

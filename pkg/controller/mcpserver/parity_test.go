@@ -129,31 +129,10 @@ func TestBuildDriftParity(t *testing.T) {
 									s.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
 									rt(&s.Spec)
 								})
-								var cfg *thv1.MCPOIDCConfig
-								if oidcKind != "none" {
-									cfg = newOIDCConfig("auth", oidcKind == "inline", true)
-									s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", Scopes: []string{"openid"}}
-								}
-								// Half of the combinations also filter tools, so the
-								// RunConfig with tools_filter/tools_override is compared too.
-								var tools *thv1.MCPToolConfig
-								if oidcKind == "inline" {
-									tools = &thv1.MCPToolConfig{Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"a", "b"},
-										ToolsOverride: map[string]thv1.ToolOverride{"x": {Name: "a", Description: "d"}}}}
-									s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "tools"}
-								}
-								// Authorization: inline Cedar with the service-account
-								// OIDC, a referenced MCPAuthzConfig with the inline one.
-								var authz *thv1.MCPAuthzConfig
-								switch oidcKind {
-								case "kubernetesServiceAccount":
-									s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
-										Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
-								case "inline":
-									authz = &thv1.MCPAuthzConfig{Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
-										Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action, resource);"]}`)}}}
-									s.Spec.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "authz"}
-								}
+								// OIDC, tools and authorization (workloadtest.RefsFor).
+								refs := workloadtest.RefsFor(testNS, oidcKind)
+								s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
+								s.Spec.AuthzConfigRef, s.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz
 								// External auth: a token exchange with a client secret,
 								// one with a header of its own and no secret, or none.
 								extAuth := &thv1.MCPExternalAuthConfig{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}
@@ -177,7 +156,7 @@ func TestBuildDriftParity(t *testing.T) {
 									telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 									s.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel", ServiceName: "fetch-" + tel}
 								}
-								d, err := build(inputs{Server: s, OIDC: cfg, Tools: tools, Authz: authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
+								d, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}
