@@ -143,3 +143,15 @@ func AssertSteadyState(t testing.TB, ctx context.Context, kube kubernetes.Interf
 		t.Errorf("writes at steady state: before %v, after %v", writes, now)
 	}
 }
+
+// WritesBetween is after minus before (two WritesTotal or Quiesce
+// results), without the zero entries: the writes one change cost.
+func WritesBetween(before, after map[string]float64) map[string]float64 {
+	delta := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			delta[k] = d
+		}
+	}
+	return delta
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -124,7 +127,14 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 			framework.Eventually(t, 2*time.Minute, func() (bool, error) {
 				return len(checksums()) == referrers+10, nil
 			}, "%d Deployments", referrers+10)
-			before := framework.Quiesce(t, 2*time.Second, 2*time.Minute)
+			// Every controller's writes count: the change must cost
+			// nothing beyond the referrers and the config.
+			var writers []string
+			for _, d := range app.Controllers() {
+				writers = append(writers, d.Name)
+			}
+			configController := strings.ToLower(k.kind)
+			before := workloadtest.Quiesce(t, 2*time.Second, 2*time.Minute, writers...)
 			old := checksums()
 
 			start := time.Now()
@@ -142,7 +152,7 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 				return rolled >= referrers, nil
 			}, "the referrers to roll")
 			took := time.Since(start)
-			delta := framework.WritesBetween(before, framework.Quiesce(t, 2*time.Second, time.Minute))
+			delta := workloadtest.WritesBetween(before, workloadtest.Quiesce(t, 2*time.Second, time.Minute, writers...))
 			now := checksums()
 			for i := referrers; i < referrers+10; i++ {
 				if name := fmt.Sprintf("s-%03d", i); now[name] != old[name] {
@@ -150,10 +160,10 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 				}
 			}
 			want := map[string]float64{
-				"configmaps patch success":           referrers,
-				"deployments patch success":          referrers,
-				"mcpservers/status patch success":    referrers,
-				k.resource + "/status patch success": 1,
+				mcpserver.Name + " configmaps patch success":                  referrers,
+				mcpserver.Name + " deployments patch success":                 referrers,
+				mcpserver.Name + " mcpservers/status patch success":           referrers,
+				configController + " " + k.resource + "/status patch success": 1,
 			}
 			if !maps.Equal(delta, want) {
 				t.Errorf("writes for the change = %v, want %v", delta, want)

@@ -23,6 +23,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -246,7 +247,7 @@ func TestDeletionBlockedWhileReferenced(t *testing.T) {
 // for quiet and returns its writes.
 func quiesce(t *testing.T, quiet, timeout time.Duration) map[string]float64 {
 	t.Helper()
-	return framework.Quiesce(t, quiet, timeout, mcpoidcconfig.Name)
+	return workloadtest.Quiesce(t, quiet, timeout, mcpoidcconfig.Name)
 }
 
 // A thousand MCPServers referencing ten configs are all counted, and one
@@ -331,8 +332,8 @@ func TestThousandWorkloadsOneChangeOnePatch(t *testing.T) {
 	}, "cfg-0 to drop to %d referrers", servers/configs-1)
 	after := quiesce(t, time.Second, time.Minute)
 
-	delta := framework.WritesBetween(before, after)
-	if want := map[string]float64{"mcpoidcconfigs/status patch success": 1}; !maps.Equal(delta, want) {
+	delta := workloadtest.WritesBetween(before, after)
+	if want := map[string]float64{mcpoidcconfig.Name + " mcpoidcconfigs/status patch success": 1}; !maps.Equal(delta, want) {
 		t.Errorf("writes for one workload change = %v, want %v", delta, want)
 	}
 	list, err = env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).List(testCtx(t), metav1.ListOptions{})
