@@ -72,8 +72,12 @@ type Base struct {
 	Telemetry *ConfigRefs[*thv1.MCPTelemetryConfig]
 	Config    controller.Config
 	phases    Phases
-	resource  string
-	logKey    string
+	// row is how the workload kind names what it references (the
+	// reference index's readers), so resolution reads names the way the
+	// index does.
+	row      index.Workload
+	resource string
+	logKey   string
 }
 
 // NewBase builds the shared part of a workload controller and registers
@@ -120,7 +124,8 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		}
 		b.AddSynced(synced)
 	}
-	row, _ := index.WorkloadFor(s.Kind)
+	b.row, _ = index.WorkloadFor(s.Kind)
+	row := b.row
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
 	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry} {

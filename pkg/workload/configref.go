@@ -170,10 +170,14 @@ func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue 
 	}
 }
 
-// ProxyRefNames are the names of the configs an MCPServer or
-// MCPRemoteProxy references, "" for a reference it does not make.
-type ProxyRefNames struct {
-	OIDC, Tools, Authz, ExtAuth, Telemetry string
+// nameIn is the name of the config of this kind that obj references, as
+// row (the reference index's readers) reads it; "" for none, or when the
+// workload kind cannot make such a reference.
+func (c *ConfigRefs[T]) nameIn(row index.Workload, obj any) string {
+	if read, ok := row.Refs[c.Index]; ok {
+		return read(obj)
+	}
+	return ""
 }
 
 // ProxyRefs are the configs an MCPServer or MCPRemoteProxy references,
@@ -188,14 +192,16 @@ type ProxyRefs struct {
 	OIDCHash, ToolsHash, AuthzHash, ExtAuthHash, TelemetryHash string
 }
 
-// ResolveProxyRefs resolves the config references of a proxy workload and
-// reports each. ok is false when the workload must wait for one of them.
-func (b *Base) ResolveProxyRefs(r *Report, namespace string, names ProxyRefNames) (refs ProxyRefs, ok bool) {
+// ResolveProxyRefs resolves the config references of a proxy workload,
+// named as the reference index reads them, and reports each. ok is false
+// when the workload must wait for one of them.
+func (b *Base) ResolveProxyRefs(r *Report, obj Object) (refs ProxyRefs, ok bool) {
+	ns := obj.GetNamespace()
 	var oidcOK, toolsOK, authzOK, extAuthOK, telemetryOK bool
-	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, namespace, names.OIDC)
-	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, namespace, names.Tools)
-	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, namespace, names.Authz)
-	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, namespace, names.ExtAuth)
-	refs.Telemetry, refs.TelemetryHash, telemetryOK = b.Telemetry.Resolve(r, namespace, names.Telemetry)
+	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, ns, b.OIDC.nameIn(b.row, obj))
+	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, ns, b.Tools.nameIn(b.row, obj))
+	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, ns, b.Authz.nameIn(b.row, obj))
+	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, ns, b.ExtAuth.nameIn(b.row, obj))
+	refs.Telemetry, refs.TelemetryHash, telemetryOK = b.Telemetry.Resolve(r, ns, b.Telemetry.nameIn(b.row, obj))
 	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK
 }

@@ -85,37 +85,3 @@ func OIDCConfigName(ref *thv1.OIDCConfigReference) string {
 	}
 	return ref.Name
 }
-
-// ToolConfigName is the MCPToolConfig a reference names, "" for none.
-func ToolConfigName(ref *thv1.ToolConfigReference) string {
-	if ref == nil {
-		return ""
-	}
-	return ref.Name
-}
-
-// AuthzConfigName is the MCPAuthzConfig a reference names, "" for none.
-func AuthzConfigName(ref *thv1.AuthzConfigReference) string {
-	if ref == nil {
-		return ""
-	}
-	return ref.Name
-}
-
-// ExternalAuthConfigName is the MCPExternalAuthConfig a reference names,
-// "" for none.
-func ExternalAuthConfigName(ref *thv1.ExternalAuthConfigReference) string {
-	if ref == nil {
-		return ""
-	}
-	return ref.Name
-}
-
-// TelemetryConfigName is the MCPTelemetryConfig a reference names, "" for
-// none.
-func TelemetryConfigName(ref *thv1.TelemetryConfigReference) string {
-	if ref == nil {
-		return ""
-	}
-	return ref.Name
-}

@@ -39,13 +39,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	}
 	status.URL = proxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
-	refs, ok := c.ResolveProxyRefs(r, p.Namespace, workload.ProxyRefNames{
-		OIDC:      workload.OIDCConfigName(p.Spec.OIDCConfigRef),
-		Tools:     workload.ToolConfigName(p.Spec.ToolConfigRef),
-		Authz:     workload.AuthzConfigName(p.Spec.AuthzConfigRef),
-		ExtAuth:   workload.ExternalAuthConfigName(p.Spec.ExternalAuthConfigRef),
-		Telemetry: workload.TelemetryConfigName(p.Spec.TelemetryConfigRef),
-	})
+	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	r.Unsupported(append(unsupportedFields(&p.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))

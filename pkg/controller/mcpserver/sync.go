@@ -55,13 +55,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.URL = serverURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
-	refs, ok := c.ResolveProxyRefs(r, s.Namespace, workload.ProxyRefNames{
-		OIDC:      workload.OIDCConfigName(s.Spec.OIDCConfigRef),
-		Tools:     workload.ToolConfigName(s.Spec.ToolConfigRef),
-		Authz:     workload.AuthzConfigName(s.Spec.AuthzConfigRef),
-		ExtAuth:   workload.ExternalAuthConfigName(s.Spec.ExternalAuthConfigRef),
-		Telemetry: workload.TelemetryConfigName(s.Spec.TelemetryConfigRef),
-	})
+	refs, ok := c.ResolveProxyRefs(r, s)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	r.Unsupported(append(unsupportedFields(&s.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
