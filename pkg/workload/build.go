@@ -287,3 +287,11 @@ func ProxyDeployment(s ProxyDeploymentSpec) *appsv1.Deployment {
 		},
 	}
 }
+
+// SecretEnv is a variable of the proxy container holding one Secret key,
+// the only way secret values reach a pod: never in a ConfigMap.
+func SecretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
+	}}}
+}

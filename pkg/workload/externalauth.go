@@ -223,7 +223,7 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 			ExternalTokenHeaderName: te.ExternalTokenHeaderName,
 		}
 		if r := te.ClientSecretRef; r != nil {
-			w.Env = append(w.Env, secretEnv(EnvTokenExchangeClientSecret, r))
+			w.Env = append(w.Env, SecretEnv(EnvTokenExchangeClientSecret, r.Name, r.Key))
 		}
 		return w, nil
 	case thv1.ExternalAuthTypeBearerToken:
@@ -235,7 +235,7 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		}
 		r := s.BearerToken.TokenSecretRef
 		w.RemoteAuth = &runconfig.RemoteAuthConfig{BearerToken: r.Name + ",target=" + bearerTokenTarget}
-		w.Env = append(w.Env, secretEnv(EnvSecretPrefix+r.Name, r))
+		w.Env = append(w.Env, SecretEnv(EnvSecretPrefix+r.Name, r.Name, r.Key))
 		w.SecretsProvider = true
 		return w, nil
 	default:
@@ -253,11 +253,4 @@ func ExternalAuthNoEffect(cfg *thv1.MCPExternalAuthConfig) []string {
 	}
 	return []string{fmt.Sprintf("spec.externalAuthConfigRef (MCPExternalAuthConfig %s of type headerInjection, "+
 		"which ToolHive applies to VirtualMCPServer backends only)", cfg.Name)}
-}
-
-// secretEnv is a variable holding one Secret key.
-func secretEnv(name string, r *thv1.SecretKeyRef) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: r.Name}, Key: r.Key,
-	}}}
 }

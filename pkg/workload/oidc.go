@@ -142,13 +142,7 @@ func OIDC(cfg *thv1.MCPOIDCConfig, ref *thv1.OIDCConfigReference, defaultResourc
 		}
 		if in.ClientSecretRef != nil {
 			r.HasClientSecret = true
-			w.Env = append(w.Env, corev1.EnvVar{
-				Name: secretEnv,
-				ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: in.ClientSecretRef.Name},
-					Key:                  in.ClientSecretRef.Key,
-				}},
-			})
+			w.Env = append(w.Env, SecretEnv(secretEnv, in.ClientSecretRef.Name, in.ClientSecretRef.Key))
 		}
 	case cfg.Spec.Type == thv1.OIDCConfigTypeKubernetesServiceAccount:
 		k := cfg.Spec.KubernetesServiceAccount

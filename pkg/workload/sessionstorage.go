@@ -43,11 +43,5 @@ func RedisPasswordEnv(s *thv1.SessionStorageConfig) []corev1.EnvVar {
 	if s == nil || s.Provider != thv1.SessionStorageProviderRedis || s.PasswordRef == nil {
 		return nil
 	}
-	return []corev1.EnvVar{{
-		Name: EnvSessionRedisPassword,
-		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: s.PasswordRef.Name},
-			Key:                  s.PasswordRef.Key,
-		}},
-	}}
+	return []corev1.EnvVar{SecretEnv(EnvSessionRedisPassword, s.PasswordRef.Name, s.PasswordRef.Key)}
 }

@@ -95,13 +95,7 @@ func Telemetry(cfg *thv1.MCPTelemetryConfig, ref *thv1.TelemetryConfigReference,
 		return w, nil
 	}
 	for _, sh := range o.SensitiveHeaders {
-		w.Env = append(w.Env, corev1.EnvVar{
-			Name: OTelHeaderEnvName(sh.Name),
-			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: sh.SecretKeyRef.Name},
-				Key:                  sh.SecretKeyRef.Key,
-			}},
-		})
+		w.Env = append(w.Env, SecretEnv(OTelHeaderEnvName(sh.Name), sh.SecretKeyRef.Name, sh.SecretKeyRef.Key))
 	}
 	if ca := o.CABundleRef; ca != nil && ca.ConfigMapRef != nil && ca.ConfigMapRef.Name != "" {
 		cm := ca.ConfigMapRef

@@ -180,7 +180,7 @@ func build(in inputs) (*childSet, error) {
 	// provider switch; a bearer token needs it too, once.
 	env := slices.Concat(telemetry.Env, oidc.Env, extAuth.Env)
 	if len(headerEnv) == 0 && extAuth.SecretsProvider {
-		headerEnv = []corev1.EnvVar{{Name: envSecretsProvider, Value: secretsProviderFromEnv}}
+		headerEnv = []corev1.EnvVar{{Name: workload.EnvSecretsProvider, Value: workload.SecretsProviderFromEnv}}
 	}
 	env = append(env, headerEnv...)
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{

@@ -10,20 +10,17 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // How a header value from a Secret reaches ToolHive's runner, as
 // ToolHive's operator wires it at the pinned release: the RunConfig maps
 // the header to a secret name, HEADER_FORWARD_<header>_<proxy>; with
-// TOOLHIVE_SECRETS_PROVIDER=environment the runner reads that secret from
-// the variable TOOLHIVE_SECRET_<name>, which the proxy container gets from
-// a secretKeyRef. The value itself is never in the RunConfig.
-const (
-	envSecretsProvider     = "TOOLHIVE_SECRETS_PROVIDER"
-	secretsProviderFromEnv = "environment"
-	envSecretPrefix        = "TOOLHIVE_SECRET_"
-	headerSecretPrefix     = "HEADER_FORWARD_"
-)
+// workload.EnvSecretsProvider=environment the runner reads that secret
+// from the variable workload.EnvSecretPrefix+<name>, which the proxy
+// container gets from a secretKeyRef. The value itself is never in the
+// RunConfig.
+const headerSecretPrefix = "HEADER_FORWARD_"
 
 // restrictedHeaders are the headers ToolHive's runner refuses to add
 // (hop-by-hop, framing, proxy and client-identity headers): a RunConfig
@@ -52,7 +49,7 @@ func envToken(s string) string {
 }
 
 // headerSecretName is the secret name the RunConfig gives a header from a
-// Secret; the proxy container's variable is envSecretPrefix + it.
+// Secret; the proxy container's variable is workload.EnvSecretPrefix + it.
 func headerSecretName(proxy, header string) string {
 	return headerSecretPrefix + envToken(header) + "_" + envToken(proxy)
 }
@@ -80,16 +77,11 @@ func headerForward(p *thv1.MCPRemoteProxy) (*runconfig.HeaderForward, []corev1.E
 	var env []corev1.EnvVar
 	if len(hf.AddHeadersFromSecret) > 0 {
 		rc.AddHeadersFromSecret = make(map[string]string, len(hf.AddHeadersFromSecret))
-		env = append(env, corev1.EnvVar{Name: envSecretsProvider, Value: secretsProviderFromEnv})
+		env = append(env, corev1.EnvVar{Name: workload.EnvSecretsProvider, Value: workload.SecretsProviderFromEnv})
 		for _, h := range hf.AddHeadersFromSecret {
 			name := headerSecretName(p.Name, h.HeaderName)
 			rc.AddHeadersFromSecret[h.HeaderName] = name
-			env = append(env, corev1.EnvVar{Name: envSecretPrefix + name, ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: h.ValueSecretRef.Name},
-					Key:                  h.ValueSecretRef.Key,
-				},
-			}})
+			env = append(env, workload.SecretEnv(workload.EnvSecretPrefix+name, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
 		}
 	}
 	return rc, env, nil
@@ -147,7 +139,7 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 		if err := seen("addHeadersFromSecret", h.HeaderName); err != nil {
 			return err
 		}
-		env := envSecretPrefix + headerSecretName(proxy, h.HeaderName)
+		env := workload.EnvSecretPrefix + headerSecretName(proxy, h.HeaderName)
 		if other, ok := envOf[env]; ok && other != h.HeaderName {
 			return fail("addHeadersFromSecret: %s and %s would share the variable %s; rename one", other, h.HeaderName, env)
 		}

@@ -224,7 +224,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		// The secrets provider switch taken away.
 		{workload.FieldContainerEnv, func(d *appsv1.Deployment) {
 			c := &d.Spec.Template.Spec.Containers[0]
-			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == envSecretsProvider })
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == workload.EnvSecretsProvider })
 		}},
 		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
 	}
