@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -118,12 +120,12 @@ func validateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 		if _, ok := subjectTokenTypes[te.SubjectTokenType]; !ok {
 			errs = append(errs, fmt.Sprintf("spec.tokenExchange.subjectTokenType: %q is not access_token, id_token or jwt", te.SubjectTokenType))
 		}
-		if h := te.ExternalTokenHeaderName; h != "" && !ValidHeaderName(h) {
+		if h := te.ExternalTokenHeaderName; h != "" && !httpguts.ValidHeaderFieldName(h) {
 			errs = append(errs, fmt.Sprintf("spec.tokenExchange.externalTokenHeaderName: %q is not a valid HTTP header name", h))
 		}
 	}
 	if hi := s.HeaderInjection; hi != nil && s.Type == thv1.ExternalAuthTypeHeaderInjection {
-		if !ValidHeaderName(hi.HeaderName) {
+		if !httpguts.ValidHeaderFieldName(hi.HeaderName) {
 			errs = append(errs, fmt.Sprintf("spec.headerInjection.headerName: %q is not a valid HTTP header name", hi.HeaderName))
 		}
 		secretRef("spec.headerInjection.valueSecretRef", hi.ValueSecretRef)
@@ -135,24 +137,6 @@ func validateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 		}
 	}
 	return errs
-}
-
-// ValidHeaderName reports whether s is an HTTP token (RFC 9110 field
-// name).
-func ValidHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // ExternalAuthWiring is what an MCPExternalAuthConfig adds to a proxy:

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -154,10 +156,10 @@ func validateTelemetryConfig(c *thv1.MCPTelemetryConfig) []string {
 	}
 	slices.Sort(headers)
 	for _, h := range headers {
-		if !isHeaderName(h) {
+		if !httpguts.ValidHeaderFieldName(h) {
 			errs = append(errs, fmt.Sprintf("%s.headers: %q is not an HTTP header name", p, h))
 		}
-		if !isHeaderValue(o.Headers[h]) {
+		if !httpguts.ValidHeaderFieldValue(o.Headers[h]) {
 			errs = append(errs, fmt.Sprintf("%s.headers[%s]: the value contains a control character", p, h))
 		}
 	}
@@ -165,7 +167,7 @@ func validateTelemetryConfig(c *thv1.MCPTelemetryConfig) []string {
 	for i, sh := range o.SensitiveHeaders {
 		at := fmt.Sprintf("%s.sensitiveHeaders[%d]", p, i)
 		switch {
-		case !isHeaderName(sh.Name):
+		case !httpguts.ValidHeaderFieldName(sh.Name):
 			errs = append(errs, fmt.Sprintf("%s.name: %q is not an HTTP header name", at, sh.Name))
 		case hasKey(o.Headers, sh.Name):
 			errs = append(errs, fmt.Sprintf("%s.name: header %q is also in headers", at, sh.Name))
@@ -202,32 +204,4 @@ func validateTelemetryConfig(c *thv1.MCPTelemetryConfig) []string {
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
-}
-
-// isHeaderName reports whether s is an HTTP field name (RFC 9110 token).
-func isHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isHeaderValue reports whether s may be sent as an HTTP field value: no
-// control characters other than horizontal tab.
-func isHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -105,7 +107,7 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 	}
 	spelling := map[string]string{} // canonical → the spelling first seen
 	seen := func(list, name string) error {
-		if !validToken(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return fail("%s: %q is not a valid HTTP header name", list, name)
 		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
@@ -127,7 +129,7 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 		if err := seen("addPlaintextHeaders", k); err != nil {
 			return err
 		}
-		if !validValue(hf.AddPlaintextHeaders[k]) {
+		if !httpguts.ValidHeaderFieldValue(hf.AddPlaintextHeaders[k]) {
 			return fail("addPlaintextHeaders: the value of %s has control characters", k)
 		}
 	}
@@ -152,31 +154,3 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 type headerForwardError struct{ msg string }
 
 func (e *headerForwardError) Error() string { return e.msg }
-
-// validToken reports whether s is an HTTP token (RFC 9110 field name).
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validValue reports whether s can be sent as a header value: no control
-// characters but horizontal tab.
-func validValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
