@@ -142,6 +142,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPExternalAuthConfigs().Informer(), l14, e14)
 	l15, e15 := th.MCPTelemetryConfigs("").List(ctx, lo)
 	replace(tf.MCPTelemetryConfigs().Informer(), l15, e15)
+	l16, e16 := th.MCPWebhookConfigs("").List(ctx, lo)
+	replace(tf.MCPWebhookConfigs().Informer(), l16, e16)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }
