@@ -85,7 +85,7 @@ func TestExamplesAreValid(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	for kind, min := range map[string]int{"MCPOIDCConfig": 2, "MCPTelemetryConfig": 1, "MCPGroup": 1, "MCPServer": 2, "MCPRemoteProxy": 1, "VirtualMCPServer": 1} {
+	for kind, min := range map[string]int{"MCPOIDCConfig": 2, "MCPTelemetryConfig": 1, "MCPWebhookConfig": 1, "MCPGroup": 1, "MCPServer": 2, "MCPRemoteProxy": 1, "VirtualMCPServer": 1} {
 		if kinds[kind] < min {
 			t.Errorf("examples/ has %d %s, want at least %d", kinds[kind], kind, min)
 		}
