@@ -247,8 +247,10 @@ func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter t
 	case err == nil:
 		return 0, nil
 	case errors.As(err, &invalid):
-		if invalid.Condition == thv1.ConditionPodTemplateValid {
-			r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		// The condition that owns the problem (PodTemplateValid, a config
+		// reference's) says so too, not only Ready.
+		if invalid.Condition != "" && invalid.Condition != thv1.ConditionReady {
+			r.Set(invalid.Condition, metav1.ConditionFalse, invalid.Reason, invalid.Message)
 		}
 		klog.FromContext(ctx).Info("Invalid spec, leaving the children untouched", "reason", invalid.Message)
 		r.Fail(invalid.Reason, invalid.Message)

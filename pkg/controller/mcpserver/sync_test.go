@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -1062,7 +1063,23 @@ func TestWebhookConfig(t *testing.T) {
 		})
 	}
 
-	f := newFixture(t, newServer("fetch", ref), workloadtest.NewWebhookConfig(testNS, "hooks", "full"))
+	// A config whose status still says valid while its new spec is not
+	// (its controller has not seen the change yet) deploys nothing either.
+	stale := workloadtest.NewWebhookConfig(testNS, "hooks", "insecure")
+	stale.Spec.Validating[0].TLSConfig = nil
+	f := newFixture(t, newServer("fetch", ref), stale)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != thv1.ReasonWebhookConfigInvalid || !strings.Contains(c.Message, "must use https") ||
+		slices.ContainsFunc(acts, func(a core.Action) bool { return a.GetVerb() == "create" }) {
+		t.Fatalf("stale status: %s\n%+v", describe(acts), got.Status)
+	}
+
+	f = newFixture(t, newServer("fetch", ref), workloadtest.NewWebhookConfig(testNS, "hooks", "full"))
 	f.converge("fetch")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
@@ -1102,7 +1119,7 @@ func TestWebhookConfig(t *testing.T) {
 			t.Errorf("%s mounts %q, want %q (mounts %v)", path, mounted[path], want, mounted)
 		}
 	}
-	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if got.Status.WebhookConfigHash != "hash-hooks" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) ||
 		meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields) != nil {
 		t.Errorf("status %+v", got.Status)
@@ -1117,7 +1134,7 @@ func TestWebhookConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.refresh()
-	acts, err := f.sync("fetch")
+	acts, err = f.sync("fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
