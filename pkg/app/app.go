@@ -32,6 +32,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptelemetryconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptoolconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpwebhookconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
@@ -87,6 +88,7 @@ func Controllers() []controller.Descriptor {
 		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New),
 		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New),
 		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New),
+		controller.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

@@ -1,7 +1,7 @@
 // Package index holds the reference indexes hivekeeper's controllers use
 // instead of listing a namespace: which config (MCPOIDCConfig,
-// MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig)
-// each workload references, and which MCPGroup each workload belongs to.
+// MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig,
+// MCPWebhookConfig) each workload references, and which MCPGroup each workload belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -31,6 +31,9 @@ const (
 	// ByTelemetryConfig: the MCPTelemetryConfig a workload exports
 	// telemetry with.
 	ByTelemetryConfig = "toolhive.stacklok.dev/telemetry-config"
+	// ByWebhookConfig: the MCPWebhookConfig whose webhooks a workload's
+	// proxy calls.
+	ByWebhookConfig = "toolhive.stacklok.dev/webhook-config"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
@@ -53,6 +56,7 @@ var Workloads = []Workload{
 			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
 			ByExternalAuthConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ExternalAuthConfigRef) }),
 			ByTelemetryConfig:    ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.TelemetryConfigRef) }),
+			ByWebhookConfig:      ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.WebhookConfigRef) }),
 			ByGroup:              ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
 		},
 	},
@@ -89,7 +93,7 @@ func ref[T any](name func(T) string) func(obj any) string {
 
 // named is a reference by name; nameOf reads it, "" for none.
 type named interface {
-	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.GroupRef
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.WebhookConfigReference | *thv1.GroupRef
 }
 
 func nameOf[R named](r R) string {
@@ -106,6 +110,8 @@ func nameOf[R named](r R) string {
 	case *thv1.ExternalAuthConfigReference:
 		return v.Name
 	case *thv1.TelemetryConfigReference:
+		return v.Name
+	case *thv1.WebhookConfigReference:
 		return v.Name
 	case *thv1.GroupRef:
 		return v.Name

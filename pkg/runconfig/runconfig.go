@@ -93,6 +93,34 @@ type RunConfig struct {
 	// TelemetryConfig is what the runner exports and serves, from a
 	// referenced MCPTelemetryConfig.
 	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`
+	// ValidatingWebhooks and MutatingWebhooks are the webhooks the runner
+	// calls on every MCP request (mutating first), from a referenced
+	// MCPWebhookConfig.
+	ValidatingWebhooks []WebhookConfig `json:"validating_webhooks,omitempty"`
+	MutatingWebhooks   []WebhookConfig `json:"mutating_webhooks,omitempty"`
+}
+
+// WebhookConfig is ToolHive's webhook.Config. Timeout is a
+// time.Duration, written as ToolHive writes it: nanoseconds, and always
+// present, because the runner reads an absent timeout as its 10s default
+// but 0 as "unset" (also 10s when it calls). HMACSecretRef and the TLS
+// paths name files of Secret volumes mounted into the proxy container,
+// never secret values.
+type WebhookConfig struct {
+	Name          string            `json:"name"`
+	URL           string            `json:"url"`
+	Timeout       int64             `json:"timeout"`
+	FailurePolicy string            `json:"failure_policy"`
+	TLSConfig     *WebhookTLSConfig `json:"tls_config,omitempty"`
+	HMACSecretRef string            `json:"hmac_secret_ref,omitempty"`
+}
+
+// WebhookTLSConfig is ToolHive's webhook.TLSConfig.
+type WebhookTLSConfig struct {
+	CABundlePath       string `json:"ca_bundle_path,omitempty"`
+	ClientCertPath     string `json:"client_cert_path,omitempty"`
+	ClientKeyPath      string `json:"client_key_path,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
 }
 
 // RemoteAuthConfig is the part of ToolHive's remote.Config hivekeeper

@@ -70,6 +70,7 @@ type Base struct {
 	Authz     *ConfigRefs[*thv1.MCPAuthzConfig]
 	ExtAuth   *ConfigRefs[*thv1.MCPExternalAuthConfig]
 	Telemetry *ConfigRefs[*thv1.MCPTelemetryConfig]
+	Webhooks  *ConfigRefs[*thv1.MCPWebhookConfig]
 	Config    controller.Config
 	phases    Phases
 	// row is how the workload kind names what it references (the
@@ -103,6 +104,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 		Authz:     AuthzConfigs.Bind(d),
 		ExtAuth:   ExternalAuthConfigs.Bind(d),
 		Telemetry: TelemetryConfigs.Bind(d),
+		Webhooks:  WebhookConfigs.Bind(d),
 		Config:    d.Config,
 		phases:    s.Phases,
 		resource:  s.Resource,
@@ -128,7 +130,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row := b.row
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry} {
+	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.Webhooks} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}
@@ -245,8 +247,10 @@ func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter t
 	case err == nil:
 		return 0, nil
 	case errors.As(err, &invalid):
-		if invalid.Condition == thv1.ConditionPodTemplateValid {
-			r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		// The condition that owns the problem (PodTemplateValid, a config
+		// reference's) says so too, not only Ready.
+		if invalid.Condition != "" && invalid.Condition != thv1.ConditionReady {
+			r.Set(invalid.Condition, metav1.ConditionFalse, invalid.Reason, invalid.Message)
 		}
 		klog.FromContext(ctx).Info("Invalid spec, leaving the children untouched", "reason", invalid.Message)
 		r.Fail(invalid.Reason, invalid.Message)

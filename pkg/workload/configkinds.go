@@ -127,3 +127,26 @@ var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
 	Valid:     thv1.ReasonTelemetryConfigRefValid, NotFound: thv1.ReasonTelemetryConfigRefNotFound,
 	NotValid: thv1.ReasonTelemetryConfigRefInvalid, Waiting: thv1.ReasonWaitingForTelemetryConfig,
 }
+
+// WebhookConfigs is the MCPWebhookConfig reference of MCPServers (ToolHive
+// gives MCPRemoteProxy no such reference).
+var WebhookConfigs = ConfigKind[*thv1.MCPWebhookConfig]{
+	Kind:      thv1.KindMCPWebhookConfig,
+	Resource:  "mcpwebhookconfigs",
+	Finalizer: thv1.MCPWebhookConfigFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().MCPWebhookConfigs().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPWebhookConfig, error) {
+		return thlisters.NewMCPWebhookConfigLister(indexer).MCPWebhookConfigs(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPWebhookConfig] {
+		return c.ToolhiveV1beta1().MCPWebhookConfigs(ns).Patch
+	},
+	Spec:      func(c *thv1.MCPWebhookConfig) any { return &c.Spec },
+	Validate:  validateWebhookConfig,
+	Index:     index.ByWebhookConfig,
+	Condition: thv1.ConditionWebhookConfigValidated,
+	Valid:     thv1.ReasonWebhookConfigValid, NotFound: thv1.ReasonWebhookConfigNotFound,
+	NotValid: thv1.ReasonWebhookConfigInvalid, Waiting: thv1.ReasonWaitingForWebhookConfig,
+}

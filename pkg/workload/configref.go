@@ -189,7 +189,9 @@ type ProxyRefs struct {
 	Authz                                                      *thv1.MCPAuthzConfig
 	ExtAuth                                                    *thv1.MCPExternalAuthConfig
 	Telemetry                                                  *thv1.MCPTelemetryConfig
+	Webhooks                                                   *thv1.MCPWebhookConfig
 	OIDCHash, ToolsHash, AuthzHash, ExtAuthHash, TelemetryHash string
+	WebhooksHash                                               string
 }
 
 // ResolveProxyRefs resolves the config references of a proxy workload,
@@ -197,11 +199,12 @@ type ProxyRefs struct {
 // when the workload must wait for one of them.
 func (b *Base) ResolveProxyRefs(r *Report, obj Object) (refs ProxyRefs, ok bool) {
 	ns := obj.GetNamespace()
-	var oidcOK, toolsOK, authzOK, extAuthOK, telemetryOK bool
+	var oidcOK, toolsOK, authzOK, extAuthOK, telemetryOK, webhooksOK bool
 	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, ns, b.OIDC.nameIn(b.row, obj))
 	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, ns, b.Tools.nameIn(b.row, obj))
 	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, ns, b.Authz.nameIn(b.row, obj))
 	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, ns, b.ExtAuth.nameIn(b.row, obj))
 	refs.Telemetry, refs.TelemetryHash, telemetryOK = b.Telemetry.Resolve(r, ns, b.Telemetry.nameIn(b.row, obj))
-	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK
+	refs.Webhooks, refs.WebhooksHash, webhooksOK = b.Webhooks.Resolve(r, ns, b.Webhooks.nameIn(b.row, obj))
+	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK && webhooksOK
 }

@@ -84,12 +84,12 @@ var (
 	hivekeeperKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
 		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPAuthzConfig, thv1.KindMCPExternalAuthConfig,
-		thv1.KindMCPTelemetryConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
+		thv1.KindMCPTelemetryConfig, thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 	}
 	toolhiveKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
 		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPTelemetryConfig,
-		"MCPExternalAuthConfig", thv1.KindMCPAuthzConfig, "MCPWebhookConfig",
+		"MCPExternalAuthConfig", thv1.KindMCPAuthzConfig, thv1.KindMCPWebhookConfig,
 		thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 	}
 )

@@ -23,7 +23,7 @@ import (
 // reference them.
 var exampleOrder = []string{
 	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPExternalAuthConfig, thv1.KindMCPTelemetryConfig,
-	thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
+	thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
 }
 
 // toolhiveRejects are example documents ToolHive's own CRD at the pinned

@@ -160,6 +160,30 @@ var expectations = map[string]map[string]any{
 		"telemetry_config.metricsOnTransportPort": false, "telemetry_config.tracingEnabled": false,
 		"telemetry_config.useLegacyAttributes": false,
 	},
+	// Each Secret key is a file under /etc/toolhive/webhooks/<identifier>,
+	// the identifier ending in a hash of "<secret>/<key>"; the timeout is
+	// in nanoseconds, 0 when unset (the runner then waits 10s).
+	"webhooks-full": {
+		"validating_webhooks": []any{map[string]any{
+			"name": "policy-check", "url": "https://policy.webhooks.svc/validate", "timeout": 5e9, "failure_policy": "ignore",
+			"hmac_secret_ref": "/etc/toolhive/webhooks/webhook_validating_policy_check_hmac_d349c346/hmac",
+			"tls_config": map[string]any{
+				"ca_bundle_path":   "/etc/toolhive/webhooks/webhook_validating_policy_check_tls_ca_cd2771e6/ca.crt",
+				"client_cert_path": "/etc/toolhive/webhooks/webhook_validating_policy_check_tls_client_cert_8e221ed9/tls.crt",
+				"client_key_path":  "/etc/toolhive/webhooks/webhook_validating_policy_check_tls_client_key_ffd96abd/tls.key",
+			},
+		}},
+		"mutating_webhooks": []any{map[string]any{
+			"name": "redact", "url": "https://redact.webhooks.svc/mutate", "timeout": 0.0, "failure_policy": "fail",
+			"hmac_secret_ref": "/etc/toolhive/webhooks/webhook_mutating_redact_hmac_d349c346/hmac",
+		}},
+	},
+	"webhooks-insecure": {
+		"validating_webhooks": []any{map[string]any{
+			"name": "audit", "url": "http://audit.webhooks.svc:8080/validate", "timeout": 0.0, "failure_policy": "fail",
+			"tls_config": map[string]any{"insecure_skip_verify": true},
+		}},
+	},
 	"telemetry-remote": {
 		"telemetry_config.serviceName": "remote-svc", "telemetry_config.tracingEnabled": false,
 		"telemetry_config.metricsEnabled": false, "telemetry_config.useLegacyAttributes": false,
@@ -194,6 +218,7 @@ var absent = map[string][]string{
 	"extauth-header-injection": {"token_exchange_config", "remote_auth_config", "header_forward"},
 	"remote-none":              {"token_exchange_config", "remote_auth_config"},
 	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
+	"webhooks-insecure":        {"mutating_webhooks"},
 	// OTLP switched off: nothing of it reaches the runner.
 	"telemetry-remote": {"telemetry_config.endpoint", "telemetry_config.samplingRate"},
 }
@@ -297,7 +322,6 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
 		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
 		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
-		// Served only by ToolHive's own CRDs (the differential test).
 		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
 	}[o.GetKind()]
 	if plural == "" {

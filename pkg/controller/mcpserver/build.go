@@ -49,7 +49,9 @@ type inputs struct {
 	ExtAuth *thv1.MCPExternalAuthConfig
 	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
 	// none.
-	Telemetry   *thv1.MCPTelemetryConfig
+	Telemetry *thv1.MCPTelemetryConfig
+	// Webhooks is the referenced MCPWebhookConfig, nil when there is none.
+	Webhooks    *thv1.MCPWebhookConfig
 	RunnerImage string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role).
@@ -142,7 +144,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, telemetry, in.Tools, authz, rt, extAuth)
+	webhooks, err := workload.Webhooks(in.Webhooks)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +198,11 @@ func build(in inputs) (*childSet, error) {
 		ServiceAccountName: workload.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		// ToolHive's operator mounts the permission profile before the
-		// OIDC CA bundle, and that before the telemetry CA bundle.
-		ExtraVolumes: slices.Concat(rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes),
-		ExtraMounts:  slices.Concat(rt.ProxyMounts, oidc.Mounts, telemetry.Mounts),
+		// ToolHive's operator mounts the webhook Secrets first, then the
+		// permission profile, the OIDC CA bundle and the telemetry CA
+		// bundle.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
@@ -213,7 +220,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, webhooks workload.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -250,6 +257,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 	oidc.ApplyTo(rc)
 	extAuth.ApplyTo(rc)
 	telemetry.ApplyTo(rc)
+	webhooks.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
 	return runconfig.Marshal(rc)
@@ -352,7 +360,6 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 // hivekeeper does not act on yet (the UnsupportedFields condition).
 func unsupportedFields(s *thv1.MCPServerSpec) []string {
 	return workload.SetPaths(
-		workload.Field{Path: "spec.webhookConfigRef", Set: s.WebhookConfigRef != nil},
 		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
 	)
 }

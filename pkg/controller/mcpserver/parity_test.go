@@ -100,7 +100,10 @@ var (
 				Tools: []thv1.ToolRateLimitConfig{{Name: "fetch", Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "30s"}}}}
 		},
 	}
-	testVolumes = []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true}, {Name: "cache", HostPath: "/var/cache", MountPath: "/cache"}}
+	// webhooksByOIDC pairs each webhook option with an OIDC kind rather
+	// than multiplying the table.
+	webhooksByOIDC = map[string]string{"none": "none", "inline": "full", "kubernetesServiceAccount": "insecure"}
+	testVolumes    = []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true}, {Name: "cache", HostPath: "/var/cache", MountPath: "/cache"}}
 )
 
 // TestBuildDriftParity is invariant 3: for every option combination, the
@@ -156,7 +159,15 @@ func TestBuildDriftParity(t *testing.T) {
 									telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 									s.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel", ServiceName: "fetch-" + tel}
 								}
-								d, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
+								// Webhooks: every Secret kind mounted, a plain
+								// http one, or none.
+								var webhooks *thv1.MCPWebhookConfig
+								if wh := webhooksByOIDC[oidcKind]; wh != "none" {
+									webhooks = workloadtest.NewWebhookConfig(testNS, "hooks", wh)
+									s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
+								}
+								d, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
+									Webhooks: webhooks, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ var (
 func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
 	s := newServer("fetch")
 	s.Finalizers = nil
-	s.Spec.WebhookConfigRef = &runtime.RawExtension{Raw: []byte(`{"name":"hooks"}`)}
+	s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
 	f := newFixture(t, s)
 	acts, err := f.sync("fetch")
 	if err != nil {
@@ -791,7 +792,6 @@ func TestToolConfigReference(t *testing.T) {
 // goes when the fields do.
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
-		s.Spec.WebhookConfigRef = &runtime.RawExtension{Raw: []byte(`{"name":"hooks"}`)}
 		s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
 	})
 	f := newFixture(t, s)
@@ -799,7 +799,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		c.Message != "hivekeeper stores but does not act on: spec.webhookConfigRef, spec.authServerRef" {
+		c.Message != "hivekeeper stores but does not act on: spec.authServerRef" {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if _, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
@@ -812,7 +812,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 		t.Fatalf("steady state: %v %s", err, describe(acts))
 	}
 
-	got.Spec.WebhookConfigRef, got.Spec.AuthServerRef = nil, nil
+	got.Spec.AuthServerRef = nil
 	got.Generation++
 	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -827,10 +827,8 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 
 func TestUnsupportedFieldPaths(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
-	all := thv1.MCPServerSpec{
-		WebhookConfigRef: raw, AuthServerRef: raw,
-	}
-	if got := unsupportedFields(&all); len(got) != 2 {
+	all := thv1.MCPServerSpec{AuthServerRef: raw}
+	if got := unsupportedFields(&all); len(got) != 1 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 	if got := unsupportedFields(&newServer("x").Spec); got != nil {
@@ -1018,4 +1016,153 @@ func TestTelemetryConfig(t *testing.T) {
 func describeObj(o any) string {
 	b, _ := json.Marshal(o)
 	return string(b)
+}
+
+// An MCPWebhookConfig reference holds the server until the config exists
+// and is valid, with the reason in WebhookConfigValidated, Ready and one
+// Warning event, and no child written. Then the RunConfig carries the
+// webhooks with file paths only, the proxy mounts each Secret key there,
+// and the status has the config's hash. A change of the config rolls the
+// proxy once: one ConfigMap and one Deployment patch, then nothing.
+func TestWebhookConfig(t *testing.T) {
+	ref := func(s *thv1.MCPServer) { s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"} }
+	invalid := workloadtest.NewWebhookConfig(testNS, "hooks", "full")
+	invalid.Status.Conditions[0].Status, invalid.Status.Conditions[0].Reason = metav1.ConditionFalse, thv1.ReasonConfigInvalid
+	invalid.Status.Conditions[0].Message = "spec.validating[0].url: must use https"
+	for _, tc := range []struct {
+		name   string
+		cfg    *thv1.MCPWebhookConfig
+		reason string
+	}{{"missing", nil, thv1.ReasonWebhookConfigNotFound}, {"invalid", invalid, thv1.ReasonWebhookConfigInvalid}} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []runtime.Object{newServer("fetch", ref)}
+			if tc.cfg != nil {
+				objs = append(objs, tc.cfg)
+			}
+			f := newFixture(t, objs...)
+			acts, err := f.sync("fetch")
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertActions(t, acts, "patch mcpservers/status")
+			got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+			c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated)
+			ready := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, "hooks") ||
+				ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != thv1.ReasonWaitingForWebhookConfig ||
+				got.Status.Phase != thv1.MCPServerPhasePending || got.Status.WebhookConfigHash != "" {
+				t.Fatalf("status %+v", got.Status)
+			}
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+tc.reason+" ") {
+				t.Errorf("events %q", evs)
+			}
+			f.refresh()
+			if acts, _ := f.sync("fetch"); len(acts) != 0 || len(f.Events()) != 0 {
+				t.Errorf("second sync: %s", describe(acts))
+			}
+		})
+	}
+
+	// A config whose status still says valid while its new spec is not
+	// (its controller has not seen the change yet) deploys nothing either.
+	stale := workloadtest.NewWebhookConfig(testNS, "hooks", "insecure")
+	stale.Spec.Validating[0].TLSConfig = nil
+	f := newFixture(t, newServer("fetch", ref), stale)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != thv1.ReasonWebhookConfigInvalid || !strings.Contains(c.Message, "must use https") ||
+		slices.ContainsFunc(acts, func(a core.Action) bool { return a.GetVerb() == "create" }) {
+		t.Fatalf("stale status: %s\n%+v", describe(acts), got.Status)
+	}
+
+	f = newFixture(t, newServer("fetch", ref), workloadtest.NewWebhookConfig(testNS, "hooks", "full"))
+	f.converge("fetch")
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Validating []runconfig.WebhookConfig `json:"validating_webhooks"`
+		Mutating   []runconfig.WebhookConfig `json:"mutating_webhooks"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.Validating) != 1 || rc.Validating[0].Name != "policy" || rc.Validating[0].Timeout != 5e9 || rc.Validating[0].FailurePolicy != "ignore" ||
+		rc.Validating[0].TLSConfig == nil || rc.Validating[0].TLSConfig.ClientKeyPath == "" ||
+		len(rc.Mutating) != 1 || rc.Mutating[0].Name != "redact" || rc.Mutating[0].FailurePolicy != "fail" {
+		t.Fatalf("webhooks in the RunConfig: %s", cm.Data[runconfig.Key])
+	}
+	if strings.Contains(cm.Data[runconfig.Key], "webhook-hmac") || strings.Contains(cm.Data[runconfig.Key], "webhook-tls") {
+		t.Errorf("a Secret's name reached the RunConfig: %s", cm.Data[runconfig.Key])
+	}
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	pod := dep.Spec.Template.Spec
+	mounted := map[string]string{}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				mounted[m.MountPath] = v.Secret.SecretName + "/" + v.Secret.Items[0].Key
+			}
+		}
+	}
+	for path, want := range map[string]string{
+		rc.Validating[0].HMACSecretRef: "webhook-hmac/key", rc.Mutating[0].HMACSecretRef: "webhook-hmac/key",
+		rc.Validating[0].TLSConfig.CABundlePath: "webhook-tls/ca.crt", rc.Validating[0].TLSConfig.ClientCertPath: "webhook-tls/tls.crt",
+		rc.Validating[0].TLSConfig.ClientKeyPath: "webhook-tls/tls.key",
+	} {
+		if mounted[path] != want {
+			t.Errorf("%s mounts %q, want %q (mounts %v)", path, mounted[path], want, mounted)
+		}
+	}
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if got.Status.WebhookConfigHash != "hash-hooks" || !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) ||
+		meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields) != nil {
+		t.Errorf("status %+v", got.Status)
+	}
+
+	// The config changes: its controller writes the new hash with it.
+	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	cfg, _ := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Get(context.Background(), "hooks", metav1.GetOptions{})
+	cfg.Spec.Validating[0].FailurePolicy = thv1.WebhookFailurePolicyFail
+	cfg.Status.ConfigHash = "hash-hooks-2"
+	if _, err := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err = f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
+	f.applyServerBehaviour()
+	f.refresh()
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+		t.Error("the RunConfig changed but the pod template's checksum did not")
+	}
+	acts, _ = f.sync("fetch")
+	assertActions(t, acts)
+
+	// The reference goes: the webhooks, their volumes, the condition and
+	// the hash go with it.
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	got.Spec.WebhookConfigRef = nil
+	got.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	f.converge("fetch")
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if strings.Contains(cm.Data[runconfig.Key], "webhooks") || strings.Contains(describeObj(dep), workload.WebhookVolumePrefix) ||
+		got.Status.WebhookConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) != nil {
+		t.Errorf("webhooks left behind: %s\n%+v", describeObj(dep), got.Status)
+	}
 }

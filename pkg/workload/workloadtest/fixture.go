@@ -142,6 +142,8 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPExternalAuthConfigs().Informer(), l14, e14)
 	l15, e15 := th.MCPTelemetryConfigs("").List(ctx, lo)
 	replace(tf.MCPTelemetryConfigs().Informer(), l15, e15)
+	l16, e16 := th.MCPWebhookConfigs("").List(ctx, lo)
+	replace(tf.MCPWebhookConfigs().Informer(), l16, e16)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }
@@ -314,6 +316,46 @@ func NewTelemetryConfig(namespace, name, option, caBundle string) *thv1.MCPTelem
 		}
 	case "prometheus":
 		cfg.Spec.Prometheus = &thv1.PrometheusConfig{Enabled: true}
+	}
+	return cfg
+}
+
+// NewWebhookConfig returns a valid MCPWebhookConfig with its status as its
+// controller would have written it, for one of the webhook options the
+// MCPServer is tested with: "full" (a validating webhook with an HMAC key,
+// a CA bundle and a client certificate, timeout 5s, failing open, and a
+// mutating webhook with the same HMAC key) or "insecure" (one validating
+// webhook over plain http with every default).
+func NewWebhookConfig(namespace, name, option string) *thv1.MCPWebhookConfig {
+	cfg := &thv1.MCPWebhookConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPWebhookConfig},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("webhook-" + name),
+			Generation: 1, ResourceVersion: "1"},
+		Status: thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
+		}}},
+	}
+	hmac := &thv1.SecretKeyRef{Name: "webhook-hmac", Key: "key"}
+	switch option {
+	case "full":
+		timeout := "5s"
+		cfg.Spec.Validating = []thv1.WebhookSpec{{
+			Name: "policy", URL: "https://policy.webhooks.svc/validate", Timeout: &timeout,
+			FailurePolicy: thv1.WebhookFailurePolicyIgnore, HMACSecretRef: hmac,
+			TLSConfig: &thv1.WebhookTLSConfig{
+				CASecretRef:         &thv1.SecretKeyRef{Name: "webhook-tls", Key: "ca.crt"},
+				ClientCertSecretRef: &thv1.SecretKeyRef{Name: "webhook-tls", Key: "tls.crt"},
+				ClientKeySecretRef:  &thv1.SecretKeyRef{Name: "webhook-tls", Key: "tls.key"},
+			},
+		}}
+		cfg.Spec.Mutating = []thv1.WebhookSpec{{
+			Name: "redact", URL: "https://redact.webhooks.svc/mutate", FailurePolicy: thv1.WebhookFailurePolicyFail, HMACSecretRef: hmac,
+		}}
+	case "insecure":
+		cfg.Spec.Validating = []thv1.WebhookSpec{{
+			Name: "audit", URL: "http://audit.webhooks.svc:8080/validate",
+			TLSConfig: &thv1.WebhookTLSConfig{InsecureSkipVerify: true},
+		}}
 	}
 	return cfg
 }

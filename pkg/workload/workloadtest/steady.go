@@ -92,6 +92,7 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"mcpauthzconfigs", func() (runtime.Object, error) { return t.MCPAuthzConfigs(namespace).List(ctx, all) }},
 		{"mcpexternalauthconfigs", func() (runtime.Object, error) { return t.MCPExternalAuthConfigs(namespace).List(ctx, all) }},
 		{"mcptelemetryconfigs", func() (runtime.Object, error) { return t.MCPTelemetryConfigs(namespace).List(ctx, all) }},
+		{"mcpwebhookconfigs", func() (runtime.Object, error) { return t.MCPWebhookConfigs(namespace).List(ctx, all) }},
 	}
 	for _, l := range lists {
 		list, err := l.list()

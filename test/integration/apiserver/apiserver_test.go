@@ -85,7 +85,7 @@ func TestExamplesAreValid(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	for kind, min := range map[string]int{"MCPOIDCConfig": 2, "MCPTelemetryConfig": 1, "MCPGroup": 1, "MCPServer": 2, "MCPRemoteProxy": 1, "VirtualMCPServer": 1} {
+	for kind, min := range map[string]int{"MCPOIDCConfig": 2, "MCPTelemetryConfig": 1, "MCPWebhookConfig": 1, "MCPGroup": 1, "MCPServer": 2, "MCPRemoteProxy": 1, "VirtualMCPServer": 1} {
 		if kinds[kind] < min {
 			t.Errorf("examples/ has %d %s, want at least %d", kinds[kind], kind, min)
 		}
@@ -108,10 +108,10 @@ func TestUnknownSpecFieldsRoundTrip(t *testing.T) {
 		"kind":       thv1beta1.KindMCPServer,
 		"metadata":   map[string]any{"name": "fetch", "namespace": ns},
 		"spec": map[string]any{
-			"image":            "docker.io/mcp/fetch:latest",
-			"telemetry":        unknown,
-			"futureField":      "kept",
-			"webhookConfigRef": map[string]any{"name": "hooks"},
+			"image":         "docker.io/mcp/fetch:latest",
+			"telemetry":     unknown,
+			"futureField":   "kept",
+			"authServerRef": map[string]any{"kind": "MCPExternalAuthConfig", "name": "embedded"},
 		},
 	}}
 	if _, err := env.Dynamic.Resource(mcpServers).Namespace(ns).Create(ctx(t), obj, metav1.CreateOptions{}); err != nil {
@@ -121,7 +121,7 @@ func TestUnknownSpecFieldsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{"telemetry", "futureField", "webhookConfigRef"} {
+	for _, field := range []string{"telemetry", "futureField", "authServerRef"} {
 		want, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", field)
 		have, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", field)
 		if !found || !equality.Semantic.DeepEqual(want, have) {

@@ -71,6 +71,13 @@ var kinds = []configKind{
 		change:   `{"spec":{"openTelemetry":{"tracing":{"samplingRate":"0.5"}}}}`,
 		refField: "telemetryConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
 	},
+	{
+		kind: thv1.KindMCPWebhookConfig, resource: "mcpwebhookconfigs",
+		spec: map[string]any{"validating": []any{map[string]any{"name": "policy", "url": "https://policy.webhooks.svc/validate",
+			"hmacSecretRef": map[string]any{"name": "webhook-hmac", "key": "key"}}}},
+		change:   `{"spec":{"validating":[{"name":"policy","url":"https://policy.webhooks.svc/validate","timeout":"5s"}]}}`,
+		refField: "webhookConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
+	},
 }
 
 const referrers = 100

@@ -87,8 +87,8 @@ func newServerObj(ns, name string) *unstructured.Unstructured {
 			}},
 			// A field of ToolHive's that hivekeeper stores without acting on
 			// it, and one it does not model.
-			"webhookConfigRef": map[string]any{"name": "hooks"},
-			"telemetry":        map[string]any{"openTelemetry": map[string]any{"enabled": true}},
+			"authServerRef": map[string]any{"kind": "MCPExternalAuthConfig", "name": "embedded"},
+			"telemetry":     map[string]any{"openTelemetry": map[string]any{"enabled": true}},
 		},
 	}}
 }
@@ -214,7 +214,7 @@ func TestChildrenAsSpecifiedOnARealServer(t *testing.T) {
 	}
 }
 
-// TestForeignSpecFieldsSurvive: webhookConfigRef and an unknown field written
+// TestForeignSpecFieldsSurvive: authServerRef and an unknown field written
 // by another client survive the finalizer add, a restart request and a spec
 // change, because hivekeeper never PUTs a custom resource.
 func TestForeignSpecFieldsSurvive(t *testing.T) {
@@ -233,21 +233,21 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "webhookConfigRef"); !ok {
-			t.Errorf("%s: spec.webhookConfigRef lost: %v", stage, u.Object["spec"])
+		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "authServerRef"); !ok {
+			t.Errorf("%s: spec.authServerRef lost: %v", stage, u.Object["spec"])
 		}
 		if v, ok, _ := unstructured.NestedBool(u.Object, "spec", "telemetry", "openTelemetry", "enabled"); !ok || !v {
 			t.Errorf("%s: unknown spec field lost: %v", stage, u.Object["spec"])
 		}
 	}
 	check("after finalizer")
-	// webhookConfigRef is ToolHive's and not acted on: the status says so,
+	// authServerRef is ToolHive's and not acted on: the status says so,
 	// and a Warning event too.
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 		c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionUnsupportedFields)
-		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.HasSuffix(c.Message, ": spec.webhookConfigRef"), err
-	}, "UnsupportedFields naming spec.webhookConfigRef")
+		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.HasSuffix(c.Message, ": spec.authServerRef"), err
+	}, "UnsupportedFields naming spec.authServerRef")
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + thv1.ReasonFieldsNotSupported})
 		return err == nil && len(evs.Items) == 1 && evs.Items[0].Type == "Warning" && evs.Items[0].InvolvedObject.Name == "fetch", err

@@ -26,6 +26,7 @@ const (
 	ConditionAuthzConfigRefValidated     = "AuthzConfigRefValidated"
 	ConditionExternalAuthConfigValidated = "ExternalAuthConfigValidated"
 	ConditionTelemetryConfigRefValidated = "TelemetryConfigRefValidated"
+	ConditionWebhookConfigValidated      = "WebhookConfigValidated"
 	ConditionGroupRefValidated           = "GroupRefValidated"
 	ConditionSpecValid                   = "SpecValid"
 	ConditionChildrenReconciled          = "ChildrenReconciled"

@@ -126,6 +126,11 @@ type MCPServerSpec struct {
 	// service name.
 	// +optional
 	TelemetryConfigRef *TelemetryConfigReference `json:"telemetryConfigRef,omitempty"`
+	// WebhookConfigRef makes the proxy call the validating and mutating
+	// webhooks of a shared MCPWebhookConfig in the same namespace on every
+	// MCP request.
+	// +optional
+	WebhookConfigRef *WebhookConfigReference `json:"webhookConfigRef,omitempty"`
 	// Replicas of the proxy. Unset means hands off: an HPA or kubectl owns the
 	// count. A stdio server is capped at 1.
 	// +kubebuilder:validation:Minimum=0
@@ -186,11 +191,6 @@ type MCPServerSpec struct {
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// WebhookConfigRef (an MCPWebhookConfig reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	WebhookConfigRef *runtime.RawExtension `json:"webhookConfigRef,omitempty"`
 	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -233,6 +233,10 @@ type MCPServerStatus struct {
 	// MCPTelemetryConfig that this workload was last converged with.
 	// +optional
 	TelemetryConfigHash string `json:"telemetryConfigHash,omitempty"`
+	// WebhookConfigHash is the configHash of the referenced
+	// MCPWebhookConfig that this workload was last converged with.
+	// +optional
+	WebhookConfigHash string `json:"webhookConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

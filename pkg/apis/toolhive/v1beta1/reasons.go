@@ -36,6 +36,13 @@ const (
 	ReasonTelemetryConfigRefValid    = "TelemetryConfigRefValid"
 	ReasonTelemetryConfigRefNotFound = "TelemetryConfigRefNotFound"
 	ReasonTelemetryConfigRefInvalid  = "TelemetryConfigRefInvalid"
+	// Ready=False while the workload waits for its MCPWebhookConfig.
+	ReasonWaitingForWebhookConfig = "WaitingForWebhookConfig"
+	// WebhookConfigValidated (ToolHive declares the condition and its
+	// "invalid" reason; the other two follow the other config kinds).
+	ReasonWebhookConfigValid    = "WebhookConfigValid"
+	ReasonWebhookConfigNotFound = "WebhookConfigNotFound"
+	ReasonWebhookConfigInvalid  = "WebhookConfigInvalid"
 	// PodTemplateValid.
 	ReasonPodTemplateValid   = "ValidPodTemplateSpec"
 	ReasonPodTemplateInvalid = "InvalidPodTemplateSpec"
@@ -123,6 +130,9 @@ const (
 	// MCPTelemetryConfigFinalizer does the same for an
 	// MCPTelemetryConfig, with ToolHive's name.
 	MCPTelemetryConfigFinalizer = "mcptelemetryconfig.toolhive.stacklok.dev/finalizer"
+	// MCPWebhookConfigFinalizer does the same for an MCPWebhookConfig,
+	// with ToolHive's name.
+	MCPWebhookConfigFinalizer = "mcpwebhookconfig.toolhive.stacklok.dev/finalizer"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

@@ -23,6 +23,7 @@ const (
 	KindMCPAuthzConfig        = "MCPAuthzConfig"
 	KindMCPExternalAuthConfig = "MCPExternalAuthConfig"
 	KindMCPTelemetryConfig    = "MCPTelemetryConfig"
+	KindMCPWebhookConfig      = "MCPWebhookConfig"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -53,6 +54,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPAuthzConfig{}, &MCPAuthzConfigList{},
 		&MCPExternalAuthConfig{}, &MCPExternalAuthConfigList{},
 		&MCPTelemetryConfig{}, &MCPTelemetryConfigList{},
+		&MCPWebhookConfig{}, &MCPWebhookConfigList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

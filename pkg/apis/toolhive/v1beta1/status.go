@@ -25,3 +25,6 @@ func (c *MCPExternalAuthConfig) GetStatus() *ConfigStatus { return &c.Status }
 
 // GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
 func (c *MCPTelemetryConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
+func (c *MCPWebhookConfig) GetStatus() *ConfigStatus { return &c.Status }

@@ -69,6 +69,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPTelemetryConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcptoolconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPToolConfigs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("mcpwebhookconfigs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPWebhookConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("virtualmcpservers"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().VirtualMCPServers().Informer()}, nil
 

@@ -82,6 +82,14 @@ type MCPToolConfigListerExpansion interface{}
 // MCPToolConfigNamespaceLister.
 type MCPToolConfigNamespaceListerExpansion interface{}
 
+// MCPWebhookConfigListerExpansion allows custom methods to be added to
+// MCPWebhookConfigLister.
+type MCPWebhookConfigListerExpansion interface{}
+
+// MCPWebhookConfigNamespaceListerExpansion allows custom methods to be added to
+// MCPWebhookConfigNamespaceLister.
+type MCPWebhookConfigNamespaceListerExpansion interface{}
+
 // VirtualMCPServerListerExpansion allows custom methods to be added to
 // VirtualMCPServerLister.
 type VirtualMCPServerListerExpansion interface{}

@@ -40,6 +40,8 @@ type Interface interface {
 	MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer
 	// MCPToolConfigs returns a MCPToolConfigInformer.
 	MCPToolConfigs() TypedMCPToolConfigInformer
+	// MCPWebhookConfigs returns a MCPWebhookConfigInformer.
+	MCPWebhookConfigs() TypedMCPWebhookConfigInformer
 	// VirtualMCPServers returns a VirtualMCPServerInformer.
 	VirtualMCPServers() TypedVirtualMCPServerInformer
 }
@@ -93,6 +95,11 @@ func (v *version) MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer {
 // MCPToolConfigs returns a TypedMCPToolConfigInformer.
 func (v *version) MCPToolConfigs() TypedMCPToolConfigInformer {
 	return &mCPToolConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MCPWebhookConfigs returns a TypedMCPWebhookConfigInformer.
+func (v *version) MCPWebhookConfigs() TypedMCPWebhookConfigInformer {
+	return &mCPWebhookConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // VirtualMCPServers returns a TypedVirtualMCPServerInformer.

@@ -34,4 +34,6 @@ type MCPTelemetryConfigExpansion interface{}
 
 type MCPToolConfigExpansion interface{}
 
+type MCPWebhookConfigExpansion interface{}
+
 type VirtualMCPServerExpansion interface{}

@@ -36,6 +36,7 @@ type ToolhiveV1beta1Interface interface {
 	MCPServersGetter
 	MCPTelemetryConfigsGetter
 	MCPToolConfigsGetter
+	MCPWebhookConfigsGetter
 	VirtualMCPServersGetter
 }
 
@@ -74,6 +75,10 @@ func (c *ToolhiveV1beta1Client) MCPTelemetryConfigs(namespace string) MCPTelemet
 
 func (c *ToolhiveV1beta1Client) MCPToolConfigs(namespace string) MCPToolConfigInterface {
 	return newMCPToolConfigs(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) MCPWebhookConfigs(namespace string) MCPWebhookConfigInterface {
+	return newMCPWebhookConfigs(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) VirtualMCPServers(namespace string) VirtualMCPServerInterface {

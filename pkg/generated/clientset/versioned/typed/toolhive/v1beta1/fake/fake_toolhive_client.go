@@ -60,6 +60,10 @@ func (c *FakeToolhiveV1beta1) MCPToolConfigs(namespace string) v1beta1.MCPToolCo
 	return newFakeMCPToolConfigs(c, namespace)
 }
 
+func (c *FakeToolhiveV1beta1) MCPWebhookConfigs(namespace string) v1beta1.MCPWebhookConfigInterface {
+	return newFakeMCPWebhookConfigs(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) VirtualMCPServers(namespace string) v1beta1.VirtualMCPServerInterface {
 	return newFakeVirtualMCPServers(c, namespace)
 }
