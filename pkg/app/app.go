@@ -6,6 +6,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -76,7 +77,17 @@ type Options struct {
 	// WriteGate is asked before every write; nil allows every write. The
 	// binary sets it under leader election.
 	WriteGate controller.WriteGate
+	// FanInWindow is how long a config's or group's status waits for more
+	// referrer or member changes before it is recomputed (the base of
+	// controller.FanInDelay). Zero means DefaultFanInWindow; a negative
+	// window recomputes on every change.
+	FanInWindow time.Duration
 }
+
+// DefaultFanInWindow is the default Options.FanInWindow: short enough that
+// a status follows a single change within a second, long enough that a
+// burst of thousands of changes costs a handful of status writes.
+const DefaultFanInWindow = 500 * time.Millisecond
 
 // Controllers lists every controller hivekeeper runs, in start order.
 // Adding a controller is one line here.
@@ -203,7 +214,8 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &controller.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config: controller.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config:      controller.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
 		s := controller.Scope{

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -30,6 +32,10 @@ type Deps struct {
 	// Gate is asked before every write (see WriteGate); nil allows all.
 	Gate   WriteGate
 	Config Config
+	// FanInWindow is the shortest time a config's or group's status waits
+	// for more referrer or member changes before it is recomputed (see
+	// FanInDelay); zero recomputes on every change.
+	FanInWindow time.Duration
 }
 
 // Scope is the informer factories of one watch scope: a namespace, or all

@@ -93,6 +93,36 @@ func (l *Loop) EnqueueAfter(key cache.ObjectName, d time.Duration) {
 	l.Queue.AddAfter(key, d)
 }
 
+// EnqueueCoalesced adds key once d has passed, unless it is already
+// waiting to be added sooner: every event for the key during that time is
+// folded into the one sync. It is how a status that lists many objects
+// (a config's referrers, a group's members) is recomputed once per burst
+// of changes instead of once per change. d <= 0 adds the key now.
+func (l *Loop) EnqueueCoalesced(key cache.ObjectName, d time.Duration) {
+	if d <= 0 {
+		l.Queue.Add(key)
+		return
+	}
+	l.Queue.AddAfter(key, d)
+}
+
+// FanInDelay is how long a fan-in status that lists listed entries waits
+// for more changes before it is recomputed: window, plus one window per
+// FanInEntriesPerWindow entries already listed. Each recompute re-sends the
+// whole list, so a delay that grows with the list bounds the bytes written
+// per second by a constant, and the total bytes by a multiple of the time
+// the changes take, not of its square.
+func FanInDelay(window time.Duration, listed int) time.Duration {
+	if window <= 0 {
+		return 0
+	}
+	return window * time.Duration(1+listed/FanInEntriesPerWindow)
+}
+
+// FanInEntriesPerWindow is how many listed entries add one window to
+// FanInDelay: about 40 KiB of a config's referencingWorkloads.
+const FanInEntriesPerWindow = 1000
+
 // AddSynced adds informers (or handler registrations) the workers wait for;
 // a controller calls it while it registers its handlers, before Run.
 func (l *Loop) AddSynced(synced ...cache.InformerSynced) { l.synced = append(l.synced, synced...) }

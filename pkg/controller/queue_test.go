@@ -381,3 +381,55 @@ func TestRunStoppedBeforeCachesSync(t *testing.T) {
 		t.Fatal("queue not shut down")
 	}
 }
+
+// The fan-in delay is one window per thousand entries already listed, and
+// no delay without a window.
+func TestFanInDelay(t *testing.T) {
+	for _, tc := range []struct {
+		window time.Duration
+		listed int
+		want   time.Duration
+	}{
+		{0, 5000, 0},
+		{-time.Second, 0, 0},
+		{time.Second, 0, time.Second},
+		{time.Second, 999, time.Second},
+		{time.Second, 1000, 2 * time.Second},
+		{500 * time.Millisecond, 3333, 2 * time.Second},
+	} {
+		if got := FanInDelay(tc.window, tc.listed); got != tc.want {
+			t.Errorf("FanInDelay(%v, %d) = %v, want %v", tc.window, tc.listed, got, tc.want)
+		}
+	}
+}
+
+// EnqueueCoalesced folds every add of a key within the delay into one, and
+// adds at once without a delay.
+func TestEnqueueCoalesced(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l := NewLoop("coalesce", nil)
+	l.Queue.ShutDown()
+	l.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(NewRateLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	defer l.Queue.ShutDown()
+	key := cache.ObjectName{Namespace: "ns", Name: "a"}
+	for range 100 {
+		l.EnqueueCoalesced(key, time.Second)
+		clk.Step(5 * time.Millisecond)
+	}
+	if n := l.Queue.Len(); n != 0 {
+		t.Fatalf("%d keys ready before the delay passed, want 0", n)
+	}
+	clk.Step(time.Second)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return l.Queue.Len() > 0, nil }); err != nil {
+		t.Fatal("the key never became ready")
+	}
+	if n := l.Queue.Len(); n != 1 {
+		t.Errorf("%d keys ready, want the one", n)
+	}
+	l.EnqueueCoalesced(cache.ObjectName{Namespace: "ns", Name: "b"}, 0)
+	if n := l.Queue.Len(); n != 2 {
+		t.Errorf("a zero delay did not add at once: %d keys ready", n)
+	}
+}

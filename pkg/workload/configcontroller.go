@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -69,6 +70,8 @@ type ConfigController[T ConfigObject] struct {
 	writer    *controller.Writer
 	// clock stamps condition transition times; tests inject a fake one.
 	clock clock.PassiveClock
+	// fanIn is the base delay of a recompute woken by a referrer.
+	fanIn time.Duration
 }
 
 // NewConfigController builds the controller of kind, named name, and
@@ -83,6 +86,7 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 		recorder: d.Recorder,
 		clock:    d.Clock,
 		writer:   d.NewWriter(name),
+		fanIn:    d.FanInWindow,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -116,6 +120,11 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 // index table. An update that keeps the same references is dropped,
 // because a config's status depends only on who references it; otherwise
 // every workload status write would wake its config.
+//
+// The config is enqueued after controller.FanInDelay, not at once: each
+// recompute re-sends the whole referrer list, so a thousand workloads
+// created (or deleted) together must cost a few status writes, not a
+// thousand growing ones. Its own events are not delayed.
 func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHandlerFuncs {
 	refs := func(obj any) []cache.ObjectName {
 		m, ok := controller.MetaFromObj(obj)
@@ -124,9 +133,16 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 		}
 		return index.ReferenceNames(kind, c.kind.Index, m)
 	}
+	enqueueOne := func(key cache.ObjectName) {
+		listed := 0
+		if cfg, err := c.kind.Get(c.indexer, key.Namespace, key.Name); err == nil {
+			listed = int(cfg.GetStatus().ReferenceCount)
+		}
+		c.EnqueueCoalesced(key, controller.FanInDelay(c.fanIn, listed))
+	}
 	enqueue := func(obj any) {
 		for _, key := range refs(obj) {
-			c.EnqueueKey(key)
+			enqueueOne(key)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -140,10 +156,10 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 				return
 			}
 			for _, key := range before {
-				c.EnqueueKey(key)
+				enqueueOne(key)
 			}
 			for _, key := range after {
-				c.EnqueueKey(key)
+				enqueueOne(key)
 			}
 		},
 		DeleteFunc: enqueue,

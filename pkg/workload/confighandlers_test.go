@@ -1,9 +1,17 @@
 package workload
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"reflect"
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -119,4 +127,38 @@ func TestHandlersRegistered(t *testing.T) {
 	if want := []string{"team-a/a", "team-a/b", "team-a/c"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("enqueued %q, want %q", got, want)
 	}
+}
+
+// Referrer events reach the queue after the fan-in delay, a burst of them
+// as one key, later for a config that already lists many referrers.
+func TestReferrerEventsCoalesce(t *testing.T) {
+	big := config(testNS, "big", func(c *thv1.MCPOIDCConfig) { c.Status.ReferenceCount = 2500 })
+	f := newFixture(t, big, config(testNS, "small"))
+	clk := testingclock.NewFakeClock(testNow)
+	f.c.fanIn = time.Second
+	f.c.Queue.ShutDown()
+	f.c.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(controller.NewRateLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	h := f.c.referrerHandler(thv1.KindMCPServer)
+	for i := range 100 {
+		h.OnAdd(server(testNS, fmt.Sprintf("s-%d", i), "small"), false)
+		h.OnDelete(server(testNS, fmt.Sprintf("b-%d", i), "big"))
+	}
+	ready := func(step time.Duration, want ...string) {
+		t.Helper()
+		clk.Step(step)
+		if len(want) > 0 {
+			_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+				func(context.Context) (bool, error) { return f.c.Queue.Len() >= len(want), nil })
+		}
+		if got := drain(f.c); !reflect.DeepEqual(got, want) {
+			t.Errorf("after %v more: ready %q, want %q", step, got, want)
+		}
+	}
+	ready(0)
+	ready(time.Second, "team-a/small")
+	// 2500 referrers listed: one window plus two more.
+	ready(time.Second)
+	ready(time.Second, "team-a/big")
+	f.expectNoActions()
 }

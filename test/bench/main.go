@@ -39,6 +39,7 @@ type config struct {
 	qps         float64
 	burst       int
 	concurrency int
+	coldOnly    bool
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.Float64Var(&c.qps, "qps", 0, "hivekeeper --kube-api-qps (0: the binary's default)")
 	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
 	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
+	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the raw-client floor")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -54,12 +52,31 @@ type result struct {
 	configWrites    float64
 
 	deleteSeconds float64
+	deleteCPU     map[string]float64
+
+	// createAPI and deleteAPI are the API server's byte counters over
+	// the create and delete phases.
+	createAPI, deleteAPI apiCounters
+
+	// The cold start: N MCPServers stored before the controller starts;
+	// times from the process's start.
+	coldSeconds, coldStatusSeconds float64
+	coldCPU                        map[string]float64
+	coldAPI                        apiCounters
+	coldRSSBytes                   float64
+	// floorSeconds is the same children created by plain client-go
+	// creates, in the same run.
+	floorSeconds float64
+	floorCreates int
 
 	rssBytes, peakRSSBytes, heapBytes float64
 	churn                             float64
 }
 
 type env struct {
+	// ns is the namespace the controller watches and the load goes to.
+	ns      string
+	track   *tracker
 	srv     *framework.Server
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface
@@ -82,16 +99,24 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS}}, metav1.CreateOptions{}); err != nil {
+	e := &env{srv: srv, kube: kube, dyn: dyn}
+	if err := e.useNamespace(ctx, benchNS); err != nil {
 		return nil, err
 	}
-	e := &env{srv: srv, kube: kube, dyn: dyn}
+	defer func() { e.track.stop() }()
 	if err := e.startController(c); err != nil {
 		return nil, err
 	}
 	defer e.stopController()
 
 	r := &result{N: n, K: c.configs}
+	if c.coldOnly {
+		e.stopController()
+		if err := e.coldStart(ctx, c, r); err != nil {
+			return r, err
+		}
+		return r, e.floor(ctx, c, r)
+	}
 	if err := e.create(ctx, c, r); err != nil {
 		return r, err
 	}
@@ -115,7 +140,26 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 	if err := e.deleteAll(ctx, r); err != nil {
 		return r, err
 	}
+	e.stopController()
+	if err := e.coldStart(ctx, c, r); err != nil {
+		return r, err
+	}
+	if err := e.floor(ctx, c, r); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// useNamespace creates ns, points the load at it and tracks it.
+func (e *env) useNamespace(ctx context.Context, ns string) error {
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if e.track != nil {
+		e.track.stop()
+	}
+	e.ns, e.track = ns, newTracker(ctx, e.kube, e.dyn, ns)
+	return nil
 }
 
 func (e *env) startController(c config) error {
@@ -129,7 +173,7 @@ func (e *env) startController(c config) error {
 	}
 	args := []string{
 		"--kubeconfig=" + e.srv.Kubeconfig,
-		"--namespaces=" + benchNS,
+		"--namespaces=" + e.ns,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 	}
@@ -216,10 +260,10 @@ func parallel(n, c int, f func(i int) error) error {
 	return first
 }
 
-func configObj(i int, issuer string) *unstructured.Unstructured {
+func configObj(ns string, i int, issuer string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": thv1.SchemeGroupVersion.String(), "kind": thv1.KindMCPOIDCConfig,
-		"metadata": map[string]any{"name": fmt.Sprintf("idp-%d", i), "namespace": benchNS},
+		"metadata": map[string]any{"name": fmt.Sprintf("idp-%d", i), "namespace": ns},
 		"spec": map[string]any{"type": "inline", "inline": map[string]any{
 			"issuer": issuer, "jwksUrl": issuer + "/jwks", "clientId": "hivekeeper",
 		}},
@@ -228,7 +272,7 @@ func configObj(i int, issuer string) *unstructured.Unstructured {
 
 // serverObj is the i-th MCPServer: a third of each transport, a quarter
 // with overrides, each referencing one of k configs.
-func serverObj(i, k int) *unstructured.Unstructured {
+func serverObj(ns string, i, k int) *unstructured.Unstructured {
 	transports := []string{"stdio", "streamable-http", "sse"}
 	spec := map[string]any{
 		"image":         fmt.Sprintf("ghcr.io/example/server-%d:1.0", i%7),
@@ -247,55 +291,58 @@ func serverObj(i, k int) *unstructured.Unstructured {
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": thv1.SchemeGroupVersion.String(), "kind": thv1.KindMCPServer,
-		"metadata": map[string]any{"name": fmt.Sprintf("mcp-%04d", i), "namespace": benchNS},
+		"metadata": map[string]any{"name": fmt.Sprintf("mcp-%04d", i), "namespace": ns},
 		"spec":     spec,
 	}}
 }
 
-// count returns how many objects a list call matches without transferring
-// them: limit=1 and the server's remainingItemCount. Polling with full
-// lists would itself load the API server the benchmark measures.
-func count(list func(metav1.ListOptions) (metav1.ListInterface, int, error), selector string) (int, error) {
-	lm, n, err := list(metav1.ListOptions{LabelSelector: selector, Limit: 1})
-	if err != nil {
-		return 0, err
-	}
-	if rem := lm.GetRemainingItemCount(); rem != nil {
-		n += int(*rem)
-	}
-	return n, nil
-}
-
-func (e *env) countChildren(ctx context.Context) (deps, cms int, err error) {
-	deps, err = count(func(o metav1.ListOptions) (metav1.ListInterface, int, error) {
-		l, err := e.kube.AppsV1().Deployments(benchNS).List(ctx, o)
-		if err != nil {
-			return nil, 0, err
-		}
-		return l, len(l.Items), nil
-	}, "")
-	if err != nil {
-		return 0, 0, err
-	}
-	cms, err = count(func(o metav1.ListOptions) (metav1.ListInterface, int, error) {
-		l, err := e.kube.CoreV1().ConfigMaps(benchNS).List(ctx, o)
-		if err != nil {
-			return nil, 0, err
-		}
-		return l, len(l.Items), nil
-	}, "") // remainingItemCount is unset for selected lists; the namespace holds only our ConfigMaps.
-	return deps, cms, err
-}
-
-func (e *env) create(ctx context.Context, c config, r *result) error {
+// storeLoad creates the K configs and N MCPServers in the current
+// namespace, without waiting for anything.
+func (e *env) storeConfigs(ctx context.Context, c config) error {
 	for i := range c.configs {
-		if _, err := e.dyn.Resource(configsGVR).Namespace(benchNS).Create(ctx, configObj(i, "https://idp.example.com"), metav1.CreateOptions{}); err != nil {
+		if _, err := e.dyn.Resource(configsGVR).Namespace(e.ns).Create(ctx, configObj(e.ns, i, "https://idp.example.com"), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (e *env) storeServers(ctx context.Context, c config, n int) error {
+	return parallel(n, c.concurrency, func(i int) error {
+		_, err := e.dyn.Resource(serversGVR).Namespace(e.ns).Create(ctx, serverObj(e.ns, i, c.configs), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// waitChildren waits until every MCPServer has its Deployment and RunConfig.
+func (e *env) waitChildren(n int) error {
+	if err := poll(30*time.Minute, func() bool {
+		d, cm := e.track.children()
+		return d == n && cm == n
+	}); err != nil {
+		return fmt.Errorf("children never all existed: %w", err)
+	}
+	return nil
+}
+
+// waitStatuses waits until every MCPServer has a phase.
+func (e *env) waitStatuses(n int) error {
+	if err := poll(30*time.Minute, func() bool {
+		all, phased := e.track.servers()
+		return all == n && phased == n
+	}); err != nil {
+		return fmt.Errorf("statuses never all written: %w", err)
+	}
+	return nil
+}
+
+func (e *env) create(ctx context.Context, c config, r *result) error {
+	if err := e.storeConfigs(ctx, c); err != nil {
+		return err
+	}
 	// Let the configs become Valid so the run measures MCPServers.
 	if err := poll(30*time.Second, func() bool {
-		l, err := e.dyn.Resource(configsGVR).Namespace(benchNS).List(ctx, metav1.ListOptions{})
+		l, err := e.dyn.Resource(configsGVR).Namespace(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
@@ -312,36 +359,23 @@ func (e *env) create(ctx context.Context, c config, r *result) error {
 	if err != nil {
 		return err
 	}
+	apiBefore, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
 	logf("N=%d: creating %d MCPServers", r.N, r.N)
 	cpuBefore := e.cpu()
 	start := time.Now()
-	if err := parallel(r.N, c.concurrency, func(i int) error {
-		_, err := e.dyn.Resource(serversGVR).Namespace(benchNS).Create(ctx, serverObj(i, c.configs), metav1.CreateOptions{})
-		return err
-	}); err != nil {
+	if err := e.storeServers(ctx, c, r.N); err != nil {
 		return err
 	}
-	if err := poll(10*time.Minute, func() bool {
-		d, cm, err := e.countChildren(ctx)
-		return err == nil && d == r.N && cm == r.N
-	}); err != nil {
-		return fmt.Errorf("children never all existed: %w", err)
+	if err := e.waitChildren(r.N); err != nil {
+		return err
 	}
 	r.createSeconds = time.Since(start).Seconds()
 	r.createCPU = diff(cpuBefore, e.cpu())
-	if err := poll(10*time.Minute, func() bool {
-		l, err := e.dyn.Resource(serversGVR).Namespace(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false
-		}
-		for _, u := range l.Items {
-			if p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p == "" {
-				return false
-			}
-		}
-		return len(l.Items) == r.N
-	}); err != nil {
-		return fmt.Errorf("statuses never all written: %w", err)
+	if err := e.waitStatuses(r.N); err != nil {
+		return err
 	}
 	r.statusSeconds = time.Since(start).Seconds()
 	// Wait for the queues to drain before reading the create phase's cost.
@@ -349,6 +383,11 @@ func (e *env) create(ctx context.Context, c config, r *result) error {
 	if err != nil {
 		return err
 	}
+	apiAfter, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	r.createAPI = apiAfter.minus(apiBefore)
 	r.createRequests = diff(before.byLabel("rest_client_requests_total", "method", nil), after.byLabel("rest_client_requests_total", "method", nil))
 	r.createWrites = after.sum("hivekeeper_writes_total", nil) - before.sum("hivekeeper_writes_total", nil)
 	r.syncP50 = quantile(0.5, before, after, "hivekeeper_reconcile_duration_seconds", map[string]string{"controller": "mcpserver"})
@@ -414,7 +453,7 @@ func (e *env) labelAll(ctx context.Context, c config, r *result) error {
 	}
 	syncs := before.sum("hivekeeper_reconcile_total", map[string]string{"controller": "mcpserver"})
 	if err := parallel(r.N, c.concurrency, func(i int) error {
-		_, err := e.dyn.Resource(serversGVR).Namespace(benchNS).Patch(ctx, fmt.Sprintf("mcp-%04d", i),
+		_, err := e.dyn.Resource(serversGVR).Namespace(e.ns).Patch(ctx, fmt.Sprintf("mcp-%04d", i),
 			types.MergePatchType, []byte(`{"metadata":{"labels":{"cost-center":"bench"}}}`), metav1.PatchOptions{})
 		return err
 	}); err != nil {
@@ -438,14 +477,10 @@ func (e *env) labelAll(ctx context.Context, c config, r *result) error {
 // Deployment carries a new RunConfig checksum.
 func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 	old := map[string]string{}
-	deps, err := e.kube.AppsV1().Deployments(benchNS).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	for _, d := range deps.Items {
-		i, _ := strconv.Atoi(strings.TrimPrefix(d.Name, "mcp-"))
+	for name, sum := range e.track.checksums() {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, "mcp-"))
 		if i%c.configs == 0 {
-			old[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+			old[name] = sum
 		}
 	}
 	r.configReferrers = len(old)
@@ -456,21 +491,17 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 	}
 	start := time.Now()
 	patch := `{"spec":{"inline":{"issuer":"https://idp2.example.com"}}}`
-	if _, err := e.dyn.Resource(configsGVR).Namespace(benchNS).Patch(ctx, "idp-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.dyn.Resource(configsGVR).Namespace(e.ns).Patch(ctx, "idp-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	if err := poll(5*time.Minute, func() bool {
-		deps, err := e.kube.AppsV1().Deployments(benchNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false
-		}
-		rolled := 0
-		for _, d := range deps.Items {
-			if sum, ok := old[d.Name]; ok && d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] != sum {
-				rolled++
+	if err := poll(10*time.Minute, func() bool {
+		now := e.track.checksums()
+		for name, sum := range old {
+			if now[name] == sum {
+				return false
 			}
 		}
-		return rolled == len(old)
+		return true
 	}); err != nil {
 		return fmt.Errorf("referrers never rolled: %w", err)
 	}
@@ -485,65 +516,139 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 
 func (e *env) deleteAll(ctx context.Context, r *result) error {
 	logf("N=%d: deleting every MCPServer", r.N)
+	apiBefore, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	cpuBefore := e.cpu()
 	start := time.Now()
 	// One delete per object: a single DeleteCollection of thousands of
 	// objects outlives the API server's request timeout.
 	if err := parallel(r.N, 16, func(i int) error {
-		return e.dyn.Resource(serversGVR).Namespace(benchNS).Delete(ctx, fmt.Sprintf("mcp-%04d", i), metav1.DeleteOptions{})
+		return e.dyn.Resource(serversGVR).Namespace(e.ns).Delete(ctx, fmt.Sprintf("mcp-%04d", i), metav1.DeleteOptions{})
 	}); err != nil {
 		return err
 	}
-	if err := poll(10*time.Minute, func() bool {
-		l, err := e.dyn.Resource(serversGVR).Namespace(benchNS).List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
+	if err := poll(30*time.Minute, func() bool {
+		all, _ := e.track.servers()
+		return all == 0
 	}); err != nil {
 		return fmt.Errorf("finalizers did not complete: %w", err)
 	}
 	r.deleteSeconds = time.Since(start).Seconds()
+	r.deleteCPU = diff(cpuBefore, e.cpu())
+	apiAfter, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	r.deleteAPI = apiAfter.minus(apiBefore)
+	logf("N=%d: deleted in %.2fs", r.N, r.deleteSeconds)
 	return nil
 }
 
-// cpu reads the CPU seconds used so far by the controller, kube-apiserver
-// and etcd, to show where the time of a phase went.
-func (e *env) cpu() map[string]float64 {
-	return map[string]float64{
-		"hivekeeper":     cpuSeconds(e.proc.Process.Pid),
-		"kube-apiserver": cpuSeconds(e.srv.APIServerPID()),
-		"etcd":           cpuSeconds(e.srv.EtcdPID()),
+// coldStart stores K configs and N MCPServers in a fresh namespace with no
+// controller running (as they are when hivekeeper replaces another
+// operator, or starts after an outage), then starts the binary and times,
+// from the process's start, until every Deployment and RunConfig exists
+// and every status is written.
+func (e *env) coldStart(ctx context.Context, c config, r *result) error {
+	if err := e.useNamespace(ctx, "cold"); err != nil {
+		return err
 	}
+	logf("N=%d: storing %d MCPServers for a cold start", r.N, r.N)
+	if err := e.storeConfigs(ctx, c); err != nil {
+		return err
+	}
+	if err := e.storeServers(ctx, c, r.N); err != nil {
+		return err
+	}
+	apiBefore, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	cpuBefore := e.cpu()
+	start := time.Now()
+	if err := e.startController(c); err != nil {
+		return err
+	}
+	stopTimeline := e.timeline(start)
+	err = e.waitChildren(r.N)
+	stopTimeline()
+	if err != nil {
+		return err
+	}
+	r.coldSeconds = time.Since(start).Seconds()
+	if err := e.waitStatuses(r.N); err != nil {
+		return err
+	}
+	r.coldStatusSeconds = time.Since(start).Seconds()
+	if _, err := e.quiesce(2 * time.Second); err != nil {
+		return err
+	}
+	r.coldCPU = diff(cpuBefore, e.cpu())
+	r.coldRSSBytes = peakRSS(e.proc.Process.Pid)
+	apiAfter, err := e.scrapeAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	r.coldAPI = apiAfter.minus(apiBefore)
+	logf("N=%d: cold start: children in %.2fs, statuses in %.2fs", r.N, r.coldSeconds, r.coldStatusSeconds)
+	return nil
 }
 
-// cpuSeconds is utime+stime of a process from /proc/<pid>/stat.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return math.NaN()
-	}
-	// The command name may contain spaces; fields start after its ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return math.NaN()
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
-}
-
-// peakRSS reads the process's high-water resident set size.
-func peakRSS(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return math.NaN()
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				return kb * 1024
+// timeline logs, every half second until stopped, what the controller is
+// doing: the depth of the MCPServer and config queues, syncs by result and
+// requests by verb so far. It is how the cold start's time was found.
+func (e *env) timeline(start time.Time) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
 			}
+			m, err := scrapeMetrics(e.metrics)
+			if err != nil {
+				continue
+			}
+			d, cm := e.track.children()
+			_, phased := e.track.servers()
+			logf("  t=%5.1fs queue mcpserver=%.0f mcpoidcconfig=%.0f | syncs %v | requests %v | deployments %d configmaps %d statuses %d",
+				time.Since(start).Seconds(),
+				m.sum("workqueue_depth", map[string]string{"name": "mcpserver"}),
+				m.sum("workqueue_depth", map[string]string{"name": "mcpoidcconfig"}),
+				m.byLabel("hivekeeper_reconcile_total", "result", map[string]string{"controller": "mcpserver"}),
+				m.byLabel("rest_client_requests_total", "method", nil), d, cm, phased)
 		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// floor creates copies of the children the cold start made, in another
+// namespace, with plain client-go creates on c.concurrency clients: the
+// least time the API server needs for the same objects.
+func (e *env) floor(ctx context.Context, c config, r *result) error {
+	from := e.ns
+	const to = "floor"
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: to}}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
-	return math.NaN()
+	creates, err := childCopies(ctx, e.kube, from, to)
+	if err != nil {
+		return err
+	}
+	logf("N=%d: the raw-client floor: %d creates", r.N, len(creates))
+	start := time.Now()
+	if err := parallel(len(creates), c.concurrency, func(i int) error { return creates[i](ctx) }); err != nil {
+		return err
+	}
+	r.floorSeconds = time.Since(start).Seconds()
+	r.floorCreates = len(creates)
+	logf("N=%d: floor %.2fs", r.N, r.floorSeconds)
+	return nil
 }

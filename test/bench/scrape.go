@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"sort"
@@ -27,12 +30,44 @@ func scrapeMetrics(url string) (scrape, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
+	return parseMetrics(resp.Body)
+}
+
+func parseMetrics(r io.Reader) (scrape, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, err
 	}
 	return scrape(fams), nil
+}
+
+// apiCounters is what the API server's own /metrics says it received and
+// sent: request bodies of writes, and watch events to every watcher.
+type apiCounters struct {
+	writeBytes, watchBytes float64
+}
+
+// scrapeAPIServer reads the API server's /metrics with the admin client.
+func (e *env) scrapeAPIServer(ctx context.Context) (apiCounters, error) {
+	raw, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiCounters{}, err
+	}
+	m, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return apiCounters{}, err
+	}
+	var c apiCounters
+	for _, verb := range []string{"create", "update", "patch"} {
+		c.writeBytes += m.sum("apiserver_request_body_size_bytes", map[string]string{"verb": verb})
+	}
+	c.watchBytes = m.sum("apiserver_watch_events_sizes", nil)
+	return c, nil
+}
+
+func (c apiCounters) minus(o apiCounters) apiCounters {
+	return apiCounters{writeBytes: c.writeBytes - o.writeBytes, watchBytes: c.watchBytes - o.watchBytes}
 }
 
 func matches(m *dto.Metric, match map[string]string) bool {
@@ -50,7 +85,8 @@ func matches(m *dto.Metric, match map[string]string) bool {
 	return true
 }
 
-// sum adds every sample of a counter or gauge whose labels match.
+// sum adds every sample of a counter or gauge, or the sums of a histogram,
+// whose labels match.
 func (s scrape) sum(name string, match map[string]string) float64 {
 	f := s[name]
 	if f == nil {
@@ -68,6 +104,9 @@ func (s scrape) sum(name string, match map[string]string) float64 {
 			total += m.GetGauge().GetValue()
 		case m.Untyped != nil:
 			total += m.GetUntyped().GetValue()
+		case m.Histogram != nil:
+			// A histogram's sum: bytes for the API server's size histograms.
+			total += m.GetHistogram().GetSampleSum()
 		}
 	}
 	return total

@@ -3,6 +3,7 @@ package mcpgroup
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -36,6 +37,8 @@ type Controller struct {
 	proxies cache.Indexer
 	writer  *controller.Writer
 	clock   clock.PassiveClock
+	// fanIn is the base delay of a recompute woken by a member.
+	fanIn time.Duration
 }
 
 // New builds the controller and registers its event handlers. The
@@ -58,6 +61,7 @@ func New(d *controller.Deps) (*Controller, error) {
 		proxies: proxies.Indexer(),
 		writer:  d.NewWriter(Name),
 		clock:   d.Clock,
+		fanIn:   d.FanInWindow,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -91,6 +95,9 @@ func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
 // (including resyncs and the workloads' frequent status writes) membership
 // cannot have changed and nothing is enqueued. Tombstones are unwrapped so a
 // deletion missed by the watch still shrinks the group it was in.
+//
+// A group is enqueued after controller.FanInDelay, so that members joining
+// or leaving together cost one write of the member lists, not one each.
 func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFuncs {
 	groupsOf := func(obj any) []cache.ObjectName {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -101,7 +108,11 @@ func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFunc
 	enqueue := func(keys ...[]cache.ObjectName) {
 		for _, ks := range keys {
 			for _, k := range ks {
-				c.EnqueueKey(k)
+				listed := 0
+				if g, err := c.groups.MCPGroups(k.Namespace).Get(k.Name); err == nil {
+					listed = int(g.Status.ServerCount + g.Status.RemoteProxyCount)
+				}
+				c.EnqueueCoalesced(k, controller.FanInDelay(c.fanIn, listed))
 			}
 		}
 	}

@@ -1,7 +1,15 @@
 package mcpgroup
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,4 +154,37 @@ func TestOneControllerServesEveryScope(t *testing.T) {
 	if all, _ := c.groups.List(labels.Everything()); len(all) != 2 {
 		t.Errorf("listed %d groups, want 2", len(all))
 	}
+}
+
+// Member events reach the queue after the fan-in delay, a burst of them as
+// one key, later for a group that already lists many members.
+func TestMemberEventsCoalesce(t *testing.T) {
+	f := newFixture(t, true, group("ns", "big", 1, thv1.MCPGroupStatus{ServerCount: 1500, RemoteProxyCount: 600}), group("ns", "small", 1, thv1.MCPGroupStatus{}))
+	clk := testingclock.NewFakeClock(now)
+	f.c.fanIn = time.Second
+	f.c.Queue.ShutDown()
+	f.c.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(controller.NewRateLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	servers, proxies := f.c.workloadHandler(thv1.KindMCPServer), f.c.workloadHandler(thv1.KindMCPRemoteProxy)
+	for i := range 100 {
+		servers.OnAdd(server("ns", fmt.Sprintf("s-%d", i), "small"), false)
+		proxies.OnDelete(proxy("ns", fmt.Sprintf("p-%d", i), "big"))
+	}
+	ready := func(step time.Duration, want ...string) {
+		t.Helper()
+		clk.Step(step)
+		if len(want) > 0 {
+			_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+				func(context.Context) (bool, error) { return f.c.Queue.Len() >= len(want), nil })
+		}
+		if got := drain(f.c); !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("after %v more: ready %q, want %q", step, got, want)
+		}
+	}
+	ready(0)
+	ready(time.Second, "ns/small")
+	// 2100 members listed: one window plus two more.
+	ready(time.Second)
+	ready(time.Second, "ns/big")
+	f.expectNoActions()
 }

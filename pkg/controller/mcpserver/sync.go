@@ -36,8 +36,13 @@ func (c *Controller) client(ns string) typedthv1.MCPServerInterface {
 // reconcile resolves references, builds the children, writes the ones that
 // drifted, processes a restart request, and returns the status to write.
 // User errors become conditions and events, and are not retried. A
-// deletion runs the finalizer instead, and the first sync only adds the
-// finalizer; neither writes status.
+// deletion runs the finalizer instead, and writes no status.
+//
+// The first sync adds the finalizer and goes on in the same sync: the
+// children do not depend on it and the status patch is not locked to a
+// resourceVersion. Stopping there for the patch's update event cost a
+// whole extra pass over every MCPServer when the controller starts on
+// stored ones.
 func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MCPServerStatus, time.Duration, error) {
 	if s.DeletionTimestamp != nil {
 		return nil, 0, c.finalize(ctx, s)
@@ -45,10 +50,9 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		mod := s.DeepCopy()
 		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
-		// The update event of this patch brings the server back with the
-		// finalizer in the cache and a fresh resourceVersion.
-		_, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod)
-		return nil, 0, err
+		if _, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
+			return nil, 0, err
+		}
 	}
 	status := s.Status.DeepCopy()
 	status.ObservedGeneration = s.Generation
@@ -102,7 +106,10 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	logger := klog.FromContext(ctx)
 	req := s.Annotations[thv1.AnnotationRestartedAt]
 	last := s.Annotations[thv1.AnnotationLastProcessedRestart]
-	if req == "" || req == last || dep == nil {
+	// Without the finalizer in s, this sync has just added it, and the
+	// optimistic-lock patch below would conflict with s's resourceVersion;
+	// the finalizer patch's update event brings the request back.
+	if req == "" || req == last || dep == nil || !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		return nil
 	}
 	reqT, err := time.Parse(time.RFC3339, req)

@@ -32,7 +32,10 @@ var (
 	patchBody     = workloadtest.PatchBody
 )
 
-func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
+// The first sync adds the finalizer with a patch locked to the
+// resourceVersion that carries nothing else, and goes on to create the
+// children and write status in the same sync.
+func TestFirstSyncAddsFinalizerWithLockedPatch(t *testing.T) {
 	s := newServer("fetch")
 	s.Finalizers = nil
 	s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
@@ -41,8 +44,9 @@ func TestFirstSyncAddsFinalizerWithLockedPatchOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertActions(t, acts, "patch mcpservers")
-	body := patchBody(t, acts[0])
+	assertActions(t, acts, "create serviceaccounts", "create rolebindings", "create serviceaccounts", "create configmaps",
+		"create services", "create deployments", "patch mcpservers", "patch mcpservers/status")
+	body := patchBody(t, acts[6])
 	if _, hasSpec := body["spec"]; hasSpec {
 		t.Errorf("finalizer patch carries spec: %v", body)
 	}
@@ -216,6 +220,30 @@ func TestRestartRollingPatchesOnlyTheTemplateAnnotationOnce(t *testing.T) {
 	f.refresh()
 	acts, _ = f.sync("fetch")
 	assertActions(t, acts) // processed once
+}
+
+// A restart requested before the first sync waits for the sync that sees
+// the finalizer: in the sync that adds it, the server's resourceVersion is
+// stale and the locked record patch could only conflict.
+func TestRestartWaitsForTheFinalizerPatch(t *testing.T) {
+	s := newServer("fetch")
+	s.Finalizers = nil
+	s.Annotations = map[string]string{thv1.AnnotationRestartedAt: "2026-11-21T12:30:00Z"}
+	f := newFixture(t, s)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloadtest.AssertNoActionOn(t, acts, "pods")
+	if got := acts[len(acts)-2]; got.GetVerb() != "patch" || patchBody(t, got)["metadata"].(map[string]any)["annotations"] != nil {
+		t.Fatalf("the first sync recorded the restart: %s", describe(acts))
+	}
+	f.refresh()
+	acts, err = f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch deployments", "patch mcpservers")
 }
 
 func TestRestartImmediateDeletesProxyPods(t *testing.T) {
