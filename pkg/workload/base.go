@@ -70,8 +70,10 @@ type Base struct {
 	Authz     *ConfigRefs[*thv1.MCPAuthzConfig]
 	ExtAuth   *ConfigRefs[*thv1.MCPExternalAuthConfig]
 	Telemetry *ConfigRefs[*thv1.MCPTelemetryConfig]
-	Config    controller.Config
-	phases    Phases
+	// AuthServer is spec.authServerRef (an MCPExternalAuthConfig too).
+	AuthServer *ConfigRefs[*thv1.MCPExternalAuthConfig]
+	Config     controller.Config
+	phases     Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
 	// index does.
@@ -92,21 +94,22 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	})
 	children, childInformers := NewChildren(d)
 	b := &Base{
-		Loop:      controller.NewLoop(s.Name, s.Sync),
-		Writer:    d.NewWriter(s.Name),
-		Recorder:  d.Recorder,
-		Clock:     d.Clock,
-		Children:  children,
-		Groups:    thlisters.NewMCPGroupLister(groups.Indexer()),
-		OIDC:      OIDCConfigs.Bind(d),
-		Tools:     ToolConfigs.Bind(d),
-		Authz:     AuthzConfigs.Bind(d),
-		ExtAuth:   ExternalAuthConfigs.Bind(d),
-		Telemetry: TelemetryConfigs.Bind(d),
-		Config:    d.Config,
-		phases:    s.Phases,
-		resource:  s.Resource,
-		logKey:    strings.ToLower(s.Kind),
+		Loop:       controller.NewLoop(s.Name, s.Sync),
+		Writer:     d.NewWriter(s.Name),
+		Recorder:   d.Recorder,
+		Clock:      d.Clock,
+		Children:   children,
+		Groups:     thlisters.NewMCPGroupLister(groups.Indexer()),
+		OIDC:       OIDCConfigs.Bind(d),
+		Tools:      ToolConfigs.Bind(d),
+		Authz:      AuthzConfigs.Bind(d),
+		ExtAuth:    ExternalAuthConfigs.Bind(d),
+		Telemetry:  TelemetryConfigs.Bind(d),
+		AuthServer: AuthServerConfigs.Bind(d),
+		Config:     d.Config,
+		phases:     s.Phases,
+		resource:   s.Resource,
+		logKey:     strings.ToLower(s.Kind),
 	}
 	if b.Clock == nil {
 		b.Clock = clock.RealClock{}
@@ -128,7 +131,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row := b.row
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry} {
+	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.AuthServer} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}
@@ -245,8 +248,8 @@ func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter t
 	case err == nil:
 		return 0, nil
 	case errors.As(err, &invalid):
-		if invalid.Condition == thv1.ConditionPodTemplateValid {
-			r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionFalse, invalid.Reason, invalid.Message)
+		if invalid.Condition != thv1.ConditionReady {
+			r.Set(invalid.Condition, metav1.ConditionFalse, invalid.Reason, invalid.Message)
 		}
 		klog.FromContext(ctx).Info("Invalid spec, leaving the children untouched", "reason", invalid.Message)
 		r.Fail(invalid.Reason, invalid.Message)

@@ -109,7 +109,7 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 	}
 	var kinds []string
 	for _, r := range c.referrers {
-		kinds = append(kinds, r.kind)
+		kinds = append(kinds, r.row.Kind)
 	}
 	if !reflect.DeepEqual(kinds, []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy}) {
 		t.Errorf("referrer kinds = %q", kinds)

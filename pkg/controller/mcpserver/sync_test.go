@@ -792,14 +792,13 @@ func TestToolConfigReference(t *testing.T) {
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
 		s.Spec.WebhookConfigRef = &runtime.RawExtension{Raw: []byte(`{"name":"hooks"}`)}
-		s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
 	})
 	f := newFixture(t, s)
 	f.converge("fetch")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		c.Message != "hivekeeper stores but does not act on: spec.webhookConfigRef, spec.authServerRef" {
+		c.Message != "hivekeeper stores but does not act on: spec.webhookConfigRef" {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if _, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
@@ -812,7 +811,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 		t.Fatalf("steady state: %v %s", err, describe(acts))
 	}
 
-	got.Spec.WebhookConfigRef, got.Spec.AuthServerRef = nil, nil
+	got.Spec.WebhookConfigRef = nil
 	got.Generation++
 	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -828,9 +827,9 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 func TestUnsupportedFieldPaths(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	all := thv1.MCPServerSpec{
-		WebhookConfigRef: raw, AuthServerRef: raw,
+		WebhookConfigRef: raw,
 	}
-	if got := unsupportedFields(&all); len(got) != 2 {
+	if got := unsupportedFields(&all); len(got) != 1 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 	if got := unsupportedFields(&newServer("x").Spec); got != nil {
