@@ -274,7 +274,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 		if cond == thv1.ConditionReady {
 			reason = thv1.ReasonInvalidSpec
 		}
-		return refuse(cond, reason, "a %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
+		return refuse(cond, reason, "an %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
 	}
 	if u := unsupportedAuthServerFields(block.Raw); len(u) > 0 {
 		return refuse(cond, invalidReason, "not supported by hivekeeper: %s", strings.Join(u, ", "))
