@@ -222,8 +222,25 @@ type AuthServerWiring struct {
 	Mounts  []corev1.VolumeMount
 }
 
-// ApplyTo sets the wiring's RunConfig block.
-func (w AuthServerWiring) ApplyTo(rc *runconfig.RunConfig) { rc.EmbeddedAuthServerConfig = w.Config }
+// defaultAuthServerScopes are the scopes ToolHive's authorization server
+// supports when none are configured.
+var defaultAuthServerScopes = []string{"openid", "profile", "email", "offline_access"}
+
+// ApplyTo sets the wiring's RunConfig block. As ToolHive's RunConfig
+// builder does, an OIDC block without scopes then advertises the
+// authorization server's (its defaults when it has none): the protected
+// resource metadata must name the scopes the server grants. Call it after
+// the OIDC wiring's ApplyTo.
+func (w AuthServerWiring) ApplyTo(rc *runconfig.RunConfig) {
+	rc.EmbeddedAuthServerConfig = w.Config
+	if w.Config == nil || rc.OIDCConfig == nil || len(rc.OIDCConfig.Scopes) > 0 {
+		return
+	}
+	rc.OIDCConfig.Scopes = slices.Clone(w.Config.ScopesSupported)
+	if len(rc.OIDCConfig.Scopes) == 0 {
+		rc.OIDCConfig.Scopes = slices.Clone(defaultAuthServerScopes)
+	}
+}
 
 // EmbeddedAuthServer wires the embedded authorization server of a
 // workload as ToolHive's operator does for the same manifest. It is the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,7 +126,10 @@ func TestAuthServerThroughExternalAuthConfigRef(t *testing.T) {
 	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
 	var rc runconfig.RunConfig
 	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil || rc.EmbeddedAuthServerConfig == nil ||
-		rc.EmbeddedAuthServerConfig.Issuer != "https://auth.example.com" {
+		rc.EmbeddedAuthServerConfig.Issuer != "https://auth.example.com" ||
+		// The reference names no scopes: the authorization server's defaults,
+		// as ToolHive's RunConfig builder sets them.
+		!slices.Equal(rc.OIDCConfig.Scopes, []string{"openid", "profile", "email", "offline_access"}) {
 		t.Errorf("RunConfig: %v %s", err, cm.Data[runconfig.Key])
 	}
 }
