@@ -28,6 +28,10 @@ const (
 	// ByExternalAuthConfig: the MCPExternalAuthConfig a workload's proxy
 	// authenticates to its backend with.
 	ByExternalAuthConfig = "toolhive.stacklok.dev/external-auth-config"
+	// ByAuthServerRef: the MCPExternalAuthConfig whose embedded
+	// authorization server a workload's proxy runs (spec.authServerRef).
+	// A reference of another kind names no MCPExternalAuthConfig.
+	ByAuthServerRef = "toolhive.stacklok.dev/auth-server-ref"
 	// ByTelemetryConfig: the MCPTelemetryConfig a workload exports
 	// telemetry with.
 	ByTelemetryConfig = "toolhive.stacklok.dev/telemetry-config"
@@ -55,6 +59,7 @@ var Workloads = []Workload{
 			ByToolConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
 			ByExternalAuthConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ExternalAuthConfigRef) }),
+			ByAuthServerRef:      ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthServerRef) }),
 			ByTelemetryConfig:    ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.TelemetryConfigRef) }),
 			ByWebhookConfig:      ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.WebhookConfigRef) }),
 			ByGroup:              ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
@@ -67,6 +72,7 @@ var Workloads = []Workload{
 			ByToolConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
 			ByExternalAuthConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ExternalAuthConfigRef) }),
+			ByAuthServerRef:      ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthServerRef) }),
 			ByTelemetryConfig:    ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.TelemetryConfigRef) }),
 			ByGroup:              ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
 		},
@@ -93,7 +99,7 @@ func ref[T any](name func(T) string) func(obj any) string {
 
 // named is a reference by name; nameOf reads it, "" for none.
 type named interface {
-	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.WebhookConfigReference | *thv1.GroupRef
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.WebhookConfigReference | *thv1.GroupRef | *thv1.AuthServerRef
 }
 
 func nameOf[R named](r R) string {
@@ -114,6 +120,11 @@ func nameOf[R named](r R) string {
 	case *thv1.WebhookConfigReference:
 		return v.Name
 	case *thv1.GroupRef:
+		return v.Name
+	case *thv1.AuthServerRef:
+		if v.Kind != thv1.KindMCPExternalAuthConfig {
+			return ""
+		}
 		return v.Name
 	}
 	return ""

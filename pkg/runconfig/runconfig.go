@@ -93,6 +93,9 @@ type RunConfig struct {
 	// TelemetryConfig is what the runner exports and serves, from a
 	// referenced MCPTelemetryConfig.
 	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`
+	// EmbeddedAuthServerConfig runs an OAuth authorization server in the
+	// proxy, from an MCPExternalAuthConfig of type embeddedAuthServer.
+	EmbeddedAuthServerConfig *EmbeddedAuthServerConfig `json:"embedded_auth_server_config,omitempty"`
 	// ValidatingWebhooks and MutatingWebhooks are the webhooks the runner
 	// calls on every MCP request (mutating first), from a referenced
 	// MCPWebhookConfig.

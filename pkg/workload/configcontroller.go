@@ -49,8 +49,22 @@ const maxNamedReferrers = 20
 // to its informer's indexer, so that a recompute walks the index table
 // instead of naming kinds.
 type referrerSource struct {
-	kind    string
+	row     index.Workload
 	indexer cache.Indexer
+}
+
+// referringKinds are the table rows of the kinds that can reference a
+// config through any of indexes, each once.
+func referringKinds(indexes []string) []index.Workload {
+	var rows []index.Workload
+	for _, idx := range indexes {
+		for _, w := range index.ReferencedBy(idx) {
+			if !slices.ContainsFunc(rows, func(r index.Workload) bool { return r.Kind == w.Kind }) {
+				rows = append(rows, w)
+			}
+		}
+	}
+	return rows
 }
 
 // ConfigController is the controller of one referenced config kind. It
@@ -99,11 +113,11 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 		return nil, err
 	}
 	c.AddSynced(synced)
-	for _, w := range index.ReferencedBy(kind.Index) {
+	for _, w := range referringKinds(kind.indexes()) {
 		inf := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 			return index.InformerFor(f, w.Kind)
 		})
-		c.referrers = append(c.referrers, referrerSource{kind: w.Kind, indexer: inf.Indexer()})
+		c.referrers = append(c.referrers, referrerSource{row: w, indexer: inf.Indexer()})
 		synced, err := inf.AddEventHandler(c.referrerHandler(w.Kind))
 		if err != nil {
 			return nil, err
@@ -131,7 +145,15 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 		if !ok {
 			return nil
 		}
-		return index.ReferenceNames(kind, c.kind.Index, m)
+		var names []cache.ObjectName
+		for _, idx := range c.kind.indexes() {
+			for _, n := range index.ReferenceNames(kind, idx, m) {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
+		return names
 	}
 	enqueueOne := func(key cache.ObjectName) {
 		listed := 0
@@ -310,18 +332,24 @@ func configHash(spec any) (string, error) {
 func (c *ConfigController[T]) referrersOf(key string) ([]thv1.WorkloadReference, error) {
 	var refs []thv1.WorkloadReference
 	for _, w := range c.referrers {
-		names, err := index.Referrers(w.indexer, c.kind.Index, key)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s referrers of %s: %w", w.kind, key, err)
-		}
-		for _, n := range names {
-			refs = append(refs, thv1.WorkloadReference{Kind: w.kind, Name: n})
+		for _, idx := range c.kind.indexes() {
+			if _, ok := w.row.Refs[idx]; !ok {
+				continue
+			}
+			names, err := index.Referrers(w.indexer, idx, key)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s referrers of %s: %w", w.row.Kind, key, err)
+			}
+			for _, n := range names {
+				refs = append(refs, thv1.WorkloadReference{Kind: w.row.Kind, Name: n})
+			}
 		}
 	}
 	slices.SortFunc(refs, func(a, b thv1.WorkloadReference) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
-	return refs, nil
+	// A workload naming the config through two references is one referrer.
+	return slices.Compact(refs), nil
 }
 
 // blockedMessage names the referrers that hold a deletion.

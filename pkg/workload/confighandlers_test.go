@@ -104,7 +104,7 @@ func TestHandlersRegistered(t *testing.T) {
 	f := newFixture(t)
 	var kinds []string
 	for _, w := range f.c.referrers {
-		kinds = append(kinds, w.kind)
+		kinds = append(kinds, w.row.Kind)
 	}
 	slices.Sort(kinds)
 	if want := []string{thv1.KindMCPRemoteProxy, thv1.KindMCPServer, thv1.KindVirtualMCPServer}; !reflect.DeepEqual(kinds, want) {

@@ -97,11 +97,12 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPExternalAuthConfig] {
 		return c.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch
 	},
-	Spec:      func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
-	Validate:  validateExternalAuthConfig,
-	Index:     index.ByExternalAuthConfig,
-	Condition: thv1.ConditionExternalAuthConfigValidated,
-	Valid:     thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
+	Spec:        func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
+	Validate:    validateExternalAuthConfig,
+	Index:       index.ByExternalAuthConfig,
+	AlsoIndexes: []string{index.ByAuthServerRef},
+	Condition:   thv1.ConditionExternalAuthConfigValidated,
+	Valid:       thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
 	NotValid: thv1.ReasonExternalAuthConfigNotValid, Waiting: thv1.ReasonWaitingForExternalAuthConfig,
 }
 
@@ -150,3 +151,17 @@ var WebhookConfigs = ConfigKind[*thv1.MCPWebhookConfig]{
 	Valid:     thv1.ReasonWebhookConfigValid, NotFound: thv1.ReasonWebhookConfigNotFound,
 	NotValid: thv1.ReasonWebhookConfigInvalid, Waiting: thv1.ReasonWaitingForWebhookConfig,
 }
+
+// AuthServerConfigs is spec.authServerRef of MCPServers and
+// MCPRemoteProxies: the MCPExternalAuthConfig kind again, reached through
+// its own index and reported in its own condition. Its controller is
+// ExternalAuthConfigs' (AlsoIndexes), so this declaration is never given
+// to NewConfigController.
+var AuthServerConfigs = func() ConfigKind[*thv1.MCPExternalAuthConfig] {
+	k := ExternalAuthConfigs
+	k.Index, k.AlsoIndexes = index.ByAuthServerRef, nil
+	k.Condition = thv1.ConditionAuthServerRefValidated
+	k.Valid, k.NotFound = thv1.ReasonAuthServerRefValid, thv1.ReasonAuthServerRefNotFound
+	k.NotValid, k.Waiting = thv1.ReasonAuthServerRefInvalidConfig, thv1.ReasonWaitingForAuthServerConfig
+	return k
+}()

@@ -50,10 +50,19 @@ type ConfigKind[T ConfigObject] struct {
 	Validate func(T) []string
 	// Index maps a workload to "<ns>/<name>" of the config it references.
 	Index string
+	// AlsoIndexes are the other references workloads make to the kind
+	// (an MCPExternalAuthConfig is also named by spec.authServerRef):
+	// the config's controller counts those referrers too.
+	AlsoIndexes []string
 	// Condition is the workload condition that reports the reference, with
 	// its reasons, and Waiting the Ready reason while a workload waits.
 	Condition                          string
 	Valid, NotFound, NotValid, Waiting string
+}
+
+// indexes are every index through which workloads reference the kind.
+func (k ConfigKind[T]) indexes() []string {
+	return append([]string{k.Index}, k.AlsoIndexes...)
 }
 
 // ConfigRefs is a ConfigKind bound to the informers of a controller.
@@ -192,6 +201,9 @@ type ProxyRefs struct {
 	Webhooks                                                   *thv1.MCPWebhookConfig
 	OIDCHash, ToolsHash, AuthzHash, ExtAuthHash, TelemetryHash string
 	WebhooksHash                                               string
+	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names.
+	AuthServer     *thv1.MCPExternalAuthConfig
+	AuthServerHash string
 }
 
 // ResolveProxyRefs resolves the config references of a proxy workload,
@@ -206,5 +218,9 @@ func (b *Base) ResolveProxyRefs(r *Report, obj Object) (refs ProxyRefs, ok bool)
 	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, ns, b.ExtAuth.nameIn(b.row, obj))
 	refs.Telemetry, refs.TelemetryHash, telemetryOK = b.Telemetry.Resolve(r, ns, b.Telemetry.nameIn(b.row, obj))
 	refs.Webhooks, refs.WebhooksHash, webhooksOK = b.Webhooks.Resolve(r, ns, b.Webhooks.nameIn(b.row, obj))
-	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK && webhooksOK
+	// Last: a refused kind fails the workload, which a later Pending
+	// must not turn back into waiting.
+	var authServerOK bool
+	refs.AuthServer, refs.AuthServerHash, authServerOK = b.resolveAuthServer(r, obj)
+	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK && webhooksOK && authServerOK
 }

@@ -192,6 +192,9 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		return w, nil
 	case thv1.ExternalAuthTypeHeaderInjection:
 		return w, nil
+	case thv1.ExternalAuthTypeEmbeddedAuthServer:
+		// Not outgoing authentication: EmbeddedAuthServer wires it.
+		return w, nil
 	case thv1.ExternalAuthTypeTokenExchange:
 		te := s.TokenExchange
 		if te == nil {

@@ -139,7 +139,6 @@ func TestExternalAuthRefuses(t *testing.T) {
 		name, kind, typ string
 		spec            thv1.MCPExternalAuthConfigSpec
 	}{
-		{"embeddedAuthServer", thv1.KindMCPServer, "embeddedAuthServer", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer, EmbeddedAuthServer: raw}},
 		{"awsSts", thv1.KindMCPRemoteProxy, "awsSts", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: raw}},
 		{"upstreamInject", thv1.KindMCPServer, "upstreamInject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: raw}},
 		{"obo", thv1.KindMCPRemoteProxy, "obo", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO, OBO: raw}},

@@ -113,7 +113,7 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 	// (MCPRemoteProxy for an MCPWebhookConfig) has no field to set.
 	var kinds, wantKinds []string
 	for _, r := range c.referrers {
-		kinds = append(kinds, r.kind)
+		kinds = append(kinds, r.row.Kind)
 	}
 	var wantRefs []thv1.WorkloadReference
 	for _, w := range index.ReferencedBy(kind.Index) {

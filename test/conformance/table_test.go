@@ -147,6 +147,28 @@ var expectations = map[string]map[string]any{
 		"token_exchange_config.header_strategy":            "custom",
 		"token_exchange_config.external_token_header_name": "X-Upstream-Token",
 	},
+	"as-server": {
+		"embedded_auth_server_config.schema_version": "v0.1.0", "embedded_auth_server_config.issuer": "https://auth.example.com",
+		"embedded_auth_server_config.authorization_endpoint_base_url":       "https://login.example.com",
+		"embedded_auth_server_config.signing_key_config.key_dir":            "/etc/toolhive/authserver/keys",
+		"embedded_auth_server_config.signing_key_config.signing_key_file":   "key-0.pem",
+		"embedded_auth_server_config.signing_key_config.fallback_key_files": []any{"key-1.pem"},
+		"embedded_auth_server_config.hmac_secret_files":                     []any{"/etc/toolhive/authserver/hmac/hmac-0"},
+		"embedded_auth_server_config.token_lifespans.access_token_lifespan": "30m",
+		"embedded_auth_server_config.scopes_supported":                      []any{"openid", "offline_access"},
+		"embedded_auth_server_config.baseline_client_scopes":                []any{"openid"},
+		"embedded_auth_server_config.allowed_audiences":                     []any{"https://mcp.example.com/as-server"},
+	},
+	"as-legacy": {
+		"embedded_auth_server_config.issuer":            "https://auth-min.example.com",
+		"embedded_auth_server_config.allowed_audiences": []any{"https://mcp.example.com/as-legacy"},
+		// No scopes on the reference: the authorization server's defaults.
+		"oidc_config.Scopes": []any{"openid", "profile", "email", "offline_access"},
+	},
+	"as-remote": {
+		"embedded_auth_server_config.issuer":            "https://auth-min.example.com",
+		"embedded_auth_server_config.allowed_audiences": []any{"https://proxy.example.com/mcp"},
+	},
 	"remote-bearer": {"remote_url": "https://mcp.example.com/api", "remote_auth_config.bearer_token": "remote-token,target=bearer_token"},
 	"telemetry-full": {
 		"telemetry_config.endpoint": "collector.monitoring.svc:4318", "telemetry_config.serviceName": "fetch-traces",

@@ -36,6 +36,9 @@ type inputs struct {
 	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
 	// none.
 	ExtAuth *thv1.MCPExternalAuthConfig
+	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names,
+	// nil when there is none.
+	AuthServer *thv1.MCPExternalAuthConfig
 	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
 	// none.
 	Telemetry   *thv1.MCPTelemetryConfig
@@ -132,6 +135,10 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	authServer, err := workload.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	if err != nil {
+		return nil, err
+	}
 	// ToolHive names a remote workload's container after the workload.
 	runCfg := &runconfig.RunConfig{
 		SchemaVersion:     runconfig.SchemaVersion,
@@ -151,6 +158,7 @@ func build(in inputs) (*childSet, error) {
 	runCfg.SetContainerLabels()
 	oidc.ApplyTo(runCfg)
 	extAuth.ApplyTo(runCfg)
+	authServer.ApplyTo(runCfg)
 	telemetry.ApplyTo(runCfg)
 	workload.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
@@ -200,12 +208,14 @@ func build(in inputs) (*childSet, error) {
 		Resources:          resources,
 		EnvBeforeOverrides: env,
 		OverrideEnv:        ov.Env,
-		EnvAfterOverrides:  workload.RedisPasswordEnv(p.Spec.SessionStorage),
+		// The authorization server's secrets come last, as ToolHive's
+		// operator adds them.
+		EnvAfterOverrides:  slices.Concat(workload.RedisPasswordEnv(p.Spec.SessionStorage), authServer.Env),
 		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		ExtraVolumes:       slices.Concat(oidc.Volumes, telemetry.Volumes),
-		ExtraMounts:        slices.Concat(oidc.Mounts, telemetry.Mounts),
+		ExtraVolumes:       slices.Concat(oidc.Volumes, telemetry.Volumes, authServer.Volumes),
+		ExtraMounts:        slices.Concat(oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
@@ -224,7 +234,6 @@ func build(in inputs) (*childSet, error) {
 // condition).
 func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
 	return workload.SetPaths(
-		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
 		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},
 	)
 }

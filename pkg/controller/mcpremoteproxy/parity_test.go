@@ -111,6 +111,7 @@ func TestBuildDriftParity(t *testing.T) {
 									refs := workloadtest.RefsFor(testNS, oidcKind)
 									p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
 									p.Spec.AuthzConfigRef, p.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz
+									p.Spec.AuthServerRef = refs.AuthServerRef
 									// External auth: a bearer token (with and without
 									// headers from Secrets: one secrets provider switch),
 									// a token exchange with a client secret, or none.
@@ -134,7 +135,7 @@ func TestBuildDriftParity(t *testing.T) {
 										telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 										p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 									}
-									d, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, RunnerImage: "runner:test"})
+									d, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, AuthServer: refs.AuthServer, RunnerImage: "runner:test"})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

@@ -42,6 +42,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
+	status.AuthServerConfigHash = refs.AuthServerHash
 	r.Unsupported(append(unsupportedFields(&p.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
@@ -56,7 +57,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, p, refs)
+	dep, err := c.converge(ctx, p, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep))
@@ -66,14 +67,16 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
 	if err != nil {
 		return nil, err
 	}
+	workload.AuthServerValid(r, p.Spec.AuthServerRef)
 	// A Role an older hivekeeper created for the runner is left to garbage
 	// collection: once its binding is gone it grants nothing, and
 	// hivekeeper holds no permission on Roles.

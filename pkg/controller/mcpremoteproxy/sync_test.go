@@ -451,17 +451,17 @@ func TestRefusedChildWriteIsAConditionAndARetry(t *testing.T) {
 // UnsupportedFields naming them and one Warning event.
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
-	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.AuthServerRef, p.Spec.PodTemplateSpec = raw, raw }))
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.PodTemplateSpec = raw }))
 	f.converge("remote")
 	c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "hivekeeper stores but does not act on: spec.authServerRef, spec.podTemplateSpec" {
+	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "hivekeeper stores but does not act on: spec.podTemplateSpec" {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
 		t.Fatalf("events: %q", evs)
 	}
-	all := thv1.MCPRemoteProxySpec{AuthServerRef: raw, PodTemplateSpec: raw}
-	if got := unsupportedFields(&all); len(got) != 2 {
+	all := thv1.MCPRemoteProxySpec{PodTemplateSpec: raw}
+	if got := unsupportedFields(&all); len(got) != 1 {
 		t.Errorf("every unsupported field set: %q", got)
 	}
 }

@@ -47,6 +47,9 @@ type inputs struct {
 	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
 	// none.
 	ExtAuth *thv1.MCPExternalAuthConfig
+	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names,
+	// nil when there is none.
+	AuthServer *thv1.MCPExternalAuthConfig
 	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
 	// none.
 	Telemetry *thv1.MCPTelemetryConfig
@@ -148,7 +151,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth)
+	authServer, err := workload.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth, authServer)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +193,8 @@ func build(in inputs) (*childSet, error) {
 		// external auth secrets, then the OIDC client secret.
 		EnvBeforeOverrides: slices.Concat(telemetry.Env, extAuth.Env, oidc.Env),
 		OverrideEnv:        ov.Env,
+		// The authorization server's secrets come last, as ToolHive's
+		// operator adds them.
 		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
 			Name: workload.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
@@ -194,15 +203,15 @@ func build(in inputs) (*childSet, error) {
 				APIVersion: "v1",
 				FieldPath:  "metadata.annotations['" + workload.AnnotationMCPServerGeneration + "']",
 			}},
-		}}),
+		}}, authServer.Env),
 		ServiceAccountName: workload.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// permission profile, the OIDC CA bundle and the telemetry CA
-		// bundle.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts),
+		// permission profile, the OIDC CA bundle, the telemetry CA bundle
+		// and the embedded authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
@@ -220,7 +229,7 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, webhooks workload.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, webhooks workload.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring, authServer workload.AuthServerWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := runconfig.ValidateEnvName(e.Name); err != nil {
@@ -256,6 +265,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 	rc.SetContainerLabels()
 	oidc.ApplyTo(rc)
 	extAuth.ApplyTo(rc)
+	authServer.ApplyTo(rc)
 	telemetry.ApplyTo(rc)
 	webhooks.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
@@ -354,12 +364,4 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 		return "", invalid("%v", err)
 	}
 	return string(out), nil
-}
-
-// unsupportedFields are the fields of ToolHive's MCPServer that s sets and
-// hivekeeper does not act on yet (the UnsupportedFields condition).
-func unsupportedFields(s *thv1.MCPServerSpec) []string {
-	return workload.SetPaths(
-		workload.Field{Path: "spec.authServerRef", Set: s.AuthServerRef != nil},
-	)
 }

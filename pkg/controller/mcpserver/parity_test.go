@@ -136,6 +136,7 @@ func TestBuildDriftParity(t *testing.T) {
 								refs := workloadtest.RefsFor(testNS, oidcKind)
 								s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
 								s.Spec.AuthzConfigRef, s.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz
+								s.Spec.AuthServerRef = refs.AuthServerRef
 								// External auth: a token exchange with a client secret,
 								// one with a header of its own and no secret, or none.
 								extAuth := &thv1.MCPExternalAuthConfig{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}
@@ -167,7 +168,7 @@ func TestBuildDriftParity(t *testing.T) {
 									s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
 								}
 								d, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
-									Webhooks: webhooks, RunnerImage: "runner:test"})
+									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}

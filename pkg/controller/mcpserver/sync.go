@@ -63,7 +63,8 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.WebhookConfigHash = refs.WebhooksHash
-	r.Unsupported(append(unsupportedFields(&s.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
+	status.AuthServerConfigHash = refs.AuthServerHash
+	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
 	if !ok {
 		return status, 0, nil
 	}
@@ -82,6 +83,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		Webhooks:          refs.Webhooks,
+		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
@@ -89,6 +91,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		return nil, err
 	}
 	r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
+	workload.AuthServerValid(r, s.Spec.AuthServerRef)
 	dep, err := c.Children.Ensure(ctx, c.Writer, s.UID, s.Namespace, workload.Desired{
 		RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
 		PodServiceAccount: desired.BackendServiceAccount, ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment,

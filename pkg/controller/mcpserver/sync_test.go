@@ -38,7 +38,6 @@ var (
 func TestFirstSyncAddsFinalizerWithLockedPatch(t *testing.T) {
 	s := newServer("fetch")
 	s.Finalizers = nil
-	s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
 	f := newFixture(t, s)
 	acts, err := f.sync("fetch")
 	if err != nil {
@@ -814,20 +813,22 @@ func TestToolConfigReference(t *testing.T) {
 	}
 }
 
-// Fields of ToolHive's API that hivekeeper does not act on are never
-// silent: the server still runs, UnsupportedFields names them with one
-// Warning event, a steady state writes nothing more, and the condition
-// goes when the fields do.
+// What hivekeeper does not act on is never silent: an MCPServer whose
+// MCPExternalAuthConfig is of type headerInjection (which ToolHive's
+// operator stores and ignores for an MCPServer too) still runs,
+// UnsupportedFields names it with one Warning event, a steady state writes
+// nothing more, and the condition goes when the reference does.
 func TestUnsupportedFieldsAreReported(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
-		s.Spec.AuthServerRef = &runtime.RawExtension{Raw: []byte(`{"name":"as"}`)}
+		s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "inject"}
 	})
-	f := newFixture(t, s)
+	f := newFixture(t, s, extAuthConfig("inject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeHeaderInjection,
+		HeaderInjection: &thv1.HeaderInjectionConfig{HeaderName: "X-API-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "s", Key: "k"}}}))
 	f.converge("fetch")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		c.Message != "hivekeeper stores but does not act on: spec.authServerRef" {
+		!strings.Contains(c.Message, "headerInjection") {
 		t.Fatalf("UnsupportedFields: %+v", c)
 	}
 	if _, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
@@ -840,7 +841,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 		t.Fatalf("steady state: %v %s", err, describe(acts))
 	}
 
-	got.Spec.AuthServerRef = nil
+	got.Spec.ExternalAuthConfigRef = nil
 	got.Generation++
 	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -849,18 +850,7 @@ func TestUnsupportedFieldsAreReported(t *testing.T) {
 	f.converge("fetch")
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {
-		t.Fatalf("UnsupportedFields stayed after the fields went: %+v", c)
-	}
-}
-
-func TestUnsupportedFieldPaths(t *testing.T) {
-	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
-	all := thv1.MCPServerSpec{AuthServerRef: raw}
-	if got := unsupportedFields(&all); len(got) != 1 {
-		t.Errorf("every unsupported field set: %q", got)
-	}
-	if got := unsupportedFields(&newServer("x").Spec); got != nil {
-		t.Errorf("a plain server: %q", got)
+		t.Fatalf("UnsupportedFields stayed after the reference went: %+v", c)
 	}
 }
 

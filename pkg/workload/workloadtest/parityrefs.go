@@ -17,12 +17,17 @@ type ParityRefs struct {
 	Authz       *thv1.MCPAuthzConfig
 	AuthzRef    *thv1.AuthzConfigReference
 	InlineAuthz *thv1.InlineAuthz
+	// AuthServer is the embedded authorization server AuthServerRef names.
+	AuthServer    *thv1.MCPExternalAuthConfig
+	AuthServerRef *thv1.AuthServerRef
 }
 
 // RefsFor is the combination for oidcKind ("none", "inline" or
 // "kubernetesServiceAccount"): an inline OIDC config also filters tools
 // and authorizes with a referenced MCPAuthzConfig; a service-account one
-// authorizes with inline Cedar policies. The OIDC config's CA bundle is
+// authorizes with inline Cedar policies and runs an embedded authorization
+// server (whose tokens are for the resource URL, which is then also the
+// audience, as ToolHive requires). The OIDC config's CA bundle is
 // the ConfigMap "idp-ca".
 func RefsFor(namespace, oidcKind string) ParityRefs {
 	var r ParityRefs
@@ -41,6 +46,13 @@ func RefsFor(namespace, oidcKind string) ParityRefs {
 	case "kubernetesServiceAccount":
 		r.InlineAuthz = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, GroupClaimName: "groups",
 			Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
+		r.OIDCRef.Audience, r.OIDCRef.ResourceURL = "https://mcp.example.com", "https://mcp.example.com"
+		r.AuthServer = &thv1.MCPExternalAuthConfig{Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
+			EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://auth.example.com",` +
+				`"signingKeySecretRefs":[{"name":"keys","key":"k0"},{"name":"keys","key":"k1"}],"hmacSecretRefs":[{"name":"hmac","key":"h"}],` +
+				`"tokenLifespans":{"accessTokenLifespan":"1h"},"upstreamProviders":[{"name":"idp","type":"oidc",` +
+				`"oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c","clientSecretRef":{"name":"idp","key":"secret"}}}]}`)}}}
+		r.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "as"}
 	}
 	return r
 }

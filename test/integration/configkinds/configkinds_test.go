@@ -5,6 +5,7 @@
 package configkinds
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -34,6 +35,12 @@ type configKind struct {
 	change         string // a merge patch of the spec
 	refField       string
 	ref            func(name string) map[string]any
+	// name names the subtest when the kind is referenced another way
+	// (default: the kind); serverSpec and objects are what such a
+	// reference needs besides it (fields of the server, other configs).
+	name       string
+	serverSpec map[string]any
+	objects    []map[string]any
 }
 
 var kinds = []configKind{
@@ -65,6 +72,23 @@ var kinds = []configKind{
 		refField: "externalAuthConfigRef", ref: func(n string) map[string]any { return map[string]any{"name": n} },
 	},
 	{
+		// The same kind through spec.authServerRef: an embedded
+		// authorization server, which needs an OIDC reference whose
+		// audience is its resource URL.
+		name: "authServerRef", kind: thv1.KindMCPExternalAuthConfig, resource: "mcpexternalauthconfigs",
+		spec: map[string]any{"type": "embeddedAuthServer", "embeddedAuthServer": map[string]any{
+			"issuer": "https://auth.example.com", "upstreamProviders": []any{map[string]any{"name": "idp", "type": "oidc",
+				"oidcConfig": map[string]any{"issuerUrl": "https://idp.example.com", "clientId": "mcp"}}}}},
+		change:   `{"spec":{"embeddedAuthServer":{"issuer":"https://auth2.example.com"}}}`,
+		refField: "authServerRef", ref: func(n string) map[string]any {
+			return map[string]any{"kind": thv1.KindMCPExternalAuthConfig, "name": n}
+		},
+		serverSpec: map[string]any{"oidcConfigRef": map[string]any{"name": "issuer",
+			"audience": "https://mcp.example.com", "resourceUrl": "https://mcp.example.com"}},
+		objects: []map[string]any{{"apiVersion": thv1.SchemeGroupVersion.String(), "kind": thv1.KindMCPOIDCConfig,
+			"metadata": map[string]any{"name": "issuer"}, "spec": map[string]any{"type": "inline", "inline": map[string]any{"issuer": "https://auth.example.com"}}}},
+	},
+	{
 		kind: thv1.KindMCPTelemetryConfig, resource: "mcptelemetryconfigs",
 		spec: map[string]any{"openTelemetry": map[string]any{"enabled": true, "endpoint": "collector.monitoring:4318",
 			"tracing": map[string]any{"enabled": true, "samplingRate": "0.1"}}},
@@ -91,10 +115,17 @@ const referrers = 100
 func TestConfigChangeWithHundredReferrers(t *testing.T) {
 	env := framework.Get(t)
 	for _, k := range kinds {
-		t.Run(k.kind, func(t *testing.T) {
+		t.Run(cmp.Or(k.name, k.kind), func(t *testing.T) {
 			ns := env.Namespace(t)
 			ctx := context.Background()
 			env.StartControllers(t, app.Options{Namespaces: []string{ns}, Workers: 4})
+			for _, o := range k.objects {
+				obj := &unstructured.Unstructured{Object: o}
+				res := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(strings.ToLower(obj.GetKind()) + "s")).Namespace(ns)
+				if _, err := res.Create(ctx, obj.DeepCopy(), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			configs := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(k.resource)).Namespace(ns)
 			for _, name := range []string{"shared", "other"} {
 				obj := &unstructured.Unstructured{Object: map[string]any{
@@ -111,10 +142,12 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 				if i >= referrers {
 					cfg = "other"
 				}
+				spec := map[string]any{"image": "ghcr.io/example/mcp:1", k.refField: k.ref(cfg)}
+				maps.Copy(spec, k.serverSpec)
 				obj := &unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": thv1.SchemeGroupVersion.String(), "kind": thv1.KindMCPServer,
 					"metadata": map[string]any{"name": fmt.Sprintf("s-%03d", i)},
-					"spec":     map[string]any{"image": "ghcr.io/example/mcp:1", k.refField: k.ref(cfg)},
+					"spec":     spec,
 				}}
 				if _, err := servers.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)

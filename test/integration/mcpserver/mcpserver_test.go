@@ -85,10 +85,8 @@ func newServerObj(ns, name string) *unstructured.Unstructured {
 					"annotations": map[string]any{"vault.hashicorp.com/agent-inject": "true"},
 				},
 			}},
-			// A field of ToolHive's that hivekeeper stores without acting on
-			// it, and one it does not model.
-			"authServerRef": map[string]any{"kind": "MCPExternalAuthConfig", "name": "embedded"},
-			"telemetry":     map[string]any{"openTelemetry": map[string]any{"enabled": true}},
+			// A field hivekeeper does not model.
+			"telemetry": map[string]any{"openTelemetry": map[string]any{"enabled": true}},
 		},
 	}}
 }
@@ -214,7 +212,7 @@ func TestChildrenAsSpecifiedOnARealServer(t *testing.T) {
 	}
 }
 
-// TestForeignSpecFieldsSurvive: authServerRef and an unknown field written
+// TestForeignSpecFieldsSurvive: a spec field unknown to hivekeeper written
 // by another client survive the finalizer add, a restart request and a spec
 // change, because hivekeeper never PUTs a custom resource.
 func TestForeignSpecFieldsSurvive(t *testing.T) {
@@ -233,26 +231,11 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, _ := unstructured.NestedMap(u.Object, "spec", "authServerRef"); !ok {
-			t.Errorf("%s: spec.authServerRef lost: %v", stage, u.Object["spec"])
-		}
 		if v, ok, _ := unstructured.NestedBool(u.Object, "spec", "telemetry", "openTelemetry", "enabled"); !ok || !v {
 			t.Errorf("%s: unknown spec field lost: %v", stage, u.Object["spec"])
 		}
 	}
 	check("after finalizer")
-	// authServerRef is ToolHive's and not acted on: the status says so,
-	// and a Warning event too.
-	framework.Eventually(t, 10*time.Second, func() (bool, error) {
-		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
-		c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionUnsupportedFields)
-		return err == nil && c != nil && c.Status == metav1.ConditionTrue && strings.HasSuffix(c.Message, ": spec.authServerRef"), err
-	}, "UnsupportedFields naming spec.authServerRef")
-	framework.Eventually(t, 10*time.Second, func() (bool, error) {
-		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + thv1.ReasonFieldsNotSupported})
-		return err == nil && len(evs.Items) == 1 && evs.Items[0].Type == "Warning" && evs.Items[0].InvolvedObject.Name == "fetch", err
-	}, "one Warning event %s", thv1.ReasonFieldsNotSupported)
-
 	restart := time.Now().UTC().Format(time.RFC3339)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, restart)
 	if _, err := res.Patch(ctx, "fetch", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {

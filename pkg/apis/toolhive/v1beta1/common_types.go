@@ -25,6 +25,7 @@ const (
 	ConditionToolConfigValidated         = "ToolConfigValidated"
 	ConditionAuthzConfigRefValidated     = "AuthzConfigRefValidated"
 	ConditionExternalAuthConfigValidated = "ExternalAuthConfigValidated"
+	ConditionAuthServerRefValidated      = "AuthServerRefValidated"
 	ConditionTelemetryConfigRefValidated = "TelemetryConfigRefValidated"
 	ConditionWebhookConfigValidated      = "WebhookConfigValidated"
 	ConditionGroupRefValidated           = "GroupRefValidated"

@@ -121,14 +121,15 @@ type MCPRemoteProxySpec struct {
 	// +optional
 	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
 
+	// AuthServerRef names the MCPExternalAuthConfig (of type
+	// embeddedAuthServer) whose embedded OAuth authorization server the
+	// proxy runs in front of the remote server.
+	// +optional
+	AuthServerRef *AuthServerRef `json:"authServerRef,omitempty"`
+
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
 	// PodTemplateSpec (a patch for the proxy pod) is stored, not acted on.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -163,6 +164,10 @@ type MCPRemoteProxyStatus struct {
 	// MCPExternalAuthConfig that this workload was last converged with.
 	// +optional
 	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
+	// AuthServerConfigHash is the configHash of the MCPExternalAuthConfig
+	// spec.authServerRef names.
+	// +optional
+	AuthServerConfigHash string `json:"authServerConfigHash,omitempty"`
 	// TelemetryConfigHash is the configHash of the referenced
 	// MCPTelemetryConfig that this workload was last converged with.
 	// +optional

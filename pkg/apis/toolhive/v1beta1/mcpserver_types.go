@@ -155,6 +155,12 @@ type MCPServerSpec struct {
 	// +optional
 	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
 
+	// AuthServerRef names the MCPExternalAuthConfig (of type
+	// embeddedAuthServer) whose embedded OAuth authorization server the
+	// proxy runs in front of the server.
+	// +optional
+	AuthServerRef *AuthServerRef `json:"authServerRef,omitempty"`
+
 	// Volumes are host paths for the MCP server container, recorded in
 	// the RunConfig (volumes and the permission profile's mounts) as
 	// ToolHive's operator records them.
@@ -191,11 +197,6 @@ type MCPServerSpec struct {
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// AuthServerRef (an embedded authorization server reference) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	AuthServerRef *runtime.RawExtension `json:"authServerRef,omitempty"`
 }
 
 // MCPServerStatus is the observed state of an MCPServer.
@@ -229,6 +230,10 @@ type MCPServerStatus struct {
 	// MCPExternalAuthConfig that this workload was last converged with.
 	// +optional
 	ExternalAuthConfigHash string `json:"externalAuthConfigHash,omitempty"`
+	// AuthServerConfigHash is the configHash of the MCPExternalAuthConfig
+	// spec.authServerRef names.
+	// +optional
+	AuthServerConfigHash string `json:"authServerConfigHash,omitempty"`
 	// TelemetryConfigHash is the configHash of the referenced
 	// MCPTelemetryConfig that this workload was last converged with.
 	// +optional

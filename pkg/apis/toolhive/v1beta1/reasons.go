@@ -29,6 +29,15 @@ const (
 	ReasonExternalAuthConfigValid    = "ExternalAuthConfigValid"
 	ReasonExternalAuthConfigNotFound = "ExternalAuthConfigNotFound"
 	ReasonExternalAuthConfigNotValid = "ExternalAuthConfigNotValid"
+	// AuthServerRefValidated (ToolHive's names). Ready=False reports the
+	// same reason while the workload waits for the referenced config.
+	ReasonAuthServerRefValid         = "AuthServerRefValid"
+	ReasonAuthServerRefNotFound      = "AuthServerRefNotFound"
+	ReasonAuthServerRefInvalidKind   = "AuthServerRefInvalidKind"
+	ReasonAuthServerRefInvalidType   = "AuthServerRefInvalidType"
+	ReasonAuthServerRefInvalidConfig = "AuthServerRefInvalidConfig"
+	ReasonAuthServerRefMultiUpstream = "MultiUpstreamNotSupported"
+	ReasonWaitingForAuthServerConfig = "WaitingForAuthServerConfig"
 	// Ready=False while the workload waits for its MCPTelemetryConfig.
 	ReasonWaitingForTelemetryConfig = "WaitingForTelemetryConfig"
 	// TelemetryConfigRefValidated (ToolHive's names; its "not valid"

@@ -1,0 +1,374 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+)
+
+// Where ToolHive's operator (at the pinned release) puts the secrets of an
+// embedded authorization server in the proxy pod, and so where its runner
+// looks for them: each signing key and HMAC secret is one Secret volume
+// mounted as one file, each upstream client secret a secretKeyRef
+// variable named after the upstream.
+const (
+	AuthServerKeysVolumePrefix = "authserver-signing-key-"
+	AuthServerHMACVolumePrefix = "authserver-hmac-secret-"
+	AuthServerKeysMountPath    = "/etc/toolhive/authserver/keys"
+	AuthServerHMACMountPath    = "/etc/toolhive/authserver/hmac"
+	// EnvUpstreamClientSecretPrefix + "_" + the upstream's name in upper
+	// case with '-' as '_'.
+	EnvUpstreamClientSecretPrefix = "TOOLHIVE_UPSTREAM_CLIENT_SECRET"
+	// authServerFileMode: the files are readable by their owner only.
+	authServerFileMode int32 = 0o400
+	// upstreamTypeOIDC is the only upstream type hivekeeper wires.
+	upstreamTypeOIDC = "oidc"
+	// callbackPath is appended to the resource URL when an upstream does
+	// not name its redirect URI.
+	callbackPath = "/oauth/callback"
+)
+
+func signingKeyFile(i int) string { return fmt.Sprintf("key-%d.pem", i) }
+func hmacFile(i int) string       { return fmt.Sprintf("hmac-%d", i) }
+
+// embeddedAuthServerSpec is the part of ToolHive's EmbeddedAuthServerConfig
+// hivekeeper applies; unsupportedAuthServerFields names what a config sets
+// beyond it, which refuses the workload rather than run an authorization
+// server other than the one asked for.
+type embeddedAuthServerSpec struct {
+	Issuer                        string              `json:"issuer"`
+	AuthorizationEndpointBaseURL  string              `json:"authorizationEndpointBaseUrl,omitempty"`
+	SigningKeySecretRefs          []thv1.SecretKeyRef `json:"signingKeySecretRefs,omitempty"`
+	HMACSecretRefs                []thv1.SecretKeyRef `json:"hmacSecretRefs,omitempty"`
+	TokenLifespans                *tokenLifespans     `json:"tokenLifespans,omitempty"`
+	UpstreamProviders             []upstreamProvider  `json:"upstreamProviders,omitempty"`
+	DisableUpstreamTokenInjection bool                `json:"disableUpstreamTokenInjection,omitempty"`
+	InsecureAllowHTTP             bool                `json:"insecureAllowHTTP,omitempty"`
+	BaselineClientScopes          []string            `json:"baselineClientScopes,omitempty"`
+}
+
+type tokenLifespans struct {
+	AccessTokenLifespan  string `json:"accessTokenLifespan,omitempty"`
+	RefreshTokenLifespan string `json:"refreshTokenLifespan,omitempty"`
+	AuthCodeLifespan     string `json:"authCodeLifespan,omitempty"`
+}
+
+type upstreamProvider struct {
+	Name       string        `json:"name"`
+	Type       string        `json:"type"`
+	OIDCConfig *oidcUpstream `json:"oidcConfig,omitempty"`
+}
+
+type oidcUpstream struct {
+	IssuerURL                     string             `json:"issuerUrl"`
+	ClientID                      string             `json:"clientId"`
+	ClientSecretRef               *thv1.SecretKeyRef `json:"clientSecretRef,omitempty"`
+	RedirectURI                   string             `json:"redirectUri,omitempty"`
+	Scopes                        []string           `json:"scopes,omitempty"`
+	AdditionalAuthorizationParams map[string]string  `json:"additionalAuthorizationParams,omitempty"`
+	SubjectClaim                  string             `json:"subjectClaim,omitempty"`
+	AllowPrivateIPs               bool               `json:"allowPrivateIPs,omitempty"`
+}
+
+// storageMemory is the storage hivekeeper supports: the default, in
+// memory; redis is refused.
+const storageMemory = "memory"
+
+// jsonKeys are the JSON names of struct type t's fields.
+func jsonKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		keys = append(keys, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+	}
+	return keys
+}
+
+// unsupportedAuthServerFields names, by path, what the embeddedAuthServer
+// block sets that hivekeeper does not apply. A field set to its zero value
+// (false, "", [], {}) changes nothing and is not named.
+func unsupportedAuthServerFields(raw []byte) []string {
+	var top map[string]any
+	if json.Unmarshal(raw, &top) != nil {
+		return nil // the typed decode reports it
+	}
+	var out []string
+	extra := func(path string, m map[string]any, allowed []string) {
+		for _, k := range sortedKeys(m) {
+			if !slices.Contains(allowed, k) && !isZeroJSON(m[k]) {
+				out = append(out, path+"."+k)
+			}
+		}
+	}
+	const base = "spec.embeddedAuthServer"
+	extra(base, top, append(jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()), "storage"))
+	if st, ok := top["storage"].(map[string]any); ok {
+		extra(base+".storage", st, []string{"type"})
+		if t, _ := st["type"].(string); t != "" && t != storageMemory {
+			out = append(out, fmt.Sprintf("%s.storage.type=%s", base, t))
+		}
+	}
+	ups, _ := top["upstreamProviders"].([]any)
+	for i, u := range ups {
+		um, ok := u.(map[string]any)
+		if !ok {
+			continue
+		}
+		path := fmt.Sprintf("%s.upstreamProviders[%d]", base, i)
+		extra(path, um, jsonKeys(reflect.TypeFor[upstreamProvider]()))
+		if t, _ := um["type"].(string); t != upstreamTypeOIDC {
+			out = append(out, fmt.Sprintf("%s.type=%s", path, t))
+		}
+		if oc, ok := um["oidcConfig"].(map[string]any); ok {
+			extra(path+".oidcConfig", oc, jsonKeys(reflect.TypeFor[oidcUpstream]()))
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func isZeroJSON(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	case float64:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// AuthServerRefOf is the spec.authServerRef of a workload kind that has
+// one; nil otherwise.
+func AuthServerRefOf(obj any) *thv1.AuthServerRef {
+	switch o := obj.(type) {
+	case *thv1.MCPServer:
+		return o.Spec.AuthServerRef
+	case *thv1.MCPRemoteProxy:
+		return o.Spec.AuthServerRef
+	}
+	return nil
+}
+
+// resolveAuthServer resolves spec.authServerRef from the lister. It leaves
+// AuthServerRefValidated alone when the config is usable: whether it is
+// valid for this workload is known only once it is built (see
+// EmbeddedAuthServer and AuthServerValid), and setting True here for the
+// build to set False would change the condition's transition time on
+// every sync. A kind other than MCPExternalAuthConfig fails the workload.
+func (b *Base) resolveAuthServer(r *Report, obj Object) (*thv1.MCPExternalAuthConfig, string, bool) {
+	c := b.AuthServer
+	ref := AuthServerRefOf(obj)
+	switch {
+	case ref == nil:
+		r.Remove(c.Condition)
+		return nil, "", true
+	case ref.Kind != thv1.KindMCPExternalAuthConfig:
+		msg := fmt.Sprintf("spec.authServerRef.kind %q is not supported: only %s is", ref.Kind, thv1.KindMCPExternalAuthConfig)
+		r.Set(c.Condition, metav1.ConditionFalse, thv1.ReasonAuthServerRefInvalidKind, msg)
+		r.Fail(thv1.ReasonAuthServerRefInvalidKind, msg)
+		return nil, "", false
+	}
+	cfg, err := c.Get(c.informer.Indexer(), obj.GetNamespace(), ref.Name)
+	ok, reason, message := c.check(ref.Name, cfg, err == nil)
+	if !ok {
+		r.SetFalse(c.Condition, reason, message)
+		r.Pending(c.Waiting, message)
+		return nil, "", false
+	}
+	return cfg, cfg.GetStatus().ConfigHash, true
+}
+
+// AuthServerValid sets AuthServerRefValidated True once a workload that
+// references an authorization server was built with it.
+func AuthServerValid(r *Report, ref *thv1.AuthServerRef) {
+	if ref != nil {
+		r.Set(thv1.ConditionAuthServerRefValidated, metav1.ConditionTrue, thv1.ReasonAuthServerRefValid,
+			fmt.Sprintf("%s %q is valid", thv1.KindMCPExternalAuthConfig, ref.Name))
+	}
+}
+
+// AuthServerWiring is what an embedded authorization server adds to a
+// proxy: its RunConfig block, the secretKeyRef variables of the upstream
+// client secrets, and the Secret volumes of the signing keys and HMAC
+// secrets.
+type AuthServerWiring struct {
+	Config  *runconfig.EmbeddedAuthServerConfig
+	Env     []corev1.EnvVar
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
+}
+
+// defaultAuthServerScopes are the scopes ToolHive's authorization server
+// supports when none are configured.
+var defaultAuthServerScopes = []string{"openid", "profile", "email", "offline_access"}
+
+// ApplyTo sets the wiring's RunConfig block. As ToolHive's RunConfig
+// builder does, an OIDC block without scopes then advertises the
+// authorization server's (its defaults when it has none): the protected
+// resource metadata must name the scopes the server grants. Call it after
+// the OIDC wiring's ApplyTo.
+func (w AuthServerWiring) ApplyTo(rc *runconfig.RunConfig) {
+	rc.EmbeddedAuthServerConfig = w.Config
+	if w.Config == nil || rc.OIDCConfig == nil || len(rc.OIDCConfig.Scopes) > 0 {
+		return
+	}
+	rc.OIDCConfig.Scopes = slices.Clone(w.Config.ScopesSupported)
+	if len(rc.OIDCConfig.Scopes) == 0 {
+		rc.OIDCConfig.Scopes = slices.Clone(defaultAuthServerScopes)
+	}
+}
+
+// EmbeddedAuthServer wires the embedded authorization server of a
+// workload as ToolHive's operator does for the same manifest. It is the
+// config spec.authServerRef names (authServer), or else an
+// externalAuthConfigRef of type embeddedAuthServer (extAuth); both at once
+// is a conflict. oidc is the workload's resolved OIDC configuration: the
+// tokens the server mints are for its resource URL, which must also be
+// the audience the proxy checks.
+//
+// What ToolHive refuses is refused with its condition and reason
+// (AuthServerRefValidated for authServerRef, Ready for the legacy
+// externalAuthConfigRef path); a config that sets what hivekeeper does
+// not apply (redis storage, OAuth2 upstreams, delegation grants, ...) is
+// refused the same way and names the fields.
+func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+	extEmbedded := extAuth != nil && extAuth.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer
+	cfg, field, cond, invalidReason := authServer, "spec.authServerRef", thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig
+	switch {
+	case authServer == nil && !extEmbedded:
+		return AuthServerWiring{}, nil
+	case authServer == nil:
+		cfg, field, cond, invalidReason = extAuth, "spec.externalAuthConfigRef", thv1.ConditionReady, thv1.ReasonInvalidSpec
+	}
+	refuse := func(cond, reason, format string, a ...any) (AuthServerWiring, error) {
+		return AuthServerWiring{}, &InvalidSpecError{Condition: cond, Reason: reason,
+			Message: fmt.Sprintf("%s: MCPExternalAuthConfig %s: ", field, cfg.Name) + fmt.Sprintf(format, a...)}
+	}
+	if authServer != nil {
+		if t := authServer.Spec.Type; t != thv1.ExternalAuthTypeEmbeddedAuthServer {
+			return refuse(cond, thv1.ReasonAuthServerRefInvalidType, "has type %q, but only %s is supported", t, thv1.ExternalAuthTypeEmbeddedAuthServer)
+		}
+		if extEmbedded {
+			return refuse(thv1.ConditionReady, thv1.ReasonInvalidSpec,
+				"conflicts with spec.externalAuthConfigRef %s, also of type %s: use authServerRef for the embedded authorization server and externalAuthConfigRef for outgoing authentication only",
+				extAuth.Name, thv1.ExternalAuthTypeEmbeddedAuthServer)
+		}
+	}
+	block := cfg.Spec.EmbeddedAuthServer
+	if block == nil || len(block.Raw) == 0 {
+		return refuse(cond, invalidReason, "type %s without spec.embeddedAuthServer", thv1.ExternalAuthTypeEmbeddedAuthServer)
+	}
+	var spec embeddedAuthServerSpec
+	if err := json.Unmarshal(block.Raw, &spec); err != nil {
+		return refuse(cond, invalidReason, "spec.embeddedAuthServer: %v", err)
+	}
+	if n := len(spec.UpstreamProviders); n > 1 {
+		reason := thv1.ReasonAuthServerRefMultiUpstream
+		if cond == thv1.ConditionReady {
+			reason = thv1.ReasonInvalidSpec
+		}
+		return refuse(cond, reason, "an %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
+	}
+	if u := unsupportedAuthServerFields(block.Raw); len(u) > 0 {
+		return refuse(cond, invalidReason, "not supported by hivekeeper: %s", strings.Join(u, ", "))
+	}
+	switch {
+	case oidc == nil:
+		return refuse(cond, invalidReason, "an embedded authorization server needs spec.oidcConfigRef")
+	case oidc.ResourceURL == "":
+		return refuse(cond, invalidReason, "an embedded authorization server needs spec.oidcConfigRef.resourceUrl")
+	case oidc.Audience != oidc.ResourceURL:
+		return refuse(cond, invalidReason, "spec.oidcConfigRef.audience %q must equal its resourceUrl %q: the embedded authorization server issues tokens for the resource URL",
+			oidc.Audience, oidc.ResourceURL)
+	}
+	for i, r := range slices.Concat(spec.SigningKeySecretRefs, spec.HMACSecretRefs) {
+		if r.Name == "" || r.Key == "" {
+			return refuse(cond, invalidReason, "secret reference %d: name and key are required", i)
+		}
+	}
+	return wireAuthServer(&spec, oidc), nil
+}
+
+// wireAuthServer builds the RunConfig block and the pod's secrets of a
+// supported, validated spec.
+func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServerWiring {
+	w := AuthServerWiring{Config: &runconfig.EmbeddedAuthServerConfig{
+		SchemaVersion:                 runconfig.AuthServerSchemaVersion,
+		Issuer:                        spec.Issuer,
+		AuthorizationEndpointBaseURL:  spec.AuthorizationEndpointBaseURL,
+		Upstreams:                     []runconfig.UpstreamConfig{},
+		ScopesSupported:               oidc.Scopes,
+		BaselineClientScopes:          spec.BaselineClientScopes,
+		AllowedAudiences:              []string{oidc.ResourceURL},
+		DisableUpstreamTokenInjection: spec.DisableUpstreamTokenInjection,
+		InsecureAllowHTTP:             spec.InsecureAllowHTTP,
+	}}
+	c := w.Config
+	secretFile := func(volume, secret, key, file, dir string) {
+		w.Volumes = append(w.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: file}}, DefaultMode: ptr.To(authServerFileMode),
+		}}})
+		w.Mounts = append(w.Mounts, corev1.VolumeMount{Name: volume, MountPath: dir + "/" + file, SubPath: file, ReadOnly: true})
+	}
+	for i, r := range spec.SigningKeySecretRefs {
+		secretFile(fmt.Sprintf("%s%d", AuthServerKeysVolumePrefix, i), r.Name, r.Key, signingKeyFile(i), AuthServerKeysMountPath)
+		if c.SigningKeyConfig == nil {
+			c.SigningKeyConfig = &runconfig.SigningKeyConfig{KeyDir: AuthServerKeysMountPath, SigningKeyFile: signingKeyFile(i)}
+		} else {
+			c.SigningKeyConfig.FallbackKeyFiles = append(c.SigningKeyConfig.FallbackKeyFiles, signingKeyFile(i))
+		}
+	}
+	for i, r := range spec.HMACSecretRefs {
+		secretFile(fmt.Sprintf("%s%d", AuthServerHMACVolumePrefix, i), r.Name, r.Key, hmacFile(i), AuthServerHMACMountPath)
+		c.HMACSecretFiles = append(c.HMACSecretFiles, AuthServerHMACMountPath+"/"+hmacFile(i))
+	}
+	if l := spec.TokenLifespans; l != nil {
+		c.TokenLifespans = &runconfig.TokenLifespanConfig{
+			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
+		}
+	}
+	for _, u := range spec.UpstreamProviders {
+		up := runconfig.UpstreamConfig{Name: u.Name, Type: u.Type}
+		if o := u.OIDCConfig; o != nil {
+			redirect := o.RedirectURI
+			if redirect == "" {
+				redirect = strings.TrimRight(oidc.ResourceURL, "/") + callbackPath
+			}
+			up.OIDCConfig = &runconfig.OIDCUpstreamConfig{
+				IssuerURL: o.IssuerURL, ClientID: o.ClientID, RedirectURI: redirect, Scopes: o.Scopes,
+				AdditionalAuthorizationParams: o.AdditionalAuthorizationParams, SubjectClaim: o.SubjectClaim, AllowPrivateIPs: o.AllowPrivateIPs,
+			}
+			if r := o.ClientSecretRef; r != nil {
+				env := EnvUpstreamClientSecretPrefix + "_" + strings.ToUpper(strings.ReplaceAll(u.Name, "-", "_"))
+				up.OIDCConfig.ClientSecretEnvVar = env
+				w.Env = append(w.Env, SecretEnv(env, r.Name, r.Key))
+			}
+		}
+		c.Upstreams = append(c.Upstreams, up)
+	}
+	return w
+}
