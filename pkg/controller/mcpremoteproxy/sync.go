@@ -56,7 +56,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, p, refs)
+	dep, err := c.converge(ctx, p, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep))
@@ -66,13 +66,22 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
-		RunnerImage:       c.Config.RunnerImage,
-		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
-		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
+		RunnerImage:            c.Config.RunnerImage,
+		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
+		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
+		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, workload.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
 	if err != nil {
 		return nil, err
+	}
+	// PodTemplateValid is reported only while there is a template, as
+	// ToolHive's operator does; a template that failed is reported by
+	// Settle.
+	if p.Spec.PodTemplateSpec != nil {
+		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
+	} else {
+		r.Remove(thv1.ConditionPodTemplateValid)
 	}
 	// A Role an older hivekeeper created for the runner is left to garbage
 	// collection: once its binding is gone it grants nothing, and

@@ -917,13 +917,13 @@ func (in *MCPRemoteProxySpec) DeepCopyInto(out *MCPRemoteProxySpec) {
 		*out = new(ExternalAuthConfigReference)
 		**out = **in
 	}
-	if in.AuthServerRef != nil {
-		in, out := &in.AuthServerRef, &out.AuthServerRef
+	if in.PodTemplateSpec != nil {
+		in, out := &in.PodTemplateSpec, &out.PodTemplateSpec
 		*out = new(runtime.RawExtension)
 		(*in).DeepCopyInto(*out)
 	}
-	if in.PodTemplateSpec != nil {
-		in, out := &in.PodTemplateSpec, &out.PodTemplateSpec
+	if in.AuthServerRef != nil {
+		in, out := &in.AuthServerRef, &out.AuthServerRef
 		*out = new(runtime.RawExtension)
 		(*in).DeepCopyInto(*out)
 	}
