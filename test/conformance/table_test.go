@@ -148,6 +148,8 @@ var expectations = map[string]map[string]any{
 		"token_exchange_config.external_token_header_name": "X-Upstream-Token",
 	},
 	"remote-bearer": {"remote_url": "https://mcp.example.com/api", "remote_auth_config.bearer_token": "remote-token,target=bearer_token"},
+	// A pod template shapes the pod only: the RunConfig is a plain one.
+	"remote-templated": {"remote_url": "https://mcp.example.com/mcp", "trust_proxy_headers": true, "container_name": "remote-templated"},
 	"telemetry-full": {
 		"telemetry_config.endpoint": "collector.monitoring.svc:4318", "telemetry_config.serviceName": "fetch-traces",
 		"telemetry_config.tracingEnabled": true, "telemetry_config.metricsEnabled": true, "telemetry_config.samplingRate": "0.25",
@@ -194,6 +196,7 @@ var absent = map[string][]string{
 	"extauth-header-injection": {"token_exchange_config", "remote_auth_config", "header_forward"},
 	"remote-none":              {"token_exchange_config", "remote_auth_config"},
 	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
+	"remote-templated":         {"oidc_config", "env_vars", "volumes"},
 	// OTLP switched off: nothing of it reaches the runner.
 	"telemetry-remote": {"telemetry_config.endpoint", "telemetry_config.samplingRate"},
 }
