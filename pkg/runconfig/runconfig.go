@@ -90,6 +90,10 @@ type RunConfig struct {
 	// (RFC 8693) before it forwards a request, from an
 	// MCPExternalAuthConfig of type tokenExchange.
 	TokenExchangeConfig *TokenExchangeConfig `json:"token_exchange_config,omitempty"`
+	// AWSStsConfig makes the proxy exchange the caller's token for AWS
+	// credentials and sign requests with them, from an
+	// MCPExternalAuthConfig of type awsSts.
+	AWSStsConfig *AWSStsConfig `json:"aws_sts_config,omitempty"`
 	// TelemetryConfig is what the runner exports and serves, from a
 	// referenced MCPTelemetryConfig.
 	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`

@@ -284,6 +284,13 @@ func NormalizeVolumes(vols []corev1.Volume) []corev1.Volume {
 				if sat := v.Projected.Sources[j].ServiceAccountToken; sat != nil && sat.ExpirationSeconds == nil {
 					sat.ExpirationSeconds = ptr.To[int64](3600)
 				}
+				if da := v.Projected.Sources[j].DownwardAPI; da != nil {
+					for k := range da.Items {
+						if fr := da.Items[k].FieldRef; fr != nil && fr.APIVersion == "" {
+							fr.APIVersion = "v1"
+						}
+					}
+				}
 			}
 		case v.DownwardAPI != nil:
 			if v.DownwardAPI.DefaultMode == nil {
@@ -293,6 +300,15 @@ func NormalizeVolumes(vols []corev1.Volume) []corev1.Volume {
 				if fr := v.DownwardAPI.Items[j].FieldRef; fr != nil && fr.APIVersion == "" {
 					fr.APIVersion = "v1"
 				}
+			}
+		case v.HostPath != nil:
+			// A podTemplateSpec's host path volume.
+			if v.HostPath.Type == nil {
+				v.HostPath.Type = ptr.To(corev1.HostPathUnset)
+			}
+		case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
+			if v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode == nil {
+				v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
 			}
 		}
 		out[i] = *v

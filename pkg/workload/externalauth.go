@@ -130,6 +130,9 @@ func validateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 		}
 		secretRef("spec.headerInjection.valueSecretRef", hi.ValueSecretRef)
 	}
+	if a := s.AWSSts; a != nil && s.Type == thv1.ExternalAuthTypeAWSSts {
+		errs = append(errs, validateAWSSts(a)...)
+	}
 	if bt := s.BearerToken; bt != nil && s.Type == thv1.ExternalAuthTypeBearerToken {
 		secretRef("spec.bearerToken.tokenSecretRef", bt.TokenSecretRef)
 		if r := bt.TokenSecretRef; r != nil && strings.ContainsAny(r.Name, ",=") {
@@ -145,6 +148,7 @@ func validateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 type ExternalAuthWiring struct {
 	TokenExchange *runconfig.TokenExchangeConfig
 	RemoteAuth    *runconfig.RemoteAuthConfig
+	AWSSts        *runconfig.AWSStsConfig
 	// Env are secretKeyRef variables, in the order ToolHive's operator
 	// adds them (token exchange client secret, then bearer token).
 	Env []corev1.EnvVar
@@ -156,6 +160,7 @@ type ExternalAuthWiring struct {
 // ApplyTo sets the wiring's RunConfig fields.
 func (w ExternalAuthWiring) ApplyTo(rc *runconfig.RunConfig) {
 	rc.TokenExchangeConfig, rc.RemoteAuthConfig = w.TokenExchange, w.RemoteAuth
+	rc.AWSStsConfig = w.AWSSts
 }
 
 // ExternalAuth wires the MCPExternalAuthConfig a workload of kind
@@ -168,13 +173,15 @@ func (w ExternalAuthWiring) ApplyTo(rc *runconfig.RunConfig) {
 //   - bearerToken (MCPRemoteProxy): remote_auth_config.bearer_token as
 //     the secret parameter "<secret>,target=bearer_token", the token as
 //     TOOLHIVE_SECRET_<secret>, and the environment secrets provider;
+//   - awsSts (MCPRemoteProxy): aws_sts_config (no secret: the runner
+//     exchanges the caller's token with STS);
 //   - unauthenticated: nothing;
 //   - headerInjection: nothing, as in ToolHive, whose operator applies
 //     it to VirtualMCPServer backends only (see ExternalAuthNoEffect).
 //
-// A config of a type hivekeeper does not apply, and bearerToken on an
-// MCPServer (which has no remote server; ToolHive's runner then fails to
-// start), are an InvalidSpecError: the workload is not deployed rather
+// A config of a type hivekeeper does not apply, and bearerToken or awsSts
+// on an MCPServer (which has no remote server; ToolHive's runner then
+// fails to start), are an InvalidSpecError: the workload is not deployed rather
 // than run without the authentication it asked for.
 func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWiring, error) {
 	var w ExternalAuthWiring
@@ -225,8 +232,18 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		w.Env = append(w.Env, SecretEnv(EnvSecretPrefix+r.Name, r.Name, r.Key))
 		w.SecretsProvider = true
 		return w, nil
+	case thv1.ExternalAuthTypeAWSSts:
+		if kind != thv1.KindMCPRemoteProxy {
+			return refuse("type awsSts signs the requests to an MCPRemoteProxy's remote server; a %s has none "+
+				"(ToolHive's operator and runner refuse it too)", kind)
+		}
+		if s.AWSSts == nil {
+			return refuse("type awsSts without spec.awsSts")
+		}
+		w.AWSSts = awsStsRunConfig(s.AWSSts)
+		return w, nil
 	default:
-		return refuse("type %s is not supported by hivekeeper (it applies tokenExchange, headerInjection, bearerToken and unauthenticated)", s.Type)
+		return refuse("type %s is not supported by hivekeeper (it applies tokenExchange, headerInjection, bearerToken, unauthenticated and awsSts)", s.Type)
 	}
 }
 

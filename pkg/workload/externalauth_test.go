@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +24,19 @@ func extAuthConfig(name string, spec thv1.MCPExternalAuthConfigSpec) *thv1.MCPEx
 }
 
 func secretRef(name, key string) *thv1.SecretKeyRef { return &thv1.SecretKeyRef{Name: name, Key: key} }
+
+func awsSts(a thv1.AWSStsConfig) thv1.MCPExternalAuthConfigSpec {
+	return thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: &a}
+}
+
+// goodAWS sets every field of an awsSts block.
+var goodAWS = thv1.AWSStsConfig{Region: "us-east-1", Service: "execute-api",
+	FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp-default",
+	RoleMappings: []thv1.AWSRoleMapping{
+		{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/mcp-admin", Priority: ptr.To[int32](1)},
+		{Matcher: `claims["sub"] == "robot"`, RoleArn: "arn:aws:iam::123456789012:role/mcp-robot"},
+	},
+	RoleClaim: "roles", SessionDuration: ptr.To[int32](900), SessionNameClaim: "email", SubjectProviderName: "okta"}
 
 func tokenExchange(te thv1.TokenExchangeConfig) thv1.MCPExternalAuthConfigSpec {
 	return thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeTokenExchange, TokenExchange: &te}
@@ -48,7 +63,16 @@ func TestValidateExternalAuthConfig(t *testing.T) {
 		{"bearerToken", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("s", "k")}}, nil},
 		{"unauthenticated", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}, nil},
-		{"a type hivekeeper does not apply is still a valid config", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: raw}, nil},
+		{"a type hivekeeper does not apply is still a valid config", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: raw}, nil},
+		{"awsSts", awsSts(goodAWS), nil},
+		{"awsSts, fallback role only", awsSts(thv1.AWSStsConfig{Region: "eu-west-1",
+			FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"}), nil},
+		{"awsSts, what ToolHive's operator refuses", awsSts(thv1.AWSStsConfig{SessionDuration: ptr.To[int32](60),
+			RoleMappings: []thv1.AWSRoleMapping{{Claim: "admins", Matcher: "true"}, {}}}),
+			[]string{"awsSts.region: required", "roleMappings[0].roleArn: required", "roleMappings[0]: exactly one of claim and matcher",
+				"roleMappings[1].roleArn: required", "roleMappings[1]: exactly one of claim and matcher", "sessionDuration: 60"}},
+		{"awsSts, no role at all", awsSts(thv1.AWSStsConfig{Region: "us-east-1"}),
+			[]string{"at least one of fallbackRoleArn and roleMappings"}},
 		{"unknown type", thv1.MCPExternalAuthConfigSpec{Type: "oauth"}, []string{`spec.type: "oauth"`}},
 		{"block missing", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken}, []string{"spec.bearerToken: required"}},
 		{"other block set", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated, OBO: raw},
@@ -108,6 +132,20 @@ func TestExternalAuth(t *testing.T) {
 			TokenURL: "https://idp/token", Audience: "backend", ExternalTokenHeaderName: "X-Upstream-Token"})),
 			ExternalAuthWiring{TokenExchange: &runconfig.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "backend",
 				HeaderStrategy: "custom", ExternalTokenHeaderName: "X-Upstream-Token"}}},
+		// Every field as written, subjectProviderName (vMCP's) left out.
+		{"awsSts", thv1.KindMCPRemoteProxy, extAuthConfig("aws", awsSts(goodAWS)), ExternalAuthWiring{AWSSts: &runconfig.AWSStsConfig{
+			Region: "us-east-1", Service: "execute-api", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp-default",
+			RoleMappings: []runconfig.AWSRoleMapping{
+				{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/mcp-admin", Priority: ptr.To[int32](1)},
+				{Matcher: `claims["sub"] == "robot"`, RoleArn: "arn:aws:iam::123456789012:role/mcp-robot"},
+			},
+			RoleClaim: "roles", SessionDuration: 900, SessionNameClaim: "email"}}},
+		// The schema's defaults, also when the object did not pass
+		// through the API server.
+		{"awsSts, defaults", thv1.KindMCPRemoteProxy, extAuthConfig("aws", awsSts(thv1.AWSStsConfig{Region: "eu-west-1",
+			FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"})), ExternalAuthWiring{AWSSts: &runconfig.AWSStsConfig{
+			Region: "eu-west-1", Service: "aws-mcp", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp",
+			RoleClaim: "groups", SessionDuration: 3600, SessionNameClaim: "sub"}}},
 		{"bearerToken", thv1.KindMCPRemoteProxy, extAuthConfig("b", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("api-bearer-token", "token")}}),
 			ExternalAuthWiring{RemoteAuth: &runconfig.RemoteAuthConfig{BearerToken: "api-bearer-token,target=bearer_token"},
@@ -139,7 +177,8 @@ func TestExternalAuthRefuses(t *testing.T) {
 		name, kind, typ string
 		spec            thv1.MCPExternalAuthConfigSpec
 	}{
-		{"awsSts", thv1.KindMCPRemoteProxy, "awsSts", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: raw}},
+		{"awsSts without its block", thv1.KindMCPRemoteProxy, "awsSts", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts}},
+		{"awsSts on an MCPServer", thv1.KindMCPServer, "awsSts", awsSts(goodAWS)},
 		{"upstreamInject", thv1.KindMCPServer, "upstreamInject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: raw}},
 		{"obo", thv1.KindMCPRemoteProxy, "obo", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO, OBO: raw}},
 		{"xaa", thv1.KindMCPServer, "xaa", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: raw}},

@@ -207,6 +207,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 			}
 			for _, w := range c.workloads {
 				compareRunConfigs(t, c, w, used)
+				comparePodTemplates(t, env, thv.env, c, w)
 			}
 		})
 	}

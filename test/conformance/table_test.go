@@ -170,6 +170,22 @@ var expectations = map[string]map[string]any{
 		"embedded_auth_server_config.allowed_audiences": []any{"https://proxy.example.com/mcp"},
 	},
 	"remote-bearer": {"remote_url": "https://mcp.example.com/api", "remote_auth_config.bearer_token": "remote-token,target=bearer_token"},
+	"aws-minimal-remote": {
+		"aws_sts_config.region": "eu-west-1", "aws_sts_config.service": "aws-mcp",
+		"aws_sts_config.fallback_role_arn": "arn:aws:iam::123456789012:role/mcp", "aws_sts_config.role_claim": "groups",
+		"aws_sts_config.session_duration": 3600.0, "aws_sts_config.session_name_claim": "sub",
+	},
+	"aws-remote": {
+		"aws_sts_config.region": "us-east-1", "aws_sts_config.service": "execute-api",
+		"aws_sts_config.fallback_role_arn": "arn:aws:iam::123456789012:role/mcp-default", "aws_sts_config.role_claim": "roles",
+		"aws_sts_config.session_duration": 900.0, "aws_sts_config.session_name_claim": "email",
+		"aws_sts_config.role_mappings": []any{
+			map[string]any{"claim": "admins", "role_arn": "arn:aws:iam::123456789012:role/mcp-admin", "priority": 1.0},
+			map[string]any{"matcher": `claims["sub"] == "robot"`, "role_arn": "arn:aws:iam::123456789012:role/mcp-robot"},
+		},
+	},
+	// A pod template shapes the pod only: the RunConfig is a plain one.
+	"remote-templated": {"remote_url": "https://mcp.example.com/mcp", "trust_proxy_headers": true, "container_name": "remote-templated"},
 	"telemetry-full": {
 		"telemetry_config.endpoint": "collector.monitoring.svc:4318", "telemetry_config.serviceName": "fetch-traces",
 		"telemetry_config.tracingEnabled": true, "telemetry_config.metricsEnabled": true, "telemetry_config.samplingRate": "0.25",
@@ -241,6 +257,9 @@ var absent = map[string][]string{
 	"remote-none":              {"token_exchange_config", "remote_auth_config"},
 	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
 	"webhooks-insecure":        {"mutating_webhooks"},
+	"remote-templated":         {"oidc_config", "env_vars", "volumes"},
+	// subjectProviderName is vMCP's; ToolHive's operator does not write it.
+	"aws-remote": {"aws_sts_config.subject_provider_name", "token_exchange_config", "remote_auth_config"},
 	// OTLP switched off: nothing of it reaches the runner.
 	"telemetry-remote": {"telemetry_config.endpoint", "telemetry_config.samplingRate"},
 }

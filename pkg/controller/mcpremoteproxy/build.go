@@ -1,8 +1,10 @@
 package mcpremoteproxy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +51,10 @@ type inputs struct {
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see workload.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
+	// TemplateServiceAccount is the live account the podTemplateSpec
+	// names as serviceAccountName, checked like ServiceAccount; nil when
+	// there is none.
+	TemplateServiceAccount *corev1.ServiceAccount
 }
 
 // childSet are the children of one MCPRemoteProxy. The runner RBAC is nil
@@ -112,6 +118,24 @@ func build(in inputs) (*childSet, error) {
 	// No hivekeeper-managed account is this proxy's to name: its own is
 	// the runner account, used anyway when the spec names none.
 	if err := workload.CheckServiceAccount(in.ServiceAccount, p.UID, ""); err != nil {
+		return nil, err
+	}
+	// The template is checked first, as ToolHive's operator does, so that
+	// a template no pod can be built from is reported as such.
+	templateHash, err := workload.HashPodTemplateSpec(p.Spec.PodTemplateSpec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := workload.DecodePodTemplate(p.Spec.PodTemplateSpec); err != nil {
+		return nil, err
+	}
+	// A template may name the pod's account too; the same rule holds, and
+	// this proxy's own runner account is the one it may name.
+	if err := workload.CheckServiceAccount(in.TemplateServiceAccount, p.UID, workload.RemoteProxyRunnerName(n)); err != nil {
+		var invalid *workload.InvalidSpecError
+		if errors.As(err, &invalid) {
+			invalid.Message = strings.Replace(invalid.Message, "spec.serviceAccount", "spec.podTemplateSpec.spec.serviceAccountName", 1)
+		}
 		return nil, err
 	}
 	resources, err := workload.Resources(p.Spec.Resources)
@@ -218,6 +242,14 @@ func build(in inputs) (*childSet, error) {
 		ExtraMounts:        slices.Concat(oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
+	// The user's podTemplateSpec is merged last, into the pod built
+	// above, as ToolHive's operator merges it; the Deployment carries its
+	// hash, through which what only the template sets is compared.
+	if d.Deployment.Spec.Template, err = workload.ApplyPodTemplate(d.Deployment.Spec.Template, p.Spec.PodTemplateSpec, labels); err != nil {
+		return nil, err
+	}
+	d.Deployment.Annotations = workload.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
+
 	d.Service = workload.Service(workload.ServiceSpec{
 		Meta:            meta(workload.RemoteProxyServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
@@ -227,13 +259,4 @@ func build(in inputs) (*childSet, error) {
 		SessionAffinity: p.Spec.SessionAffinity,
 	})
 	return d, nil
-}
-
-// unsupportedFields are the fields of ToolHive's MCPRemoteProxy that s
-// sets and hivekeeper does not act on yet (the UnsupportedFields
-// condition).
-func unsupportedFields(s *thv1.MCPRemoteProxySpec) []string {
-	return workload.SetPaths(
-		workload.Field{Path: "spec.podTemplateSpec", Set: s.PodTemplateSpec != nil},
-	)
 }

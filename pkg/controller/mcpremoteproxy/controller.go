@@ -2,7 +2,8 @@
 // ToolHive's proxy runner in front of an MCP server outside the cluster
 // (RunConfig ConfigMap with remote_url, runner RBAC unless the spec names
 // its own service account, proxy Deployment and Service), rolls the proxy
-// when its RunConfig changes, and reports status. A spec whose remote URL
+// when its RunConfig changes or its podTemplateSpec is edited, and reports
+// status. A spec whose remote URL
 // or forwarded headers fail the checks (remoteurl.go, headerforward.go)
 // is not deployed, and what an earlier spec deployed is left as it is.
 //
@@ -42,5 +43,11 @@ func New(d *controller.Deps) (*Controller, error) {
 	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "mcpremoteproxies", Kind: thv1.KindMCPRemoteProxy,
 		Primary: proxies, GroupMember: true, Sync: c.sync,
 		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed}})
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	// spec.podTemplateSpec is merged into the proxy pod; what only it
+	// sets is compared through its hash annotation.
+	c.Children.Deployments = workload.WithPodTemplateSpec(c.Children.Deployments)
+	return c, nil
 }

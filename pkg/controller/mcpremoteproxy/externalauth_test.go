@@ -1,10 +1,13 @@
 package mcpremoteproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,15 +108,15 @@ func TestExternalAuthNotApplied(t *testing.T) {
 		c.Name, c.Spec = "ext", spec
 		return c
 	}
-	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts,
-		AWSSts: &runtime.RawExtension{Raw: []byte(`{"region":"us-east-1"}`)}}))
+	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA,
+		XAA: &runtime.RawExtension{Raw: []byte(`{}`)}}))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
 	if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse ||
-		c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "type awsSts is not supported") {
+		c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "type xaa is not supported") {
 		t.Errorf("Ready: %+v", c)
 	}
 
@@ -134,4 +137,71 @@ func TestExternalAuthNotApplied(t *testing.T) {
 			t.Errorf("headerInjection adds a variable ToolHive does not: %+v", e)
 		}
 	}
+}
+
+func awsStsConfig(hash, role string) *thv1.MCPExternalAuthConfig {
+	c := bearerConfig(hash, "unused")
+	c.Name = "aws"
+	c.Spec = thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: &thv1.AWSStsConfig{
+		Region: "us-east-1", Service: "aws-mcp", FallbackRoleArn: role, RoleClaim: "groups",
+		SessionDuration: ptr.To[int32](3600), SessionNameClaim: "sub",
+		RoleMappings: []thv1.AWSRoleMapping{{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/admin", Priority: ptr.To[int32](0)}},
+	}}
+	return c
+}
+
+// AWS STS reaches the runner as ToolHive's operator writes it: the
+// RunConfig's aws_sts_config, and no variable or volume (there is no
+// secret). A change of the config rolls the proxy exactly once, and the
+// sync after it writes nothing.
+func TestExternalAuthAWSSts(t *testing.T) {
+	ref := func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "aws"}
+	}
+	f := newFixture(t, newProxy("remote", ref), awsStsConfig("h1", "arn:aws:iam::123456789012:role/mcp"))
+	f.converge("remote")
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		AWS json.RawMessage `json:"aws_sts_config"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"region":"us-east-1","service":"aws-mcp","fallback_role_arn":"arn:aws:iam::123456789012:role/mcp",` +
+		`"role_mappings":[{"claim":"admins","role_arn":"arn:aws:iam::123456789012:role/admin","priority":0}],` +
+		`"role_claim":"groups","session_duration":3600,"session_name_claim":"sub"}`
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, rc.AWS); err != nil || compact.String() != want {
+		t.Errorf("aws_sts_config = %s\nwant %s", compact.String(), want)
+	}
+	dep := f.deployment("remote")
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil {
+			t.Errorf("awsSts adds a variable ToolHive's operator does not: %+v", e)
+		}
+	}
+	if p := f.get("remote"); p.Status.ExternalAuthConfigHash != "h1" || !meta.IsStatusConditionTrue(p.Status.Conditions, thv1.ConditionExternalAuthConfigValidated) {
+		t.Errorf("status %+v", p.Status)
+	}
+
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Update(context.Background(),
+		awsStsConfig("h2", "arn:aws:iam::123456789012:role/other"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpremoteproxies/status")
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	acts, err = f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts)
 }

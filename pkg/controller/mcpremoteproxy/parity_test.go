@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -63,6 +64,10 @@ var (
 			},
 		},
 	}
+	// podTemplates pairs each podTemplateSpec option with one header
+	// option: every pod-level and proxy-container field the template can
+	// merge, a scheduling-only template, and none.
+	podTemplateByHeaders = map[string]string{"none": "none", "plain": "scheduling", "plain-and-secret": "realistic"}
 	// runtimeSets are audit and session storage: the RunConfig only, or
 	// also the proxy container's env (the Redis password).
 	runtimeSets = map[string]func(*thv1.MCPRemoteProxySpec){
@@ -93,7 +98,8 @@ func TestBuildDriftParity(t *testing.T) {
 							for hfName, hf := range headerForwards {
 								for rtName, rt := range runtimeSets {
 									tel := telemetryByReplicas[repName]
-									name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s/%s/telemetry-%s", tr, ovName, oidcKind, repName, saName, aff, hfName, rtName, tel)
+									tpl := podTemplateByHeaders[hfName]
+									name := fmt.Sprintf("%s/%s/%s/replicas-%s/sa-%s/%s/headers-%s/%s/telemetry-%s/template-%s", tr, ovName, oidcKind, repName, saName, aff, hfName, rtName, tel, tpl)
 									n++
 									p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 										p.Spec.HeaderForward = hf
@@ -105,6 +111,7 @@ func TestBuildDriftParity(t *testing.T) {
 										p.Spec.TrustProxyHeaders = true
 										p.Spec.EndpointPrefix = "/team-a"
 										p.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
+										p.Spec.PodTemplateSpec = podTemplates[tpl]
 										rt(&p.Spec)
 									})
 									// OIDC, tools and authorization (workloadtest.RefsFor).
@@ -159,8 +166,8 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 	workloadtest.DefaultService(svc)
 	checks := map[string][]string{
 		"configmap":      workload.DiffConfigMap(d.RunConfig, workloadtest.RoundTrip(d.RunConfig)),
-		"deployment":     workload.DiffDeployment(d.Deployment, dep),
-		"deployment-raw": workload.DiffDeployment(d.Deployment, d.Deployment),
+		"deployment":     workload.DiffDeploymentWithPodTemplate(d.Deployment, dep),
+		"deployment-raw": workload.DiffDeploymentWithPodTemplate(d.Deployment, d.Deployment),
 		"service":        workload.DiffService(d.Service, svc),
 	}
 	if d.RunnerServiceAccount != nil {
@@ -241,3 +248,61 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		}
 	}
 }
+
+// podTemplates are the podTemplateSpec options of the parity table, as a
+// user writes them (raw JSON).
+var podTemplates = map[string]*runtime.RawExtension{
+	"none": nil,
+	"scheduling": {Raw: []byte(`{"spec":{
+		"nodeSelector":{"pool":"mcp"},
+		"tolerations":[{"key":"dedicated","operator":"Equal","value":"mcp","effect":"NoSchedule"}]}}`)},
+	"realistic": {Raw: []byte(realisticPodTemplate)},
+}
+
+// realisticPodTemplate sets every kind of field a podTemplateSpec merges
+// into the proxy pod: template metadata, pod-level scheduling, security,
+// pull secrets, priority and volumes, an init container and a sidecar,
+// and on the toolhive container env (plain and downward API, with and
+// without the apiVersion the server defaults), mounts, resources, a
+// security context and a probe override.
+const realisticPodTemplate = `{
+  "metadata": {"labels": {"team": "payments"}, "annotations": {"prometheus.io/scrape": "true"}},
+  "spec": {
+    "nodeSelector": {"kubernetes.io/os": "linux", "pool": "mcp"},
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "mcp", "effect": "NoSchedule"},
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}],
+    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100,
+      "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "mcpremoteproxy"}}}}]}},
+    "securityContext": {"runAsUser": 2000, "fsGroup": 2000, "supplementalGroups": [3000]},
+    "imagePullSecrets": [{"name": "corp-registry"}],
+    "priorityClassName": "mcp-critical",
+    "terminationGracePeriodSeconds": 45,
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+      "labelSelector": {"matchLabels": {"app": "mcpremoteproxy"}}}],
+    "volumes": [
+      {"name": "corp-ca", "secret": {"secretName": "corp-ca"}},
+      {"name": "cache", "emptyDir": {"sizeLimit": "64Mi"}},
+      {"name": "host-certs", "hostPath": {"path": "/etc/ssl/certs"}},
+      {"name": "podinfo", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}
+    ],
+    "initContainers": [{"name": "wait", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}],
+    "containers": [
+      {"name": "toolhive",
+       "env": [{"name": "SSL_CERT_DIR", "value": "/etc/corp-ca"},
+               {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+               {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
+       "volumeMounts": [{"name": "corp-ca", "mountPath": "/etc/corp-ca", "readOnly": true},
+                        {"name": "cache", "mountPath": "/var/cache/mcp"},
+                        {"name": "host-certs", "mountPath": "/etc/host-certs", "readOnly": true},
+                        {"name": "podinfo", "mountPath": "/etc/podinfo"}],
+       "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+       "securityContext": {"runAsUser": 2000},
+       "readinessProbe": {"initialDelaySeconds": 2}},
+      {"name": "log-shipper", "image": "fluent/fluent-bit:3.0",
+       "ports": [{"name": "metrics", "containerPort": 2020}],
+       "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+       "livenessProbe": {"httpGet": {"path": "/", "port": 2020}},
+       "volumeMounts": [{"name": "cache", "mountPath": "/cache", "readOnly": true}]}
+    ]
+  }
+}`

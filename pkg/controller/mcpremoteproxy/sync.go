@@ -43,7 +43,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(append(unsupportedFields(&p.Spec), workload.ExternalAuthNoEffect(refs.ExtAuth)...))
+	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
@@ -69,14 +69,23 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
-		AuthServer:        refs.AuthServer,
-		RunnerImage:       c.Config.RunnerImage,
-		RunnerClusterRole: c.Config.Runners.WithDefaults().RemoteProxyRunner,
-		ServiceAccount:    c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount)})
+		AuthServer:             refs.AuthServer,
+		RunnerImage:            c.Config.RunnerImage,
+		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
+		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
+		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, workload.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
 	if err != nil {
 		return nil, err
 	}
 	workload.AuthServerValid(r, p.Spec.AuthServerRef)
+	// PodTemplateValid is reported only while there is a template, as
+	// ToolHive's operator does; a template that failed is reported by
+	// Settle.
+	if p.Spec.PodTemplateSpec != nil {
+		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
+	} else {
+		r.Remove(thv1.ConditionPodTemplateValid)
+	}
 	// A Role an older hivekeeper created for the runner is left to garbage
 	// collection: once its binding is gone it grants nothing, and
 	// hivekeeper holds no permission on Roles.

@@ -447,25 +447,6 @@ func TestRefusedChildWriteIsAConditionAndARetry(t *testing.T) {
 	}
 }
 
-// A proxy that sets fields hivekeeper does not act on still runs, with
-// UnsupportedFields naming them and one Warning event.
-func TestUnsupportedFieldsAreReported(t *testing.T) {
-	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
-	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.PodTemplateSpec = raw }))
-	f.converge("remote")
-	c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Message != "hivekeeper stores but does not act on: spec.podTemplateSpec" {
-		t.Fatalf("UnsupportedFields: %+v", c)
-	}
-	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
-		t.Fatalf("events: %q", evs)
-	}
-	all := thv1.MCPRemoteProxySpec{PodTemplateSpec: raw}
-	if got := unsupportedFields(&all); len(got) != 1 {
-		t.Errorf("every unsupported field set: %q", got)
-	}
-}
-
 // A remote proxy's telemetry is an MCPServer's: an invalid config holds
 // it with ToolHive's reason; a valid one (Prometheus only here) reaches
 // the RunConfig under the proxy's name as service name, the header env

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,21 +278,14 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 // JSON so that fields hivekeeper does not model pass through untouched,
 // and it checks the result decodes as a PodTemplateSpec.
 func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
-	invalid := func(format string, a ...any) error {
-		return &workload.InvalidSpecError{
-			Condition: thv1.ConditionPodTemplateValid,
-			Reason:    thv1.ReasonPodTemplateInvalid,
-			Message:   "spec.podTemplateSpec: " + fmt.Sprintf(format, a...),
-		}
+	invalid := workload.PodTemplateInvalid
+	if _, err := workload.DecodePodTemplate(s.Spec.PodTemplateSpec); err != nil {
+		return "", err
 	}
 	var tpl map[string]any
 	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 {
 		if err := json.Unmarshal(pt.Raw, &tpl); err != nil {
 			return "", invalid("not a JSON object: %v", err)
-		}
-		var typed corev1.PodTemplateSpec
-		if err := json.Unmarshal(pt.Raw, &typed); err != nil {
-			return "", invalid("not a valid pod template: %v", err)
 		}
 	}
 	if tpl == nil {

@@ -90,3 +90,25 @@ func TestExternalAuthBearerTokenRefused(t *testing.T) {
 		t.Errorf("Ready: %+v", c)
 	}
 }
+
+// AWS STS signs requests to a remote server, which an MCPServer does not
+// have: ToolHive's runner refuses to start with it (and ToolHive's
+// operator writes no RunConfig); the server is not deployed, and Ready
+// says why.
+func TestExternalAuthAWSStsRefused(t *testing.T) {
+	cfg := extAuthConfig("aws", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts, AWSSts: &thv1.AWSStsConfig{
+		Region: "eu-west-1", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"}})
+	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "aws"}
+	}), cfg)
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch mcpservers/status")
+	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonInvalidSpec ||
+		!strings.Contains(c.Message, "type awsSts") {
+		t.Errorf("Ready: %+v", c)
+	}
+}

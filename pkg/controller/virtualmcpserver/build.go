@@ -215,7 +215,7 @@ func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWi
 	}
 	userVols, userMounts, err := userVolumes(v.Spec.PodTemplateSpec)
 	if err != nil {
-		return workload.PodVolumes{}, invalid(err)
+		return workload.PodVolumes{}, err
 	}
 	vols := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
@@ -234,12 +234,9 @@ func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWi
 // its vmcp container. Fields of other kinds are left for the pod template
 // to carry later; only volumes are applied today.
 func userVolumes(raw *runtime.RawExtension) ([]corev1.Volume, []corev1.VolumeMount, error) {
-	if raw == nil || len(raw.Raw) == 0 || string(raw.Raw) == "null" {
-		return nil, nil, nil
-	}
-	var tpl corev1.PodTemplateSpec
-	if err := json.Unmarshal(raw.Raw, &tpl); err != nil {
-		return nil, nil, fmt.Errorf("cannot be decoded as a pod template: %w", err)
+	tpl, err := workload.DecodePodTemplate(raw)
+	if err != nil || tpl == nil {
+		return nil, nil, err
 	}
 	var mounts []corev1.VolumeMount
 	for _, c := range tpl.Spec.Containers {

@@ -22,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -188,7 +187,7 @@ func TestExternalAuthConfigCELRejectsMismatchedBlocks(t *testing.T) {
 			"bearerToken configuration must be set if and only if type is 'bearerToken'"},
 		"tokenExchange with an awsSts block": {thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeTokenExchange,
 			TokenExchange: &thv1beta1.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "a"},
-			AWSSts:        &runtime.RawExtension{Raw: []byte(`{"region":"us-east-1"}`)}},
+			AWSSts:        &thv1beta1.AWSStsConfig{Region: "us-east-1"}},
 			"awsSts configuration must be set if and only if type is 'awsSts'"},
 		"an unknown type": {thv1beta1.MCPExternalAuthConfigSpec{Type: "oauth"}, "Unsupported value"},
 	}
@@ -208,6 +207,19 @@ func TestExternalAuthConfigCELRejectsMismatchedBlocks(t *testing.T) {
 		Spec:       thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeBearerToken, BearerToken: bearer},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("valid bearerToken config rejected: %v", err)
+	}
+	// An awsSts block gets ToolHive's schema defaults.
+	aws, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Create(ctx(t), &thv1beta1.MCPExternalAuthConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws"},
+		Spec: thv1beta1.MCPExternalAuthConfigSpec{Type: thv1beta1.ExternalAuthTypeAWSSts, AWSSts: &thv1beta1.AWSStsConfig{
+			Region: "eu-west-1", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("valid awsSts config rejected: %v", err)
+	}
+	if a := aws.Spec.AWSSts; a.Service != "aws-mcp" || a.RoleClaim != "groups" || a.SessionNameClaim != "sub" ||
+		a.SessionDuration == nil || *a.SessionDuration != 3600 {
+		t.Errorf("awsSts defaults: %+v", a)
 	}
 }
 

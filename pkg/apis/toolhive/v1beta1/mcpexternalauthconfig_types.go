@@ -6,9 +6,9 @@ import (
 )
 
 // Types of an MCPExternalAuthConfig (spec.type), ToolHive's values at the
-// pinned release. hivekeeper applies the first four to MCPServers and
-// MCPRemoteProxies; a workload referencing a config of another type is
-// not deployed (its Ready condition names the type).
+// pinned release. hivekeeper applies the first four and awsSts to
+// MCPServers and MCPRemoteProxies; a workload referencing a config of
+// another type is not deployed (its Ready condition names the type).
 const (
 	ExternalAuthTypeTokenExchange      = "tokenExchange"
 	ExternalAuthTypeHeaderInjection    = "headerInjection"
@@ -61,8 +61,9 @@ type MCPExternalAuthConfig struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'xaa' ? has(self.xaa) : !has(self.xaa)",message="xaa configuration must be set if and only if type is 'xaa'"
 type MCPExternalAuthConfigSpec struct {
 	// Type is the kind of authentication. hivekeeper applies
-	// tokenExchange, headerInjection, bearerToken and unauthenticated; it
-	// stores the others, and a workload referencing one is not deployed.
+	// tokenExchange, headerInjection, bearerToken, unauthenticated and
+	// awsSts; it stores the others, and a workload referencing one is not
+	// deployed.
 	// +kubebuilder:validation:Enum=tokenExchange;headerInjection;bearerToken;unauthenticated;embeddedAuthServer;awsSts;upstreamInject;obo;xaa
 	// +required
 	Type string `json:"type"`
@@ -87,11 +88,11 @@ type MCPExternalAuthConfigSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	EmbeddedAuthServer *runtime.RawExtension `json:"embeddedAuthServer,omitempty"`
-	// AWSSts (type awsSts) is stored, not applied.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// AWSSts signs requests to an AWS service with STS credentials
+	// obtained for the caller's token, type awsSts (applied, typed: see
+	// awssts_types.go).
 	// +optional
-	AWSSts *runtime.RawExtension `json:"awsSts,omitempty"`
+	AWSSts *AWSStsConfig `json:"awsSts,omitempty"`
 	// UpstreamInject (type upstreamInject) is stored, not applied.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object

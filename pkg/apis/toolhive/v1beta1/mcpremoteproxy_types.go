@@ -120,6 +120,12 @@ type MCPRemoteProxySpec struct {
 	// proxies: a shared MCPExternalAuthConfig in the same namespace.
 	// +optional
 	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
+	// PodTemplateSpec is merged into the proxy pod (strategic merge, as
+	// ToolHive's operator does); the proxy container is named "toolhive".
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
 
 	// AuthServerRef names the MCPExternalAuthConfig (of type
 	// embeddedAuthServer) whose embedded OAuth authorization server the
@@ -130,11 +136,6 @@ type MCPRemoteProxySpec struct {
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.
 
-	// PodTemplateSpec (a patch for the proxy pod) is stored, not acted on.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +optional
-	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
 }
 
 // MCPRemoteProxyStatus is the observed state of an MCPRemoteProxy.
