@@ -90,16 +90,18 @@ type Options struct {
 const DefaultFanInWindow = 500 * time.Millisecond
 
 // Controllers lists every controller hivekeeper runs, in start order.
-// Adding a controller is one line here.
+// Adding a controller is one line here; a controller of objects the
+// workloads reference is AsReferenced, so that at a cold start the
+// workload controllers wait until it has synced each object once.
 func Controllers() []controller.Descriptor {
 	return []controller.Descriptor{
-		controller.Describe(mcpgroup.Name, mcpgroup.New),
-		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New),
-		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New),
-		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New),
-		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New),
-		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New),
-		controller.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New),
+		controller.Describe(mcpgroup.Name, mcpgroup.New).AsReferenced(),
+		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New).AsReferenced(),
+		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New).AsReferenced(),
+		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New).AsReferenced(),
+		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New).AsReferenced(),
+		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New).AsReferenced(),
+		controller.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),
@@ -158,13 +160,22 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: controller.FieldManager})
 
 	d := NewDeps(kube, th, opts, recorder)
-	var controllers []controller.Runnable
+	var controllers, workloads []controller.Runnable
+	var referenced []<-chan struct{}
 	for _, desc := range Controllers() {
 		c, err := desc.New(d)
 		if err != nil {
 			return err
 		}
 		controllers = append(controllers, c)
+		if desc.Referenced {
+			referenced = append(referenced, c.Drained())
+		} else {
+			workloads = append(workloads, c)
+		}
+	}
+	for _, c := range workloads {
+		c.StartAfter(referenced...)
 	}
 	for _, s := range d.Scopes {
 		s.Kube.Start(ctx.Done())

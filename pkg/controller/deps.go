@@ -79,6 +79,10 @@ func (d *Deps) NewWriter(name string) *Writer { return NewWriter(name, d.Gate) }
 // Runnable is a built controller.
 type Runnable interface {
 	Run(ctx context.Context, workers int) error
+	// Drained and StartAfter are the Loop's: they order the first syncs
+	// of a cold start (Descriptor.Referenced).
+	Drained() <-chan struct{}
+	StartAfter(chs ...<-chan struct{})
 }
 
 // Descriptor names a controller and builds it: pkg/app lists them, the
@@ -86,6 +90,16 @@ type Runnable interface {
 type Descriptor struct {
 	Name string
 	New  func(*Deps) (Runnable, error)
+	// Referenced marks a controller of objects the workload controllers
+	// read (configs, groups): the others start their workers once it has
+	// synced each of its objects once.
+	Referenced bool
+}
+
+// AsReferenced marks d as a controller of referenced objects.
+func (d Descriptor) AsReferenced() Descriptor {
+	d.Referenced = true
+	return d
 }
 
 // Describe makes the Descriptor of a controller package's Name and New.

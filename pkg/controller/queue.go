@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -37,6 +38,58 @@ type Loop struct {
 	MaxRetries int
 
 	synced []cache.InformerSynced
+	// after are closed when the loops whose objects this one reads have
+	// synced each of theirs once (StartAfter).
+	after []<-chan struct{}
+	// drained is closed the first time the queue is empty with no sync
+	// in flight, after the caches synced.
+	drained     chan struct{}
+	drainedOnce sync.Once
+	inFlight    atomic.Int32
+}
+
+// MaxStartDelay bounds how long StartAfter holds a loop's workers, so
+// that a referenced kind whose queue never empties cannot stop the
+// workloads from being synced at all.
+const MaxStartDelay = 30 * time.Second
+
+// StartAfter holds the loop's workers, once its caches have synced, until
+// every channel is closed (or MaxStartDelay has passed). pkg/app passes the
+// Drained channels of the config and group controllers to the workload
+// controllers: at a cold start every config is then validated before a
+// workload reads it, instead of each workload syncing once against a config
+// without status (and writing a Pending status) and again when the config
+// turns valid.
+func (l *Loop) StartAfter(chs ...<-chan struct{}) { l.after = append(l.after, chs...) }
+
+// Drained is closed the first time, after the caches synced, that the
+// queue is empty and no sync is in flight: every object the loop had at
+// start has been synced once.
+func (l *Loop) Drained() <-chan struct{} { return l.drained }
+
+// waitForReferenced waits for the StartAfter channels, at most
+// MaxStartDelay; false means ctx ended meanwhile.
+func (l *Loop) waitForReferenced(ctx context.Context) bool {
+	wctx, cancel := context.WithTimeout(ctx, MaxStartDelay)
+	defer cancel()
+	for _, ch := range l.after {
+		select {
+		case <-ch:
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return false
+			}
+			klog.FromContext(ctx).Info("Starting before the controllers this one reads from synced everything once", "waited", MaxStartDelay)
+			return true
+		}
+	}
+	return true
+}
+
+func (l *Loop) markIfDrained() {
+	if l.Queue.Len() == 0 && l.inFlight.Load() == 0 {
+		l.drainedOnce.Do(func() { close(l.drained) })
+	}
 }
 
 // NewRateLimiter returns the rate limiter of every queue: the slower of a
@@ -68,6 +121,7 @@ func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLi
 		Sync:       sync,
 		MaxRetries: DefaultMaxRetries,
 		synced:     synced,
+		drained:    make(chan struct{}),
 	}
 }
 
@@ -141,6 +195,11 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 		l.Queue.ShutDown()
 		return nil
 	}
+	if !l.waitForReferenced(ctx) {
+		l.Queue.ShutDown()
+		return nil
+	}
+	l.markIfDrained()
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
 	for range workers {
@@ -163,7 +222,12 @@ func (l *Loop) processNextWorkItem(ctx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	defer l.Queue.Done(key)
+	l.inFlight.Add(1)
+	defer func() {
+		l.Queue.Done(key)
+		l.inFlight.Add(-1)
+		l.markIfDrained()
+	}()
 
 	start := time.Now()
 	err := l.Sync(ctx, key)

@@ -433,3 +433,61 @@ func TestEnqueueCoalesced(t *testing.T) {
 		t.Errorf("a zero delay did not add at once: %d keys ready", n)
 	}
 }
+
+// A loop started after another syncs nothing before the other has synced
+// every key it had at start once; Drained says when that was.
+func TestStartAfterWaitsForTheFirstDrain(t *testing.T) {
+	var configsDone atomic.Int32
+	release := make(chan struct{})
+	configs := NewLoop("configs", func(ctx context.Context, key cache.ObjectName) error {
+		<-release
+		configsDone.Add(1)
+		return nil
+	})
+	var early atomic.Bool
+	synced := make(chan cache.ObjectName, 10)
+	workloads := NewLoop("workloads", func(ctx context.Context, key cache.ObjectName) error {
+		if configsDone.Load() != 3 {
+			early.Store(true)
+		}
+		synced <- key
+		return nil
+	})
+	for _, n := range []string{"a", "b", "c"} {
+		configs.EnqueueKey(cache.ObjectName{Namespace: "ns", Name: n})
+	}
+	workloads.EnqueueKey(cache.ObjectName{Namespace: "ns", Name: "w"})
+	workloads.StartAfter(configs.Drained())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = configs.Run(ctx, 2) }()
+	go func() { _ = workloads.Run(ctx, 2) }()
+	close(release)
+	select {
+	case <-synced:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the workload was never synced")
+	}
+	if early.Load() {
+		t.Error("a workload was synced before every config had been synced once")
+	}
+	select {
+	case <-configs.Drained():
+	default:
+		t.Error("Drained is still open after every config was synced")
+	}
+}
+
+// An empty queue is drained as soon as the caches synced.
+func TestDrainedWithNothingToSync(t *testing.T) {
+	l := NewLoop("empty", func(context.Context, cache.ObjectName) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Run(ctx, 1) }()
+	select {
+	case <-l.Drained():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Drained never closed")
+	}
+}

@@ -86,7 +86,11 @@ type env struct {
 
 func runOne(ctx context.Context, c config, root string, n int) (*result, error) {
 	logf("N=%d: starting etcd and kube-apiserver", n)
-	srv, err := framework.Start(framework.Options{CRDDir: filepath.Join(root, "config", "crd")})
+	opts := framework.Options{CRDDir: filepath.Join(root, "config", "crd")}
+	if c.profile != "" {
+		opts.ExtraAPIServerArgs = []string{"--profiling=true"}
+	}
+	srv, err := framework.Start(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -572,6 +576,14 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	stopTimeline := e.timeline(start)
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		if c.profile != "" {
+			e.profileAPIServer(ctx, fmt.Sprintf("%s-%d.pprof", c.profile, r.N))
+		}
+	}()
+	defer func() { <-profiled }()
 	err = e.waitChildren(r.N)
 	stopTimeline()
 	if err != nil {
@@ -627,6 +639,21 @@ func (e *env) timeline(start time.Time) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// profileAPIServer writes a 5-second CPU profile of kube-apiserver
+// (its /debug/pprof, served to the admin client) taken during the cold
+// start, to show which requests its time goes to.
+func (e *env) profileAPIServer(ctx context.Context, path string) {
+	raw, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "5").DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		logf("profiling kube-apiserver: %v", err)
+		return
+	}
+	logf("wrote %s", path)
 }
 
 // floor creates copies of the children the cold start made, in another
