@@ -416,15 +416,22 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 	}
 }
 
-// checkVMCPConfig runs ToolHive's `vmcp validate` on the config.
+// checkVMCPConfig runs ToolHive's `vmcp validate` on the config, with the
+// vmcp container's environment as a pod would have it (validate reads the
+// variables config.yaml names, such as a backend's client secret), and
+// checks the values vmcpExpectations states.
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	file := filepath.Join(t.TempDir(), workload.VMCPConfigKey)
+	dir := t.TempDir()
+	file := filepath.Join(dir, workload.VMCPConfigKey)
 	if err := os.WriteFile(file, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file).CombinedOutput()
+	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	validate := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file)
+	validate.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, containerEnv(t, env, ns, c, tmpl.Annotations)...)
+	out, err := validate.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[workload.VMCPConfigKey])
 	}
@@ -441,7 +448,6 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 		}
 	}
 	if want := vmcpSecretEnv[name]; len(want) > 0 {
-		c, _ := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
 		for variable, secret := range want {
 			found := false
 			for _, e := range c.Env {
@@ -476,7 +482,7 @@ var vmcpExpectations = map[string]map[string]any{
 		"telemetry.endpoint":                                              "collector.monitoring.svc:4318",
 		"telemetry.samplingRate":                                          "0.25",
 		"aggregation.conflictResolution":                                  "priority",
-		"aggregation.conflictResolutionConfig":                            map[string]any{"priorityOrder": []any{"cfg-fetch", "cfg-github"}},
+		"aggregation.conflictResolutionConfig":                            map[string]any{"prefixFormat": "{workload}_", "priorityOrder": []any{"cfg-fetch", "cfg-github"}},
 		"aggregation.tools":                                               []any{map[string]any{"workload": "cfg-fetch", "filter": []any{"fetch"}, "overrides": map[string]any{"fetch": map[string]any{"name": "get_page", "description": "Fetch a web page"}}}, map[string]any{"workload": "cfg-github", "filter": []any{"get_issue"}, "overrides": map[string]any{"get_issue": map[string]any{"description": "Read one issue"}}}},
 		"operational.timeouts.default":                                    "1m0s",
 		"operational.timeouts.perWorkload":                                map[string]any{"cfg-github": "1m30s"},
@@ -484,7 +490,7 @@ var vmcpExpectations = map[string]map[string]any{
 		"operational.failureHandling.partialFailureMode":                  "fail",
 	},
 	"cfg-inline-authz": {
-		"incomingAuth.authz":           map[string]any{"type": "cedar", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
+		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
 		"outgoingAuth":                 map[string]any{"source": "inline"},
 		"aggregation":                  map[string]any{"conflictResolution": "prefix", "conflictResolutionConfig": map[string]any{"prefixFormat": "{workload}_"}},
 		"operational.timeouts.default": "30s",

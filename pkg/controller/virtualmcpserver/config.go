@@ -78,7 +78,20 @@ const (
 	defaultPartialFailureMode      = "fail"
 	defaultBreakerThreshold        = 5
 	defaultBreakerTimeout          = 60 * time.Second
+	// defaultHealthCheckTimeout, and the defaults of schemaDefaults, are
+	// those of ToolHive's CRD schema for spec.config, which its API server
+	// applies before its operator reads the spec; hivekeeper's schema
+	// keeps spec.config raw, so the builder applies them.
+	defaultHealthCheckTimeout = 10 * time.Second
 )
+
+// schemaDefaults are the defaults ToolHive's CRD schema gives fields of
+// objects spec.config sets: section -> field -> value. (Step defaults are
+// in defaultSteps.)
+var schemaDefaults = map[string]map[string]any{
+	"codeMode":  {"stepLimit": 100000, "parallelMaxConcurrency": 10, "toolCallTimeout": "30s"},
+	"optimizer": {"embeddingServiceTimeout": "30s"},
+}
 
 // renderConfig builds config.yaml as ToolHive's operator builds it for the
 // same spec, section by section:
@@ -130,6 +143,16 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	if cfg[keyOperational], err = operational(cfg[keyOperational]); err != nil {
 		return "", w, err
 	}
+	for section, defaults := range schemaDefaults {
+		if m, ok := cfg[section].(map[string]any); ok {
+			for k, def := range defaults {
+				if _, set := m[k]; !set {
+					m[k] = def
+				}
+			}
+		}
+	}
+	defaultSteps(cfg["compositeTools"])
 	delete(cfg, keyTelemetry)
 	tw, err := workload.Telemetry(refs.Telemetry, v.Spec.TelemetryConfigRef, v.Name, v.Namespace)
 	if err != nil {
@@ -475,6 +498,10 @@ func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*aggregatio
 	}
 	if c := a.ConflictResolutionConfig; c != nil {
 		a.ConflictResolutionConfig = &conflictResolutionConfig{PrefixFormat: c.PrefixFormat, PriorityOrder: c.PriorityOrder}
+		if c.PrefixFormat == "" {
+			// ToolHive's schema default, whatever the strategy.
+			a.ConflictResolutionConfig.PrefixFormat = defaultPrefixFormat
+		}
 	} else if a.ConflictResolution == conflictPrefix {
 		a.ConflictResolutionConfig = &conflictResolutionConfig{PrefixFormat: defaultPrefixFormat}
 	} else {
@@ -566,12 +593,17 @@ func operational(section any) (*operationalConfig, error) {
 		dur("timeouts.perWorkload."+k, &v, 0)
 		o.Timeouts.PerWorkload[k] = v
 	}
+	// The schema default of healthCheckTimeout applies to a failureHandling
+	// the spec sets; vmcp's own defaults leave it unset.
+	var healthCheckTimeout time.Duration
 	if o.FailureHandling == nil {
 		o.FailureHandling = &failureHandling{}
+	} else {
+		healthCheckTimeout = defaultHealthCheckTimeout
 	}
 	f := o.FailureHandling
 	dur("failureHandling.healthCheckInterval", &f.HealthCheckInterval, defaultHealthCheckInterval)
-	dur("failureHandling.healthCheckTimeout", &f.HealthCheckTimeout, 0)
+	dur("failureHandling.healthCheckTimeout", &f.HealthCheckTimeout, healthCheckTimeout)
 	dur("failureHandling.statusReportingInterval", &f.StatusReportingInterval, defaultStatusReportingInterval)
 	if f.UnhealthyThreshold == 0 {
 		f.UnhealthyThreshold = defaultUnhealthyThreshold
@@ -587,4 +619,45 @@ func operational(section any) (*operationalConfig, error) {
 	}
 	dur("failureHandling.circuitBreaker.timeout", &f.CircuitBreaker.Timeout, defaultBreakerTimeout)
 	return &o, bad
+}
+
+// Composite tool step defaults of ToolHive's CRD schema.
+const (
+	defaultStepType    = "tool"
+	defaultErrorAction = "abort"
+)
+
+// defaultSteps gives the steps of inline composite tools (and the step of
+// a forEach) the defaults of ToolHive's schema: type tool, and action abort
+// in onError, onDecline and onCancel when they are set without one. The
+// tools are otherwise passed as written; vmcp validates them.
+func defaultSteps(tools any) {
+	list, _ := tools.([]any)
+	for _, t := range list {
+		tool, _ := t.(map[string]any)
+		steps, _ := tool["steps"].([]any)
+		for _, s := range steps {
+			defaultStep(s)
+		}
+	}
+}
+
+func defaultStep(s any) {
+	step, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	if t, _ := step["type"].(string); t == "" {
+		step["type"] = defaultStepType
+	}
+	for _, k := range []string{"onError", "onDecline", "onCancel"} {
+		if h, ok := step[k].(map[string]any); ok {
+			if a, _ := h["action"].(string); a == "" {
+				h["action"] = defaultErrorAction
+			}
+		}
+	}
+	if inner, ok := step["step"]; ok {
+		defaultStep(inner)
+	}
 }
