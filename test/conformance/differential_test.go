@@ -243,6 +243,11 @@ func TestDifferentialRunConfig(t *testing.T) {
 			}
 			for _, w := range c.workloads {
 				compareRunConfigs(t, c, w, used)
+				if w.vmcp() && w.haveHive {
+					// Every vMCP config hivekeeper writes, examples
+					// included, is one ToolHive's vmcp accepts.
+					checkVMCPConfig(t, env, c.ns, w.name)
+				}
 			}
 		})
 	}
