@@ -10,6 +10,7 @@ package index
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/client-go/tools/cache"
@@ -43,18 +44,20 @@ const (
 )
 
 // Workload is one row of the table: a workload kind and, per index, how to
-// read the name it references ("" for none). An index a row does not list
-// is a reference the kind cannot make.
+// read the names it references (none for none; a VirtualMCPServer names
+// one MCPToolConfig per aggregated workload and one MCPExternalAuthConfig
+// per backend). An index a row does not list is a reference the kind
+// cannot make.
 type Workload struct {
 	Kind string
-	Refs map[string]func(obj any) string
+	Refs map[string]func(obj any) []string
 }
 
 // Workloads is the table of workload kinds and the references they make.
 var Workloads = []Workload{
 	{
 		Kind: thv1.KindMCPServer,
-		Refs: map[string]func(obj any) string{
+		Refs: map[string]func(obj any) []string{
 			ByOIDCConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.OIDCConfigRef) }),
 			ByToolConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
@@ -67,7 +70,7 @@ var Workloads = []Workload{
 	},
 	{
 		Kind: thv1.KindMCPRemoteProxy,
-		Refs: map[string]func(obj any) string{
+		Refs: map[string]func(obj any) []string{
 			ByOIDCConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.OIDCConfigRef) }),
 			ByToolConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
@@ -80,20 +83,37 @@ var Workloads = []Workload{
 	{
 		// A VirtualMCPServer aggregates a group rather than joining it.
 		Kind: thv1.KindVirtualMCPServer,
-		Refs: map[string]func(obj any) string{
-			ByOIDCConfig: ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
+		Refs: map[string]func(obj any) []string{
+			ByOIDCConfig:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
+			ByAuthzConfig:        ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
+			ByTelemetryConfig:    ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
+			ByToolConfig:         refs(thv1.VMCPToolConfigNames),
+			ByExternalAuthConfig: refs(thv1.VMCPExternalAuthConfigNames),
 		},
 	},
 }
 
-// ref reads a reference of workload kind T; any other object references
-// nothing.
-func ref[T any](name func(T) string) func(obj any) string {
-	return func(obj any) string {
+// ref reads a single reference of workload kind T; any other object
+// references nothing.
+func ref[T any](name func(T) string) func(obj any) []string {
+	return func(obj any) []string {
 		if o, ok := obj.(T); ok {
-			return name(o)
+			if n := name(o); n != "" {
+				return []string{n}
+			}
 		}
-		return ""
+		return nil
+	}
+}
+
+// refs reads the references of workload kind T that can name several
+// objects; any other object references nothing.
+func refs[T any](names func(T) []string) func(obj any) []string {
+	return func(obj any) []string {
+		if o, ok := obj.(T); ok {
+			return names(o)
+		}
+		return nil
 	}
 }
 
@@ -162,16 +182,18 @@ func namespaceOf(obj any) string {
 	return ""
 }
 
-func keyFunc(read func(any) string) cache.IndexFunc {
+func keyFunc(read func(any) []string) cache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		if read == nil {
 			return nil, nil
 		}
-		name := read(obj)
-		if name == "" {
-			return nil, nil
+		var keys []string
+		for _, name := range read(obj) {
+			if name != "" && !slices.Contains(keys, Key(namespaceOf(obj), name)) {
+				keys = append(keys, Key(namespaceOf(obj), name))
+			}
 		}
-		return []string{Key(namespaceOf(obj), name)}, nil
+		return keys, nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -276,4 +277,42 @@ func BenchmarkReferrers(b *testing.B) {
 			_ = listAndFilter(indexer, "bench", "hot")
 		}
 	})
+}
+
+// TestVMCPManyReferences: a VirtualMCPServer names one MCPToolConfig per
+// aggregated workload and one MCPExternalAuthConfig per backend; each is
+// an index value of its own (once, however often it is named), so a
+// change of any of them re-syncs the server.
+func TestVMCPManyReferences(t *testing.T) {
+	ext := func(name string) thv1.BackendAuth {
+		return thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: name}}
+	}
+	def := ext("shared")
+	v := &thv1.VirtualMCPServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agg"},
+		Spec: thv1.VirtualMCPServerSpec{
+			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous, AuthzConfigRef: &thv1.AuthzConfigReference{Name: "cedar"}},
+			OutgoingAuth: &thv1.OutgoingAuth{Default: &def, Backends: map[string]thv1.BackendAuth{
+				"a": ext("token"), "b": ext("shared"), "c": {Type: thv1.BackendAuthTypeDiscovered},
+			}},
+			TelemetryConfigRef: &thv1.TelemetryConfigReference{Name: "otel"},
+			Config: &runtime.RawExtension{Raw: []byte(`{"aggregation":{"tools":[{"workload":"a","toolConfigRef":{"name":"t2"}},` +
+				`{"workload":"b","toolConfigRef":{"name":"t1"}},{"workload":"c","toolConfigRef":{"name":"t2"}},{"workload":"d"}]}}`)},
+		},
+	}
+	for indexName, want := range map[string][]string{
+		ByToolConfig:         {"ns/t1", "ns/t2"},
+		ByExternalAuthConfig: {"ns/shared", "ns/token"},
+		ByAuthzConfig:        {"ns/cedar"},
+		ByTelemetryConfig:    {"ns/otel"},
+		ByOIDCConfig:         nil,
+	} {
+		if got := References(thv1.KindVirtualMCPServer, indexName, v); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", indexName, got, want)
+		}
+	}
+	v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1]`)}
+	if got := References(thv1.KindVirtualMCPServer, ByToolConfig, v); got != nil {
+		t.Errorf("a config that does not decode references %v", got)
+	}
 }

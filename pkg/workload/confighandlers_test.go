@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -9,9 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -129,36 +126,46 @@ func TestHandlersRegistered(t *testing.T) {
 	}
 }
 
-// Referrer events reach the queue after the fan-in delay, a burst of them
-// as one key, later for a config that already lists many referrers.
+// Referrer events are added to the queue after the fan-in delay, never at
+// once, and later for a config that already lists many referrers; the
+// delaying queue folds the adds of one key into one sync.
 func TestReferrerEventsCoalesce(t *testing.T) {
 	big := config(testNS, "big", func(c *thv1.MCPOIDCConfig) { c.Status.ReferenceCount = 2500 })
 	f := newFixture(t, big, config(testNS, "small"))
-	clk := testingclock.NewFakeClock(testNow)
 	f.c.fanIn = time.Second
-	f.c.Queue.ShutDown()
-	f.c.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(controller.NewRateLimiter(),
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	q := &delayRecorder{TypedRateLimitingInterface: f.c.Queue}
+	f.c.Queue = q
 	h := f.c.referrerHandler(thv1.KindMCPServer)
 	for i := range 100 {
 		h.OnAdd(server(testNS, fmt.Sprintf("s-%d", i), "small"), false)
 		h.OnDelete(server(testNS, fmt.Sprintf("b-%d", i), "big"))
 	}
-	ready := func(step time.Duration, want ...string) {
-		t.Helper()
-		clk.Step(step)
-		if len(want) > 0 {
-			_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-				func(context.Context) (bool, error) { return f.c.Queue.Len() >= len(want), nil })
-		}
-		if got := drain(f.c); !reflect.DeepEqual(got, want) {
-			t.Errorf("after %v more: ready %q, want %q", step, got, want)
-		}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d keys added at once, want none", n)
 	}
-	ready(0)
-	ready(time.Second, "team-a/small")
 	// 2500 referrers listed: one window plus two more.
-	ready(time.Second)
-	ready(time.Second, "team-a/big")
+	want := map[string]time.Duration{"team-a/small": time.Second, "team-a/big": 3 * time.Second}
+	if !reflect.DeepEqual(q.delays, want) {
+		t.Errorf("delays %v, want %v", q.delays, want)
+	}
 	f.expectNoActions()
+}
+
+// delayRecorder records the delay of each AddAfter by key (all of a key's
+// must agree) and passes every call on.
+type delayRecorder struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	delays map[string]time.Duration
+}
+
+func (q *delayRecorder) AddAfter(key cache.ObjectName, d time.Duration) {
+	if q.delays == nil {
+		q.delays = map[string]time.Duration{}
+	}
+	if old, ok := q.delays[key.String()]; ok && old != d {
+		q.delays[key.String()] = -1
+	} else {
+		q.delays[key.String()] = d
+	}
+	q.TypedRateLimitingInterface.AddAfter(key, d)
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -184,7 +185,9 @@ func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue 
 // workload kind cannot make such a reference.
 func (c *ConfigRefs[T]) nameIn(row index.Workload, obj any) string {
 	if read, ok := row.Refs[c.Index]; ok {
-		return read(obj)
+		if names := read(obj); len(names) > 0 {
+			return names[0]
+		}
 	}
 	return ""
 }
@@ -223,4 +226,52 @@ func (b *Base) ResolveProxyRefs(r *Report, obj Object) (refs ProxyRefs, ok bool)
 	var authServerOK bool
 	refs.AuthServer, refs.AuthServerHash, authServerOK = b.resolveAuthServer(r, obj)
 	return refs, oidcOK && toolsOK && authzOK && extAuthOK && telemetryOK && webhooksOK && authServerOK
+}
+
+// NamesIn are the names of the configs of this kind that obj references,
+// as the reference index reads them: a VirtualMCPServer can name several
+// (one MCPToolConfig per aggregated workload, one MCPExternalAuthConfig
+// per backend).
+func (b *Base) NamesIn(index string, obj any) []string {
+	if read, ok := b.row.Refs[index]; ok {
+		return read(obj)
+	}
+	return nil
+}
+
+// ResolveAll resolves several references of this kind at once, in the
+// order given, and reports them under the kind's one condition: the first
+// that is missing or not valid makes the workload wait, named in the
+// message; when all are usable the condition names them all. It returns
+// the configs by name.
+func (c *ConfigRefs[T]) ResolveAll(r *Report, namespace string, names []string) (map[string]T, bool) {
+	if len(names) == 0 {
+		r.Remove(c.Condition)
+		return nil, true
+	}
+	out := make(map[string]T, len(names))
+	for _, name := range names {
+		cfg, err := c.Get(c.informer.Indexer(), namespace, name)
+		ok, reason, message := c.check(name, cfg, err == nil)
+		if !ok {
+			r.SetFalse(c.Condition, reason, message)
+			r.Pending(c.Waiting, message)
+			return nil, false
+		}
+		out[name] = cfg
+	}
+	r.Set(c.Condition, metav1.ConditionTrue, c.Valid, fmt.Sprintf("%s %s valid", c.Kind, quoteList(names)))
+	return out, true
+}
+
+// quoteList is names quoted and joined with commas.
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0] + " is"
+	}
+	return strings.Join(q, ", ") + " are"
 }

@@ -42,6 +42,18 @@ var allowedDifferences = []allowedDifference{
 		"ToolHive's operator writes its builder's default (network, outbound allowed) and hivekeeper writes none"},
 }
 
+// allowedVMCPDifferences are the vMCP config.yaml fields where hivekeeper
+// deliberately writes something other than ToolHive's operator, mirrored
+// in README.md like allowedDifferences.
+var allowedVMCPDifferences = []allowedDifference{
+	{"outgoingAuth.source", "hivekeeper lists the group's backends itself (always source inline), so the vMCP pod needs no access to the " +
+		"Kubernetes API; ToolHive's operator defaults to discovered, where vmcp lists them at run time"},
+	{"outgoingAuth.default.type", "a default of type discovered: ToolHive's operator writes strategy type discovered, which vmcp validate " +
+		"refuses (not a strategy type); hivekeeper writes unauthenticated, what ToolHive's converter itself maps discovered to"},
+	{"backends", "backends (#16 part C): hivekeeper writes the group's members as static backends, ToolHive's operator in discovered mode writes " +
+		"none; temporary, until the backend list work settles what hivekeeper writes"},
+}
+
 // pendingDifference is a RunConfig field hivekeeper does not write yet
 // because it does not implement the feature behind it: issue #15's work
 // list, not a judgement that the difference is fine. Manifest is the
@@ -70,27 +82,46 @@ var toolhiveWritesNone = map[string]string{
 		"tokenExchange's keys in snake_case, which neither ToolHive's CRD nor hivekeeper's knows, so it cannot be created and both operators wait for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +
 		"which only mcpexternalauthconfig_basic.yaml defines, with the same stale snake_case keys; both operators wait for it",
+	"examples/virtual-mcps/composite_tool_complex.yaml VirtualMCPServer vmcp-data-processor":               compositeRefsPending,
+	"examples/virtual-mcps/composite_tool_simple.yaml VirtualMCPServer vmcp-simple-composite":              compositeRefsPending,
+	"examples/virtual-mcps/composite_tool_with_elicitations.yaml VirtualMCPServer vmcp-interactive-deploy": compositeRefsPending,
+	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp": "its embeddingServerRef names an EmbeddingServer, " +
+		"a kind neither server is given here; ToolHive's operator fails the vMCP (EmbeddingServerNotFound)",
+	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp": "its embeddingServerRef names an EmbeddingServer, " +
+		"a kind neither server is given here; ToolHive's operator fails the vMCP (EmbeddingServerNotFound)",
+	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its oidcConfigRef names an MCPOIDCConfig " +
+		"the file does not define; both operators wait for it",
+	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp": "its oidcConfigRef names an MCPOIDCConfig " +
+		"the file does not define; both operators wait for it",
+	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp": "its MCPOIDCConfig's client secret names a Secret " +
+		"the file does not define, which ToolHive's operator reads and waits for; its group has no members, so hivekeeper waits too (NoBackends)",
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": "its remoteUrl is a private address and it does not set " +
 		"allowPrivateEndpoint; ToolHive's operator refuses it (ConfigurationValid=False RemoteURLInvalid), and so does hivekeeper (TestTable checks that)",
 }
 
+// compositeRefsPending is why ToolHive's operator writes no config for a
+// vMCP whose compositeToolRefs name VirtualMCPCompositeToolDefinitions:
+// that kind is not applied here until hivekeeper serves it (#16).
+const compositeRefsPending = "its compositeToolRefs name VirtualMCPCompositeToolDefinitions, a kind not applied here until hivekeeper " +
+	"serves it (#16); ToolHive's operator fails the vMCP (CompositeToolRefNotFound)"
+
 // Kinds applied on each side, in creation order: what a workload
 // references comes before it. hivekeeper's side gets only kinds it serves;
 // ToolHive's side also gets the config kinds ToolHive's operator resolves
-// into a RunConfig. Other kinds (VirtualMCPServer, EmbeddingServer, ...)
-// do not shape an MCPServer's or MCPRemoteProxy's RunConfig and are left
-// out on both sides.
+// into a RunConfig. Other kinds (EmbeddingServer, ...) do not shape a
+// RunConfig or a vMCP config hivekeeper writes and are left out on both
+// sides.
 var (
 	hivekeeperKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
 		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPAuthzConfig, thv1.KindMCPExternalAuthConfig,
-		thv1.KindMCPTelemetryConfig, thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
+		thv1.KindMCPTelemetryConfig, thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
 	}
 	toolhiveKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
 		thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPToolConfig, thv1.KindMCPTelemetryConfig,
 		"MCPExternalAuthConfig", thv1.KindMCPAuthzConfig, thv1.KindMCPWebhookConfig,
-		thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
+		thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
 	}
 )
 
@@ -104,7 +135,8 @@ type diffCase struct {
 	workloads []*diffWorkload
 }
 
-// diffWorkload is one MCPServer or MCPRemoteProxy and its two RunConfigs.
+// diffWorkload is one MCPServer or MCPRemoteProxy and its two RunConfigs,
+// or one VirtualMCPServer and its two config.yaml.
 type diffWorkload struct {
 	kind, name        string
 	thv, hive         string // the RunConfig JSON each operator wrote
@@ -114,6 +146,9 @@ type diffWorkload struct {
 }
 
 func (w *diffWorkload) id() string { return w.kind + " " + w.name }
+
+// vmcp reports whether the workload is a VirtualMCPServer.
+func (w *diffWorkload) vmcp() bool { return w.kind == thv1.KindVirtualMCPServer }
 
 // diffReport is what `thvcheck diff` prints.
 type diffReport struct {
@@ -130,7 +165,8 @@ type diffReport struct {
 // to ToolHive's own operator (thv-operator at the pinned release, on an API
 // server of its own with ToolHive's CRDs) and compares the two RunConfigs
 // of every MCPServer and MCPRemoteProxy, field by field, both decoded by
-// ToolHive's runner.RunConfig. The manifests are the conformance table's
+// ToolHive's runner.RunConfig, and the two config.yaml of every
+// VirtualMCPServer, both decoded by ToolHive's vmcp config.Config. The manifests are the conformance table's
 // and every file of ToolHive's examples/operator with such a workload. A
 // difference fails the test unless it is an allowed difference (a
 // deliberate choice, documented in the README) or pending issue #15 (a
@@ -161,7 +197,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 				_, err = createWith(env, c.ns, o.DeepCopy(), metav1.FieldValidationIgnore)
 			}
 			if err != nil {
-				if o.GetKind() == thv1.KindMCPServer || o.GetKind() == thv1.KindMCPRemoteProxy || o.GetAPIVersion() != thv1.SchemeGroupVersion.String() {
+				if isWorkload(o.GetKind()) || o.GetAPIVersion() != thv1.SchemeGroupVersion.String() {
 					t.Fatalf("%s: hivekeeper's server: creating %s %s: %v", c.name, o.GetKind(), o.GetName(), err)
 				}
 				hiveRefused[o.GetKind()+" "+o.GetName()] = err
@@ -177,7 +213,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 				c.notes = append(c.notes, fmt.Sprintf("%s %s: ToolHive's own CRD rejects fields of it; retried on ToolHive's server without them: %v", o.GetKind(), o.GetName(), err))
 				_, err = createWith(thv.env, c.ns, o.DeepCopy(), metav1.FieldValidationIgnore)
 			}
-			if err != nil && o.GetKind() != thv1.KindMCPServer && o.GetKind() != thv1.KindMCPRemoteProxy {
+			if err != nil && !isWorkload(o.GetKind()) {
 				// What it would configure is then missing on ToolHive's
 				// side; toolhiveWritesNone or a difference shows the effect.
 				c.notes = append(c.notes, fmt.Sprintf("%s %s: not created on ToolHive's server: %v", o.GetKind(), o.GetName(), err))
@@ -208,13 +244,18 @@ func TestDifferentialRunConfig(t *testing.T) {
 			for _, w := range c.workloads {
 				compareRunConfigs(t, c, w, used)
 				comparePodTemplates(t, env, thv.env, c, w)
+				if w.vmcp() && w.haveHive {
+					// Every vMCP config hivekeeper writes, examples
+					// included, is one ToolHive's vmcp accepts.
+					checkVMCPConfig(t, env, c.ns, w.name)
+				}
 			}
 		})
 	}
 	if ran < len(cases) {
 		return // a -run filter chose some cases; stale entries cannot be told
 	}
-	for _, a := range allowedDifferences {
+	for _, a := range slices.Concat(allowedDifferences, allowedVMCPDifferences) {
 		if !used["allowed "+a.Path] {
 			t.Errorf("allowed difference %s matched nothing: remove it here and in README.md", a.Path)
 		}
@@ -232,7 +273,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 }
 
 // differentialCases reads the table and ToolHive's examples and keeps the
-// files with at least one MCPServer or MCPRemoteProxy.
+// files with at least one MCPServer, MCPRemoteProxy or VirtualMCPServer.
 func differentialCases(t *testing.T) []*diffCase {
 	t.Helper()
 	var files, names []string
@@ -263,7 +304,7 @@ func differentialCases(t *testing.T) []*diffCase {
 		c := &diffCase{name: names[i]}
 		for _, o := range objs {
 			kind := o.GetKind()
-			if kind == thv1.KindMCPServer || kind == thv1.KindMCPRemoteProxy {
+			if isWorkload(kind) {
 				c.workloads = append(c.workloads, &diffWorkload{kind: kind, name: o.GetName()})
 			}
 			switch {
@@ -299,11 +340,16 @@ func differentialCases(t *testing.T) []*diffCase {
 	return cases
 }
 
+// isWorkload reports whether kind is one whose written config is compared.
+func isWorkload(kind string) bool {
+	return kind == thv1.KindMCPServer || kind == thv1.KindMCPRemoteProxy || kind == thv1.KindVirtualMCPServer
+}
+
 // thvLags reports whether o is a config object, which ToolHive's side
 // retries without strict validation when its CRD does not know a field
 // (an example that lags behind the CRD); workloads are always strict.
 func thvLags(o *unstructured.Unstructured) bool {
-	return o.GetKind() != thv1.KindMCPServer && o.GetKind() != thv1.KindMCPRemoteProxy
+	return !isWorkload(o.GetKind())
 }
 
 // collectRunConfigs waits until both operators wrote the RunConfig of
@@ -312,15 +358,19 @@ func thvLags(o *unstructured.Unstructured) bool {
 // time the slowest is there the others have settled.
 func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, cases []*diffCase) {
 	t.Helper()
-	read := func(e *framework.Env, ns, name string) (string, bool) {
-		cm, err := e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	read := func(e *framework.Env, ns string, w *diffWorkload) (string, bool) {
+		name, key := workload.RunConfigName(w.name), runconfig.Key
+		if w.vmcp() {
+			name, key = workload.VMCPConfigMapName(w.name), workload.VMCPConfigKey
+		}
+		cm, err := e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
-				t.Logf("reading ConfigMap %s/%s: %v", ns, workload.RunConfigName(name), err)
+				t.Logf("reading ConfigMap %s/%s: %v", ns, name, err)
 			}
 			return "", false
 		}
-		data, ok := cm.Data[runconfig.Key]
+		data, ok := cm.Data[key]
 		return data, ok
 	}
 	pass := func() (missing []string) {
@@ -331,10 +381,10 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 					continue
 				}
 				// A later pass keeps what an earlier one read.
-				if data, ok := read(thv.env, c.ns, w.name); ok {
+				if data, ok := read(thv.env, c.ns, w); ok {
 					w.thv, w.haveThv = data, true
 				}
-				if data, ok := read(env, c.ns, w.name); ok {
+				if data, ok := read(env, c.ns, w); ok {
 					w.hive, w.haveHive = data, true
 				}
 				if !w.haveThv {
@@ -404,6 +454,11 @@ func compareRunConfigs(t *testing.T, c *diffCase, w *diffWorkload, used map[stri
 	}
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "toolhive.json"), filepath.Join(dir, "hivekeeper.json")
+	command, allowed := "diff", allowedDifferences
+	if w.vmcp() {
+		a, b = filepath.Join(dir, "toolhive.yaml"), filepath.Join(dir, "hivekeeper.yaml")
+		command, allowed = "vmcpdiff", allowedVMCPDifferences
+	}
 	if err := os.WriteFile(a, []byte(w.thv), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +466,7 @@ func compareRunConfigs(t *testing.T, c *diffCase, w *diffWorkload, used map[stri
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(thvcheck, "diff", a, b)
+	cmd := exec.Command(thvcheck, command, a, b)
 	cmd.Env = toolhiveEnv(dir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -445,7 +500,7 @@ func compareRunConfigs(t *testing.T, c *diffCase, w *diffWorkload, used map[stri
 			t.Logf("pending issue #15 (%s): %s", p.Feature, what)
 			continue
 		}
-		if a, ok := allowedFor(d.Path); ok {
+		if a, ok := allowedFor(allowed, d.Path); ok {
 			used["allowed "+a.Path] = true
 			t.Logf("allowed difference: %s (%s)", what, a.Reason)
 			continue
@@ -454,8 +509,8 @@ func compareRunConfigs(t *testing.T, c *diffCase, w *diffWorkload, used map[stri
 	}
 }
 
-func allowedFor(path string) (allowedDifference, bool) {
-	for _, a := range allowedDifferences {
+func allowedFor(list []allowedDifference, path string) (allowedDifference, bool) {
+	for _, a := range list {
 		if covers(a.Path, path) {
 			return a, true
 		}
@@ -516,7 +571,7 @@ func TestAllowedDifferencesInREADME(t *testing.T) {
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	for _, a := range allowedDifferences {
+	for _, a := range slices.Concat(allowedDifferences, allowedVMCPDifferences) {
 		if !strings.Contains(section, "`"+a.Path+"`") {
 			t.Errorf("allowed difference %s is not in README.md's \"Differences from ToolHive's operator\"", a.Path)
 		}

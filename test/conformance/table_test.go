@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
@@ -456,21 +457,94 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 	}
 }
 
-// checkVMCPConfig runs ToolHive's `vmcp validate` on the config.
+// checkVMCPConfig runs ToolHive's `vmcp validate` on the config, with the
+// vmcp container's environment as a pod would have it (validate reads the
+// variables config.yaml names, such as a backend's client secret), and
+// checks the values vmcpExpectations states.
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	file := filepath.Join(t.TempDir(), workload.VMCPConfigKey)
+	dir := t.TempDir()
+	file := filepath.Join(dir, workload.VMCPConfigKey)
 	if err := os.WriteFile(file, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file).CombinedOutput()
+	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	validate := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file)
+	validate.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, containerEnv(t, env, ns, c, tmpl.Annotations)...)
+	out, err := validate.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[workload.VMCPConfigKey])
 	}
 	if strings.Contains(cm.Data[workload.VMCPConfigKey], "not-a-real-") {
 		t.Errorf("%s: a secret value reached the vMCP ConfigMap", name)
 	}
+	var decoded map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range vmcpExpectations[name] {
+		if got, _ := lookup(decoded, path); !jsonEqual(got, want) {
+			t.Errorf("%s: config.yaml %s = %v, want %v", name, path, got, want)
+		}
+	}
+	if want := vmcpSecretEnv[name]; len(want) > 0 {
+		for variable, secret := range want {
+			found := false
+			for _, e := range c.Env {
+				if e.Name == variable && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+					e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key == secret && e.Value == "" {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: no env %s from secretKeyRef %s in %+v", name, variable, secret, c.Env)
+			}
+		}
+	}
+}
+
+// vmcpExpectations are values of a VirtualMCPServer's config.yaml, by
+// dotted path, as ToolHive's operator builds them for the same manifest.
+var vmcpExpectations = map[string]map[string]any{
+	"cfg-vmcp": {
+		"incomingAuth.authz.type":                                         "cedar",
+		"incomingAuth.authz.groupClaimName":                               "groups",
+		"incomingAuth.authz.policies":                                     []any{`permit(principal, action == Action::"call_tool", resource == Tool::"fetch_get_page");`},
+		"outgoingAuth.source":                                             "inline",
+		"outgoingAuth.default.type":                                       "unauthenticated",
+		"outgoingAuth.backends.cfg-github.type":                           "header_injection",
+		"outgoingAuth.backends.cfg-github.headerInjection.headerName":     "Authorization",
+		"outgoingAuth.backends.cfg-github.headerInjection.headerValueEnv": "TOOLHIVE_HEADER_INJECTION_VALUE_CFG_GITHUB_TOKEN",
+		"outgoingAuth.backends.cfg-fetch.tokenExchange.clientSecretEnv":   "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_CFG_EXCHANGE",
+		"outgoingAuth.backends.cfg-fetch.tokenExchange.subjectTokenType":  "urn:ietf:params:oauth:token-type:access_token",
+		"passthroughHeaders":                                              []any{"X-Api-Key"},
+		"telemetry.serviceName":                                           "cfg-gateway",
+		"telemetry.endpoint":                                              "collector.monitoring.svc:4318",
+		"telemetry.samplingRate":                                          "0.25",
+		"aggregation.conflictResolution":                                  "priority",
+		"aggregation.conflictResolutionConfig":                            map[string]any{"prefixFormat": "{workload}_", "priorityOrder": []any{"cfg-fetch", "cfg-github"}},
+		"aggregation.tools":                                               []any{map[string]any{"workload": "cfg-fetch", "filter": []any{"fetch"}, "overrides": map[string]any{"fetch": map[string]any{"name": "get_page", "description": "Fetch a web page"}}}, map[string]any{"workload": "cfg-github", "filter": []any{"get_issue"}, "overrides": map[string]any{"get_issue": map[string]any{"description": "Read one issue"}}}},
+		"operational.timeouts.default":                                    "1m0s",
+		"operational.timeouts.perWorkload":                                map[string]any{"cfg-github": "1m30s"},
+		"operational.failureHandling.unhealthyThreshold":                  5,
+		"operational.failureHandling.partialFailureMode":                  "fail",
+	},
+	"cfg-inline-authz": {
+		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
+		"outgoingAuth":                 map[string]any{"source": "inline"},
+		"aggregation":                  map[string]any{"conflictResolution": "prefix", "conflictResolutionConfig": map[string]any{"prefixFormat": "{workload}_"}},
+		"operational.timeouts.default": "30s",
+	},
+}
+
+// vmcpSecretEnv are the vmcp container's variables that must come from a
+// Secret ("<secret>/<key>"), never a value.
+var vmcpSecretEnv = map[string]map[string]string{
+	"cfg-vmcp": {
+		"TOOLHIVE_HEADER_INJECTION_VALUE_CFG_GITHUB_TOKEN":   "cfg-github-pat/token",
+		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_CFG_EXCHANGE": "cfg-idp-client/secret",
+	},
 }
 
 // lookup follows a dotted path through decoded JSON.

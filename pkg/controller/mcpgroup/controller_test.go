@@ -1,15 +1,12 @@
 package mcpgroup
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
-	testingclock "k8s.io/utils/clock/testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -156,35 +153,44 @@ func TestOneControllerServesEveryScope(t *testing.T) {
 	}
 }
 
-// Member events reach the queue after the fan-in delay, a burst of them as
-// one key, later for a group that already lists many members.
+// Member events are added to the queue after the fan-in delay, never at
+// once, and later for a group that already lists many members.
 func TestMemberEventsCoalesce(t *testing.T) {
 	f := newFixture(t, true, group("ns", "big", 1, thv1.MCPGroupStatus{ServerCount: 1500, RemoteProxyCount: 600}), group("ns", "small", 1, thv1.MCPGroupStatus{}))
-	clk := testingclock.NewFakeClock(now)
 	f.c.fanIn = time.Second
-	f.c.Queue.ShutDown()
-	f.c.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(controller.NewRateLimiter(),
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	q := &delayRecorder{TypedRateLimitingInterface: f.c.Queue}
+	f.c.Queue = q
 	servers, proxies := f.c.workloadHandler(thv1.KindMCPServer), f.c.workloadHandler(thv1.KindMCPRemoteProxy)
 	for i := range 100 {
 		servers.OnAdd(server("ns", fmt.Sprintf("s-%d", i), "small"), false)
 		proxies.OnDelete(proxy("ns", fmt.Sprintf("p-%d", i), "big"))
 	}
-	ready := func(step time.Duration, want ...string) {
-		t.Helper()
-		clk.Step(step)
-		if len(want) > 0 {
-			_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-				func(context.Context) (bool, error) { return f.c.Queue.Len() >= len(want), nil })
-		}
-		if got := drain(f.c); !equality.Semantic.DeepEqual(got, want) {
-			t.Errorf("after %v more: ready %q, want %q", step, got, want)
-		}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d keys added at once, want none", n)
 	}
-	ready(0)
-	ready(time.Second, "ns/small")
 	// 2100 members listed: one window plus two more.
-	ready(time.Second)
-	ready(time.Second, "ns/big")
+	want := map[string]time.Duration{"ns/small": time.Second, "ns/big": 3 * time.Second}
+	if !equality.Semantic.DeepEqual(q.delays, want) {
+		t.Errorf("delays %v, want %v", q.delays, want)
+	}
 	f.expectNoActions()
+}
+
+// delayRecorder records the delay of each AddAfter by key (all of a key's
+// must agree) and passes every call on.
+type delayRecorder struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	delays map[string]time.Duration
+}
+
+func (q *delayRecorder) AddAfter(key cache.ObjectName, d time.Duration) {
+	if q.delays == nil {
+		q.delays = map[string]time.Duration{}
+	}
+	if old, ok := q.delays[key.String()]; ok && old != d {
+		q.delays[key.String()] = -1
+	} else {
+		q.delays[key.String()] = d
+	}
+	q.TypedRateLimitingInterface.AddAfter(key, d)
 }

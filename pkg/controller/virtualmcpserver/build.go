@@ -1,9 +1,7 @@
 package virtualmcpserver
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
@@ -69,13 +66,14 @@ func backendURL(s *thv1.MCPServer) string {
 	return workload.MCPServerAddress(s) + p
 }
 
-// env is the vmcp container's environment: who it is, and the OIDC client
-// secret when there is one.
-func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) []corev1.EnvVar {
-	return append([]corev1.EnvVar{
+// env is the vmcp container's environment: who it is, the OIDC client
+// secret when there is one, and what config.yaml names by variable
+// (backend auth secrets, telemetry).
+func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, w configWiring) []corev1.EnvVar {
+	return slices.Concat([]corev1.EnvVar{
 		{Name: envName, Value: v.Name},
 		{Name: envNamespace, Value: v.Namespace},
-	}, oidc.Env...)
+	}, oidc.Env, w.Env)
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -100,6 +98,8 @@ type inputs struct {
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see workload.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
+	// Refs are the other configs config.yaml is built from.
+	Refs configRefs
 }
 
 // childSet are the children of one VirtualMCPServer. ServiceAccount is nil
@@ -142,13 +142,13 @@ func build(in inputs) (*childSet, error) {
 		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.VMCPPort), envOIDCClientSecret)
 	}
 	backends := backendsOf(in.Backends)
-	config, err := renderConfig(v, oidc, backends)
+	config, wiring, err := renderConfig(v, oidc, backends, in.Refs)
 	if err != nil {
 		return nil, err
 	}
 	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{workload.VMCPConfigKey: config})
 
-	vols, err := podVolumes(v, cm.Name, oidc)
+	vols, err := podVolumes(v, cm.Name, oidc, wiring)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func build(in inputs) (*childSet, error) {
 						Ports: []corev1.ContainerPort{{
 							Name: portName, ContainerPort: workload.VMCPPort, Protocol: corev1.ProtocolTCP,
 						}},
-						Env:             env(v, oidc),
+						Env:             env(v, oidc, wiring),
 						VolumeMounts:    vols.Mounts,
 						LivenessProbe:   workload.HTTPProbe(healthPath, portName, 30, 10),
 						ReadinessProbe:  workload.HTTPProbe(healthPath, portName, 5, 5),
@@ -206,9 +206,9 @@ func build(in inputs) (*childSet, error) {
 }
 
 // podVolumes resolves the pod's volumes once: the configuration volume,
-// the OIDC CA bundle, and the user's podTemplateSpec volumes with the
+// the OIDC and telemetry CA bundles, and the user's podTemplateSpec volumes with the
 // mounts of the vmcp container. All of them feed the hash annotation.
-func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring) (workload.PodVolumes, error) {
+func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring, w configWiring) (workload.PodVolumes, error) {
 	invalid := func(err error) error {
 		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: thv1.ReasonPodTemplateInvalid,
 			Message: "spec.podTemplateSpec: " + err.Error()}
@@ -221,8 +221,8 @@ func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWi
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: configMountPath, ReadOnly: true}}
-	vols = slices.Concat(vols, oidc.Volumes, userVols)
-	mounts = slices.Concat(mounts, oidc.Mounts, userMounts)
+	vols = slices.Concat(vols, oidc.Volumes, w.Volumes, userVols)
+	mounts = slices.Concat(mounts, oidc.Mounts, w.Mounts, userMounts)
 	pv, err := workload.NewPodVolumes(vols, mounts)
 	if err != nil {
 		return workload.PodVolumes{}, invalid(err)
@@ -270,116 +270,4 @@ func backendsOf(servers []*thv1.MCPServer) []backend {
 	}
 	slices.SortFunc(out, func(a, b backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out
-}
-
-// oidcConfig is the incomingAuth.oidc block of config.yaml, in the keys of
-// ToolHive's vmcp config at the pinned release. The client secret itself
-// is never here; ClientSecretEnv names the environment variable that
-// carries it from its Secret.
-type oidcConfig struct {
-	Issuer                          string   `json:"issuer"`
-	ClientID                        string   `json:"clientId,omitempty"`
-	ClientSecretEnv                 string   `json:"clientSecretEnv,omitempty"`
-	Audience                        string   `json:"audience"`
-	Resource                        string   `json:"resource,omitempty"`
-	JWKSURL                         string   `json:"jwksUrl,omitempty"`
-	IntrospectionURL                string   `json:"introspectionUrl,omitempty"`
-	Scopes                          []string `json:"scopes,omitempty"`
-	ProtectedResourceAllowPrivateIP bool     `json:"protectedResourceAllowPrivateIp,omitempty"`
-	JWKSAllowPrivateIP              bool     `json:"jwksAllowPrivateIp,omitempty"`
-	InsecureAllowHTTP               bool     `json:"insecureAllowHttp,omitempty"`
-	CABundlePath                    string   `json:"caBundlePath,omitempty"`
-}
-
-// Defaults of config.yaml sections the user leaves out, as ToolHive's
-// converter fills them, except outgoing auth (see renderConfig).
-const (
-	conflictPrefix      = "prefix"
-	defaultPrefixFormat = "{workload}_"
-)
-
-// renderConfig renders config.yaml: spec.config passed through, overlaid
-// by the keys hivekeeper owns — name, groupRef, backends and incomingAuth
-// (whose type and oidc block are hivekeeper's; other keys the user set in
-// it, such as authz, are kept) — with the sections vmcp requires
-// defaulted. Map keys are sorted, so equal inputs give equal bytes and the
-// checksum does not churn.
-//
-// Outgoing auth defaults to inline, unauthenticated, where ToolHive's
-// converter defaults to "discovered": hivekeeper lists the backends itself
-// from its group index, so the vMCP needs no access to the Kubernetes API
-// (discovered mode starts a watcher on MCPServers with in-cluster
-// credentials).
-func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []backend) (string, error) {
-	invalid := func(format string, a ...any) error {
-		return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidConfig,
-			Message: "spec.config: " + fmt.Sprintf(format, a...)}
-	}
-	cfg := map[string]any{}
-	if c := v.Spec.Config; c != nil && len(c.Raw) > 0 && string(c.Raw) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(c.Raw))
-		// Numbers stay as written: a float64 would round large integers.
-		dec.UseNumber()
-		if err := dec.Decode(&cfg); err != nil {
-			return "", invalid("not a JSON object: %v", err)
-		}
-		if cfg == nil {
-			cfg = map[string]any{}
-		}
-	}
-	auth := section(cfg, "incomingAuth")
-	auth["type"] = v.Spec.IncomingAuth.Type
-	delete(auth, "oidc")
-	if r := oidc.Resolved; r != nil {
-		o := oidcConfig{
-			Issuer:                          r.Issuer,
-			ClientID:                        r.ClientID,
-			Audience:                        r.Audience,
-			Resource:                        r.ResourceURL,
-			JWKSURL:                         r.JWKSURL,
-			IntrospectionURL:                r.IntrospectionURL,
-			Scopes:                          r.Scopes,
-			ProtectedResourceAllowPrivateIP: r.ProtectedResourceAllowPrivateIP,
-			JWKSAllowPrivateIP:              r.JWKSAllowPrivateIP,
-			InsecureAllowHTTP:               r.InsecureAllowHTTP,
-			CABundlePath:                    r.CABundlePath,
-		}
-		if r.HasClientSecret {
-			o.ClientSecretEnv = envOIDCClientSecret
-		}
-		auth["oidc"] = o
-	}
-	if _, ok := cfg["outgoingAuth"]; !ok {
-		cfg["outgoingAuth"] = map[string]any{"source": "inline", "default": map[string]any{"type": "unauthenticated"}}
-	}
-	agg := section(cfg, "aggregation")
-	if s, _ := agg["conflictResolution"].(string); s == "" {
-		agg["conflictResolution"] = conflictPrefix
-	}
-	if _, ok := agg["conflictResolutionConfig"]; !ok {
-		if agg["conflictResolution"] == conflictPrefix {
-			agg["conflictResolutionConfig"] = map[string]any{"prefixFormat": defaultPrefixFormat}
-		} else {
-			agg["conflictResolutionConfig"] = map[string]any{}
-		}
-	}
-	cfg["name"] = v.Name
-	cfg["groupRef"] = v.Spec.GroupRef.Name
-	cfg["incomingAuth"] = auth
-	cfg["aggregation"] = agg
-	cfg["backends"] = backends
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return "", invalid("%v", err)
-	}
-	return string(out), nil
-}
-
-// section returns cfg[key] as an object, a new one when it is absent or
-// not an object (the whole key is hivekeeper's to set then).
-func section(cfg map[string]any, key string) map[string]any {
-	if m, ok := cfg[key].(map[string]any); ok {
-		return m
-	}
-	return map[string]any{}
 }

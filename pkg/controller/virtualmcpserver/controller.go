@@ -4,6 +4,12 @@
 // Deployment and Service), keeps the backend list in step with the group's
 // membership, and reports status.
 //
+// config.yaml is built in config.go as ToolHive's operator builds it, from
+// spec.config and the configs the server references (MCPAuthzConfig,
+// MCPTelemetryConfig, an MCPToolConfig per workload, an
+// MCPExternalAuthConfig per backend); a change of any of them reaches the
+// server through the reference index and rolls it once.
+//
 // Pod volumes are resolved once per sync and drift is detected through the
 // toolhive.stacklok.io/podvolumes-hash annotation, never by comparing the
 // live volume list (see workload.PodVolumes).

@@ -24,7 +24,10 @@ var (
 		"none": nil,
 		"two":  {newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportSSE })},
 	}
-	configs = map[string]string{"none": "", "passthrough": `{"aggregation":{"conflictResolution":"prefix"},"operational":{"maxDataSize":9007199254740993}}`}
+	// "refs" is withRefs: every reference config.yaml is built from, with
+	// secret env variables and the telemetry CA volume.
+	configs = map[string]string{"none": "", "passthrough": `{"aggregation":{"conflictResolution":"prefix"},"operational":{"maxDataSize":9007199254740993}}`,
+		"refs": ""}
 )
 
 // TestBuildDriftParity is invariant 3: for every option combination, the
@@ -56,6 +59,10 @@ func TestBuildDriftParity(t *testing.T) {
 										v.Spec.SessionAffinity = aff
 									})
 									in := inputs{Server: v, Backends: backends, Image: testImage}
+									if cfgName == "refs" {
+										withRefs(v)
+										in.Refs = resolvedRefs()
+									}
 									switch auth {
 									case "oidc-inline-ca":
 										withOIDC("auth")(v)

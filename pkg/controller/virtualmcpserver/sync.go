@@ -46,14 +46,20 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, workload.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
-	if !ok {
+	var refs configRefs
+	var authzOK, telemetryOK, toolsOK, extAuthOK bool
+	refs.Authz, status.AuthzConfigHash, authzOK = c.Authz.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByAuthzConfig, v)))
+	refs.Telemetry, status.TelemetryConfigHash, telemetryOK = c.Telemetry.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByTelemetryConfig, v)))
+	refs.Tools, toolsOK = c.Tools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByToolConfig, v))
+	refs.ExtAuth, extAuthOK = c.ExtAuth.ResolveAll(r, v.Namespace, c.NamesIn(index.ByExternalAuthConfig, v))
+	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK {
 		return status, 0, nil
 	}
 	backends, err := c.members.ByIndex(index.ByGroup, index.Key(v.Namespace, v.Spec.GroupRef.Name))
 	if err != nil {
 		return status, 0, err
 	}
-	in := inputs{Server: v, OIDC: oidc, Image: c.Config.VMCPImage, ServiceAccount: c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}
+	in := inputs{Server: v, OIDC: oidc, Refs: refs, Image: c.Config.VMCPImage, ServiceAccount: c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}
 	for _, o := range backends {
 		if s, ok := o.(*thv1.MCPServer); ok {
 			in.Backends = append(in.Backends, s)
@@ -85,4 +91,12 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		r.Ready(deploymentPhase(dep, groupFound, v.Spec.GroupRef.Name, len(desired.Backends)))
 	}
 	return status, requeueAfter, err
+}
+
+// firstName is the one name of a single reference, "" for none.
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }

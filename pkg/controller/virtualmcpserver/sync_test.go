@@ -60,7 +60,8 @@ func TestChildrenShape(t *testing.T) {
 		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
 		v.Spec.SessionAffinity = thv1.SessionAffinityNone
 		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"},` +
-			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"backends":[{"name":"injected"}],"operational":{"big":9007199254740993}}`)}
+			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"outgoingAuth":{"source":"discovered"},"backends":[{"name":"injected"}],` +
+			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)}
 	})
 	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
 		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
@@ -96,12 +97,14 @@ func TestChildrenShape(t *testing.T) {
 	if cfg.Name != "agg" || cfg.GroupRef != testGroup || !slices.Equal(cfg.Backends, wantBackends) {
 		t.Errorf("config name %q group %q backends %+v\n%s", cfg.Name, cfg.GroupRef, cfg.Backends, raw)
 	}
-	if cfg.Aggregation["conflictResolution"] != "prefix" || cfg.IncomingAuth.Authz["type"] != "cedar" {
-		t.Errorf("passed-through keys lost:\n%s", raw)
+	// As in ToolHive's operator, incomingAuth, outgoingAuth and telemetry
+	// are built from the spec's own fields, never read from spec.config.
+	if cfg.Aggregation["conflictResolution"] != "prefix" || cfg.IncomingAuth.Authz != nil || strings.Contains(raw, "ignored:4317") {
+		t.Errorf("spec.config's incomingAuth or telemetry were read:\n%s", raw)
 	}
 	// Sections vmcp requires are defaulted; outgoing auth is inline, so
 	// vmcp never needs the Kubernetes API.
-	if !strings.Contains(raw, "prefixFormat: '{workload}_'") || !strings.Contains(raw, "source: inline") || !strings.Contains(raw, "type: unauthenticated") {
+	if !strings.Contains(raw, "prefixFormat: '{workload}_'") || !strings.Contains(raw, "source: inline") || !strings.Contains(raw, "partialFailureMode: fail") {
 		t.Errorf("defaults missing:\n%s", raw)
 	}
 	o := cfg.IncomingAuth.OIDC

@@ -52,10 +52,12 @@ func main() {
 		out, err = checkRunConfig(os.Args[2])
 	case len(os.Args) == 4 && os.Args[1] == "diff":
 		out, err = diffRunConfigs(os.Args[2], os.Args[3])
+	case len(os.Args) == 4 && os.Args[1] == "vmcpdiff":
+		out, err = diffVMCPConfigs(os.Args[2], os.Args[3])
 	case len(os.Args) >= 2 && len(os.Args) <= 3 && os.Args[1] == "redis":
 		err = serveRedis(strings.Join(os.Args[2:], ""))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck redis [PASSWORD]")
+		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck vmcpdiff A B | thvcheck redis [PASSWORD]")
 		os.Exit(2)
 	}
 	if err != nil {

@@ -40,6 +40,7 @@ type VirtualMCPServer struct {
 
 // IncomingAuth is how clients authenticate to the virtual server.
 // +kubebuilder:validation:XValidation:rule="self.type != 'oidc' || has(self.oidcConfigRef)",message="type oidc requires oidcConfigRef"
+// +kubebuilder:validation:XValidation:rule="!(has(self.authzConfig) && has(self.authzConfigRef))",message="authzConfig and authzConfigRef are mutually exclusive"
 // +kubebuilder:pruning:PreserveUnknownFields
 type IncomingAuth struct {
 	// Type of incoming authentication.
@@ -49,18 +50,52 @@ type IncomingAuth struct {
 	// OIDCConfigRef is required when type is oidc.
 	// +optional
 	OIDCConfigRef *OIDCConfigReference `json:"oidcConfigRef,omitempty"`
-	// AuthzConfig is an inline authorization policy for incoming requests.
-	// hivekeeper stores it whole and does not act on it yet.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// AuthzConfig authorizes incoming requests with inline Cedar policies
+	// (type inline). Type configMap is refused, as for an MCPServer.
 	// +optional
-	AuthzConfig *runtime.RawExtension `json:"authzConfig,omitempty"`
-	// AuthzConfigRef names an authorization config; stored whole, like
-	// AuthzConfig.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	AuthzConfig *InlineAuthz `json:"authzConfig,omitempty"`
+	// AuthzConfigRef authorizes incoming requests with a shared
+	// MCPAuthzConfig of type cedarv1 in the same namespace.
 	// +optional
-	AuthzConfigRef *runtime.RawExtension `json:"authzConfigRef,omitempty"`
+	AuthzConfigRef *AuthzConfigReference `json:"authzConfigRef,omitempty"`
+}
+
+// Outgoing auth sources and backend auth types of a VirtualMCPServer.
+const (
+	OutgoingAuthSourceDiscovered         = "discovered"
+	OutgoingAuthSourceInline             = "inline"
+	BackendAuthTypeDiscovered            = "discovered"
+	BackendAuthTypeExternalAuthConfigRef = "externalAuthConfigRef"
+)
+
+// OutgoingAuth is how the vMCP authenticates to its backends.
+// +kubebuilder:pruning:PreserveUnknownFields
+type OutgoingAuth struct {
+	// Source is discovered (each backend's own externalAuthConfigRef) or
+	// inline (only what is written here).
+	// +kubebuilder:validation:Enum=discovered;inline
+	// +kubebuilder:default=discovered
+	// +optional
+	Source string `json:"source,omitempty"`
+	// Default applies to backends without an entry in Backends.
+	// +optional
+	Default *BackendAuth `json:"default,omitempty"`
+	// Backends are per-backend overrides, by backend name.
+	// +optional
+	Backends map[string]BackendAuth `json:"backends,omitempty"`
+}
+
+// BackendAuth is the authentication to one backend.
+// +kubebuilder:validation:XValidation:rule="self.type != 'externalAuthConfigRef' || has(self.externalAuthConfigRef)",message="type externalAuthConfigRef requires externalAuthConfigRef"
+type BackendAuth struct {
+	// Type is discovered (unauthenticated) or externalAuthConfigRef.
+	// +kubebuilder:validation:Enum=discovered;externalAuthConfigRef
+	// +required
+	Type string `json:"type"`
+	// ExternalAuthConfigRef names an MCPExternalAuthConfig in the same
+	// namespace (type externalAuthConfigRef).
+	// +optional
+	ExternalAuthConfigRef *ExternalAuthConfigReference `json:"externalAuthConfigRef,omitempty"`
 }
 
 // ServiceType values of a VirtualMCPServer's Service.
@@ -78,6 +113,18 @@ type VirtualMCPServerSpec struct {
 	// GroupRef is the MCPGroup whose servers are aggregated.
 	// +required
 	GroupRef GroupRef `json:"groupRef"`
+	// OutgoingAuth is how the vMCP authenticates to its backends.
+	// +optional
+	OutgoingAuth *OutgoingAuth `json:"outgoingAuth,omitempty"`
+	// PassthroughHeaders are incoming request headers forwarded verbatim
+	// to every backend; they replace spec.config.passthroughHeaders.
+	// +listType=atomic
+	// +optional
+	PassthroughHeaders []string `json:"passthroughHeaders,omitempty"`
+	// TelemetryConfigRef exports the vMCP's traces and metrics as a shared
+	// MCPTelemetryConfig in the same namespace says.
+	// +optional
+	TelemetryConfigRef *TelemetryConfigReference `json:"telemetryConfigRef,omitempty"`
 	// ServiceType of the vMCP Service.
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	// +kubebuilder:default=ClusterIP
@@ -100,7 +147,10 @@ type VirtualMCPServerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	PodTemplateSpec *runtime.RawExtension `json:"podTemplateSpec,omitempty"`
-	// Config is the vMCP configuration, passed through to config.yaml.
+	// Config is the vMCP configuration. It is built into config.yaml as
+	// ToolHive's operator builds it (defaults, tool configs by reference,
+	// composite tools); sections hivekeeper does not read are passed
+	// through as written.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
@@ -130,6 +180,13 @@ type VirtualMCPServerStatus struct {
 	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
 	// +optional
 	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`
+	// AuthzConfigHash is the configHash of the referenced MCPAuthzConfig.
+	// +optional
+	AuthzConfigHash string `json:"authzConfigHash,omitempty"`
+	// TelemetryConfigHash is the configHash of the referenced
+	// MCPTelemetryConfig.
+	// +optional
+	TelemetryConfigHash string `json:"telemetryConfigHash,omitempty"`
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
