@@ -571,7 +571,9 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 		}
 	}
 	// Dropping the template and the pull secrets removes what they set.
-	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.PodTemplateSpec, v.Spec.ImagePullSecrets, v.Spec.SessionStorage = nil, nil, nil })
+	f.update("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.PodTemplateSpec, v.Spec.ImagePullSecrets, v.Spec.SessionStorage = nil, nil, nil
+	})
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
