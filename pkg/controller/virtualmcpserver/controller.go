@@ -1,12 +1,15 @@
 // Package virtualmcpserver is the VirtualMCPServer controller: it runs the
-// vMCP that aggregates the MCPServers of one MCPGroup behind a single
-// endpoint (configuration ConfigMap listing the backends, ServiceAccount,
-// Deployment and Service), keeps the backend list in step with the group's
-// membership, and reports status.
+// vMCP that aggregates the MCPServers and MCPRemoteProxies of one MCPGroup
+// behind a single endpoint (configuration ConfigMap listing the backends,
+// ServiceAccount, Deployment and Service), keeps the backend list in step
+// with the group's membership, and reports status.
 //
-// Pod volumes are resolved once per sync and drift is detected through the
-// toolhive.stacklok.io/podvolumes-hash annotation, never by comparing the
-// live volume list (see workload.PodVolumes).
+// The volumes hivekeeper builds are resolved once per sync and their drift
+// is detected through the toolhive.stacklok.io/podvolumes-hash annotation,
+// what spec.podTemplateSpec merges into the pod through
+// toolhive.stacklok.io/podtemplatespec-hash, never by comparing the live,
+// API-server-defaulted values (see workload.PodVolumes and
+// workload.ApplyPodTemplate).
 //
 // build.go and the comparators in pkg/workload are pure; sync.go is the
 // only file that writes.
