@@ -85,3 +85,32 @@ func OIDCConfigName(ref *thv1.OIDCConfigReference) string {
 	}
 	return ref.Name
 }
+
+// RemoteProxyTransport returns an MCPRemoteProxy's transport with the
+// schema default applied, so a build never depends on whether the object
+// passed through the server.
+func RemoteProxyTransport(p *thv1.MCPRemoteProxy) string {
+	if p.Spec.Transport == "" {
+		return thv1.TransportStreamableHTTP
+	}
+	return p.Spec.Transport
+}
+
+// RemoteProxyPort returns an MCPRemoteProxy's proxy port with its default.
+func RemoteProxyPort(p *thv1.MCPRemoteProxy) int32 {
+	if p.Spec.ProxyPort == 0 {
+		return DefaultProxyPort
+	}
+	return p.Spec.ProxyPort
+}
+
+// RemoteProxyURL is the in-cluster MCP endpoint of an MCPRemoteProxy: its
+// Service with the path of its transport, /mcp or /sse. It is the proxy's
+// status.url, and the URL a vMCP aggregating the proxy connects to.
+func RemoteProxyURL(p *thv1.MCPRemoteProxy) string {
+	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", RemoteProxyServiceName(p.Name), p.Namespace, RemoteProxyPort(p))
+	if RemoteProxyTransport(p) == thv1.TransportSSE {
+		return base + "/sse"
+	}
+	return base + "/mcp"
+}

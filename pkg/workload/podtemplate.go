@@ -200,7 +200,13 @@ func DiffDeploymentWithPodTemplate(want, have *appsv1.Deployment) []string {
 // means by leaving it out. The hash annotation is removed with the
 // template.
 func DeploymentPatchWithPodTemplate(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-	body, err := DeploymentPatch(want, have, []string{AnnotationPodTemplateSpecHash}, adopt)
+	return deploymentPatchWithPodTemplate(want, have, []string{AnnotationPodTemplateSpecHash}, adopt)
+}
+
+// deploymentPatchWithPodTemplate is DeploymentPatchWithPodTemplate with the
+// annotation keys hivekeeper owns and removes when unwanted.
+func deploymentPatchWithPodTemplate(want, have *appsv1.Deployment, prune []string, adopt bool) ([]byte, error) {
+	body, err := DeploymentPatch(want, have, prune, adopt)
 	if err != nil || (!hasPodTemplateSpec(want) && !hasPodTemplateSpec(have)) {
 		return body, err
 	}
@@ -265,5 +271,30 @@ func decodeMap(b []byte) (map[string]any, error) {
 func WithPodTemplateSpec(ops controller.ChildOps[*appsv1.Deployment]) controller.ChildOps[*appsv1.Deployment] {
 	ops.Diff = DiffDeploymentWithPodTemplate
 	ops.PatchBody = DeploymentPatchWithPodTemplate
+	return ops
+}
+
+// DiffDeploymentWithPodTemplateByVolumesHash is DiffDeploymentWithPodTemplate
+// for a Deployment whose built volumes are also represented by
+// AnnotationPodVolumesHash (the vMCP's, as ToolHive's operator builds it):
+// the volume list and mounts are compared through the two hashes alone —
+// the built ones through the volumes hash, the template's through the
+// template hash — never by the live, API-server-defaulted values.
+func DiffDeploymentWithPodTemplateByVolumesHash(want, have *appsv1.Deployment) []string {
+	d := diffs(DiffDeploymentWithPodTemplate(withoutPodVolumes(want), withoutPodVolumes(have)))
+	wh, wok := want.Annotations[AnnotationPodVolumesHash]
+	hh, hok := have.Annotations[AnnotationPodVolumesHash]
+	d.check(wok == hok && wh == hh, FieldPodVolumesHash)
+	return d
+}
+
+// WithPodTemplateSpecAndVolumesHash returns a copy of Deployment ops for a
+// kind whose podTemplateSpec is merged into its pod and whose built volumes
+// are hashed: both annotations are compared and pruned when unwanted.
+func WithPodTemplateSpecAndVolumesHash(ops controller.ChildOps[*appsv1.Deployment]) controller.ChildOps[*appsv1.Deployment] {
+	ops.Diff = DiffDeploymentWithPodTemplateByVolumesHash
+	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+		return deploymentPatchWithPodTemplate(want, have, []string{AnnotationPodTemplateSpecHash, AnnotationPodVolumesHash}, adopt)
+	}
 	return ops
 }

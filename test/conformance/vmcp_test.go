@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,63 @@ func TestVMCPServes(t *testing.T) {
 	expectRefused(t, base+"/mcp", iss, refusals(t, iss, "team-vmcp"))
 }
 
+// TestVMCPAggregatesServerAndRemoteProxy runs ToolHive's `vmcp serve` on
+// the config hivekeeper generated for a group of one MCPServer and one
+// MCPRemoteProxy, both offering the same two tools: config.yaml lists
+// each at its proxy's cluster URL with its transport path, and vmcp —
+// given loopback stand-ins for those two URLs, servers of the test's own —
+// aggregates both under prefix conflict resolution: tools/list through
+// vmcp shows every tool once per backend, named <backend>_<tool>.
+func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
+	env, ns := runtimeSetUp(t)
+	local, far := startRemoteMCP(t, "/mcp"), startRemoteMCP(t, "/mcp")
+	applyTemplate(t, env, ns, "testdata/runtime/vmcp-aggregate.yaml", map[string]string{"REMOTE_URL": far.StandIn})
+	const name = "mixed-vmcp"
+	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.MCPServerServiceName("local"), ns)
+	farURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.RemoteProxyServiceName("far"), ns)
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		cm = waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+		return strings.Contains(cm.Data[workload.VMCPConfigKey], farURL), nil
+	}, "the remote proxy in config.yaml")
+	port := startVMCP(t, env, ns, name, localURL, local.URL, farURL, far.URL)
+	waitServing(t, port)
+	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+
+	resp, body := mcpCall(t, endpoint, "", "", initializeRequest)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %s: %s", resp.Status, body)
+	}
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp, body := mcpCall(t, endpoint, "", session, initializedNotification); resp.StatusCode >= 300 {
+		t.Fatalf("initialized: %s: %s", resp.Status, body)
+	}
+	resp, body = mcpCall(t, endpoint, "", session, toolsListRequest)
+	var answer struct {
+		Result struct {
+			Tools []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(jsonRPCBody(body), &answer); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("tools/list: %s %v: %s", resp.Status, err, body)
+	}
+	var names []string
+	for _, tool := range answer.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := []string{"far_" + remoteOtherTool, "far_" + remoteToolName, "local_" + remoteOtherTool, "local_" + remoteToolName}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("tools/list through vmcp: %v, want %v", names, want)
+	}
+	for _, r := range []*remoteMCP{local, far} {
+		if !slices.ContainsFunc(r.requests(), func(q remoteRequest) bool { return q.Method == "tools/list" }) {
+			t.Errorf("backend %s was never asked for its tools", r.URL)
+		}
+	}
+}
+
 // startVMCP runs ToolHive's vmcp as the VirtualMCPServer's Deployment
 // <name> would: the container's args and env as hivekeeper wrote them,
 // with only the config path (the mounted ConfigMap becomes a file) and
@@ -90,14 +148,23 @@ func TestVMCPServes(t *testing.T) {
 // with what a pod has: the KUBERNETES_SERVICE_* env and a token of the
 // Deployment's service account with the API server's CA at
 // /var/run/secrets/kubernetes.io/serviceaccount (see withPodFiles). It
-// returns the port; vmcp's output is logged when the test fails.
-func startVMCP(t *testing.T, env *framework.Env, ns, name string) int {
+// returns the port; vmcp's output is logged when the test fails. The
+// config.yaml written for vmcp has each of replace's old URLs replaced by
+// its new one (cluster addresses by loopback stand-ins); each must occur.
+func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...string) int {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
 	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
 	dir := t.TempDir()
 	config := filepath.Join(dir, workload.VMCPConfigKey)
-	if err := os.WriteFile(config, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
+	data := cm.Data[workload.VMCPConfigKey]
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(data, replace[i]) {
+			t.Fatalf("config.yaml of %s lacks %s:\n%s", name, replace[i], data)
+		}
+		data = strings.ReplaceAll(data, replace[i], replace[i+1])
+	}
+	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port, err := framework.FreePort()

@@ -2,7 +2,6 @@ package mcpremoteproxy
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -68,31 +67,11 @@ type childSet struct {
 	Service              *corev1.Service
 }
 
-// transport returns the transport with the schema default applied, so a
-// build never depends on whether the object passed through the server.
-func transport(p *thv1.MCPRemoteProxy) string {
-	if p.Spec.Transport == "" {
-		return thv1.TransportStreamableHTTP
-	}
-	return p.Spec.Transport
-}
-
-// proxyPort returns the proxy port with its default.
-func proxyPort(p *thv1.MCPRemoteProxy) int32 {
-	if p.Spec.ProxyPort == 0 {
-		return workload.DefaultProxyPort
-	}
-	return p.Spec.ProxyPort
-}
-
-// proxyURL is the in-cluster address clients use.
-func proxyURL(p *thv1.MCPRemoteProxy) string {
-	base := fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.RemoteProxyServiceName(p.Name), p.Namespace, proxyPort(p))
-	if transport(p) == thv1.TransportSSE {
-		return base + "/sse"
-	}
-	return base + "/mcp"
-}
+// transport, proxyPort and proxyURL are the workload package's, where a
+// vMCP aggregating the proxy reads them too.
+func transport(p *thv1.MCPRemoteProxy) string { return workload.RemoteProxyTransport(p) }
+func proxyPort(p *thv1.MCPRemoteProxy) int32  { return workload.RemoteProxyPort(p) }
+func proxyURL(p *thv1.MCPRemoteProxy) string  { return workload.RemoteProxyURL(p) }
 
 // serviceAccountName is the proxy pod's account: the spec's, or the
 // runner account hivekeeper creates.

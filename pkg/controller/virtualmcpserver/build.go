@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
@@ -67,13 +66,14 @@ func backendURL(s *thv1.MCPServer) string {
 }
 
 // env is the vmcp container's environment: who it is, the OIDC client
-// secret when there is one, and what config.yaml names by variable
-// (backend auth secrets, telemetry).
+// secret when there is one, what config.yaml names by variable (backend
+// auth secrets, telemetry), and the Redis password of session storage.
+// Secrets come only as secretKeyRefs.
 func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, w configWiring) []corev1.EnvVar {
 	return slices.Concat([]corev1.EnvVar{
 		{Name: envName, Value: v.Name},
 		{Name: envNamespace, Value: v.Namespace},
-	}, oidc.Env, w.Env)
+	}, oidc.Env, w.Env, workload.RedisPasswordEnv(v.Spec.SessionStorage))
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -88,12 +88,12 @@ func args() []string {
 }
 
 // inputs are everything a build depends on: the server, the referenced
-// MCPOIDCConfig (nil for anonymous access), the member MCPServers of its
-// group (any order) and the vMCP image.
+// MCPOIDCConfig (nil for anonymous access), the members of its group of
+// every backend kind (any order, see memberBackend) and the vMCP image.
 type inputs struct {
 	Server   *thv1.VirtualMCPServer
 	OIDC     *thv1.MCPOIDCConfig
-	Backends []*thv1.MCPServer
+	Backends []any
 	Image    string
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see workload.CheckServiceAccount).
@@ -112,7 +112,7 @@ type childSet struct {
 	// Volumes are the pod's volumes as resolved once for this build; the
 	// Deployment's pod spec and its hash annotation both come from them.
 	Volumes workload.PodVolumes
-	// Backends are the names of the aggregated MCPServers, sorted.
+	// Backends are the names of the aggregated members, sorted.
 	Backends []string
 }
 
@@ -141,6 +141,15 @@ func build(in inputs) (*childSet, error) {
 		}
 		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.VMCPPort), envOIDCClientSecret)
 	}
+	// The template is checked first, as ToolHive's operator does, so that
+	// a template no pod can be built from is reported as such.
+	templateHash, err := workload.HashPodTemplateSpec(v.Spec.PodTemplateSpec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := workload.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
+		return nil, err
+	}
 	backends := backendsOf(in.Backends)
 	config, wiring, err := renderConfig(v, oidc, backends, in.Refs)
 	if err != nil {
@@ -148,7 +157,7 @@ func build(in inputs) (*childSet, error) {
 	}
 	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{workload.VMCPConfigKey: config})
 
-	vols, err := podVolumes(v, cm.Name, oidc, wiring)
+	vols, err := podVolumes(cm.Name, oidc, wiring)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +183,7 @@ func build(in inputs) (*childSet, error) {
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: serviceAccountName(v),
+					ImagePullSecrets:   slices.Clone(v.Spec.ImagePullSecrets),
 					SecurityContext:    workload.RestrictedPodSecurityContext(),
 					Containers: []corev1.Container{{
 						Name:  workload.VMCPContainerName,
@@ -193,6 +203,16 @@ func build(in inputs) (*childSet, error) {
 			},
 		},
 	}
+	// The user's podTemplateSpec is merged last, into the pod built above,
+	// as ToolHive's operator merges it; what only the template sets is
+	// compared through its hash annotation.
+	if d.Deployment.Spec.Template, err = workload.ApplyPodTemplate(d.Deployment.Spec.Template, v.Spec.PodTemplateSpec, labels); err != nil {
+		return nil, err
+	}
+	d.Deployment.Annotations = workload.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
+	if err := validateMergedVolumes(&d.Deployment.Spec.Template.Spec); err != nil {
+		return nil, err
+	}
 	d.Service = workload.Service(workload.ServiceSpec{
 		Meta:            meta(workload.VMCPServiceName(n), labels, nil),
 		Type:            corev1.ServiceType(v.Spec.ServiceType),
@@ -205,68 +225,82 @@ func build(in inputs) (*childSet, error) {
 	return d, nil
 }
 
-// podVolumes resolves the pod's volumes once: the configuration volume,
-// the OIDC and telemetry CA bundles, and the user's podTemplateSpec volumes with the
-// mounts of the vmcp container. All of them feed the hash annotation.
-func podVolumes(v *thv1.VirtualMCPServer, configMap string, oidc workload.OIDCWiring, w configWiring) (workload.PodVolumes, error) {
-	invalid := func(err error) error {
-		return &workload.InvalidSpecError{Condition: thv1.ConditionPodTemplateValid, Reason: thv1.ReasonPodTemplateInvalid,
-			Message: "spec.podTemplateSpec: " + err.Error()}
-	}
-	userVols, userMounts, err := userVolumes(v.Spec.PodTemplateSpec)
-	if err != nil {
-		return workload.PodVolumes{}, err
-	}
+// podVolumes resolves the volumes hivekeeper builds once: the
+// configuration volume and the OIDC and telemetry CA bundles. All of them
+// feed the hash annotation, as in ToolHive's operator; the
+// podTemplateSpec's volumes are merged into the pod afterwards and stand
+// in its own hash.
+func podVolumes(configMap string, oidc workload.OIDCWiring, w configWiring) (workload.PodVolumes, error) {
 	vols := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: configMountPath, ReadOnly: true}}
-	vols = slices.Concat(vols, oidc.Volumes, w.Volumes, userVols)
-	mounts = slices.Concat(mounts, oidc.Mounts, w.Mounts, userMounts)
-	pv, err := workload.NewPodVolumes(vols, mounts)
+	pv, err := workload.NewPodVolumes(slices.Concat(vols, oidc.Volumes, w.Volumes), slices.Concat(mounts, oidc.Mounts, w.Mounts))
 	if err != nil {
-		return workload.PodVolumes{}, invalid(err)
+		return workload.PodVolumes{}, workload.PodTemplateInvalid("%v", err)
 	}
 	return pv, nil
 }
 
-// userVolumes decodes the volumes of a podTemplateSpec and the mounts of
-// its vmcp container. Fields of other kinds are left for the pod template
-// to carry later; only volumes are applied today.
-func userVolumes(raw *runtime.RawExtension) ([]corev1.Volume, []corev1.VolumeMount, error) {
-	tpl, err := workload.DecodePodTemplate(raw)
-	if err != nil || tpl == nil {
-		return nil, nil, err
-	}
+// validateMergedVolumes checks the merged pod's volumes and the vmcp
+// container's mounts, so that a template volume without a source, one
+// merged into a built volume, or a mount of no volume is a condition
+// rather than a Deployment the API server refuses on every retry.
+func validateMergedVolumes(pod *corev1.PodSpec) error {
 	var mounts []corev1.VolumeMount
-	for _, c := range tpl.Spec.Containers {
+	for _, c := range pod.Containers {
 		if c.Name == workload.VMCPContainerName {
-			mounts = append(mounts, c.VolumeMounts...)
+			mounts = c.VolumeMounts
 		}
 	}
-	return tpl.Spec.Volumes, mounts, nil
+	if err := workload.ValidatePodVolumes(pod.Volumes, mounts); err != nil {
+		return workload.PodTemplateInvalid("%v", err)
+	}
+	return nil
 }
 
-// backend is one aggregated MCPServer in config.yaml.
+// backend is one aggregated member in config.yaml (vmcp's
+// StaticBackendConfig).
 type backend struct {
-	// Name is the MCPServer's name.
+	// Name is the member's name.
 	Name string `json:"name"`
-	// URL is the address of its proxy Service.
+	// URL is the MCP endpoint of its proxy Service.
 	URL string `json:"url"`
 	// Transport is what its proxy exposes (streamable-http or sse).
 	Transport string `json:"transport"`
 }
 
-// backendsOf maps the member MCPServers to backends, sorted by name so the
-// rendered configuration does not depend on index order. Servers being
-// deleted are left out: their proxy is going away.
-func backendsOf(servers []*thv1.MCPServer) []backend {
-	out := make([]backend, 0, len(servers))
-	for _, s := range servers {
-		if s.DeletionTimestamp != nil {
+// memberBackend is the seam between the member kinds and config.yaml: how
+// one member of the group, of any backend kind, becomes its backend entry,
+// and false for a member that is not one (being deleted: its proxy is going
+// away). vmcp connects to exactly the URL given, so it carries the path of
+// the proxy's transport. A new backend kind (MCPServerEntry) is one case
+// here and one line in the controller's backendKinds.
+func memberBackend(obj any) (backend, bool) {
+	switch m := obj.(type) {
+	case *thv1.MCPServer:
+		return backend{Name: m.Name, URL: backendURL(m), Transport: workload.MCPServerProxyMode(m)}, m.DeletionTimestamp == nil
+	case *thv1.MCPRemoteProxy:
+		// The proxy's status.url, which ToolHive's vmcp discovery reads.
+		return backend{Name: m.Name, URL: workload.RemoteProxyURL(m), Transport: workload.RemoteProxyTransport(m)}, m.DeletionTimestamp == nil
+	}
+	return backend{}, false
+}
+
+// backendsOf maps the group's members to backends, sorted by name so the
+// rendered configuration does not depend on index order. Members are given
+// kind by kind (MCPServers first); a name already taken by a member of an
+// earlier kind is left out, since vmcp identifies backends by name.
+func backendsOf(members []any) []backend {
+	out := make([]backend, 0, len(members))
+	seen := map[string]bool{}
+	for _, m := range members {
+		b, ok := memberBackend(m)
+		if !ok || seen[b.Name] {
 			continue
 		}
-		out = append(out, backend{Name: s.Name, URL: backendURL(s), Transport: workload.MCPServerProxyMode(s)})
+		seen[b.Name] = true
+		out = append(out, b)
 	}
 	slices.SortFunc(out, func(a, b backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out

@@ -43,6 +43,7 @@ const (
 	keyName               = "name"
 	keyGroupRef           = "groupRef"
 	keyBackends           = "backends"
+	keySessionStorage     = "sessionStorage"
 	keyIncomingAuth       = "incomingAuth"
 	keyOutgoingAuth       = "outgoingAuth"
 	keyAggregation        = "aggregation"
@@ -167,6 +168,9 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 		if c, _ := a["component"].(string); c == "" {
 			a["component"] = v.Name
 		}
+	}
+	if st := sessionStorage(v.Spec.SessionStorage); st != nil {
+		cfg[keySessionStorage] = st
 	}
 	cfg[keyBackends] = backends
 	out, err := yaml.Marshal(cfg)
@@ -660,4 +664,23 @@ func defaultStep(s any) {
 	if inner, ok := step["step"]; ok {
 		defaultStep(inner)
 	}
+}
+
+// sessionStorage is config.yaml's sessionStorage for spec.sessionStorage,
+// as ToolHive's converter writes it: the Redis connection without the
+// password (which vmcp reads from THV_SESSION_REDIS_PASSWORD), nil for
+// memory or none.
+func sessionStorage(st *thv1.SessionStorageConfig) map[string]any {
+	r := workload.SessionRedis(st)
+	if r == nil {
+		return nil
+	}
+	out := map[string]any{"provider": thv1.SessionStorageProviderRedis, "address": r.Address}
+	if r.DB != 0 {
+		out["db"] = r.DB
+	}
+	if r.KeyPrefix != "" {
+		out["keyPrefix"] = r.KeyPrefix
+	}
+	return out
 }

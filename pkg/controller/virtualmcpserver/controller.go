@@ -1,8 +1,8 @@
 // Package virtualmcpserver is the VirtualMCPServer controller: it runs the
-// vMCP that aggregates the MCPServers of one MCPGroup behind a single
-// endpoint (configuration ConfigMap listing the backends, ServiceAccount,
-// Deployment and Service), keeps the backend list in step with the group's
-// membership, and reports status.
+// vMCP that aggregates the MCPServers and MCPRemoteProxies of one MCPGroup
+// behind a single endpoint (configuration ConfigMap listing the backends,
+// ServiceAccount, Deployment and Service), keeps the backend list in step
+// with the group's membership, and reports status.
 //
 // config.yaml is built in config.go as ToolHive's operator builds it, from
 // spec.config and the configs the server references (MCPAuthzConfig,
@@ -10,9 +10,12 @@
 // MCPExternalAuthConfig per backend); a change of any of them reaches the
 // server through the reference index and rolls it once.
 //
-// Pod volumes are resolved once per sync and drift is detected through the
-// toolhive.stacklok.io/podvolumes-hash annotation, never by comparing the
-// live volume list (see workload.PodVolumes).
+// The volumes hivekeeper builds are resolved once per sync and their drift
+// is detected through the toolhive.stacklok.io/podvolumes-hash annotation,
+// what spec.podTemplateSpec merges into the pod through
+// toolhive.stacklok.io/podtemplatespec-hash, never by comparing the live,
+// API-server-defaulted values (see workload.PodVolumes and
+// workload.ApplyPodTemplate).
 //
 // build.go and the comparators in pkg/workload are pure; sync.go is the
 // only file that writes.
@@ -20,6 +23,7 @@ package virtualmcpserver
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -60,14 +64,25 @@ type Controller struct {
 	// indexer, whose index.ByGroup index lists a group's backends without
 	// listing the namespace.
 	serverIndex cache.Indexer
-	members     cache.Indexer
+	members     []memberKind
 }
+
+// memberKind is one backend kind of a group: its kind name and the
+// indexer whose index.ByGroup index lists a group's members of that kind.
+type memberKind struct {
+	kind    string
+	indexer cache.Indexer
+}
+
+// backendKinds are the kinds whose group members become backends, in the
+// order a name taken twice is resolved (see backendsOf). MCPServerEntry
+// plugs in here and in memberBackend.
+var backendKinds = []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy}
 
 // New builds the controller and registers its event handlers. The
 // byAggregatedGroup index is added here, before the informers start.
 func New(d *controller.Deps) (*Controller, error) {
 	vmcps := workload.Informer(d, thv1.KindVirtualMCPServer)
-	members := workload.Informer(d, thv1.KindMCPServer)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
@@ -78,7 +93,6 @@ func New(d *controller.Deps) (*Controller, error) {
 		toolhive:    d.Toolhive,
 		servers:     thlisters.NewVirtualMCPServerLister(vmcps.Indexer()),
 		serverIndex: vmcps.Indexer(),
-		members:     members.Indexer(),
 	}
 	var err error
 	if c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "virtualmcpservers", Kind: thv1.KindVirtualMCPServer,
@@ -86,9 +100,10 @@ func New(d *controller.Deps) (*Controller, error) {
 		Phases: workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed}}); err != nil {
 		return nil, err
 	}
-	// Volumes are compared through their hash annotation, which is pruned
+	// Built volumes are compared through their hash annotation, and what
+	// only spec.podTemplateSpec sets through the template's; each is pruned
 	// once nothing is left to hash.
-	c.Children.Deployments = workload.WithPodVolumesHash(c.Children.Deployments)
+	c.Children.Deployments = workload.WithPodTemplateSpecAndVolumesHash(c.Children.Deployments)
 	// A group appearing or going away flips GroupRefValidated.
 	groupsSynced, err := groups.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueAggregators,
@@ -97,15 +112,20 @@ func New(d *controller.Deps) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	membersSynced, err := members.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.memberChanged,
-		UpdateFunc: c.memberUpdated,
-		DeleteFunc: c.memberChanged,
-	})
-	if err != nil {
-		return nil, err
+	c.AddSynced(groupsSynced)
+	for _, kind := range backendKinds {
+		members := workload.Informer(d, kind)
+		synced, err := members.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.memberChanged,
+			UpdateFunc: c.memberUpdated,
+			DeleteFunc: c.memberChanged,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.AddSynced(synced)
+		c.members = append(c.members, memberKind{kind: kind, indexer: members.Indexer()})
 	}
-	c.AddSynced(groupsSynced, membersSynced)
 	return c, nil
 }
 
@@ -128,43 +148,49 @@ func (c *Controller) enqueueAggregators(obj any) {
 	}
 }
 
-// memberChanged re-syncs the servers aggregating the group of an MCPServer
+// memberChanged re-syncs the servers aggregating the group of a member
 // that was added or deleted (tombstones included).
 func (c *Controller) memberChanged(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	for _, key := range index.References(thv1.KindMCPServer, index.ByGroup, obj) {
+	for _, key := range memberGroups(obj) {
 		ns, _, _ := cache.SplitMetaNamespaceKey(key)
 		c.enqueueByIndex(byAggregatedGroup, ns, key)
 	}
 }
 
 // memberUpdated re-syncs the aggregators of the old and the new group, but
-// only when the MCPServer's backend entry changed (group, address,
-// transport, deletion): MCPServers write their status often, and none of
-// that reaches config.yaml.
+// only when the member's backend entry changed (group, URL, transport,
+// deletion): members write their status often, and none of that reaches
+// config.yaml.
 func (c *Controller) memberUpdated(oldObj, newObj any) {
-	o, ok1 := oldObj.(*thv1.MCPServer)
-	n, ok2 := newObj.(*thv1.MCPServer)
-	if !ok1 || !ok2 || backendView(o) == backendView(n) {
+	if slices.Equal(memberGroups(oldObj), memberGroups(newObj)) && backendView(oldObj) == backendView(newObj) {
 		return
 	}
 	c.memberChanged(oldObj)
 	c.memberChanged(newObj)
 }
 
-// backendEntry is what of an MCPServer a vMCP configuration depends on.
-type backendEntry struct {
-	group, url, transport string
-	deleting              bool
+// memberGroups are the "<ns>/<group>" keys of the group a member of any
+// backend kind belongs to (none or one).
+func memberGroups(obj any) []string {
+	for _, kind := range backendKinds {
+		if keys := index.References(kind, index.ByGroup, obj); keys != nil {
+			return keys
+		}
+	}
+	return nil
 }
 
-// backendView projects an MCPServer onto its backendEntry.
-func backendView(s *thv1.MCPServer) backendEntry {
-	e := backendEntry{url: backendURL(s), transport: workload.MCPServerProxyMode(s), deleting: s.DeletionTimestamp != nil}
-	if s.Spec.GroupRef != nil {
-		e.group = s.Spec.GroupRef.Name
-	}
-	return e
+// backendEntry is what of a member a vMCP configuration depends on.
+type backendEntry struct {
+	backend
+	ok bool
+}
+
+// backendView projects a member onto its backendEntry.
+func backendView(obj any) backendEntry {
+	b, ok := memberBackend(obj)
+	return backendEntry{backend: b, ok: ok}
 }

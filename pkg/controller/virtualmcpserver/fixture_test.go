@@ -143,5 +143,40 @@ const userVolumesTemplate = `{"spec":{
     {"name":"settings","mountPath":"/settings"},
     {"name":"scratch","mountPath":"/scratch"},
     {"name":"bundle","mountPath":"/bundle"}
-  ]},{"name":"sidecar","volumeMounts":[{"name":"creds","mountPath":"/elsewhere"}]}]
+  ]},{"name":"sidecar","image":"busybox:1","volumeMounts":[{"name":"creds","mountPath":"/elsewhere"}]}]
 }}`
+
+// fullTemplate sets what the pod template can beyond volumes: scheduling,
+// metadata, an init container, an env entry and resources of the vmcp
+// container, and image pull secrets merged with spec.imagePullSecrets.
+const fullTemplate = `{"metadata":{"labels":{"team":"a"},"annotations":{"note":"x"}},"spec":{
+  "nodeSelector":{"disk":"ssd"},
+  "tolerations":[{"key":"dedicated","operator":"Equal","value":"mcp","effect":"NoSchedule"}],
+  "priorityClassName":"high",
+  "imagePullSecrets":[{"name":"tpl-pull"}],
+  "initContainers":[{"name":"init","image":"busybox:1","command":["true"]}],
+  "containers":[{"name":"vmcp","env":[{"name":"EXTRA","value":"1"}],
+    "resources":{"limits":{"memory":"256Mi"}}}]
+}}`
+
+// newRemoteMember returns an MCPRemoteProxy; group "" means no group.
+func newRemoteMember(name, group string, mut ...func(*thv1.MCPRemoteProxy)) *thv1.MCPRemoteProxy {
+	p := &thv1.MCPRemoteProxy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPRemoteProxy},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID("rp-" + name), Generation: 1, ResourceVersion: "1"},
+		Spec:       thv1.MCPRemoteProxySpec{RemoteURL: "https://mcp.example.com/mcp", Transport: thv1.TransportStreamableHTTP, ProxyPort: 8080},
+	}
+	if group != "" {
+		p.Spec.GroupRef = &thv1.GroupRef{Name: group}
+	}
+	for _, m := range mut {
+		m(p)
+	}
+	return p
+}
+
+// withRedis sets Redis session storage with a password from a Secret.
+func withRedis(v *thv1.VirtualMCPServer) {
+	v.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379", DB: 2,
+		KeyPrefix: "vmcp:", PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
+}

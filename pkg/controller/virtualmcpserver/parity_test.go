@@ -2,8 +2,10 @@ package virtualmcpserver
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -14,15 +16,27 @@ import (
 
 // option dimensions of the parity table.
 var (
-	authKinds       = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes"}
-	podTemplates    = map[string]string{"none": "", "volumes": userVolumesTemplate}
+	authKinds    = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes"}
+	podTemplates = map[string]string{"none": "", "volumes": userVolumesTemplate, "full": fullTemplate}
+	podExtras    = map[string]func(*thv1.VirtualMCPServer){
+		"none":  func(*thv1.VirtualMCPServer) {},
+		"redis": withRedis,
+		"memory": func(v *thv1.VirtualMCPServer) {
+			v.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
+		},
+		"pullsecrets": func(v *thv1.VirtualMCPServer) {
+			v.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "a"}, {Name: "b"}}
+		},
+	}
 	replicaSets     = map[string]*int32{"nil": nil, "0": ptr.To[int32](0), "3": ptr.To[int32](3)}
 	serviceAccounts = map[string]*string{"own": nil, "custom": ptr.To("vmcp-sa")}
 	serviceTypes    = []string{thv1.ServiceTypeClusterIP, thv1.ServiceTypeNodePort, thv1.ServiceTypeLoadBalancer}
 	affinities      = []string{thv1.SessionAffinityClientIP, thv1.SessionAffinityNone}
-	backendSets     = map[string][]*thv1.MCPServer{
+	backendSets     = map[string][]any{
 		"none": nil,
 		"two":  {newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportSSE })},
+		"mixed": {newMember("zeta", testGroup), newRemoteMember("remote", testGroup),
+			newRemoteMember("remote-sse", testGroup, func(p *thv1.MCPRemoteProxy) { p.Spec.Transport = thv1.TransportSSE })},
 	}
 	// "refs" is withRefs: every reference config.yaml is built from, with
 	// secret env variables and the telemetry CA volume.
@@ -38,50 +52,53 @@ func TestBuildDriftParity(t *testing.T) {
 	n := 0
 	for _, auth := range authKinds {
 		for ptName, pt := range podTemplates {
-			for repName, rep := range replicaSets {
-				for saName, sa := range serviceAccounts {
-					for _, st := range serviceTypes {
-						for _, aff := range affinities {
-							for bName, backends := range backendSets {
-								for cfgName, cfgRaw := range configs {
-									name := fmt.Sprintf("%s/pts-%s/replicas-%s/sa-%s/%s/%s/backends-%s/config-%s", auth, ptName, repName, saName, st, aff, bName, cfgName)
-									n++
-									v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
-										if pt != "" {
-											withPodTemplate(pt)(v)
+			for exName, extra := range podExtras {
+				for repName, rep := range replicaSets {
+					for saName, sa := range serviceAccounts {
+						for _, st := range serviceTypes {
+							for _, aff := range affinities {
+								for bName, backends := range backendSets {
+									for cfgName, cfgRaw := range configs {
+										name := fmt.Sprintf("%s/pts-%s/%s/replicas-%s/sa-%s/%s/%s/backends-%s/config-%s", auth, ptName, exName, repName, saName, st, aff, bName, cfgName)
+										n++
+										v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+											if pt != "" {
+												withPodTemplate(pt)(v)
+											}
+											if cfgRaw != "" {
+												v.Spec.Config = &runtime.RawExtension{Raw: []byte(cfgRaw)}
+											}
+											v.Spec.Replicas = rep
+											v.Spec.ServiceAccount = sa
+											v.Spec.ServiceType = st
+											v.Spec.SessionAffinity = aff
+											extra(v)
+										})
+										in := inputs{Server: v, Backends: backends, Image: testImage}
+										if cfgName == "refs" {
+											withRefs(v)
+											in.Refs = resolvedRefs()
 										}
-										if cfgRaw != "" {
-											v.Spec.Config = &runtime.RawExtension{Raw: []byte(cfgRaw)}
+										switch auth {
+										case "oidc-inline-ca":
+											withOIDC("auth")(v)
+											in.OIDC = newOIDCConfig("auth", "idp-ca")
+										case "oidc-inline-no-ca":
+											withOIDC("auth")(v)
+											in.OIDC = newOIDCConfig("auth", "")
+										case "oidc-kubernetes":
+											withOIDC("auth")(v)
+											in.OIDC = workloadtest.NewOIDCConfig(testNS, "auth", false, "", true)
 										}
-										v.Spec.Replicas = rep
-										v.Spec.ServiceAccount = sa
-										v.Spec.ServiceType = st
-										v.Spec.SessionAffinity = aff
-									})
-									in := inputs{Server: v, Backends: backends, Image: testImage}
-									if cfgName == "refs" {
-										withRefs(v)
-										in.Refs = resolvedRefs()
-									}
-									switch auth {
-									case "oidc-inline-ca":
-										withOIDC("auth")(v)
-										in.OIDC = newOIDCConfig("auth", "idp-ca")
-									case "oidc-inline-no-ca":
-										withOIDC("auth")(v)
-										in.OIDC = newOIDCConfig("auth", "")
-									case "oidc-kubernetes":
-										withOIDC("auth")(v)
-										in.OIDC = workloadtest.NewOIDCConfig(testNS, "auth", false, "", true)
-									}
-									d, err := build(in)
-									if err != nil {
-										t.Fatalf("%s: build: %v", name, err)
-									}
-									assertNoDrift(t, name, d)
-									// The config volume is always there, so is the hash.
-									if _, has := d.Deployment.Annotations[workload.AnnotationPodVolumesHash]; !has {
-										t.Errorf("%s: no pod volumes hash annotation", name)
+										d, err := build(in)
+										if err != nil {
+											t.Fatalf("%s: build: %v", name, err)
+										}
+										assertNoDrift(t, name, d)
+										// The config volume is always there, so is the hash.
+										if _, has := d.Deployment.Annotations[workload.AnnotationPodVolumesHash]; !has {
+											t.Errorf("%s: no pod volumes hash annotation", name)
+										}
 									}
 								}
 							}
@@ -102,8 +119,8 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 	workloadtest.DefaultService(svc)
 	checks := map[string][]string{
 		"configmap":      workload.DiffConfigMap(d.Config, workloadtest.RoundTrip(d.Config)),
-		"deployment":     workload.DiffDeploymentByVolumesHash(d.Deployment, dep),
-		"deployment-raw": workload.DiffDeploymentByVolumesHash(d.Deployment, d.Deployment),
+		"deployment":     workload.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, dep),
+		"deployment-raw": workload.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, d.Deployment),
 		"service":        workload.DiffService(d.Service, svc),
 	}
 	if d.ServiceAccount != nil {
@@ -117,9 +134,25 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 	if workload.DeploymentNeedsRecreate(d.Deployment, dep) {
 		t.Errorf("%s: immutable field drift right after build", name)
 	}
-	// The annotation is the hash of exactly what the pod spec carries.
+	// The annotation is the hash of exactly the volumes hivekeeper built,
+	// which the pod spec carries first.
 	pod := d.Deployment.Spec.Template.Spec
-	if h, _ := workload.HashPodVolumes(pod.Volumes, pod.Containers[0].VolumeMounts); h != d.Volumes.Hash || d.Deployment.Annotations[workload.AnnotationPodVolumesHash] != h {
-		t.Errorf("%s: annotation %q, hash of the pod's volumes %q", name, d.Deployment.Annotations[workload.AnnotationPodVolumesHash], h)
+	built := func(name string) bool {
+		return slices.ContainsFunc(d.Volumes.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+	}
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for _, v := range pod.Volumes {
+		if built(v.Name) {
+			vols = append(vols, v)
+		}
+	}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if built(m.Name) && m.MountPath != "" && slices.ContainsFunc(d.Volumes.Mounts, func(b corev1.VolumeMount) bool { return b.MountPath == m.MountPath }) {
+			mounts = append(mounts, m)
+		}
+	}
+	if h, _ := workload.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[workload.AnnotationPodVolumesHash] != h {
+		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[workload.AnnotationPodVolumesHash], h)
 	}
 }

@@ -55,15 +55,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK {
 		return status, 0, nil
 	}
-	backends, err := c.members.ByIndex(index.ByGroup, index.Key(v.Namespace, v.Spec.GroupRef.Name))
-	if err != nil {
-		return status, 0, err
-	}
 	in := inputs{Server: v, OIDC: oidc, Refs: refs, Image: c.Config.VMCPImage, ServiceAccount: c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}
-	for _, o := range backends {
-		if s, ok := o.(*thv1.MCPServer); ok {
-			in.Backends = append(in.Backends, s)
-		}
+	var err error
+	if in.Backends, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
+		return status, 0, err
 	}
 	desired, err := build(in)
 	if err == nil {
@@ -73,7 +68,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 			// the Kubernetes API, which it has no access to. Nothing is
 			// written; the first member's event re-syncs this server
 			// through the index.
-			r.Pending(thv1.ReasonNoBackends, fmt.Sprintf("MCPGroup %q has no MCPServers to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name))
+			r.Pending(thv1.ReasonNoBackends, fmt.Sprintf("MCPGroup %q has no MCPServers or MCPRemoteProxies to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name))
 			return status, 0, nil
 		}
 	}
@@ -99,4 +94,19 @@ func firstName(names []string) string {
 		return ""
 	}
 	return names[0]
+}
+
+// groupMembers lists the members of a group of every backend kind, kind
+// by kind in backendKinds order, through the group index: O(members), no
+// namespace is listed.
+func (c *Controller) groupMembers(namespace, group string) ([]any, error) {
+	var out []any
+	for _, m := range c.members {
+		objs, err := m.indexer.ByIndex(index.ByGroup, index.Key(namespace, group))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
 }

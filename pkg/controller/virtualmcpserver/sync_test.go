@@ -251,7 +251,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 	wt.AssertActions(t, acts)
 }
 
-// Changing a user volume's source rolls the pod through the hash; removing
+// Changing a user volume's source rolls the pod through the template hash; removing
 // every other volume leaves the config volume's hash and then converges.
 func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate)),
@@ -264,8 +264,8 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments", "patch virtualmcpservers/status")
-	if _, ok := annotationsOf(deploymentPatch(t, acts))[workload.AnnotationPodVolumesHash].(string); !ok {
-		t.Fatalf("secret rename does not carry a new hash: %s", wt.Describe(acts))
+	if h, _ := workload.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[workload.AnnotationPodTemplateSpecHash] != h {
+		t.Fatalf("secret rename does not carry the new template hash: %s", wt.Describe(acts))
 	}
 	f.ApplyServerBehaviour()
 	f.Refresh()
@@ -527,4 +527,137 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(workload.VMCPServiceAccountName("agg")) })
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+}
+
+// Every pod field of the spec reaches the Deployment as ToolHive's operator
+// puts it there, and a converged server costs no write.
+func TestPodFieldsReachTheDeployment(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", withRedis, withPodTemplate(fullTemplate), func(v *thv1.VirtualMCPServer) {
+		v.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "spec-pull"}}
+	}), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	if got := pod.ImagePullSecrets; len(got) != 2 || got[0].Name != "tpl-pull" && got[1].Name != "tpl-pull" {
+		t.Errorf("imagePullSecrets %v, want spec-pull and tpl-pull", got)
+	}
+	if pod.NodeSelector["disk"] != "ssd" || len(pod.Tolerations) != 1 || pod.PriorityClassName != "high" || len(pod.InitContainers) != 1 {
+		t.Errorf("template scheduling and init container not merged: %+v", pod)
+	}
+	if dep.Spec.Template.Labels["team"] != "a" || dep.Spec.Template.Annotations["note"] != "x" {
+		t.Errorf("template metadata not merged: %+v", dep.Spec.Template.ObjectMeta)
+	}
+	c := pod.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if r := env[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
+		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[workload.EnvSessionRedisPassword])
+	}
+	if env["EXTRA"].Value != "1" || env[envName].Value != "agg" || env[envNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
+		t.Errorf("container env %v resources %v", c.Env, c.Resources)
+	}
+	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[workload.AnnotationPodVolumesHash] == "" {
+		t.Errorf("annotations %v, want both hashes", dep.Annotations)
+	}
+	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	if cfg := cm.Data[workload.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
+		t.Errorf("config.yaml session storage:\n%s", cfg)
+	}
+	for i := range 2 {
+		if acts, _ := f.sync("agg"); len(acts) != 0 {
+			t.Fatalf("round %d of a converged server wrote: %s", i, wt.Describe(acts))
+		}
+	}
+	// Dropping the template and the pull secrets removes what they set.
+	f.update("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.PodTemplateSpec, v.Spec.ImagePullSecrets, v.Spec.SessionStorage = nil, nil, nil
+	})
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch virtualmcpservers/status")
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	if acts, _ := f.sync("agg"); len(acts) != 0 {
+		t.Fatalf("after dropping the template: %s", wt.Describe(acts))
+	}
+}
+
+// MCPRemoteProxies of the group are backends at their status URL; a proxy
+// joining, changing its URL or leaving updates config.yaml and rolls the
+// vMCP once, and its status writes enqueue nothing.
+func TestRemoteProxyMembersAreBackends(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	rp := newRemoteMember("r", testGroup)
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Create(context.Background(), rp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	if !strings.Contains(wt.Describe(acts[:1]), "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp") {
+		t.Errorf("config patch lacks the remote proxy: %s", wt.Describe(acts))
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	if acts, _ := f.sync("agg"); len(acts) != 0 {
+		t.Fatalf("converged: %s", wt.Describe(acts))
+	}
+
+	drain := func() int {
+		n := 0
+		for f.c.Queue.Len() > 0 {
+			k, _ := f.c.Queue.Get()
+			f.c.Queue.Done(k)
+			n++
+		}
+		return n
+	}
+	drain()
+	statusOnly := rp.DeepCopy()
+	statusOnly.Status.Phase = thv1.MCPRemoteProxyPhaseReady
+	if f.c.memberUpdated(rp, statusOnly); drain() != 0 {
+		t.Error("a remote proxy's status write enqueued the vMCP")
+	}
+	sse := rp.DeepCopy()
+	sse.Spec.Transport = thv1.TransportSSE
+	if f.c.memberUpdated(rp, sse); drain() != 1 {
+		t.Error("a remote proxy's transport change did not enqueue the vMCP")
+	}
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), sse, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, _ = f.sync("agg")
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	if !strings.Contains(wt.Describe(acts[:1]), "mcp-r-remote-proxy.team-a.svc.cluster.local:8080/sse") {
+		t.Errorf("config patch lacks the SSE endpoint: %s", wt.Describe(acts))
+	}
+	f.ApplyServerBehaviour()
+	f.Refresh()
+	if err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Delete(context.Background(), "r", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, _ = f.sync("agg")
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+}
+
+// A name taken by an MCPServer and an MCPRemoteProxy of the group is one
+// backend, the MCPServer's: vmcp identifies backends by name.
+func TestBackendNameTakenTwiceIsTheMCPServers(t *testing.T) {
+	got := backendsOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
+	if len(got) != 2 || got[0].URL != "http://mcp-x-proxy.team-a.svc.cluster.local:8080/mcp" || got[1].Name != "y" {
+		t.Fatalf("backends %+v", got)
+	}
 }

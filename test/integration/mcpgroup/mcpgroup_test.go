@@ -277,7 +277,8 @@ func TestServerMovesBetweenGroups(t *testing.T) {
 // exists. Creating it converges its status from the index, the members'
 // GroupRefValidated turns from False/GroupRefNotFound to True/GroupRefValid
 // (written by the MCPServer and MCPRemoteProxy controllers), and a
-// VirtualMCPServer aggregating the group lists its servers as backends.
+// VirtualMCPServer aggregating the group lists its servers and remote
+// proxy as backends.
 // Deleting the group turns the conditions back.
 func TestGroupCreatedAfterMembers(t *testing.T) {
 	env := framework.Get(t)
@@ -322,8 +323,8 @@ func TestGroupCreatedAfterMembers(t *testing.T) {
 	framework.Eventually(t, convergeTimeout,
 		proxyGroupRef(t, env, ns, "p1", metav1.ConditionTrue, thv1.ReasonGroupRefValid),
 		"MCPRemoteProxy p1 to see its group")
-	framework.Eventually(t, convergeTimeout, vmcpBackends(t, env, ns, "agg", []string{"s1", "s2"}),
-		"VirtualMCPServer agg to aggregate the group's servers")
+	framework.Eventually(t, convergeTimeout, vmcpBackends(t, env, ns, "agg", []string{"p1", "s1", "s2"}),
+		"VirtualMCPServer agg to aggregate the group's servers and remote proxy")
 
 	if err := env.Toolhive.ToolhiveV1beta1().MCPGroups(ns).Delete(testCtx(t), "late", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 // Package virtualmcpserver tests the VirtualMCPServer controller against a
 // real API server: its children and backends, zero writes once converged
 // (across informer resyncs), a volume-only change rolling the Deployment
-// exactly once, and a missing group converging once it appears.
+// exactly once, the whole podTemplateSpec and the pod fields at steady
+// state, a remote proxy member's URL change rolling it exactly once, and a
+// missing group converging once it appears.
 package virtualmcpserver
 
 import (
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +25,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -33,7 +37,7 @@ func TestMain(m *testing.M) { framework.Main(m) }
 
 // allControllers are every controller the test runs: steady state means
 // none of them writes, not only the one under test.
-var allControllers = []string{virtualmcpserver.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.Name}
+var allControllers = []string{virtualmcpserver.Name, mcpserver.Name, mcpremoteproxy.Name, mcpgroup.Name, mcpoidcconfig.Name}
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -262,4 +266,121 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
 		return err == nil, err
 	}, "the Deployment once the group has a member")
+}
+
+// The whole podTemplateSpec, imagePullSecrets and Redis session storage
+// reach the vMCP pod, and a group of one MCPServer and one MCPRemoteProxy
+// is two backends; the API server's defaults make no write at steady
+// state. The remote proxy changing its URL (transport) updates config.yaml
+// and rolls the Deployment exactly once; its leaving drops it.
+func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: time.Second})
+	ctx := testCtx(t)
+
+	createGroup(t, env, ns, "tools")
+	createMember(t, env, ns, "s1", "tools")
+	proxies := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns)
+	if _, err := proxies.Create(ctx, &thv1.MCPRemoteProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: "far"},
+		Spec:       thv1.MCPRemoteProxySpec{RemoteURL: "https://mcp.example.com/mcp", GroupRef: &thv1.GroupRef{Name: "tools"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vmcps := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns)
+	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
+		Spec: thv1.VirtualMCPServerSpec{
+			IncomingAuth:     thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
+			GroupRef:         thv1.GroupRef{Name: "tools"},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "spec-pull"}},
+			SessionStorage: &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379",
+				PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}},
+			PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"team":"a"}},"spec":{` +
+				`"nodeSelector":{"disk":"ssd"},"tolerations":[{"key":"dedicated","operator":"Exists"}],` +
+				`"imagePullSecrets":[{"name":"tpl-pull"}],"terminationGracePeriodSeconds":45,` +
+				`"initContainers":[{"name":"init","image":"busybox:1","command":["true"]}],` +
+				`"volumes":[{"name":"scratch","emptyDir":{}}],` +
+				`"containers":[{"name":"vmcp","env":[{"name":"EXTRA","value":"1"}],"resources":{"limits":{"memory":"256Mi"}},` +
+				`"volumeMounts":[{"name":"scratch","mountPath":"/scratch"}]}]}}`)},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	k := env.Kube
+	farURL := fmt.Sprintf("http://mcp-far-remote-proxy.%s.svc.cluster.local:8080", ns)
+	configHas := func(want ...string) func() (bool, error) {
+		return func() (bool, error) {
+			cm, err := k.CoreV1().ConfigMaps(ns).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			y := cm.Data[workload.VMCPConfigKey]
+			for _, w := range want {
+				if !strings.Contains(y, w) {
+					return false, fmt.Errorf("config.yaml lacks %q:\n%s", w, y)
+				}
+			}
+			return true, nil
+		}
+	}
+	framework.Eventually(t, 15*time.Second, configHas(fmt.Sprintf("http://mcp-s1-proxy.%s.svc.cluster.local:8080/mcp", ns), farURL+"/mcp",
+		"sessionStorage:\n  address: redis:6379\n  provider: redis"), "config.yaml with both backends and session storage")
+	var dep *appsv1.Deployment
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		var err error
+		dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		return err == nil && hasVolume(dep, "scratch"), err
+	}, "the vMCP Deployment with the template merged")
+	pod := dep.Spec.Template.Spec
+	var pull []string
+	for _, r := range pod.ImagePullSecrets {
+		pull = append(pull, r.Name)
+	}
+	if len(pull) != 2 || pod.NodeSelector["disk"] != "ssd" || len(pod.Tolerations) != 1 || len(pod.InitContainers) != 1 ||
+		*pod.TerminationGracePeriodSeconds != 45 || dep.Spec.Template.Labels["team"] != "a" {
+		t.Errorf("pod spec %+v (pull secrets %v)", pod, pull)
+	}
+	env1 := map[string]corev1.EnvVar{}
+	for _, e := range pod.Containers[0].Env {
+		env1[e.Name] = e
+	}
+	if r := env1[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" ||
+		env1["EXTRA"].Value != "1" || env1["VMCP_NAME"].Value != "agg" || env1["VMCP_NAMESPACE"].Value != ns {
+		t.Errorf("vmcp env %+v", pod.Containers[0].Env)
+	}
+	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[workload.AnnotationPodVolumesHash] == "" {
+		t.Errorf("annotations %v", dep.Annotations)
+	}
+
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*time.Second, allControllers...)
+
+	dep, err := k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	generation := dep.Generation
+	if _, err := proxies.Patch(ctx, "far", types.MergePatchType, []byte(`{"spec":{"transport":"sse"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 10*time.Second, configHas(farURL+"/sse"), "the remote proxy's SSE endpoint in config.yaml")
+	workloadtest.Quiesce(t, 2*time.Second, 30*time.Second, allControllers...)
+	if dep, err = k.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{}); err != nil || dep.Generation != generation+1 {
+		t.Errorf("Deployment generation %d -> %d (%v), want exactly one rollout", generation, dep.Generation, err)
+	}
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
+
+	if err := proxies.Delete(ctx, "far", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+		ok, err := configHas("mcp-s1-proxy")()
+		if !ok {
+			return false, err
+		}
+		gone, _ := configHas("mcp-far-remote-proxy")()
+		return !gone, fmt.Errorf("the remote proxy is still in config.yaml")
+	}, "config.yaml without the remote proxy")
 }

@@ -71,7 +71,7 @@ const (
 	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
 	ReasonDeploymentNotReady = "DeploymentNotReady"
 	ReasonScaledToZero       = "ScaledToZero"
-	// Ready=False: the vMCP's group has no MCPServers yet.
+	// Ready=False: the vMCP's group has no members to aggregate yet.
 	ReasonNoBackends = "NoBackends"
 	// Ready=False while the workload is deleted.
 	ReasonTerminating = "Terminating"

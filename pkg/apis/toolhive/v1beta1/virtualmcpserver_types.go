@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -142,7 +143,16 @@ type VirtualMCPServerSpec struct {
 	// +kubebuilder:default=ClientIP
 	// +optional
 	SessionAffinity string `json:"sessionAffinity,omitempty"`
-	// PodTemplateSpec is a patch for the vMCP pod; its container is named "vmcp".
+	// SessionStorage keeps vMCP sessions in Redis so that replicas share
+	// them; the password reaches the pod from its Secret only.
+	// +optional
+	SessionStorage *SessionStorageConfig `json:"sessionStorage,omitempty"`
+	// ImagePullSecrets of the vMCP pod.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// PodTemplateSpec is merged into the vMCP pod (strategic merge, as
+	// ToolHive's operator does); its container is named "vmcp".
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional

@@ -2194,6 +2194,16 @@ func (in *VirtualMCPServerSpec) DeepCopyInto(out *VirtualMCPServerSpec) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.SessionStorage != nil {
+		in, out := &in.SessionStorage, &out.SessionStorage
+		*out = new(SessionStorageConfig)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ImagePullSecrets != nil {
+		in, out := &in.ImagePullSecrets, &out.ImagePullSecrets
+		*out = make([]corev1.LocalObjectReference, len(*in))
+		copy(*out, *in)
+	}
 	if in.PodTemplateSpec != nil {
 		in, out := &in.PodTemplateSpec, &out.PodTemplateSpec
 		*out = new(runtime.RawExtension)
