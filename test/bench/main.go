@@ -8,10 +8,13 @@
 // wait until every Deployment and ConfigMap exists; a steady window (writes
 // must be 0); a label added to every MCPServer (metadata only: 0 writes);
 // a change of one config with N/K referrers; delete everything (finalizers
-// complete).
+// complete); then a cold start (the load stored first, the binary started
+// after) and the raw-client floor (the cold start's children created again
+// by plain client-go). Convergence is followed through watches, never by
+// listing, so the benchmark does not load the API server O(N) per poll.
 //
 //	go run ./test/bench                 # N=300, the default scenario
-//	go run ./test/bench -n 100,300,1000,3000 -plot docs/performance.png
+//	go run ./test/bench -n 300,1000,3000,10000 -plot docs/performance.png
 package main
 
 import (
