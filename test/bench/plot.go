@@ -116,7 +116,8 @@ func logPanel(img *image.RGBA, r image.Rectangle, title string, xs []float64, ss
 		// y = y0 * x / minX: slope 1 on log–log axes.
 		line(img, px(minX), py(y0), px(maxX), py(y0*maxX/minX), grey, true)
 	}
-	for si, s := range ss {
+	legendX := left + 10
+	for _, s := range ss {
 		for i, y := range s.ys {
 			if y <= 0 {
 				continue
@@ -131,7 +132,8 @@ func logPanel(img *image.RGBA, r image.Rectangle, title string, xs []float64, ss
 				line(img, px(xs[i-1]), py(s.ys[i-1]), x, yy, s.c, false)
 			}
 		}
-		text(img, left+10+si*150, bottom+52, "* "+s.name, s.c)
+		text(img, legendX, bottom+52, "* "+s.name, s.c)
+		legendX += 7*len(s.name) + 30
 	}
 	text(img, left+10, bottom+66, "- - linear (slope 1) through the first point", grey)
 }
