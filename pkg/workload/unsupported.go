@@ -10,25 +10,6 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// Field is one optional spec field of ToolHive's API and whether the
-// workload sets it.
-type Field struct {
-	Path string
-	Set  bool
-}
-
-// SetPaths returns the paths of the fields that are set, in the order
-// given.
-func SetPaths(fields ...Field) []string {
-	var paths []string
-	for _, f := range fields {
-		if f.Set {
-			paths = append(paths, f.Path)
-		}
-	}
-	return paths
-}
-
 // Unsupported reports the fields of ToolHive's API that the workload sets
 // and hivekeeper stores without acting on: UnsupportedFields=True with
 // the paths in the message, and a Warning event when that list appears or
