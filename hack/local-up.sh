@@ -94,7 +94,7 @@ cat >&2 <<EOF
 
   hivekeeper local environment
     kubectl:  export KUBECONFIG=${kubeconfig}
-              kubectl get mcpservers,mcpoidcconfigs,mcptoolconfigs,mcpauthzconfigs,mcpexternalauthconfigs,mcptelemetryconfigs,mcpwebhookconfigs,mcpgroups,mcpremoteproxies,virtualmcpservers
+              kubectl get mcpservers,mcpoidcconfigs,mcptoolconfigs,mcpauthzconfigs,mcpexternalauthconfigs,mcptelemetryconfigs,mcpwebhookconfigs,mcpserverentries,virtualmcpcompositetooldefinitions,mcpgroups,mcpremoteproxies,virtualmcpservers
               kubectl get deploy,svc,cm,sa -l toolhive=true
     metrics:  http://${metrics_addr}/metrics
     health:   http://${health_addr}/healthz  http://${health_addr}/readyz

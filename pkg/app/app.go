@@ -31,9 +31,11 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserverentry"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptelemetryconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptoolconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpwebhookconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
@@ -102,6 +104,8 @@ func Controllers() []controller.Descriptor {
 		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New).AsReferenced(),
 		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New).AsReferenced(),
 		controller.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
+		controller.Describe(virtualmcpcompositetooldefinition.Name, virtualmcpcompositetooldefinition.New).AsReferenced(),
+		controller.Describe(mcpserverentry.Name, mcpserverentry.New).AsReferenced(),
 		controller.Describe(mcpserver.Name, mcpserver.New),
 		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),

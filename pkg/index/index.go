@@ -1,7 +1,9 @@
 // Package index holds the reference indexes hivekeeper's controllers use
 // instead of listing a namespace: which config (MCPOIDCConfig,
 // MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig,
-// MCPWebhookConfig) each workload references, and which MCPGroup each workload belongs to.
+// MCPWebhookConfig, VirtualMCPCompositeToolDefinition) each workload
+// references, and which MCPGroup each workload (MCPServerEntries included)
+// belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -39,6 +41,9 @@ const (
 	// ByWebhookConfig: the MCPWebhookConfig whose webhooks a workload's
 	// proxy calls.
 	ByWebhookConfig = "toolhive.stacklok.dev/webhook-config"
+	// ByCompositeToolDefinition: the VirtualMCPCompositeToolDefinitions a
+	// VirtualMCPServer's spec.config.compositeToolRefs name (several).
+	ByCompositeToolDefinition = "toolhive.stacklok.dev/composite-tool-definition"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
 )
@@ -88,7 +93,17 @@ var Workloads = []Workload{
 			ByAuthzConfig:        ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
 			ByTelemetryConfig:    ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
 			ByToolConfig:         refs(thv1.VMCPToolConfigNames),
-			ByExternalAuthConfig: refs(thv1.VMCPExternalAuthConfigNames),
+			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
+			ByCompositeToolDefinition: refs(thv1.VMCPCompositeToolNames),
+		},
+	},
+	{
+		// An MCPServerEntry runs nothing, but it is a member of its group
+		// and holds its MCPExternalAuthConfig like a workload does.
+		Kind: thv1.KindMCPServerEntry,
+		Refs: map[string]func(obj any) []string{
+			ByExternalAuthConfig: ref(func(e *thv1.MCPServerEntry) string { return nameOf(e.Spec.ExternalAuthConfigRef) }),
+			ByGroup:              ref(func(e *thv1.MCPServerEntry) string { return nameOf(e.Spec.GroupRef) }),
 		},
 	},
 }

@@ -16,6 +16,8 @@ func InformerFor(f informers.SharedInformerFactory, kind string) cache.SharedInd
 		return f.Toolhive().V1beta1().MCPRemoteProxies().Informer()
 	case thv1.KindVirtualMCPServer:
 		return f.Toolhive().V1beta1().VirtualMCPServers().Informer()
+	case thv1.KindMCPServerEntry:
+		return f.Toolhive().V1beta1().MCPServerEntries().Informer()
 	}
 	return nil
 }

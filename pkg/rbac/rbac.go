@@ -24,7 +24,7 @@ import (
 const ToolhiveGroup = "toolhive.stacklok.dev"
 
 // ToolhiveResources are the custom resources hivekeeper reconciles.
-var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs"}
+var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions"}
 
 // Default names of the runner ClusterRoles: what the chart creates for the
 // release name "hivekeeper", and what the controller binds unless told

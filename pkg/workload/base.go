@@ -73,8 +73,10 @@ type Base struct {
 	Webhooks  *ConfigRefs[*thv1.MCPWebhookConfig]
 	// AuthServer is spec.authServerRef (an MCPExternalAuthConfig too).
 	AuthServer *ConfigRefs[*thv1.MCPExternalAuthConfig]
-	Config     controller.Config
-	phases     Phases
+	// CompositeTools are a VirtualMCPServer's composite tool definitions.
+	CompositeTools *ConfigRefs[*thv1.VirtualMCPCompositeToolDefinition]
+	Config         controller.Config
+	phases         Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
 	// index does.
@@ -95,23 +97,24 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	})
 	children, childInformers := NewChildren(d)
 	b := &Base{
-		Loop:       controller.NewLoop(s.Name, s.Sync),
-		Writer:     d.NewWriter(s.Name),
-		Recorder:   d.Recorder,
-		Clock:      d.Clock,
-		Children:   children,
-		Groups:     thlisters.NewMCPGroupLister(groups.Indexer()),
-		OIDC:       OIDCConfigs.Bind(d),
-		Tools:      ToolConfigs.Bind(d),
-		Authz:      AuthzConfigs.Bind(d),
-		ExtAuth:    ExternalAuthConfigs.Bind(d),
-		Telemetry:  TelemetryConfigs.Bind(d),
-		Webhooks:   WebhookConfigs.Bind(d),
-		AuthServer: AuthServerConfigs.Bind(d),
-		Config:     d.Config,
-		phases:     s.Phases,
-		resource:   s.Resource,
-		logKey:     strings.ToLower(s.Kind),
+		Loop:           controller.NewLoop(s.Name, s.Sync),
+		Writer:         d.NewWriter(s.Name),
+		Recorder:       d.Recorder,
+		Clock:          d.Clock,
+		Children:       children,
+		Groups:         thlisters.NewMCPGroupLister(groups.Indexer()),
+		OIDC:           OIDCConfigs.Bind(d),
+		Tools:          ToolConfigs.Bind(d),
+		Authz:          AuthzConfigs.Bind(d),
+		ExtAuth:        ExternalAuthConfigs.Bind(d),
+		Telemetry:      TelemetryConfigs.Bind(d),
+		Webhooks:       WebhookConfigs.Bind(d),
+		AuthServer:     AuthServerConfigs.Bind(d),
+		CompositeTools: CompositeToolDefinitions.Bind(d),
+		Config:         d.Config,
+		phases:         s.Phases,
+		resource:       s.Resource,
+		logKey:         strings.ToLower(s.Kind),
 	}
 	if b.Clock == nil {
 		b.Clock = clock.RealClock{}
@@ -133,7 +136,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	row := b.row
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
-	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.Webhooks, b.AuthServer} {
+	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.Webhooks, b.AuthServer, b.CompositeTools} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
 		}

@@ -248,16 +248,21 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 	}
 	blocked := deleting && hasFinalizer && len(refs) > 0
 
-	status, invalid, err := c.desiredStatus(cached, refs, blocked)
+	status, problems, err := c.desiredStatus(cached, refs, blocked)
 	if err != nil {
 		return err
 	}
+	invalid := strings.Join(problems, "; ")
 	// The typed comparison settles the steady state cheaply; computing a
 	// merge patch of a status listing many workloads costs 20 times more.
 	old := cached.GetStatus()
-	if equality.Semantic.DeepEqual(old, status) {
+	var oldFull, desiredFull any = old, status
+	if c.kind.FullStatus != nil {
+		oldFull, desiredFull = c.kind.FullStatus(cached, status, problems)
+	}
+	if equality.Semantic.DeepEqual(oldFull, desiredFull) {
 		c.writer.Skipped(c.kind.Resource + "/status")
-	} else if _, err := controller.PatchStatus(ctx, c.writer, c.kind.Resource, cached, patch, old, status); err != nil {
+	} else if _, err := controller.PatchStatus(ctx, c.writer, c.kind.Resource, cached, patch, oldFull, desiredFull); err != nil {
 		return err
 	}
 
@@ -277,30 +282,29 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 
 // desiredStatus builds the new status from the one as read, so that
 // conditions written by others survive the merge patch (which replaces the
-// whole conditions array). invalid is the validation message, empty when
+// whole conditions array). problems are the validation problems, none when
 // the spec is valid.
 //
 // DeletionBlocked exists only while a deletion is actually blocked: it is
 // removed otherwise, including while referrers exist but nobody is
 // deleting the config, so that a config in normal use carries no condition
 // that suggests a deletion.
-func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadReference, blocked bool) (*thv1.ConfigStatus, string, error) {
+func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadReference, blocked bool) (*thv1.ConfigStatus, []string, error) {
 	status := cached.GetStatus().DeepCopy()
 	gen := cached.GetGeneration()
 
 	hash, err := configHash(c.kind.Spec(cached))
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	status.ObservedGeneration = gen
 	status.ConfigHash = hash
 	status.ReferencingWorkloads = refs
 	status.ReferenceCount = int32(len(refs))
 
-	var invalid string
-	if errs := c.kind.Validate(cached); len(errs) > 0 {
-		invalid = strings.Join(errs, "; ")
-		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, invalid)
+	errs := c.kind.Validate(cached)
+	if len(errs) > 0 {
+		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, strings.Join(errs, "; "))
 	} else {
 		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonConfigValid, msgConfigValid)
 	}
@@ -309,7 +313,7 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 	} else {
 		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionDeletionBlocked)
 	}
-	return status, invalid, nil
+	return status, errs, nil
 }
 
 // configHash is the hex SHA-256 of the spec's JSON encoding. encoding/json

@@ -55,6 +55,11 @@ type ConfigKind[T ConfigObject] struct {
 	// (an MCPExternalAuthConfig is also named by spec.authServerRef):
 	// the config's controller counts those referrers too.
 	AlsoIndexes []string
+	// FullStatus, for a kind whose status has fields of its own beside
+	// ConfigStatus (ToolHive's), returns the status as read and as it is
+	// to be written, from the ConfigStatus about to be written and the
+	// validation problems; nil for a kind whose status is ConfigStatus.
+	FullStatus func(cfg T, status *thv1.ConfigStatus, problems []string) (old, desired any)
 	// Condition is the workload condition that reports the reference, with
 	// its reasons, and Waiting the Ready reason while a workload waits.
 	Condition                          string

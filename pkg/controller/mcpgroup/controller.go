@@ -25,7 +25,8 @@ const (
 )
 
 // Controller keeps MCPGroup.status equal to the group's membership as seen
-// through the ByGroup index of the MCPServer and MCPRemoteProxy informers.
+// through the ByGroup index of the MCPServer, MCPRemoteProxy and
+// MCPServerEntry informers.
 type Controller struct {
 	*controller.Loop
 
@@ -35,6 +36,7 @@ type Controller struct {
 	// ByGroup index is read, never a namespace list.
 	servers cache.Indexer
 	proxies cache.Indexer
+	entries cache.Indexer
 	writer  *controller.Writer
 	clock   clock.PassiveClock
 	// fanIn is the base delay of a recompute woken by a member.
@@ -54,11 +56,15 @@ func New(d *controller.Deps) (*Controller, error) {
 	proxies := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return index.InformerFor(f, thv1.KindMCPRemoteProxy)
 	})
+	entries := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return index.InformerFor(f, thv1.KindMCPServerEntry)
+	})
 	c := &Controller{
 		client:  d.Toolhive,
 		groups:  listers.NewMCPGroupLister(groups.Indexer()),
 		servers: servers.Indexer(),
 		proxies: proxies.Indexer(),
+		entries: entries.Indexer(),
 		writer:  d.NewWriter(Name),
 		clock:   d.Clock,
 		fanIn:   d.FanInWindow,
@@ -72,7 +78,8 @@ func New(d *controller.Deps) (*Controller, error) {
 	for _, h := range []struct {
 		inf *controller.Informer
 		h   cache.ResourceEventHandler
-	}{{groups, c.groupHandler()}, {servers, c.workloadHandler(thv1.KindMCPServer)}, {proxies, c.workloadHandler(thv1.KindMCPRemoteProxy)}} {
+	}{{groups, c.groupHandler()}, {servers, c.workloadHandler(thv1.KindMCPServer)}, {proxies, c.workloadHandler(thv1.KindMCPRemoteProxy)},
+		{entries, c.workloadHandler(thv1.KindMCPServerEntry)}} {
 		synced, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			return nil, fmt.Errorf("adding handler: %w", err)
@@ -110,7 +117,7 @@ func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFunc
 			for _, k := range ks {
 				listed := 0
 				if g, err := c.groups.MCPGroups(k.Namespace).Get(k.Name); err == nil {
-					listed = int(g.Status.ServerCount + g.Status.RemoteProxyCount)
+					listed = int(g.Status.ServerCount + g.Status.RemoteProxyCount + g.Status.EntryCount)
 				}
 				c.EnqueueCoalesced(k, controller.FanInDelay(c.fanIn, listed))
 			}

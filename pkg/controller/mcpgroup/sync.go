@@ -18,12 +18,13 @@ import (
 // messageMembershipComputed is constant on purpose: the counts are already
 // status fields, and a message that repeated them would put the whole
 // conditions array into every membership patch.
-const messageMembershipComputed = "Members are listed in status.servers and status.remoteProxies"
+const messageMembershipComputed = "Members are listed in status.servers, status.remoteProxies and status.entries"
 
 // membership is who belongs to a group, each list sorted by name.
 type membership struct {
 	servers []string
 	proxies []string
+	entries []string
 }
 
 // sync recomputes the status of one group and writes it when it changed.
@@ -55,7 +56,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	if patched {
 		logger.V(2).Info("Updated group status", "phase", status.Phase,
-			"servers", status.ServerCount, "remoteProxies", status.RemoteProxyCount)
+			"servers", status.ServerCount, "remoteProxies", status.RemoteProxyCount, "entries", status.EntryCount)
 	}
 	return nil
 }
@@ -72,7 +73,11 @@ func (c *Controller) membership(namespace, name string) (membership, error) {
 	if err != nil {
 		return membership{}, fmt.Errorf("reading MCPRemoteProxy members: %w", err)
 	}
-	return membership{servers: servers, proxies: proxies}, nil
+	entries, err := index.Referrers(c.entries, index.ByGroup, key)
+	if err != nil {
+		return membership{}, fmt.Errorf("reading MCPServerEntry members: %w", err)
+	}
+	return membership{servers: servers, proxies: proxies, entries: entries}, nil
 }
 
 // buildStatus returns the whole desired status of group. It starts from a
@@ -95,6 +100,8 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	status.ServerCount = int32(len(m.servers))
 	status.RemoteProxies = nilIfEmpty(m.proxies)
 	status.RemoteProxyCount = int32(len(m.proxies))
+	status.Entries = nilIfEmpty(m.entries)
+	status.EntryCount = int32(len(m.entries))
 	status.Phase = thv1.MCPGroupPhaseReady
 	controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 		metav1.ConditionTrue, thv1.ReasonMembershipComputed, messageMembershipComputed)

@@ -154,3 +154,18 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 type headerForwardError struct{ msg string }
 
 func (e *headerForwardError) Error() string { return e.msg }
+
+// checkSpec runs the checks nothing may be deployed without: the remote
+// URL gate and spec.headerForward. It returns the ConfigurationValid
+// reason and message of the first failure, or two empty strings.
+func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
+	if err := workload.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
+		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
+	}
+	if hf := p.Spec.HeaderForward; hf != nil {
+		if err := checkHeaderForward(p.Name, hf); err != nil {
+			return thv1.ReasonHeaderForwardInvalid, err.Error()
+		}
+	}
+	return "", ""
+}

@@ -27,6 +27,9 @@ type configRefs struct {
 	Tools map[string]*thv1.MCPToolConfig
 	// ExtAuth are the MCPExternalAuthConfigs of spec.outgoingAuth, by name.
 	ExtAuth map[string]*thv1.MCPExternalAuthConfig
+	// CompositeTools are the VirtualMCPCompositeToolDefinitions of
+	// spec.config.compositeToolRefs, by name.
+	CompositeTools map[string]*thv1.VirtualMCPCompositeToolDefinition
 }
 
 // configWiring is what the vMCP pod needs beside config.yaml for it: the

@@ -52,7 +52,11 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	refs.Telemetry, status.TelemetryConfigHash, telemetryOK = c.Telemetry.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByTelemetryConfig, v)))
 	refs.Tools, toolsOK = c.Tools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByToolConfig, v))
 	refs.ExtAuth, extAuthOK = c.ExtAuth.ResolveAll(r, v.Namespace, c.NamesIn(index.ByExternalAuthConfig, v))
-	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK {
+	// Composite tool definitions are reported even while another
+	// reference is missing, so that every missing reference shows at once.
+	var compositeOK bool
+	refs.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByCompositeToolDefinition, v))
+	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
 	in := inputs{Server: v, OIDC: oidc, Refs: refs, Image: c.Config.VMCPImage, ServiceAccount: c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}

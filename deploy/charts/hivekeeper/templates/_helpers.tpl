@@ -78,15 +78,15 @@ declares the same rules and a test compares them.
 # The ToolHive custom resources: watched, and patched (finalizers,
 # annotations) with an optimistic lock; never updated whole.
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs"]
+  resources: ["mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers/status", "mcpoidcconfigs/status", "mcpremoteproxies/status", "virtualmcpservers/status", "mcpgroups/status", "mcptoolconfigs/status", "mcpauthzconfigs/status", "mcpexternalauthconfigs/status", "mcptelemetryconfigs/status", "mcpwebhookconfigs/status"]
+  resources: ["mcpservers/status", "mcpoidcconfigs/status", "mcpremoteproxies/status", "virtualmcpservers/status", "mcpgroups/status", "mcptoolconfigs/status", "mcpauthzconfigs/status", "mcpexternalauthconfigs/status", "mcptelemetryconfigs/status", "mcpwebhookconfigs/status", "mcpserverentries/status", "virtualmcpcompositetooldefinitions/status"]
   verbs: ["patch"]
 # Setting blockOwnerDeletion on a child's ownerReference needs update on the
 # owner's finalizers (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers/finalizers", "mcpoidcconfigs/finalizers", "mcpremoteproxies/finalizers", "virtualmcpservers/finalizers", "mcpgroups/finalizers", "mcptoolconfigs/finalizers", "mcpauthzconfigs/finalizers", "mcpexternalauthconfigs/finalizers", "mcptelemetryconfigs/finalizers", "mcpwebhookconfigs/finalizers"]
+  resources: ["mcpservers/finalizers", "mcpoidcconfigs/finalizers", "mcpremoteproxies/finalizers", "virtualmcpservers/finalizers", "mcpgroups/finalizers", "mcptoolconfigs/finalizers", "mcpauthzconfigs/finalizers", "mcpexternalauthconfigs/finalizers", "mcptelemetryconfigs/finalizers", "mcpwebhookconfigs/finalizers", "mcpserverentries/finalizers", "virtualmcpcompositetooldefinitions/finalizers"]
   verbs: ["update"]
 # Children: RunConfig and vMCP ConfigMaps, runner/vMCP ServiceAccounts,
 # proxy Deployments and Services, the runners' RoleBindings. Created,

@@ -65,6 +65,13 @@ type MCPGroupStatus struct {
 	// RemoteProxyCount is len(remoteProxies).
 	// +optional
 	RemoteProxyCount int32 `json:"remoteProxyCount,omitempty"`
+	// Entries are the names of the member MCPServerEntries, sorted.
+	// +listType=atomic
+	// +optional
+	Entries []string `json:"entries,omitempty"`
+	// EntryCount is len(entries).
+	// +optional
+	EntryCount int32 `json:"entryCount,omitempty"`
 	// Phase summarises the group.
 	// +kubebuilder:validation:Enum=Ready;Pending;Failed
 	// +optional

@@ -142,6 +142,40 @@ const (
 	// MCPWebhookConfigFinalizer does the same for an MCPWebhookConfig,
 	// with ToolHive's name.
 	MCPWebhookConfigFinalizer = "mcpwebhookconfig.toolhive.stacklok.dev/finalizer"
+	// VirtualMCPCompositeToolDefinitionFinalizer does the same for a
+	// composite tool definition; ToolHive's operator holds none, so the
+	// name follows the others.
+	VirtualMCPCompositeToolDefinitionFinalizer = "virtualmcpcompositetooldefinition.toolhive.stacklok.dev/finalizer"
+)
+
+// A VirtualMCPServer's spec.config.compositeToolRefs: ToolHive's condition
+// and reasons, and the Ready reason while the server waits for them.
+const (
+	ConditionCompositeToolRefsValidated   = "CompositeToolRefsValidated"
+	ReasonCompositeToolRefsValid          = "CompositeToolRefsValid"
+	ReasonCompositeToolRefNotFound        = "CompositeToolRefNotFound"
+	ReasonCompositeToolRefInvalid         = "CompositeToolRefInvalid"
+	ReasonWaitingForCompositeToolRefs     = "WaitingForCompositeToolDefinition"
+	AnnotationCompositeToolDefinitionHash = "toolhive.stacklok.dev/composite-tool-definitions-hash"
+)
+
+// MCPServerEntry conditions and reasons, ToolHive's names. Valid sums
+// them up; GroupRefValidated, ExternalAuthConfigValidated and
+// ConfigurationValid's RemoteURLInvalid are shared with the workloads.
+const (
+	ConditionRemoteURLValidated    = "RemoteURLValidated"
+	ConditionCABundleRefValidated  = "CABundleRefValidated"
+	ReasonRemoteURLValid           = "RemoteURLValid"
+	ReasonEntryValid               = "ConfigValid"
+	ReasonEntryInvalid             = "ConfigInvalid"
+	ReasonGroupRefValidated        = "GroupRefIsValid"
+	ReasonGroupRefNotReady         = "GroupRefNotReady"
+	ReasonAuthConfigValid          = "AuthConfigValid"
+	ReasonAuthConfigNotFound       = "AuthConfigNotFound"
+	ReasonAuthConfigNotConfigured  = "AuthConfigNotConfigured"
+	ReasonCABundleRefValid         = "CABundleRefValid"
+	ReasonCABundleRefNotFound      = "CABundleRefNotFound"
+	ReasonCABundleRefNotConfigured = "CABundleRefNotConfigured"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one

@@ -24,6 +24,9 @@ const (
 	KindMCPExternalAuthConfig = "MCPExternalAuthConfig"
 	KindMCPTelemetryConfig    = "MCPTelemetryConfig"
 	KindMCPWebhookConfig      = "MCPWebhookConfig"
+	KindMCPServerEntry        = "MCPServerEntry"
+	// KindVirtualMCPCompositeToolDefinition is the composite tool kind.
+	KindVirtualMCPCompositeToolDefinition = "VirtualMCPCompositeToolDefinition"
 )
 
 // Kind takes an unqualified kind and returns a group-qualified GroupKind.
@@ -55,6 +58,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPExternalAuthConfig{}, &MCPExternalAuthConfigList{},
 		&MCPTelemetryConfig{}, &MCPTelemetryConfigList{},
 		&MCPWebhookConfig{}, &MCPWebhookConfigList{},
+		&MCPServerEntry{}, &MCPServerEntryList{},
+		&VirtualMCPCompositeToolDefinition{}, &VirtualMCPCompositeToolDefinitionList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

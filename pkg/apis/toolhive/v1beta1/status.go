@@ -28,3 +28,10 @@ func (c *MCPTelemetryConfig) GetStatus() *ConfigStatus { return &c.Status }
 
 // GetStatus returns the config's status (see MCPOIDCConfig.GetStatus).
 func (c *MCPWebhookConfig) GetStatus() *ConfigStatus { return &c.Status }
+
+// GetStatus returns the shared part of the definition's status, the part
+// the config controller owns (see MCPOIDCConfig.GetStatus).
+func (c *VirtualMCPCompositeToolDefinition) GetStatus() *ConfigStatus { return &c.Status.ConfigStatus }
+
+// GetStatus returns the entry's status (see MCPServer.GetStatus).
+func (e *MCPServerEntry) GetStatus() *MCPServerEntryStatus { return &e.Status }

@@ -57,3 +57,30 @@ func VMCPExternalAuthConfigNames(v *VirtualMCPServer) []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+// VMCPCompositeToolNames are the VirtualMCPCompositeToolDefinitions a
+// VirtualMCPServer references, sorted and without repeats. ToolHive keeps
+// the references inside the vMCP configuration
+// (spec.config.compositeToolRefs[].name); a config that cannot be decoded
+// references nothing here (the vMCP build reports it).
+func VMCPCompositeToolNames(v *VirtualMCPServer) []string {
+	if v.Spec.Config == nil || len(v.Spec.Config.Raw) == 0 {
+		return nil
+	}
+	var c struct {
+		CompositeToolRefs []struct {
+			Name string `json:"name"`
+		} `json:"compositeToolRefs"`
+	}
+	if json.Unmarshal(v.Spec.Config.Raw, &c) != nil {
+		return nil
+	}
+	var names []string
+	for _, r := range c.CompositeToolRefs {
+		if r.Name != "" {
+			names = append(names, r.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -65,12 +65,16 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPRemoteProxies().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpservers"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPServers().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("mcpserverentries"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPServerEntries().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcptelemetryconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPTelemetryConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcptoolconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPToolConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpwebhookconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPWebhookConfigs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("virtualmcpcompositetooldefinitions"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().VirtualMCPCompositeToolDefinitions().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("virtualmcpservers"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().VirtualMCPServers().Informer()}, nil
 

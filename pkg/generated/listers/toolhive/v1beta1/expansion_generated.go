@@ -66,6 +66,14 @@ type MCPServerListerExpansion interface{}
 // MCPServerNamespaceLister.
 type MCPServerNamespaceListerExpansion interface{}
 
+// MCPServerEntryListerExpansion allows custom methods to be added to
+// MCPServerEntryLister.
+type MCPServerEntryListerExpansion interface{}
+
+// MCPServerEntryNamespaceListerExpansion allows custom methods to be added to
+// MCPServerEntryNamespaceLister.
+type MCPServerEntryNamespaceListerExpansion interface{}
+
 // MCPTelemetryConfigListerExpansion allows custom methods to be added to
 // MCPTelemetryConfigLister.
 type MCPTelemetryConfigListerExpansion interface{}
@@ -89,6 +97,14 @@ type MCPWebhookConfigListerExpansion interface{}
 // MCPWebhookConfigNamespaceListerExpansion allows custom methods to be added to
 // MCPWebhookConfigNamespaceLister.
 type MCPWebhookConfigNamespaceListerExpansion interface{}
+
+// VirtualMCPCompositeToolDefinitionListerExpansion allows custom methods to be added to
+// VirtualMCPCompositeToolDefinitionLister.
+type VirtualMCPCompositeToolDefinitionListerExpansion interface{}
+
+// VirtualMCPCompositeToolDefinitionNamespaceListerExpansion allows custom methods to be added to
+// VirtualMCPCompositeToolDefinitionNamespaceLister.
+type VirtualMCPCompositeToolDefinitionNamespaceListerExpansion interface{}
 
 // VirtualMCPServerListerExpansion allows custom methods to be added to
 // VirtualMCPServerLister.

@@ -36,12 +36,16 @@ type Interface interface {
 	MCPRemoteProxies() TypedMCPRemoteProxyInformer
 	// MCPServers returns a MCPServerInformer.
 	MCPServers() TypedMCPServerInformer
+	// MCPServerEntries returns a MCPServerEntryInformer.
+	MCPServerEntries() TypedMCPServerEntryInformer
 	// MCPTelemetryConfigs returns a MCPTelemetryConfigInformer.
 	MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer
 	// MCPToolConfigs returns a MCPToolConfigInformer.
 	MCPToolConfigs() TypedMCPToolConfigInformer
 	// MCPWebhookConfigs returns a MCPWebhookConfigInformer.
 	MCPWebhookConfigs() TypedMCPWebhookConfigInformer
+	// VirtualMCPCompositeToolDefinitions returns a VirtualMCPCompositeToolDefinitionInformer.
+	VirtualMCPCompositeToolDefinitions() TypedVirtualMCPCompositeToolDefinitionInformer
 	// VirtualMCPServers returns a VirtualMCPServerInformer.
 	VirtualMCPServers() TypedVirtualMCPServerInformer
 }
@@ -87,6 +91,11 @@ func (v *version) MCPServers() TypedMCPServerInformer {
 	return &mCPServerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// MCPServerEntries returns a TypedMCPServerEntryInformer.
+func (v *version) MCPServerEntries() TypedMCPServerEntryInformer {
+	return &mCPServerEntryInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // MCPTelemetryConfigs returns a TypedMCPTelemetryConfigInformer.
 func (v *version) MCPTelemetryConfigs() TypedMCPTelemetryConfigInformer {
 	return &mCPTelemetryConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -100,6 +109,11 @@ func (v *version) MCPToolConfigs() TypedMCPToolConfigInformer {
 // MCPWebhookConfigs returns a TypedMCPWebhookConfigInformer.
 func (v *version) MCPWebhookConfigs() TypedMCPWebhookConfigInformer {
 	return &mCPWebhookConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// VirtualMCPCompositeToolDefinitions returns a TypedVirtualMCPCompositeToolDefinitionInformer.
+func (v *version) VirtualMCPCompositeToolDefinitions() TypedVirtualMCPCompositeToolDefinitionInformer {
+	return &virtualMCPCompositeToolDefinitionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // VirtualMCPServers returns a TypedVirtualMCPServerInformer.

@@ -30,10 +30,14 @@ type MCPRemoteProxyExpansion interface{}
 
 type MCPServerExpansion interface{}
 
+type MCPServerEntryExpansion interface{}
+
 type MCPTelemetryConfigExpansion interface{}
 
 type MCPToolConfigExpansion interface{}
 
 type MCPWebhookConfigExpansion interface{}
+
+type VirtualMCPCompositeToolDefinitionExpansion interface{}
 
 type VirtualMCPServerExpansion interface{}

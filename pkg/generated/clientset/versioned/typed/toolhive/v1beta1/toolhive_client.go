@@ -34,9 +34,11 @@ type ToolhiveV1beta1Interface interface {
 	MCPOIDCConfigsGetter
 	MCPRemoteProxiesGetter
 	MCPServersGetter
+	MCPServerEntriesGetter
 	MCPTelemetryConfigsGetter
 	MCPToolConfigsGetter
 	MCPWebhookConfigsGetter
+	VirtualMCPCompositeToolDefinitionsGetter
 	VirtualMCPServersGetter
 }
 
@@ -69,6 +71,10 @@ func (c *ToolhiveV1beta1Client) MCPServers(namespace string) MCPServerInterface 
 	return newMCPServers(c, namespace)
 }
 
+func (c *ToolhiveV1beta1Client) MCPServerEntries(namespace string) MCPServerEntryInterface {
+	return newMCPServerEntries(c, namespace)
+}
+
 func (c *ToolhiveV1beta1Client) MCPTelemetryConfigs(namespace string) MCPTelemetryConfigInterface {
 	return newMCPTelemetryConfigs(c, namespace)
 }
@@ -79,6 +85,10 @@ func (c *ToolhiveV1beta1Client) MCPToolConfigs(namespace string) MCPToolConfigIn
 
 func (c *ToolhiveV1beta1Client) MCPWebhookConfigs(namespace string) MCPWebhookConfigInterface {
 	return newMCPWebhookConfigs(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) VirtualMCPCompositeToolDefinitions(namespace string) VirtualMCPCompositeToolDefinitionInterface {
+	return newVirtualMCPCompositeToolDefinitions(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) VirtualMCPServers(namespace string) VirtualMCPServerInterface {

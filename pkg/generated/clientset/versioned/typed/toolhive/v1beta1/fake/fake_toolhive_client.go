@@ -52,6 +52,10 @@ func (c *FakeToolhiveV1beta1) MCPServers(namespace string) v1beta1.MCPServerInte
 	return newFakeMCPServers(c, namespace)
 }
 
+func (c *FakeToolhiveV1beta1) MCPServerEntries(namespace string) v1beta1.MCPServerEntryInterface {
+	return newFakeMCPServerEntries(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) MCPTelemetryConfigs(namespace string) v1beta1.MCPTelemetryConfigInterface {
 	return newFakeMCPTelemetryConfigs(c, namespace)
 }
@@ -62,6 +66,10 @@ func (c *FakeToolhiveV1beta1) MCPToolConfigs(namespace string) v1beta1.MCPToolCo
 
 func (c *FakeToolhiveV1beta1) MCPWebhookConfigs(namespace string) v1beta1.MCPWebhookConfigInterface {
 	return newFakeMCPWebhookConfigs(c, namespace)
+}
+
+func (c *FakeToolhiveV1beta1) VirtualMCPCompositeToolDefinitions(namespace string) v1beta1.VirtualMCPCompositeToolDefinitionInterface {
+	return newFakeVirtualMCPCompositeToolDefinitions(c, namespace)
 }
 
 func (c *FakeToolhiveV1beta1) VirtualMCPServers(namespace string) v1beta1.VirtualMCPServerInterface {

@@ -1,4 +1,4 @@
-package mcpremoteproxy
+package workload
 
 import (
 	"errors"
@@ -73,26 +73,26 @@ func TestCheckRemoteURL(t *testing.T) {
 		{"http://%zz/", never},
 	} {
 		for _, allow := range []bool{false, true} {
-			err := checkRemoteURL(c.url, allow)
+			err := CheckRemoteURL(c.url, allow)
 			refused := err != nil
 			wantRefused := c.want == never || (c.want == private && !allow)
 			if refused != wantRefused {
-				t.Errorf("checkRemoteURL(%q, allowPrivateEndpoint=%t) = %v, want refused %t", c.url, allow, err, wantRefused)
+				t.Errorf("CheckRemoteURL(%q, allowPrivateEndpoint=%t) = %v, want refused %t", c.url, allow, err, wantRefused)
 				continue
 			}
 			if !refused {
 				continue
 			}
-			var e *remoteURLError
+			var e *RemoteURLError
 			if !errors.As(err, &e) {
-				t.Errorf("checkRemoteURL(%q): %T, want *remoteURLError", c.url, err)
+				t.Errorf("CheckRemoteURL(%q): %T, want *RemoteURLError", c.url, err)
 				continue
 			}
 			if e.Allowable != (c.want == private) {
-				t.Errorf("checkRemoteURL(%q, %t): Allowable = %t: %v", c.url, allow, e.Allowable, err)
+				t.Errorf("CheckRemoteURL(%q, %t): Allowable = %t: %v", c.url, allow, e.Allowable, err)
 			}
 			if hint := strings.Contains(e.Error(), "allowPrivateEndpoint"); hint != e.Allowable {
-				t.Errorf("checkRemoteURL(%q, %t): message %q names allowPrivateEndpoint: %t, want %t", c.url, allow, e.Error(), hint, e.Allowable)
+				t.Errorf("CheckRemoteURL(%q, %t): message %q names allowPrivateEndpoint: %t, want %t", c.url, allow, e.Error(), hint, e.Allowable)
 			}
 		}
 	}

@@ -1,15 +1,14 @@
-package mcpremoteproxy
+package workload
 
 import (
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
-
-	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// The remote URL gate. A remote proxy makes requests from inside the
+// The remote URL gate of MCPRemoteProxy and MCPServerEntry. A remote proxy
+// (or a vMCP, for an entry) makes requests from inside the
 // cluster, with the proxy pod's network position, to whatever remoteUrl
 // names; whoever may create an MCPRemoteProxy must not be able to point it
 // at the node's loopback, the cloud's metadata service or the Kubernetes
@@ -68,21 +67,21 @@ var privateNames = []nameRule{
 	{"cluster.local", "in-cluster"},
 }
 
-// remoteURLError says why a remote URL is refused.
-type remoteURLError struct {
+// RemoteURLError says why a remote URL is refused.
+type RemoteURLError struct {
 	msg string
 	// Allowable is true when allowPrivateEndpoint would accept the URL.
 	Allowable bool
 }
 
-func (e *remoteURLError) Error() string { return e.msg }
+func (e *RemoteURLError) Error() string { return e.msg }
 
-// checkRemoteURL returns nil when a remote proxy may proxy to raw, and a
-// *remoteURLError saying why not otherwise. allowPrivate is
+// CheckRemoteURL returns nil when a remote proxy may proxy to raw, and a
+// *RemoteURLError saying why not otherwise. allowPrivate is
 // spec.allowPrivateEndpoint. It is pure: no DNS, no network.
-func checkRemoteURL(raw string, allowPrivate bool) error {
+func CheckRemoteURL(raw string, allowPrivate bool) error {
 	refuse := func(allowable bool, format string, args ...any) error {
-		return &remoteURLError{msg: fmt.Sprintf(format, args...), Allowable: allowable}
+		return &RemoteURLError{msg: fmt.Sprintf(format, args...), Allowable: allowable}
 	}
 	if raw == "" {
 		return refuse(false, "remoteUrl is empty")
@@ -140,19 +139,4 @@ func matchName(name string, rules []nameRule) (nameRule, bool) {
 		}
 	}
 	return nameRule{}, false
-}
-
-// checkSpec runs the checks nothing may be deployed without: the remote
-// URL gate and spec.headerForward. It returns the ConfigurationValid
-// reason and message of the first failure, or two empty strings.
-func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
-	if err := checkRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
-		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
-	}
-	if hf := p.Spec.HeaderForward; hf != nil {
-		if err := checkHeaderForward(p.Name, hf); err != nil {
-			return thv1.ReasonHeaderForwardInvalid, err.Error()
-		}
-	}
-	return "", ""
 }
