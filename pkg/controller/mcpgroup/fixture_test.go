@@ -76,6 +76,8 @@ func (f *fixture) indexerFor(obj runtime.Object) cache.Indexer {
 		return v.MCPServers().Informer().GetIndexer()
 	case *thv1.MCPRemoteProxy:
 		return v.MCPRemoteProxies().Informer().GetIndexer()
+	case *thv1.MCPServerEntry:
+		return v.MCPServerEntries().Informer().GetIndexer()
 	}
 	f.t.Fatalf("no indexer for %T", obj)
 	return nil
@@ -193,6 +195,14 @@ func proxy(namespace, name, groupName string) *thv1.MCPRemoteProxy {
 		p.Spec.GroupRef = &thv1.GroupRef{Name: groupName}
 	}
 	return p
+}
+
+func entry(namespace, name, groupName string) *thv1.MCPServerEntry {
+	return &thv1.MCPServerEntry{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: "1"},
+		Spec: thv1.MCPServerEntrySpec{RemoteURL: "https://mcp.example.com", Transport: thv1.TransportStreamableHTTP,
+			GroupRef: &thv1.GroupRef{Name: groupName}},
+	}
 }
 
 // readyCondition is the Ready condition a successful sync writes.

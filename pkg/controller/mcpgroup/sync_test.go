@@ -56,6 +56,18 @@ func TestSyncMembership(t *testing.T) {
 			},
 		},
 		{
+			name: "MCPServerEntries are members too, listed in entries, and a steady group is not patched",
+			objs: []runtime.Object{
+				group(ns, "g1", 2, thv1.MCPGroupStatus{}),
+				server(ns, "s", "g1"), entry(ns, "e2", "g1"), entry(ns, "e1", "g1"), entry(ns, "elsewhere", "g2"),
+			},
+			sync:    []string{ns + "/g1"},
+			patched: []string{ns + "/g1"},
+			want: map[string]thv1.MCPGroupStatus{
+				ns + "/g1": withEntries(readyStatus(2, nowT, []string{"s"}, nil), "e1", "e2"),
+			},
+		},
+		{
 			name: "a server joins an existing group; the Ready transition time is kept",
 			objs: []runtime.Object{
 				group(ns, "g1", 1, readyStatus(1, earlier, []string{"b"}, nil)),
@@ -285,4 +297,11 @@ func splitKey(t *testing.T, key string) (string, string) {
 		t.Fatal(err)
 	}
 	return namespace, name
+}
+
+// withEntries sets the entry list of a status.
+func withEntries(s thv1.MCPGroupStatus, entries ...string) thv1.MCPGroupStatus {
+	s.Entries = entries
+	s.EntryCount = int32(len(entries))
+	return s
 }

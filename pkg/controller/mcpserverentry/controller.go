@@ -76,31 +76,13 @@ func New(d *controller.Deps) (*Controller, error) {
 		c.clock = clock.RealClock{}
 	}
 	c.Loop = controller.NewLoop(Name, c.sync)
-	// A group's phase and an auth config's existence are what an entry's
-	// status reads of them; each event re-syncs exactly the entries that
-	// name the object, through the index.
-	referrers := func(indexName string) cache.ResourceEventHandlerFuncs {
-		enqueue := func(obj any) { workload.EnqueueReferrers(c.indexer, indexName, obj, c.EnqueueKey) }
-		return cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			DeleteFunc: enqueue,
-			UpdateFunc: func(oldObj, newObj any) {
-				if g, ok := newObj.(*thv1.MCPGroup); ok {
-					if o, ok := oldObj.(*thv1.MCPGroup); !ok || o.Status.Phase == g.Status.Phase {
-						return
-					}
-					enqueue(newObj)
-				}
-			},
-		}
-	}
 	for _, h := range []struct {
 		inf *controller.Informer
 		h   cache.ResourceEventHandler
 	}{
 		{entries, controller.PrimaryHandler(c.Loop, c.writer)},
-		{groups, referrers(index.ByGroup)},
-		{authCfgs, referrers(index.ByExternalAuthConfig)},
+		{groups, c.groupsHandler()},
+		{authCfgs, c.authHandler()},
 	} {
 		synced, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
@@ -109,4 +91,35 @@ func New(d *controller.Deps) (*Controller, error) {
 		c.AddSynced(synced)
 	}
 	return c, nil
+}
+
+// referrers enqueues the entries whose index indexName names obj: O(entries
+// that name it), no namespace is listed.
+func (c *Controller) referrers(indexName string) func(obj any) {
+	return func(obj any) { workload.EnqueueReferrers(c.indexer, indexName, obj, c.EnqueueKey) }
+}
+
+// groupsHandler re-syncs the entries of a group that appears, goes away or
+// changes phase (an entry needs its group Ready); the group's status
+// writes of its member lists do not matter to an entry.
+func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
+	enqueue := c.referrers(index.ByGroup)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		DeleteFunc: enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*thv1.MCPGroup)
+			n, ok2 := newObj.(*thv1.MCPGroup)
+			if ok1 && ok2 && o.Status.Phase != n.Status.Phase {
+				enqueue(newObj)
+			}
+		},
+	}
+}
+
+// authHandler re-syncs the entries of an MCPExternalAuthConfig that
+// appears or goes away: existence is all an entry checks of it.
+func (c *Controller) authHandler() cache.ResourceEventHandlerFuncs {
+	enqueue := c.referrers(index.ByExternalAuthConfig)
+	return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, DeleteFunc: enqueue}
 }

@@ -144,6 +144,10 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPTelemetryConfigs().Informer(), l15, e15)
 	l16, e16 := th.MCPWebhookConfigs("").List(ctx, lo)
 	replace(tf.MCPWebhookConfigs().Informer(), l16, e16)
+	l17, e17 := th.MCPServerEntries("").List(ctx, lo)
+	replace(tf.MCPServerEntries().Informer(), l17, e17)
+	l18, e18 := th.VirtualMCPCompositeToolDefinitions("").List(ctx, lo)
+	replace(tf.VirtualMCPCompositeToolDefinitions().Informer(), l18, e18)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }
@@ -358,6 +362,24 @@ func NewWebhookConfig(namespace, name, option string) *thv1.MCPWebhookConfig {
 		}}
 	}
 	return cfg
+}
+
+// NewCompositeTool returns a valid VirtualMCPCompositeToolDefinition (one
+// tool step) with its status as its controller would have written it.
+func NewCompositeTool(namespace, name, hash string) *thv1.VirtualMCPCompositeToolDefinition {
+	return &thv1.VirtualMCPCompositeToolDefinition{
+		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindVirtualMCPCompositeToolDefinition},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("ctd-" + name),
+			Generation: 1, ResourceVersion: "1"},
+		Spec: thv1.CompositeToolSpec{Name: name, Description: "test workflow",
+			Steps: []thv1.WorkflowStep{{ID: "one", Tool: "backend.echo"}}},
+		Status: thv1.VirtualMCPCompositeToolDefinitionStatus{
+			ConfigStatus: thv1.ConfigStatus{ConfigHash: hash, Conditions: []metav1.Condition{{
+				Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
+			}}},
+			ValidationStatus: thv1.ValidationStatusValid,
+		},
+	}
 }
 
 // NewGroup returns an MCPGroup.

@@ -93,6 +93,10 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"mcpexternalauthconfigs", func() (runtime.Object, error) { return t.MCPExternalAuthConfigs(namespace).List(ctx, all) }},
 		{"mcptelemetryconfigs", func() (runtime.Object, error) { return t.MCPTelemetryConfigs(namespace).List(ctx, all) }},
 		{"mcpwebhookconfigs", func() (runtime.Object, error) { return t.MCPWebhookConfigs(namespace).List(ctx, all) }},
+		{"mcpserverentries", func() (runtime.Object, error) { return t.MCPServerEntries(namespace).List(ctx, all) }},
+		{"virtualmcpcompositetooldefinitions", func() (runtime.Object, error) {
+			return t.VirtualMCPCompositeToolDefinitions(namespace).List(ctx, all)
+		}},
 	}
 	for _, l := range lists {
 		list, err := l.list()
