@@ -163,10 +163,12 @@ type InlineOIDCConfig struct {
 	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
 }
 
-// WorkloadReference names a workload that references an MCPOIDCConfig.
+// WorkloadReference names a workload that references a config. An
+// MCPServerEntry counts as one (for its MCPExternalAuthConfig), a kind
+// ToolHive's enum does not list.
 type WorkloadReference struct {
 	// Kind of the workload.
-	// +kubebuilder:validation:Enum=MCPServer;VirtualMCPServer;MCPRemoteProxy
+	// +kubebuilder:validation:Enum=MCPServer;VirtualMCPServer;MCPRemoteProxy;MCPServerEntry
 	// +required
 	Kind string `json:"kind"`
 	// Name of the workload, in the config's namespace.
