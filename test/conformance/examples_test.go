@@ -23,7 +23,8 @@ import (
 // reference them.
 var exampleOrder = []string{
 	thv1.KindMCPGroup, thv1.KindMCPOIDCConfig, thv1.KindMCPExternalAuthConfig, thv1.KindMCPTelemetryConfig,
-	thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindVirtualMCPServer,
+	thv1.KindMCPWebhookConfig, thv1.KindVirtualMCPCompositeToolDefinition, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
+	thv1.KindMCPServerEntry, thv1.KindVirtualMCPServer,
 }
 
 // toolhiveRejects are example documents ToolHive's own CRD at the pinned
@@ -33,6 +34,12 @@ var toolhiveRejects = map[string]string{
 	"external-auth/mcpexternalauthconfig_basic.yaml: MCPExternalAuthConfig oauth-token-exchange": "tokenExchange keys in snake_case, no tokenUrl or audience",
 	"external-auth/mcpexternalauthconfig_minimal.yaml: MCPExternalAuthConfig minimal-oauth":      "tokenExchange keys in snake_case, no tokenUrl",
 	"external-auth/complete_example.yaml: MCPExternalAuthConfig keycloak-token-exchange":         "tokenExchange keys in snake_case, no tokenUrl or audience",
+	// ToolHive's step schema has onError.retryCount, not maxRetries (and
+	// no spec.failureMode, which hivekeeper's spec keeps as it keeps any
+	// field of a later release).
+	"virtual-mcps/composite_tool_complex.yaml: VirtualMCPCompositeToolDefinition multi-source-data-processor":  "onError.maxRetries is not in the step schema",
+	"virtual-mcps/composite_tool_simple.yaml: VirtualMCPCompositeToolDefinition fetch-and-validate":            "onError.maxRetries is not in the step schema",
+	"virtual-mcps/composite_tool_with_elicitations.yaml: VirtualMCPCompositeToolDefinition interactive-deploy": "onError.maxRetries is not in the step schema",
 }
 
 // TestToolHiveExamples applies every document of the pinned ToolHive

@@ -365,6 +365,7 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
 		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
 		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
+		"MCPServerEntry": "mcpserverentries", "VirtualMCPCompositeToolDefinition": "virtualmcpcompositetooldefinitions",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())
