@@ -15,11 +15,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -211,4 +214,98 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 			t.Logf("%s: a change with %d referrers rolled them in %v", k.kind, referrers, took.Round(time.Millisecond))
 		})
 	}
+}
+
+// TestCompositeToolChangeWithHundredReferrers is the same proof for
+// VirtualMCPCompositeToolDefinition, whose referrers are VirtualMCPServers
+// (spec.config.compositeToolRefs): changing the definition 100 of them
+// name rolls exactly those, at two writes each (the vMCP ConfigMap, whose
+// annotation carries the definitions' hashes, and the Deployment; the
+// server's status records no hash of it) and one on the definition.
+func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, Workers: 4})
+	th := env.Toolhive.ToolhiveV1beta1()
+	if _, err := th.MCPGroups(ns).Create(ctx, &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Name: "g"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.MCPServers(ns).Create(ctx, &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Name: "backend"},
+		Spec: thv1.MCPServerSpec{Image: "ghcr.io/example/mcp:1", GroupRef: &thv1.GroupRef{Name: "g"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"shared", "other"} {
+		def := workloadtest.NewCompositeTool(ns, name, "")
+		def.ResourceVersion, def.UID, def.Status = "", "", thv1.VirtualMCPCompositeToolDefinitionStatus{}
+		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Create(ctx, def, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range referrers + 10 {
+		def := "shared"
+		if i >= referrers {
+			def = "other"
+		}
+		v := &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v-%03d", i)},
+			Spec: thv1.VirtualMCPServerSpec{IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}, GroupRef: thv1.GroupRef{Name: "g"},
+				Config: &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":[{"name":"` + def + `"}]}`)}}}
+		if _, err := th.VirtualMCPServers(ns).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checksums := func() map[string]string {
+		deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, d := range deps.Items {
+			if sum := d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum]; sum != "" {
+				out[d.Name] = sum
+			}
+		}
+		return out
+	}
+	framework.Eventually(t, 3*time.Minute, func() (bool, error) {
+		return len(checksums()) == referrers+10, nil
+	}, "%d vMCP Deployments", referrers+10)
+	var writers []string
+	for _, d := range app.Controllers() {
+		writers = append(writers, d.Name)
+	}
+	before := workloadtest.Quiesce(t, 2*time.Second, 2*time.Minute, writers...)
+	old := checksums()
+
+	start := time.Now()
+	if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
+		[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		rolled := 0
+		for name, sum := range checksums() {
+			if sum != old[name] {
+				rolled++
+			}
+		}
+		return rolled >= referrers, nil
+	}, "the referrers to roll")
+	took := time.Since(start)
+	delta := workloadtest.WritesBetween(before, workloadtest.Quiesce(t, 2*time.Second, time.Minute, writers...))
+	now := checksums()
+	for i := referrers; i < referrers+10; i++ {
+		if name := fmt.Sprintf("v-%03d", i); now[name] != old[name] {
+			t.Errorf("%s references the other definition and rolled", name)
+		}
+	}
+	want := map[string]float64{
+		virtualmcpserver.Name + " configmaps patch success":                                                 referrers,
+		virtualmcpserver.Name + " deployments patch success":                                                referrers,
+		virtualmcpcompositetooldefinition.Name + " virtualmcpcompositetooldefinitions/status patch success": 1,
+	}
+	if !maps.Equal(delta, want) {
+		t.Errorf("writes for the change = %v, want %v", delta, want)
+	}
+	t.Logf("a composite tool change with %d referrers rolled them in %v", referrers, took.Round(time.Millisecond))
 }
