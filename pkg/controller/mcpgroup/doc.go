@@ -1,8 +1,9 @@
 // Package mcpgroup is the MCPGroup controller, the only writer of
 // MCPGroup.status (BEHAVIOUR.md invariant 7).
 //
-// A group's status is a pure function of which MCPServers and
-// MCPRemoteProxies in its namespace name it in spec.groupRef. The controller
+// A group's status is a pure function of which MCPServers,
+// MCPRemoteProxies and MCPServerEntries in its namespace name it in
+// spec.groupRef. The controller
 // reads that membership from the ByGroup index of the workload informers and
 // recomputes the whole status on every sync, so a missed or reordered event
 // can never leave a stale name behind: the next sync of the group rewrites
