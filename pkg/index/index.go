@@ -89,10 +89,10 @@ var Workloads = []Workload{
 		// A VirtualMCPServer aggregates a group rather than joining it.
 		Kind: thv1.KindVirtualMCPServer,
 		Refs: map[string]func(obj any) []string{
-			ByOIDCConfig:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
-			ByAuthzConfig:        ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
-			ByTelemetryConfig:    ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
-			ByToolConfig:         refs(thv1.VMCPToolConfigNames),
+			ByOIDCConfig:              ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
+			ByAuthzConfig:             ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
+			ByTelemetryConfig:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
+			ByToolConfig:              refs(thv1.VMCPToolConfigNames),
 			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
 			ByCompositeToolDefinition: refs(thv1.VMCPCompositeToolNames),
 		},

@@ -22,8 +22,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
-func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
-
 // validTool is a composite tool vmcp accepts: a parameter schema, a tool
 // step, a forEach step and an elicitation that depend on it.
 func validTool() thv1.CompositeToolSpec {
@@ -231,7 +229,7 @@ func TestCompositeToolRefNames(t *testing.T) {
 	} {
 		v := vmcp(testNS, "v", "")
 		v.Spec.Config = raw(c.config)
-		if got := index.CompositeToolRefNames(v); !slices.Equal(got, c.want) {
+		if got := thv1.VMCPCompositeToolNames(v); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.config, got, c.want)
 		}
 	}

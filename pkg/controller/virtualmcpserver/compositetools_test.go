@@ -106,7 +106,7 @@ func TestCompositeToolChangeRollsOnce(t *testing.T) {
 // what it was before composite tools were served).
 func TestCompositeToolsReachTheBuild(t *testing.T) {
 	b, a := wt.NewCompositeTool(testNS, "b", "hb"), wt.NewCompositeTool(testNS, "a", "ha")
-	in := inputs{Server: newVMCP("agg"), Image: testImage, Backends: []*thv1.MCPServer{newMember("m", testGroup)}}
+	in := inputs{Server: newVMCP("agg"), Image: testImage, Backends: []any{newMember("m", testGroup)}}
 	plain, err := build(in)
 	if err != nil {
 		t.Fatal(err)
@@ -114,12 +114,12 @@ func TestCompositeToolsReachTheBuild(t *testing.T) {
 	if _, ok := plain.Config.Annotations[thv1.AnnotationCompositeToolDefinitionHash]; ok {
 		t.Errorf("annotation without references: %v", plain.Config.Annotations)
 	}
-	in.CompositeTools = []*thv1.VirtualMCPCompositeToolDefinition{a, b}
+	in.Refs.CompositeTools = map[string]*thv1.VirtualMCPCompositeToolDefinition{"a": a, "b": b}
 	withTools, err := build(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.CompositeTools[1] = wt.NewCompositeTool(testNS, "b", "hb2")
+	in.Refs.CompositeTools["b"] = wt.NewCompositeTool(testNS, "b", "hb2")
 	changed, err := build(in)
 	if err != nil {
 		t.Fatal(err)
