@@ -74,6 +74,8 @@ type remoteRequest struct {
 	Authorization string
 	// Header is every header of the request.
 	Header http.Header
+	// Tool is the tool a tools/call names.
+	Tool string
 }
 
 const (
@@ -99,6 +101,10 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
 		}
 		if err := json.NewDecoder(req.Body).Decode(&msg); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -107,7 +113,7 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 		r.mu.Lock()
 		r.seen = append(r.seen, remoteRequest{
 			Path: req.URL.Path, Method: msg.Method, Session: req.Header.Get("Mcp-Session-Id"),
-			Authorization: req.Header.Get("Authorization"), Header: req.Header.Clone(),
+			Authorization: req.Header.Get("Authorization"), Header: req.Header.Clone(), Tool: msg.Params.Name,
 		})
 		r.mu.Unlock()
 		var result any
@@ -126,6 +132,12 @@ func startRemoteMCP(t *testing.T, path string) *remoteMCP {
 			}, {
 				"name": remoteOtherTool, "description": "answers what it is given, backwards",
 				"inputSchema": map[string]any{"type": "object"},
+			}}}
+		case "tools/call":
+			// Both tools answer with their name and the arguments they
+			// were given.
+			result = map[string]any{"content": []map[string]any{{
+				"type": "text", "text": msg.Params.Name + " " + string(msg.Params.Arguments),
 			}}}
 		default:
 			if msg.ID == nil { // a notification

@@ -88,7 +88,9 @@ func TestVMCPServes(t *testing.T) {
 // each at its proxy's cluster URL with its transport path, and vmcp —
 // given loopback stand-ins for those two URLs, servers of the test's own —
 // aggregates both under prefix conflict resolution: tools/list through
-// vmcp shows every tool once per backend, named <backend>_<tool>.
+// vmcp shows every tool once per backend, named <backend>_<tool>, and the
+// composite tool of a referenced VirtualMCPCompositeToolDefinition, whose
+// call runs one step on each backend.
 func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	local, far := startRemoteMCP(t, "/mcp"), startRemoteMCP(t, "/mcp")
@@ -127,7 +129,7 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	want := []string{"far_" + remoteOtherTool, "far_" + remoteToolName, "local_" + remoteOtherTool, "local_" + remoteToolName}
+	want := []string{"far_" + remoteOtherTool, "far_" + remoteToolName, "local_" + remoteOtherTool, "local_" + remoteToolName, "echo_both"}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("tools/list through vmcp: %v, want %v", names, want)
@@ -135,6 +137,22 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 	for _, r := range []*remoteMCP{local, far} {
 		if !slices.ContainsFunc(r.requests(), func(q remoteRequest) bool { return q.Method == "tools/list" }) {
 			t.Errorf("backend %s was never asked for its tools", r.URL)
+		}
+	}
+
+	resp, body = mcpCall(t, endpoint, "", session, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_both","arguments":{"word":"hello"}}}`)
+	var called struct {
+		Result *struct {
+			IsError bool `json:"isError"`
+		}
+		Error *struct{ Message string }
+	}
+	if err := json.Unmarshal(jsonRPCBody(body), &called); resp.StatusCode != http.StatusOK || err != nil || called.Result == nil || called.Result.IsError {
+		t.Fatalf("tools/call echo_both: %s %v: %s", resp.Status, err, body)
+	}
+	for r, tool := range map[*remoteMCP]string{local: remoteToolName, far: remoteOtherTool} {
+		if !slices.ContainsFunc(r.requests(), func(q remoteRequest) bool { return q.Method == "tools/call" && q.Tool == tool }) {
+			t.Errorf("the composite tool's step never called %s on %s", tool, r.URL)
 		}
 	}
 }

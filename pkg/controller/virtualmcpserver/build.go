@@ -2,10 +2,7 @@ package virtualmcpserver
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -158,7 +155,7 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, compositeToolsAnnotation(in.Refs.CompositeTools)), map[string]string{workload.VMCPConfigKey: config})
+	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{workload.VMCPConfigKey: config})
 
 	vols, err := podVolumes(cm.Name, oidc, wiring)
 	if err != nil {
@@ -307,20 +304,4 @@ func backendsOf(members []any) []backend {
 	}
 	slices.SortFunc(out, func(a, b backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out
-}
-
-// compositeToolsAnnotation records the configHash of every referenced
-// composite tool definition on the configuration ConfigMap, where the
-// content checksum (and so the pod's) covers it: a change of a definition
-// rolls the vMCP once, whatever config.yaml makes of it. Nil without
-// references, so servers that make none keep their checksum.
-func compositeToolsAnnotation(defs map[string]*thv1.VirtualMCPCompositeToolDefinition) map[string]string {
-	if len(defs) == 0 {
-		return nil
-	}
-	h := sha256.New()
-	for _, name := range slices.Sorted(maps.Keys(defs)) {
-		fmt.Fprintf(h, "%s=%s\n", name, defs[name].Status.ConfigHash)
-	}
-	return map[string]string{thv1.AnnotationCompositeToolDefinitionHash: hex.EncodeToString(h.Sum(nil))}
 }

@@ -2,11 +2,14 @@ package virtualmcpserver
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -71,13 +74,14 @@ func TestCompositeToolRefsWaitThenConverge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Annotations[thv1.AnnotationCompositeToolDefinitionHash] == "" {
-		t.Errorf("config ConfigMap has no composite tool hash: %v", cm.Annotations)
+	if !strings.Contains(cm.Data[workload.VMCPConfigKey], "name: deploy") || !strings.Contains(cm.Data[workload.VMCPConfigKey], "name: x-broken") {
+		t.Errorf("config.yaml lacks the referenced tools:\n%s", cm.Data[workload.VMCPConfigKey])
 	}
 }
 
-// A change of a referenced definition (its configHash) rolls the vMCP
-// exactly once: one ConfigMap patch and one Deployment patch, then quiet.
+// A change of a referenced definition (its spec, and so its configHash)
+// rolls the vMCP exactly once: one ConfigMap patch and one Deployment
+// patch, then quiet.
 func TestCompositeToolChangeRollsOnce(t *testing.T) {
 	def := wt.NewCompositeTool(testNS, "deploy", "h1")
 	f := newFixture(t, newVMCP("agg", withCompositeToolRefs(`[{"name":"deploy"}]`)),
@@ -85,6 +89,7 @@ func TestCompositeToolChangeRollsOnce(t *testing.T) {
 	f.converge("agg")
 
 	def = def.DeepCopy()
+	def.Spec.Description = "changed"
 	def.Status.ConfigHash = "h2"
 	if _, err := f.Toolhive.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(testNS).Update(context.Background(), def, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -101,34 +106,63 @@ func TestCompositeToolChangeRollsOnce(t *testing.T) {
 	wt.AssertActions(t, acts)
 }
 
-// The resolved definitions reach the build inputs, sorted by name, and a
-// server without references carries no hash annotation (its checksum is
-// what it was before composite tools were served).
-func TestCompositeToolsReachTheBuild(t *testing.T) {
+// The referenced definitions follow the inline composite tools in
+// config.yaml, in compositeToolRefs order, with the step defaults; the
+// references stay as written; a server without any renders neither key.
+func TestCompositeToolsRendered(t *testing.T) {
 	b, a := wt.NewCompositeTool(testNS, "b", "hb"), wt.NewCompositeTool(testNS, "a", "ha")
 	in := inputs{Server: newVMCP("agg"), Image: testImage, Backends: []any{newMember("m", testGroup)}}
 	plain, err := build(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := plain.Config.Annotations[thv1.AnnotationCompositeToolDefinitionHash]; ok {
-		t.Errorf("annotation without references: %v", plain.Config.Annotations)
+	if cfg := decodeRendered(t, plain); cfg["compositeTools"] != nil || cfg["compositeToolRefs"] != nil {
+		t.Errorf("composite tools without any: %v", cfg)
 	}
+	in.Server = newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"compositeTools":[{"name":"inline","steps":[{"id":"s","tool":"m.echo"}]}],` +
+			`"compositeToolRefs":[{"name":"b"},{"name":"a"}]}`)}
+	})
 	in.Refs.CompositeTools = map[string]*thv1.VirtualMCPCompositeToolDefinition{"a": a, "b": b}
 	withTools, err := build(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Refs.CompositeTools["b"] = wt.NewCompositeTool(testNS, "b", "hb2")
-	changed, err := build(in)
-	if err != nil {
-		t.Fatal(err)
+	cfg := decodeRendered(t, withTools)
+	tools, _ := cfg["compositeTools"].([]any)
+	var names []string
+	for _, tool := range tools {
+		m := tool.(map[string]any)
+		names = append(names, m["name"].(string))
+		step := m["steps"].([]any)[0].(map[string]any)
+		if step["type"] != "tool" {
+			t.Errorf("tool %s: step not defaulted: %v", m["name"], step)
+		}
 	}
-	h1, h2 := withTools.Config.Annotations[thv1.AnnotationCompositeToolDefinitionHash], changed.Config.Annotations[thv1.AnnotationCompositeToolDefinitionHash]
-	if h1 == "" || h1 == h2 {
-		t.Errorf("hash %q -> %q", h1, h2)
+	if want := []string{"inline", "b", "a"}; !slices.Equal(names, want) {
+		t.Errorf("composite tools %q, want %q", names, want)
+	}
+	if refs, _ := cfg["compositeToolRefs"].([]any); len(refs) != 2 {
+		t.Errorf("compositeToolRefs %v", cfg["compositeToolRefs"])
 	}
 	if plain.Deployment.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] == withTools.Deployment.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] {
 		t.Error("the pod checksum does not cover the composite tools")
 	}
+
+	// A referenced tool with an inline tool's name is refused, as
+	// ToolHive's converter refuses it.
+	in.Refs.CompositeTools["a"] = wt.NewCompositeTool(testNS, "inline", "hi")
+	if _, err := build(in); err == nil || !strings.Contains(err.Error(), `duplicate composite tool name "inline"`) {
+		t.Errorf("duplicate name: %v", err)
+	}
+}
+
+// decodeRendered is the config.yaml of a build, decoded.
+func decodeRendered(t *testing.T, c *childSet) map[string]any {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(c.Config.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -54,6 +54,8 @@ const (
 	keyTelemetry          = "telemetry"
 	keyAudit              = "audit"
 	keyPassthroughHeaders = "passthroughHeaders"
+	keyCompositeTools     = "compositeTools"
+	keyCompositeToolRefs  = "compositeToolRefs"
 )
 
 // Values of config.yaml, as ToolHive's vmcp reads them.
@@ -113,6 +115,9 @@ var schemaDefaults = map[string]map[string]any{
 //   - aggregation keeps its known fields, defaults conflict resolution to
 //     prefix "{workload}_", and merges each tool's MCPToolConfig into its
 //     filter and overrides;
+//   - compositeTools are the inline ones followed by the referenced
+//     VirtualMCPCompositeToolDefinitions' (compositeToolRefs stays as
+//     written, as ToolHive's converter leaves it);
 //   - operational gets vmcp's defaults for what it leaves unset;
 //   - telemetry is the MCPTelemetryConfig's (spec.config.telemetry is not
 //     read); an audit block gets the server's name as its component.
@@ -156,7 +161,10 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 			}
 		}
 	}
-	defaultSteps(cfg["compositeTools"])
+	if err := compositeTools(cfg, refs.CompositeTools); err != nil {
+		return "", w, err
+	}
+	defaultSteps(cfg[keyCompositeTools])
 	delete(cfg, keyTelemetry)
 	tw, err := workload.Telemetry(refs.Telemetry, v.Spec.TelemetryConfigRef, v.Name, v.Namespace)
 	if err != nil {
@@ -638,6 +646,62 @@ const (
 // a forEach) the defaults of ToolHive's schema: type tool, and action abort
 // in onError, onDecline and onCancel when they are set without one. The
 // tools are otherwise passed as written; vmcp validates them.
+// compositeTools appends the referenced definitions to spec.config's
+// inline compositeTools, in compositeToolRefs order, as ToolHive's
+// converter merges them; a tool name used twice is refused, as there (vmcp
+// could not tell the tools apart).
+func compositeTools(cfg map[string]any, defs map[string]*thv1.VirtualMCPCompositeToolDefinition) error {
+	var refs []struct {
+		Name string `json:"name"`
+	}
+	if err := recode(cfg[keyCompositeToolRefs], &refs, keyCompositeToolRefs); err != nil {
+		return err
+	}
+	inline, ok := cfg[keyCompositeTools].([]any)
+	if !ok && cfg[keyCompositeTools] != nil {
+		return invalidConfig("%s: not a list", keyCompositeTools)
+	}
+	tools := slices.Clone(inline)
+	for _, ref := range refs {
+		def := defs[ref.Name]
+		if def == nil {
+			// Resolution makes the server wait first; this is defence.
+			return invalidConfig("%s: VirtualMCPCompositeToolDefinition %q not resolved", keyCompositeToolRefs, ref.Name)
+		}
+		tool, err := toMap(def.Spec)
+		if err != nil {
+			return invalidConfig("%s: VirtualMCPCompositeToolDefinition %q: %v", keyCompositeToolRefs, ref.Name, err)
+		}
+		tools = append(tools, tool)
+	}
+	seen := map[string]bool{}
+	for i, t := range tools {
+		m, _ := t.(map[string]any)
+		name, _ := m["name"].(string)
+		if seen[name] {
+			return invalidConfig("%s[%d]: duplicate composite tool name %q (inline and referenced tools share one namespace)", keyCompositeTools, i, name)
+		}
+		seen[name] = true
+	}
+	if len(tools) > 0 {
+		cfg[keyCompositeTools] = tools
+	}
+	return nil
+}
+
+// toMap is v as the decoded JSON object spec.config's sections are, with
+// numbers kept as written.
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out map[string]any
+	return out, dec.Decode(&out)
+}
+
 func defaultSteps(tools any) {
 	list, _ := tools.([]any)
 	for _, t := range list {

@@ -151,12 +151,11 @@ const (
 // A VirtualMCPServer's spec.config.compositeToolRefs: ToolHive's condition
 // and reasons, and the Ready reason while the server waits for them.
 const (
-	ConditionCompositeToolRefsValidated   = "CompositeToolRefsValidated"
-	ReasonCompositeToolRefsValid          = "CompositeToolRefsValid"
-	ReasonCompositeToolRefNotFound        = "CompositeToolRefNotFound"
-	ReasonCompositeToolRefInvalid         = "CompositeToolRefInvalid"
-	ReasonWaitingForCompositeToolRefs     = "WaitingForCompositeToolDefinition"
-	AnnotationCompositeToolDefinitionHash = "toolhive.stacklok.dev/composite-tool-definitions-hash"
+	ConditionCompositeToolRefsValidated = "CompositeToolRefsValidated"
+	ReasonCompositeToolRefsValid        = "CompositeToolRefsValid"
+	ReasonCompositeToolRefNotFound      = "CompositeToolRefNotFound"
+	ReasonCompositeToolRefInvalid       = "CompositeToolRefInvalid"
+	ReasonWaitingForCompositeToolRefs   = "WaitingForCompositeToolDefinition"
 )
 
 // MCPServerEntry conditions and reasons, ToolHive's names. Valid sums
