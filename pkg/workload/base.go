@@ -264,6 +264,13 @@ func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter t
 	case errors.As(err, &conflict):
 		r.Fail(thv1.ReasonChildConflict, conflict.Error())
 		return conflictRetry, nil
+	case apierrors.IsConflict(err):
+		// A child changed between the cache read and the patch (often
+		// this controller's own previous write, not yet in the cache).
+		// That is optimistic locking doing its job, not a failure: the
+		// key is retried from a fresh read and the status says nothing.
+		klog.FromContext(ctx).V(2).Info("A child changed since it was read, retrying", "err", err.Error())
+		return 0, err
 	}
 	msg := controller.StableMessage(err)
 	r.NotReady(b.phases.Failed, thv1.ReasonChildWriteFailed, msg)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -120,18 +119,22 @@ func (c *ConfigRefs[T]) Resolve(r *Report, namespace, name string) (cfg T, hash 
 }
 
 // ChangeMatters reports whether an update of a config changes anything a
-// referrer consumes: the spec, the hash, validity or deletion. The
-// config's controller rewrites status.referencingWorkloads whenever a
-// referrer comes or goes; re-syncing every referrer for that would make
-// creating N referrers cost O(N²) syncs.
+// referrer consumes: the hash, validity or deletion. A spec change alone
+// does not count: the config's controller validates it and writes its
+// new configHash next, and that event re-syncs the referrers once, on a
+// validated spec (re-syncing on both made every referrer sync twice in
+// quick succession, the second against a Deployment cache that had not
+// seen the first's write yet). The config's controller also rewrites
+// status.referencingWorkloads whenever a referrer comes or goes;
+// re-syncing every referrer for that would make creating N referrers
+// cost O(N²) syncs.
 func (k ConfigKind[T]) ChangeMatters(oldObj, newObj any) bool {
 	o, ok1 := oldObj.(T)
 	n, ok2 := newObj.(T)
 	if !ok1 || !ok2 {
 		return false
 	}
-	return !apiequality.Semantic.DeepEqual(k.Spec(o), k.Spec(n)) ||
-		o.GetStatus().ConfigHash != n.GetStatus().ConfigHash ||
+	return o.GetStatus().ConfigHash != n.GetStatus().ConfigHash ||
 		validStatus(o.GetStatus()) != validStatus(n.GetStatus()) ||
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -396,9 +398,15 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 	}
 	changed := cfg.DeepCopy()
 	changed.Spec.Inline.Issuer = "https://other.example.com"
-	if !workload.OIDCConfigs.ChangeMatters(cfg, changed) {
-		t.Fatal("a spec change is not relevant")
+	if workload.OIDCConfigs.ChangeMatters(cfg, changed) {
+		t.Fatal("a spec change the config's controller has not validated yet is relevant")
 	}
+	validated := changed.DeepCopy()
+	validated.Status.ConfigHash = "validated-" + cfg.Status.ConfigHash
+	if !workload.OIDCConfigs.ChangeMatters(changed, validated) {
+		t.Fatal("the validated spec's new hash is not relevant")
+	}
+	changed = validated
 	workload.EnqueueReferrers(f.ToolhiveInformers.Toolhive().V1beta1().MCPRemoteProxies().Informer().GetIndexer(), index.ByOIDCConfig, changed, f.c.EnqueueKey)
 	if n := f.c.Queue.Len(); n != 1 {
 		t.Fatalf("queue length %d, want the one referrer", n)
@@ -444,6 +452,31 @@ func TestRefusedChildWriteIsAConditionAndARetry(t *testing.T) {
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.Contains(evs[0], "used=7") {
 		t.Errorf("events %q, want one carrying the API server's message", evs)
+	}
+}
+
+// A child that changed between the cache read and the patch (409
+// Conflict, often the controller's own previous write not yet in its
+// cache) is optimistic locking at work, not a failure: the key is retried
+// and neither the status nor an event says anything.
+func TestChildConflictIsASilentRetry(t *testing.T) {
+	f := newFixture(t, newProxy("remote"))
+	f.converge("remote")
+	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.RemoteURL = "https://mcp.example.com/other" })
+	f.Kube.PrependReactor("patch", "deployments", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "remote", errors.New("the object has been modified"))
+	})
+	before := f.get("remote").Status
+	acts, err := f.sync("remote")
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("sync: %v, want the conflict back so the key is retried", err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	if got := f.get("remote").Status; !equality.Semantic.DeepEqual(got, before) {
+		t.Errorf("status changed on a conflict: %+v", got)
+	}
+	if evs := f.Events(); len(evs) != 0 {
+		t.Errorf("events %q on a conflict", evs)
 	}
 }
 
