@@ -30,6 +30,9 @@ type ChildOps[T metav1.Object] struct {
 	// PatchBody is the merge patch of the owned fields; adopt adds the
 	// controller owner reference to an orphan.
 	PatchBody func(want, have T, adopt bool) ([]byte, error)
+	// Written, optional, is given every child EnsureChild created or
+	// patched, as the API server answered (see FreshReads).
+	Written func(T)
 }
 
 // ChildClient is the subset of a generated typed client EnsureChild uses;
@@ -89,6 +92,9 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 	have, err := ops.Get(ns, name)
 	if apierrors.IsNotFound(err) {
 		created, err := CreateChild(ctx, w, ownerUID, ops.Resource, ops.Client(ns).Create, want)
+		if err == nil && ops.Written != nil {
+			ops.Written(created)
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return created, err
 		}
@@ -127,7 +133,17 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 	if err != nil {
 		return zero, fmt.Errorf("building patch for %s %s/%s: %w", ops.Resource, ns, name, err)
 	}
-	if err := PatchChild(ctx, w, ownerUID, ops.Resource, ns, name, have.GetResourceVersion(), ops.Client(ns).Patch, body); err != nil {
+	patch := ops.Client(ns).Patch
+	if ops.Written != nil {
+		patch = func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error) {
+			out, err := ops.Client(ns).Patch(ctx, name, pt, data, opts, sub...)
+			if err == nil {
+				ops.Written(out)
+			}
+			return out, err
+		}
+	}
+	if err := PatchChild(ctx, w, ownerUID, ops.Resource, ns, name, have.GetResourceVersion(), patch, body); err != nil {
 		return zero, err
 	}
 	return have, nil

@@ -10,9 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
@@ -52,15 +49,18 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 	svcInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().Services().Informer()
 	})
-	cms := corelisters.NewConfigMapLister(cmInf.Indexer())
-	sas := corelisters.NewServiceAccountLister(saInf.Indexer())
-	rbs := rbaclisters.NewRoleBindingLister(rbInf.Indexer())
-	deps := appslisters.NewDeploymentLister(depInf.Indexer())
-	svcs := corelisters.NewServiceLister(svcInf.Indexer())
+	// Each kind is read through FreshReads, so a sync sees this
+	// controller's own writes before their watch events arrive.
+	cmGet, cmWritten := controller.FreshReads[*corev1.ConfigMap](cmInf.Indexer(), corev1.Resource("configmaps"))
+	saGet, saWritten := controller.FreshReads[*corev1.ServiceAccount](saInf.Indexer(), corev1.Resource("serviceaccounts"))
+	rbGet, rbWritten := controller.FreshReads[*rbacv1.RoleBinding](rbInf.Indexer(), rbacv1.Resource("rolebindings"))
+	depGet, depWritten := controller.FreshReads[*appsv1.Deployment](depInf.Indexer(), appsv1.Resource("deployments"))
+	svcGet, svcWritten := controller.FreshReads[*corev1.Service](svcInf.Indexer(), corev1.Resource("services"))
 	c := &Children{
 		ConfigMaps: controller.ChildOps[*corev1.ConfigMap]{
 			Resource: "configmaps",
-			Get:      func(ns, n string) (*corev1.ConfigMap, error) { return cms.ConfigMaps(ns).Get(n) },
+			Get:      cmGet,
+			Written:  cmWritten,
 			Client: func(ns string) controller.ChildClient[*corev1.ConfigMap] {
 				return kube.CoreV1().ConfigMaps(ns)
 			},
@@ -69,7 +69,8 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 		},
 		ServiceAccounts: controller.ChildOps[*corev1.ServiceAccount]{
 			Resource: "serviceaccounts",
-			Get:      func(ns, n string) (*corev1.ServiceAccount, error) { return sas.ServiceAccounts(ns).Get(n) },
+			Get:      saGet,
+			Written:  saWritten,
 			Client: func(ns string) controller.ChildClient[*corev1.ServiceAccount] {
 				return kube.CoreV1().ServiceAccounts(ns)
 			},
@@ -78,7 +79,8 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 		},
 		RoleBindings: controller.ChildOps[*rbacv1.RoleBinding]{
 			Resource: "rolebindings",
-			Get:      func(ns, n string) (*rbacv1.RoleBinding, error) { return rbs.RoleBindings(ns).Get(n) },
+			Get:      rbGet,
+			Written:  rbWritten,
 			Client: func(ns string) controller.ChildClient[*rbacv1.RoleBinding] {
 				return kube.RbacV1().RoleBindings(ns)
 			},
@@ -88,7 +90,8 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 		},
 		Deployments: controller.ChildOps[*appsv1.Deployment]{
 			Resource: "deployments",
-			Get:      func(ns, n string) (*appsv1.Deployment, error) { return deps.Deployments(ns).Get(n) },
+			Get:      depGet,
+			Written:  depWritten,
 			Client: func(ns string) controller.ChildClient[*appsv1.Deployment] {
 				return kube.AppsV1().Deployments(ns)
 			},
@@ -100,7 +103,8 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 		},
 		Services: controller.ChildOps[*corev1.Service]{
 			Resource: "services",
-			Get:      func(ns, n string) (*corev1.Service, error) { return svcs.Services(ns).Get(n) },
+			Get:      svcGet,
+			Written:  svcWritten,
 			Client: func(ns string) controller.ChildClient[*corev1.Service] {
 				return kube.CoreV1().Services(ns)
 			},
