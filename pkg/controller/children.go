@@ -30,8 +30,10 @@ type ChildOps[T metav1.Object] struct {
 	// PatchBody is the merge patch of the owned fields; adopt adds the
 	// controller owner reference to an orphan.
 	PatchBody func(want, have T, adopt bool) ([]byte, error)
-	// Written, optional, is given every child EnsureChild created or
-	// patched, as the API server answered (see FreshReads).
+	// Written, optional, is given every child EnsureChild patched, as the
+	// API server answered (see FreshReads). Creates are not given: a read
+	// of a child the cache has not seen yet finds it missing all the same,
+	// and the create's AlreadyExists path reads it live.
 	Written func(T)
 }
 
@@ -92,9 +94,6 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 	have, err := ops.Get(ns, name)
 	if apierrors.IsNotFound(err) {
 		created, err := CreateChild(ctx, w, ownerUID, ops.Resource, ops.Client(ns).Create, want)
-		if err == nil && ops.Written != nil {
-			ops.Written(created)
-		}
 		if !apierrors.IsAlreadyExists(err) {
 			return created, err
 		}

@@ -10,10 +10,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// freshReadsTTL bounds how long a written object is preferred over the
-// cache: far longer than a watch event takes to arrive, short enough that
-// the entries a large roll leaves behind do not stay in memory.
-const freshReadsTTL = 30 * time.Second
+// freshReadsTTL bounds how long a written object is kept: far longer than
+// a watch event takes to arrive, short enough that the entries a large
+// roll leaves behind do not stay in memory (an entry whose event arrived
+// is dropped at its next read anyway).
+const freshReadsTTL = 10 * time.Second
 
 // freshReadsSize is how many written objects each child kind remembers.
 const freshReadsSize = 2048
@@ -26,6 +27,8 @@ const freshReadsSize = 2048
 // (the Deployment) as it was before the same sync's patch, patches it
 // again from the old resourceVersion, and gets 409 Conflict: a wasted
 // request and a retry on every roll. written goes in ChildOps.Written.
+// Only patched objects are kept (the MutationCache returns nothing the
+// cache does not hold), so creating children costs no memory here.
 func FreshReads[T runtime.Object](indexer cache.Indexer, resource schema.GroupResource) (get func(namespace, name string) (T, error), written func(T)) {
 	mc := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), indexer,
 		cache.MutationCacheOptions{Indexer: indexer, TTL: freshReadsTTL, MaxCacheSize: freshReadsSize})
