@@ -312,13 +312,9 @@ func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, en
 	}
 	// The secret variables of a config that fails are not added.
 	own := map[string]corev1.EnvVar{}
-	s, err := strategyOf(fmt.Sprintf("backend %s", m.Name), cfg, own)
+	s, err := strategyOf(fmt.Sprintf("backend %s is not served: its externalAuthConfigRef", m.Name), cfg, own)
 	if err != nil {
-		msg := err.Error()
-		if inv, ok := err.(*workload.InvalidSpecError); ok {
-			msg = inv.Message
-		}
-		return nil, reasonAuthFailed, fmt.Errorf("%s; the backend is not served", msg)
+		return nil, reasonAuthFailed, err
 	}
 	maps.Copy(env, own)
 	return s, "", nil
