@@ -101,14 +101,17 @@ func caBundleKey(ca *thv1.ConfigMapKeyRef) string {
 
 // caBundleVolumeName is ToolHive's volume name of an entry's CA bundle:
 // ca-bundle-<entry>, or, beyond a DNS label's 63 characters, the name cut
-// to 44 characters and the first 8 hex digits of its SHA-256.
+// to 44 characters and the first 8 hex digits of its SHA-256. An entry
+// name with dots (a DNS subdomain) gets the second form with the dots as
+// '-', where ToolHive's name would not be a volume name the API server
+// accepts.
 func caBundleVolumeName(entry string) string {
 	name := "ca-bundle-" + entry
-	if len(name) <= 63 {
+	if len(name) <= 63 && !strings.Contains(entry, ".") {
 		return name
 	}
 	sum := sha256.Sum256([]byte(entry))
-	cut := strings.TrimRight(entry[:min(len(entry), 44)], "-")
+	cut := strings.TrimRight(strings.ReplaceAll(entry[:min(len(entry), 44)], ".", "-"), "-")
 	return "ca-bundle-" + cut + "-" + hex.EncodeToString(sum[:4])
 }
 

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -385,6 +385,7 @@ func TestCABundleVolumeName(t *testing.T) {
 	if len(got) > 63 || !strings.HasPrefix(got, "ca-bundle-"+strings.Repeat("a", 43)+"-") || strings.Contains(got, "--") {
 		t.Errorf("long: %s (%d)", got, len(got))
 	}
+	if got := caBundleVolumeName("far.example"); len(validation.IsDNS1123Label(got)) != 0 || !strings.HasPrefix(got, "ca-bundle-far-example-") {
+		t.Errorf("dotted: %s", got)
+	}
 }
-
-var _ runtime.Object = (*thv1.MCPServerEntry)(nil)
