@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -79,4 +81,19 @@ func TestVMCPAggregatesEntry(t *testing.T) {
 			}
 		}
 	}
+
+	// A change of the entry's own MCPExternalAuthConfig is no change of
+	// the entry or the vMCP: it reaches config.yaml through the entry.
+	cfg, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Get(context.Background(), "entry-key", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Spec.HeaderInjection.HeaderName = "X-Other-Key"
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+		return strings.Contains(cm.Data[workload.VMCPConfigKey], "headerName: X-Other-Key"), nil
+	}, "the entry's changed MCPExternalAuthConfig in config.yaml")
 }
