@@ -465,6 +465,27 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+	if want := vmcpBackendCount[name]; want > 0 {
+		// Members join asynchronously (an entry once its checks pass):
+		// wait for all of them and for the pod that runs that config.
+		framework.Eventually(t, 90*time.Second, func() (bool, error) {
+			var err error
+			if cm, err = env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), workload.VMCPConfigMapName(name), metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+			var cfg struct {
+				Backends []any `json:"backends"`
+			}
+			if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil || len(cfg.Backends) != want {
+				return false, err
+			}
+			dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil && dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] == cm.Annotations[runconfig.ChecksumAnnotation], err
+		}, "vMCP "+ns+"/"+name+" with all its backends")
+	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, workload.VMCPConfigKey)
 	if err := os.WriteFile(file, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
@@ -485,6 +506,9 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 		t.Fatal(err)
 	}
 	for path, want := range vmcpExpectations[name] {
+		// NAMESPACE in an expected value stands for the case's namespace.
+		raw, _ := json.Marshal(want)
+		_ = json.Unmarshal(bytes.ReplaceAll(raw, []byte("NAMESPACE"), []byte(ns)), &want)
 		if got, _ := lookup(decoded, path); !jsonEqual(got, want) {
 			t.Errorf("%s: config.yaml %s = %v, want %v", name, path, got, want)
 		}
@@ -531,6 +555,17 @@ var vmcpExpectations = map[string]map[string]any{
 		"operational.failureHandling.unhealthyThreshold":                  5,
 		"operational.failureHandling.partialFailureMode":                  "fail",
 	},
+	"ent-vmcp": {
+		"outgoingAuth.backends.ent-local.type":                          "token_exchange",
+		"outgoingAuth.backends.ent-local.tokenExchange.clientSecretEnv": "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE",
+		"outgoingAuth.backends.ent-far.type":                            "header_injection",
+		"outgoingAuth.backends.ent-far.headerInjection.headerValueEnv":  "TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY",
+		"backends": []any{
+			map[string]any{"name": "ent-far", "url": "https://mcp.remote.example/mcp", "transport": "streamable-http", "type": "entry",
+				"caBundlePath": "/etc/toolhive/ca-bundles/ent-far/ca.crt"},
+			map[string]any{"name": "ent-local", "url": "http://mcp-ent-local-proxy.NAMESPACE.svc.cluster.local:8080/mcp", "transport": "streamable-http"},
+		},
+	},
 	"cfg-inline-authz": {
 		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
 		"outgoingAuth":                 map[string]any{"source": "inline"},
@@ -539,12 +574,21 @@ var vmcpExpectations = map[string]map[string]any{
 	},
 }
 
+// vmcpBackendCount is the number of backends a vMCP's config settles
+// with, for the cases whose members join asynchronously.
+var vmcpBackendCount = map[string]int{"ent-vmcp": 2}
+
 // vmcpSecretEnv are the vmcp container's variables that must come from a
 // Secret ("<secret>/<key>"), never a value.
 var vmcpSecretEnv = map[string]map[string]string{
 	"cfg-vmcp": {
 		"TOOLHIVE_HEADER_INJECTION_VALUE_CFG_GITHUB_TOKEN":   "cfg-github-pat/token",
 		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_CFG_EXCHANGE": "cfg-idp-client/secret",
+	},
+	"ent-vmcp": {
+		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE":   "ent-idp-client/secret",
+		"TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY":          "ent-remote-key/key",
+		"TOOLHIVE_SECRET_HEADER_FORWARD_X_TRACE_TOKEN_ENT_FAR": "ent-trace/token",
 	},
 }
 

@@ -114,6 +114,9 @@ type childSet struct {
 	Volumes workload.PodVolumes
 	// Backends are the names of the aggregated members, sorted.
 	Backends []string
+	// Auth is outgoing auth as resolved against the members: the
+	// conditions to report and the members left out.
+	Auth *backendAuth
 }
 
 // Build computes every child of a VirtualMCPServer. It is pure: the same
@@ -150,8 +153,7 @@ func build(in inputs) (*childSet, error) {
 	if _, err := workload.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
-	backends := backendsOf(in.Backends)
-	config, wiring, err := renderConfig(v, oidc, backends, in.Refs)
+	config, wiring, err := renderConfig(v, oidc, backendsOf(in.Backends), in.Refs)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +164,8 @@ func build(in inputs) (*childSet, error) {
 		return nil, err
 	}
 
-	d := &childSet{Config: cm, Volumes: vols}
-	for _, b := range backends {
+	d := &childSet{Config: cm, Volumes: vols, Auth: wiring.Auth}
+	for _, b := range wiring.Auth.Served {
 		d.Backends = append(d.Backends, b.Name)
 	}
 	// Naming the account hivekeeper creates anyway keeps it, rather than
@@ -264,35 +266,46 @@ func validateMergedVolumes(pod *corev1.PodSpec) error {
 type backend struct {
 	// Name is the member's name.
 	Name string `json:"name"`
-	// URL is the MCP endpoint of its proxy Service.
+	// URL is the MCP endpoint of its proxy Service, or an entry's remote
+	// URL.
 	URL string `json:"url"`
-	// Transport is what its proxy exposes (streamable-http or sse).
+	// Transport is what its proxy exposes (streamable-http or sse), or
+	// what an entry's remote server speaks.
 	Transport string `json:"transport"`
+	// Type is "entry" for an MCPServerEntry, empty otherwise.
+	Type string `json:"type,omitempty"`
+	// CABundlePath is where an entry's CA bundle is mounted.
+	CABundlePath string `json:"caBundlePath,omitempty"`
 }
 
 // memberBackend is the seam between the member kinds and config.yaml: how
 // one member of the group, of any backend kind, becomes its backend entry,
 // and false for a member that is not one (being deleted: its proxy is going
-// away). vmcp connects to exactly the URL given, so it carries the path of
-// the proxy's transport. A new backend kind (MCPServerEntry) is one case
-// here and one line in the controller's backendKinds.
-func memberBackend(obj any) (backend, bool) {
+// away; an entry whose checks failed). vmcp connects to exactly the URL
+// given, so a proxy's carries the path of its transport. A new backend
+// kind is one case here and one line in the controller's backendKinds.
+func memberBackend(obj any) (member, bool) {
 	switch m := obj.(type) {
 	case *thv1.MCPServer:
-		return backend{Name: m.Name, URL: backendURL(m), Transport: workload.MCPServerProxyMode(m)}, m.DeletionTimestamp == nil
+		return member{backend: backend{Name: m.Name, URL: backendURL(m), Transport: workload.MCPServerProxyMode(m)},
+			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
 	case *thv1.MCPRemoteProxy:
 		// The proxy's status.url, which ToolHive's vmcp discovery reads.
-		return backend{Name: m.Name, URL: workload.RemoteProxyURL(m), Transport: workload.RemoteProxyTransport(m)}, m.DeletionTimestamp == nil
+		return member{backend: backend{Name: m.Name, URL: workload.RemoteProxyURL(m), Transport: workload.RemoteProxyTransport(m)},
+			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
+	case *thv1.MCPServerEntry:
+		return entryBackend(m)
 	}
-	return backend{}, false
+	return member{}, false
 }
 
-// backendsOf maps the group's members to backends, sorted by name so the
-// rendered configuration does not depend on index order. Members are given
-// kind by kind (MCPServers first); a name already taken by a member of an
-// earlier kind is left out, since vmcp identifies backends by name.
-func backendsOf(members []any) []backend {
-	out := make([]backend, 0, len(members))
+// backendsOf maps the group's members to backend candidates, sorted by
+// name so the rendered configuration does not depend on index order.
+// Members are given kind by kind (MCPServers first); a name already taken
+// by a member of an earlier kind is left out, since vmcp identifies
+// backends by name.
+func backendsOf(members []any) []member {
+	out := make([]member, 0, len(members))
 	seen := map[string]bool{}
 	for _, m := range members {
 		b, ok := memberBackend(m)
@@ -302,6 +315,6 @@ func backendsOf(members []any) []backend {
 		seen[b.Name] = true
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b backend) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b member) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }

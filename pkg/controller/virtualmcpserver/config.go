@@ -30,15 +30,21 @@ type configRefs struct {
 	// CompositeTools are the VirtualMCPCompositeToolDefinitions of
 	// spec.config.compositeToolRefs, by name.
 	CompositeTools map[string]*thv1.VirtualMCPCompositeToolDefinition
+	// MemberAuth are the MCPExternalAuthConfigs the group's members name
+	// in their own externalAuthConfigRef, by name; a missing one is
+	// absent (its backend is left out, see resolveBackendAuth).
+	MemberAuth map[string]*thv1.MCPExternalAuthConfig
 }
 
 // configWiring is what the vMCP pod needs beside config.yaml for it: the
 // variables that carry secrets from secretKeyRefs (config.yaml names only
-// the variables) and the telemetry CA bundle volume.
+// the variables) and entries' headers, and the entries' and telemetry CA
+// bundle volumes; and how outgoing auth was resolved against the members.
 type configWiring struct {
 	Env     []corev1.EnvVar
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
+	Auth    *backendAuth
 }
 
 // The names of config.yaml's sections, as ToolHive's vmcp config spells them.
@@ -109,9 +115,11 @@ var schemaDefaults = map[string]map[string]any{
 //   - incomingAuth is rebuilt from spec.incomingAuth: type, the resolved
 //     OIDC block, and authorization (inline Cedar policies or a cedarv1
 //     MCPAuthzConfig) — spec.config.incomingAuth is not read;
-//   - outgoingAuth is rebuilt from spec.outgoingAuth (default and
-//     per-backend strategies, MCPExternalAuthConfigs converted, their
-//     secrets named by variable); spec.config.outgoingAuth is not read;
+//   - outgoingAuth is rebuilt from spec.outgoingAuth and the members' own
+//     externalAuthConfigRefs (resolveBackendAuth: MCPExternalAuthConfigs
+//     converted, their secrets named by variable, a backend whose
+//     strategy cannot be built left out); spec.config.outgoingAuth is
+//     not read;
 //   - aggregation keeps its known fields, defaults conflict resolution to
 //     prefix "{workload}_", and merges each tool's MCPToolConfig into its
 //     filter and overrides;
@@ -123,11 +131,11 @@ var schemaDefaults = map[string]map[string]any{
 //     read); an audit block gets the server's name as its component.
 //
 // Where hivekeeper differs on purpose: outgoingAuth.source is always
-// inline and the backends are listed (see backendsOf), because hivekeeper
+// inline and the served backends are listed (see backendsOf), because hivekeeper
 // lists the group's members itself and the vMCP pod has no access to the
 // Kubernetes API to discover them. Map keys are sorted, so equal inputs
 // give equal bytes and the checksum does not churn.
-func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends []backend, refs configRefs) (string, configWiring, error) {
+func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []member, refs configRefs) (string, configWiring, error) {
 	var w configWiring
 	cfg, err := decodeConfig(v)
 	if err != nil {
@@ -141,11 +149,15 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	if cfg[keyIncomingAuth], err = incomingAuth(v, oidc, refs.Authz); err != nil {
 		return "", w, err
 	}
-	var outgoing map[string]any
-	if outgoing, w.Env, err = outgoingAuth(v, refs.ExtAuth); err != nil {
+	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth); err != nil {
 		return "", w, err
 	}
-	cfg[keyOutgoingAuth] = outgoing
+	cfg[keyOutgoingAuth] = w.Auth.Section
+	var headerEnv []corev1.EnvVar
+	if headerEnv, w.Volumes, w.Mounts, err = entryWiring(w.Auth.Served); err != nil {
+		return "", w, err
+	}
+	w.Env = slices.Concat(w.Auth.Env, headerEnv)
 	if cfg[keyAggregation], err = aggregation(cfg[keyAggregation], refs.Tools); err != nil {
 		return "", w, err
 	}
@@ -173,7 +185,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	if tw.RunConfig != nil {
 		cfg[keyTelemetry] = tw.RunConfig
 		w.Env = append(w.Env, tw.Env...)
-		w.Volumes, w.Mounts = tw.Volumes, tw.Mounts
+		w.Volumes, w.Mounts = append(w.Volumes, tw.Volumes...), append(w.Mounts, tw.Mounts...)
 	}
 	if a, ok := cfg[keyAudit].(map[string]any); ok {
 		if c, _ := a["component"].(string); c == "" {
@@ -182,6 +194,10 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	}
 	if st := sessionStorage(v.Spec.SessionStorage); st != nil {
 		cfg[keySessionStorage] = st
+	}
+	backends := make([]backend, 0, len(w.Auth.Served))
+	for _, m := range w.Auth.Served {
+		backends = append(backends, m.backend)
 	}
 	cfg[keyBackends] = backends
 	out, err := yaml.Marshal(cfg)
@@ -370,68 +386,6 @@ var envNameInvalid = regexp.MustCompile(`[^A-Z0-9_]`)
 // every other character '_'.
 func externalAuthEnv(prefix, name string) string {
 	return prefix + envNameInvalid.ReplaceAllString(strings.ToUpper(name), "_")
-}
-
-// outgoingAuth builds outgoingAuth from spec.outgoingAuth and returns the
-// variables that carry the referenced configs' secrets (one per config,
-// sorted by name). Source is always inline: hivekeeper lists the backends
-// (README). A backend strategy hivekeeper cannot build fails the whole
-// config, so no backend is called with less authentication than asked.
-func outgoingAuth(v *thv1.VirtualMCPServer, configs map[string]*thv1.MCPExternalAuthConfig) (map[string]any, []corev1.EnvVar, error) {
-	out := map[string]any{"source": thv1.OutgoingAuthSourceInline}
-	o := v.Spec.OutgoingAuth
-	if o == nil {
-		return out, nil, nil
-	}
-	env := map[string]corev1.EnvVar{}
-	convert := func(path string, b *thv1.BackendAuth) (*backendStrategy, error) {
-		switch b.Type {
-		case thv1.BackendAuthTypeDiscovered:
-			return &backendStrategy{Type: strategyUnauth}, nil
-		case thv1.BackendAuthTypeExternalAuthConfigRef:
-		default:
-			return nil, invalidSpec("%s.type: %q is not discovered or externalAuthConfigRef", path, b.Type)
-		}
-		if b.ExternalAuthConfigRef == nil {
-			return nil, invalidSpec("%s: type externalAuthConfigRef requires externalAuthConfigRef", path)
-		}
-		cfg := configs[b.ExternalAuthConfigRef.Name]
-		if cfg == nil {
-			// Resolution makes the server wait first; this is defence.
-			return nil, invalidSpec("%s: MCPExternalAuthConfig %q not resolved", path, b.ExternalAuthConfigRef.Name)
-		}
-		return strategyOf(path, cfg, env)
-	}
-	if o.Default != nil {
-		s, err := convert("spec.outgoingAuth.default", o.Default)
-		if err != nil {
-			return nil, nil, err
-		}
-		out["default"] = s
-	}
-	if len(o.Backends) > 0 {
-		backends := map[string]any{}
-		for name, b := range o.Backends {
-			s, err := convert(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b)
-			if err != nil {
-				return nil, nil, err
-			}
-			backends[name] = s
-		}
-		out["backends"] = backends
-	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range env {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	vars := make([]corev1.EnvVar, 0, len(names))
-	for _, n := range names {
-		vars = append(vars, env[n])
-	}
-	return out, vars, nil
 }
 
 // strategyOf converts an MCPExternalAuthConfig into a backend strategy as

@@ -163,7 +163,8 @@ func TestRenderConfigFromRefs(t *testing.T) {
 }
 
 // TestRenderConfigRefuses: what hivekeeper cannot build fails the whole
-// config with a condition naming the field, never a partial config.
+// config with a condition naming the field, never a partial config
+// (per-backend outgoing auth aside, see backends_test.go).
 func TestRenderConfigRefuses(t *testing.T) {
 	for name, c := range map[string]struct {
 		mut  func(*thv1.VirtualMCPServer, *configRefs)
@@ -179,13 +180,16 @@ func TestRenderConfigRefuses(t *testing.T) {
 		"bad cedar": {func(v *thv1.VirtualMCPServer, _ *configRefs) {
 			v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, Inline: &thv1.InlineCedar{Policies: []string{"permit("}}}
 		}, "spec.incomingAuth.authzConfig.inline.policies[0]"},
-		"bearer token backend": {func(v *thv1.VirtualMCPServer, r *configRefs) {
-			v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeExternalAuthConfigRef,
-				ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "bearer"}}}}
+		// A default hivekeeper cannot build would leave every backend
+		// with less authentication than asked; a backend's own strategy
+		// only drops that backend (TestBackendAuthDropsOnlyThatBackend).
+		"bearer token default": {func(v *thv1.VirtualMCPServer, r *configRefs) {
+			v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef,
+				ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "bearer"}}}
 			r.ExtAuth = map[string]*thv1.MCPExternalAuthConfig{"bearer": newExtAuth("bearer", func(s *thv1.MCPExternalAuthConfigSpec) {
 				s.Type = thv1.ExternalAuthTypeBearerToken
 			})}
-		}, "spec.outgoingAuth.backends[a]: MCPExternalAuthConfig bearer is of type bearerToken"},
+		}, "spec.outgoingAuth.default: MCPExternalAuthConfig bearer is of type bearerToken"},
 		"bad duration": {func(v *thv1.VirtualMCPServer, _ *configRefs) {
 			v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"operational":{"timeouts":{"default":"soon"}}}`)}
 		}, `spec.config: operational.timeouts.default: "soon" is not a duration`},

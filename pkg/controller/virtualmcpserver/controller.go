@@ -1,5 +1,6 @@
 // Package virtualmcpserver is the VirtualMCPServer controller: it runs the
-// vMCP that aggregates the MCPServers and MCPRemoteProxies of one MCPGroup
+// vMCP that aggregates the MCPServers, MCPRemoteProxies and
+// MCPServerEntries of one MCPGroup
 // behind a single endpoint (configuration ConfigMap listing the backends,
 // ServiceAccount, Deployment and Service), keeps the backend list in step
 // with the group's membership, and reports status.
@@ -22,6 +23,7 @@
 package virtualmcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -65,6 +67,9 @@ type Controller struct {
 	// listing the namespace.
 	serverIndex cache.Indexer
 	members     []memberKind
+	// memberAuth reads the MCPExternalAuthConfigs members name in their
+	// own externalAuthConfigRef.
+	memberAuth thlisters.MCPExternalAuthConfigLister
 }
 
 // memberKind is one backend kind of a group: its kind name and the
@@ -75,9 +80,8 @@ type memberKind struct {
 }
 
 // backendKinds are the kinds whose group members become backends, in the
-// order a name taken twice is resolved (see backendsOf). MCPServerEntry
-// plugs in here and in memberBackend.
-var backendKinds = []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy}
+// order a name taken twice is resolved (see backendsOf).
+var backendKinds = []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindMCPServerEntry}
 
 // New builds the controller and registers its event handlers. The
 // byAggregatedGroup index is added here, before the informers start.
@@ -126,7 +130,55 @@ func New(d *controller.Deps) (*Controller, error) {
 		c.AddSynced(synced)
 		c.members = append(c.members, memberKind{kind: kind, indexer: members.Indexer()})
 	}
+	if err := c.watchMemberAuth(d); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// watchMemberAuth re-syncs the servers aggregating a member whose own
+// MCPExternalAuthConfig appeared, went away or changed in a way that
+// matters (workload.ExternalAuthConfigs.ChangeMatters): its strategy is
+// in config.yaml, not in anything of the member. The members are found
+// through their index.ByExternalAuthConfig index, their servers through
+// byAggregatedGroup: O(referrers). Configs the server names itself are
+// watched by workload.Base.
+func (c *Controller) watchMemberAuth(d *controller.Deps) error {
+	configs := d.ToolhiveInformer(workload.ExternalAuthConfigs.Informer)
+	c.memberAuth = thlisters.NewMCPExternalAuthConfigLister(configs.Indexer())
+	synced, err := configs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.memberAuthChanged,
+		UpdateFunc: func(oldObj, newObj any) {
+			if workload.ExternalAuthConfigs.ChangeMatters(oldObj, newObj) {
+				c.memberAuthChanged(newObj)
+			}
+		},
+		DeleteFunc: c.memberAuthChanged,
+	})
+	if err != nil {
+		return err
+	}
+	c.AddSynced(synced)
+	return nil
+}
+
+// memberAuthChanged enqueues the aggregators of every member that names
+// the MCPExternalAuthConfig obj (or its tombstone).
+func (c *Controller) memberAuthChanged(obj any) {
+	m, ok := controller.MetaFromObj(obj)
+	if !ok {
+		return
+	}
+	key := index.Key(m.GetNamespace(), m.GetName())
+	for _, kind := range c.members {
+		referrers, err := kind.indexer.ByIndex(index.ByExternalAuthConfig, key)
+		if err != nil {
+			continue
+		}
+		for _, r := range referrers {
+			c.memberChanged(r)
+		}
+	}
 }
 
 // enqueueByIndex enqueues every VirtualMCPServer whose index indexName has
@@ -183,14 +235,23 @@ func memberGroups(obj any) []string {
 	return nil
 }
 
-// backendEntry is what of a member a vMCP configuration depends on.
+// backendEntry is what of a member a vMCP depends on: its backend entry,
+// the MCPExternalAuthConfig it names, and an entry's CA bundle and
+// headers (as JSON, to compare).
 type backendEntry struct {
 	backend
-	ok bool
+	authConfig string
+	entry      string
+	ok         bool
 }
 
 // backendView projects a member onto its backendEntry.
 func backendView(obj any) backendEntry {
-	b, ok := memberBackend(obj)
-	return backendEntry{backend: b, ok: ok}
+	m, ok := memberBackend(obj)
+	v := backendEntry{backend: m.backend, authConfig: m.AuthConfig, ok: ok}
+	if m.Entry != nil {
+		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
+		v.entry = string(raw)
+	}
+	return v
 }

@@ -37,6 +37,11 @@ var (
 		"two":  {newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportSSE })},
 		"mixed": {newMember("zeta", testGroup), newRemoteMember("remote", testGroup),
 			newRemoteMember("remote-sse", testGroup, func(p *thv1.MCPRemoteProxy) { p.Spec.Transport = thv1.TransportSSE })},
+		// MCPServerEntries (CA bundle volume, header variables) and
+		// members with their own MCPExternalAuthConfig (secret variables),
+		// one of which cannot be built and drops its backend.
+		"entries": {newEntry("far", testGroup, withEntryExtras), newEntry("near", testGroup),
+			newMember("own", testGroup, withAuthRef("member-hdr")), newMember("dropped", testGroup, withAuthRef("member-missing"))},
 	}
 	// "refs" is withRefs: every reference config.yaml is built from, with
 	// secret env variables and the telemetry CA volume.
@@ -79,6 +84,7 @@ func TestBuildDriftParity(t *testing.T) {
 											withRefs(v)
 											in.Refs = resolvedRefs()
 										}
+										in.Refs.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{"member-hdr": newExtAuth("member-hdr", headerInjection)}
 										switch auth {
 										case "oidc-inline-ca":
 											withOIDC("auth")(v)

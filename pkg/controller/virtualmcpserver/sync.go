@@ -3,6 +3,7 @@ package virtualmcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -64,15 +65,21 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if in.Backends, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
 		return status, 0, err
 	}
+	in.Refs.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Backends)
 	desired, err := build(in)
 	if err == nil {
 		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
+		reportBackendAuth(r, status.Conditions, desired.Auth)
 		if len(desired.Backends) == 0 {
 			// vmcp given no backends switches to discovering them through
 			// the Kubernetes API, which it has no access to. Nothing is
 			// written; the first member's event re-syncs this server
 			// through the index.
-			r.Pending(thv1.ReasonNoBackends, fmt.Sprintf("MCPGroup %q has no MCPServers or MCPRemoteProxies to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name))
+			msg := fmt.Sprintf("MCPGroup %q has no MCPServers, MCPRemoteProxies or valid MCPServerEntries to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name)
+			if d := desired.Auth.Dropped; len(d) > 0 {
+				msg += fmt.Sprintf(" (left out for their outgoing auth: %s)", strings.Join(d, ", "))
+			}
+			r.Pending(thv1.ReasonNoBackends, msg)
 			return status, 0, nil
 		}
 	}
@@ -113,4 +120,49 @@ func (c *Controller) groupMembers(namespace, group string) ([]any, error) {
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// memberAuthConfigs are the MCPExternalAuthConfigs the members name in
+// their own externalAuthConfigRef, by name, from the lister; a missing
+// one is absent (resolveBackendAuth leaves its backend out and says so).
+func (c *Controller) memberAuthConfigs(namespace string, members []any) map[string]*thv1.MCPExternalAuthConfig {
+	out := map[string]*thv1.MCPExternalAuthConfig{}
+	for _, obj := range members {
+		m, ok := memberBackend(obj)
+		if !ok || m.AuthConfig == "" {
+			continue
+		}
+		if cfg, err := c.memberAuth.MCPExternalAuthConfigs(namespace).Get(m.AuthConfig); err == nil {
+			out[m.AuthConfig] = cfg
+		}
+	}
+	return out
+}
+
+// reportBackendAuth sets the outgoing auth conditions, ToolHive's: True
+// for each strategy built, False (with one Warning event) for each that
+// could not be, whose backend is left out; the conditions of strategies
+// no longer asked for go.
+func reportBackendAuth(r *workload.Report, current []metav1.Condition, auth *backendAuth) {
+	keep := map[string]bool{}
+	for _, c := range auth.Conditions {
+		keep[c.Type] = true
+	}
+	var stale []string
+	for _, c := range current {
+		ours := c.Type == condDefaultAuth || strings.HasPrefix(c.Type, condBackendAuthPrefix) || strings.HasPrefix(c.Type, condDiscoveredAuthPrefix)
+		if ours && !keep[c.Type] {
+			stale = append(stale, c.Type)
+		}
+	}
+	for _, t := range stale {
+		r.Remove(t)
+	}
+	for _, c := range auth.Conditions {
+		if c.OK {
+			r.Set(c.Type, metav1.ConditionTrue, c.Reason, c.Message)
+		} else {
+			r.SetFalse(c.Type, c.Reason, c.Message)
+		}
+	}
 }
