@@ -158,7 +158,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, compositeToolsAnnotation(in.Refs.CompositeTools)), map[string]string{workload.VMCPConfigKey: config})
+	data := map[string]string{workload.VMCPConfigKey: config}
+	if wiring.AuthServerConfig != "" {
+		data[workload.VMCPAuthServerConfigKey] = wiring.AuthServerConfig
+	}
+	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, compositeToolsAnnotation(in.Refs.CompositeTools)), data)
 
 	vols, err := podVolumes(cm.Name, oidc, wiring)
 	if err != nil {

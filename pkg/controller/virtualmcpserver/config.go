@@ -34,11 +34,14 @@ type configRefs struct {
 
 // configWiring is what the vMCP pod needs beside config.yaml for it: the
 // variables that carry secrets from secretKeyRefs (config.yaml names only
-// the variables) and the telemetry CA bundle volume.
+// the variables), the telemetry CA bundle volume, the embedded
+// authorization server's Secret volumes and its configuration.
 type configWiring struct {
 	Env     []corev1.EnvVar
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
+	// AuthServerConfig is authserver-config.yaml, "" for none.
+	AuthServerConfig string
 }
 
 // The names of config.yaml's sections, as ToolHive's vmcp config spells them.
@@ -128,6 +131,10 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 	if err != nil {
 		return "", w, err
 	}
+	as, asConfig, err := authServer(v, oidc)
+	if err != nil {
+		return "", w, err
+	}
 	if len(v.Spec.PassthroughHeaders) > 0 {
 		cfg[keyPassthroughHeaders] = v.Spec.PassthroughHeaders
 	}
@@ -141,6 +148,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 		return "", w, err
 	}
 	cfg[keyOutgoingAuth] = outgoing
+	applyAuthServer(cfg, as)
 	if cfg[keyAggregation], err = aggregation(cfg[keyAggregation], refs.Tools); err != nil {
 		return "", w, err
 	}
@@ -167,6 +175,9 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, backends [
 		w.Env = append(w.Env, tw.Env...)
 		w.Volumes, w.Mounts = tw.Volumes, tw.Mounts
 	}
+	w.Env = append(w.Env, as.Env...)
+	w.Volumes, w.Mounts = append(w.Volumes, as.Volumes...), append(w.Mounts, as.Mounts...)
+	w.AuthServerConfig = asConfig
 	if a, ok := cfg[keyAudit].(map[string]any); ok {
 		if c, _ := a["component"].(string); c == "" {
 			a["component"] = v.Name
@@ -257,6 +268,9 @@ type authzConfig struct {
 	GroupClaimName  string   `json:"groupClaimName,omitempty"`
 	RoleClaimName   string   `json:"roleClaimName,omitempty"`
 	GroupEntityType string   `json:"groupEntityType,omitempty"`
+	// PrimaryUpstreamProvider is the embedded authorization server's
+	// upstream whose claims Cedar reads (see applyAuthServer).
+	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
 }
 
 // incomingAuthConfig is config.yaml's incomingAuth.
