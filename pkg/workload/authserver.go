@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"reflect"
@@ -431,6 +432,17 @@ func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServer
 		return refuse("%s requires at least one upstream provider unless delegateClients, inboundGrants, or a trustedIssuer "+
 			"with jwtBearerGrant is configured", base)
 	}
+	for i, u := range spec.UpstreamProviders {
+		if u.OIDCConfig == nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(u.OIDCConfig.AdditionalAuthorizationParams)) {
+			if slices.Contains(reservedAuthorizationParams, k) {
+				return refuse("%s.upstreamProviders[%d].additionalAuthorizationParams: reserved parameter %q is managed by the framework "+
+					"and cannot be overridden", base, i, k)
+			}
+		}
+	}
 	for i, r := range slices.Concat(spec.SigningKeySecretRefs, spec.HMACSecretRefs) {
 		if r.Name == "" || r.Key == "" {
 			return refuse("%s: secret reference %d: name and key are required", base, i)
@@ -451,6 +463,12 @@ func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServer
 	}
 	return wireAuthServer(&spec, oidc), nil
 }
+
+// reservedAuthorizationParams are the authorization request parameters
+// ToolHive's authorization server sets itself, which an upstream's
+// additionalAuthorizationParams may not override.
+var reservedAuthorizationParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
+	"code_challenge", "code_challenge_method", "nonce"}
 
 // isLoopbackHost reports whether host is localhost or a loopback address,
 // where ToolHive allows an http:// issuer.

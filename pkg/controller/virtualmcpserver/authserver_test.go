@@ -199,6 +199,8 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 		{"no upstream", `{"issuer":"https://idp.example.com"}`, nil, "requires at least one upstream provider"},
 		{"unsupported", `{"issuer":"https://idp.example.com","storage":{"type":"redis"},"upstreamProviders":[{"name":"a","type":"oauth2","oauth2Config":{"tokenEndpoint":"t"}}]}`, nil,
 			"not supported by hivekeeper: spec.authServerConfig.storage.type=redis, spec.authServerConfig.upstreamProviders[0].oauth2Config, spec.authServerConfig.upstreamProviders[0].type=oauth2"},
+		{"reserved parameter", strings.Replace(authServerJSON, `"clientId":"gh"`, `"clientId":"gh","additionalAuthorizationParams":{"state":"x","prompt":"login"}`, 1), nil,
+			`spec.authServerConfig.upstreamProviders[1].additionalAuthorizationParams: reserved parameter "state"`},
 		{"issuer mismatch", strings.Replace(authServerJSON, "https://idp.example.com", "https://login.example.com", 1), nil,
 			`auth server issuer mismatch: auth server issuer "https://login.example.com" != incomingAuth.oidc.issuer "https://idp.example.com"`},
 		{"audience", authServerJSON, func(v *thv1.VirtualMCPServer) { v.Spec.IncomingAuth.OIDCConfigRef.Audience = "other" },

@@ -28,7 +28,7 @@ const (
 	ConditionAuthServerRefValidated      = "AuthServerRefValidated"
 	// ConditionAuthServerConfigValidated reports a VirtualMCPServer's
 	// spec.authServerConfig (ToolHive's name).
-	ConditionAuthServerConfigValidated = "AuthServerConfigValidated"
+	ConditionAuthServerConfigValidated   = "AuthServerConfigValidated"
 	ConditionTelemetryConfigRefValidated = "TelemetryConfigRefValidated"
 	ConditionWebhookConfigValidated      = "WebhookConfigValidated"
 	ConditionGroupRefValidated           = "GroupRefValidated"
