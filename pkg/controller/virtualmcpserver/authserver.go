@@ -59,13 +59,31 @@ func applyAuthServer(cfg map[string]any, w workload.AuthServerWiring) {
 	}
 }
 
+// replacedConfigSections are the sections of spec.config that config.yaml
+// takes from other spec fields instead, as ToolHive's operator does, by
+// section: what replaces it.
+var replacedConfigSections = []struct{ section, by string }{
+	{keyIncomingAuth, "spec.incomingAuth"},
+	{keyOutgoingAuth, "spec.outgoingAuth"},
+	{keyTelemetry, "spec.telemetryConfigRef"},
+	{keyBackends, "the members of spec.groupRef"},
+}
+
 // unsupportedFields names the spec fields hivekeeper stores without acting
-// on, for the UnsupportedFields condition.
+// on, for the UnsupportedFields condition: a reference to a kind it does
+// not serve, and sections of spec.config that other fields replace (which
+// ToolHive's operator ignores too; it warns of spec.config.telemetry only).
 func unsupportedFields(v *thv1.VirtualMCPServer) []string {
 	var out []string
 	if r := v.Spec.EmbeddingServerRef; r != nil {
 		out = append(out, fmt.Sprintf("spec.embeddingServerRef (EmbeddingServer %s: hivekeeper does not serve EmbeddingServers; "+
 			"the vMCP runs without its managed embedding service)", r.Name))
+	}
+	cfg, _ := decodeConfig(v) // an undecodable config is the build's error
+	for _, r := range replacedConfigSections {
+		if val, set := cfg[r.section]; set && val != nil {
+			out = append(out, fmt.Sprintf("spec.config.%s (replaced by %s)", r.section, r.by))
+		}
 	}
 	return out
 }

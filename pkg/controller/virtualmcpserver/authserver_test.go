@@ -242,11 +242,13 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 	}
 }
 
-// spec.embeddingServerRef is reported, once, and the vMCP still runs; the
-// condition goes with the field.
-func TestEmbeddingServerRefIsUnsupported(t *testing.T) {
+// spec.embeddingServerRef and the replaced sections of spec.config are
+// reported, once, and the vMCP still runs; the condition goes with the
+// fields.
+func TestVMCPUnsupportedFields(t *testing.T) {
 	v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
+		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)}
 	})
 	f := newFixture(t, v, wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	acts, err := f.sync("agg")
@@ -257,7 +259,8 @@ func TestEmbeddingServerRefIsUnsupported(t *testing.T) {
 		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
 	c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		!strings.Contains(c.Message, "spec.embeddingServerRef (EmbeddingServer embeddings") {
+		!strings.Contains(c.Message, "spec.embeddingServerRef (EmbeddingServer embeddings") ||
+		!strings.HasSuffix(c.Message, ", spec.config.telemetry (replaced by spec.telemetryConfigRef)") {
 		t.Errorf("UnsupportedFields %+v", c)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
@@ -269,7 +272,10 @@ func TestEmbeddingServerRefIsUnsupported(t *testing.T) {
 		t.Fatalf("second sync: %v %s", err, wt.Describe(acts))
 	}
 
-	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.EmbeddingServerRef = nil })
+	f.update("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.EmbeddingServerRef = nil
+		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)}
+	})
 	acts, err = f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
