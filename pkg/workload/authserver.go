@@ -1,14 +1,19 @@
 package workload
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -92,10 +97,11 @@ func jsonKeys(t reflect.Type) []string {
 	return keys
 }
 
-// unsupportedAuthServerFields names, by path, what the embeddedAuthServer
-// block sets that hivekeeper does not apply. A field set to its zero value
-// (false, "", [], {}) changes nothing and is not named.
-func unsupportedAuthServerFields(raw []byte) []string {
+// unsupportedAuthServerFields names, by path under base (where the block
+// is in the spec), what an embedded authorization server block sets that
+// hivekeeper does not apply. A field set to its zero value (false, "",
+// [], {}) changes nothing and is not named.
+func unsupportedAuthServerFields(base string, raw []byte) []string {
 	var top map[string]any
 	if json.Unmarshal(raw, &top) != nil {
 		return nil // the typed decode reports it
@@ -108,7 +114,6 @@ func unsupportedAuthServerFields(raw []byte) []string {
 			}
 		}
 	}
-	const base = "spec.embeddedAuthServer"
 	extra(base, top, append(jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()), "storage"))
 	if st, ok := top["storage"].(map[string]any); ok {
 		extra(base+".storage", st, []string{"type"})
@@ -293,7 +298,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 		}
 		return refuse(cond, reason, "an %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
 	}
-	if u := unsupportedAuthServerFields(block.Raw); len(u) > 0 {
+	if u := unsupportedAuthServerFields("spec.embeddedAuthServer", block.Raw); len(u) > 0 {
 		return refuse(cond, invalidReason, "not supported by hivekeeper: %s", strings.Join(u, ", "))
 	}
 	switch {
@@ -371,4 +376,106 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServer
 		c.Upstreams = append(c.Upstreams, up)
 	}
 	return w
+}
+
+// defaultUpstreamName is the name ToolHive's authorization server gives
+// an upstream configured without one.
+const defaultUpstreamName = "default"
+
+// FirstUpstreamName is the name ToolHive's operator gives the first
+// upstream of an authorization server ("default" when it has no name):
+// the subject provider of a vMCP's token exchange strategies and the
+// primary upstream of its authorization. "" without upstreams.
+func (w AuthServerWiring) FirstUpstreamName() string {
+	if w.Config == nil || len(w.Config.Upstreams) == 0 {
+		return ""
+	}
+	return cmp.Or(w.Config.Upstreams[0].Name, defaultUpstreamName)
+}
+
+// InlineAuthServer wires a VirtualMCPServer's spec.authServerConfig, the
+// same block as an MCPExternalAuthConfig's embeddedAuthServer and the same
+// supported subset (several upstreams, as a vMCP takes them), as
+// ToolHive's operator does: its configuration (authserver-config.yaml
+// beside config.yaml), the Secret volumes and secretKeyRef variables of the
+// vmcp container. oidc is the resolved incoming OIDC configuration, nil
+// for anonymous incoming auth.
+//
+// Refusals are ToolHive's: AuthServerConfigValidated=False with reason
+// AuthServerConfigInvalid and its messages (the checks of its controller,
+// then those of vmcp's auth server integration), and a config that sets
+// what hivekeeper does not apply names the fields.
+func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+	if raw == nil {
+		return AuthServerWiring{}, nil
+	}
+	const base = "spec.authServerConfig"
+	refuse := func(format string, a ...any) (AuthServerWiring, error) {
+		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
+			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
+	}
+	var spec embeddedAuthServerSpec
+	if err := json.Unmarshal(raw.Raw, &spec); err != nil {
+		return refuse("%s: %v", base, err)
+	}
+	if spec.Issuer == "" {
+		return refuse("%s.issuer is required", base)
+	}
+	if u, err := url.Parse(spec.Issuer); err == nil && u.Scheme == "http" && u.Host != "" && !isLoopbackHost(u.Hostname()) && !spec.InsecureAllowHTTP {
+		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
+			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
+	}
+	if u := unsupportedAuthServerFields(base, raw.Raw); len(u) > 0 {
+		return refuse("%s: not supported by hivekeeper: %s", base, strings.Join(u, ", "))
+	}
+	if len(spec.UpstreamProviders) == 0 {
+		return refuse("%s requires at least one upstream provider unless delegateClients, inboundGrants, or a trustedIssuer "+
+			"with jwtBearerGrant is configured", base)
+	}
+	for i, u := range spec.UpstreamProviders {
+		if u.OIDCConfig == nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(u.OIDCConfig.AdditionalAuthorizationParams)) {
+			if slices.Contains(reservedAuthorizationParams, k) {
+				return refuse("%s.upstreamProviders[%d].additionalAuthorizationParams: reserved parameter %q is managed by the framework "+
+					"and cannot be overridden", base, i, k)
+			}
+		}
+	}
+	for i, r := range slices.Concat(spec.SigningKeySecretRefs, spec.HMACSecretRefs) {
+		if r.Name == "" || r.Key == "" {
+			return refuse("%s: secret reference %d: name and key are required", base, i)
+		}
+	}
+	// What vmcp checks of the server against incoming auth at start
+	// (ToolHive's operator checks it before writing the config).
+	const integration = "invalid auth server integration: "
+	switch {
+	case oidc == nil:
+		return refuse(integration + "an embedded auth server requires incomingAuth type oidc with an oidcConfigRef")
+	case oidc.ResourceURL == "":
+		return refuse(integration + "auth server requires at least one allowed audience (set spec.incomingAuth.oidcConfigRef.resourceUrl)")
+	case spec.Issuer != oidc.Issuer:
+		return refuse(integration+"auth server issuer mismatch: auth server issuer %q != incomingAuth.oidc.issuer %q", spec.Issuer, oidc.Issuer)
+	case oidc.Audience != "" && oidc.Audience != oidc.ResourceURL:
+		return refuse(integration+"incomingAuth.oidc.audience %q not in auth server's allowed audiences [%s]", oidc.Audience, oidc.ResourceURL)
+	}
+	return wireAuthServer(&spec, oidc), nil
+}
+
+// reservedAuthorizationParams are the authorization request parameters
+// ToolHive's authorization server sets itself, which an upstream's
+// additionalAuthorizationParams may not override.
+var reservedAuthorizationParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
+	"code_challenge", "code_challenge_method", "nonce"}
+
+// isLoopbackHost reports whether host is localhost or a loopback address,
+// where ToolHive allows an http:// issuer.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

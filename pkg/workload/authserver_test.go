@@ -26,8 +26,8 @@ func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
 // Fields beyond what hivekeeper applies are named by path; zero values
 // change nothing and are not.
 func TestUnsupportedAuthServerFields(t *testing.T) {
-	got := unsupportedAuthServerFields([]byte(`{"issuer":"i","allowConfidentialClientRegistration":false,"delegateClients":[],` +
-		`"trustedIssuers":[{"issuerUrl":"x"}],"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",` +
+	got := unsupportedAuthServerFields("spec.embeddedAuthServer", []byte(`{"issuer":"i","allowConfidentialClientRegistration":false,"delegateClients":[],`+
+		`"trustedIssuers":[{"issuerUrl":"x"}],"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
 		`"oauth2Config":{"tokenEndpoint":"t"}},{"name":"b","type":"oidc","oidcConfig":{"issuerUrl":"u","caBundleRef":{"configMapRef":{"name":"c"}}}}]}`))
 	want := "spec.embeddedAuthServer.trustedIssuers, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config, " +
 		"spec.embeddedAuthServer.upstreamProviders[0].type=oauth2, spec.embeddedAuthServer.upstreamProviders[1].oidcConfig.caBundleRef"

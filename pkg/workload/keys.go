@@ -32,6 +32,9 @@ const (
 	VMCPContainerName = "vmcp"
 	// VMCPConfigKey is the key of the vMCP configuration in its ConfigMap.
 	VMCPConfigKey = "config.yaml"
+	// VMCPAuthServerConfigKey is the key of the embedded authorization
+	// server's configuration beside it, where vmcp looks for it.
+	VMCPAuthServerConfigKey = "authserver-config.yaml"
 	// VMCPPort is the vMCP's listening port, container and Service.
 	VMCPPort int32 = 4483
 )

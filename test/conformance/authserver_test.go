@@ -35,29 +35,31 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	remote := startRemoteMCP(t, "/mcp")
 	upstream := startIssuer(t)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "as-secrets"}, Data: map[string][]byte{
-		"signing":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
-		"hmac":     []byte("not-a-real-hmac-secret-of-32-bytes-or-more"),
-		"upstream": []byte("not-a-real-upstream-client-secret"),
-	}}
-	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	key := createAuthServerSecret(t, env, ns)
 	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstream.URL, "REMOTE_URL": remote.StandIn})
 	const name = "with-auth-server"
 
 	// The files the pod would see, from the Deployment's Secret volumes.
-	root := t.TempDir()
 	_, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	root, secrets := secretFiles(t, env, ns, &tmpl)
+	if secrets != 2 {
+		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
+	}
+	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8095, remote.StandIn, remote.URL,
+		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
+		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
+	waitServing(t, port)
+
+	checkAuthServerMetadata(t, port, key)
+}
+
+// secretFiles writes the files a pod would see of the Secret volumes of
+// the pod template tmpl (its first container's mounts, each of one item)
+// under a new root, which it returns with the number of files.
+func secretFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.PodTemplateSpec) (string, int) {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
 	secrets := 0
 	for _, v := range tmpl.Spec.Volumes {
 		if v.Secret == nil {
@@ -86,14 +88,39 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 			}
 		}
 	}
-	if secrets != 2 {
-		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
-	}
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8095, remote.StandIn, remote.URL,
-		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
-		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
-	waitServing(t, port)
+	return root, secrets
+}
 
+// createAuthServerSecret creates the Secret as-secrets of the embedded
+// authorization server manifests: a signing key (returned), an HMAC secret
+// and an upstream client secret.
+func createAuthServerSecret(t *testing.T, env *framework.Env, ns string) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "as-secrets"}, Data: map[string][]byte{
+		"signing":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
+		"hmac":     []byte("not-a-real-hmac-secret-of-32-bytes-or-more"),
+		"upstream": []byte("not-a-real-upstream-client-secret"),
+	}}
+	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// checkAuthServerMetadata fetches the authorization server's metadata
+// from the server on loopback port: its issuer is the configured one, and
+// its JWKS is the public half of key, nothing generated.
+func checkAuthServerMetadata(t *testing.T, port int, key *ecdsa.PrivateKey) {
+	t.Helper()
 	var meta struct {
 		Issuer   string `json:"issuer"`
 		JWKSURI  string `json:"jwks_uri"`

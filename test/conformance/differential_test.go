@@ -51,6 +51,9 @@ var allowedVMCPDifferences = []allowedDifference{
 		"Kubernetes API; ToolHive's operator defaults to discovered, where vmcp lists them at run time"},
 	{"outgoingAuth.default.type", "a default of type discovered: ToolHive's operator writes strategy type discovered, which vmcp validate " +
 		"refuses (not a strategy type); hivekeeper writes unauthenticated, what ToolHive's converter itself maps discovered to"},
+	{"outgoingAuth.default.tokenExchange.subjectProviderName", "with an embedded authorization server, ToolHive's operator names its first " +
+		"upstream as the subject provider of token exchange in inline (static) mode, the mode hivekeeper always writes; in discovered mode " +
+		"it writes none and vmcp injects the same name when it starts"},
 	{"backends[*].metadata", "ToolHive's operator, in inline mode, copies its discovery's metadata (group, namespace, workload type and status, " +
 		"tool type, remote URL) into each backend; hivekeeper writes none: vmcp reads none of it but group, which it sets itself"},
 	{"backends[*].type", "an MCPServerEntry's backend: hivekeeper writes type entry, as vmcp's own discovery types an entry; ToolHive's operator " +
@@ -150,8 +153,10 @@ type diffCase struct {
 // diffWorkload is one MCPServer or MCPRemoteProxy and its two RunConfigs,
 // or one VirtualMCPServer and its two config.yaml.
 type diffWorkload struct {
-	kind, name        string
-	thv, hive         string // the RunConfig JSON each operator wrote
+	kind, name string
+	thv, hive  string // the RunConfig JSON each operator wrote
+	// thvAS, hiveAS: a vMCP's authserver-config.yaml, "" for none.
+	thvAS, hiveAS     string
 	skipReason        string
 	thvStatus         string // ToolHive's status of a skipped workload
 	haveThv, haveHive bool
@@ -255,6 +260,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 			}
 			for _, w := range c.workloads {
 				compareRunConfigs(t, c, w, used)
+				compareAuthServerConfigs(t, w)
 				comparePodTemplates(t, env, thv.env, c, w)
 				if w.vmcp() && w.haveHive {
 					// Every vMCP config hivekeeper writes, examples
@@ -383,6 +389,14 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 			return "", false
 		}
 		data, ok := cm.Data[key]
+		if ok && w.vmcp() {
+			// Read with config.yaml: both are written at once.
+			if e == thv.env {
+				w.thvAS = cm.Data[workload.VMCPAuthServerConfigKey]
+			} else {
+				w.hiveAS = cm.Data[workload.VMCPAuthServerConfigKey]
+			}
+		}
 		return data, ok
 	}
 	pass := func() (missing []string) {
@@ -518,6 +532,42 @@ func compareRunConfigs(t *testing.T, c *diffCase, w *diffWorkload, used map[stri
 			continue
 		}
 		t.Errorf("%s", what)
+	}
+}
+
+// compareAuthServerConfigs compares a vMCP's embedded authorization server
+// configuration (authserver-config.yaml) as both operators wrote it, both
+// decoded strictly by ToolHive's authserver.RunConfig. There is no allowed
+// difference: hivekeeper writes what ToolHive's operator writes.
+func compareAuthServerConfigs(t *testing.T, w *diffWorkload) {
+	if !w.vmcp() || w.skipReason != "" || (w.thvAS == "" && w.hiveAS == "") {
+		return
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "toolhive-as.yaml"), filepath.Join(dir, "hivekeeper-as.yaml")
+	if err := os.WriteFile(a, []byte(w.thvAS), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte(w.hiveAS), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(thvcheck, "asdiff", a, b)
+	cmd.Env = toolhiveEnv(dir)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Errorf("%s: thvcheck asdiff: %v: %s\nToolHive's:\n%s\nhivekeeper's:\n%s", w.id(), err, stderr.String(), w.thvAS, w.hiveAS)
+		return
+	}
+	var rep diffReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s: %d fields compared: %s", w.id(), workload.VMCPAuthServerConfigKey, len(rep.Compared), strings.Join(rep.Compared, ", "))
+	for _, d := range rep.Differences {
+		a, _ := json.Marshal(d.A)
+		b, _ := json.Marshal(d.B)
+		t.Errorf("%s: %s %s: ToolHive's operator writes %s, hivekeeper %s", w.id(), workload.VMCPAuthServerConfigKey, d.Path, a, b)
 	}
 }
 

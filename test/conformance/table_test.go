@@ -513,6 +513,24 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 			t.Errorf("%s: config.yaml %s = %v, want %v", name, path, got, want)
 		}
 	}
+	// The embedded authorization server's configuration, which vmcp serve
+	// reads beside config.yaml (vmcp validate does not read it; the
+	// differential test decodes it with ToolHive's type).
+	as, hasAS := cm.Data[workload.VMCPAuthServerConfigKey]
+	if want := vmcpAuthServerExpectations[name]; len(want) > 0 || hasAS {
+		if strings.Contains(as, "not-a-real-") {
+			t.Errorf("%s: a secret value reached %s", name, workload.VMCPAuthServerConfigKey)
+		}
+		var decodedAS map[string]any
+		if err := yaml.Unmarshal([]byte(as), &decodedAS); err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range want {
+			if got, _ := lookup(decodedAS, path); !jsonEqual(got, want) {
+				t.Errorf("%s: %s %s = %v, want %v", name, workload.VMCPAuthServerConfigKey, path, got, want)
+			}
+		}
+	}
 	if want := vmcpSecretEnv[name]; len(want) > 0 {
 		for variable, secret := range want {
 			found := false
@@ -566,6 +584,14 @@ var vmcpExpectations = map[string]map[string]any{
 			map[string]any{"name": "ent-local", "url": "http://mcp-ent-local-proxy.NAMESPACE.svc.cluster.local:8080/mcp", "transport": "streamable-http"},
 		},
 	},
+	"vas-vmcp": {
+		"incomingAuth.oidc.issuer":                               "https://auth.example.com",
+		"incomingAuth.oidc.resource":                             "https://vmcp.example.com/mcp",
+		"incomingAuth.authz.primaryUpstreamProvider":             "corp-idp",
+		"outgoingAuth.default.type":                              "token_exchange",
+		"outgoingAuth.default.tokenExchange.subjectProviderName": "corp-idp",
+		"outgoingAuth.default.tokenExchange.clientSecretEnv":     "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE",
+	},
 	"cfg-inline-authz": {
 		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
 		"outgoingAuth":                 map[string]any{"source": "inline"},
@@ -578,9 +604,37 @@ var vmcpExpectations = map[string]map[string]any{
 // with, for the cases whose members join asynchronously.
 var vmcpBackendCount = map[string]int{"ent-vmcp": 2}
 
+// vmcpAuthServerExpectations are values of a VirtualMCPServer's
+// authserver-config.yaml, by dotted path.
+var vmcpAuthServerExpectations = map[string]map[string]any{
+	"vas-vmcp": {
+		"issuer":                          "https://auth.example.com",
+		"authorization_endpoint_base_url": "https://login.example.com",
+		"allowed_audiences":               []any{"https://vmcp.example.com/mcp"},
+		"scopes_supported":                []any{"openid", "offline_access"},
+		"baseline_client_scopes":          []any{"openid"},
+		"signing_key_config": map[string]any{"key_dir": "/etc/toolhive/authserver/keys", "signing_key_file": "key-0.pem",
+			"fallback_key_files": []any{"key-1.pem"}},
+		"hmac_secret_files": []any{"/etc/toolhive/authserver/hmac/hmac-0"},
+		"token_lifespans":   map[string]any{"access_token_lifespan": "30m"},
+		"upstreams": []any{
+			map[string]any{"name": "corp-idp", "type": "oidc", "oidc_config": map[string]any{"issuer_url": "https://idp.example.com",
+				"client_id": "vmcp-login", "client_secret_env_var": "TOOLHIVE_UPSTREAM_CLIENT_SECRET_CORP_IDP",
+				"redirect_uri": "https://vmcp.example.com/mcp/oauth/callback", "scopes": []any{"openid", "email"},
+				"additional_authorization_params": map[string]any{"prompt": "consent"}, "subject_claim": "email"}},
+			map[string]any{"name": "partner", "type": "oidc", "oidc_config": map[string]any{"issuer_url": "https://partner.example.com",
+				"client_id": "vmcp-partner", "redirect_uri": "https://vmcp.example.com/partner/callback"}},
+		},
+	},
+}
+
 // vmcpSecretEnv are the vmcp container's variables that must come from a
 // Secret ("<secret>/<key>"), never a value.
 var vmcpSecretEnv = map[string]map[string]string{
+	"vas-vmcp": {
+		"TOOLHIVE_UPSTREAM_CLIENT_SECRET_CORP_IDP":           "vas-keys/upstream",
+		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE": "vas-keys/exchange",
+	},
 	"cfg-vmcp": {
 		"TOOLHIVE_HEADER_INJECTION_VALUE_CFG_GITHUB_TOKEN":   "cfg-github-pat/token",
 		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_CFG_EXCHANGE": "cfg-idp-client/secret",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -175,15 +176,24 @@ func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...str
 	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
 	dir := t.TempDir()
 	config := filepath.Join(dir, workload.VMCPConfigKey)
-	data := cm.Data[workload.VMCPConfigKey]
+	// Every key of the ConfigMap is a file of the mounted volume (the
+	// embedded authorization server's authserver-config.yaml beside
+	// config.yaml); each replacement must occur in one of them.
+	files := maps.Clone(cm.Data)
 	for i := 0; i+1 < len(replace); i += 2 {
-		if !strings.Contains(data, replace[i]) {
-			t.Fatalf("config.yaml of %s lacks %s:\n%s", name, replace[i], data)
+		found := false
+		for key, data := range files {
+			found = found || strings.Contains(data, replace[i])
+			files[key] = strings.ReplaceAll(data, replace[i], replace[i+1])
 		}
-		data = strings.ReplaceAll(data, replace[i], replace[i+1])
+		if !found {
+			t.Fatalf("the config of %s lacks %s:\n%s", name, replace[i], cm.Data[workload.VMCPConfigKey])
+		}
 	}
-	if err := os.WriteFile(config, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
+	for key, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, key), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	port, err := framework.FreePort()
 	if err != nil {

@@ -157,7 +157,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), map[string]string{workload.VMCPConfigKey: config})
+	data := map[string]string{workload.VMCPConfigKey: config}
+	if wiring.AuthServerConfig != "" {
+		data[workload.VMCPAuthServerConfigKey] = wiring.AuthServerConfig
+	}
+	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), data)
 
 	vols, err := podVolumes(cm.Name, oidc, wiring)
 	if err != nil {

@@ -38,13 +38,17 @@ type configRefs struct {
 
 // configWiring is what the vMCP pod needs beside config.yaml for it: the
 // variables that carry secrets from secretKeyRefs (config.yaml names only
-// the variables) and entries' headers, and the entries' and telemetry CA
-// bundle volumes; and how outgoing auth was resolved against the members.
+// the variables) and entries' headers, the entries' and telemetry CA
+// bundle volumes, the embedded authorization server's Secret volumes and
+// its configuration; and how outgoing auth was resolved against the
+// members.
 type configWiring struct {
 	Env     []corev1.EnvVar
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
 	Auth    *backendAuth
+	// AuthServerConfig is authserver-config.yaml, "" for none.
+	AuthServerConfig string
 }
 
 // The names of config.yaml's sections, as ToolHive's vmcp config spells them.
@@ -141,6 +145,10 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []
 	if err != nil {
 		return "", w, err
 	}
+	as, asConfig, err := authServer(v, oidc)
+	if err != nil {
+		return "", w, err
+	}
 	if len(v.Spec.PassthroughHeaders) > 0 {
 		cfg[keyPassthroughHeaders] = v.Spec.PassthroughHeaders
 	}
@@ -158,6 +166,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []
 		return "", w, err
 	}
 	w.Env = slices.Concat(w.Auth.Env, headerEnv)
+	applyAuthServer(cfg, as)
 	if cfg[keyAggregation], err = aggregation(cfg[keyAggregation], refs.Tools); err != nil {
 		return "", w, err
 	}
@@ -187,6 +196,9 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []
 		w.Env = append(w.Env, tw.Env...)
 		w.Volumes, w.Mounts = append(w.Volumes, tw.Volumes...), append(w.Mounts, tw.Mounts...)
 	}
+	w.Env = append(w.Env, as.Env...)
+	w.Volumes, w.Mounts = append(w.Volumes, as.Volumes...), append(w.Mounts, as.Mounts...)
+	w.AuthServerConfig = asConfig
 	if a, ok := cfg[keyAudit].(map[string]any); ok {
 		if c, _ := a["component"].(string); c == "" {
 			a["component"] = v.Name
@@ -281,6 +293,9 @@ type authzConfig struct {
 	GroupClaimName  string   `json:"groupClaimName,omitempty"`
 	RoleClaimName   string   `json:"roleClaimName,omitempty"`
 	GroupEntityType string   `json:"groupEntityType,omitempty"`
+	// PrimaryUpstreamProvider is the embedded authorization server's
+	// upstream whose claims Cedar reads (see applyAuthServer).
+	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
 }
 
 // incomingAuthConfig is config.yaml's incomingAuth.

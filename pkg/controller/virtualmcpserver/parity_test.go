@@ -16,7 +16,7 @@ import (
 
 // option dimensions of the parity table.
 var (
-	authKinds    = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes"}
+	authKinds    = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes", "oidc-authserver"}
 	podTemplates = map[string]string{"none": "", "volumes": userVolumesTemplate, "full": fullTemplate}
 	podExtras    = map[string]func(*thv1.VirtualMCPServer){
 		"none":  func(*thv1.VirtualMCPServer) {},
@@ -95,6 +95,13 @@ func TestBuildDriftParity(t *testing.T) {
 										case "oidc-kubernetes":
 											withOIDC("auth")(v)
 											in.OIDC = workloadtest.NewOIDCConfig(testNS, "auth", false, "", true)
+										case "oidc-authserver":
+											// Its Secret volumes and variables beside the
+											// others; authorization by reference kept.
+											authz := v.Spec.IncomingAuth.AuthzConfigRef
+											withAuthServer(authServerJSON)(v)
+											v.Spec.IncomingAuth.AuthzConfigRef = authz
+											in.OIDC = newOIDCConfig("auth", "idp-ca")
 										}
 										d, err := build(in)
 										if err != nil {

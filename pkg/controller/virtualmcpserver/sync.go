@@ -37,6 +37,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	status.ObservedGeneration = v.Generation
 	status.URL = serverURL(v)
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
+	r.Unsupported(unsupportedFields(v))
 
 	// A missing group is reported, not fatal: backends are declared by the
 	// MCPServers, and the group's creation re-syncs this server.
@@ -67,6 +68,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	in.Refs.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Backends)
 	desired, err := build(in)
+	authServerCondition(r, v, err)
 	if err == nil {
 		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
 		reportBackendAuth(r, status.Conditions, desired.Auth)

@@ -24,6 +24,12 @@
 // types read them alike. It exits 0 whether or not the files differ; the
 // caller judges the differences.
 //
+//	thvcheck asdiff A B
+//
+// does the same for two authserver-config.yaml files (a vMCP's embedded
+// authorization server) with ToolHive's authserver.RunConfig; an empty
+// file is none.
+//
 //	thvcheck redis [PASSWORD]
 //
 // serves an in-memory Redis on a free loopback port, requiring PASSWORD
@@ -54,10 +60,12 @@ func main() {
 		out, err = diffRunConfigs(os.Args[2], os.Args[3])
 	case len(os.Args) == 4 && os.Args[1] == "vmcpdiff":
 		out, err = diffVMCPConfigs(os.Args[2], os.Args[3])
+	case len(os.Args) == 4 && os.Args[1] == "asdiff":
+		out, err = diffAuthServerConfigs(os.Args[2], os.Args[3])
 	case len(os.Args) >= 2 && len(os.Args) <= 3 && os.Args[1] == "redis":
 		err = serveRedis(strings.Join(os.Args[2:], ""))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck vmcpdiff A B | thvcheck redis [PASSWORD]")
+		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck vmcpdiff A B | thvcheck asdiff A B | thvcheck redis [PASSWORD]")
 		os.Exit(2)
 	}
 	if err != nil {

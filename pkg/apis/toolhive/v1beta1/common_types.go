@@ -26,6 +26,9 @@ const (
 	ConditionAuthzConfigRefValidated     = "AuthzConfigRefValidated"
 	ConditionExternalAuthConfigValidated = "ExternalAuthConfigValidated"
 	ConditionAuthServerRefValidated      = "AuthServerRefValidated"
+	// ConditionAuthServerConfigValidated reports a VirtualMCPServer's
+	// spec.authServerConfig (ToolHive's name).
+	ConditionAuthServerConfigValidated   = "AuthServerConfigValidated"
 	ConditionTelemetryConfigRefValidated = "TelemetryConfigRefValidated"
 	ConditionWebhookConfigValidated      = "WebhookConfigValidated"
 	ConditionGroupRefValidated           = "GroupRefValidated"

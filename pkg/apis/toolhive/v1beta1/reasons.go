@@ -38,6 +38,10 @@ const (
 	ReasonAuthServerRefInvalidConfig = "AuthServerRefInvalidConfig"
 	ReasonAuthServerRefMultiUpstream = "MultiUpstreamNotSupported"
 	ReasonWaitingForAuthServerConfig = "WaitingForAuthServerConfig"
+	// AuthServerConfigValidated of a VirtualMCPServer (ToolHive's names);
+	// Ready=False reports the invalid reason too.
+	ReasonAuthServerConfigValid   = "AuthServerConfigValid"
+	ReasonAuthServerConfigInvalid = "AuthServerConfigInvalid"
 	// Ready=False while the workload waits for its MCPTelemetryConfig.
 	ReasonWaitingForTelemetryConfig = "WaitingForTelemetryConfig"
 	// TelemetryConfigRefValidated (ToolHive's names; its "not valid"

@@ -126,6 +126,21 @@ type VirtualMCPServerSpec struct {
 	// MCPTelemetryConfig in the same namespace says.
 	// +optional
 	TelemetryConfigRef *TelemetryConfigReference `json:"telemetryConfigRef,omitempty"`
+	// EmbeddingServerRef names an EmbeddingServer for the optimizer's
+	// embeddings. hivekeeper does not serve EmbeddingServers: the reference
+	// is stored and reported in UnsupportedFields, and the vMCP runs
+	// without it.
+	// +optional
+	EmbeddingServerRef *EmbeddingServerRef `json:"embeddingServerRef,omitempty"`
+	// AuthServerConfig runs an embedded OAuth authorization server in the
+	// vMCP, ToolHive's EmbeddedAuthServerConfig (the same block as an
+	// MCPExternalAuthConfig's spec.embeddedAuthServer). hivekeeper applies
+	// the subset it applies for proxies, with several upstreams; a config
+	// setting more is refused, naming the fields.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	AuthServerConfig *runtime.RawExtension `json:"authServerConfig,omitempty"`
 	// ServiceType of the vMCP Service.
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	// +kubebuilder:default=ClusterIP
@@ -165,6 +180,14 @@ type VirtualMCPServerSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// EmbeddingServerRef names an EmbeddingServer in the same namespace.
+type EmbeddingServerRef struct {
+	// Name of the EmbeddingServer.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
 }
 
 // Phases of a VirtualMCPServer.

@@ -1,0 +1,102 @@
+package virtualmcpserver
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
+)
+
+// authServer wires spec.authServerConfig (see workload.InlineAuthServer)
+// and renders its configuration: the YAML of ToolHive's authserver
+// RunConfig, which ToolHive's operator writes under its own key of the
+// configuration ConfigMap and vmcp reads beside config.yaml. Empty without
+// an authorization server.
+func authServer(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) (workload.AuthServerWiring, string, error) {
+	w, err := workload.InlineAuthServer(v.Spec.AuthServerConfig, oidc.Resolved)
+	if err != nil || w.Config == nil {
+		return w, "", err
+	}
+	out, err := yaml.Marshal(w.Config)
+	if err != nil {
+		return w, "", invalidSpec("spec.authServerConfig: %v", err)
+	}
+	return w, string(out), nil
+}
+
+// applyAuthServer does to config.yaml what ToolHive's operator does when
+// the vMCP runs an authorization server with upstreams: token exchange
+// strategies that name no subject provider exchange the first upstream's
+// token, and authorization reads its claims from that upstream
+// (primaryUpstreamProvider).
+func applyAuthServer(cfg map[string]any, w workload.AuthServerWiring) {
+	first := w.FirstUpstreamName()
+	if first == "" {
+		return
+	}
+	if in, ok := cfg[keyIncomingAuth].(*incomingAuthConfig); ok && in.Authz != nil {
+		in.Authz.PrimaryUpstreamProvider = first
+	}
+	out, _ := cfg[keyOutgoingAuth].(map[string]any)
+	inject := func(s any) {
+		if bs, ok := s.(*backendStrategy); ok && bs != nil && bs.TokenExchange != nil && bs.TokenExchange.SubjectProviderName == "" {
+			bs.TokenExchange.SubjectProviderName = first
+		}
+	}
+	inject(out["default"])
+	switch backends := out["backends"].(type) {
+	case map[string]any:
+		for _, s := range backends {
+			inject(s)
+		}
+	case map[string]*backendStrategy:
+		for _, s := range backends {
+			inject(s)
+		}
+	}
+}
+
+// replacedConfigSections are the sections of spec.config that config.yaml
+// takes from other spec fields instead, as ToolHive's operator does, by
+// section: what replaces it.
+var replacedConfigSections = []struct{ section, by string }{
+	{keyIncomingAuth, "spec.incomingAuth"},
+	{keyOutgoingAuth, "spec.outgoingAuth"},
+	{keyTelemetry, "spec.telemetryConfigRef"},
+	{keyBackends, "the members of spec.groupRef"},
+}
+
+// unsupportedFields names the spec fields hivekeeper stores without acting
+// on, for the UnsupportedFields condition: a reference to a kind it does
+// not serve, and sections of spec.config that other fields replace (which
+// ToolHive's operator ignores too; it warns of spec.config.telemetry only).
+func unsupportedFields(v *thv1.VirtualMCPServer) []string {
+	var out []string
+	if r := v.Spec.EmbeddingServerRef; r != nil {
+		out = append(out, fmt.Sprintf("spec.embeddingServerRef (EmbeddingServer %s: hivekeeper does not serve EmbeddingServers; "+
+			"the vMCP runs without its managed embedding service)", r.Name))
+	}
+	cfg, _ := decodeConfig(v) // an undecodable config is the build's error
+	for _, r := range replacedConfigSections {
+		if val, set := cfg[r.section]; set && val != nil {
+			out = append(out, fmt.Sprintf("spec.config.%s (replaced by %s)", r.section, r.by))
+		}
+	}
+	return out
+}
+
+// authServerCondition keeps AuthServerConfigValidated as ToolHive's
+// operator does: absent without spec.authServerConfig, True once the
+// server was built with it. A refusal sets it False through
+// workload.Settle; another build error leaves it as it was.
+func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr error) {
+	switch {
+	case v.Spec.AuthServerConfig == nil:
+		r.Remove(thv1.ConditionAuthServerConfigValidated)
+	case buildErr == nil:
+		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
+	}
+}
