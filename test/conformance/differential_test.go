@@ -54,6 +54,8 @@ var allowedVMCPDifferences = []allowedDifference{
 	{"outgoingAuth.default.tokenExchange.subjectProviderName", "with an embedded authorization server, ToolHive's operator names its first " +
 		"upstream as the subject provider of token exchange in inline (static) mode, the mode hivekeeper always writes; in discovered mode " +
 		"it writes none and vmcp injects the same name when it starts"},
+	{"outgoingAuth.backends.*.awsSts.subjectProviderName", "the same for a backend's AWS STS strategy: ToolHive's operator names the first " +
+		"upstream in inline mode, the mode hivekeeper always writes; in discovered mode it writes none and vmcp injects the same name"},
 	{"backends[*].metadata", "ToolHive's operator, in inline mode, copies its discovery's metadata (group, namespace, workload type and status, " +
 		"tool type, remote URL) into each backend; hivekeeper writes none: vmcp reads none of it but group, which it sets itself"},
 	{"backends[*].type", "an MCPServerEntry's backend: hivekeeper writes type entry, as vmcp's own discovery types an entry; ToolHive's operator " +
@@ -594,14 +596,15 @@ func pendingFor(manifest, path string) (pendingDifference, bool) {
 // covers reports whether an entry's path is path or one of its parents;
 // "[*]" in an entry stands for any list index.
 func covers(entry, path string) bool {
-	if strings.Contains(entry, "[*]") {
-		path = listIndex.ReplaceAllString(path, "[*]")
+	if !strings.Contains(entry, "*") {
+		return path == entry || strings.HasPrefix(path, entry+".") || strings.HasPrefix(path, entry+"[")
 	}
-	return path == entry || strings.HasPrefix(path, entry+".") || strings.HasPrefix(path, entry+"[")
+	// [*] stands for any list index, .*. for any one map key.
+	pattern := regexp.QuoteMeta(entry)
+	pattern = strings.ReplaceAll(pattern, `\[\*\]`, `\[[0-9]+\]`)
+	pattern = strings.ReplaceAll(pattern, `\.\*\.`, `\.[^.\[]+\.`)
+	return regexp.MustCompile(`^` + pattern + `($|[.\[])`).MatchString(path)
 }
-
-// listIndex matches a list index in a difference's path.
-var listIndex = regexp.MustCompile(`\[[0-9]+\]`)
 
 // TestCovers pins how an entry of the lists above matches a difference:
 // its path and everything under it, never a sibling that shares a prefix.
@@ -619,6 +622,9 @@ func TestCovers(t *testing.T) {
 		{"backends[*].type", "backends[3].type", true},
 		{"backends[*].metadata", "backends[0].metadata.group", true},
 		{"backends[*].type", "backends[0].url", false},
+		{"outgoingAuth.backends.*.awsSts.subjectProviderName", "outgoingAuth.backends.vas-aws.awsSts.subjectProviderName", true},
+		{"outgoingAuth.backends.*.awsSts.subjectProviderName", "outgoingAuth.backends.a.b.awsSts.subjectProviderName", false},
+		{"outgoingAuth.backends.*.awsSts", "outgoingAuth.backends.x.tokenExchange", false},
 	} {
 		if got := covers(c.entry, c.path); got != c.want {
 			t.Errorf("covers(%q, %q) = %t, want %t", c.entry, c.path, got, c.want)

@@ -585,12 +585,17 @@ var vmcpExpectations = map[string]map[string]any{
 		},
 	},
 	"vas-vmcp": {
-		"incomingAuth.oidc.issuer":                               "https://auth.example.com",
-		"incomingAuth.oidc.resource":                             "https://vmcp.example.com/mcp",
-		"incomingAuth.authz.primaryUpstreamProvider":             "corp-idp",
-		"outgoingAuth.default.type":                              "token_exchange",
-		"outgoingAuth.default.tokenExchange.subjectProviderName": "corp-idp",
-		"outgoingAuth.default.tokenExchange.clientSecretEnv":     "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE",
+		"outgoingAuth.backends.vas-aws.type":                            "aws_sts",
+		"outgoingAuth.backends.vas-aws.awsSts.region":                   "eu-west-1",
+		"outgoingAuth.backends.vas-aws.awsSts.subjectProviderName":      "corp-idp",
+		"outgoingAuth.backends.vas-partner.type":                        "upstream_inject",
+		"outgoingAuth.backends.vas-partner.upstreamInject.providerName": "partner",
+		"incomingAuth.oidc.issuer":                                      "https://auth.example.com",
+		"incomingAuth.oidc.resource":                                    "https://vmcp.example.com/mcp",
+		"incomingAuth.authz.primaryUpstreamProvider":                    "corp-idp",
+		"outgoingAuth.default.type":                                     "token_exchange",
+		"outgoingAuth.default.tokenExchange.subjectProviderName":        "corp-idp",
+		"outgoingAuth.default.tokenExchange.clientSecretEnv":            "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE",
 	},
 	"cfg-inline-authz": {
 		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
@@ -602,7 +607,7 @@ var vmcpExpectations = map[string]map[string]any{
 
 // vmcpBackendCount is the number of backends a vMCP's config settles
 // with, for the cases whose members join asynchronously.
-var vmcpBackendCount = map[string]int{"ent-vmcp": 2}
+var vmcpBackendCount = map[string]int{"ent-vmcp": 2, "vas-vmcp": 3}
 
 // vmcpAuthServerExpectations are values of a VirtualMCPServer's
 // authserver-config.yaml, by dotted path.

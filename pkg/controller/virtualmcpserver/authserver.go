@@ -29,8 +29,8 @@ func authServer(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) (workload.Au
 
 // applyAuthServer does to config.yaml what ToolHive's operator does when
 // the vMCP runs an authorization server with upstreams: token exchange
-// strategies that name no subject provider exchange the first upstream's
-// token, and authorization reads its claims from that upstream
+// and AWS STS strategies that name no subject provider use the first
+// upstream's token, and authorization reads its claims from that upstream
 // (primaryUpstreamProvider).
 func applyAuthServer(cfg map[string]any, w workload.AuthServerWiring) {
 	first := w.FirstUpstreamName()
@@ -42,8 +42,15 @@ func applyAuthServer(cfg map[string]any, w workload.AuthServerWiring) {
 	}
 	out, _ := cfg[keyOutgoingAuth].(map[string]any)
 	inject := func(s any) {
-		if bs, ok := s.(*backendStrategy); ok && bs != nil && bs.TokenExchange != nil && bs.TokenExchange.SubjectProviderName == "" {
+		bs, ok := s.(*backendStrategy)
+		if !ok || bs == nil {
+			return
+		}
+		if bs.TokenExchange != nil && bs.TokenExchange.SubjectProviderName == "" {
 			bs.TokenExchange.SubjectProviderName = first
+		}
+		if bs.AwsSts != nil && bs.AwsSts.SubjectProviderName == "" {
+			bs.AwsSts.SubjectProviderName = first
 		}
 	}
 	inject(out["default"])

@@ -76,6 +76,8 @@ const (
 	strategyUnauth        = "unauthenticated"
 	strategyHeaderInject  = "header_injection"
 	strategyTokenExchange = "token_exchange"
+	strategyAwsSts        = "aws_sts"
+	strategyUpstream      = "upstream_inject"
 	// Prefixes of the variables that carry an MCPExternalAuthConfig's
 	// secret into the vmcp container, followed by the config's name in
 	// upper case with every other character '_', as ToolHive's operator
@@ -367,6 +369,16 @@ type backendStrategy struct {
 	Type            string                 `json:"type"`
 	HeaderInjection *headerInjectionConfig `json:"headerInjection,omitempty"`
 	TokenExchange   *tokenExchangeConfig   `json:"tokenExchange,omitempty"`
+	// AwsSts is the MCPExternalAuthConfig's awsSts block as it is: vmcp's
+	// aws_sts strategy has the same keys.
+	AwsSts         *thv1.AWSStsConfig    `json:"awsSts,omitempty"`
+	UpstreamInject *upstreamInjectConfig `json:"upstreamInject,omitempty"`
+}
+
+// upstreamInjectConfig names the upstream provider of the vMCP's embedded
+// authorization server whose token the backend is sent.
+type upstreamInjectConfig struct {
+	ProviderName string `json:"providerName"`
 }
 
 type headerInjectionConfig struct {
@@ -438,9 +450,25 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 			env[tc.ClientSecretEnv] = workload.SecretEnv(tc.ClientSecretEnv, r.Name, r.Key)
 		}
 		return &backendStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
+	case thv1.ExternalAuthTypeAWSSts:
+		if s.AWSSts == nil {
+			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type awsSts without spec.awsSts", path, cfg.Name)
+		}
+		return &backendStrategy{Type: strategyAwsSts, AwsSts: s.AWSSts.DeepCopy()}, nil
+	case thv1.ExternalAuthTypeUpstreamInject:
+		var ui upstreamInjectConfig
+		if s.UpstreamInject != nil {
+			if err := json.Unmarshal(s.UpstreamInject.Raw, &ui); err != nil {
+				return nil, invalidSpec("%s: MCPExternalAuthConfig %s: spec.upstreamInject: %v", path, cfg.Name, err)
+			}
+		}
+		if ui.ProviderName == "" {
+			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type upstreamInject without spec.upstreamInject.providerName", path, cfg.Name)
+		}
+		return &backendStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
 	default:
 		return nil, invalidSpec("%s: MCPExternalAuthConfig %s is of type %s, which hivekeeper does not apply to vMCP backends "+
-			"(it applies unauthenticated, headerInjection and tokenExchange)", path, cfg.Name, s.Type)
+			"(it applies unauthenticated, headerInjection, tokenExchange, awsSts and upstreamInject)", path, cfg.Name, s.Type)
 	}
 }
 

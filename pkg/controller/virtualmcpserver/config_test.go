@@ -2,11 +2,13 @@ package virtualmcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -281,4 +283,55 @@ func jsonEq(a, b any) bool {
 	x, _ := yaml.Marshal(a)
 	y, _ := yaml.Marshal(b)
 	return string(x) == string(y)
+}
+
+// AWS STS and upstream injection configs become vmcp's aws_sts and
+// upstream_inject strategies, in ToolHive's keys and with no variable (no
+// secret is involved); an upstreamInject without its provider is refused.
+// With an embedded authorization server, an AWS STS strategy naming no
+// subject provider gets the first upstream, as ToolHive's operator does.
+func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
+	env := map[string]corev1.EnvVar{}
+	aws := newExtAuth("aws", func(s *thv1.MCPExternalAuthConfigSpec) {
+		s.Type = thv1.ExternalAuthTypeAWSSts
+		s.AWSSts = &thv1.AWSStsConfig{Region: "eu-west-1", Service: "aoss", FallbackRoleArn: "arn:aws:iam::123456789012:role/fallback",
+			RoleMappings: []thv1.AWSRoleMapping{{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/admin"}}}
+	})
+	got, err := strategyOf("p", aws, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"aws_sts","awsSts":{"region":"eu-west-1","service":"aoss","fallbackRoleArn":"arn:aws:iam::123456789012:role/fallback",` +
+		`"roleMappings":[{"claim":"admins","roleArn":"arn:aws:iam::123456789012:role/admin"}]}}`
+	if b, _ := json.Marshal(got); string(b) != want {
+		t.Errorf("aws_sts strategy\n got %s\nwant %s", b, want)
+	}
+	upstream := newExtAuth("up", func(s *thv1.MCPExternalAuthConfigSpec) {
+		s.Type = thv1.ExternalAuthTypeUpstreamInject
+		s.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{"providerName":"partner"}`)}
+	})
+	got, err = strategyOf("p", upstream, env)
+	if b, _ := json.Marshal(got); err != nil || string(b) != `{"type":"upstream_inject","upstreamInject":{"providerName":"partner"}}` {
+		t.Errorf("upstream_inject strategy %s, %v", b, err)
+	}
+	if len(env) != 0 {
+		t.Errorf("variables %v for strategies without secrets", env)
+	}
+	upstream.Spec.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{}`)}
+	if _, err := strategyOf("p", upstream, env); err == nil || !strings.Contains(err.Error(), "providerName") {
+		t.Errorf("upstreamInject without a provider: %v", err)
+	}
+
+	s, err := strategyOf("p", aws, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{keyOutgoingAuth: map[string]any{"default": s}}
+	applyAuthServer(cfg, workload.AuthServerWiring{Config: &runconfig.EmbeddedAuthServerConfig{Upstreams: []runconfig.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
+	if s.AwsSts.SubjectProviderName != "corp-idp" {
+		t.Errorf("subject provider %q, want the first upstream", s.AwsSts.SubjectProviderName)
+	}
+	if aws.Spec.AWSSts.SubjectProviderName != "" {
+		t.Error("the cached MCPExternalAuthConfig was modified")
+	}
 }
