@@ -57,3 +57,32 @@ func peakRSS(pid int) float64 {
 	}
 	return math.NaN()
 }
+
+// rssSplit reads how much of the process's resident memory is file-backed
+// (its own binary's pages, mapped from disk and shared) and how much
+// anonymous (heap, stacks, runtime), from /proc/<pid>/smaps_rollup: a
+// controller's RSS is not only its heap.
+func rssSplit(pid int) (anon, file float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	anon, file = math.NaN(), math.NaN()
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "Pss_Anon:":
+			anon = kb * 1024
+		case "Pss_File:":
+			file = kb * 1024
+		}
+	}
+	return anon, file
+}

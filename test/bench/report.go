@@ -57,7 +57,8 @@ func (r *result) table() string {
 	fmt.Fprintf(&b, "  delete all: %.2fs (API server CPU %.1fs)\n", r.deleteSeconds, r.deleteCPU["kube-apiserver"])
 	fmt.Fprintf(&b, "  API server bytes during create: written %.1f MB, to watchers %.1f MB\n", mb(r.createAPI.writeBytes), mb(r.createAPI.watchBytes))
 	fmt.Fprintf(&b, "  cold start: children in %.2fs, statuses in %.2fs; raw-client floor %.2fs for %d creates (cold/floor %.2f)\n", r.coldSeconds, r.coldStatusSeconds, r.floorSeconds, r.floorCreates, r.coldSeconds/r.floorSeconds)
-	fmt.Fprintf(&b, "  memory: RSS %.1f MB (peak %.1f MB), Go heap %.1f MB; churn writes %.0f\n", mb(r.rssBytes), mb(r.peakRSSBytes), mb(r.heapBytes), r.churn)
+	fmt.Fprintf(&b, "  memory: RSS %.1f MB (peak %.1f MB; %.1f MB anonymous, %.1f MB the binary's mapped pages), Go heap %.1f MB; churn writes %.0f\n",
+		mb(r.rssBytes), mb(r.peakRSSBytes), mb(r.rssAnonBytes), mb(r.rssFileBytes), mb(r.heapBytes), r.churn)
 	return b.String()
 }
 

@@ -70,6 +70,9 @@ type result struct {
 	floorCreates int
 
 	rssBytes, peakRSSBytes, heapBytes float64
+	// rssAnonBytes and rssFileBytes split the resident memory at the end
+	// of the run: anonymous, and pages of the binary mapped from disk.
+	rssAnonBytes, rssFileBytes float64
 	churn                             float64
 }
 
@@ -140,6 +143,7 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 	r.rssBytes = m.sum("process_resident_memory_bytes", nil)
 	r.heapBytes = m.sum("go_memstats_heap_alloc_bytes", nil)
 	r.peakRSSBytes = peakRSS(e.proc.Process.Pid)
+	r.rssAnonBytes, r.rssFileBytes = rssSplit(e.proc.Process.Pid)
 	r.churn = m.sum("hivekeeper_churn_writes_total", nil)
 	if err := e.deleteAll(ctx, r); err != nil {
 		return r, err
