@@ -73,7 +73,7 @@ type result struct {
 	// rssAnonBytes and rssFileBytes split the resident memory at the end
 	// of the run: anonymous, and pages of the binary mapped from disk.
 	rssAnonBytes, rssFileBytes float64
-	churn                             float64
+	churn                      float64
 }
 
 type env struct {
