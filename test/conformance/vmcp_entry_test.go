@@ -2,9 +2,7 @@ package conformance_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -43,28 +41,7 @@ func TestVMCPAggregatesEntry(t *testing.T) {
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 
-	resp, body := mcpCall(t, endpoint, "", "", initializeRequest)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("initialize: %s: %s", resp.Status, body)
-	}
-	session := resp.Header.Get("Mcp-Session-Id")
-	if resp, body := mcpCall(t, endpoint, "", session, initializedNotification); resp.StatusCode >= 300 {
-		t.Fatalf("initialized: %s: %s", resp.Status, body)
-	}
-	resp, body = mcpCall(t, endpoint, "", session, toolsListRequest)
-	var answer struct {
-		Result struct {
-			Tools []struct{ Name string }
-		}
-	}
-	if err := json.Unmarshal(jsonRPCBody(body), &answer); resp.StatusCode != http.StatusOK || err != nil {
-		t.Fatalf("tools/list: %s %v: %s", resp.Status, err, body)
-	}
-	var names []string
-	for _, tool := range answer.Result.Tools {
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
+	_, names := vmcpToolNames(t, endpoint)
 	want := []string{"local_" + remoteOtherTool, "local_" + remoteToolName, "near_" + remoteOtherTool, "near_" + remoteToolName}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {

@@ -108,28 +108,7 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 
-	resp, body := mcpCall(t, endpoint, "", "", initializeRequest)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("initialize: %s: %s", resp.Status, body)
-	}
-	session := resp.Header.Get("Mcp-Session-Id")
-	if resp, body := mcpCall(t, endpoint, "", session, initializedNotification); resp.StatusCode >= 300 {
-		t.Fatalf("initialized: %s: %s", resp.Status, body)
-	}
-	resp, body = mcpCall(t, endpoint, "", session, toolsListRequest)
-	var answer struct {
-		Result struct {
-			Tools []struct{ Name string }
-		}
-	}
-	if err := json.Unmarshal(jsonRPCBody(body), &answer); resp.StatusCode != http.StatusOK || err != nil {
-		t.Fatalf("tools/list: %s %v: %s", resp.Status, err, body)
-	}
-	var names []string
-	for _, tool := range answer.Result.Tools {
-		names = append(names, tool.Name)
-	}
-	slices.Sort(names)
+	session, names := vmcpToolNames(t, endpoint)
 	want := []string{"far_" + remoteOtherTool, "far_" + remoteToolName, "local_" + remoteOtherTool, "local_" + remoteToolName, "echo_both"}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -141,7 +120,7 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 		}
 	}
 
-	resp, body = mcpCall(t, endpoint, "", session, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_both","arguments":{"word":"hello"}}}`)
+	resp, body := mcpCall(t, endpoint, "", session, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo_both","arguments":{"word":"hello"}}}`)
 	var called struct {
 		Result *struct {
 			IsError bool `json:"isError"`
@@ -291,4 +270,32 @@ func getJSON(t *testing.T, u string, into any) {
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
 	}
+}
+
+// vmcpToolNames opens an MCP session on a vmcp endpoint and returns the
+// session and the sorted names tools/list gives through it.
+func vmcpToolNames(t *testing.T, endpoint string) (session string, names []string) {
+	t.Helper()
+	resp, body := mcpCall(t, endpoint, "", "", initializeRequest)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %s: %s", resp.Status, body)
+	}
+	session = resp.Header.Get("Mcp-Session-Id")
+	if resp, body := mcpCall(t, endpoint, "", session, initializedNotification); resp.StatusCode >= 300 {
+		t.Fatalf("initialized: %s: %s", resp.Status, body)
+	}
+	resp, body = mcpCall(t, endpoint, "", session, toolsListRequest)
+	var answer struct {
+		Result struct {
+			Tools []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(jsonRPCBody(body), &answer); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("tools/list: %s %v: %s", resp.Status, err, body)
+	}
+	for _, tool := range answer.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return session, names
 }

@@ -156,52 +156,12 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			checksums := func() map[string]string {
-				deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-				if err != nil {
+			configController := strings.ToLower(k.kind)
+			delta, took := rollReferrers(t, env, ns, workload.AnnotationRunConfigChecksum, "s-", func() {
+				if _, err := configs.Patch(ctx, "shared", types.MergePatchType, []byte(k.change), metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				out := map[string]string{}
-				for _, d := range deps.Items {
-					out[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
-				}
-				return out
-			}
-			framework.Eventually(t, 2*time.Minute, func() (bool, error) {
-				return len(checksums()) == referrers+10, nil
-			}, "%d Deployments", referrers+10)
-			// Every controller's writes count: the change must cost
-			// nothing beyond the referrers and the config.
-			var writers []string
-			for _, d := range app.Controllers() {
-				writers = append(writers, d.Name)
-			}
-			configController := strings.ToLower(k.kind)
-			before := workloadtest.Quiesce(t, 2*time.Second, 2*time.Minute, writers...)
-			old := checksums()
-
-			start := time.Now()
-			if _, err := configs.Patch(ctx, "shared", types.MergePatchType, []byte(k.change), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			var rolled int
-			framework.Eventually(t, time.Minute, func() (bool, error) {
-				rolled = 0
-				for name, sum := range checksums() {
-					if sum != old[name] {
-						rolled++
-					}
-				}
-				return rolled >= referrers, nil
-			}, "the referrers to roll")
-			took := time.Since(start)
-			delta := workloadtest.WritesBetween(before, workloadtest.Quiesce(t, 2*time.Second, time.Minute, writers...))
-			now := checksums()
-			for i := referrers; i < referrers+10; i++ {
-				if name := fmt.Sprintf("s-%03d", i); now[name] != old[name] {
-					t.Errorf("%s references the other config and rolled", name)
-				}
-			}
+			})
 			want := map[string]float64{
 				mcpserver.Name + " configmaps patch success":                  referrers,
 				mcpserver.Name + " deployments patch success":                 referrers,
@@ -254,6 +214,32 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	delta, took := rollReferrers(t, env, ns, workload.AnnotationVMCPConfigChecksum, "v-", func() {
+		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
+			[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	want := map[string]float64{
+		virtualmcpserver.Name + " configmaps patch success":                                                 referrers,
+		virtualmcpserver.Name + " deployments patch success":                                                referrers,
+		virtualmcpcompositetooldefinition.Name + " virtualmcpcompositetooldefinitions/status patch success": 1,
+	}
+	if !maps.Equal(delta, want) {
+		t.Errorf("writes for the change = %v, want %v", delta, want)
+	}
+	t.Logf("a composite tool change with %d referrers rolled them in %v", referrers, took.Round(time.Millisecond))
+}
+
+// rollReferrers waits for the referrers+10 Deployments of ns (their pod
+// templates carrying the checksum annotation), lets every controller
+// settle, makes change, and waits until the referrers (named prefix000
+// on) have rolled. It fails when one of the last ten, which reference
+// another config, rolled, and returns every controller's writes between
+// the two quiet points and how long the roll took.
+func rollReferrers(t *testing.T, env *framework.Env, ns, annotation, prefix string, change func()) (map[string]float64, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
 	checksums := func() map[string]string {
 		deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -261,7 +247,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		}
 		out := map[string]string{}
 		for _, d := range deps.Items {
-			if sum := d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum]; sum != "" {
+			if sum := d.Spec.Template.Annotations[annotation]; sum != "" {
 				out[d.Name] = sum
 			}
 		}
@@ -269,7 +255,9 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 	}
 	framework.Eventually(t, 3*time.Minute, func() (bool, error) {
 		return len(checksums()) == referrers+10, nil
-	}, "%d vMCP Deployments", referrers+10)
+	}, "%d Deployments", referrers+10)
+	// Every controller's writes count: the change must cost nothing
+	// beyond the referrers and the config.
 	var writers []string
 	for _, d := range app.Controllers() {
 		writers = append(writers, d.Name)
@@ -278,10 +266,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 	old := checksums()
 
 	start := time.Now()
-	if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
-		[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	change()
 	framework.Eventually(t, time.Minute, func() (bool, error) {
 		rolled := 0
 		for name, sum := range checksums() {
@@ -295,17 +280,9 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 	delta := workloadtest.WritesBetween(before, workloadtest.Quiesce(t, 2*time.Second, time.Minute, writers...))
 	now := checksums()
 	for i := referrers; i < referrers+10; i++ {
-		if name := fmt.Sprintf("v-%03d", i); now[name] != old[name] {
-			t.Errorf("%s references the other definition and rolled", name)
+		if name := fmt.Sprintf("%s%03d", prefix, i); now[name] != old[name] {
+			t.Errorf("%s references the other config and rolled", name)
 		}
 	}
-	want := map[string]float64{
-		virtualmcpserver.Name + " configmaps patch success":                                                 referrers,
-		virtualmcpserver.Name + " deployments patch success":                                                referrers,
-		virtualmcpcompositetooldefinition.Name + " virtualmcpcompositetooldefinitions/status patch success": 1,
-	}
-	if !maps.Equal(delta, want) {
-		t.Errorf("writes for the change = %v, want %v", delta, want)
-	}
-	t.Logf("a composite tool change with %d referrers rolled them in %v", referrers, took.Round(time.Millisecond))
+	return delta, took
 }
