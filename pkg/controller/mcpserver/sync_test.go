@@ -990,27 +990,14 @@ func TestTelemetryConfig(t *testing.T) {
 	}
 
 	// The config changes: its controller writes the new hash with it.
-	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
-	cfg, _ = f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Get(context.Background(), "otel", metav1.GetOptions{})
-	cfg.Spec.OpenTelemetry.Tracing.SamplingRate = "1.0"
-	cfg.Status.ConfigHash = "hash-otel-2"
-	if _, err := f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.refresh()
-	acts, err = f.sync("fetch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
-	f.applyServerBehaviour()
-	f.refresh()
-	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
-		t.Error("the RunConfig changed but the pod template's checksum did not")
-	}
-	acts, _ = f.sync("fetch")
-	assertActions(t, acts)
+	rollsOnce(t, f, "fetch", func() {
+		cfg, _ := f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Get(context.Background(), "otel", metav1.GetOptions{})
+		cfg.Spec.OpenTelemetry.Tracing.SamplingRate = "1.0"
+		cfg.Status.ConfigHash = "hash-otel-2"
+		if _, err := f.th.ToolhiveV1beta1().MCPTelemetryConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	// The reference goes: telemetry_config, the env and the volume go
 	// with it, and so do the condition and the hash.
@@ -1144,27 +1131,14 @@ func TestWebhookConfig(t *testing.T) {
 	}
 
 	// The config changes: its controller writes the new hash with it.
-	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
-	cfg, _ := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Get(context.Background(), "hooks", metav1.GetOptions{})
-	cfg.Spec.Validating[0].FailurePolicy = thv1.WebhookFailurePolicyFail
-	cfg.Status.ConfigHash = "hash-hooks-2"
-	if _, err := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.refresh()
-	acts, err = f.sync("fetch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
-	f.applyServerBehaviour()
-	f.refresh()
-	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
-		t.Error("the RunConfig changed but the pod template's checksum did not")
-	}
-	acts, _ = f.sync("fetch")
-	assertActions(t, acts)
+	rollsOnce(t, f, "fetch", func() {
+		cfg, _ := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Get(context.Background(), "hooks", metav1.GetOptions{})
+		cfg.Spec.Validating[0].FailurePolicy = thv1.WebhookFailurePolicyFail
+		cfg.Status.ConfigHash = "hash-hooks-2"
+		if _, err := f.th.ToolhiveV1beta1().MCPWebhookConfigs(testNS).Update(context.Background(), cfg, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	// The reference goes: the webhooks, their volumes, the condition and
 	// the hash go with it.
@@ -1183,4 +1157,29 @@ func TestWebhookConfig(t *testing.T) {
 		got.Status.WebhookConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) != nil {
 		t.Errorf("webhooks left behind: %s\n%+v", describeObj(dep), got.Status)
 	}
+}
+
+// rollsOnce applies change (a referenced config's new spec and hash, as
+// its controller would write them) and checks that server rolls exactly
+// once: one RunConfig patch, one Deployment patch with a new checksum,
+// one status patch, and nothing on the next sync.
+func rollsOnce(t *testing.T, f *fixture, server string, change func()) {
+	t.Helper()
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), server, metav1.GetOptions{})
+	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	change()
+	f.refresh()
+	acts, err := f.sync(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch configmaps", "patch deployments", "patch mcpservers/status")
+	f.applyServerBehaviour()
+	f.refresh()
+	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), server, metav1.GetOptions{})
+	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+		t.Error("the RunConfig changed but the pod template's checksum did not")
+	}
+	acts, _ = f.sync(server)
+	assertActions(t, acts)
 }
