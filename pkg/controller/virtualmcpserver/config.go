@@ -235,20 +235,27 @@ func invalidSpec(format string, a ...any) error {
 // decodeConfig decodes spec.config as an object; numbers stay as written
 // (a float64 would round large integers).
 func decodeConfig(v *thv1.VirtualMCPServer) (map[string]any, error) {
-	cfg := map[string]any{}
 	c := v.Spec.Config
 	if c == nil || len(c.Raw) == 0 || string(c.Raw) == "null" {
-		return cfg, nil
+		return map[string]any{}, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.Raw))
-	dec.UseNumber()
-	if err := dec.Decode(&cfg); err != nil {
+	cfg, err := decodeObject(c.Raw)
+	if err != nil {
 		return nil, invalidConfig("not a JSON object: %v", err)
 	}
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
 	return cfg, nil
+}
+
+// decodeObject decodes a JSON object with its numbers kept as written (a
+// float64 would round large integers).
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out map[string]any
+	return out, dec.Decode(&out)
 }
 
 // recode decodes a section of the decoded spec.config into a typed value;
@@ -686,17 +693,13 @@ func compositeTools(cfg map[string]any, defs map[string]*thv1.VirtualMCPComposit
 	return nil
 }
 
-// toMap is v as the decoded JSON object spec.config's sections are, with
-// numbers kept as written.
+// toMap is v as the decoded JSON object spec.config's sections are.
 func toMap(v any) (map[string]any, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out map[string]any
-	return out, dec.Decode(&out)
+	return decodeObject(raw)
 }
 
 func defaultSteps(tools any) {
