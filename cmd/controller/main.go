@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -51,6 +52,7 @@ type options struct {
 	runners              rbac.Runners
 	metricsAddr          string
 	metricsSecure        bool
+	profiling            bool
 	metricsCertPath      string
 	healthAddr           string
 	leaderElect          bool
@@ -96,6 +98,7 @@ func run() error {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview). Off: plain HTTP, for local runs.")
 	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Folder with tls.crt and tls.key for --metrics-secure, reloaded when they change. Empty: a self-signed certificate made at start.")
+	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's CPU and heap profiles at /debug/pprof/ on the metrics server, behind the same authentication when --metrics-secure is set.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz server; \"0\" disables it.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader on a Lease so that only one replica writes.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader-election Lease; defaults to the pod's namespace, else kube-system.")
@@ -377,6 +380,11 @@ func startServers(ctx context.Context, o options, ready *atomic.Bool, election *
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rbac.MetricsPath, promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	if o.profiling {
+		// net/http/pprof registers on http.DefaultServeMux; mounting
+		// that mux under its prefix keeps it off every other server.
+		mux.Handle("/debug/pprof/", http.DefaultServeMux)
+	}
 	var metricsHandler http.Handler = mux
 	if ms.auth != nil {
 		metricsHandler = ms.auth.Wrap(mux)

@@ -69,7 +69,7 @@ var documentedFlags = []string{
 	"--metrics-bind-address", "--health-probe-bind-address", "--kube-api-qps",
 	"--kube-api-burst", "--workers", "--runner-image", "--vmcp-image", "--log-format",
 	"--metrics-secure", "--metrics-cert-path", "--proxy-runner-cluster-role",
-	"--remote-proxy-runner-cluster-role",
+	"--remote-proxy-runner-cluster-role", "--profiling",
 }
 
 func testHelp(t *testing.T, bin string) {
@@ -214,6 +214,9 @@ func testServing(t *testing.T, bin string) {
 		}
 		return len(missing) == 0, fmt.Errorf("no series starting with %v", missing)
 	}, "/metrics to serve %v", wantSeries)
+	if code, _, err := p.get(metricsAddr, "/debug/pprof/cmdline"); err != nil || code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/ without --profiling: %d (%v), want 404", code, err)
+	}
 
 	p.terminate(t)
 }
@@ -285,7 +288,8 @@ func freePorts(t *testing.T, n int) []int {
 
 // With --metrics-secure, /metrics is HTTPS and answers only tokens the API
 // server authenticates (401 otherwise) for users RBAC lets get /metrics
-// (403 otherwise); plain HTTP gets nowhere.
+// (403 otherwise); plain HTTP gets nowhere. --profiling's /debug/pprof/
+// sits behind the same check: the metrics reader may not profile.
 func testSecureMetrics(t *testing.T, bin string) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
@@ -328,6 +332,7 @@ func testSecureMetrics(t *testing.T, bin string) {
 		"--kubeconfig="+env.Kubeconfig,
 		"--namespaces="+ns,
 		"--metrics-secure",
+		"--profiling",
 		"--metrics-bind-address="+metricsAddr,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 	)
@@ -336,11 +341,11 @@ func testSecureMetrics(t *testing.T, bin string) {
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
 	}}
 	defer client.CloseIdleConnections()
-	scrape := func(scheme, token string) (int, string, error) {
+	get := func(scheme, path, token string) (int, string, error) {
 		if p.exited() {
 			return 0, "", fmt.Errorf("hivekeeper exited: %v", p.err)
 		}
-		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+metricsAddr+"/metrics", nil)
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+metricsAddr+path, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -352,6 +357,7 @@ func testSecureMetrics(t *testing.T, bin string) {
 		b, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), err
 	}
+	scrape := func(scheme, token string) (int, string, error) { return get(scheme, "/metrics", token) }
 
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
 		code, body, err := scrape("https", reader)
@@ -375,6 +381,12 @@ func testSecureMetrics(t *testing.T, bin string) {
 	}
 	if code, _, err := scrape("http", reader); err == nil && code == http.StatusOK {
 		t.Errorf("plain HTTP served the metrics")
+	}
+	if code, _, err := get("https", "/debug/pprof/cmdline", reader); err != nil || code != http.StatusForbidden {
+		t.Errorf("the reader's token on /debug/pprof/cmdline: %d (%v), want 403", code, err)
+	}
+	if code, _, err := get("https", "/debug/pprof/cmdline", env.Config.BearerToken); err != nil || code != http.StatusOK {
+		t.Errorf("the admin's token on /debug/pprof/cmdline: %d (%v), want 200", code, err)
 	}
 	p.terminate(t)
 }
