@@ -88,7 +88,7 @@ func run() error {
 	fs := pflag.CommandLine
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty means the in-cluster configuration.")
 	fs.StringSliceVar(&o.namespaces, "namespaces", nil, "Comma-separated namespaces to watch. Empty means all namespaces.")
-	fs.IntVar(&o.workers, "workers", 8, "Concurrent syncs per controller. Syncs wait on the API server, so more workers than cores pay off.")
+	fs.IntVar(&o.workers, "workers", 16, "Concurrent syncs per controller. Syncs wait on the API server, so more workers than cores pay off.")
 	fs.Float32Var(&o.qps, "kube-api-qps", -1, "Client-side limit of queries per second to the API server. Negative (the default) disables it: flow control is left to the server's API Priority and Fairness, as SIG API Machinery recommends.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
