@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
 	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
 	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the raw-client floor")
-	flag.StringVar(&c.profile, "apiserver-profile", "", "write a 5s CPU profile of kube-apiserver taken during each cold start to <prefix>-<N>.pprof")
+	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start to <prefix>-{apiserver,hivekeeper}-<N>.pprof")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
