@@ -144,6 +144,6 @@ func (e *env) collectGarbage(ctx context.Context, r *result) error {
 	if err := parallel(len(names), 16, func(i int) error { return names[i](ctx) }); err != nil {
 		return err
 	}
-	logf("N=%d: deleted the %d leftover children (the garbage collector's work) in %.2fs", r.N, len(names), time.Since(start).Seconds())
+	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(names), e.ns, time.Since(start).Seconds())
 	return nil
 }

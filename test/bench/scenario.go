@@ -692,7 +692,7 @@ func writeProfile(path string, raw []byte, err error) {
 // floor creates copies of the children the cold start made, in another
 // namespace, with plain client-go creates on c.concurrency clients, one
 // kind after another: the least time the API server needs for the same
-// objects.
+// objects. It stops the controller and deletes the originals first.
 func (e *env) floor(ctx context.Context, c config, r *result) error {
 	from := e.ns
 	const to = "floor"
@@ -701,6 +701,13 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	}
 	kinds, err := childCopies(ctx, e.kube, from, to)
 	if err != nil {
+		return err
+	}
+	// The floor creates its Services beside as many as the cold start
+	// did (none of its own), or it would pay for the cold start's: a
+	// Service create costs in proportion to the Services that exist.
+	e.stopController()
+	if err := e.collectGarbage(ctx, r); err != nil {
 		return err
 	}
 	logf("N=%d: the raw-client floor", r.N)
