@@ -2,28 +2,48 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
+
+// childCopy creates one copy of a child hivekeeper made.
+type childCopy struct {
+	// kind is the child's index in childResources.
+	kind int
+	// owner is the name of the MCPServer the original belongs to.
+	owner  string
+	create func(context.Context) error
+}
 
 // childCopies returns one create per child hivekeeper made in namespace
 // from (label toolhive=true), each creating the same object in namespace
-// to with only what the API server assigns cleared. Creates are grouped
-// by kind, in the order of childResources.
-func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string) ([][]func(context.Context) error, error) {
+// to with only what the API server assigns cleared, in the order of
+// childResources.
+func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string) ([]childCopy, error) {
 	sel := metav1.ListOptions{LabelSelector: "toolhive=true"}
+	var owner string
 	meta := func(m metav1.ObjectMeta) metav1.ObjectMeta {
+		owner = ""
+		if ref := metav1.GetControllerOfNoCopy(&m); ref != nil {
+			owner = ref.Name
+		}
 		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}
 	}
-	var kinds [][]func(context.Context) error
-	var out []func(context.Context) error
-	next := func() {
-		kinds = append(kinds, out)
-		out = nil
+	var out []childCopy
+	kind := 0
+	add := func(create func(context.Context) error) {
+		out = append(out, childCopy{kind: kind, owner: owner, create: create})
 	}
+	next := func() { kind++ }
 	create := metav1.CreateOptions{}
 
 	sas, err := kube.CoreV1().ServiceAccounts(from).List(ctx, sel)
@@ -33,7 +53,7 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	for _, o := range sas.Items {
 		o.ObjectMeta = meta(o.ObjectMeta)
 		o.Secrets = nil
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.CoreV1().ServiceAccounts(to).Create(ctx, &o, create)
 			return err
 		})
@@ -50,7 +70,7 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 				o.Subjects[i].Namespace = to
 			}
 		}
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.RbacV1().RoleBindings(to).Create(ctx, &o, create)
 			return err
 		})
@@ -62,7 +82,7 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range roles.Items {
 		o.ObjectMeta = meta(o.ObjectMeta)
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.RbacV1().Roles(to).Create(ctx, &o, create)
 			return err
 		})
@@ -74,7 +94,7 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range cms.Items {
 		o.ObjectMeta = meta(o.ObjectMeta)
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.CoreV1().ConfigMaps(to).Create(ctx, &o, create)
 			return err
 		})
@@ -87,7 +107,7 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	for _, o := range svcs.Items {
 		o.ObjectMeta = meta(o.ObjectMeta)
 		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.CoreV1().Services(to).Create(ctx, &o, create)
 			return err
 		})
@@ -99,13 +119,12 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range deps.Items {
 		o.ObjectMeta = meta(o.ObjectMeta)
-		out = append(out, func(ctx context.Context) error {
+		add(func(ctx context.Context) error {
 			_, err := kube.AppsV1().Deployments(to).Create(ctx, &o, create)
 			return err
 		})
 	}
-	next()
-	return kinds, nil
+	return out, nil
 }
 
 // childResources are the kinds of the children hivekeeper makes for an
@@ -119,31 +138,141 @@ var childResources = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "deployments"},
 }
 
-// collectGarbage deletes the children left in the controller's namespace
-// once its MCPServers are gone, as the garbage collector of a real cluster
+// collectGarbage deletes the children left in namespace ns once their
+// MCPServers are gone, as the garbage collector of a real cluster
 // does through their owner references (the benchmark runs no
 // kube-controller-manager). Without it the cold start and the floor would
 // run beside N leftover Services, and every Service create costs the API
 // server time in proportion to the Services that exist (its ClusterIP
 // allocator counts the allocated addresses on each allocation).
-func (e *env) collectGarbage(ctx context.Context, r *result) error {
+func (e *env) collectGarbage(ctx context.Context, r *result, ns string) error {
 	start := time.Now()
 	var names []func(context.Context) error
 	for _, gvr := range childResources {
-		l, err := e.dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
+		l, err := e.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
 		if err != nil {
 			return err
 		}
 		for _, o := range l.Items {
 			name := o.GetName()
 			names = append(names, func(ctx context.Context) error {
-				return e.dyn.Resource(gvr).Namespace(e.ns).Delete(ctx, name, metav1.DeleteOptions{})
+				return e.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 			})
 		}
 	}
 	if err := parallel(len(names), 16, func(i int) error { return names[i](ctx) }); err != nil {
 		return err
 	}
-	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(names), e.ns, time.Since(start).Seconds())
+	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(names), ns, time.Since(start).Seconds())
+	return nil
+}
+
+// floorNS is where the floors create their copies.
+const floorNS = "floor"
+
+// floor measures, in the same run as the cold start, the least time the
+// API server needs for what the cold start did, twice:
+//
+//   - creates: the same children created again by plain client-go on
+//     c.concurrency clients, one kind after another (Services timed
+//     apart);
+//   - spec: what any controller that follows BEHAVIOUR.md must send for
+//     the same MCPServers (the finalizer patch, the six creates, the status
+//     patch, in that order per MCPServer, on c.concurrency clients), with
+//     no watches and no work of its own. Cold ÷ spec floor is hivekeeper's
+//     own overhead.
+//
+// It stops the controller and deletes the originals first, and the first
+// floor's copies before the second, so that every run creates its
+// Services beside the same number of them.
+func (e *env) floor(ctx context.Context, c config, r *result) error {
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	copies, err := childCopies(ctx, e.kube, e.ns, floorNS)
+	if err != nil {
+		return err
+	}
+	servers, err := e.dyn.Resource(serversGVR).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	e.stopController()
+	if err := e.collectGarbage(ctx, r, e.ns); err != nil {
+		return err
+	}
+
+	byKind := make([][]func(context.Context) error, len(childResources))
+	for _, cp := range copies {
+		byKind[cp.kind] = append(byKind[cp.kind], cp.create)
+	}
+	start := time.Now()
+	for kind, creates := range byKind {
+		began := time.Now()
+		if err := parallel(len(creates), c.concurrency, func(i int) error { return creates[i](ctx) }); err != nil {
+			return err
+		}
+		if childResources[kind].Resource == "services" {
+			r.floorServiceSeconds = time.Since(began).Seconds()
+		}
+	}
+	r.floorSeconds = time.Since(start).Seconds()
+	r.floorCreates = len(copies)
+	logf("N=%d: floor %.2fs for %d creates, of which Services %.2fs", r.N, r.floorSeconds, r.floorCreates, r.floorServiceSeconds)
+
+	if err := e.collectGarbage(ctx, r, floorNS); err != nil {
+		return err
+	}
+	return e.specFloor(ctx, c, r, servers.Items, copies)
+}
+
+// specFloor stores copies of the cold start's MCPServers (untimed), then
+// times the requests BEHAVIOUR.md makes a controller send for each: the
+// finalizer merge patch carrying resourceVersion, its children (copies
+// in childResources order, the Deployment last), and the status merge
+// patch with the status hivekeeper wrote.
+func (e *env) specFloor(ctx context.Context, c config, r *result, servers []unstructured.Unstructured, copies []childCopy) error {
+	children := map[string][]func(context.Context) error{}
+	for _, cp := range copies {
+		children[cp.owner] = append(children[cp.owner], cp.create)
+	}
+	resourceVersions := make([]string, len(servers))
+	if err := parallel(len(servers), c.concurrency, func(i int) error {
+		o := servers[i]
+		stored := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+			"metadata": map[string]any{"name": o.GetName(), "namespace": floorNS},
+			"spec":     o.Object["spec"],
+		}}
+		got, err := e.dyn.Resource(serversGVR).Namespace(floorNS).Create(ctx, stored, metav1.CreateOptions{})
+		if err == nil {
+			resourceVersions[i] = got.GetResourceVersion()
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	client := e.dyn.Resource(serversGVR).Namespace(floorNS)
+	start := time.Now()
+	if err := parallel(len(servers), c.concurrency, func(i int) error {
+		o := servers[i]
+		finalizer, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers": []string{thv1.MCPServerFinalizer}, "resourceVersion": resourceVersions[i]}})
+		if _, err := client.Patch(ctx, o.GetName(), types.MergePatchType, finalizer, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		for _, create := range children[o.GetName()] {
+			if err := create(ctx); err != nil {
+				return err
+			}
+		}
+		status, _ := json.Marshal(map[string]any{"status": o.Object["status"]})
+		_, err := client.Patch(ctx, o.GetName(), types.MergePatchType, status, metav1.PatchOptions{}, "status")
+		return err
+	}); err != nil {
+		return err
+	}
+	r.specFloorSeconds = time.Since(start).Seconds()
+	logf("N=%d: spec floor %.2fs", r.N, r.specFloorSeconds)
 	return nil
 }

@@ -22,7 +22,7 @@ type series struct {
 }
 
 // writePlot draws two log–log panels against N: seconds (hot create, cold
-// start, delete, the raw-client floor) and bytes (written to the API server, sent to watchers),
+// start, delete, the two floors) and bytes (written to the API server, sent to watchers),
 // each with a dashed line of slope 1 through the first point of its first
 // series: linear growth runs parallel to it, quadratic growth twice as
 // steep. Plain image drawing keeps the benchmark free of a plotting
@@ -32,19 +32,21 @@ func writePlot(path string, results []*result) error {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
 	var xs []float64
-	var hot, cold, del, floor, written, watched []float64
+	var hot, cold, del, floor, spec, written, watched []float64
 	for _, r := range results {
 		xs = append(xs, float64(r.N))
 		hot = append(hot, r.createSeconds)
 		cold = append(cold, r.coldSeconds)
 		del = append(del, r.deleteSeconds)
 		floor = append(floor, r.floorSeconds)
+		spec = append(spec, r.specFloorSeconds)
 		written = append(written, r.createAPI.writeBytes)
 		watched = append(watched, r.createAPI.watchBytes)
 	}
 	blue, red, green, grey := color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff}
+	orange := color.RGBA{0xff, 0x7f, 0x0e, 0xff}
 	logPanel(img, image.Rect(10, 10, w/2-10, h-10), "seconds vs N (log-log)", xs,
-		[]series{{"hot create", hot, blue}, {"cold start", cold, red}, {"delete all", del, green}, {"raw-client floor", floor, grey}})
+		[]series{{"hot create", hot, blue}, {"cold start", cold, red}, {"delete all", del, green}, {"raw-client floor", floor, grey}, {"spec floor", spec, orange}})
 	logPanel(img, image.Rect(w/2+10, 10, w-10, h-10), "bytes during create vs N (log-log)", xs,
 		[]series{{"written to API server", written, blue}, {"sent to watchers", watched, red}})
 	f, err := os.Create(path)

@@ -72,6 +72,9 @@ type result struct {
 	// the kind whose create costs the API server more the more of it
 	// exist.
 	floorServiceSeconds float64
+	// specFloorSeconds is the floor of a controller that follows the
+	// spec: the creates plus the two MCPServer patches, per MCPServer.
+	specFloorSeconds float64
 
 	rssBytes, peakRSSBytes, heapBytes float64
 	// rssAnonBytes and rssFileBytes split the resident memory at the end
@@ -155,7 +158,7 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return r, err
 	}
 	e.stopController()
-	if err := e.collectGarbage(ctx, r); err != nil {
+	if err := e.collectGarbage(ctx, r, e.ns); err != nil {
 		return r, err
 	}
 	if err := e.coldStart(ctx, c, r); err != nil {
@@ -687,42 +690,4 @@ func writeProfile(path string, raw []byte, err error) {
 		return
 	}
 	logf("wrote %s", path)
-}
-
-// floor creates copies of the children the cold start made, in another
-// namespace, with plain client-go creates on c.concurrency clients, one
-// kind after another: the least time the API server needs for the same
-// objects. It stops the controller and deletes the originals first.
-func (e *env) floor(ctx context.Context, c config, r *result) error {
-	from := e.ns
-	const to = "floor"
-	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: to}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	kinds, err := childCopies(ctx, e.kube, from, to)
-	if err != nil {
-		return err
-	}
-	// The floor creates its Services beside as many as the cold start
-	// did (none of its own), or it would pay for the cold start's: a
-	// Service create costs in proportion to the Services that exist.
-	e.stopController()
-	if err := e.collectGarbage(ctx, r); err != nil {
-		return err
-	}
-	logf("N=%d: the raw-client floor", r.N)
-	start := time.Now()
-	for i, creates := range kinds {
-		began := time.Now()
-		if err := parallel(len(creates), c.concurrency, func(i int) error { return creates[i](ctx) }); err != nil {
-			return err
-		}
-		if childResources[i].Resource == "services" {
-			r.floorServiceSeconds = time.Since(began).Seconds()
-		}
-		r.floorCreates += len(creates)
-	}
-	r.floorSeconds = time.Since(start).Seconds()
-	logf("N=%d: floor %.2fs for %d creates, of which Services %.2fs", r.N, r.floorSeconds, r.floorCreates, r.floorServiceSeconds)
-	return nil
 }
