@@ -107,7 +107,7 @@ func run() error {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader retries renewing before it gives up leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the lease.")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 20*time.Second, "Time allowed for workers and servers to stop after SIGTERM.")
-	fs.DurationVar(&o.fanInWindow, "fan-in-window", app.DefaultFanInWindow, "How long an MCPGroup's member lists and a config's referencingWorkloads wait for more changes before they are recomputed; it grows by the same amount per 1000 entries listed, so a burst of N changes costs O(N) bytes of status. 0 recomputes on every change.")
+	fs.DurationVar(&o.fanInWindow, "fan-in-window", app.DefaultFanInWindow, "How long an MCPGroup's member lists and a config's referencingWorkloads wait for more changes before they are recomputed; it grows by the same amount per 100 entries listed, so a burst of N changes costs O(N) bytes of status. 0 recomputes on every change.")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Hour, "Informer resync period; 0 disables it.")
 	fs.StringVar(&o.logFormat, "log-format", "text", "Log format: text (klog) or json (one JSON object per line).")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")

@@ -382,7 +382,7 @@ func TestRunStoppedBeforeCachesSync(t *testing.T) {
 	}
 }
 
-// The fan-in delay is one window per thousand entries already listed, and
+// The fan-in delay is one window per hundred entries already listed, and
 // no delay without a window.
 func TestFanInDelay(t *testing.T) {
 	for _, tc := range []struct {
@@ -393,9 +393,10 @@ func TestFanInDelay(t *testing.T) {
 		{0, 5000, 0},
 		{-time.Second, 0, 0},
 		{time.Second, 0, time.Second},
-		{time.Second, 999, time.Second},
-		{time.Second, 1000, 2 * time.Second},
-		{500 * time.Millisecond, 3333, 2 * time.Second},
+		{time.Second, 99, time.Second},
+		{time.Second, 100, 2 * time.Second},
+		{500 * time.Millisecond, 1000, 5500 * time.Millisecond},
+		{500 * time.Millisecond, 3333, 17 * time.Second},
 	} {
 		if got := FanInDelay(tc.window, tc.listed); got != tc.want {
 			t.Errorf("FanInDelay(%v, %d) = %v, want %v", tc.window, tc.listed, got, tc.want)

@@ -138,7 +138,8 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 // The config is enqueued after controller.FanInDelay, not at once: each
 // recompute re-sends the whole referrer list, so a thousand workloads
 // created (or deleted) together must cost a few status writes, not a
-// thousand growing ones. Its own events are not delayed.
+// thousand growing ones. Its own events are not delayed, and a config
+// being deleted waits the base window only.
 func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHandlerFuncs {
 	refs := func(obj any) []cache.ObjectName {
 		m, ok := controller.MetaFromObj(obj)
@@ -157,7 +158,10 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 	}
 	enqueueOne := func(key cache.ObjectName) {
 		listed := 0
-		if cfg, err := c.kind.Get(c.indexer, key.Namespace, key.Name); err == nil {
+		// A config being deleted waits one window only: its finalizer is
+		// released once the last referrer is gone, and that must not wait
+		// for the size of a list that is emptying.
+		if cfg, err := c.kind.Get(c.indexer, key.Namespace, key.Name); err == nil && cfg.GetDeletionTimestamp() == nil {
 			listed = int(cfg.GetStatus().ReferenceCount)
 		}
 		c.EnqueueCoalesced(key, controller.FanInDelay(c.fanIn, listed))

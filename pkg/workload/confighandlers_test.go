@@ -2,16 +2,15 @@ package workload
 
 import (
 	"fmt"
-	"time"
-
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller"
@@ -127,11 +126,17 @@ func TestHandlersRegistered(t *testing.T) {
 }
 
 // Referrer events are added to the queue after the fan-in delay, never at
-// once, and later for a config that already lists many referrers; the
+// once, and later for a config that already lists many referrers unless it
+// is being deleted; the
 // delaying queue folds the adds of one key into one sync.
 func TestReferrerEventsCoalesce(t *testing.T) {
 	big := config(testNS, "big", func(c *thv1.MCPOIDCConfig) { c.Status.ReferenceCount = 2500 })
-	f := newFixture(t, big, config(testNS, "small"))
+	deleting := config(testNS, "deleting", func(c *thv1.MCPOIDCConfig) {
+		c.Status.ReferenceCount = 2500
+		c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		c.Finalizers = []string{thv1.MCPOIDCConfigFinalizer}
+	})
+	f := newFixture(t, big, deleting, config(testNS, "small"))
 	f.c.fanIn = time.Second
 	q := &delayRecorder{TypedRateLimitingInterface: f.c.Queue}
 	f.c.Queue = q
@@ -139,12 +144,15 @@ func TestReferrerEventsCoalesce(t *testing.T) {
 	for i := range 100 {
 		h.OnAdd(server(testNS, fmt.Sprintf("s-%d", i), "small"), false)
 		h.OnDelete(server(testNS, fmt.Sprintf("b-%d", i), "big"))
+		h.OnDelete(server(testNS, fmt.Sprintf("d-%d", i), "deleting"))
 	}
 	if n := q.Len(); n != 0 {
 		t.Errorf("%d keys added at once, want none", n)
 	}
-	// 2500 referrers listed: one window plus two more.
-	want := map[string]time.Duration{"team-a/small": time.Second, "team-a/big": 3 * time.Second}
+	// 2500 referrers listed: one window plus 25 more; a config being
+	// deleted waits one window whatever it lists, so that its finalizer
+	// follows its last referrer promptly.
+	want := map[string]time.Duration{"team-a/small": time.Second, "team-a/big": 26 * time.Second, "team-a/deleting": time.Second}
 	if !reflect.DeepEqual(q.delays, want) {
 		t.Errorf("delays %v, want %v", q.delays, want)
 	}

@@ -168,8 +168,8 @@ func TestMemberEventsCoalesce(t *testing.T) {
 	if n := q.Len(); n != 0 {
 		t.Errorf("%d keys added at once, want none", n)
 	}
-	// 2100 members listed: one window plus two more.
-	want := map[string]time.Duration{"ns/small": time.Second, "ns/big": 3 * time.Second}
+	// 2100 members listed: one window plus 21 more.
+	want := map[string]time.Duration{"ns/small": time.Second, "ns/big": 22 * time.Second}
 	if !equality.Semantic.DeepEqual(q.delays, want) {
 		t.Errorf("delays %v, want %v", q.delays, want)
 	}
