@@ -43,6 +43,8 @@ type config struct {
 	burst       int
 	concurrency int
 	coldOnly    bool
+	noCold      bool
+	fanIn       time.Duration
 	profile     string
 }
 
@@ -59,8 +61,10 @@ func main() {
 	flag.Float64Var(&c.qps, "qps", 0, "hivekeeper --kube-api-qps (0: the binary's default)")
 	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
 	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
-	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the raw-client floor")
-	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start to <prefix>-{apiserver,hivekeeper}-<N>.pprof")
+	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the floors")
+	flag.BoolVar(&c.noCold, "no-cold", false, "skip the cold start and the floors")
+	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
+	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start and delete to <prefix>-{cold,delete}-{apiserver,hivekeeper}-<N>.pprof")
 	flag.Parse()
 	for _, s := range strings.Split(ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -154,10 +154,13 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 	r.peakRSSBytes = peakRSS(e.proc.Process.Pid)
 	r.rssAnonBytes, r.rssFileBytes = rssSplit(e.proc.Process.Pid)
 	r.churn = m.sum("hivekeeper_churn_writes_total", nil)
-	if err := e.deleteAll(ctx, r); err != nil {
+	if err := e.deleteAll(ctx, c, r); err != nil {
 		return r, err
 	}
 	e.stopController()
+	if c.noCold {
+		return r, nil
+	}
 	if err := e.collectGarbage(ctx, r, e.ns); err != nil {
 		return r, err
 	}
@@ -208,6 +211,9 @@ func (e *env) startController(c config) error {
 	}
 	if c.profile != "" {
 		args = append(args, "--profiling")
+	}
+	if c.fanIn > 0 {
+		args = append(args, "--fan-in-window="+c.fanIn.String())
 	}
 	logFile, err := os.Create(filepath.Join(e.srv.Dir, "hivekeeper.log"))
 	if err != nil {
@@ -538,7 +544,7 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 	return nil
 }
 
-func (e *env) deleteAll(ctx context.Context, r *result) error {
+func (e *env) deleteAll(ctx context.Context, c config, r *result) error {
 	logf("N=%d: deleting every MCPServer", r.N)
 	apiBefore, err := e.scrapeAPIServer(ctx)
 	if err != nil {
@@ -546,6 +552,12 @@ func (e *env) deleteAll(ctx context.Context, r *result) error {
 	}
 	cpuBefore := e.cpu()
 	start := time.Now()
+	if c.profile != "" {
+		// The finalizers run long after the deletes are sent: profile
+		// well into it (30 s in at N=3,000, a third of the delete).
+		profiled := e.profileLater(ctx, time.Duration(r.N)*10*time.Millisecond, c.profile+"-delete", r.N)
+		defer func() { <-profiled }()
+	}
 	// One delete per object: a single DeleteCollection of thousands of
 	// objects outlives the API server's request timeout.
 	if err := parallel(r.N, 16, func(i int) error {
@@ -596,14 +608,10 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	stopTimeline := e.timeline(start)
-	profiled := make(chan struct{})
-	go func() {
-		defer close(profiled)
-		if c.profile != "" {
-			e.profile(ctx, c.profile, r.N)
-		}
-	}()
-	defer func() { <-profiled }()
+	if c.profile != "" {
+		profiled := e.profileLater(ctx, 0, c.profile+"-cold", r.N)
+		defer func() { <-profiled }()
+	}
 	err = e.waitChildren(r.N)
 	stopTimeline()
 	if err != nil {
@@ -661,13 +669,13 @@ func (e *env) timeline(start time.Time) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// profileWindow is how long the profiles of a cold start last.
+// profileWindow is how long each profile lasts.
 const profileWindow = 5 * time.Second
 
 // profile writes CPU profiles of kube-apiserver (its /debug/pprof, served
-// to the admin client) and of hivekeeper (--profiling), taken side by side
-// during the cold start, to show which requests and which of the
-// controller's own work the time goes to.
+// to the admin client) and of hivekeeper (--profiling), taken side by side,
+// to show which requests and which of the controller's own work the time
+// goes to.
 func (e *env) profile(ctx context.Context, prefix string, n int) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -679,6 +687,18 @@ func (e *env) profile(ctx context.Context, prefix string, n int) {
 		writeProfile(fmt.Sprintf("%s-hivekeeper-%d.pprof", prefix, n), raw, err)
 	})
 	wg.Wait()
+}
+
+// profileLater takes the profiles after a delay, in the background; the
+// channel closes when they are written.
+func (e *env) profileLater(ctx context.Context, delay time.Duration, prefix string, n int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(delay)
+		e.profile(ctx, prefix, n)
+	}()
+	return done
 }
 
 func writeProfile(path string, raw []byte, err error) {
