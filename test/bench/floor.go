@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
 )
 
 // childCopy creates one copy of a child hivekeeper made.
@@ -189,7 +190,13 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	copies, err := childCopies(ctx, e.kube, e.ns, floorNS)
+	// The floors' children travel as protobuf, as hivekeeper's do: the
+	// same encoding on both sides of the ratio.
+	kube, _, err := app.NewClients(e.srv.Config)
+	if err != nil {
+		return err
+	}
+	copies, err := childCopies(ctx, kube, e.ns, floorNS)
 	if err != nil {
 		return err
 	}
