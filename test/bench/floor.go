@@ -18,8 +18,8 @@ import (
 
 // childCopy creates one copy of a child hivekeeper made.
 type childCopy struct {
-	// kind is the child's index in childResources.
-	kind int
+	// resource is the child's resource, as in childResources.
+	resource string
 	// owner is the name of the MCPServer the original belongs to.
 	owner  string
 	create func(context.Context) error
@@ -31,20 +31,15 @@ type childCopy struct {
 // childResources.
 func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string) ([]childCopy, error) {
 	sel := metav1.ListOptions{LabelSelector: "toolhive=true"}
-	var owner string
-	meta := func(m metav1.ObjectMeta) metav1.ObjectMeta {
-		owner = ""
+	// copyMeta returns the copy's metadata and the original's owner.
+	copyMeta := func(m metav1.ObjectMeta) (metav1.ObjectMeta, string) {
+		owner := ""
 		if ref := metav1.GetControllerOfNoCopy(&m); ref != nil {
 			owner = ref.Name
 		}
-		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}
+		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}, owner
 	}
 	var out []childCopy
-	kind := 0
-	add := func(create func(context.Context) error) {
-		out = append(out, childCopy{kind: kind, owner: owner, create: create})
-	}
-	next := func() { kind++ }
 	create := metav1.CreateOptions{}
 
 	sas, err := kube.CoreV1().ServiceAccounts(from).List(ctx, sel)
@@ -52,78 +47,79 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 		return nil, err
 	}
 	for _, o := range sas.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
 		o.Secrets = nil
-		add(func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "serviceaccounts", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.CoreV1().ServiceAccounts(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
-	next()
 	rbs, err := kube.RbacV1().RoleBindings(from).List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range rbs.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
 		for i := range o.Subjects {
 			if o.Subjects[i].Namespace == from {
 				o.Subjects[i].Namespace = to
 			}
 		}
-		add(func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "rolebindings", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.RbacV1().RoleBindings(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
-	next()
 	roles, err := kube.RbacV1().Roles(from).List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range roles.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
-		add(func(ctx context.Context) error {
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		out = append(out, childCopy{resource: "roles", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.RbacV1().Roles(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
-	next()
 	cms, err := kube.CoreV1().ConfigMaps(from).List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range cms.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
-		add(func(ctx context.Context) error {
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		out = append(out, childCopy{resource: "configmaps", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.CoreV1().ConfigMaps(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
-	next()
 	svcs, err := kube.CoreV1().Services(from).List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range svcs.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
 		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
-		add(func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "services", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.CoreV1().Services(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
-	next()
 	deps, err := kube.AppsV1().Deployments(from).List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range deps.Items {
-		o.ObjectMeta = meta(o.ObjectMeta)
-		add(func(ctx context.Context) error {
+		var owner string
+		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		out = append(out, childCopy{resource: "deployments", owner: owner, create: func(ctx context.Context) error {
 			_, err := kube.AppsV1().Deployments(to).Create(ctx, &o, create)
 			return err
-		})
+		}})
 	}
 	return out, nil
 }
@@ -148,7 +144,7 @@ var childResources = []schema.GroupVersionResource{
 // allocator counts the allocated addresses on each allocation).
 func (e *env) collectGarbage(ctx context.Context, r *result, ns string) error {
 	start := time.Now()
-	var names []func(context.Context) error
+	var deletes []func(context.Context) error
 	for _, gvr := range childResources {
 		l, err := e.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
 		if err != nil {
@@ -156,15 +152,15 @@ func (e *env) collectGarbage(ctx context.Context, r *result, ns string) error {
 		}
 		for _, o := range l.Items {
 			name := o.GetName()
-			names = append(names, func(ctx context.Context) error {
+			deletes = append(deletes, func(ctx context.Context) error {
 				return e.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 			})
 		}
 	}
-	if err := parallel(len(names), 16, func(i int) error { return names[i](ctx) }); err != nil {
+	if err := parallel(len(deletes), 16, func(i int) error { return deletes[i](ctx) }); err != nil {
 		return err
 	}
-	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(names), ns, time.Since(start).Seconds())
+	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(deletes), ns, time.Since(start).Seconds())
 	return nil
 }
 
@@ -209,17 +205,21 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 		return err
 	}
 
-	byKind := make([][]func(context.Context) error, len(childResources))
-	for _, cp := range copies {
-		byKind[cp.kind] = append(byKind[cp.kind], cp.create)
+	// One kind after another, in childCopies' order.
+	var byKind [][]childCopy
+	for i, cp := range copies {
+		if i == 0 || cp.resource != copies[i-1].resource {
+			byKind = append(byKind, nil)
+		}
+		byKind[len(byKind)-1] = append(byKind[len(byKind)-1], cp)
 	}
 	start := time.Now()
-	for kind, creates := range byKind {
+	for _, kind := range byKind {
 		began := time.Now()
-		if err := parallel(len(creates), c.concurrency, func(i int) error { return creates[i](ctx) }); err != nil {
+		if err := parallel(len(kind), c.concurrency, func(i int) error { return kind[i].create(ctx) }); err != nil {
 			return err
 		}
-		if childResources[kind].Resource == "services" {
+		if kind[0].resource == "services" {
 			r.floorServiceSeconds = time.Since(began).Seconds()
 		}
 	}
