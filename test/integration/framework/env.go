@@ -68,6 +68,17 @@ func Main(m *testing.M) {
 // TestMain with work left after the tests (the fault suite writes its
 // report, the conformance suite removes its build).
 func Run(m *testing.M) int {
+	return run(m, false)
+}
+
+// MainCluster is Main on a fuller cluster (Options.Cluster): the tests of
+// the package see Deployments roll out into pods that become Ready,
+// garbage collection and namespace deletion.
+func MainCluster(m *testing.M) {
+	os.Exit(run(m, true))
+}
+
+func run(m *testing.M, cluster bool) int {
 	mainCalled = true
 	flag.Parse()
 	if testing.Short() {
@@ -86,7 +97,7 @@ func Run(m *testing.M) int {
 		return 1
 	}
 	began := time.Now()
-	srv, err := Start(Options{BinDir: bins, CRDDir: filepath.Join(root, "config", "crd")})
+	srv, err := Start(Options{BinDir: bins, CRDDir: filepath.Join(root, "config", "crd"), Cluster: cluster})
 	if err != nil {
 		// The binaries exist, so a server that does not start is a real
 		// failure, not a reason to skip.
