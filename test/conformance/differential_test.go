@@ -425,8 +425,11 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 		}
 		return missing
 	}
+	// The bound only ends a wait that will never succeed: a quiet machine
+	// needs seconds, a busy one much longer.
+	const wait = 5 * time.Minute
 	began := time.Now()
-	deadline := began.Add(90 * time.Second)
+	deadline := began.Add(wait)
 	for {
 		missing := pass()
 		if len(missing) == 0 {
@@ -434,15 +437,36 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 		}
 		if time.Now().After(deadline) {
 			for _, m := range missing {
-				t.Errorf("no RunConfig after 90s from %s", m)
+				t.Errorf("no RunConfig after %v from %s", wait, m)
 			}
 			t.FailNow()
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("both operators wrote every RunConfig within %v", time.Since(began).Round(time.Millisecond))
-	time.Sleep(time.Second)
-	pass()
+	// Settled: two passes a second apart read the same, however many
+	// seconds that takes.
+	for read := readAll(cases); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		pass()
+		now := readAll(cases)
+		if now == read {
+			break
+		}
+		read = now
+	}
+}
+
+// readAll is everything collectRunConfigs read so far, to tell when a pass
+// changed nothing.
+func readAll(cases []*diffCase) string {
+	var b strings.Builder
+	for _, c := range cases {
+		for _, w := range c.workloads {
+			b.WriteString(w.thv + w.hive + w.thvAS + w.hiveAS)
+		}
+	}
+	return b.String()
 }
 
 // statusOf summarises a workload's status as its operator wrote it: the

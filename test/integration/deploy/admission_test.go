@@ -24,7 +24,9 @@ import (
 // It returns once the API server enforces the policy.
 func installPolicy(t *testing.T, env *framework.Env, namespace string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Generous bounds: on two busy cores compiling a policy's expressions
+	// and the admission plugin's informer can take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	objs := render(t, uniqueRelease(t), "hivekeeper-system", "--skip-crds", "--set", "watchNamespaces={"+namespace+"}")
 	admin := newApplier(t, env.Config)
@@ -51,7 +53,7 @@ func installPolicy(t *testing.T, env *framework.Env, namespace string) {
 	// the type-checking warnings in its status come from a controller in
 	// kube-controller-manager, which the test server does not run.
 	// The admission plugin learns of policies through an informer.
-	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+	framework.Eventually(t, 3*time.Minute, func() (bool, error) {
 		err := create(ctx, env, namespace, workloadSpec{kind: thv1.KindMCPServer, name: "probe", spec: `{"podTemplateSpec":{"spec":{"hostPID":true}}}`}, true)
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
 	}, "the policy to be enforced")

@@ -36,6 +36,16 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // none of them writes, not only the one under test.
 var allControllers = []string{mcpremoteproxy.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.Name}
 
+// settle bounds each wait for hivekeeper to follow a change; a quiet
+// machine takes well under a second, and the bound only ends a wait that
+// will never succeed, so a busy machine does not fail a test that is
+// right. quiet is how long nothing must be written before the writes are
+// counted: several of the config statuses' 500 ms fan-in windows.
+const (
+	settle = 2 * time.Minute
+	quiet  = 3 * time.Second
+)
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

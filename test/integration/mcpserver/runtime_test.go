@@ -52,12 +52,12 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 	if s.Spec.PermissionProfile == nil || s.Spec.Volumes[0].ReadOnly || s.Spec.Audit == nil || s.Spec.Audit.Enabled {
 		t.Errorf("stored spec %+v", s.Spec)
 	}
-	time.Sleep(500 * time.Millisecond)
+	settled(t)
 
 	before := snapshot(t, env, ns, "fetch")
 	writes := mcpWrites(t)
 	syncs := counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name})
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		return counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name}) >= syncs+10, nil
 	}, "ten more syncs through informer resyncs")
 	after := snapshot(t, env, ns, "fetch")

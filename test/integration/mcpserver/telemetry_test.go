@@ -56,7 +56,7 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 	converged := func(what string) *appsv1.Deployment {
 		t.Helper()
 		var dep *appsv1.Deployment
-		framework.Eventually(t, 20*time.Second, func() (bool, error) {
+		framework.Eventually(t, settle, func() (bool, error) {
 			cfg, err := th.MCPTelemetryConfigs(ns).Get(ctx, "otel", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -97,12 +97,12 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 		[]byte(`{"spec":{"openTelemetry":{"tracing":{"samplingRate":"0.5"}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		s, err := th.MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 		return err == nil && s.Status.TelemetryConfigHash != oldHash, err
 	}, "the server to take the new config hash")
 	dep = converged("fetch converged with the changed config")
-	workloadtest.Quiesce(t, 2*time.Second, 30*time.Second, controllers...)
+	workloadtest.Quiesce(t, 2*time.Second, settle, controllers...)
 	dep, err = env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
