@@ -237,20 +237,22 @@ func podFiles(t *testing.T, env *framework.Env, ns, serviceAccount string) strin
 // namespace whose /var/run is podRoot, so files a pod finds at fixed
 // paths (client-go's in-cluster config reads
 // /var/run/secrets/kubernetes.io/serviceaccount) are there for this
-// process alone, and the machine's own /var/run is not touched. It skips
-// the test where no mount namespace can be made.
+// process alone, and the machine's own /var/run is not touched. It fails
+// the test where no mount namespace can be made: vmcp reads those files
+// from fixed paths (rest.InClusterConfig), and a machine that cannot give
+// them would otherwise pass the vMCP runtime tests without running one.
 func withPodFiles(t *testing.T, podRoot, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
-		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace made with unshare: %v", err)
+		t.Fatalf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace made with unshare (Debian's util-linux): %v", err)
 	}
 	flags := []string{"--mount", "--propagation", "private"}
 	if os.Geteuid() != 0 {
 		flags = append(flags, "--map-root-user")
 	}
 	if out, err := exec.Command(unshare, append(flags, "true")...).CombinedOutput(); err != nil {
-		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace; this machine refuses one: %v: %s", err, out)
+		t.Fatalf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace; this machine refuses one (run as root, or allow unprivileged user namespaces): %v: %s", err, out)
 	}
 	script := `mount --bind "$0" /var/run && exec "$@"`
 	return exec.Command(unshare, append(append(flags, "sh", "-c", script, podRoot, name), args...)...)

@@ -320,6 +320,13 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep = dep.DeepCopy()
 	dep.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
 	dep.Labels["team"] = "someone-else"
+	// Foreign annotations on the Deployment and on its pod template (a
+	// tool's note, `kubectl rollout restart`) survive the repair too.
+	dep.Annotations = map[string]string{"owner.example.com/ticket": "OPS-1"}
+	if dep.Spec.Template.Annotations == nil {
+		dep.Spec.Template.Annotations = map[string]string{}
+	}
+	dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = "2026-11-26T00:00:00Z"
 	if _, err := f.Kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,6 +346,9 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep, _ = f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
 	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "https://mcp.example.com/mcp" {
 		t.Errorf("repair lost a foreign label or kept the drift: %v %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Args)
+	}
+	if dep.Annotations["owner.example.com/ticket"] != "OPS-1" || dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Errorf("repair lost a foreign annotation: %v, template %v", dep.Annotations, dep.Spec.Template.Annotations)
 	}
 }
 

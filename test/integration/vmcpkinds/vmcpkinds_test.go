@@ -31,7 +31,13 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-const timeout = 30 * time.Second
+// timeout bounds each wait for a condition; it only ends a wait that
+// will never succeed.
+const timeout = 2 * time.Minute
+
+// resync is the informers' resync period: a resync re-queues every object,
+// so the steady-state checks cover "no write on resync" too.
+const resync = time.Second
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -65,7 +71,7 @@ func TestServerEntryLifecycle(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
 	ctx := testCtx(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: resync})
 	th := env.Toolhive.ToolhiveV1beta1()
 
 	_, err := th.MCPGroups(ns).Create(ctx, &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Name: "remote"}}, metav1.CreateOptions{})
@@ -122,7 +128,7 @@ func TestServerEntryLifecycle(t *testing.T) {
 	}, "the auth config to list the entries")
 
 	// Steady state: nothing of the namespace changes, no controller writes.
-	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, mcpserverentry.Name, mcpgroup.Name, "mcpexternalauthconfig")
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync, mcpserverentry.Name, mcpgroup.Name, "mcpexternalauthconfig")
 
 	must(t, th.MCPExternalAuthConfigs(ns).Delete(ctx, "exchange", metav1.DeleteOptions{}))
 	framework.Eventually(t, timeout, func() (bool, error) {
@@ -152,7 +158,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
 	ctx := testCtx(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: resync})
 	th := env.Toolhive.ToolhiveV1beta1()
 
 	def := func(name, description string) *thv1.VirtualMCPCompositeToolDefinition {
@@ -235,7 +241,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "v", metav1.GetOptions{})
 		return err == nil && d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != checksum, err
 	}, "the vMCP to roll")
-	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second,
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync,
 		virtualmcpcompositetooldefinition.Name, virtualmcpserver.Name)
 
 	must(t, th.VirtualMCPCompositeToolDefinitions(ns).Delete(ctx, "later", metav1.DeleteOptions{}))
