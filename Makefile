@@ -66,7 +66,7 @@ IMAGE_CREATED ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 image: ## Build the container image without Docker: bin/image/oci (OCI layout) and bin/image/hivekeeper.tar (docker load, crane push).
 	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/hivekeeper ./cmd/controller
-	go run ./hack/image --binary bin/image/hivekeeper --version $(VERSION) --out bin/image \
+	GOOS= GOARCH= go run ./hack/image --binary bin/image/hivekeeper --arch $$(go env GOARCH) --version $(VERSION) --out bin/image \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --created $(IMAGE_CREATED) \
 	  --ca-certificates-version "$$(dpkg-query -W -f='$${Version}' ca-certificates 2>/dev/null)"
 
