@@ -115,6 +115,14 @@ func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, p
 // test checks (audit events).
 func startRunnerOutput(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) (int, *framework.SyncBuffer) {
 	t.Helper()
+	port, command := runnerCommand(t, env, ns, name, runConfig, proxyPort, replace...)
+	return port, startProcess(t, "thv-proxyrunner", command())
+}
+
+// runnerCommand prepares what startRunnerOutput runs and returns the port
+// and a function that makes the command, once per start of the runner.
+func runnerCommand(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) (int, func() *exec.Cmd) {
+	t.Helper()
 	cm := waitConfigMap(t, env, ns, runConfig)
 	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
 	port, err := framework.FreePort()
@@ -129,11 +137,13 @@ func startRunnerOutput(t *testing.T, env *framework.Env, ns, name, runConfig str
 	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
+	environ := append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
 		containerEnv(t, env, ns, c, tmpl.Annotations)...)
-	return port, startProcess(t, "thv-proxyrunner", cmd)
+	return port, func() *exec.Cmd {
+		cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
+		cmd.Dir, cmd.Env = dir, environ
+		return cmd
+	}
 }
 
 // deploymentContainer waits for the Deployment <name> hivekeeper writes
