@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -40,10 +40,9 @@ type peerResult struct {
 }
 
 // peerReadyWait bounds the wait for the peer's MCPServers to be Ready once
-// each has a status. ToolHive v0.47.0's operator calls an MCPServer Ready
-// only once the runner's StatefulSet exists too (its #6343), and no runner
-// runs here, so it never does; the wait ends the phase rather than the run.
-const peerReadyWait = time.Minute
+// each has a status, so that an operator that never calls them Ready ends
+// the phase rather than the run.
+const peerReadyWait = 10 * time.Minute
 
 // toolhiveVersion reads TOOLHIVE_VERSION from hack/versions.env.
 func toolhiveVersion(root string) (string, error) {
@@ -95,19 +94,14 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 		return nil, err
 	}
 	defer srv.Stop()
-	kube, err := kubernetes.NewForConfig(srv.Config)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(srv.Config)
+	e, err := newEnv(srv)
 	if err != nil {
 		return nil, err
 	}
 	const ownNamespace = "toolhive-system"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ownNamespace}}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ownNamespace}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	e := &env{srv: srv, kube: kube, dyn: dyn}
 	if err := e.useNamespace(ctx, benchNS); err != nil {
 		return nil, err
 	}
@@ -151,6 +145,9 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 	if err := e.storeConfigs(ctx, c); err != nil {
 		return nil, err
 	}
+	if err := e.storeRunnerStatefulSets(ctx, c, n); err != nil {
+		return nil, err
+	}
 	before, err := scrapeMetrics(e.metrics)
 	if err != nil {
 		return nil, err
@@ -182,7 +179,7 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 	// A label on every MCPServer.
 	before = after
 	if err := parallel(n, c.concurrency, func(i int) error {
-		_, err := dyn.Resource(serversGVR).Namespace(benchNS).Patch(ctx, fmt.Sprintf("mcp-%04d", i),
+		_, err := e.dyn.Resource(serversGVR).Namespace(benchNS).Patch(ctx, fmt.Sprintf("mcp-%04d", i),
 			types.MergePatchType, []byte(`{"metadata":{"labels":{"cost-center":"bench"}}}`), metav1.PatchOptions{})
 		return err
 	}); err != nil {
@@ -203,7 +200,7 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 	}
 	before = after
 	start = time.Now()
-	if _, err := dyn.Resource(configsGVR).Namespace(benchNS).Patch(ctx, "idp-0", types.MergePatchType,
+	if _, err := e.dyn.Resource(configsGVR).Namespace(benchNS).Patch(ctx, "idp-0", types.MergePatchType,
 		[]byte(`{"spec":{"inline":{"issuer":"https://idp2.example.com"}}}`), metav1.PatchOptions{}); err != nil {
 		return nil, err
 	}
@@ -226,6 +223,29 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 	p.rssPeakBytes = peakRSS(cmd.Process.Pid)
 	logf("N=%d: peer: label %.0f writes; config change rolled in %.2fs, %.0f writes", n, p.labelWrites, p.configSeconds, p.configWrites)
 	return p, nil
+}
+
+// storeRunnerStatefulSets stores, untimed, a stand-in for the StatefulSet
+// the proxy runner would create for each MCPServer: ToolHive v0.47.0's
+// operator calls an MCPServer Ready only once that StatefulSet exists (its
+// #6343), and re-checks every few seconds until it does, so without it
+// the operator would neither be Ready nor ever quiet. No runner runs here;
+// the stand-in has no replicas, so it adds no pods.
+func (e *env) storeRunnerStatefulSets(ctx context.Context, c config, n int) error {
+	return parallel(n, c.concurrency, func(i int) error {
+		name := fmt.Sprintf("mcp-%04d", i)
+		selector := map[string]string{"app": name}
+		_, err := e.kube.AppsV1().StatefulSets(benchNS).Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: framework.RunnerLabels(name)},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](0),
+				Selector: &metav1.LabelSelector{MatchLabels: selector},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1"}}}},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // peerWrites sums the operator's write requests (controller-runtime counts

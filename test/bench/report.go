@@ -131,7 +131,7 @@ func renderReport(c config, results []*result) string {
 			peerCreate = seconds(p.createSeconds)
 			peerReady = seconds(p.readySeconds)
 			if p.readySeconds <= 0 {
-				peerReady = fmt.Sprintf("never (%d of %d)", p.ready, r.N)
+				peerReady = fmt.Sprintf("%d of %d after %v", p.ready, r.N, peerReadyWait)
 			}
 			peerReqs = fmt.Sprintf("%.2f", p.requests)
 			peerLabel = fmt.Sprintf("%.0f", p.labelWrites)
@@ -145,7 +145,7 @@ func renderReport(c config, results []*result) string {
 			r.configReferrers, r.configSeconds, r.configWrites, r.configStatusWrites, peerConfig,
 			r.deleteSeconds, r.collectSeconds, mb(r.peakRSSBytes), peerRSS)
 	}
-	b.WriteString("\nReading the numbers: an MCPServer costs 6 creates (runner ServiceAccount, its RoleBinding to the runner ClusterRole, backend ServiceAccount, RunConfig ConfigMap, Service, Deployment) and 2 patches (finalizer, status), plus a share of the MCPOIDCConfig status patches, and one more status patch when its pod becomes Ready. While the controller manager rolls the Deployments out (ReplicaSets created, pods created, scheduled and made Ready by kwok, Deployment status updated at each step, every one an event hivekeeper's informers receive), hivekeeper writes statuses only. A config change costs 3 writes per referrer (RunConfig ConfigMap, Deployment roll, status) + 1 (the config's own status), plus the status writes of readyReplicas as each referrer's rollout goes. ToolHive v0.47.0's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343); no runner runs here, so its \"all Ready\" shows how many were Ready after a minute's wait.\n")
+	b.WriteString("\nReading the numbers: an MCPServer costs 6 creates (runner ServiceAccount, its RoleBinding to the runner ClusterRole, backend ServiceAccount, RunConfig ConfigMap, Service, Deployment) and 2 patches (finalizer, status), plus a share of the MCPOIDCConfig status patches, and one more status patch when its pod becomes Ready. While the controller manager rolls the Deployments out (ReplicaSets created, pods created, scheduled and made Ready by kwok, Deployment status updated at each step, every one an event hivekeeper's informers receive), hivekeeper writes statuses only. A config change costs 3 writes per referrer (RunConfig ConfigMap, Deployment roll, status) + 1 (the config's own status), plus the status writes of readyReplicas as each referrer's rollout goes. ToolHive v0.47.0's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343) and re-checks every few seconds until then; no runner runs here, so its run stores a stand-in StatefulSet (no replicas, so no pods) per MCPServer before the create, untimed. hivekeeper's Ready does not depend on it, and its run has none.\n")
 
 	b.WriteString("\n| N | create: Deployments+ConfigMaps exist | all statuses written | all Ready | API requests / MCPServer | by verb | CPU-s during create: kube-apiserver / etcd / hivekeeper | sync p50 / p99 | delete all | RSS (peak) | Go heap | churn |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -128,15 +128,10 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return nil, err
 	}
 	defer srv.Stop()
-	kube, err := kubernetes.NewForConfig(srv.Config)
+	e, err := newEnv(srv)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(srv.Config)
-	if err != nil {
-		return nil, err
-	}
-	e := &env{srv: srv, kube: kube, dyn: dyn}
 	if err := e.useNamespace(ctx, benchNS); err != nil {
 		return nil, err
 	}
@@ -189,6 +184,19 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return r, err
 	}
 	return r, nil
+}
+
+// newEnv is the benchmark's clients of srv.
+func newEnv(srv *framework.Server) (*env, error) {
+	kube, err := kubernetes.NewForConfig(srv.Config)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &env{srv: srv, kube: kube, dyn: dyn}, nil
 }
 
 // useNamespace creates ns, points the load at it and tracks it.
