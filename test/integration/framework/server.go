@@ -47,8 +47,10 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags; a flag
 	// given twice takes the later value.
 	ExtraAPIServerArgs []string
-	// StartTimeout bounds each wait for readiness; 0 means 90 seconds,
-	// enough for a cold start on two busy cores.
+	// StartTimeout bounds each wait for readiness; 0 means 5 minutes. A
+	// quiet machine needs seconds; the bound only ends a wait that will
+	// never succeed, so two cores busy with other work do not fail a start
+	// that is merely slow.
 	StartTimeout time.Duration
 	// Cluster also runs kube-controller-manager, kube-scheduler and kwok
 	// with ClusterNodes fake nodes (cluster.go), so Deployments get pods
@@ -121,7 +123,7 @@ func Start(opts Options) (*Server, error) {
 		opts.TempDir = os.TempDir()
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 90 * time.Second
+		opts.StartTimeout = 5 * time.Minute
 	}
 	removeStaleDirs(opts.TempDir)
 
