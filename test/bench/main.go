@@ -152,13 +152,14 @@ func run(c config) error {
 		}
 		results = append(results, r)
 		fmt.Println(r.table())
-	}
-	report := renderReport(c, results)
-	if c.out != "" {
-		if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
-			return err
+		// After every N, so that a long sweep stopped early keeps the
+		// rows it finished.
+		if c.out != "" {
+			if err := os.WriteFile(c.out, []byte(renderReport(c, results)), 0o644); err != nil {
+				return err
+			}
+			logf("wrote %s", c.out)
 		}
-		logf("wrote %s", c.out)
 	}
 	if c.plot != "" {
 		if err := writePlot(c.plot, results); err != nil {
