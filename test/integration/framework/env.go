@@ -162,9 +162,9 @@ func Get(t testing.TB) *Env {
 }
 
 // Namespace creates a uniquely named namespace for the test and deletes it
-// on cleanup. Without a namespace controller the deletion leaves it
-// Terminating with its objects; nothing waits for it, and the unique name
-// keeps tests apart.
+// on cleanup. Without a namespace controller (all but Options.Cluster) the
+// deletion leaves it Terminating with its objects; nothing waits for it,
+// and the unique name keeps tests apart.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
