@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
@@ -32,7 +32,7 @@ var CompositeToolDefinitions = ConfigKind[*thv1.VirtualMCPCompositeToolDefinitio
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.VirtualMCPCompositeToolDefinition, error) {
 		return thlisters.NewVirtualMCPCompositeToolDefinitionLister(indexer).VirtualMCPCompositeToolDefinitions(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.VirtualMCPCompositeToolDefinition] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.VirtualMCPCompositeToolDefinition] {
 		return c.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(ns).Patch
 	},
 	Spec: func(c *thv1.VirtualMCPCompositeToolDefinition) any { return &c.Spec },

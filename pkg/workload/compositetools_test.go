@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -100,7 +100,7 @@ func newCompositeFixture(t *testing.T, objs ...runtime.Object) *compositeFixture
 	if err := index.AddToInformers(f.factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConfigController(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}},
+	c, err := NewConfigController(&framework.Deps{Toolhive: f.client, Scopes: []framework.Scope{{Toolhive: f.factory}},
 		Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)}, "virtualmcpcompositetooldefinition", CompositeToolDefinitions)
 	if err != nil {
 		t.Fatal(err)

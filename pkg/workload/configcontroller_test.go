@@ -1,7 +1,7 @@
 package workload
 
 import (
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -531,7 +531,7 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	cfg := config(testNS, "cfg")
 	client := fake.NewSimpleClientset(cfg)
 	factory := informers.NewSharedInformerFactory(client, 0) // no index.AddToInformers
-	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
+	c, err := NewConfigController(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
 	if err != nil {
 		t.Fatal(err)
 	}

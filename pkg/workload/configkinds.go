@@ -4,7 +4,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
@@ -25,7 +25,7 @@ var OIDCConfigs = ConfigKind[*thv1.MCPOIDCConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPOIDCConfig, error) {
 		return thlisters.NewMCPOIDCConfigLister(indexer).MCPOIDCConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPOIDCConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPOIDCConfig] {
 		return c.ToolhiveV1beta1().MCPOIDCConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPOIDCConfig) any { return &c.Spec },
@@ -48,7 +48,7 @@ var ToolConfigs = ConfigKind[*thv1.MCPToolConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPToolConfig, error) {
 		return thlisters.NewMCPToolConfigLister(indexer).MCPToolConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPToolConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPToolConfig] {
 		return c.ToolhiveV1beta1().MCPToolConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPToolConfig) any { return &c.Spec },
@@ -71,7 +71,7 @@ var AuthzConfigs = ConfigKind[*thv1.MCPAuthzConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPAuthzConfig, error) {
 		return thlisters.NewMCPAuthzConfigLister(indexer).MCPAuthzConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPAuthzConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPAuthzConfig] {
 		return c.ToolhiveV1beta1().MCPAuthzConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPAuthzConfig) any { return &c.Spec },
@@ -94,7 +94,7 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPExternalAuthConfig, error) {
 		return thlisters.NewMCPExternalAuthConfigLister(indexer).MCPExternalAuthConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPExternalAuthConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPExternalAuthConfig] {
 		return c.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch
 	},
 	Spec:        func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
@@ -118,7 +118,7 @@ var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPTelemetryConfig, error) {
 		return thlisters.NewMCPTelemetryConfigLister(indexer).MCPTelemetryConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPTelemetryConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPTelemetryConfig] {
 		return c.ToolhiveV1beta1().MCPTelemetryConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPTelemetryConfig) any { return &c.Spec },
@@ -141,7 +141,7 @@ var WebhookConfigs = ConfigKind[*thv1.MCPWebhookConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPWebhookConfig, error) {
 		return thlisters.NewMCPWebhookConfigLister(indexer).MCPWebhookConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPWebhookConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPWebhookConfig] {
 		return c.ToolhiveV1beta1().MCPWebhookConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPWebhookConfig) any { return &c.Spec },

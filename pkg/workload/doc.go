@@ -10,5 +10,5 @@
 // construction, and fields the API server defaults never count as drift.
 // The builders, comparators and patch bodies are pure: no clients, no
 // listers. ops.go and wiring.go only connect them to informers and typed
-// clients; every write still goes through pkg/controller's helpers.
+// clients; every write still goes through pkg/framework's helpers.
 package workload

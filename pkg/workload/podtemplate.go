@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // AnnotationPodTemplateSpecHash is the Deployment annotation that stands
@@ -268,7 +268,7 @@ func decodeMap(b []byte) (map[string]any, error) {
 // WithPodTemplateSpec returns a copy of Deployment ops for a kind whose
 // podTemplateSpec is merged into its Deployment's pod
 // (DiffDeploymentWithPodTemplate, DeploymentPatchWithPodTemplate).
-func WithPodTemplateSpec(ops controller.ChildOps[*appsv1.Deployment]) controller.ChildOps[*appsv1.Deployment] {
+func WithPodTemplateSpec(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
 	ops.Diff = DiffDeploymentWithPodTemplate
 	ops.PatchBody = DeploymentPatchWithPodTemplate
 	return ops
@@ -291,7 +291,7 @@ func DiffDeploymentWithPodTemplateByVolumesHash(want, have *appsv1.Deployment) [
 // WithPodTemplateSpecAndVolumesHash returns a copy of Deployment ops for a
 // kind whose podTemplateSpec is merged into its pod and whose built volumes
 // are hashed: both annotations are compared and pruned when unwanted.
-func WithPodTemplateSpecAndVolumesHash(ops controller.ChildOps[*appsv1.Deployment]) controller.ChildOps[*appsv1.Deployment] {
+func WithPodTemplateSpecAndVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
 	ops.Diff = DiffDeploymentWithPodTemplateByVolumesHash
 	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
 		return deploymentPatchWithPodTemplate(want, have, []string{AnnotationPodTemplateSpecHash, AnnotationPodVolumesHash}, adopt)

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // AnnotationPodVolumesHash is the Deployment annotation that stands for the
@@ -291,7 +291,7 @@ func withoutPodVolumes(d *appsv1.Deployment) *appsv1.Deployment {
 // WithPodVolumesHash returns a copy of Deployment ops that detects volume
 // drift through AnnotationPodVolumesHash and prunes the annotation when
 // it is no longer wanted.
-func WithPodVolumesHash(ops controller.ChildOps[*appsv1.Deployment]) controller.ChildOps[*appsv1.Deployment] {
+func WithPodVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
 	ops.Diff = DiffDeploymentByVolumesHash
 	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
 		return DeploymentPatch(want, have, PodVolumesPrune, adopt)

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // sampleVolumes covers the source types users put in a podTemplateSpec.
@@ -277,7 +277,7 @@ func TestDiffDeploymentByVolumesHash(t *testing.T) {
 }
 
 func TestWithPodVolumesHashPrunesTheAnnotation(t *testing.T) {
-	ops := WithPodVolumesHash(controller.ChildOps[*appsv1.Deployment]{Resource: "deployments"})
+	ops := WithPodVolumesHash(framework.ChildOps[*appsv1.Deployment]{Resource: "deployments"})
 	want := hashedDeployment("", nil)
 	have := hashedDeployment("h1", nil)
 	body, err := ops.PatchBody(want, have, false)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -91,7 +91,7 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 	if err := index.AddToInformers(factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}},
+	c, err := NewConfigController(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}},
 		Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, strings.ToLower(kind.Kind), kind)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func layer(pkg string) int {
 		return 3 // the workload controllers' test fixture
 	case p == "pkg/workload":
 		return 4
-	case p == "pkg/controller":
+	case p == "pkg/framework":
 		return 5
 	case p == "pkg/index", p == "pkg/runconfig", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 6

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -38,7 +38,7 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	wf := workloadtest.New(t, objs...)
-	c, err := New(wf.Deps(controller.Config{RunnerImage: "runner:test"}))
+	c, err := New(wf.Deps(framework.Config{RunnerImage: "runner:test"}))
 	if err != nil {
 		t.Fatal(err)
 	}

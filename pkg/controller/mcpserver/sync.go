@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	typedthv1 "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/typed/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -50,7 +50,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		mod := s.DeepCopy()
 		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
-		if _, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
+		if _, err := framework.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -130,18 +130,18 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	case thv1.RestartImmediate:
 		if dep.Annotations[thv1.AnnotationRestartedAt] != req {
 			selector := labels.SelectorFromSet(workload.Labels(app, s.Name)).String()
-			if err := controller.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
+			if err := framework.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
 				return err
 			}
 			body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, req)
-			if err := controller.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+			if err := framework.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
 				return err
 			}
 		}
 	default:
 		if dep.Spec.Template.Annotations[thv1.AnnotationRestartedAt] != req {
 			body := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, thv1.AnnotationRestartedAt, req)
-			if err := controller.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+			if err := framework.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
 				return err
 			}
 		}
@@ -151,7 +151,7 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 		mod.Annotations = map[string]string{}
 	}
 	mod.Annotations[thv1.AnnotationLastProcessedRestart] = req
-	_, err = controller.PatchObject(ctx, c.Writer, resource, c.client(ns).Patch, s, mod)
+	_, err = framework.PatchObject(ctx, c.Writer, resource, c.client(ns).Patch, s, mod)
 	return err
 }
 
@@ -178,7 +178,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 		}
 		return out, err
 	}
-	if _, err := controller.PatchStatus(ctx, c.Writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := framework.PatchStatus(ctx, c.Writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if err := c.deleteRunnerObjects(ctx, s); err != nil {
@@ -186,7 +186,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	}
 	mod := current.DeepCopy()
 	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == thv1.MCPServerFinalizer })
-	_, err := controller.PatchObject(ctx, c.Writer, resource, client.Patch, current, mod)
+	_, err := framework.PatchObject(ctx, c.Writer, resource, client.Patch, current, mod)
 	return err
 }
 
@@ -206,7 +206,7 @@ func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer)
 			"Left %s %s/%s in place: %s, so it is not what the proxy runner created for this MCPServer", kind, ns, name, why)
 	}
 	sts := c.kube.AppsV1().StatefulSets(ns)
-	why, err := controller.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, runnerStatefulSetName(n), sts.Get, sts.Delete, want)
+	why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, runnerStatefulSetName(n), sts.Get, sts.Delete, want)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer)
 	}
 	svcs := c.kube.CoreV1().Services(ns)
 	for _, name := range runnerServiceNames(n) {
-		why, err := controller.DeleteLabelled(ctx, c.Writer, s.UID, "services", ns, name, svcs.Get, svcs.Delete, want)
+		why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "services", ns, name, svcs.Get, svcs.Delete, want)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -93,7 +93,7 @@ func desiredStatus(e *thv1.MCPServerEntry, o observed, clk clock.PassiveClock) (
 	status.ObservedGeneration = gen
 	var failed []string
 	for _, c := range checks(e, o) {
-		controller.SetCondition(&status.Conditions, clk, gen, c.condType, c.status, c.reason, c.message)
+		framework.SetCondition(&status.Conditions, clk, gen, c.condType, c.status, c.reason, c.message)
 		if !c.ok {
 			failed = append(failed, c.message)
 		}
@@ -103,11 +103,11 @@ func desiredStatus(e *thv1.MCPServerEntry, o observed, clk clock.PassiveClock) (
 	meta.RemoveStatusCondition(&status.Conditions, "HeaderSecretRefsValidated")
 	if len(failed) == 0 {
 		status.Phase = thv1.MCPServerEntryPhaseValid
-		controller.SetCondition(&status.Conditions, clk, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonEntryValid, "All referenced resources are valid")
+		framework.SetCondition(&status.Conditions, clk, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonEntryValid, "All referenced resources are valid")
 		return status, ""
 	}
 	status.Phase = thv1.MCPServerEntryPhaseFailed
 	invalid = strings.Join(failed, "; ")
-	controller.SetCondition(&status.Conditions, clk, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonEntryInvalid, invalid)
+	framework.SetCondition(&status.Conditions, clk, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonEntryInvalid, invalid)
 	return status, invalid
 }

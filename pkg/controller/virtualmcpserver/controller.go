@@ -30,7 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
@@ -85,7 +85,7 @@ var backendKinds = []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.Ki
 
 // New builds the controller and registers its event handlers. The
 // byAggregatedGroup index is added here, before the informers start.
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	vmcps := workload.Informer(d, thv1.KindVirtualMCPServer)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
@@ -143,7 +143,7 @@ func New(d *controller.Deps) (*Controller, error) {
 // through their index.ByExternalAuthConfig index, their servers through
 // byAggregatedGroup: O(referrers). Configs the server names itself are
 // watched by workload.Base.
-func (c *Controller) watchMemberAuth(d *controller.Deps) error {
+func (c *Controller) watchMemberAuth(d *framework.Deps) error {
 	configs := d.ToolhiveInformer(workload.ExternalAuthConfigs.Informer)
 	c.memberAuth = thlisters.NewMCPExternalAuthConfigLister(configs.Indexer())
 	synced, err := configs.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -165,7 +165,7 @@ func (c *Controller) watchMemberAuth(d *controller.Deps) error {
 // memberAuthChanged enqueues the aggregators of every member that names
 // the MCPExternalAuthConfig obj (or its tombstone).
 func (c *Controller) memberAuthChanged(obj any) {
-	m, ok := controller.MetaFromObj(obj)
+	m, ok := framework.MetaFromObj(obj)
 	if !ok {
 		return
 	}
@@ -195,7 +195,7 @@ func (c *Controller) enqueueByIndex(indexName, namespace, key string) {
 
 // enqueueAggregators enqueues the servers that aggregate the MCPGroup obj.
 func (c *Controller) enqueueAggregators(obj any) {
-	if m, ok := controller.MetaFromObj(obj); ok {
+	if m, ok := framework.MetaFromObj(obj); ok {
 		c.enqueueByIndex(byAggregatedGroup, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
 	}
 }

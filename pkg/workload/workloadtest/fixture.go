@@ -28,7 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
@@ -74,10 +74,10 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 
 // Deps are the controller dependencies backed by the fixture: one scope,
 // the fixed clock Now, no write gate.
-func (f *Fixture) Deps(cfg controller.Config) *controller.Deps {
-	return &controller.Deps{
+func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
+	return &framework.Deps{
 		Kube: f.Kube, Toolhive: f.Toolhive,
-		Scopes:   []controller.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
+		Scopes:   []framework.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
 		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(Now), Config: cfg,
 	}
 }
@@ -429,7 +429,7 @@ type RequeueSpy struct {
 }
 
 // SpyRequeues wraps the queue of loop.
-func SpyRequeues(loop *controller.Loop) *RequeueSpy {
+func SpyRequeues(loop *framework.Loop) *RequeueSpy {
 	s := &RequeueSpy{TypedRateLimitingInterface: loop.Queue}
 	loop.Queue = s
 	return s

@@ -1,4 +1,4 @@
-package controller
+package framework
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"

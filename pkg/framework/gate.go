@@ -1,4 +1,4 @@
-package controller
+package framework
 
 // WriteGate is asked before every write. A non-nil error refuses the write.
 // The binary installs one that refuses once this replica can no longer be
