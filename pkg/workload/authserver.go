@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // Where ToolHive's operator (at the pinned release) puts the secrets of an
@@ -221,7 +221,7 @@ func AuthServerValid(r *Report, ref *thv1.AuthServerRef) {
 // client secrets, and the Secret volumes of the signing keys and HMAC
 // secrets.
 type AuthServerWiring struct {
-	Config  *runconfig.EmbeddedAuthServerConfig
+	Config  *schema.EmbeddedAuthServerConfig
 	Env     []corev1.EnvVar
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
@@ -236,7 +236,7 @@ var defaultAuthServerScopes = []string{"openid", "profile", "email", "offline_ac
 // authorization server's (its defaults when it has none): the protected
 // resource metadata must name the scopes the server grants. Call it after
 // the OIDC wiring's ApplyTo.
-func (w AuthServerWiring) ApplyTo(rc *runconfig.RunConfig) {
+func (w AuthServerWiring) ApplyTo(rc *schema.RunConfig) {
 	rc.EmbeddedAuthServerConfig = w.Config
 	if w.Config == nil || rc.OIDCConfig == nil || len(rc.OIDCConfig.Scopes) > 0 {
 		return
@@ -321,11 +321,11 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 // wireAuthServer builds the RunConfig block and the pod's secrets of a
 // supported, validated spec.
 func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServerWiring {
-	w := AuthServerWiring{Config: &runconfig.EmbeddedAuthServerConfig{
-		SchemaVersion:                 runconfig.AuthServerSchemaVersion,
+	w := AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{
+		SchemaVersion:                 schema.AuthServerSchemaVersion,
 		Issuer:                        spec.Issuer,
 		AuthorizationEndpointBaseURL:  spec.AuthorizationEndpointBaseURL,
-		Upstreams:                     []runconfig.UpstreamConfig{},
+		Upstreams:                     []schema.UpstreamConfig{},
 		ScopesSupported:               oidc.Scopes,
 		BaselineClientScopes:          spec.BaselineClientScopes,
 		AllowedAudiences:              []string{oidc.ResourceURL},
@@ -342,7 +342,7 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServer
 	for i, r := range spec.SigningKeySecretRefs {
 		secretFile(fmt.Sprintf("%s%d", AuthServerKeysVolumePrefix, i), r.Name, r.Key, signingKeyFile(i), AuthServerKeysMountPath)
 		if c.SigningKeyConfig == nil {
-			c.SigningKeyConfig = &runconfig.SigningKeyConfig{KeyDir: AuthServerKeysMountPath, SigningKeyFile: signingKeyFile(i)}
+			c.SigningKeyConfig = &schema.SigningKeyConfig{KeyDir: AuthServerKeysMountPath, SigningKeyFile: signingKeyFile(i)}
 		} else {
 			c.SigningKeyConfig.FallbackKeyFiles = append(c.SigningKeyConfig.FallbackKeyFiles, signingKeyFile(i))
 		}
@@ -352,18 +352,18 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServer
 		c.HMACSecretFiles = append(c.HMACSecretFiles, AuthServerHMACMountPath+"/"+hmacFile(i))
 	}
 	if l := spec.TokenLifespans; l != nil {
-		c.TokenLifespans = &runconfig.TokenLifespanConfig{
+		c.TokenLifespans = &schema.TokenLifespanConfig{
 			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
 		}
 	}
 	for _, u := range spec.UpstreamProviders {
-		up := runconfig.UpstreamConfig{Name: u.Name, Type: u.Type}
+		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
 		if o := u.OIDCConfig; o != nil {
 			redirect := o.RedirectURI
 			if redirect == "" {
 				redirect = strings.TrimRight(oidc.ResourceURL, "/") + callbackPath
 			}
-			up.OIDCConfig = &runconfig.OIDCUpstreamConfig{
+			up.OIDCConfig = &schema.OIDCUpstreamConfig{
 				IssuerURL: o.IssuerURL, ClientID: o.ClientID, RedirectURI: redirect, Scopes: o.Scopes,
 				AdditionalAuthorizationParams: o.AdditionalAuthorizationParams, SubjectClaim: o.SubjectClaim, AllowPrivateIPs: o.AllowPrivateIPs,
 			}

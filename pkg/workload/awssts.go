@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // The defaults of ToolHive's awsSts schema. The API server applies them;
@@ -46,14 +46,14 @@ func validateAWSSts(a *thv1.AWSStsConfig) []string {
 // awsStsRunConfig is the RunConfig's aws_sts_config for an awsSts block,
 // field for field as ToolHive's operator writes it (subjectProviderName
 // is vMCP's and not written).
-func awsStsRunConfig(a *thv1.AWSStsConfig) *runconfig.AWSStsConfig {
+func awsStsRunConfig(a *thv1.AWSStsConfig) *schema.AWSStsConfig {
 	or := func(v, def string) string {
 		if v == "" {
 			return def
 		}
 		return v
 	}
-	out := &runconfig.AWSStsConfig{
+	out := &schema.AWSStsConfig{
 		Region:           a.Region,
 		Service:          or(a.Service, awsStsDefaultService),
 		FallbackRoleArn:  a.FallbackRoleArn,
@@ -65,7 +65,7 @@ func awsStsRunConfig(a *thv1.AWSStsConfig) *runconfig.AWSStsConfig {
 		out.SessionDuration = *a.SessionDuration
 	}
 	for _, m := range a.RoleMappings {
-		out.RoleMappings = append(out.RoleMappings, runconfig.AWSRoleMapping{
+		out.RoleMappings = append(out.RoleMappings, schema.AWSRoleMapping{
 			Claim: m.Claim, Matcher: m.Matcher, RoleArn: m.RoleArn, Priority: m.Priority,
 		})
 	}

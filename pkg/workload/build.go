@@ -12,12 +12,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // Fixed names and values of the proxy runner pod.
 const (
-	ProxyContainerName = "toolhive"
 	ProxyPortName      = "http"
 	HealthPath         = "/health"
 	RunConfigVolume    = "runconfig"
@@ -25,19 +25,17 @@ const (
 	TmpVolume          = "tmp"
 	// RunnerUID is the user and group the runner runs as.
 	RunnerUID int64 = 1000
-	// DefaultProxyPort is the proxy port when the spec leaves it unset.
-	DefaultProxyPort int32 = 8080
 )
 
 // ConfigMap builds a ConfigMap whose content checksum annotation is
 // computed from the object being built, never from a cache read.
 func ConfigMap(meta metav1.ObjectMeta, data map[string]string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: meta, Data: data}
-	sum := runconfig.Checksum(cm.Data, cm.Labels, cm.Annotations)
+	sum := schema.Checksum(cm.Data, cm.Labels, cm.Annotations)
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[runconfig.ChecksumAnnotation] = sum
+	cm.Annotations[schema.ChecksumAnnotation] = sum
 	return cm
 }
 
@@ -268,7 +266,7 @@ func ProxyDeployment(s ProxyDeploymentSpec) *appsv1.Deployment {
 					SecurityContext:    RestrictedPodSecurityContext(),
 					ImagePullSecrets:   s.ImagePullSecrets,
 					Containers: []corev1.Container{{
-						Name:  ProxyContainerName,
+						Name:  naming.ProxyContainerName,
 						Image: s.RunnerImage,
 						Args:  args,
 						Ports: []corev1.ContainerPort{{

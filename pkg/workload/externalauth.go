@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // How the secrets of an MCPExternalAuthConfig reach ToolHive's runner, as
@@ -146,9 +146,9 @@ func validateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 // RunConfig fields, and the proxy container's variables that carry its
 // secrets.
 type ExternalAuthWiring struct {
-	TokenExchange *runconfig.TokenExchangeConfig
-	RemoteAuth    *runconfig.RemoteAuthConfig
-	AWSSts        *runconfig.AWSStsConfig
+	TokenExchange *schema.TokenExchangeConfig
+	RemoteAuth    *schema.RemoteAuthConfig
+	AWSSts        *schema.AWSStsConfig
 	// Env are secretKeyRef variables, in the order ToolHive's operator
 	// adds them (token exchange client secret, then bearer token).
 	Env []corev1.EnvVar
@@ -158,7 +158,7 @@ type ExternalAuthWiring struct {
 }
 
 // ApplyTo sets the wiring's RunConfig fields.
-func (w ExternalAuthWiring) ApplyTo(rc *runconfig.RunConfig) {
+func (w ExternalAuthWiring) ApplyTo(rc *schema.RunConfig) {
 	rc.TokenExchangeConfig, rc.RemoteAuthConfig = w.TokenExchange, w.RemoteAuth
 	rc.AWSStsConfig = w.AWSSts
 }
@@ -211,7 +211,7 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		if te.ExternalTokenHeaderName != "" {
 			strategy = headerStrategyCustom
 		}
-		w.TokenExchange = &runconfig.TokenExchangeConfig{
+		w.TokenExchange = &schema.TokenExchangeConfig{
 			TokenURL: te.TokenURL, ClientID: te.ClientID, Audience: te.Audience, Scopes: te.Scopes,
 			SubjectTokenType: subjectTokenTypes[te.SubjectTokenType], HeaderStrategy: strategy,
 			ExternalTokenHeaderName: te.ExternalTokenHeaderName,
@@ -228,7 +228,7 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 			return refuse("type bearerToken without spec.bearerToken.tokenSecretRef")
 		}
 		r := s.BearerToken.TokenSecretRef
-		w.RemoteAuth = &runconfig.RemoteAuthConfig{BearerToken: r.Name + ",target=" + bearerTokenTarget}
+		w.RemoteAuth = &schema.RemoteAuthConfig{BearerToken: r.Name + ",target=" + bearerTokenTarget}
 		w.Env = append(w.Env, SecretEnv(EnvSecretPrefix+r.Name, r.Name, r.Key))
 		w.SecretsProvider = true
 		return w, nil

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 func extAuthConfig(name string, spec thv1.MCPExternalAuthConfigSpec) *thv1.MCPExternalAuthConfig {
@@ -124,18 +124,18 @@ func TestExternalAuth(t *testing.T) {
 			TokenURL: "https://idp/token", ClientID: "c", ClientSecretRef: secretRef("idp", "secret"), Audience: "backend",
 			Scopes: []string{"read"}, SubjectTokenType: "id_token"})),
 			ExternalAuthWiring{
-				TokenExchange: &runconfig.TokenExchangeConfig{TokenURL: "https://idp/token", ClientID: "c", Audience: "backend",
+				TokenExchange: &schema.TokenExchangeConfig{TokenURL: "https://idp/token", ClientID: "c", Audience: "backend",
 					Scopes: []string{"read"}, SubjectTokenType: "urn:ietf:params:oauth:token-type:id_token", HeaderStrategy: "replace"},
 				Env: []corev1.EnvVar{secretVar("TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET", "idp", "secret")},
 			}},
 		{"tokenExchange, custom header, no secret", thv1.KindMCPRemoteProxy, extAuthConfig("te", tokenExchange(thv1.TokenExchangeConfig{
 			TokenURL: "https://idp/token", Audience: "backend", ExternalTokenHeaderName: "X-Upstream-Token"})),
-			ExternalAuthWiring{TokenExchange: &runconfig.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "backend",
+			ExternalAuthWiring{TokenExchange: &schema.TokenExchangeConfig{TokenURL: "https://idp/token", Audience: "backend",
 				HeaderStrategy: "custom", ExternalTokenHeaderName: "X-Upstream-Token"}}},
 		// Every field as written, subjectProviderName (vMCP's) left out.
-		{"awsSts", thv1.KindMCPRemoteProxy, extAuthConfig("aws", awsSts(goodAWS)), ExternalAuthWiring{AWSSts: &runconfig.AWSStsConfig{
+		{"awsSts", thv1.KindMCPRemoteProxy, extAuthConfig("aws", awsSts(goodAWS)), ExternalAuthWiring{AWSSts: &schema.AWSStsConfig{
 			Region: "us-east-1", Service: "execute-api", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp-default",
-			RoleMappings: []runconfig.AWSRoleMapping{
+			RoleMappings: []schema.AWSRoleMapping{
 				{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/mcp-admin", Priority: ptr.To[int32](1)},
 				{Matcher: `claims["sub"] == "robot"`, RoleArn: "arn:aws:iam::123456789012:role/mcp-robot"},
 			},
@@ -143,12 +143,12 @@ func TestExternalAuth(t *testing.T) {
 		// The schema's defaults, also when the object did not pass
 		// through the API server.
 		{"awsSts, defaults", thv1.KindMCPRemoteProxy, extAuthConfig("aws", awsSts(thv1.AWSStsConfig{Region: "eu-west-1",
-			FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"})), ExternalAuthWiring{AWSSts: &runconfig.AWSStsConfig{
+			FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"})), ExternalAuthWiring{AWSSts: &schema.AWSStsConfig{
 			Region: "eu-west-1", Service: "aws-mcp", FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp",
 			RoleClaim: "groups", SessionDuration: 3600, SessionNameClaim: "sub"}}},
 		{"bearerToken", thv1.KindMCPRemoteProxy, extAuthConfig("b", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("api-bearer-token", "token")}}),
-			ExternalAuthWiring{RemoteAuth: &runconfig.RemoteAuthConfig{BearerToken: "api-bearer-token,target=bearer_token"},
+			ExternalAuthWiring{RemoteAuth: &schema.RemoteAuthConfig{BearerToken: "api-bearer-token,target=bearer_token"},
 				Env:             []corev1.EnvVar{secretVar("TOOLHIVE_SECRET_api-bearer-token", "api-bearer-token", "token")},
 				SecretsProvider: true}},
 	} {

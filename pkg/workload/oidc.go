@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // OIDC wiring constants.
@@ -52,11 +52,11 @@ type ResolvedOIDC struct {
 
 // RunConfig maps the resolved config onto the runner's token validator.
 // The runner has no protected-resource private-IP switch at this release.
-func (r *ResolvedOIDC) RunConfig() *runconfig.OIDCConfig {
+func (r *ResolvedOIDC) RunConfig() *schema.OIDCConfig {
 	if r == nil {
 		return nil
 	}
-	return &runconfig.OIDCConfig{
+	return &schema.OIDCConfig{
 		Issuer:            r.Issuer,
 		Audience:          r.Audience,
 		JWKSURL:           r.JWKSURL,
@@ -169,7 +169,7 @@ func OIDC(cfg *thv1.MCPOIDCConfig, ref *thv1.OIDCConfigReference, defaultResourc
 
 // ApplyTo sets the runner's OIDC fields of rc: the token validator, and
 // the CA bundle and JWKS token paths repeated at the top level.
-func (w OIDCWiring) ApplyTo(rc *runconfig.RunConfig) {
+func (w OIDCWiring) ApplyTo(rc *schema.RunConfig) {
 	if w.Resolved == nil {
 		return
 	}

@@ -15,22 +15,14 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
-
-// AnnotationPodTemplateSpecHash is the Deployment annotation that stands
-// for the user's podTemplateSpec (ToolHive's key). What the template adds
-// to the pod and hivekeeper's own builder does not set — init containers,
-// sidecars, scheduling, priority, DNS and the like — is compared through
-// this one string, never through the live fields: the API server defaults
-// fields all over a pod spec, and a comparison of them would see drift
-// forever.
-const AnnotationPodTemplateSpecHash = "toolhive.stacklok.io/podtemplatespec-hash"
 
 // FieldPodTemplateSpecHash is the drift field reported when the hash
 // annotation differs, and the ones for the scheduling fields compared by
 // value (as ToolHive's operator compares them).
 const (
-	FieldPodTemplateSpecHash = "metadata.annotations[" + AnnotationPodTemplateSpecHash + "]"
+	FieldPodTemplateSpecHash = "metadata.annotations[" + naming.AnnotationPodTemplateSpecHash + "]"
 	FieldNodeSelector        = "spec.template.spec.nodeSelector"
 	FieldTolerations         = "spec.template.spec.tolerations"
 	FieldAffinity            = "spec.template.spec.affinity"
@@ -157,14 +149,14 @@ func SetPodTemplateSpecHash(annotations map[string]string, hash string) map[stri
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationPodTemplateSpecHash] = hash
+	annotations[naming.AnnotationPodTemplateSpecHash] = hash
 	return annotations
 }
 
 // hasPodTemplateSpec reports whether a Deployment carries (or is to carry)
 // a user podTemplateSpec.
 func hasPodTemplateSpec(d *appsv1.Deployment) bool {
-	_, ok := d.Annotations[AnnotationPodTemplateSpecHash]
+	_, ok := d.Annotations[naming.AnnotationPodTemplateSpecHash]
 	return ok
 }
 
@@ -178,8 +170,8 @@ func hasPodTemplateSpec(d *appsv1.Deployment) bool {
 // operator does, so an edit of the live Deployment is put back.
 func DiffDeploymentWithPodTemplate(want, have *appsv1.Deployment) []string {
 	d := diffs(DiffDeployment(want, have))
-	wh, wok := want.Annotations[AnnotationPodTemplateSpecHash]
-	hh, hok := have.Annotations[AnnotationPodTemplateSpecHash]
+	wh, wok := want.Annotations[naming.AnnotationPodTemplateSpecHash]
+	hh, hok := have.Annotations[naming.AnnotationPodTemplateSpecHash]
 	d.check(wok == hok && wh == hh, FieldPodTemplateSpecHash)
 	if wok || hok {
 		ws, hs := &want.Spec.Template.Spec, &have.Spec.Template.Spec
@@ -200,7 +192,7 @@ func DiffDeploymentWithPodTemplate(want, have *appsv1.Deployment) []string {
 // means by leaving it out. The hash annotation is removed with the
 // template.
 func DeploymentPatchWithPodTemplate(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-	return deploymentPatchWithPodTemplate(want, have, []string{AnnotationPodTemplateSpecHash}, adopt)
+	return deploymentPatchWithPodTemplate(want, have, []string{naming.AnnotationPodTemplateSpecHash}, adopt)
 }
 
 // deploymentPatchWithPodTemplate is DeploymentPatchWithPodTemplate with the
@@ -282,8 +274,8 @@ func WithPodTemplateSpec(ops framework.ChildOps[*appsv1.Deployment]) framework.C
 // template hash — never by the live, API-server-defaulted values.
 func DiffDeploymentWithPodTemplateByVolumesHash(want, have *appsv1.Deployment) []string {
 	d := diffs(DiffDeploymentWithPodTemplate(withoutPodVolumes(want), withoutPodVolumes(have)))
-	wh, wok := want.Annotations[AnnotationPodVolumesHash]
-	hh, hok := have.Annotations[AnnotationPodVolumesHash]
+	wh, wok := want.Annotations[naming.AnnotationPodVolumesHash]
+	hh, hok := have.Annotations[naming.AnnotationPodVolumesHash]
 	d.check(wok == hok && wh == hh, FieldPodVolumesHash)
 	return d
 }
@@ -294,7 +286,7 @@ func DiffDeploymentWithPodTemplateByVolumesHash(want, have *appsv1.Deployment) [
 func WithPodTemplateSpecAndVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
 	ops.Diff = DiffDeploymentWithPodTemplateByVolumesHash
 	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-		return deploymentPatchWithPodTemplate(want, have, []string{AnnotationPodTemplateSpecHash, AnnotationPodVolumesHash}, adopt)
+		return deploymentPatchWithPodTemplate(want, have, []string{naming.AnnotationPodTemplateSpecHash, naming.AnnotationPodVolumesHash}, adopt)
 	}
 	return ops
 }

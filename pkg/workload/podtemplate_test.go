@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
@@ -49,7 +50,7 @@ func TestApplyPodTemplate(t *testing.T) {
 		Spec: corev1.PodSpec{
 			ServiceAccountName: "built",
 			ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "built"}},
-			Containers: []corev1.Container{{Name: ProxyContainerName, Image: "runner",
+			Containers: []corev1.Container{{Name: naming.ProxyContainerName, Image: "runner",
 				Env: []corev1.EnvVar{{Name: "A", Value: "built"}, {Name: "B", Value: "built"}}}},
 			Volumes: []corev1.Volume{{Name: "runconfig", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
@@ -96,7 +97,7 @@ func TestDeploymentPatchWithPodTemplate(t *testing.T) {
 		SecurityContext:    &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)},
 	}}}}
 	have := want.DeepCopy()
-	have.Annotations = map[string]string{AnnotationPodTemplateSpecHash: "old"}
+	have.Annotations = map[string]string{naming.AnnotationPodTemplateSpecHash: "old"}
 	have.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "mcp"}
 	have.Spec.Template.Spec.SecurityContext.SupplementalGroups = []int64{3000}
 	body, err := DeploymentPatchWithPodTemplate(want, have, false)
@@ -116,7 +117,7 @@ func TestDeploymentPatchWithPodTemplate(t *testing.T) {
 	if err := json.Unmarshal(body, &patch); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := patch.Metadata.Annotations[AnnotationPodTemplateSpecHash]; !ok || v != nil {
+	if v, ok := patch.Metadata.Annotations[naming.AnnotationPodTemplateSpecHash]; !ok || v != nil {
 		t.Errorf("hash not pruned: %s", body)
 	}
 	ps := patch.Spec.Template.Spec
@@ -129,7 +130,7 @@ func TestDeploymentPatchWithPodTemplate(t *testing.T) {
 	}
 
 	plain, _ := DeploymentPatchWithPodTemplate(want, want, false)
-	ref, _ := DeploymentPatch(want, want, []string{AnnotationPodTemplateSpecHash}, false)
+	ref, _ := DeploymentPatch(want, want, []string{naming.AnnotationPodTemplateSpecHash}, false)
 	if string(plain) != string(ref) {
 		t.Errorf("without a template:\n%s\nwant\n%s", plain, ref)
 	}
@@ -138,7 +139,7 @@ func TestDeploymentPatchWithPodTemplate(t *testing.T) {
 // The comparator sees a template's hash coming, changing and going, and
 // the scheduling fields by value only while a template is involved.
 func TestDiffDeploymentWithPodTemplate(t *testing.T) {
-	want := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationPodTemplateSpecHash: "h1"}}}
+	want := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{naming.AnnotationPodTemplateSpecHash: "h1"}}}
 	want.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "mcp"}
 	has := func(fields []string, f string) bool {
 		for _, x := range fields {
@@ -152,7 +153,7 @@ func TestDiffDeploymentWithPodTemplate(t *testing.T) {
 		t.Errorf("equal: %v", d)
 	}
 	changed := want.DeepCopy()
-	changed.Annotations[AnnotationPodTemplateSpecHash] = "h0"
+	changed.Annotations[naming.AnnotationPodTemplateSpecHash] = "h0"
 	changed.Spec.Template.Spec.NodeSelector = nil
 	if d := DiffDeploymentWithPodTemplate(want, changed); !has(d, FieldPodTemplateSpecHash) || !has(d, FieldNodeSelector) {
 		t.Errorf("changed: %v", d)

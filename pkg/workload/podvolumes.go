@@ -15,18 +15,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
-
-// AnnotationPodVolumesHash is the Deployment annotation that stands for the
-// pod's resolved volumes and mounts. Drift of those is detected by
-// comparing this one string, never the live volume list: the API server
-// defaults fields inside volume sources (defaultMode, token expiry, host
-// path type, ...) and a comparison of the lists would see drift forever.
-const AnnotationPodVolumesHash = "toolhive.stacklok.io/podvolumes-hash"
 
 // FieldPodVolumesHash is the drift field reported when the pod volumes hash
 // annotation differs.
-const FieldPodVolumesHash = "metadata.annotations[" + AnnotationPodVolumesHash + "]"
+const FieldPodVolumesHash = "metadata.annotations[" + naming.AnnotationPodVolumesHash + "]"
 
 // defaultTokenExpirationSeconds is the API server's default expiry of a
 // projected service-account token.
@@ -249,13 +243,13 @@ func SetPodVolumesHash(annotations map[string]string, hash string) map[string]st
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationPodVolumesHash] = hash
+	annotations[naming.AnnotationPodVolumesHash] = hash
 	return annotations
 }
 
 // PodVolumesPrune is the prune list of a Deployment that carries the pod
 // volumes hash: hivekeeper owns the key and removes it when unwanted.
-var PodVolumesPrune = []string{AnnotationPodVolumesHash}
+var PodVolumesPrune = []string{naming.AnnotationPodVolumesHash}
 
 // DiffDeploymentByVolumesHash compares a Deployment whose volumes are
 // represented by AnnotationPodVolumesHash. Everything DiffDeployment
@@ -265,8 +259,8 @@ var PodVolumesPrune = []string{AnnotationPodVolumesHash}
 // objects without changing them.
 func DiffDeploymentByVolumesHash(want, have *appsv1.Deployment) []string {
 	d := diffs(DiffDeployment(withoutPodVolumes(want), withoutPodVolumes(have)))
-	wh, wok := want.Annotations[AnnotationPodVolumesHash]
-	hh, hok := have.Annotations[AnnotationPodVolumesHash]
+	wh, wok := want.Annotations[naming.AnnotationPodVolumesHash]
+	hh, hok := have.Annotations[naming.AnnotationPodVolumesHash]
 	d.check(wok == hok && wh == hh, FieldPodVolumesHash)
 	return d
 }
@@ -276,9 +270,9 @@ func DiffDeploymentByVolumesHash(want, have *appsv1.Deployment) []string {
 // copies, so d (possibly a cached object) is untouched.
 func withoutPodVolumes(d *appsv1.Deployment) *appsv1.Deployment {
 	c := *d
-	if _, ok := c.Annotations[AnnotationPodVolumesHash]; ok {
+	if _, ok := c.Annotations[naming.AnnotationPodVolumesHash]; ok {
 		c.Annotations = maps.Clone(c.Annotations)
-		delete(c.Annotations, AnnotationPodVolumesHash)
+		delete(c.Annotations, naming.AnnotationPodVolumesHash)
 	}
 	c.Spec.Template.Spec.Volumes = nil
 	c.Spec.Template.Spec.Containers = slices.Clone(c.Spec.Template.Spec.Containers)

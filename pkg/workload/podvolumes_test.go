@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // sampleVolumes covers the source types users put in a podTemplateSpec.
@@ -252,7 +253,7 @@ func TestDiffDeploymentByVolumesHash(t *testing.T) {
 	if got := DiffDeploymentByVolumesHash(want, live); len(got) != 0 {
 		t.Fatalf("drift %v with the same hash", got)
 	}
-	if live.Spec.Template.Spec.Volumes == nil || len(live.Spec.Template.Spec.Containers[0].VolumeMounts) != 2 || want.Annotations[AnnotationPodVolumesHash] != "h1" {
+	if live.Spec.Template.Spec.Volumes == nil || len(live.Spec.Template.Spec.Containers[0].VolumeMounts) != 2 || want.Annotations[naming.AnnotationPodVolumesHash] != "h1" {
 		t.Fatal("the comparator changed its inputs")
 	}
 
@@ -284,7 +285,7 @@ func TestWithPodVolumesHashPrunesTheAnnotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !jsonHasNull(t, body, "metadata", "annotations", AnnotationPodVolumesHash) {
+	if !jsonHasNull(t, body, "metadata", "annotations", naming.AnnotationPodVolumesHash) {
 		t.Fatalf("patch does not null the stale hash: %s", body)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // ConditionFlippedTo reports whether condType is now status (with a new
@@ -63,7 +63,7 @@ func CopyInt32(p *int32) *int32 {
 // caught here they become a condition, not a rejected write retried forever.
 func ValidateOverrideEnv(env []thv1.NameValue) error {
 	for _, e := range env {
-		if err := runconfig.ValidateEnvName(e.Name); err != nil {
+		if err := schema.ValidateEnvName(e.Name); err != nil {
 			return &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.resourceOverrides.proxyDeployment.env: " + err.Error()}
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // CheckServiceAccount refuses a spec.serviceAccount that names an account
@@ -26,7 +27,7 @@ import (
 // same pod when the spec names none ("" when there is none), owned by
 // ownerUID.
 func CheckServiceAccount(sa *corev1.ServiceAccount, ownerUID types.UID, own string) error {
-	if sa == nil || sa.Labels[LabelToolhive] != "true" {
+	if sa == nil || sa.Labels[naming.LabelToolhive] != "true" {
 		return nil
 	}
 	ref := metav1.GetControllerOf(sa)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 func TestCheckServiceAccount(t *testing.T) {
@@ -21,11 +22,11 @@ func TestCheckServiceAccount(t *testing.T) {
 			gvk = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: kind}
 		}
 		if kind != "" {
-			sa.OwnerReferences = []metav1.OwnerReference{OwnerRef(&metav1.ObjectMeta{Name: "owner", UID: uid}, gvk)}
+			sa.OwnerReferences = []metav1.OwnerReference{naming.OwnerRef(&metav1.ObjectMeta{Name: "owner", UID: uid}, gvk)}
 		}
 		return sa
 	}
-	ours := Labels("mcpserver", "owner")
+	ours := naming.Labels("mcpserver", "owner")
 	for _, tc := range []struct {
 		name    string
 		sa      *corev1.ServiceAccount

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // EnvSessionRedisPassword carries spec.sessionStorage.passwordRef into the
@@ -16,11 +16,11 @@ const EnvSessionRedisPassword = "THV_SESSION_REDIS_PASSWORD"
 // Audit is the RunConfig's audit_config for spec.audit, as ToolHive's
 // operator sets it: its default audit configuration when enabled, nothing
 // otherwise (enabled: false is the same as no audit block).
-func Audit(a *thv1.AuditConfig) *runconfig.AuditConfig {
+func Audit(a *thv1.AuditConfig) *schema.AuditConfig {
 	if a == nil || !a.Enabled {
 		return nil
 	}
-	return runconfig.DefaultAuditConfig()
+	return schema.DefaultAuditConfig()
 }
 
 // SessionRedis is the RunConfig's scaling_config.session_redis for
@@ -28,11 +28,11 @@ func Audit(a *thv1.AuditConfig) *runconfig.AuditConfig {
 // for memory or none. ToolHive's operator also falls back to its own
 // TOOLHIVE_DEFAULT_REDIS_ADDR when the spec names no storage; hivekeeper
 // has no such default.
-func SessionRedis(s *thv1.SessionStorageConfig) *runconfig.SessionRedisConfig {
+func SessionRedis(s *thv1.SessionStorageConfig) *schema.SessionRedisConfig {
 	if s == nil || s.Provider != thv1.SessionStorageProviderRedis {
 		return nil
 	}
-	return &runconfig.SessionRedisConfig{Address: s.Address, DB: s.DB, KeyPrefix: s.KeyPrefix}
+	return &schema.SessionRedisConfig{Address: s.Address, DB: s.DB, KeyPrefix: s.KeyPrefix}
 }
 
 // RedisPasswordEnv is the proxy container's env for a Redis password:

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // Telemetry wiring, with ToolHive's names and paths.
@@ -30,7 +30,7 @@ const (
 // a proxy: the RunConfig's telemetry_config, and the env, volume and
 // mount it needs.
 type TelemetryWiring struct {
-	RunConfig *runconfig.TelemetryConfig
+	RunConfig *schema.TelemetryConfig
 	Env       []corev1.EnvVar
 	Volumes   []corev1.Volume
 	Mounts    []corev1.VolumeMount
@@ -65,7 +65,7 @@ func Telemetry(cfg *thv1.MCPTelemetryConfig, ref *thv1.TelemetryConfigReference,
 	if service == "" {
 		service = workload
 	}
-	rc := &runconfig.TelemetryConfig{ServiceName: service}
+	rc := &schema.TelemetryConfig{ServiceName: service}
 	o := cfg.Spec.OpenTelemetry
 	if o != nil && o.Enabled {
 		rc.Endpoint = strings.TrimPrefix(strings.TrimPrefix(o.Endpoint, "https://"), "http://")
@@ -119,7 +119,7 @@ func Telemetry(cfg *thv1.MCPTelemetryConfig, ref *thv1.TelemetryConfigReference,
 }
 
 // ApplyTo sets the RunConfig's telemetry_config.
-func (w TelemetryWiring) ApplyTo(rc *runconfig.RunConfig) { rc.TelemetryConfig = w.RunConfig }
+func (w TelemetryWiring) ApplyTo(rc *schema.RunConfig) { rc.TelemetryConfig = w.RunConfig }
 
 // EnvOTelHeaderPrefix starts the name of the proxy container's env
 // variable that carries a sensitive OTLP header's value from its Secret:

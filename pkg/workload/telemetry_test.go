@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 func telemetryConfig(name string, otel *thv1.TelemetryOTelConfig, prom *thv1.PrometheusConfig) *thv1.MCPTelemetryConfig {
@@ -145,7 +145,7 @@ func TestTelemetryWiring(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rc := &runconfig.RunConfig{}
+			rc := &schema.RunConfig{}
 			w.ApplyTo(rc)
 			got := ""
 			if rc.TelemetryConfig != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // ApplyToolConfig sets the runner's tool filter and overrides from a
@@ -14,7 +14,7 @@ import (
 // An override that sets neither a name nor a description (only
 // annotations, which the runner cannot apply) is left out: the runner
 // refuses an override with both empty.
-func ApplyToolConfig(rc *runconfig.RunConfig, cfg *thv1.MCPToolConfig) {
+func ApplyToolConfig(rc *schema.RunConfig, cfg *thv1.MCPToolConfig) {
 	if cfg == nil {
 		return
 	}
@@ -24,9 +24,9 @@ func ApplyToolConfig(rc *runconfig.RunConfig, cfg *thv1.MCPToolConfig) {
 			continue
 		}
 		if rc.ToolsOverride == nil {
-			rc.ToolsOverride = map[string]runconfig.ToolOverride{}
+			rc.ToolsOverride = map[string]schema.ToolOverride{}
 		}
-		rc.ToolsOverride[tool] = runconfig.ToolOverride{Name: o.Name, Description: o.Description}
+		rc.ToolsOverride[tool] = schema.ToolOverride{Name: o.Name, Description: o.Description}
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 func toolConfig(name string, spec thv1.MCPToolConfigSpec) *thv1.MCPToolConfig {
@@ -33,7 +33,7 @@ func toolConfig(name string, spec thv1.MCPToolConfigSpec) *thv1.MCPToolConfig {
 // The RunConfig carries the filter and every override the runner can
 // apply; an override with only annotations is left out.
 func TestApplyToolConfig(t *testing.T) {
-	rc := &runconfig.RunConfig{}
+	rc := &schema.RunConfig{}
 	ApplyToolConfig(rc, nil)
 	if rc.ToolsFilter != nil || rc.ToolsOverride != nil {
 		t.Fatalf("no config set tool fields: %+v", rc)
@@ -46,7 +46,7 @@ func TestApplyToolConfig(t *testing.T) {
 			"z": {Annotations: &thv1.ToolAnnotationsOverride{ReadOnlyHint: ptr.To(true)}},
 		},
 	}))
-	want := map[string]runconfig.ToolOverride{"x": {Name: "a"}, "y": {Description: "why"}}
+	want := map[string]schema.ToolOverride{"x": {Name: "a"}, "y": {Description: "why"}}
 	if !reflect.DeepEqual(rc.ToolsFilter, []string{"a", "b"}) || !reflect.DeepEqual(rc.ToolsOverride, want) {
 		t.Errorf("got filter %q overrides %+v", rc.ToolsFilter, rc.ToolsOverride)
 	}

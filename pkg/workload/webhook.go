@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // Webhook wiring, with ToolHive's names and paths: each Secret key a
@@ -48,7 +48,7 @@ type webhookSecret struct{ purpose, file string }
 // proxy: the RunConfig's validating_webhooks and mutating_webhooks, and
 // the Secret volumes and mounts their files come from.
 type WebhookWiring struct {
-	Validating, Mutating []runconfig.WebhookConfig
+	Validating, Mutating []schema.WebhookConfig
 	Volumes              []corev1.Volume
 	Mounts               []corev1.VolumeMount
 }
@@ -89,7 +89,7 @@ func Webhooks(cfg *thv1.MCPWebhookConfig) (WebhookWiring, error) {
 }
 
 // ApplyTo sets the RunConfig's webhooks.
-func (w WebhookWiring) ApplyTo(rc *runconfig.RunConfig) {
+func (w WebhookWiring) ApplyTo(rc *schema.RunConfig) {
 	rc.ValidatingWebhooks, rc.MutatingWebhooks = w.Validating, w.Mutating
 }
 
@@ -103,15 +103,15 @@ type webhookMount struct {
 // mutating) and records the Secret keys they mount in mounts, by
 // identifier: the same key used twice for the same purpose by webhooks of
 // the same name is mounted once.
-func webhookEntries(kind string, specs []thv1.WebhookSpec, mounts map[string]webhookMount) []runconfig.WebhookConfig {
-	var out []runconfig.WebhookConfig
+func webhookEntries(kind string, specs []thv1.WebhookSpec, mounts map[string]webhookMount) []schema.WebhookConfig {
+	var out []schema.WebhookConfig
 	for _, s := range specs {
 		mount := func(ref *thv1.SecretKeyRef, sec webhookSecret) string {
 			id := webhookMountID(kind, s.Name, sec.purpose, *ref)
 			mounts[id] = webhookMount{ref: *ref, file: sec.file}
 			return webhookFilePath(id, sec.file)
 		}
-		e := runconfig.WebhookConfig{Name: s.Name, URL: s.URL, FailurePolicy: strings.ToLower(s.FailurePolicy)}
+		e := schema.WebhookConfig{Name: s.Name, URL: s.URL, FailurePolicy: strings.ToLower(s.FailurePolicy)}
 		if e.FailurePolicy == "" {
 			e.FailurePolicy = thv1.WebhookFailurePolicyFail
 		}
@@ -123,7 +123,7 @@ func webhookEntries(kind string, specs []thv1.WebhookSpec, mounts map[string]web
 			e.HMACSecretRef = mount(s.HMACSecretRef, webhookHMAC)
 		}
 		if t := s.TLSConfig; t != nil {
-			e.TLSConfig = &runconfig.WebhookTLSConfig{InsecureSkipVerify: t.InsecureSkipVerify}
+			e.TLSConfig = &schema.WebhookTLSConfig{InsecureSkipVerify: t.InsecureSkipVerify}
 			if t.CASecretRef != nil {
 				e.TLSConfig.CABundlePath = mount(t.CASecretRef, webhookCA)
 			}

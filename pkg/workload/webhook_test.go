@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 func webhookConfig(validating, mutating []thv1.WebhookSpec) *thv1.MCPWebhookConfig {
@@ -112,18 +112,18 @@ func TestWebhookWiring(t *testing.T) {
 	dir := func(kind, name, purpose, ref string) string {
 		return WebhookMountRoot + "/webhook_" + kind + "_" + name + "_" + purpose + "_" + toolhiveHash(ref)
 	}
-	wantValidating := []runconfig.WebhookConfig{{
+	wantValidating := []schema.WebhookConfig{{
 		Name: "policy-check", URL: "https://policy.example.com/validate", Timeout: 5e9, FailurePolicy: "ignore",
 		HMACSecretRef: dir("validating", "policy_check", "hmac", "webhook-hmac/key") + "/hmac",
-		TLSConfig: &runconfig.WebhookTLSConfig{
+		TLSConfig: &schema.WebhookTLSConfig{
 			CABundlePath:   dir("validating", "policy_check", "tls_ca", "webhook-tls/ca.crt") + "/ca.crt",
 			ClientCertPath: dir("validating", "policy_check", "tls_client_cert", "webhook-tls/tls.crt") + "/tls.crt",
 			ClientKeyPath:  dir("validating", "policy_check", "tls_client_key", "webhook-tls/tls.key") + "/tls.key",
 		},
 	}, {
-		Name: "audit", URL: "http://audit.webhooks.svc:8080", FailurePolicy: "fail", TLSConfig: &runconfig.WebhookTLSConfig{InsecureSkipVerify: true},
+		Name: "audit", URL: "http://audit.webhooks.svc:8080", FailurePolicy: "fail", TLSConfig: &schema.WebhookTLSConfig{InsecureSkipVerify: true},
 	}}
-	wantMutating := []runconfig.WebhookConfig{{Name: "redact", URL: "https://redact.example.com", FailurePolicy: "fail",
+	wantMutating := []schema.WebhookConfig{{Name: "redact", URL: "https://redact.example.com", FailurePolicy: "fail",
 		HMACSecretRef: dir("mutating", "redact", "hmac", "webhook-hmac/key") + "/hmac"}}
 	if !reflect.DeepEqual(w.Validating, wantValidating) || !reflect.DeepEqual(w.Mutating, wantMutating) {
 		t.Errorf("webhooks\n got %+v\n     %+v\nwant %+v\n     %+v", w.Validating, w.Mutating, wantValidating, wantMutating)
@@ -134,7 +134,7 @@ func TestWebhookWiring(t *testing.T) {
 
 	// An unset timeout is written as 0, never left out: the runner reads an
 	// absent one as 10s, ToolHive's operator writes 0.
-	rc := &runconfig.RunConfig{}
+	rc := &schema.RunConfig{}
 	w.ApplyTo(rc)
 	raw, _ := json.Marshal(rc)
 	if !strings.Contains(string(raw), `{"name":"audit","url":"http://audit.webhooks.svc:8080","timeout":0,"failure_policy":"fail","tls_config":{"insecure_skip_verify":true}}`) {

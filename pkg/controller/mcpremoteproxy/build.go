@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -69,9 +70,9 @@ type childSet struct {
 
 // transport, proxyPort and proxyURL are the workload package's, where a
 // vMCP aggregating the proxy reads them too.
-func transport(p *thv1.MCPRemoteProxy) string { return workload.RemoteProxyTransport(p) }
-func proxyPort(p *thv1.MCPRemoteProxy) int32  { return workload.RemoteProxyPort(p) }
-func proxyURL(p *thv1.MCPRemoteProxy) string  { return workload.RemoteProxyURL(p) }
+func transport(p *thv1.MCPRemoteProxy) string { return naming.RemoteProxyTransport(p) }
+func proxyPort(p *thv1.MCPRemoteProxy) int32  { return naming.RemoteProxyPort(p) }
+func proxyURL(p *thv1.MCPRemoteProxy) string  { return naming.RemoteProxyURL(p) }
 
 // serviceAccountName is the proxy pod's account: the spec's, or the
 // runner account hivekeeper creates.
@@ -79,7 +80,7 @@ func serviceAccountName(p *thv1.MCPRemoteProxy) string {
 	if sa, ok := workload.CustomServiceAccount(p.Spec.ServiceAccount); ok {
 		return sa
 	}
-	return workload.RemoteProxyRunnerName(p.Name)
+	return naming.RemoteProxyRunnerName(p.Name)
 }
 
 // Build computes every child of an MCPRemoteProxy. It is pure: the same
@@ -88,10 +89,10 @@ func serviceAccountName(p *thv1.MCPRemoteProxy) string {
 func build(in inputs) (*childSet, error) {
 	p := in.Proxy
 	n, ns := p.Name, p.Namespace
-	labels := workload.Labels(app, n)
-	owner := workload.OwnerRef(p, gvk)
+	labels := naming.Labels(app, n)
+	owner := naming.OwnerRef(p, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
-		return workload.ObjectMeta(name, ns, l, a, owner)
+		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
 
 	// No hivekeeper-managed account is this proxy's to name: its own is
@@ -110,7 +111,7 @@ func build(in inputs) (*childSet, error) {
 	}
 	// A template may name the pod's account too; the same rule holds, and
 	// this proxy's own runner account is the one it may name.
-	if err := workload.CheckServiceAccount(in.TemplateServiceAccount, p.UID, workload.RemoteProxyRunnerName(n)); err != nil {
+	if err := workload.CheckServiceAccount(in.TemplateServiceAccount, p.UID, naming.RemoteProxyRunnerName(n)); err != nil {
 		var invalid *workload.InvalidSpecError
 		if errors.As(err, &invalid) {
 			invalid.Message = strings.Replace(invalid.Message, "spec.serviceAccount", "spec.podTemplateSpec.spec.serviceAccountName", 1)
@@ -143,8 +144,8 @@ func build(in inputs) (*childSet, error) {
 		return nil, err
 	}
 	// ToolHive names a remote workload's container after the workload.
-	runCfg := &runconfig.RunConfig{
-		SchemaVersion:     runconfig.SchemaVersion,
+	runCfg := &schema.RunConfig{
+		SchemaVersion:     schema.SchemaVersion,
 		Name:              n,
 		ContainerName:     n,
 		BaseName:          n,
@@ -166,18 +167,18 @@ func build(in inputs) (*childSet, error) {
 	workload.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
 	if redis := workload.SessionRedis(p.Spec.SessionStorage); redis != nil {
-		runCfg.ScalingConfig = &runconfig.ScalingConfig{SessionRedis: redis}
+		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: redis}
 	}
-	rc, err := runconfig.Marshal(runCfg)
+	rc, err := schema.Marshal(runCfg)
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+	cm := workload.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
 	d := &childSet{RunConfig: cm}
 	if _, custom := workload.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
-		d.RunnerServiceAccount = workload.ServiceAccount(meta(workload.RemoteProxyRunnerName(n), labels, nil))
-		d.RunnerRoleBinding = workload.RoleBinding(meta(workload.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
+		d.RunnerServiceAccount = workload.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
+		d.RunnerRoleBinding = workload.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
 	}
 
 	ov, err := workload.UnpackOverrides(p.Spec.ResourceOverrides)
@@ -195,12 +196,12 @@ func build(in inputs) (*childSet, error) {
 	}
 	env = append(env, headerEnv...)
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
-		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
+		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
 		Replicas:       workload.CopyInt32(p.Spec.Replicas),
-		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
-		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
-			workload.AnnotationRunConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation],
+		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
+		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
+			naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation],
 		}, ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
 		// The runner's "run" takes the server to run as its argument; a
@@ -230,7 +231,7 @@ func build(in inputs) (*childSet, error) {
 	d.Deployment.Annotations = workload.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
 
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(workload.RemoteProxyServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
+		Meta:            meta(naming.RemoteProxyServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            proxyPort(p),
 		TargetPort:      proxyPort(p),

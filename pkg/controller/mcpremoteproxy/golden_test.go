@@ -8,7 +8,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -28,7 +28,7 @@ func TestGolden(t *testing.T) {
 			files[filepath.Join(w.Dir, "error.txt")] = workloadtest.GoldenError(err)
 			continue
 		}
-		files[filepath.Join(w.Dir, runconfig.Key)] = []byte(d.RunConfig.Data[runconfig.Key])
+		files[filepath.Join(w.Dir, schema.Key)] = []byte(d.RunConfig.Data[schema.Key])
 		for _, o := range []runtime.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.Deployment, d.Service} {
 			workloadtest.GoldenChild(t, files, w.Dir, o)
 		}

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -61,7 +61,7 @@ func headerSecretName(proxy, header string) string {
 // switch, then one secretKeyRef variable per header from a Secret, in the
 // spec's order). Both are nil when no header is configured, as ToolHive's
 // operator leaves them out.
-func headerForward(p *thv1.MCPRemoteProxy) (*runconfig.HeaderForward, []corev1.EnvVar, error) {
+func headerForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvVar, error) {
 	hf := p.Spec.HeaderForward
 	if hf == nil || (len(hf.AddPlaintextHeaders) == 0 && len(hf.AddHeadersFromSecret) == 0) {
 		return nil, nil, nil
@@ -69,7 +69,7 @@ func headerForward(p *thv1.MCPRemoteProxy) (*runconfig.HeaderForward, []corev1.E
 	if err := checkHeaderForward(p.Name, hf); err != nil {
 		return nil, nil, err
 	}
-	rc := &runconfig.HeaderForward{}
+	rc := &schema.HeaderForward{}
 	if len(hf.AddPlaintextHeaders) > 0 {
 		rc.AddPlaintextHeaders = make(map[string]string, len(hf.AddPlaintextHeaders))
 		for k, v := range hf.AddPlaintextHeaders {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -44,19 +44,19 @@ func TestHeaderForwardRunConfigAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	want := &runconfig.HeaderForward{
+	want := &schema.HeaderForward{
 		AddPlaintextHeaders:  map[string]string{"X-Tenant-ID": "team-a"},
 		AddHeadersFromSecret: map[string]string{"X-API-Key": "HEADER_FORWARD_X_API_KEY_REMOTE"},
 	}
 	if got, _ := json.Marshal(rc.HeaderForward); string(got) != mustJSON(t, want) {
 		t.Errorf("header_forward %s, want %s", got, mustJSON(t, want))
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "vendor-api") {
-		t.Errorf("the Secret's name reached the RunConfig: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], "vendor-api") {
+		t.Errorf("the Secret's name reached the RunConfig: %s", cm.Data[schema.Key])
 	}
 
 	env := f.deployment("remote").Spec.Template.Spec.Containers[0].Env
@@ -125,7 +125,7 @@ func TestHeaderForwardChangeRollsOnce(t *testing.T) {
 			f.ApplyServerBehaviour()
 			f.Refresh()
 			after := f.deployment("remote")
-			sumBefore, sumAfter := before.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum], after.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+			sumBefore, sumAfter := before.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum], after.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 			if (sumBefore != sumAfter) != c.configMap {
 				t.Errorf("checksum %s -> %s, want a change: %t", sumBefore, sumAfter, c.configMap)
 			}

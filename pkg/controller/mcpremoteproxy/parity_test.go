@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -35,14 +36,14 @@ var (
 		},
 		"conflicting-operator-keys": {
 			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
+				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelApp: "hijack"}},
 				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
-					Labels:      map[string]string{workload.LabelInstance: "hijack"},
-					Annotations: map[string]string{workload.AnnotationRunConfigChecksum: "user-value"},
+					Labels:      map[string]string{naming.LabelInstance: "hijack"},
+					Annotations: map[string]string{naming.AnnotationRunConfigChecksum: "user-value"},
 				},
 				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
 			},
-			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelToolhive: "false"}},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelToolhive: "false"}},
 		},
 	}
 	oidcKinds   = []string{"none", "inline", "kubernetesServiceAccount"}
@@ -190,7 +191,7 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 		if ref := metav1.GetControllerOf(m); ref == nil || ref.Kind != thv1.KindMCPRemoteProxy || ref.UID != "uid-remote" {
 			t.Errorf("%s: %s has controller %+v", name, m.GetName(), ref)
 		}
-		if m.GetLabels()[workload.LabelApp] != app || m.GetLabels()[workload.LabelToolhive] != "true" {
+		if m.GetLabels()[naming.LabelApp] != app || m.GetLabels()[naming.LabelToolhive] != "true" {
 			t.Errorf("%s: %s labels %v", name, m.GetName(), m.GetLabels())
 		}
 	}
@@ -216,7 +217,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 			d.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
 		}},
 		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum) }},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
 		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		// A header's value read from another Secret.

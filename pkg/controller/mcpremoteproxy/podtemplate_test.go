@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -49,13 +50,13 @@ func TestPodTemplateIsMergedIntoTheProxyPod(t *testing.T) {
 	tpl := &dep.Spec.Template
 	ps := &tpl.Spec
 
-	if tpl.Labels["team"] != "payments" || tpl.Labels[workload.LabelApp] != app {
+	if tpl.Labels["team"] != "payments" || tpl.Labels[naming.LabelApp] != app {
 		t.Errorf("template labels %v", tpl.Labels)
 	}
-	if tpl.Annotations["prometheus.io/scrape"] != "true" || tpl.Annotations[workload.AnnotationRunConfigChecksum] == "" {
+	if tpl.Annotations["prometheus.io/scrape"] != "true" || tpl.Annotations[naming.AnnotationRunConfigChecksum] == "" {
 		t.Errorf("template annotations %v", tpl.Annotations)
 	}
-	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations["owner"] != "platform" {
+	if dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Annotations["owner"] != "platform" {
 		t.Errorf("deployment annotations %v", dep.Annotations)
 	}
 	if ps.NodeSelector["pool"] != "mcp" || len(ps.Tolerations) != 2 || ps.Affinity == nil || ps.Affinity.PodAntiAffinity == nil {
@@ -90,7 +91,7 @@ func TestPodTemplateIsMergedIntoTheProxyPod(t *testing.T) {
 	if len(ps.Containers) != 2 {
 		t.Fatalf("containers %v", ps.Containers)
 	}
-	c := container(t, ps, workload.ProxyContainerName)
+	c := container(t, ps, naming.ProxyContainerName)
 	// What hivekeeper built stays.
 	if c.Image != "runner:test" || c.Args[0] != "run" || c.LivenessProbe == nil || c.Ports[0].Name != workload.ProxyPortName {
 		t.Errorf("built fields lost: %+v", c)
@@ -192,7 +193,7 @@ func TestPodTemplateRollsOnceAndIsRemovedCleanly(t *testing.T) {
 	wt.AssertActions(t, acts)
 	dep := f.deployment("remote")
 	ps := dep.Spec.Template.Spec
-	if _, ok := dep.Annotations[workload.AnnotationPodTemplateSpecHash]; ok {
+	if _, ok := dep.Annotations[naming.AnnotationPodTemplateSpecHash]; ok {
 		t.Error("hash annotation kept without a template")
 	}
 	if len(ps.NodeSelector) != 0 || len(ps.Tolerations) != 0 || ps.Affinity != nil || ps.PriorityClassName != "" ||

@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -35,7 +36,7 @@ func TestAuditAndSessionStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		return dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	}
 	before := checksum()
 
@@ -63,9 +64,9 @@ func TestAuditAndSessionStorage(t *testing.T) {
 			before = after
 		}
 
-		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, workload.RunConfigName("remote"), metav1.GetOptions{})
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.RunConfigName("remote"), metav1.GetOptions{})
+		var rc schema.RunConfig
+		if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
@@ -79,13 +80,13 @@ func TestAuditAndSessionStorage(t *testing.T) {
 		}
 		hasPassword := strings.Contains(strings.Join(names, ","), "HTTP_PROXY,"+workload.EnvSessionRedisPassword)
 		if step.name == "on" {
-			wantRC := runconfig.RunConfig{AuditConfig: runconfig.DefaultAuditConfig(), ScalingConfig: &runconfig.ScalingConfig{
-				SessionRedis: &runconfig.SessionRedisConfig{Address: "redis:6379", DB: 1, KeyPrefix: "rp:"}}}
-			if got := (runconfig.RunConfig{AuditConfig: rc.AuditConfig, ScalingConfig: rc.ScalingConfig}); !reflect.DeepEqual(got, wantRC) {
+			wantRC := schema.RunConfig{AuditConfig: schema.DefaultAuditConfig(), ScalingConfig: &schema.ScalingConfig{
+				SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 1, KeyPrefix: "rp:"}}}
+			if got := (schema.RunConfig{AuditConfig: rc.AuditConfig, ScalingConfig: rc.ScalingConfig}); !reflect.DeepEqual(got, wantRC) {
 				t.Errorf("RunConfig audit %+v scaling %+v", rc.AuditConfig, rc.ScalingConfig)
 			}
-			if strings.Contains(cm.Data[runconfig.Key], "redis-auth") {
-				t.Errorf("the RunConfig names the password's Secret:\n%s", cm.Data[runconfig.Key])
+			if strings.Contains(cm.Data[schema.Key], "redis-auth") {
+				t.Errorf("the RunConfig names the password's Secret:\n%s", cm.Data[schema.Key])
 			}
 			if !hasPassword {
 				t.Errorf("env %q: want the Redis password right after the override env", names)
@@ -114,8 +115,8 @@ func TestAuditOffAndMemorySessionsWriteNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.RunConfig.Data[runconfig.Key] != plain.RunConfig.Data[runconfig.Key] {
-		t.Errorf("RunConfig\n%s\nwant\n%s", d.RunConfig.Data[runconfig.Key], plain.RunConfig.Data[runconfig.Key])
+	if d.RunConfig.Data[schema.Key] != plain.RunConfig.Data[schema.Key] {
+		t.Errorf("RunConfig\n%s\nwant\n%s", d.RunConfig.Data[schema.Key], plain.RunConfig.Data[schema.Key])
 	}
 	if got := workload.DiffDeployment(plain.Deployment, d.Deployment); len(got) != 0 {
 		t.Errorf("the Deployment differs: %v", got)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -92,7 +93,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 	want := workload.Desired{RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
 		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment}
 	if desired.RunnerServiceAccount == nil {
-		want.StaleRoleBinding = workload.RemoteProxyRunnerName(p.Name)
+		want.StaleRoleBinding = naming.RemoteProxyRunnerName(p.Name)
 		want.StaleServiceAccount = want.StaleRoleBinding
 	}
 	return c.Children.Ensure(ctx, c.Writer, p.UID, p.Namespace, want)

@@ -25,7 +25,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -121,7 +122,7 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rc map[string]any
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[thschema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc["remote_url"] != "https://remote.example.com/sse" || rc["transport"] != "sse" || rc["port"] != 9090.0 || rc["host"] != "0.0.0.0" {
@@ -137,8 +138,8 @@ func TestChildrenShape(t *testing.T) {
 		rc["thv_ca_bundle"] != "/config/certs/idp-ca/ca.crt" || rc["container_name"] != rc["name"] || rc["base_name"] != rc["name"] {
 		t.Errorf("oidc_config %v", oidc)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "secret") {
-		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[thschema.Key], "secret") {
+		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[thschema.Key])
 	}
 
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
@@ -146,17 +147,17 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[thschema.ChecksumAnnotation] {
 		t.Errorf("template annotations %v lost the checksum", tpl.Annotations)
 	}
 	if _, ok := tpl.Annotations["toolhive.stacklok.dev/mcpserver-generation"]; ok {
 		t.Errorf("a remote proxy has no generation annotation: %v", tpl.Annotations)
 	}
-	if tpl.Labels[workload.LabelInstance] != "remote" || dep.Labels[workload.LabelApp] != app {
+	if tpl.Labels[naming.LabelInstance] != "remote" || dep.Labels[naming.LabelApp] != app {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
-	if c.Name != workload.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
+	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
 		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
 	}
 	var env []string
@@ -509,11 +510,11 @@ func TestTelemetryConfig(t *testing.T) {
 	} {
 		f := newFixture(t, p, wt.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
 		f.converge("remote")
-		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 		var rc struct {
 			Telemetry json.RawMessage `json:"telemetry_config"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[thschema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		if compact := compactJSON(t, rc.Telemetry); !strings.HasSuffix(compact, want) {

@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -76,8 +77,8 @@ type childSet struct {
 
 // serverURL is the in-cluster address clients use.
 func serverURL(s *thv1.MCPServer) string {
-	base := workload.MCPServerAddress(s)
-	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
+	base := naming.MCPServerAddress(s)
+	if naming.MCPServerProxyMode(s) == thv1.TransportSSE {
 		return base + "/sse#" + s.Name
 	}
 	return base + "/mcp"
@@ -90,7 +91,7 @@ func replicas(s *thv1.MCPServer) *int32 {
 		return nil
 	}
 	r := *s.Spec.Replicas
-	if workload.MCPServerTransport(s) == thv1.TransportStdio && r > 1 {
+	if naming.MCPServerTransport(s) == thv1.TransportStdio && r > 1 {
 		r = 1
 	}
 	return &r
@@ -108,17 +109,17 @@ func build(in inputs) (*childSet, error) {
 			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
 	}
 	n, ns := s.Name, s.Namespace
-	labels := workload.Labels(app, n)
-	owner := workload.OwnerRef(s, gvk)
+	labels := naming.Labels(app, n)
+	owner := naming.OwnerRef(s, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
-		return workload.ObjectMeta(name, ns, l, a, owner)
+		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
 
 	backendSA, custom := workload.CustomServiceAccount(s.Spec.ServiceAccount)
 	if !custom {
-		backendSA = workload.BackendServiceAccountName(n)
+		backendSA = naming.BackendServiceAccountName(n)
 	}
-	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, workload.BackendServiceAccountName(n)); err != nil {
+	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	podPatch, err := backendPodPatch(s, backendSA)
@@ -129,7 +130,7 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
+	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, naming.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
 	authz, err := workload.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
 	if err != nil {
 		return nil, err
@@ -158,12 +159,12 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(workload.RunConfigName(n), labels, nil), map[string]string{runconfig.Key: rc})
+	cm := workload.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
 	d := &childSet{
 		RunConfig:            cm,
-		RunnerServiceAccount: workload.ServiceAccount(meta(workload.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    workload.RoleBinding(meta(workload.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerServiceAccount: workload.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
+		RunnerRoleBinding:    workload.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
 	if !custom {
 		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
@@ -176,17 +177,17 @@ func build(in inputs) (*childSet, error) {
 	generation := strconv.FormatInt(s.Generation, 10)
 	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
-		Meta:           meta(n, workload.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
+		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
 		Replicas:       replicas(s),
-		TemplateLabels: workload.MergeOperatorWins(labels, ov.TemplateLabels),
-		TemplateAnnotations: workload.MergeOperatorWins(map[string]string{
-			workload.AnnotationRunConfigChecksum:   cm.Annotations[runconfig.ChecksumAnnotation],
-			workload.AnnotationMCPServerGeneration: generation,
+		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
+		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
+			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
+			naming.AnnotationMCPServerGeneration: generation,
 		}, ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
 		Args:        args,
-		ProxyPort:   workload.MCPServerProxyPort(s),
+		ProxyPort:   naming.MCPServerProxyPort(s),
 		Resources:   resources,
 		// ToolHive's operator adds the telemetry env first, then the
 		// external auth secrets, then the OIDC client secret.
@@ -195,15 +196,15 @@ func build(in inputs) (*childSet, error) {
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
 		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
-			Name: workload.EnvMCPServerGeneration,
+			Name: naming.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				// Explicit: the server defaults it, and a comparison
 				// against the live object would otherwise see drift.
 				APIVersion: "v1",
-				FieldPath:  "metadata.annotations['" + workload.AnnotationMCPServerGeneration + "']",
+				FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
 			}},
 		}}, authServer.Env),
-		ServiceAccountName: workload.ProxyRunnerName(n),
+		ServiceAccountName: naming.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
@@ -214,10 +215,10 @@ func build(in inputs) (*childSet, error) {
 	})
 
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(workload.MCPServerServiceName(n), workload.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
+		Meta:            meta(naming.MCPServerServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
-		Port:            workload.MCPServerProxyPort(s),
-		TargetPort:      workload.MCPServerProxyPort(s),
+		Port:            naming.MCPServerProxyPort(s),
+		TargetPort:      naming.MCPServerProxyPort(s),
 		Selector:        labels,
 		SessionAffinity: s.Spec.SessionAffinity,
 	})
@@ -231,7 +232,7 @@ func build(in inputs) (*childSet, error) {
 func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, webhooks workload.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring, authServer workload.AuthServerWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
-		if err := runconfig.ValidateEnvName(e.Name); err != nil {
+		if err := schema.ValidateEnvName(e.Name); err != nil {
 			return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
 		}
 		if env == nil {
@@ -243,19 +244,19 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 	if s.Spec.MCPPort != nil {
 		target = *s.Spec.MCPPort
 	}
-	rc := &runconfig.RunConfig{
-		SchemaVersion:       runconfig.SchemaVersion,
+	rc := &schema.RunConfig{
+		SchemaVersion:       schema.SchemaVersion,
 		Name:                s.Name,
 		ContainerName:       s.Name,
 		BaseName:            s.Name,
 		Image:               s.Spec.Image,
 		MCPServerGeneration: s.Generation,
 		CmdArgs:             s.Spec.Args,
-		Transport:           workload.MCPServerTransport(s),
+		Transport:           naming.MCPServerTransport(s),
 		Host:                proxyHost,
-		Port:                workload.MCPServerProxyPort(s),
+		Port:                naming.MCPServerProxyPort(s),
 		TargetPort:          target,
-		ProxyMode:           workload.MCPServerProxyMode(s),
+		ProxyMode:           naming.MCPServerProxyMode(s),
 		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
 		EndpointPrefix:      s.Spec.EndpointPrefix,
 		EnvVars:             env,
@@ -269,7 +270,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 	webhooks.ApplyTo(rc)
 	workload.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
-	return runconfig.Marshal(rc)
+	return schema.Marshal(rc)
 }
 
 // backendPodPatch renders the patch the runner applies to the backend pod:
@@ -309,25 +310,25 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 		}
 		idx := -1
 		for i, c := range containers {
-			if cm, ok := c.(map[string]any); ok && cm["name"] == workload.MCPContainerName {
+			if cm, ok := c.(map[string]any); ok && cm["name"] == naming.MCPContainerName {
 				idx = i
 			}
 		}
 		if idx < 0 {
-			containers = append(containers, map[string]any{"name": workload.MCPContainerName})
+			containers = append(containers, map[string]any{"name": naming.MCPContainerName})
 			idx = len(containers) - 1
 		}
 		mcp := containers[idx].(map[string]any)
 		env, ok := mcp["env"].([]any)
 		if mcp["env"] != nil && !ok {
-			return "", invalid("env of container %q must be a list", workload.MCPContainerName)
+			return "", invalid("env of container %q must be a list", naming.MCPContainerName)
 		}
 		for _, sec := range s.Spec.Secrets {
 			name := sec.TargetEnvName
 			if name == "" {
 				name = sec.Key
 			}
-			if err := runconfig.ValidateEnvName(name); err != nil {
+			if err := schema.ValidateEnvName(name); err != nil {
 				return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
 			}
 			entry := map[string]any{

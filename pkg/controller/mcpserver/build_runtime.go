@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -32,11 +32,11 @@ func invalidSpec(format string, a ...any) error {
 type runtimeOptions struct {
 	Volumes                     []string
 	PermissionProfileNameOrPath string
-	PermissionProfile           *runconfig.PermissionProfile
-	Audit                       *runconfig.AuditConfig
+	PermissionProfile           *schema.PermissionProfile
+	Audit                       *schema.AuditConfig
 	MaxRequestBodySize          int64
-	Scaling                     *runconfig.ScalingConfig
-	RateLimit                   *runconfig.RateLimitConfig
+	Scaling                     *schema.ScalingConfig
+	RateLimit                   *schema.RateLimitConfig
 	RateLimitNamespace          string
 
 	// ProxyVolumes and ProxyMounts are the configmap permission profile's.
@@ -47,7 +47,7 @@ type runtimeOptions struct {
 }
 
 // applyTo sets the RunConfig fields.
-func (o *runtimeOptions) applyTo(rc *runconfig.RunConfig) {
+func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 	rc.Volumes = o.Volumes
 	rc.PermissionProfileNameOrPath = o.PermissionProfileNameOrPath
 	rc.PermissionProfile = o.PermissionProfile
@@ -82,7 +82,7 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 
 	redis := workload.SessionRedis(s.Spec.SessionStorage)
 	if s.Spec.BackendReplicas != nil || redis != nil {
-		o.Scaling = &runconfig.ScalingConfig{SessionRedis: redis}
+		o.Scaling = &schema.ScalingConfig{SessionRedis: redis}
 		if s.Spec.BackendReplicas != nil {
 			o.Scaling.BackendReplicas = ptr.To(*s.Spec.BackendReplicas)
 		}
@@ -137,7 +137,7 @@ func (o *runtimeOptions) resolvePermissionProfile(ref *thv1.PermissionProfileRef
 	switch {
 	case ref == nil:
 		if len(o.Volumes) > 0 {
-			o.PermissionProfile = runconfig.BuiltinProfile(runconfig.ProfileNetwork)
+			o.PermissionProfile = schema.BuiltinProfile(schema.ProfileNetwork)
 		}
 	case ref.Type == thv1.PermissionProfileTypeConfigMap:
 		if ref.Key == "" || strings.ContainsAny(ref.Key, `/\`) {
@@ -150,12 +150,12 @@ func (o *runtimeOptions) resolvePermissionProfile(ref *thv1.PermissionProfileRef
 		o.ProxyMounts = []corev1.VolumeMount{{Name: permissionProfileVolume, MountPath: permissionProfileMountPath, ReadOnly: true}}
 	default: // builtin, the schema's default
 		switch ref.Name {
-		case runconfig.ProfileNone, runconfig.ProfileStdio, runconfig.ProfileNetwork:
+		case schema.ProfileNone, schema.ProfileStdio, schema.ProfileNetwork:
 		default:
 			return invalidSpec("spec.permissionProfile.name %q is not a builtin profile (none or network)", ref.Name)
 		}
 		o.PermissionProfileNameOrPath = ref.Name
-		o.PermissionProfile = runconfig.BuiltinProfile(ref.Name)
+		o.PermissionProfile = schema.BuiltinProfile(ref.Name)
 	}
 	if o.PermissionProfile != nil {
 		addMounts(o.PermissionProfile, o.Volumes)
@@ -166,7 +166,7 @@ func (o *runtimeOptions) resolvePermissionProfile(ref *thv1.PermissionProfileRef
 // addMounts adds each volume to the profile's read or write mounts as
 // ToolHive's builder does: ":ro" makes it a read mount, and a volume whose
 // container path a mount already has is left out.
-func addMounts(p *runconfig.PermissionProfile, volumes []string) {
+func addMounts(p *schema.PermissionProfile, volumes []string) {
 	seen := map[string]bool{}
 	for _, m := range append(append([]string(nil), p.Read...), p.Write...) {
 		seen[mountTarget(m)] = true
@@ -198,8 +198,8 @@ func mountTarget(m string) string {
 
 // rateLimit is spec.rateLimiting in the RunConfig's encoding: the same
 // keys, each refill period as ToolHive re-encodes it ("60s" is "1m0s").
-func rateLimit(rl *thv1.RateLimitConfig) (*runconfig.RateLimitConfig, error) {
-	bucket := func(where string, b *thv1.RateLimitBucket) (*runconfig.RateLimitBucket, error) {
+func rateLimit(rl *thv1.RateLimitConfig) (*schema.RateLimitConfig, error) {
+	bucket := func(where string, b *thv1.RateLimitBucket) (*schema.RateLimitBucket, error) {
 		if b == nil {
 			return nil, nil
 		}
@@ -210,9 +210,9 @@ func rateLimit(rl *thv1.RateLimitConfig) (*runconfig.RateLimitConfig, error) {
 		if b.MaxTokens < 1 {
 			return nil, invalidSpec("spec.rateLimiting.%s.maxTokens must be at least 1", where)
 		}
-		return &runconfig.RateLimitBucket{MaxTokens: b.MaxTokens, RefillPeriod: d.String()}, nil
+		return &schema.RateLimitBucket{MaxTokens: b.MaxTokens, RefillPeriod: d.String()}, nil
 	}
-	out := &runconfig.RateLimitConfig{}
+	out := &schema.RateLimitConfig{}
 	var err error
 	if out.Shared, err = bucket("shared", rl.Shared); err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func rateLimit(rl *thv1.RateLimitConfig) (*runconfig.RateLimitConfig, error) {
 		return nil, err
 	}
 	for _, t := range rl.Tools {
-		rt := runconfig.ToolRateLimitConfig{Name: t.Name}
+		rt := schema.ToolRateLimitConfig{Name: t.Name}
 		if rt.Shared, err = bucket("tools["+t.Name+"].shared", t.Shared); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -150,7 +151,7 @@ func FuzzBuild(f *testing.F) {
 		// The RunConfig is JSON the runner can read, and the pod template
 		// always carries its checksum, whatever the overrides say.
 		var rc map[string]any
-		if err := json.Unmarshal([]byte(d.RunConfig.Data[runconfig.Key]), &rc); err != nil {
+		if err := json.Unmarshal([]byte(d.RunConfig.Data[schema.Key]), &rc); err != nil {
 			t.Errorf("RunConfig is not JSON: %v", err)
 		}
 		// "Env keys containing =, CR or LF are invalid input": a build that
@@ -159,13 +160,13 @@ func FuzzBuild(f *testing.F) {
 		// condition to tell the user why).
 		for _, c := range d.Deployment.Spec.Template.Spec.Containers {
 			for _, e := range c.Env {
-				if err := runconfig.ValidateEnvName(e.Name); err != nil {
+				if err := schema.ValidateEnvName(e.Name); err != nil {
 					t.Errorf("container %s env: %v; want an InvalidSpecError from Build", c.Name, err)
 				}
 			}
 		}
-		sum := d.RunConfig.Annotations[runconfig.ChecksumAnnotation]
-		if got := d.Deployment.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]; sum == "" || got != sum {
+		sum := d.RunConfig.Annotations[schema.ChecksumAnnotation]
+		if got := d.Deployment.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]; sum == "" || got != sum {
 			t.Errorf("pod template checksum %q, want the RunConfig's %q", got, sum)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -42,14 +43,14 @@ var (
 		},
 		"conflicting-operator-keys": {
 			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelApp: "hijack"}},
+				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelApp: "hijack"}},
 				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
-					Labels:      map[string]string{workload.LabelInstance: "hijack"},
-					Annotations: map[string]string{workload.AnnotationRunConfigChecksum: "user-value", workload.AnnotationMCPServerGeneration: "99"},
+					Labels:      map[string]string{naming.LabelInstance: "hijack"},
+					Annotations: map[string]string{naming.AnnotationRunConfigChecksum: "user-value", naming.AnnotationMCPServerGeneration: "99"},
 				},
 				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
 			},
-			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{workload.LabelToolhive: "false"}},
+			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelToolhive: "false"}},
 		},
 	}
 	oidcKinds  = []string{"none", "inline", "kubernetesServiceAccount"}
@@ -229,8 +230,8 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		{workload.FieldVolumes, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 		}},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum) }},
-		{workload.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[workload.LabelApp] = "x" }},
+		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
+		{workload.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[naming.LabelApp] = "x" }},
 		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{workload.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},

@@ -13,7 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -37,17 +38,17 @@ func withEverything(s *thv1.MCPServer) {
 }
 
 // readRunConfig returns the RunConfig hivekeeper wrote, and its text.
-func readRunConfig(t *testing.T, f *fixture, name string) (runconfig.RunConfig, string) {
+func readRunConfig(t *testing.T, f *fixture, name string) (schema.RunConfig, string) {
 	t.Helper()
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	return rc, cm.Data[runconfig.Key]
+	return rc, cm.Data[schema.Key]
 }
 
 // The runtime fields reach the RunConfig in ToolHive's encoding, the
@@ -57,20 +58,20 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	f := newFixture(t, newServer("fetch", withEverything))
 	f.converge("fetch")
 	rc, raw := readRunConfig(t, f, "fetch")
-	want := runconfig.RunConfig{
+	want := schema.RunConfig{
 		Volumes:                     []string{"/srv/data:/data:ro", "/var/cache:/cache"},
 		PermissionProfileNameOrPath: "/etc/toolhive/profiles/fetch.json",
-		AuditConfig:                 runconfig.DefaultAuditConfig(),
+		AuditConfig:                 schema.DefaultAuditConfig(),
 		MaxRequestBodySize:          1 << 20,
-		ScalingConfig: &runconfig.ScalingConfig{BackendReplicas: ptr.To[int32](2),
-			SessionRedis: &runconfig.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
-		RateLimitConfig: &runconfig.RateLimitConfig{
-			Shared: &runconfig.RateLimitBucket{MaxTokens: 100, RefillPeriod: "1m0s"},
-			Tools:  []runconfig.ToolRateLimitConfig{{Name: "fetch", Shared: &runconfig.RateLimitBucket{MaxTokens: 5, RefillPeriod: "1h30m0s"}}},
+		ScalingConfig: &schema.ScalingConfig{BackendReplicas: ptr.To[int32](2),
+			SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
+		RateLimitConfig: &schema.RateLimitConfig{
+			Shared: &schema.RateLimitBucket{MaxTokens: 100, RefillPeriod: "1m0s"},
+			Tools:  []schema.ToolRateLimitConfig{{Name: "fetch", Shared: &schema.RateLimitBucket{MaxTokens: 5, RefillPeriod: "1h30m0s"}}},
 		},
 		RateLimitNamespace: testNS,
 	}
-	got := runconfig.RunConfig{
+	got := schema.RunConfig{
 		Volumes: rc.Volumes, PermissionProfileNameOrPath: rc.PermissionProfileNameOrPath, PermissionProfile: rc.PermissionProfile,
 		AuditConfig: rc.AuditConfig, MaxRequestBodySize: rc.MaxRequestBodySize, ScalingConfig: rc.ScalingConfig,
 		RateLimitConfig: rc.RateLimitConfig, RateLimitNamespace: rc.RateLimitNamespace,
@@ -101,7 +102,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		t.Fatalf("Redis password env %+v in %q", redis, names)
 	}
 	// After any override env, before the generation, as ToolHive orders it.
-	if i := strings.Index(strings.Join(names, ","), workload.EnvSessionRedisPassword+","+workload.EnvMCPServerGeneration); i < 0 {
+	if i := strings.Index(strings.Join(names, ","), workload.EnvSessionRedisPassword+","+naming.EnvMCPServerGeneration); i < 0 {
 		t.Errorf("env order %q", names)
 	}
 	var vol *corev1.Volume
@@ -139,7 +140,7 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 	f.converge("fetch")
 	ctx := context.Background()
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-	before := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	before := dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 
 	for _, step := range []struct {
 		name string
@@ -171,7 +172,7 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 			}
 		}
 		dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-		after := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		after := dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 		if after == before {
 			t.Errorf("%s: the RunConfig checksum did not change", step.name)
 		}
@@ -303,15 +304,15 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 // mounts), a second volume at a container path already mounted left out,
 // and with no profile but volumes the builder's default, network.
 func TestPermissionProfileAndMounts(t *testing.T) {
-	none := runconfig.BuiltinProfile(runconfig.ProfileNone)
-	network := runconfig.BuiltinProfile(runconfig.ProfileNetwork)
+	none := schema.BuiltinProfile(schema.ProfileNone)
+	network := schema.BuiltinProfile(schema.ProfileNetwork)
 	for name, tc := range map[string]struct {
 		ref        *thv1.PermissionProfileRef
 		vols       []thv1.Volume
 		nameOrPath string
 		read       []string
 		write      []string
-		base       *runconfig.PermissionProfile
+		base       *schema.PermissionProfile
 	}{
 		"nothing": {},
 		"none":    {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "none"}, nameOrPath: "none", base: none},
@@ -343,7 +344,7 @@ func TestPermissionProfileAndMounts(t *testing.T) {
 			if o.PermissionProfileNameOrPath != tc.nameOrPath {
 				t.Errorf("name or path %q, want %q", o.PermissionProfileNameOrPath, tc.nameOrPath)
 			}
-			var want *runconfig.PermissionProfile
+			var want *schema.PermissionProfile
 			if tc.base != nil {
 				p := *tc.base
 				p.Read, p.Write = tc.read, tc.write
@@ -412,11 +413,11 @@ func FuzzBuildRuntime(f *testing.F) {
 			return
 		}
 		assertNoDrift(t, "fuzz", d)
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(d.RunConfig.Data[runconfig.Key]), &rc); err != nil {
+		var rc schema.RunConfig
+		if err := json.Unmarshal([]byte(d.RunConfig.Data[schema.Key]), &rc); err != nil {
 			t.Fatalf("RunConfig is not JSON: %v", err)
 		}
-		if secretName != "" && len(secretName) > 3 && strings.Contains(d.RunConfig.Data[runconfig.Key], `"`+secretName+`"`) {
+		if secretName != "" && len(secretName) > 3 && strings.Contains(d.RunConfig.Data[schema.Key], `"`+secretName+`"`) {
 			t.Errorf("the Redis password's Secret %q is in the RunConfig", secretName)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	typedthv1 "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/typed/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -129,7 +130,7 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	switch s.Annotations[thv1.AnnotationRestartStrategy] {
 	case thv1.RestartImmediate:
 		if dep.Annotations[thv1.AnnotationRestartedAt] != req {
-			selector := labels.SelectorFromSet(workload.Labels(app, s.Name)).String()
+			selector := labels.SelectorFromSet(naming.Labels(app, s.Name)).String()
 			if err := framework.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
 				return err
 			}
@@ -200,7 +201,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 // else is left alone, with a Warning event naming it.
 func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer) error {
 	ns, n := s.Namespace, s.Name
-	want := map[string]string{workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+	want := map[string]string{naming.LabelToolhive: "true", naming.LabelToolhiveName: n}
 	leftAlone := func(kind, name, why string) {
 		c.Recorder.Eventf(s, corev1.EventTypeWarning, thv1.ReasonCleanupSkipped,
 			"Left %s %s/%s in place: %s, so it is not what the proxy runner created for this MCPServer", kind, ns, name, why)

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -69,12 +69,12 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 
 	// authserver-config.yaml, beside config.yaml, is ToolHive's authserver
 	// RunConfig for the spec; it names files and variables, never secrets.
-	var as runconfig.EmbeddedAuthServerConfig
-	if err := yaml.UnmarshalStrict([]byte(cm.Data[workload.VMCPAuthServerConfigKey]), &as); err != nil {
-		t.Fatalf("authserver-config.yaml: %v\n%s", err, cm.Data[workload.VMCPAuthServerConfigKey])
+	var as schema.EmbeddedAuthServerConfig
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[naming.VMCPAuthServerConfigKey]), &as); err != nil {
+		t.Fatalf("authserver-config.yaml: %v\n%s", err, cm.Data[naming.VMCPAuthServerConfigKey])
 	}
 	if as.Issuer != "https://idp.example.com" || !slices.Equal(as.AllowedAudiences, []string{vmcpResource}) ||
-		!slices.Equal(as.ScopesSupported, []string{"openid", "offline_access"}) || as.SchemaVersion != runconfig.AuthServerSchemaVersion ||
+		!slices.Equal(as.ScopesSupported, []string{"openid", "offline_access"}) || as.SchemaVersion != schema.AuthServerSchemaVersion ||
 		as.SigningKeyConfig == nil || as.SigningKeyConfig.SigningKeyFile != "key-0.pem" || !slices.Equal(as.SigningKeyConfig.FallbackKeyFiles, []string{"key-1.pem"}) ||
 		!slices.Equal(as.HMACSecretFiles, []string{"/etc/toolhive/authserver/hmac/hmac-0"}) || as.TokenLifespans.AccessTokenLifespan != "30m" ||
 		len(as.Upstreams) != 2 {
@@ -96,7 +96,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 			Backends map[string]backendStrategy `json:"backends"`
 		} `json:"outgoingAuth"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.OutgoingAuth.Default.TokenExchange.SubjectProviderName; got != "corp-idp" {
@@ -175,7 +175,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch virtualmcpservers/status")
 	cm, _ = f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
-	if _, ok := cm.Data[workload.VMCPAuthServerConfigKey]; ok || strings.Contains(cm.Data[workload.VMCPConfigKey], "corp-idp") {
+	if _, ok := cm.Data[naming.VMCPAuthServerConfigKey]; ok || strings.Contains(cm.Data[naming.VMCPConfigKey], "corp-idp") {
 		t.Errorf("the authorization server is still configured:\n%v", cm.Data)
 	}
 	if c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionAuthServerConfigValidated); c != nil {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -53,12 +53,12 @@ func withAuthRef(name string) func(*thv1.MCPServer) {
 // configOf decodes the config.yaml of the live ConfigMap.
 func configOf(t *testing.T, f *fixture) map[string]any {
 	t.Helper()
-	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -45,12 +46,12 @@ func serviceAccountName(v *thv1.VirtualMCPServer) string {
 	if sa, ok := workload.CustomServiceAccount(v.Spec.ServiceAccount); ok {
 		return sa
 	}
-	return workload.VMCPServiceAccountName(v.Name)
+	return naming.VMCPServiceAccountName(v.Name)
 }
 
 // serverURL is the in-cluster address clients use.
 func serverURL(v *thv1.VirtualMCPServer) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", workload.VMCPServiceName(v.Name), v.Namespace, workload.VMCPPort)
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", naming.VMCPServiceName(v.Name), v.Namespace, naming.VMCPPort)
 }
 
 // backendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
@@ -59,10 +60,10 @@ func serverURL(v *thv1.VirtualMCPServer) string {
 // URL, so a bare host would miss the endpoint.
 func backendURL(s *thv1.MCPServer) string {
 	p := "/mcp"
-	if workload.MCPServerProxyMode(s) == thv1.TransportSSE {
+	if naming.MCPServerProxyMode(s) == thv1.TransportSSE {
 		p = "/sse"
 	}
-	return workload.MCPServerAddress(s) + p
+	return naming.MCPServerAddress(s) + p
 }
 
 // env is the vmcp container's environment: who it is, the OIDC client
@@ -81,9 +82,9 @@ func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, w configWiring) []c
 func args() []string {
 	return []string{
 		"serve",
-		"--config=" + path.Join(configMountPath, workload.VMCPConfigKey),
+		"--config=" + path.Join(configMountPath, naming.VMCPConfigKey),
 		"--host=" + listenHost,
-		"--port=" + strconv.Itoa(int(workload.VMCPPort)),
+		"--port=" + strconv.Itoa(int(naming.VMCPPort)),
 	}
 }
 
@@ -127,13 +128,13 @@ type childSet struct {
 func build(in inputs) (*childSet, error) {
 	v := in.Server
 	n, ns := v.Name, v.Namespace
-	labels := workload.Labels(app, n)
-	owner := workload.OwnerRef(v, gvk)
+	labels := naming.Labels(app, n)
+	owner := naming.OwnerRef(v, gvk)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
-		return workload.ObjectMeta(name, ns, l, a, owner)
+		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
 
-	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, workload.VMCPServiceAccountName(n)); err != nil {
+	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, naming.VMCPServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	var oidc workload.OIDCWiring
@@ -142,7 +143,7 @@ func build(in inputs) (*childSet, error) {
 			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
-		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, workload.VMCPPort), envOIDCClientSecret)
+		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, naming.VMCPPort), envOIDCClientSecret)
 	}
 	// The template is checked first, as ToolHive's operator does, so that
 	// a template no pod can be built from is reported as such.
@@ -157,11 +158,11 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]string{workload.VMCPConfigKey: config}
+	data := map[string]string{naming.VMCPConfigKey: config}
 	if wiring.AuthServerConfig != "" {
-		data[workload.VMCPAuthServerConfigKey] = wiring.AuthServerConfig
+		data[naming.VMCPAuthServerConfigKey] = wiring.AuthServerConfig
 	}
-	cm := workload.ConfigMap(meta(workload.VMCPConfigMapName(n), labels, nil), data)
+	cm := workload.ConfigMap(meta(naming.VMCPConfigMapName(n), labels, nil), data)
 
 	vols, err := podVolumes(cm.Name, oidc, wiring)
 	if err != nil {
@@ -174,8 +175,8 @@ func build(in inputs) (*childSet, error) {
 	}
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
-	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == workload.VMCPServiceAccountName(n) {
-		d.ServiceAccount = workload.ServiceAccount(meta(workload.VMCPServiceAccountName(n), labels, nil))
+	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
+		d.ServiceAccount = workload.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
 	}
 	d.Deployment = &appsv1.Deployment{
 		ObjectMeta: meta(n, labels, workload.SetPodVolumesHash(nil, vols.Hash)),
@@ -185,18 +186,18 @@ func build(in inputs) (*childSet, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      labels,
-					Annotations: map[string]string{workload.AnnotationVMCPConfigChecksum: cm.Annotations[runconfig.ChecksumAnnotation]},
+					Annotations: map[string]string{naming.AnnotationVMCPConfigChecksum: cm.Annotations[schema.ChecksumAnnotation]},
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: serviceAccountName(v),
 					ImagePullSecrets:   slices.Clone(v.Spec.ImagePullSecrets),
 					SecurityContext:    workload.RestrictedPodSecurityContext(),
 					Containers: []corev1.Container{{
-						Name:  workload.VMCPContainerName,
+						Name:  naming.VMCPContainerName,
 						Image: in.Image,
 						Args:  args(),
 						Ports: []corev1.ContainerPort{{
-							Name: portName, ContainerPort: workload.VMCPPort, Protocol: corev1.ProtocolTCP,
+							Name: portName, ContainerPort: naming.VMCPPort, Protocol: corev1.ProtocolTCP,
 						}},
 						Env:             env(v, oidc, wiring),
 						VolumeMounts:    vols.Mounts,
@@ -220,11 +221,11 @@ func build(in inputs) (*childSet, error) {
 		return nil, err
 	}
 	d.Service = workload.Service(workload.ServiceSpec{
-		Meta:            meta(workload.VMCPServiceName(n), labels, nil),
+		Meta:            meta(naming.VMCPServiceName(n), labels, nil),
 		Type:            corev1.ServiceType(v.Spec.ServiceType),
 		PortName:        portName,
-		Port:            workload.VMCPPort,
-		TargetPort:      workload.VMCPPort,
+		Port:            naming.VMCPPort,
+		TargetPort:      naming.VMCPPort,
 		Selector:        labels,
 		SessionAffinity: v.Spec.SessionAffinity,
 	})
@@ -255,7 +256,7 @@ func podVolumes(configMap string, oidc workload.OIDCWiring, w configWiring) (wor
 func validateMergedVolumes(pod *corev1.PodSpec) error {
 	var mounts []corev1.VolumeMount
 	for _, c := range pod.Containers {
-		if c.Name == workload.VMCPContainerName {
+		if c.Name == naming.VMCPContainerName {
 			mounts = c.VolumeMounts
 		}
 	}
@@ -291,11 +292,11 @@ type backend struct {
 func memberBackend(obj any) (member, bool) {
 	switch m := obj.(type) {
 	case *thv1.MCPServer:
-		return member{backend: backend{Name: m.Name, URL: backendURL(m), Transport: workload.MCPServerProxyMode(m)},
+		return member{backend: backend{Name: m.Name, URL: backendURL(m), Transport: naming.MCPServerProxyMode(m)},
 			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
 	case *thv1.MCPRemoteProxy:
 		// The proxy's status.url, which ToolHive's vmcp discovery reads.
-		return member{backend: backend{Name: m.Name, URL: workload.RemoteProxyURL(m), Transport: workload.RemoteProxyTransport(m)},
+		return member{backend: backend{Name: m.Name, URL: naming.RemoteProxyURL(m), Transport: naming.RemoteProxyTransport(m)},
 			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
 	case *thv1.MCPServerEntry:
 		return entryBackend(m)

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -74,8 +74,8 @@ func TestCompositeToolRefsWaitThenConverge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(cm.Data[workload.VMCPConfigKey], "name: deploy") || !strings.Contains(cm.Data[workload.VMCPConfigKey], "name: x-broken") {
-		t.Errorf("config.yaml lacks the referenced tools:\n%s", cm.Data[workload.VMCPConfigKey])
+	if !strings.Contains(cm.Data[naming.VMCPConfigKey], "name: deploy") || !strings.Contains(cm.Data[naming.VMCPConfigKey], "name: x-broken") {
+		t.Errorf("config.yaml lacks the referenced tools:\n%s", cm.Data[naming.VMCPConfigKey])
 	}
 }
 
@@ -145,7 +145,7 @@ func TestCompositeToolsRendered(t *testing.T) {
 	if refs, _ := cfg["compositeToolRefs"].([]any); len(refs) != 2 {
 		t.Errorf("compositeToolRefs %v", cfg["compositeToolRefs"])
 	}
-	if plain.Deployment.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] == withTools.Deployment.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] {
+	if plain.Deployment.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] == withTools.Deployment.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] {
 		t.Error("the pod checksum does not cover the composite tools")
 	}
 
@@ -161,7 +161,7 @@ func TestCompositeToolsRendered(t *testing.T) {
 func decodeRendered(t *testing.T, c *childSet) map[string]any {
 	t.Helper()
 	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(c.Config.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(c.Config.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

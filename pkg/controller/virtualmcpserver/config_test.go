@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -238,11 +239,11 @@ func TestToolConfigChangeRollsOnce(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
 	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
-	if !strings.Contains(cm.Data[workload.VMCPConfigKey], "- search") {
-		t.Errorf("the new filter is not in config.yaml:\n%s", cm.Data[workload.VMCPConfigKey])
+	if !strings.Contains(cm.Data[naming.VMCPConfigKey], "- search") {
+		t.Errorf("the new filter is not in config.yaml:\n%s", cm.Data[naming.VMCPConfigKey])
 	}
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "agg", metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
 		t.Errorf("the pod template's checksum does not follow the config")
 	}
 	f.Refresh()
@@ -327,7 +328,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := map[string]any{keyOutgoingAuth: map[string]any{"default": s}}
-	applyAuthServer(cfg, workload.AuthServerWiring{Config: &runconfig.EmbeddedAuthServerConfig{Upstreams: []runconfig.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
+	applyAuthServer(cfg, workload.AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{Upstreams: []schema.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
 	if s.AwsSts.SubjectProviderName != "corp-idp" {
 		t.Errorf("subject provider %q, want the first upstream", s.AwsSts.SubjectProviderName)
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -28,7 +28,7 @@ func TestGolden(t *testing.T) {
 			files[filepath.Join(w.Dir, "error.txt")] = workloadtest.GoldenError(err)
 			continue
 		}
-		for _, key := range []string{workload.VMCPConfigKey, workload.VMCPAuthServerConfigKey} {
+		for _, key := range []string{naming.VMCPConfigKey, naming.VMCPAuthServerConfigKey} {
 			if v, ok := d.Config.Data[key]; ok {
 				files[filepath.Join(w.Dir, key)] = []byte(v)
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -109,7 +110,7 @@ func TestBuildDriftParity(t *testing.T) {
 										}
 										assertNoDrift(t, name, d)
 										// The config volume is always there, so is the hash.
-										if _, has := d.Deployment.Annotations[workload.AnnotationPodVolumesHash]; !has {
+										if _, has := d.Deployment.Annotations[naming.AnnotationPodVolumesHash]; !has {
 											t.Errorf("%s: no pod volumes hash annotation", name)
 										}
 									}
@@ -165,7 +166,7 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 			mounts = append(mounts, m)
 		}
 	}
-	if h, _ := workload.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[workload.AnnotationPodVolumesHash] != h {
-		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[workload.AnnotationPodVolumesHash], h)
+	if h, _ := workload.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
+		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
 }

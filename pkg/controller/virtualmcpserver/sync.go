@@ -12,6 +12,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -46,7 +47,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		ref = v.Spec.IncomingAuth.OIDCConfigRef
 	}
-	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, workload.OIDCConfigName(ref))
+	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, naming.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
 	var refs configRefs
 	var authzOK, telemetryOK, toolsOK, extAuthOK bool
@@ -90,7 +91,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		want := workload.Desired{PodServiceAccount: desired.ServiceAccount, ConfigMap: desired.Config, Service: desired.Service, Deployment: desired.Deployment}
 		if desired.ServiceAccount == nil {
 			// The account made before the spec named its own.
-			want.StaleServiceAccount = workload.VMCPServiceAccountName(v.Name)
+			want.StaleServiceAccount = naming.VMCPServiceAccountName(v.Name)
 		}
 		dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want)
 	}

@@ -17,7 +17,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -75,7 +76,7 @@ func TestChildrenShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := cm.Data[workload.VMCPConfigKey]
+	raw := cm.Data[naming.VMCPConfigKey]
 	var cfg struct {
 		Name         string         `json:"name"`
 		GroupRef     string         `json:"groupRef"`
@@ -126,7 +127,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if len(pod.Containers) != 1 || c.Name != workload.VMCPContainerName || c.Image != testImage ||
+	if len(pod.Containers) != 1 || c.Name != naming.VMCPContainerName || c.Image != testImage ||
 		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
 		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Errorf("container %+v", c)
@@ -145,10 +146,10 @@ func TestChildrenShape(t *testing.T) {
 	if !slices.Equal(vols, []string{configVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
-	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
-		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[workload.AnnotationPodVolumesHash], h)
+	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
+		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
-	if dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
 		t.Errorf("template annotations %v", dep.Spec.Template.Annotations)
 	}
 	if pod.ServiceAccountName != "agg-vmcp" {
@@ -189,7 +190,7 @@ func TestCustomServiceAccountCreatesNone(t *testing.T) {
 		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
 	}
 	// The config volume alone is hashed too, as ToolHive's operator does.
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
+	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("pod volumes hash of a pod with only its config volume: %v", dep.Annotations)
 	}
 }
@@ -223,7 +224,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	oldHash := dep.Annotations[workload.AnnotationPodVolumesHash]
+	oldHash := dep.Annotations[naming.AnnotationPodVolumesHash]
 
 	cfg = cfg.DeepCopy()
 	cfg.Spec.Inline.CABundleRef.ConfigMapRef.Name = "ca-two"
@@ -238,7 +239,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 	// The config.yaml names the new CA path too.
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
 	body := deploymentPatch(t, acts)
-	newHash, _ := annotationsOf(body)[workload.AnnotationPodVolumesHash].(string)
+	newHash, _ := annotationsOf(body)[naming.AnnotationPodVolumesHash].(string)
 	if newHash == "" || newHash == oldHash {
 		t.Fatalf("hash %q -> %q", oldHash, newHash)
 	}
@@ -264,7 +265,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments", "patch virtualmcpservers/status")
-	if h, _ := workload.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[workload.AnnotationPodTemplateSpecHash] != h {
+	if h, _ := workload.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[naming.AnnotationPodTemplateSpecHash] != h {
 		t.Fatalf("secret rename does not carry the new template hash: %s", wt.Describe(acts))
 	}
 	f.ApplyServerBehaviour()
@@ -284,13 +285,13 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	}
 	body := deploymentPatch(t, acts)
 	ann := annotationsOf(body)
-	if v, ok := ann[workload.AnnotationPodVolumesHash].(string); !ok || v == "" {
+	if v, ok := ann[naming.AnnotationPodVolumesHash].(string); !ok || v == "" {
 		t.Fatalf("patch does not carry the config volume's hash: %v", body["metadata"])
 	}
 	f.ApplyServerBehaviour()
 	f.Refresh()
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[workload.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
+	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[naming.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
 		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
 	}
 	for i := range 2 {
@@ -524,7 +525,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	f.AssertRefusedServiceAccount(t, acts, "virtualmcpservers", f.get("agg").Status.Conditions)
 
 	// Its own account, which hivekeeper created, is fine.
-	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(workload.VMCPServiceAccountName("agg")) })
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(naming.VMCPServiceAccountName("agg")) })
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 }
@@ -561,11 +562,11 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 	if env["EXTRA"].Value != "1" || env[envName].Value != "agg" || env[envNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("container env %v resources %v", c.Env, c.Resources)
 	}
-	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[workload.AnnotationPodVolumesHash] == "" {
+	if dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[naming.AnnotationPodVolumesHash] == "" {
 		t.Errorf("annotations %v, want both hashes", dep.Annotations)
 	}
-	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.VMCPConfigMapName("agg"), metav1.GetOptions{})
-	if cfg := cm.Data[workload.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
+	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	if cfg := cm.Data[naming.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
 		t.Errorf("config.yaml session storage:\n%s", cfg)
 	}
 	for i := range 2 {

@@ -1,4 +1,4 @@
-package runconfig
+package schema
 
 import (
 	"encoding/json"

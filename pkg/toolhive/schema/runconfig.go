@@ -1,8 +1,10 @@
-// Package runconfig holds the RunConfig that ToolHive's proxy runner reads
-// from its mounted ConfigMap, and the content checksum that rolls the proxy
-// pods when that ConfigMap changes. Everything here is a pure function of
-// its inputs, so builders and drift checks can share it.
-package runconfig
+// Package schema holds the types of the files ToolHive's runtime reads,
+// in ToolHive's encoding: the RunConfig the proxy runner reads from its
+// mounted ConfigMap (and the embedded authorization server's
+// configuration inside it), and the content checksum that rolls the
+// proxy pods when that ConfigMap changes. Marshal owns the bytes:
+// everything here is a pure function of its inputs.
+package schema
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package runconfig
+package schema
 
 // AWSStsConfig is ToolHive's awssts.Config: the runner exchanges the
 // caller's token for temporary AWS credentials (AssumeRoleWithWebIdentity)

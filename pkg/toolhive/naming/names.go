@@ -1,4 +1,4 @@
-package workload
+package naming
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package runconfig
+package schema
 
 // AuthServerSchemaVersion is the schema_version of ToolHive's embedded
 // authorization server configuration at the pinned release.

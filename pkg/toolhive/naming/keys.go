@@ -1,4 +1,4 @@
-package workload
+package naming
 
 // The keys of the pod contract that outlive one controller: the template
 // annotations that roll a pod when what it read at start changes, the
@@ -21,6 +21,11 @@ const (
 	// MCPContainerName is an MCPServer's backend container, the one the
 	// runner's pod patch targets.
 	MCPContainerName = "mcp"
+	// ProxyContainerName is the proxy runner's container of an MCPServer
+	// or MCPRemoteProxy; a podTemplateSpec addresses it by this name.
+	ProxyContainerName = "toolhive"
+	// DefaultProxyPort is the proxy port when the spec leaves it unset.
+	DefaultProxyPort int32 = 8080
 
 	// AnnotationVMCPConfigChecksum on a vMCP pod template rolls the vMCP
 	// when its configuration changes: vmcp reads config.yaml once at
@@ -38,3 +43,19 @@ const (
 	// VMCPPort is the vMCP's listening port, container and Service.
 	VMCPPort int32 = 4483
 )
+
+// AnnotationPodTemplateSpecHash is the Deployment annotation that stands
+// for the user's podTemplateSpec (ToolHive's key). What the template adds
+// to the pod and hivekeeper's own builder does not set — init containers,
+// sidecars, scheduling, priority, DNS and the like — is compared through
+// this one string, never through the live fields: the API server defaults
+// fields all over a pod spec, and a comparison of them would see drift
+// forever.
+const AnnotationPodTemplateSpecHash = "toolhive.stacklok.io/podtemplatespec-hash"
+
+// AnnotationPodVolumesHash is the Deployment annotation that stands for the
+// pod's resolved volumes and mounts. Drift of those is detected by
+// comparing this one string, never the live volume list: the API server
+// defaults fields inside volume sources (defaultMode, token expiry, host
+// path type, ...) and a comparison of the lists would see drift forever.
+const AnnotationPodVolumesHash = "toolhive.stacklok.io/podvolumes-hash"
