@@ -12,6 +12,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
@@ -64,8 +65,8 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 			Client: func(ns string) framework.ChildClient[*corev1.ConfigMap] {
 				return kube.CoreV1().ConfigMaps(ns)
 			},
-			Diff:      DiffConfigMap,
-			PatchBody: ConfigMapPatch,
+			Diff:      drift.DiffConfigMap,
+			PatchBody: drift.ConfigMapPatch,
 		},
 		ServiceAccounts: framework.ChildOps[*corev1.ServiceAccount]{
 			Resource: "serviceaccounts",
@@ -74,8 +75,8 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 			Client: func(ns string) framework.ChildClient[*corev1.ServiceAccount] {
 				return kube.CoreV1().ServiceAccounts(ns)
 			},
-			Diff:      DiffServiceAccount,
-			PatchBody: ServiceAccountPatch,
+			Diff:      drift.DiffServiceAccount,
+			PatchBody: drift.ServiceAccountPatch,
 		},
 		RoleBindings: framework.ChildOps[*rbacv1.RoleBinding]{
 			Resource: "rolebindings",
@@ -84,9 +85,9 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 			Client: func(ns string) framework.ChildClient[*rbacv1.RoleBinding] {
 				return kube.RbacV1().RoleBindings(ns)
 			},
-			Diff:          DiffRoleBinding,
-			NeedsRecreate: RoleBindingNeedsRecreate,
-			PatchBody:     RoleBindingPatch,
+			Diff:          drift.DiffRoleBinding,
+			NeedsRecreate: drift.RoleBindingNeedsRecreate,
+			PatchBody:     drift.RoleBindingPatch,
 		},
 		Deployments: framework.ChildOps[*appsv1.Deployment]{
 			Resource: "deployments",
@@ -95,10 +96,10 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 			Client: func(ns string) framework.ChildClient[*appsv1.Deployment] {
 				return kube.AppsV1().Deployments(ns)
 			},
-			Diff:          DiffDeployment,
-			NeedsRecreate: DeploymentNeedsRecreate,
+			Diff:          drift.DiffDeployment,
+			NeedsRecreate: drift.DeploymentNeedsRecreate,
 			PatchBody: func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-				return DeploymentPatch(want, have, nil, adopt)
+				return drift.DeploymentPatch(want, have, nil, adopt)
 			},
 		},
 		Services: framework.ChildOps[*corev1.Service]{
@@ -108,8 +109,8 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 			Client: func(ns string) framework.ChildClient[*corev1.Service] {
 				return kube.CoreV1().Services(ns)
 			},
-			Diff:      DiffService,
-			PatchBody: ServicePatch,
+			Diff:      drift.DiffService,
+			PatchBody: drift.ServicePatch,
 		},
 	}
 	return c, []*framework.Informer{cmInf, saInf, rbInf, depInf, svcInf}
@@ -190,4 +191,33 @@ func ensureIf[T metav1.Object](ctx context.Context, w *framework.Writer, ops fra
 		_, err := framework.EnsureChild(ctx, w, ops, want, owner)
 		return err
 	}
+}
+
+// WithPodTemplateSpec returns a copy of Deployment ops for a kind whose
+// podTemplateSpec is merged into its Deployment's pod
+// (DiffDeploymentWithPodTemplate, DeploymentPatchWithPodTemplate).
+func WithPodTemplateSpec(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentWithPodTemplate
+	ops.PatchBody = drift.DeploymentPatchWithPodTemplate
+	return ops
+}
+
+// WithPodTemplateSpecAndVolumesHash returns a copy of Deployment ops for a
+// kind whose podTemplateSpec is merged into its pod and whose built volumes
+// are hashed: both annotations are compared and pruned when unwanted.
+func WithPodTemplateSpecAndVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentWithPodTemplateByVolumesHash
+	ops.PatchBody = drift.DeploymentPatchWithPodTemplateAndVolumesHash
+	return ops
+}
+
+// WithPodVolumesHash returns a copy of Deployment ops that detects volume
+// drift through naming.AnnotationPodVolumesHash and prunes the annotation when
+// it is no longer wanted.
+func WithPodVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentByVolumesHash
+	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+		return drift.DeploymentPatch(want, have, drift.PodVolumesPrune, adopt)
+	}
+	return ops
 }

@@ -1,19 +1,13 @@
 package workload
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/hivekeeper/hivekeeper/pkg/framework"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // sampleVolumes covers the source types users put in a podTemplateSpec.
@@ -227,88 +221,4 @@ func TestNewPodVolumesHashesEveryVolume(t *testing.T) {
 	if pv, err := NewPodVolumes(nil, nil); err != nil || pv.Hash != "" {
 		t.Fatalf("no volumes: %+v, %v; want no hash", pv, err)
 	}
-}
-
-func hashedDeployment(hash string, vols []corev1.Volume) *appsv1.Deployment {
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: SetPodVolumesHash(map[string]string{"owner": "x"}, hash)},
-		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "c", Image: "i", VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}},
-			Volumes:    vols,
-		}}},
-	}
-	return d
-}
-
-func TestDiffDeploymentByVolumesHash(t *testing.T) {
-	vols, _ := sampleVolumes()
-	want := hashedDeployment("h1", vols)
-
-	// The live volumes carry server defaults and foreign additions: not
-	// compared, only the hash is.
-	live := want.DeepCopy()
-	live.Spec.Template.Spec.Volumes = NormalizeVolumes(live.Spec.Template.Spec.Volumes)
-	live.Spec.Template.Spec.Volumes = append(live.Spec.Template.Spec.Volumes, corev1.Volume{Name: "istio"})
-	live.Spec.Template.Spec.Containers[0].VolumeMounts = append(live.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "istio", MountPath: "/istio"})
-	if got := DiffDeploymentByVolumesHash(want, live); len(got) != 0 {
-		t.Fatalf("drift %v with the same hash", got)
-	}
-	if live.Spec.Template.Spec.Volumes == nil || len(live.Spec.Template.Spec.Containers[0].VolumeMounts) != 2 || want.Annotations[naming.AnnotationPodVolumesHash] != "h1" {
-		t.Fatal("the comparator changed its inputs")
-	}
-
-	other := hashedDeployment("h2", vols)
-	if got := DiffDeploymentByVolumesHash(want, other); !slices.Equal(got, []string{FieldPodVolumesHash}) {
-		t.Fatalf("changed hash: drift %v, want only %s", got, FieldPodVolumesHash)
-	}
-	// No volumes wanted any more, but the live object still has a hash.
-	none := hashedDeployment("", nil)
-	if got := DiffDeploymentByVolumesHash(none, want); !slices.Equal(got, []string{FieldPodVolumesHash}) {
-		t.Fatalf("stale hash: drift %v, want only %s", got, FieldPodVolumesHash)
-	}
-	if got := DiffDeploymentByVolumesHash(none, hashedDeployment("", nil)); len(got) != 0 {
-		t.Fatalf("no hash on either side: drift %v", got)
-	}
-	// Everything else is still compared.
-	img := want.DeepCopy()
-	img.Spec.Template.Spec.Containers[0].Image = "evil"
-	if got := DiffDeploymentByVolumesHash(want, img); !slices.Equal(got, []string{FieldContainerImage}) {
-		t.Fatalf("image drift: %v", got)
-	}
-}
-
-func TestWithPodVolumesHashPrunesTheAnnotation(t *testing.T) {
-	ops := WithPodVolumesHash(framework.ChildOps[*appsv1.Deployment]{Resource: "deployments"})
-	want := hashedDeployment("", nil)
-	have := hashedDeployment("h1", nil)
-	body, err := ops.PatchBody(want, have, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !jsonHasNull(t, body, "metadata", "annotations", naming.AnnotationPodVolumesHash) {
-		t.Fatalf("patch does not null the stale hash: %s", body)
-	}
-}
-
-// jsonHasNull reports whether the JSON document has an explicit null at
-// path.
-func jsonHasNull(t *testing.T, doc []byte, path ...string) bool {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
-		t.Fatal(err)
-	}
-	for i, k := range path {
-		v, ok := m[k]
-		if !ok {
-			return false
-		}
-		if i == len(path)-1 {
-			return v == nil
-		}
-		if m, ok = v.(map[string]any); !ok {
-			return false
-		}
-	}
-	return false
 }

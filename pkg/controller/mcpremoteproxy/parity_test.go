@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
+	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -161,20 +163,20 @@ func TestBuildDriftParity(t *testing.T) {
 
 func assertNoDrift(t *testing.T, name string, d *childSet) {
 	t.Helper()
-	dep := workloadtest.RoundTrip(d.Deployment)
-	workloadtest.DefaultDeployment(dep)
-	svc := workloadtest.RoundTrip(d.Service)
-	workloadtest.DefaultService(svc)
+	dep := drifttest.RoundTrip(d.Deployment)
+	drifttest.DefaultDeployment(dep)
+	svc := drifttest.RoundTrip(d.Service)
+	drifttest.DefaultService(svc)
 	checks := map[string][]string{
-		"configmap":      workload.DiffConfigMap(d.RunConfig, workloadtest.RoundTrip(d.RunConfig)),
-		"deployment":     workload.DiffDeploymentWithPodTemplate(d.Deployment, dep),
-		"deployment-raw": workload.DiffDeploymentWithPodTemplate(d.Deployment, d.Deployment),
-		"service":        workload.DiffService(d.Service, svc),
+		"configmap":      drift.DiffConfigMap(d.RunConfig, drifttest.RoundTrip(d.RunConfig)),
+		"deployment":     drift.DiffDeploymentWithPodTemplate(d.Deployment, dep),
+		"deployment-raw": drift.DiffDeploymentWithPodTemplate(d.Deployment, d.Deployment),
+		"service":        drift.DiffService(d.Service, svc),
 	}
 	if d.RunnerServiceAccount != nil {
-		checks["runner-sa"] = workload.DiffServiceAccount(d.RunnerServiceAccount, workloadtest.RoundTrip(d.RunnerServiceAccount))
-		checks["rolebinding"] = workload.DiffRoleBinding(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding))
-		if workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, workloadtest.RoundTrip(d.RunnerRoleBinding)) {
+		checks["runner-sa"] = drift.DiffServiceAccount(d.RunnerServiceAccount, drifttest.RoundTrip(d.RunnerServiceAccount))
+		checks["rolebinding"] = drift.DiffRoleBinding(d.RunnerRoleBinding, drifttest.RoundTrip(d.RunnerRoleBinding))
+		if drift.RoleBindingNeedsRecreate(d.RunnerRoleBinding, drifttest.RoundTrip(d.RunnerRoleBinding)) {
 			t.Errorf("%s: rolebinding needs recreation right after build", name)
 		}
 	}
@@ -183,7 +185,7 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
 		}
 	}
-	if workload.DeploymentNeedsRecreate(d.Deployment, dep) {
+	if drift.DeploymentNeedsRecreate(d.Deployment, dep) {
 		t.Errorf("%s: immutable field drift right after build", name)
 	}
 	for _, obj := range childrenOf(d) {
@@ -213,15 +215,15 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		field string
 		edit  func(*appsv1.Deployment)
 	}{
-		{workload.FieldContainerArgs, func(d *appsv1.Deployment) {
+		{drift.FieldContainerArgs, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
 		}},
-		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
-		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
-		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
+		{drift.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
+		{drift.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
+		{drift.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
+		{drift.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		// A header's value read from another Secret.
-		{workload.FieldContainerEnv, func(d *appsv1.Deployment) {
+		{drift.FieldContainerEnv, func(d *appsv1.Deployment) {
 			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name != workload.EnvOIDCClientSecret {
 					e.ValueFrom.SecretKeyRef.Name = "someone-elses"
@@ -231,17 +233,17 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 			panic("no header env to edit")
 		}},
 		// The secrets provider switch taken away.
-		{workload.FieldContainerEnv, func(d *appsv1.Deployment) {
+		{drift.FieldContainerEnv, func(d *appsv1.Deployment) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == workload.EnvSecretsProvider })
 		}},
-		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
 	}
 	for _, tc := range cases {
 		live := d.Deployment.DeepCopy()
 		tc.edit(live)
 		found := false
-		for _, f := range workload.DiffDeployment(d.Deployment, live) {
+		for _, f := range drift.DiffDeployment(d.Deployment, live) {
 			found = found || f == tc.field
 		}
 		if !found {

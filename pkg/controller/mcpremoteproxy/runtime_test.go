@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -118,7 +119,7 @@ func TestAuditOffAndMemorySessionsWriteNothing(t *testing.T) {
 	if d.RunConfig.Data[schema.Key] != plain.RunConfig.Data[schema.Key] {
 		t.Errorf("RunConfig\n%s\nwant\n%s", d.RunConfig.Data[schema.Key], plain.RunConfig.Data[schema.Key])
 	}
-	if got := workload.DiffDeployment(plain.Deployment, d.Deployment); len(got) != 0 {
+	if got := drift.DiffDeployment(plain.Deployment, d.Deployment); len(got) != 0 {
 		t.Errorf("the Deployment differs: %v", got)
 	}
 }

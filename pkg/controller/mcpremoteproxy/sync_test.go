@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
@@ -325,13 +326,13 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Refresh()
-	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs))
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerArgs))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments")
-	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs)); after != before+1 {
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerArgs)); after != before+1 {
 		t.Errorf("drift counter %v -> %v", before, after)
 	}
 	f.Refresh()

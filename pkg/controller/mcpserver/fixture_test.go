@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -70,11 +71,11 @@ func (f *fixture) converge(name string) {
 
 var (
 	describe          = workloadtest.Describe
-	defaultDeployment = workloadtest.DefaultDeployment
-	defaultService    = workloadtest.DefaultService
+	defaultDeployment = drifttest.DefaultDeployment
+	defaultService    = drifttest.DefaultService
 )
 
-func roundTrip[T any](obj *T) *T { return workloadtest.RoundTrip(obj) }
+func roundTrip[T any](obj *T) *T { return drifttest.RoundTrip(obj) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 

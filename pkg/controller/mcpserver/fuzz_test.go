@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -137,10 +138,10 @@ func FuzzBuild(f *testing.F) {
 		// Drift parity: every child against itself, and against what the
 		// API server would store.
 		for child, fields := range map[string][]string{
-			"deployment":  workload.DiffDeployment(d.Deployment, d.Deployment),
-			"service":     workload.DiffService(d.Service, d.Service),
-			"configmap":   workload.DiffConfigMap(d.RunConfig, d.RunConfig),
-			"rolebinding": workload.DiffRoleBinding(d.RunnerRoleBinding, d.RunnerRoleBinding),
+			"deployment":  drift.DiffDeployment(d.Deployment, d.Deployment),
+			"service":     drift.DiffService(d.Service, d.Service),
+			"configmap":   drift.DiffConfigMap(d.RunConfig, d.RunConfig),
+			"rolebinding": drift.DiffRoleBinding(d.RunnerRoleBinding, d.RunnerRoleBinding),
 		} {
 			if len(fields) != 0 {
 				t.Errorf("%s drifts against itself: %v", child, fields)

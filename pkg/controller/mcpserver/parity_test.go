@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -191,22 +191,22 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 	svc := roundTrip(d.Service)
 	defaultService(svc)
 	checks := map[string][]string{
-		"configmap":      workload.DiffConfigMap(d.RunConfig, roundTrip(d.RunConfig)),
-		"runner-sa":      workload.DiffServiceAccount(d.RunnerServiceAccount, roundTrip(d.RunnerServiceAccount)),
-		"rolebinding":    workload.DiffRoleBinding(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)),
-		"deployment":     workload.DiffDeployment(d.Deployment, dep),
-		"deployment-raw": workload.DiffDeployment(d.Deployment, d.Deployment),
-		"service":        workload.DiffService(d.Service, svc),
+		"configmap":      drift.DiffConfigMap(d.RunConfig, roundTrip(d.RunConfig)),
+		"runner-sa":      drift.DiffServiceAccount(d.RunnerServiceAccount, roundTrip(d.RunnerServiceAccount)),
+		"rolebinding":    drift.DiffRoleBinding(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)),
+		"deployment":     drift.DiffDeployment(d.Deployment, dep),
+		"deployment-raw": drift.DiffDeployment(d.Deployment, d.Deployment),
+		"service":        drift.DiffService(d.Service, svc),
 	}
 	if d.BackendServiceAccount != nil {
-		checks["backend-sa"] = workload.DiffServiceAccount(d.BackendServiceAccount, roundTrip(d.BackendServiceAccount))
+		checks["backend-sa"] = drift.DiffServiceAccount(d.BackendServiceAccount, roundTrip(d.BackendServiceAccount))
 	}
 	for child, fields := range checks {
 		if len(fields) != 0 {
 			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
 		}
 	}
-	if workload.DeploymentNeedsRecreate(d.Deployment, dep) || workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)) {
+	if drift.DeploymentNeedsRecreate(d.Deployment, dep) || drift.RoleBindingNeedsRecreate(d.RunnerRoleBinding, roundTrip(d.RunnerRoleBinding)) {
 		t.Errorf("%s: immutable field drift right after build", name)
 	}
 }
@@ -223,24 +223,24 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		field string
 		edit  func(*appsv1.Deployment)
 	}{
-		{workload.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
-		{workload.FieldContainerArgs, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"run"} }},
-		{workload.FieldContainerEnv, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil }},
-		{workload.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] }},
-		{workload.FieldVolumes, func(d *appsv1.Deployment) {
+		{drift.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
+		{drift.FieldContainerArgs, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"run"} }},
+		{drift.FieldContainerEnv, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 		}},
-		{workload.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
-		{workload.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[naming.LabelApp] = "x" }},
-		{workload.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
-		{workload.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
-		{workload.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},
-		{workload.FieldContainerMissing, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "renamed" }},
+		{drift.FieldTemplateAnnotations, func(d *appsv1.Deployment) { delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum) }},
+		{drift.FieldTemplateLabels, func(d *appsv1.Deployment) { d.Spec.Template.Labels[naming.LabelApp] = "x" }},
+		{drift.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
+		{drift.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
+		{drift.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},
+		{drift.FieldContainerMissing, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "renamed" }},
 	}
 	for _, tc := range cases {
 		live := d.Deployment.DeepCopy()
 		tc.edit(live)
-		got := workload.DiffDeployment(d.Deployment, live)
+		got := drift.DiffDeployment(d.Deployment, live)
 		found := false
 		for _, f := range got {
 			found = found || f == tc.field
@@ -254,30 +254,30 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 	d, _ = build(inputs{Server: s, RunnerImage: "runner:test"})
 	live := d.Deployment.DeepCopy()
 	live.Spec.Replicas = ptr.To[int32](7)
-	if got := workload.DiffDeployment(d.Deployment, live); len(got) != 0 {
+	if got := drift.DiffDeployment(d.Deployment, live); len(got) != 0 {
 		t.Errorf("replicas changed by an HPA are drift with spec.replicas nil: %v", got)
 	}
 
 	rb := d.RunnerRoleBinding.DeepCopy()
 	rb.Subjects = []rbacv1.Subject{{Kind: "User", Name: "eve"}}
-	if got := workload.DiffRoleBinding(d.RunnerRoleBinding, rb); len(got) != 1 {
+	if got := drift.DiffRoleBinding(d.RunnerRoleBinding, rb); len(got) != 1 {
 		t.Errorf("rolebinding subjects drift not detected: %v", got)
 	}
 	// A binding to the Role an older hivekeeper created is drift that
 	// only deleting and recreating the binding can repair.
 	rb = d.RunnerRoleBinding.DeepCopy()
 	rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: rb.Name}
-	if got := workload.DiffRoleBinding(d.RunnerRoleBinding, rb); !slices.Equal(got, []string{workload.FieldRoleRef}) || !workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb) {
-		t.Errorf("rolebinding roleRef drift: %v, recreate %v", got, workload.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb))
+	if got := drift.DiffRoleBinding(d.RunnerRoleBinding, rb); !slices.Equal(got, []string{drift.FieldRoleRef}) || !drift.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb) {
+		t.Errorf("rolebinding roleRef drift: %v, recreate %v", got, drift.RoleBindingNeedsRecreate(d.RunnerRoleBinding, rb))
 	}
 	svc := d.Service.DeepCopy()
 	svc.Spec.Ports[0].Port = 9999
-	if got := workload.DiffService(d.Service, svc); len(got) != 1 || got[0] != workload.FieldServicePorts {
+	if got := drift.DiffService(d.Service, svc); len(got) != 1 || got[0] != drift.FieldServicePorts {
 		t.Errorf("service port drift not detected: %v", got)
 	}
 	cm := d.RunConfig.DeepCopy()
 	cm.Data["extra"] = "x"
-	if got := workload.DiffConfigMap(d.RunConfig, cm); len(got) != 1 || got[0] != workload.FieldData {
+	if got := drift.DiffConfigMap(d.RunConfig, cm); len(got) != 1 || got[0] != drift.FieldData {
 		t.Errorf("configmap extra key not detected: %v", got)
 	}
 }

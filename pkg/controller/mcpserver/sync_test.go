@@ -21,6 +21,7 @@ import (
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
@@ -187,7 +188,7 @@ func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
 	if d2.Deployment.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == tpl[naming.AnnotationRunConfigChecksum] {
 		t.Error("a RunConfig change did not change the checksum")
 	}
-	if got := workload.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
+	if got := drift.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
 		t.Error("a RunConfig change is not drift on the Deployment")
 	}
 }
@@ -366,13 +367,13 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep.Labels["team"] = "someone-else"
 	_, _ = f.kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{})
 	f.refresh()
-	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage))
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerImage))
 	acts, err := f.sync("fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertActions(t, acts, "patch deployments")
-	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage)); after != before+1 {
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerImage)); after != before+1 {
 		t.Errorf("drift counter %v -> %v", before, after)
 	}
 	f.refresh()

@@ -10,6 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
+	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -127,25 +129,25 @@ func TestBuildDriftParity(t *testing.T) {
 
 func assertNoDrift(t *testing.T, name string, d *childSet) {
 	t.Helper()
-	dep := workloadtest.RoundTrip(d.Deployment)
-	workloadtest.DefaultDeployment(dep)
-	svc := workloadtest.RoundTrip(d.Service)
-	workloadtest.DefaultService(svc)
+	dep := drifttest.RoundTrip(d.Deployment)
+	drifttest.DefaultDeployment(dep)
+	svc := drifttest.RoundTrip(d.Service)
+	drifttest.DefaultService(svc)
 	checks := map[string][]string{
-		"configmap":      workload.DiffConfigMap(d.Config, workloadtest.RoundTrip(d.Config)),
-		"deployment":     workload.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, dep),
-		"deployment-raw": workload.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, d.Deployment),
-		"service":        workload.DiffService(d.Service, svc),
+		"configmap":      drift.DiffConfigMap(d.Config, drifttest.RoundTrip(d.Config)),
+		"deployment":     drift.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, dep),
+		"deployment-raw": drift.DiffDeploymentWithPodTemplateByVolumesHash(d.Deployment, d.Deployment),
+		"service":        drift.DiffService(d.Service, svc),
 	}
 	if d.ServiceAccount != nil {
-		checks["serviceaccount"] = workload.DiffServiceAccount(d.ServiceAccount, workloadtest.RoundTrip(d.ServiceAccount))
+		checks["serviceaccount"] = drift.DiffServiceAccount(d.ServiceAccount, drifttest.RoundTrip(d.ServiceAccount))
 	}
 	for child, fields := range checks {
 		if len(fields) != 0 {
 			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
 		}
 	}
-	if workload.DeploymentNeedsRecreate(d.Deployment, dep) {
+	if drift.DeploymentNeedsRecreate(d.Deployment, dep) {
 		t.Errorf("%s: immutable field drift right after build", name)
 	}
 	// The annotation is the hash of exactly the volumes hivekeeper built,

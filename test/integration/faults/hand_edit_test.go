@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -89,12 +89,12 @@ func TestHandEditsOfChildren(t *testing.T) {
 	if other := delta(writesTotal, all) - patches; other != 0 {
 		t.Errorf("%g writes besides the Deployment patch: %s", other, m.series(writesTotal, all))
 	}
-	for _, field := range []string{workload.FieldContainerImage, workload.FieldTemplateAnnotations} {
+	for _, field := range []string{drift.FieldContainerImage, drift.FieldTemplateAnnotations} {
 		if delta(driftTotal, map[string]string{"resource": "deployments", "field": field}) < 1 {
 			t.Errorf("no drift detection counted for %s", field)
 		}
 	}
-	if n := delta(driftTotal, map[string]string{"resource": "deployments", "field": workload.FieldReplicas}); n != 0 {
+	if n := delta(driftTotal, map[string]string{"resource": "deployments", "field": drift.FieldReplicas}); n != 0 {
 		t.Errorf("spec.replicas counted as drift %g times with spec.replicas unset on the MCPServer", n)
 	}
 	if d := getDeployment(t, env, ns, name); d.Spec.Replicas == nil || *d.Spec.Replicas != 5 {

@@ -1,4 +1,4 @@
-package workload
+package drift
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

@@ -1,4 +1,4 @@
-package workload
+package drift
 
 import (
 	"encoding/json"
