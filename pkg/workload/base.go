@@ -21,6 +21,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // conflictRetry is how long a workload waits before looking again at a
@@ -247,7 +248,7 @@ func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.Obje
 //     message: it can change on every attempt (a quota's current usage),
 //     and a condition quoting it would be a new status write each time.
 func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter time.Duration, _ error) {
-	var invalid *InvalidSpecError
+	var invalid *wiring.InvalidSpecError
 	var conflict *framework.ChildConflictError
 	switch {
 	case err == nil:

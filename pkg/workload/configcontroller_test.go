@@ -23,6 +23,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // recomputes reads hivekeeper_referencing_workloads_recomputes_total{result}.
@@ -321,7 +322,7 @@ func TestValidConfigs(t *testing.T) {
 	}
 	for name, spec := range tests {
 		t.Run(name, func(t *testing.T) {
-			if errs := validateOIDCConfig(&thv1.MCPOIDCConfig{Spec: spec}); len(errs) != 0 {
+			if errs := wiring.ValidateOIDCConfig(&thv1.MCPOIDCConfig{Spec: spec}); len(errs) != 0 {
 				t.Errorf("valid spec rejected: %q", errs)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Children are the ChildOps of every child kind a workload controller
@@ -120,7 +121,7 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 // serviceAccount names, for CheckServiceAccount: nil when the spec names
 // none, or when the cache (toolhive=true objects only) has no such account.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
-	name, ok := CustomServiceAccount(spec)
+	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {
 		return nil
 	}

@@ -47,18 +47,6 @@ func TestConditionFlippedTo(t *testing.T) {
 	}
 }
 
-func TestCustomServiceAccount(t *testing.T) {
-	if _, ok := CustomServiceAccount(nil); ok {
-		t.Error("nil is custom")
-	}
-	if _, ok := CustomServiceAccount(ptr.To("")); ok {
-		t.Error("empty is custom")
-	}
-	if sa, ok := CustomServiceAccount(ptr.To("mine")); !ok || sa != "mine" {
-		t.Error("named account not custom")
-	}
-}
-
 // framework.DeleteStaleChild deletes only what the owner controls, and reads the
 // cache before it sends anything.
 func TestDeleteStaleChild(t *testing.T) {

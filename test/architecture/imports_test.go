@@ -34,7 +34,7 @@ func layer(pkg string) int {
 		return 4
 	case p == "pkg/framework":
 		return 5
-	case p == "pkg/index", p == "pkg/toolhive/schema", p == "pkg/toolhive/naming", p == "pkg/drift", p == "pkg/drift/drifttest", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
+	case p == "pkg/index", p == "pkg/toolhive/schema", p == "pkg/toolhive/naming", p == "pkg/drift", p == "pkg/drift/drifttest", p == "pkg/toolhive/wiring", p == "pkg/toolhive/toolhivetest", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 6
 	case strings.HasPrefix(p, "pkg/apis/"), strings.HasPrefix(p, "pkg/generated/"):
 		return 7

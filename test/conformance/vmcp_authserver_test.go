@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // TestVMCPEmbeddedAuthServer starts ToolHive's vmcp on what hivekeeper
@@ -32,8 +32,8 @@ func TestVMCPEmbeddedAuthServer(t *testing.T) {
 	}
 	backendURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("as-backend"), ns)
 	port := startVMCP(t, env, ns, name, backendURL, backend.URL,
-		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
-		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
+		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
+		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)
 	checkAuthServerMetadata(t, port, key)
 }

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -38,8 +38,8 @@ func TestRunnerCallsValidatingWebhook(t *testing.T) {
 	t.Cleanup(srv.Close)
 	applyTemplate(t, env, ns, "testdata/runtime/webhooks.yaml", map[string]string{"WEBHOOK": srv.URL + "/validate"})
 	const name = "guarded-server"
-	files := materialiseSecretMounts(t, env, ns, name, workload.WebhookMountRoot)
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, workload.WebhookMountRoot, files)
+	files := materialiseSecretMounts(t, env, ns, name, wiring.WebhookMountRoot)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, wiring.WebhookMountRoot, files)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)

@@ -13,6 +13,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -77,7 +78,7 @@ func proxyURL(p *thv1.MCPRemoteProxy) string  { return naming.RemoteProxyURL(p) 
 // serviceAccountName is the proxy pod's account: the spec's, or the
 // runner account hivekeeper creates.
 func serviceAccountName(p *thv1.MCPRemoteProxy) string {
-	if sa, ok := workload.CustomServiceAccount(p.Spec.ServiceAccount); ok {
+	if sa, ok := wiring.CustomServiceAccount(p.Spec.ServiceAccount); ok {
 		return sa
 	}
 	return naming.RemoteProxyRunnerName(p.Name)
@@ -97,49 +98,49 @@ func build(in inputs) (*childSet, error) {
 
 	// No hivekeeper-managed account is this proxy's to name: its own is
 	// the runner account, used anyway when the spec names none.
-	if err := workload.CheckServiceAccount(in.ServiceAccount, p.UID, ""); err != nil {
+	if err := wiring.CheckServiceAccount(in.ServiceAccount, p.UID, ""); err != nil {
 		return nil, err
 	}
 	// The template is checked first, as ToolHive's operator does, so that
 	// a template no pod can be built from is reported as such.
-	templateHash, err := workload.HashPodTemplateSpec(p.Spec.PodTemplateSpec)
+	templateHash, err := wiring.HashPodTemplateSpec(p.Spec.PodTemplateSpec)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := workload.DecodePodTemplate(p.Spec.PodTemplateSpec); err != nil {
+	if _, err := wiring.DecodePodTemplate(p.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
 	// A template may name the pod's account too; the same rule holds, and
 	// this proxy's own runner account is the one it may name.
-	if err := workload.CheckServiceAccount(in.TemplateServiceAccount, p.UID, naming.RemoteProxyRunnerName(n)); err != nil {
-		var invalid *workload.InvalidSpecError
+	if err := wiring.CheckServiceAccount(in.TemplateServiceAccount, p.UID, naming.RemoteProxyRunnerName(n)); err != nil {
+		var invalid *wiring.InvalidSpecError
 		if errors.As(err, &invalid) {
 			invalid.Message = strings.Replace(invalid.Message, "spec.serviceAccount", "spec.podTemplateSpec.spec.serviceAccountName", 1)
 		}
 		return nil, err
 	}
-	resources, err := workload.Resources(p.Spec.Resources)
+	resources, err := wiring.Resources(p.Spec.Resources)
 	if err != nil {
-		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, p.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, proxyPort(p)), workload.EnvOIDCClientSecret)
-	authz, err := workload.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz)
+	oidc := wiring.OIDC(in.OIDC, p.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, proxyPort(p)), wiring.EnvOIDCClientSecret)
+	authz, err := wiring.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz)
 	if err != nil {
 		return nil, err
 	}
-	extAuth, err := workload.ExternalAuth(in.ExtAuth, thv1.KindMCPRemoteProxy)
+	extAuth, err := wiring.ExternalAuth(in.ExtAuth, thv1.KindMCPRemoteProxy)
 	if err != nil {
 		return nil, err
 	}
 	headers, headerEnv, err := headerForward(p)
 	if err != nil {
-		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
 	}
-	telemetry, err := workload.Telemetry(in.Telemetry, p.Spec.TelemetryConfigRef, n, ns)
+	telemetry, err := wiring.Telemetry(in.Telemetry, p.Spec.TelemetryConfigRef, n, ns)
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := workload.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -164,24 +165,24 @@ func build(in inputs) (*childSet, error) {
 	extAuth.ApplyTo(runCfg)
 	authServer.ApplyTo(runCfg)
 	telemetry.ApplyTo(runCfg)
-	workload.ApplyToolConfig(runCfg, in.Tools)
-	runCfg.AuditConfig = workload.Audit(p.Spec.Audit)
-	if redis := workload.SessionRedis(p.Spec.SessionStorage); redis != nil {
+	wiring.ApplyToolConfig(runCfg, in.Tools)
+	runCfg.AuditConfig = wiring.Audit(p.Spec.Audit)
+	if redis := wiring.SessionRedis(p.Spec.SessionStorage); redis != nil {
 		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: redis}
 	}
 	rc, err := schema.Marshal(runCfg)
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
 	d := &childSet{RunConfig: cm}
-	if _, custom := workload.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
-		d.RunnerServiceAccount = workload.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
-		d.RunnerRoleBinding = workload.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
+	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
+		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
+		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
 	}
 
-	ov, err := workload.UnpackOverrides(p.Spec.ResourceOverrides)
+	ov, err := wiring.UnpackOverrides(p.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +193,13 @@ func build(in inputs) (*childSet, error) {
 	// provider switch; a bearer token needs it too, once.
 	env := slices.Concat(telemetry.Env, oidc.Env, extAuth.Env)
 	if len(headerEnv) == 0 && extAuth.SecretsProvider {
-		headerEnv = []corev1.EnvVar{{Name: workload.EnvSecretsProvider, Value: workload.SecretsProviderFromEnv}}
+		headerEnv = []corev1.EnvVar{{Name: wiring.EnvSecretsProvider, Value: wiring.SecretsProviderFromEnv}}
 	}
 	env = append(env, headerEnv...)
 	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
-		Replicas:       workload.CopyInt32(p.Spec.Replicas),
+		Replicas:       wiring.CopyInt32(p.Spec.Replicas),
 		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
 			naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation],
@@ -214,7 +215,7 @@ func build(in inputs) (*childSet, error) {
 		OverrideEnv:        ov.Env,
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
-		EnvAfterOverrides:  slices.Concat(workload.RedisPasswordEnv(p.Spec.SessionStorage), authServer.Env),
+		EnvAfterOverrides:  slices.Concat(wiring.RedisPasswordEnv(p.Spec.SessionStorage), authServer.Env),
 		ServiceAccountName: serviceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
@@ -225,12 +226,12 @@ func build(in inputs) (*childSet, error) {
 	// The user's podTemplateSpec is merged last, into the pod built
 	// above, as ToolHive's operator merges it; the Deployment carries its
 	// hash, through which what only the template sets is compared.
-	if d.Deployment.Spec.Template, err = workload.ApplyPodTemplate(d.Deployment.Spec.Template, p.Spec.PodTemplateSpec, labels); err != nil {
+	if d.Deployment.Spec.Template, err = wiring.ApplyPodTemplate(d.Deployment.Spec.Template, p.Spec.PodTemplateSpec, labels); err != nil {
 		return nil, err
 	}
-	d.Deployment.Annotations = workload.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
+	d.Deployment.Annotations = wiring.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
 
-	d.Service = workload.Service(workload.ServiceSpec{
+	d.Service = wiring.Service(wiring.ServiceSpec{
 		Meta:            meta(naming.RemoteProxyServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            proxyPort(p),

@@ -12,7 +12,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // How a header value from a Secret reaches ToolHive's runner, as
@@ -79,11 +79,11 @@ func headerForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvV
 	var env []corev1.EnvVar
 	if len(hf.AddHeadersFromSecret) > 0 {
 		rc.AddHeadersFromSecret = make(map[string]string, len(hf.AddHeadersFromSecret))
-		env = append(env, corev1.EnvVar{Name: workload.EnvSecretsProvider, Value: workload.SecretsProviderFromEnv})
+		env = append(env, corev1.EnvVar{Name: wiring.EnvSecretsProvider, Value: wiring.SecretsProviderFromEnv})
 		for _, h := range hf.AddHeadersFromSecret {
 			name := headerSecretName(p.Name, h.HeaderName)
 			rc.AddHeadersFromSecret[h.HeaderName] = name
-			env = append(env, workload.SecretEnv(workload.EnvSecretPrefix+name, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
+			env = append(env, wiring.SecretEnv(wiring.EnvSecretPrefix+name, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
 		}
 	}
 	return rc, env, nil
@@ -141,7 +141,7 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 		if err := seen("addHeadersFromSecret", h.HeaderName); err != nil {
 			return err
 		}
-		env := workload.EnvSecretPrefix + headerSecretName(proxy, h.HeaderName)
+		env := wiring.EnvSecretPrefix + headerSecretName(proxy, h.HeaderName)
 		if other, ok := envOf[env]; ok && other != h.HeaderName {
 			return fail("addHeadersFromSecret: %s and %s would share the variable %s; rename one", other, h.HeaderName, env)
 		}
@@ -159,7 +159,7 @@ func (e *headerForwardError) Error() string { return e.msg }
 // URL gate and spec.headerForward. It returns the ConfigurationValid
 // reason and message of the first failure, or two empty strings.
 func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
-	if err := workload.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
+	if err := wiring.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
 		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
 	}
 	if hf := p.Spec.HeaderForward; hf != nil {

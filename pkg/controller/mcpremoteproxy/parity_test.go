@@ -15,7 +15,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -225,7 +225,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		// A header's value read from another Secret.
 		{drift.FieldContainerEnv, func(d *appsv1.Deployment) {
 			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name != workload.EnvOIDCClientSecret {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name != wiring.EnvOIDCClientSecret {
 					e.ValueFrom.SecretKeyRef.Name = "someone-elses"
 					return
 				}
@@ -235,7 +235,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 		// The secrets provider switch taken away.
 		{drift.FieldContainerEnv, func(d *appsv1.Deployment) {
 			c := &d.Spec.Template.Spec.Containers[0]
-			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == workload.EnvSecretsProvider })
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == wiring.EnvSecretsProvider })
 		}},
 		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
 	}

@@ -15,6 +15,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -200,7 +201,7 @@ func TestPodTemplateRollsOnceAndIsRemovedCleanly(t *testing.T) {
 		len(ps.InitContainers) != 0 || len(ps.Containers) != 1 || len(ps.TopologySpreadConstraints) != 0 {
 		t.Errorf("template fields left behind: %+v", ps)
 	}
-	if got := ptr.Deref(ps.SecurityContext.RunAsUser, 0); got != workload.RunnerUID {
+	if got := ptr.Deref(ps.SecurityContext.RunAsUser, 0); got != wiring.RunnerUID {
 		t.Errorf("pod runAsUser = %d, want the restricted default back", got)
 	}
 }

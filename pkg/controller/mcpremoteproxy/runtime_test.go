@@ -14,7 +14,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -74,12 +74,12 @@ func TestAuditAndSessionStorage(t *testing.T) {
 		var names []string
 		for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 			names = append(names, e.Name)
-			if e.Name == workload.EnvSessionRedisPassword && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+			if e.Name == wiring.EnvSessionRedisPassword && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
 				e.ValueFrom.SecretKeyRef.Name != "redis-auth" || e.ValueFrom.SecretKeyRef.Key != "password") {
 				t.Errorf("%s: Redis password env %+v", step.name, e)
 			}
 		}
-		hasPassword := strings.Contains(strings.Join(names, ","), "HTTP_PROXY,"+workload.EnvSessionRedisPassword)
+		hasPassword := strings.Contains(strings.Join(names, ","), "HTTP_PROXY,"+wiring.EnvSessionRedisPassword)
 		if step.name == "on" {
 			wantRC := schema.RunConfig{AuditConfig: schema.DefaultAuditConfig(), ScalingConfig: &schema.ScalingConfig{
 				SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 1, KeyPrefix: "rp:"}}}
@@ -92,7 +92,7 @@ func TestAuditAndSessionStorage(t *testing.T) {
 			if !hasPassword {
 				t.Errorf("env %q: want the Redis password right after the override env", names)
 			}
-		} else if rc.AuditConfig != nil || rc.ScalingConfig != nil || strings.Contains(strings.Join(names, ","), workload.EnvSessionRedisPassword) {
+		} else if rc.AuditConfig != nil || rc.ScalingConfig != nil || strings.Contains(strings.Join(names, ","), wiring.EnvSessionRedisPassword) {
 			t.Errorf("off: audit %+v scaling %+v env %q", rc.AuditConfig, rc.ScalingConfig, names)
 		}
 		if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {

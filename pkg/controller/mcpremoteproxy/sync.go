@@ -10,6 +10,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -44,7 +45,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
+	r.Unsupported(wiring.ExternalAuthNoEffect(refs.ExtAuth))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
@@ -74,7 +75,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 		RunnerImage:            c.Config.RunnerImage,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
-		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, workload.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
+		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, wiring.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -528,7 +529,7 @@ func TestTelemetryConfig(t *testing.T) {
 		}
 		hasCA := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "otel-ca-bundle-collector-ca" })
 		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") != (option == "otel") || hasCA != (option == "otel") ||
-			!slices.Contains(names, workload.EnvOTelResourceAttributes) {
+			!slices.Contains(names, wiring.EnvOTelResourceAttributes) {
 			t.Errorf("%s: env %q, CA volume %v", option, names, hasCA)
 		}
 		if got := f.get("remote"); got.Status.TelemetryConfigHash != "hash-otel" {

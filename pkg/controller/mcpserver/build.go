@@ -14,6 +14,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -105,7 +106,7 @@ func build(in inputs) (*childSet, error) {
 	if strings.HasPrefix(s.Spec.Image, "-") {
 		// The CRD refuses it; a server stored before that rule must not
 		// hand the runner an option in place of its image either.
-		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
 	}
 	n, ns := s.Name, s.Namespace
@@ -115,23 +116,23 @@ func build(in inputs) (*childSet, error) {
 		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
 
-	backendSA, custom := workload.CustomServiceAccount(s.Spec.ServiceAccount)
+	backendSA, custom := wiring.CustomServiceAccount(s.Spec.ServiceAccount)
 	if !custom {
 		backendSA = naming.BackendServiceAccountName(n)
 	}
-	if err := workload.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
+	if err := wiring.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	podPatch, err := backendPodPatch(s, backendSA)
 	if err != nil {
 		return nil, err
 	}
-	resources, err := workload.Resources(s.Spec.Resources)
+	resources, err := wiring.Resources(s.Spec.Resources)
 	if err != nil {
-		return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
-	oidc := workload.OIDC(in.OIDC, s.Spec.OIDCConfigRef, workload.ServiceResourceURL(n, ns, naming.MCPServerProxyPort(s)), workload.EnvOIDCClientSecret)
-	authz, err := workload.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
+	oidc := wiring.OIDC(in.OIDC, s.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.MCPServerProxyPort(s)), wiring.EnvOIDCClientSecret)
+	authz, err := wiring.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
 	if err != nil {
 		return nil, err
 	}
@@ -139,19 +140,19 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	extAuth, err := workload.ExternalAuth(in.ExtAuth, thv1.KindMCPServer)
+	extAuth, err := wiring.ExternalAuth(in.ExtAuth, thv1.KindMCPServer)
 	if err != nil {
 		return nil, err
 	}
-	telemetry, err := workload.Telemetry(in.Telemetry, s.Spec.TelemetryConfigRef, n, ns)
+	telemetry, err := wiring.Telemetry(in.Telemetry, s.Spec.TelemetryConfigRef, n, ns)
 	if err != nil {
 		return nil, err
 	}
-	webhooks, err := workload.Webhooks(in.Webhooks)
+	webhooks, err := wiring.Webhooks(in.Webhooks)
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := workload.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -159,18 +160,18 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := workload.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
 	d := &childSet{
 		RunConfig:            cm,
-		RunnerServiceAccount: workload.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    workload.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
 	if !custom {
-		d.BackendServiceAccount = workload.ServiceAccount(meta(backendSA, labels, nil))
+		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
 	}
 
-	ov, err := workload.UnpackOverrides(s.Spec.ResourceOverrides)
+	ov, err := wiring.UnpackOverrides(s.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func build(in inputs) (*childSet, error) {
 		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
-	d.Service = workload.Service(workload.ServiceSpec{
+	d.Service = wiring.Service(wiring.ServiceSpec{
 		Meta:            meta(naming.MCPServerServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
 		PortName:        workload.ProxyPortName,
 		Port:            naming.MCPServerProxyPort(s),
@@ -229,11 +230,11 @@ func build(in inputs) (*childSet, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workload.TelemetryWiring, webhooks workload.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth workload.ExternalAuthWiring, authServer workload.AuthServerWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := schema.ValidateEnvName(e.Name); err != nil {
-			return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
+			return "", &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
 		}
 		if env == nil {
 			env = map[string]string{}
@@ -268,7 +269,7 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 	authServer.ApplyTo(rc)
 	telemetry.ApplyTo(rc)
 	webhooks.ApplyTo(rc)
-	workload.ApplyToolConfig(rc, tools)
+	wiring.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
 	return schema.Marshal(rc)
 }
@@ -279,8 +280,8 @@ func buildRunConfig(s *thv1.MCPServer, oidc workload.OIDCWiring, telemetry workl
 // JSON so that fields hivekeeper does not model pass through untouched,
 // and it checks the result decodes as a PodTemplateSpec.
 func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
-	invalid := workload.PodTemplateInvalid
-	if _, err := workload.DecodePodTemplate(s.Spec.PodTemplateSpec); err != nil {
+	invalid := wiring.PodTemplateInvalid
+	if _, err := wiring.DecodePodTemplate(s.Spec.PodTemplateSpec); err != nil {
 		return "", err
 	}
 	var tpl map[string]any
@@ -329,7 +330,7 @@ func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 				name = sec.Key
 			}
 			if err := schema.ValidateEnvName(name); err != nil {
-				return "", &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
+				return "", &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
 			}
 			entry := map[string]any{
 				"name": name,

@@ -11,7 +11,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Where a configmap permission profile is mounted in the proxy pod, as
@@ -23,7 +23,7 @@ const (
 
 // invalidSpec is a user error in the spec: a condition, never a retry.
 func invalidSpec(format string, a ...any) error {
-	return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: fmt.Sprintf(format, a...)}
+	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: fmt.Sprintf(format, a...)}
 }
 
 // runtimeOptions are the RunConfig fields and proxy pod parts that
@@ -64,9 +64,9 @@ func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 // re-checks what the schema refuses, for objects stored before it did.
 func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 	o := runtimeOptions{
-		Audit:              workload.Audit(s.Spec.Audit),
+		Audit:              wiring.Audit(s.Spec.Audit),
 		MaxRequestBodySize: s.Spec.MaxRequestBodySize,
-		ProxyEnv:           workload.RedisPasswordEnv(s.Spec.SessionStorage),
+		ProxyEnv:           wiring.RedisPasswordEnv(s.Spec.SessionStorage),
 	}
 	if o.MaxRequestBodySize < 0 {
 		return o, invalidSpec("spec.maxRequestBodySize may not be negative")
@@ -80,7 +80,7 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 		return o, err
 	}
 
-	redis := workload.SessionRedis(s.Spec.SessionStorage)
+	redis := wiring.SessionRedis(s.Spec.SessionStorage)
 	if s.Spec.BackendReplicas != nil || redis != nil {
 		o.Scaling = &schema.ScalingConfig{SessionRedis: redis}
 		if s.Spec.BackendReplicas != nil {

@@ -12,7 +12,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 func extAuthConfig(name string, spec thv1.MCPExternalAuthConfigSpec) *thv1.MCPExternalAuthConfig {
@@ -61,8 +61,8 @@ func TestExternalAuthTokenExchange(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := dep.Spec.Template.Spec.Containers[0].Env
-	if len(env) < 2 || env[0].Name != workload.EnvTokenExchangeClientSecret || env[0].ValueFrom == nil ||
-		env[0].ValueFrom.SecretKeyRef.Name != "idp-client" || env[1].Name != workload.EnvOIDCClientSecret {
+	if len(env) < 2 || env[0].Name != wiring.EnvTokenExchangeClientSecret || env[0].ValueFrom == nil ||
+		env[0].ValueFrom.SecretKeyRef.Name != "idp-client" || env[1].Name != wiring.EnvOIDCClientSecret {
 		t.Errorf("env: %+v", env)
 	}
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})

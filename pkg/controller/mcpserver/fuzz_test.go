@@ -14,7 +14,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Bits of FuzzBuild's flags argument: which optional parts of the spec are
@@ -116,7 +116,7 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("Build modified its input server")
 		}
 		if err != nil {
-			var invalid *workload.InvalidSpecError
+			var invalid *wiring.InvalidSpecError
 			if !errors.As(err, &invalid) {
 				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
 			}

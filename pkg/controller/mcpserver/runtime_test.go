@@ -15,7 +15,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // withEverything sets every field that tunes the runner.
@@ -81,7 +81,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		w, _ := json.Marshal(want)
 		t.Errorf("RunConfig\n got %s\nwant %s", g, w)
 	}
-	for _, leak := range []string{"redis-auth", "password", workload.EnvSessionRedisPassword} {
+	for _, leak := range []string{"redis-auth", "password", wiring.EnvSessionRedisPassword} {
 		if strings.Contains(raw, leak) {
 			t.Errorf("the RunConfig ConfigMap mentions %q:\n%s", leak, raw)
 		}
@@ -93,7 +93,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	var redis *corev1.EnvVar
 	for i, e := range c.Env {
 		names = append(names, e.Name)
-		if e.Name == workload.EnvSessionRedisPassword {
+		if e.Name == wiring.EnvSessionRedisPassword {
 			redis = &c.Env[i]
 		}
 	}
@@ -102,7 +102,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		t.Fatalf("Redis password env %+v in %q", redis, names)
 	}
 	// After any override env, before the generation, as ToolHive orders it.
-	if i := strings.Index(strings.Join(names, ","), workload.EnvSessionRedisPassword+","+naming.EnvMCPServerGeneration); i < 0 {
+	if i := strings.Index(strings.Join(names, ","), wiring.EnvSessionRedisPassword+","+naming.EnvMCPServerGeneration); i < 0 {
 		t.Errorf("env order %q", names)
 	}
 	var vol *corev1.Volume
@@ -180,7 +180,7 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 	}
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == workload.EnvSessionRedisPassword {
+		if e.Name == wiring.EnvSessionRedisPassword {
 			t.Errorf("the Redis password env stayed after sessionStorage went")
 		}
 	}
@@ -406,7 +406,7 @@ func FuzzBuildRuntime(f *testing.F) {
 		})
 		d, err := build(inputs{Server: s, RunnerImage: "runner:test"})
 		if err != nil {
-			var invalid *workload.InvalidSpecError
+			var invalid *wiring.InvalidSpecError
 			if !errorsAs(err, &invalid) {
 				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	typedthv1 "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/typed/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -65,7 +66,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.WebhookConfigHash = refs.WebhooksHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
+	r.Unsupported(wiring.ExternalAuthNoEffect(refs.ExtAuth))
 	if !ok {
 		return status, 0, nil
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -327,7 +327,7 @@ func TestInvalidInputsNeverPanic(t *testing.T) {
 	} {
 		s := newServer("x", mut)
 		_, err := build(inputs{Server: s, RunnerImage: "r"})
-		var invalid *workload.InvalidSpecError
+		var invalid *wiring.InvalidSpecError
 		if err == nil || !errorsAs(err, &invalid) {
 			t.Errorf("%s: want InvalidSpecError, got %v", name, err)
 		}
@@ -976,8 +976,8 @@ func TestTelemetryConfig(t *testing.T) {
 		e.ValueFrom.SecretKeyRef.Name != "otel-auth" || e.ValueFrom.SecretKeyRef.Key != "key" || e.Value != "" {
 		t.Errorf("sensitive header env: %+v", e)
 	}
-	if e := env[workload.EnvOTelResourceAttributes]; e.Value != "service.name=fetch-svc,service.namespace="+testNS {
-		t.Errorf("%s = %q", workload.EnvOTelResourceAttributes, e.Value)
+	if e := env[wiring.EnvOTelResourceAttributes]; e.Value != "service.name=fetch-svc,service.namespace="+testNS {
+		t.Errorf("%s = %q", wiring.EnvOTelResourceAttributes, e.Value)
 	}
 	var mounted bool
 	for _, m := range pod.Containers[0].VolumeMounts {
@@ -1155,7 +1155,7 @@ func TestWebhookConfig(t *testing.T) {
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if strings.Contains(cm.Data[schema.Key], "webhooks") || strings.Contains(describeObj(dep), workload.WebhookVolumePrefix) ||
+	if strings.Contains(cm.Data[schema.Key], "webhooks") || strings.Contains(describeObj(dep), wiring.WebhookVolumePrefix) ||
 		got.Status.WebhookConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) != nil {
 		t.Errorf("webhooks left behind: %s\n%+v", describeObj(dep), got.Status)
 	}

@@ -10,7 +10,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Condition reasons hivekeeper adds to ToolHive's: the CA bundle
@@ -36,7 +36,7 @@ type check struct {
 // checks runs ToolHive's checks of an entry, in ToolHive's order.
 func checks(e *thv1.MCPServerEntry, o observed) []check {
 	var out []check
-	if err := workload.CheckRemoteURL(e.Spec.RemoteURL, e.Spec.AllowPrivateEndpoint); err != nil {
+	if err := wiring.CheckRemoteURL(e.Spec.RemoteURL, e.Spec.AllowPrivateEndpoint); err != nil {
 		out = append(out, check{thv1.ConditionRemoteURLValidated, thv1.ReasonRemoteURLInvalid, "spec." + err.Error(), metav1.ConditionFalse, false})
 	} else {
 		out = append(out, check{thv1.ConditionRemoteURLValidated, thv1.ReasonRemoteURLValid, "Remote URL is valid", metav1.ConditionTrue, true})

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -15,8 +16,8 @@ import (
 // RunConfig, which ToolHive's operator writes under its own key of the
 // configuration ConfigMap and vmcp reads beside config.yaml. Empty without
 // an authorization server.
-func authServer(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) (workload.AuthServerWiring, string, error) {
-	w, err := workload.InlineAuthServer(v.Spec.AuthServerConfig, oidc.Resolved)
+func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring) (wiring.AuthServerWiring, string, error) {
+	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, oidc.Resolved)
 	if err != nil || w.Config == nil {
 		return w, "", err
 	}
@@ -32,7 +33,7 @@ func authServer(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring) (workload.Au
 // and AWS STS strategies that name no subject provider use the first
 // upstream's token, and authorization reads its claims from that upstream
 // (primaryUpstreamProvider).
-func applyAuthServer(cfg map[string]any, w workload.AuthServerWiring) {
+func applyAuthServer(cfg map[string]any, w wiring.AuthServerWiring) {
 	first := w.FirstUpstreamName()
 	if first == "" {
 		return

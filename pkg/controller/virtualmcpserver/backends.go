@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // What an MCPServerEntry backend brings into the vMCP pod, as ToolHive's
@@ -153,7 +153,7 @@ func entryWiring(served []member) (env []corev1.EnvVar, vols []corev1.Volume, mo
 				manifest.Secret = map[string]string{}
 			}
 			manifest.Secret[h.HeaderName] = id
-			env = append(env, workload.SecretEnv(workload.EnvSecretPrefix+id, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
+			env = append(env, wiring.SecretEnv(wiring.EnvSecretPrefix+id, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
 		}
 		if len(manifest.Plain) == 0 && len(manifest.Secret) == 0 {
 			continue

@@ -14,7 +14,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Names, keys and values of the VirtualMCPServer contract.
@@ -43,7 +43,7 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
 
 // serviceAccountName is the vMCP pod's account.
 func serviceAccountName(v *thv1.VirtualMCPServer) string {
-	if sa, ok := workload.CustomServiceAccount(v.Spec.ServiceAccount); ok {
+	if sa, ok := wiring.CustomServiceAccount(v.Spec.ServiceAccount); ok {
 		return sa
 	}
 	return naming.VMCPServiceAccountName(v.Name)
@@ -70,11 +70,11 @@ func backendURL(s *thv1.MCPServer) string {
 // secret when there is one, what config.yaml names by variable (backend
 // auth secrets, telemetry), and the Redis password of session storage.
 // Secrets come only as secretKeyRefs.
-func env(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, w configWiring) []corev1.EnvVar {
+func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []corev1.EnvVar {
 	return slices.Concat([]corev1.EnvVar{
 		{Name: envName, Value: v.Name},
 		{Name: envNamespace, Value: v.Namespace},
-	}, oidc.Env, w.Env, workload.RedisPasswordEnv(v.Spec.SessionStorage))
+	}, oidc.Env, w.Env, wiring.RedisPasswordEnv(v.Spec.SessionStorage))
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -112,7 +112,7 @@ type childSet struct {
 	Service        *corev1.Service
 	// Volumes are the pod's volumes as resolved once for this build; the
 	// Deployment's pod spec and its hash annotation both come from them.
-	Volumes workload.PodVolumes
+	Volumes wiring.PodVolumes
 	// Backends are the names of the aggregated members, sorted.
 	Backends []string
 	// Auth is outgoing auth as resolved against the members: the
@@ -134,54 +134,54 @@ func build(in inputs) (*childSet, error) {
 		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
 
-	if err := workload.CheckServiceAccount(in.ServiceAccount, v.UID, naming.VMCPServiceAccountName(n)); err != nil {
+	if err := wiring.CheckServiceAccount(in.ServiceAccount, v.UID, naming.VMCPServiceAccountName(n)); err != nil {
 		return nil, err
 	}
-	var oidc workload.OIDCWiring
+	var oidc wiring.OIDCWiring
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		if v.Spec.IncomingAuth.OIDCConfigRef == nil {
-			return nil, &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
+			return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
-		oidc = workload.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, workload.ServiceResourceURL(n, ns, naming.VMCPPort), envOIDCClientSecret)
+		oidc = wiring.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.VMCPPort), envOIDCClientSecret)
 	}
 	// The template is checked first, as ToolHive's operator does, so that
 	// a template no pod can be built from is reported as such.
-	templateHash, err := workload.HashPodTemplateSpec(v.Spec.PodTemplateSpec)
+	templateHash, err := wiring.HashPodTemplateSpec(v.Spec.PodTemplateSpec)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := workload.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
+	if _, err := wiring.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
-	config, wiring, err := renderConfig(v, oidc, backendsOf(in.Backends), in.Refs)
+	config, cw, err := renderConfig(v, oidc, backendsOf(in.Backends), in.Refs)
 	if err != nil {
 		return nil, err
 	}
 	data := map[string]string{naming.VMCPConfigKey: config}
-	if wiring.AuthServerConfig != "" {
-		data[naming.VMCPAuthServerConfigKey] = wiring.AuthServerConfig
+	if cw.AuthServerConfig != "" {
+		data[naming.VMCPAuthServerConfigKey] = cw.AuthServerConfig
 	}
-	cm := workload.ConfigMap(meta(naming.VMCPConfigMapName(n), labels, nil), data)
+	cm := wiring.ConfigMap(meta(naming.VMCPConfigMapName(n), labels, nil), data)
 
-	vols, err := podVolumes(cm.Name, oidc, wiring)
+	vols, err := podVolumes(cm.Name, oidc, cw)
 	if err != nil {
 		return nil, err
 	}
 
-	d := &childSet{Config: cm, Volumes: vols, Auth: wiring.Auth}
-	for _, b := range wiring.Auth.Served {
+	d := &childSet{Config: cm, Volumes: vols, Auth: cw.Auth}
+	for _, b := range cw.Auth.Served {
 		d.Backends = append(d.Backends, b.Name)
 	}
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
-	if sa, custom := workload.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
-		d.ServiceAccount = workload.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
+	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
+		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
 	}
 	d.Deployment = &appsv1.Deployment{
-		ObjectMeta: meta(n, labels, workload.SetPodVolumesHash(nil, vols.Hash)),
+		ObjectMeta: meta(n, labels, wiring.SetPodVolumesHash(nil, vols.Hash)),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: workload.CopyInt32(v.Spec.Replicas),
+			Replicas: wiring.CopyInt32(v.Spec.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
@@ -191,7 +191,7 @@ func build(in inputs) (*childSet, error) {
 				Spec: corev1.PodSpec{
 					ServiceAccountName: serviceAccountName(v),
 					ImagePullSecrets:   slices.Clone(v.Spec.ImagePullSecrets),
-					SecurityContext:    workload.RestrictedPodSecurityContext(),
+					SecurityContext:    wiring.RestrictedPodSecurityContext(),
 					Containers: []corev1.Container{{
 						Name:  naming.VMCPContainerName,
 						Image: in.Image,
@@ -199,11 +199,11 @@ func build(in inputs) (*childSet, error) {
 						Ports: []corev1.ContainerPort{{
 							Name: portName, ContainerPort: naming.VMCPPort, Protocol: corev1.ProtocolTCP,
 						}},
-						Env:             env(v, oidc, wiring),
+						Env:             env(v, oidc, cw),
 						VolumeMounts:    vols.Mounts,
-						LivenessProbe:   workload.HTTPProbe(healthPath, portName, 30, 10),
-						ReadinessProbe:  workload.HTTPProbe(healthPath, portName, 5, 5),
-						SecurityContext: workload.RestrictedContainerSecurityContext(),
+						LivenessProbe:   wiring.HTTPProbe(healthPath, portName, 30, 10),
+						ReadinessProbe:  wiring.HTTPProbe(healthPath, portName, 5, 5),
+						SecurityContext: wiring.RestrictedContainerSecurityContext(),
 					}},
 					Volumes: vols.Volumes,
 				},
@@ -213,14 +213,14 @@ func build(in inputs) (*childSet, error) {
 	// The user's podTemplateSpec is merged last, into the pod built above,
 	// as ToolHive's operator merges it; what only the template sets is
 	// compared through its hash annotation.
-	if d.Deployment.Spec.Template, err = workload.ApplyPodTemplate(d.Deployment.Spec.Template, v.Spec.PodTemplateSpec, labels); err != nil {
+	if d.Deployment.Spec.Template, err = wiring.ApplyPodTemplate(d.Deployment.Spec.Template, v.Spec.PodTemplateSpec, labels); err != nil {
 		return nil, err
 	}
-	d.Deployment.Annotations = workload.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
+	d.Deployment.Annotations = wiring.SetPodTemplateSpecHash(d.Deployment.Annotations, templateHash)
 	if err := validateMergedVolumes(&d.Deployment.Spec.Template.Spec); err != nil {
 		return nil, err
 	}
-	d.Service = workload.Service(workload.ServiceSpec{
+	d.Service = wiring.Service(wiring.ServiceSpec{
 		Meta:            meta(naming.VMCPServiceName(n), labels, nil),
 		Type:            corev1.ServiceType(v.Spec.ServiceType),
 		PortName:        portName,
@@ -237,14 +237,14 @@ func build(in inputs) (*childSet, error) {
 // feed the hash annotation, as in ToolHive's operator; the
 // podTemplateSpec's volumes are merged into the pod afterwards and stand
 // in its own hash.
-func podVolumes(configMap string, oidc workload.OIDCWiring, w configWiring) (workload.PodVolumes, error) {
+func podVolumes(configMap string, oidc wiring.OIDCWiring, w configWiring) (wiring.PodVolumes, error) {
 	vols := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: configMountPath, ReadOnly: true}}
-	pv, err := workload.NewPodVolumes(slices.Concat(vols, oidc.Volumes, w.Volumes), slices.Concat(mounts, oidc.Mounts, w.Mounts))
+	pv, err := wiring.NewPodVolumes(slices.Concat(vols, oidc.Volumes, w.Volumes), slices.Concat(mounts, oidc.Mounts, w.Mounts))
 	if err != nil {
-		return workload.PodVolumes{}, workload.PodTemplateInvalid("%v", err)
+		return wiring.PodVolumes{}, wiring.PodTemplateInvalid("%v", err)
 	}
 	return pv, nil
 }
@@ -260,8 +260,8 @@ func validateMergedVolumes(pod *corev1.PodSpec) error {
 			mounts = c.VolumeMounts
 		}
 	}
-	if err := workload.ValidatePodVolumes(pod.Volumes, mounts); err != nil {
-		return workload.PodTemplateInvalid("%v", err)
+	if err := wiring.ValidatePodVolumes(pod.Volumes, mounts); err != nil {
+		return wiring.PodTemplateInvalid("%v", err)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // configRefs are the configs a VirtualMCPServer's config.yaml is built
@@ -141,7 +141,7 @@ var schemaDefaults = map[string]map[string]any{
 // lists the group's members itself and the vMCP pod has no access to the
 // Kubernetes API to discover them. Map keys are sorted, so equal inputs
 // give equal bytes and the checksum does not churn.
-func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []member, refs configRefs) (string, configWiring, error) {
+func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []member, refs configRefs) (string, configWiring, error) {
 	var w configWiring
 	cfg, err := decodeConfig(v)
 	if err != nil {
@@ -189,7 +189,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []
 	}
 	defaultSteps(cfg[keyCompositeTools])
 	delete(cfg, keyTelemetry)
-	tw, err := workload.Telemetry(refs.Telemetry, v.Spec.TelemetryConfigRef, v.Name, v.Namespace)
+	tw, err := wiring.Telemetry(refs.Telemetry, v.Spec.TelemetryConfigRef, v.Name, v.Namespace)
 	if err != nil {
 		return "", w, err
 	}
@@ -223,13 +223,13 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, members []
 
 // invalidConfig is the error of a spec.config hivekeeper cannot build from.
 func invalidConfig(format string, a ...any) error {
-	return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidConfig,
+	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidConfig,
 		Message: "spec.config: " + fmt.Sprintf(format, a...)}
 }
 
 // invalidSpec is the error of another field of the spec.
 func invalidSpec(format string, a ...any) error {
-	return &workload.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: fmt.Sprintf(format, a...)}
+	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: fmt.Sprintf(format, a...)}
 }
 
 // decodeConfig decodes spec.config as an object; numbers stay as written
@@ -320,7 +320,7 @@ type incomingAuthConfig struct {
 // refused, and a referenced MCPAuthzConfig must be cedarv1 (vmcp's
 // incoming authorization is Cedar only, and ToolHive's operator refuses
 // any other type too).
-func incomingAuth(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, ref *thv1.MCPAuthzConfig) (*incomingAuthConfig, error) {
+func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig) (*incomingAuthConfig, error) {
 	in := v.Spec.IncomingAuth
 	out := &incomingAuthConfig{Type: in.Type}
 	if r := oidc.Resolved; r != nil {
@@ -341,9 +341,9 @@ func incomingAuth(v *thv1.VirtualMCPServer, oidc workload.OIDCWiring, ref *thv1.
 		return nil, invalidSpec("spec.incomingAuth.authzConfigRef: MCPAuthzConfig %s is of type %s; a VirtualMCPServer authorizes with %s only",
 			ref.Name, ref.Spec.Type, thv1.AuthzTypeCedar)
 	}
-	raw, err := workload.AuthzRunConfig(in.AuthzConfig, ref)
+	raw, err := wiring.AuthzRunConfig(in.AuthzConfig, ref)
 	if err != nil {
-		var inv *workload.InvalidSpecError
+		var inv *wiring.InvalidSpecError
 		if errors.As(err, &inv) {
 			inv.Message = strings.Replace(inv.Message, "spec.authzConfig", "spec.incomingAuth.authzConfig", 1)
 			return nil, inv
@@ -438,7 +438,7 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 		hi := &headerInjectionConfig{HeaderName: s.HeaderInjection.HeaderName}
 		if r := s.HeaderInjection.ValueSecretRef; r != nil {
 			hi.HeaderValueEnv = externalAuthEnv(envHeaderInjectionPrefix, cfg.Name)
-			env[hi.HeaderValueEnv] = workload.SecretEnv(hi.HeaderValueEnv, r.Name, r.Key)
+			env[hi.HeaderValueEnv] = wiring.SecretEnv(hi.HeaderValueEnv, r.Name, r.Key)
 		}
 		return &backendStrategy{Type: strategyHeaderInject, HeaderInjection: hi}, nil
 	case thv1.ExternalAuthTypeTokenExchange:
@@ -454,7 +454,7 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 			SubjectTokenType: subject, SubjectProviderName: te.SubjectProviderName}
 		if r := te.ClientSecretRef; r != nil {
 			tc.ClientSecretEnv = externalAuthEnv(envTokenExchangeSecretPrefix, cfg.Name)
-			env[tc.ClientSecretEnv] = workload.SecretEnv(tc.ClientSecretEnv, r.Name, r.Key)
+			env[tc.ClientSecretEnv] = wiring.SecretEnv(tc.ClientSecretEnv, r.Name, r.Key)
 		}
 		return &backendStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
 	case thv1.ExternalAuthTypeAWSSts:
@@ -738,7 +738,7 @@ func defaultStep(s any) {
 // password (which vmcp reads from THV_SESSION_REDIS_PASSWORD), nil for
 // memory or none.
 func sessionStorage(st *thv1.SessionStorageConfig) map[string]any {
-	r := workload.SessionRedis(st)
+	r := wiring.SessionRedis(st)
 	if r == nil {
 		return nil
 	}

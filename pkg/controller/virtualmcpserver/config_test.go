@@ -17,7 +17,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -104,7 +104,7 @@ func resolvedRefs() configRefs {
 // as ToolHive's converter builds it for the same spec.
 func TestRenderConfigFromRefs(t *testing.T) {
 	v := newVMCP("agg", withRefs)
-	out, w, err := renderConfig(v, workload.OIDCWiring{}, nil, resolvedRefs())
+	out, w, err := renderConfig(v, wiring.OIDCWiring{}, nil, resolvedRefs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +204,8 @@ func TestRenderConfigRefuses(t *testing.T) {
 			v := newVMCP("agg")
 			var r configRefs
 			c.mut(v, &r)
-			_, _, err := renderConfig(v, workload.OIDCWiring{}, nil, r)
-			var inv *workload.InvalidSpecError
+			_, _, err := renderConfig(v, wiring.OIDCWiring{}, nil, r)
+			var inv *wiring.InvalidSpecError
 			if !errors.As(err, &inv) || !strings.Contains(inv.Message, c.want) {
 				t.Errorf("error %v, want an InvalidSpecError containing %q", err, c.want)
 			}
@@ -328,7 +328,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := map[string]any{keyOutgoingAuth: map[string]any{"default": s}}
-	applyAuthServer(cfg, workload.AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{Upstreams: []schema.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
+	applyAuthServer(cfg, wiring.AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{Upstreams: []schema.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
 	if s.AwsSts.SubjectProviderName != "corp-idp" {
 		t.Errorf("subject provider %q, want the first upstream", s.AwsSts.SubjectProviderName)
 	}

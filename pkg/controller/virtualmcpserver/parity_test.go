@@ -13,7 +13,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -168,7 +168,7 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 			mounts = append(mounts, m)
 		}
 	}
-	if h, _ := workload.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if h, _ := wiring.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -146,7 +146,7 @@ func TestChildrenShape(t *testing.T) {
 	if !slices.Equal(vols, []string{configVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
-	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if h, _ := wiring.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
 	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
@@ -190,7 +190,7 @@ func TestCustomServiceAccountCreatesNone(t *testing.T) {
 		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
 	}
 	// The config volume alone is hashed too, as ToolHive's operator does.
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("pod volumes hash of a pod with only its config volume: %v", dep.Annotations)
 	}
 }
@@ -265,7 +265,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments", "patch virtualmcpservers/status")
-	if h, _ := workload.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[naming.AnnotationPodTemplateSpecHash] != h {
+	if h, _ := wiring.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[naming.AnnotationPodTemplateSpecHash] != h {
 		t.Fatalf("secret rename does not carry the new template hash: %s", wt.Describe(acts))
 	}
 	f.ApplyServerBehaviour()
@@ -291,7 +291,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f.ApplyServerBehaviour()
 	f.Refresh()
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[naming.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
+	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[naming.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
 		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
 	}
 	for i := range 2 {
@@ -556,8 +556,8 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e
 	}
-	if r := env[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
-		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[workload.EnvSessionRedisPassword])
+	if r := env[wiring.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
+		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[wiring.EnvSessionRedisPassword])
 	}
 	if env["EXTRA"].Value != "1" || env[envName].Value != "agg" || env[envNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("container env %v resources %v", c.Env, c.Resources)

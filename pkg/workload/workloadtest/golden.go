@@ -23,7 +23,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // GoldenNamespace is the namespace every golden manifest is read into.
@@ -372,7 +372,7 @@ func GoldenYAML(t testing.TB, v any) []byte {
 // GoldenError is a build error as recorded: the condition, reason and
 // message of an InvalidSpecError, or the error's text.
 func GoldenError(err error) []byte {
-	var invalid *workload.InvalidSpecError
+	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		return fmt.Appendf(nil, "%s %s: %s\n", invalid.Condition, invalid.Reason, invalid.Message)
 	}

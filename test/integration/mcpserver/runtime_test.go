@@ -16,7 +16,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -85,7 +85,7 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	var wired bool
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
-		wired = wired || (e.Name == workload.EnvSessionRedisPassword && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+		wired = wired || (e.Name == wiring.EnvSessionRedisPassword && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
 			e.ValueFrom.SecretKeyRef.Name == "redis-auth")
 	}
 	if !wired {

@@ -29,7 +29,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -348,7 +348,7 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 	for _, e := range pod.Containers[0].Env {
 		env1[e.Name] = e
 	}
-	if r := env1[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" ||
+	if r := env1[wiring.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" ||
 		env1["EXTRA"].Value != "1" || env1["VMCP_NAME"].Value != "agg" || env1["VMCP_NAMESPACE"].Value != ns {
 		t.Errorf("vmcp env %+v", pod.Containers[0].Env)
 	}

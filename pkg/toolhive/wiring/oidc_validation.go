@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// validate re-checks what the CRD schema already enforces (defence in depth
+// ValidateOIDCConfig re-checks what the CRD schema already enforces (defence in depth
 // for objects stored before the schema tightened) plus the URL rules the
 // schema cannot express. It returns every problem found, in field order, so
 // the message names all of them at once.
-func validateOIDCConfig(cfg *thv1.MCPOIDCConfig) []string {
+func ValidateOIDCConfig(cfg *thv1.MCPOIDCConfig) []string {
 	spec := &cfg.Spec
 	var errs []string
 	switch spec.Type {

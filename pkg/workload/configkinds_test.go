@@ -13,64 +13,27 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
-
-func toolConfig(name string, spec thv1.MCPToolConfigSpec) *thv1.MCPToolConfig {
-	return &thv1.MCPToolConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name, Generation: 1, ResourceVersion: "7"},
-		Spec:       spec,
-	}
-}
-
-// The RunConfig carries the filter and every override the runner can
-// apply; an override with only annotations is left out.
-func TestApplyToolConfig(t *testing.T) {
-	rc := &schema.RunConfig{}
-	ApplyToolConfig(rc, nil)
-	if rc.ToolsFilter != nil || rc.ToolsOverride != nil {
-		t.Fatalf("no config set tool fields: %+v", rc)
-	}
-	ApplyToolConfig(rc, toolConfig("t", thv1.MCPToolConfigSpec{
-		ToolsFilter: []string{"a", "b"},
-		ToolsOverride: map[string]thv1.ToolOverride{
-			"x": {Name: "a"},
-			"y": {Description: "why"},
-			"z": {Annotations: &thv1.ToolAnnotationsOverride{ReadOnlyHint: ptr.To(true)}},
-		},
-	}))
-	want := map[string]schema.ToolOverride{"x": {Name: "a"}, "y": {Description: "why"}}
-	if !reflect.DeepEqual(rc.ToolsFilter, []string{"a", "b"}) || !reflect.DeepEqual(rc.ToolsOverride, want) {
-		t.Errorf("got filter %q overrides %+v", rc.ToolsFilter, rc.ToolsOverride)
-	}
-}
-
-func TestValidateToolConfig(t *testing.T) {
-	ok := toolConfig("t", thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}, ToolsOverride: map[string]thv1.ToolOverride{"fetch": {Name: "get"}}})
-	if errs := validateToolConfig(ok); len(errs) != 0 {
-		t.Errorf("valid config rejected: %q", errs)
-	}
-	bad := toolConfig("t", thv1.MCPToolConfigSpec{ToolsFilter: []string{"", "a,b", "c\nd"}, ToolsOverride: map[string]thv1.ToolOverride{"": {Name: "x"}}})
-	errs := validateToolConfig(bad)
-	if len(errs) != 4 || !strings.Contains(errs[1], `spec.toolsFilter[1] "a,b"`) || !strings.Contains(errs[3], "spec.toolsOverride") {
-		t.Errorf("errors = %q", errs)
-	}
-}
 
 // The MCPToolConfig controller is the shared config controller.
 func TestToolConfigControllerListsReferrersOfBothKinds(t *testing.T) {
-	cfg := toolConfig("curated", thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}})
+	cfg := &thv1.MCPToolConfig{ObjectMeta: curated(), Spec: thv1.MCPToolConfigSpec{ToolsFilter: []string{"fetch"}}}
 	testProxyConfigController(t, ToolConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
 		s.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
 		p.ToolConfigRef = &thv1.ToolConfigReference{Name: "curated"}
 	})
+}
+
+// curated is the metadata of the config testProxyConfigController's
+// workloads reference.
+func curated() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: testNS, Name: "curated", Generation: 1, ResourceVersion: "7"}
 }
 
 // testProxyConfigController checks the controller of a config kind that
@@ -178,4 +141,51 @@ func indexerOf[T ConfigObject](t *testing.T, client *fake.Clientset, kind Config
 		}
 	}
 	return indexer
+}
+
+// An MCPExternalAuthConfig named by authServerRef is referenced like one
+// named by externalAuthConfigRef: its controller lists the referrer (once,
+// when a workload names it both ways), which holds its deletion.
+func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
+	cfg := &thv1.MCPExternalAuthConfig{ObjectMeta: curated(), Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
+		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://a.example.com"}`)}}}
+	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
+		s.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
+		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
+		p.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
+	})
+}
+
+func TestAuthzConfigControllerListsReferrersOfBothKinds(t *testing.T) {
+	cfg := &thv1.MCPAuthzConfig{ObjectMeta: curated(), Spec: thv1.MCPAuthzConfigSpec{Type: thv1.AuthzTypeCedar,
+		Config: runtime.RawExtension{Raw: []byte(`{"policies":["permit(principal, action == Action::\"list_tools\", resource);"]}`)}}}
+	testProxyConfigController(t, AuthzConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
+		s.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "curated"}
+		p.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "curated"}
+	})
+}
+
+func TestExternalAuthConfigControllerListsReferrersOfBothKinds(t *testing.T) {
+	cfg := &thv1.MCPExternalAuthConfig{ObjectMeta: curated(), Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}}
+	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
+		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
+		p.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
+	})
+}
+
+func TestTelemetryConfigControllerListsReferrersOfBothKinds(t *testing.T) {
+	cfg := &thv1.MCPTelemetryConfig{ObjectMeta: curated(), Spec: thv1.MCPTelemetryConfigSpec{OpenTelemetry: &thv1.TelemetryOTelConfig{
+		Enabled: true, Endpoint: "collector:4318", Metrics: &thv1.OpenTelemetryMetricsConfig{Enabled: true}}}}
+	testProxyConfigController(t, TelemetryConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
+		s.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated"}
+		p.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated", ServiceName: "remote"}
+	})
+}
+
+func TestWebhookConfigControllerListsServers(t *testing.T) {
+	cfg := &thv1.MCPWebhookConfig{ObjectMeta: curated(), Spec: thv1.MCPWebhookConfigSpec{
+		Validating: []thv1.WebhookSpec{{Name: "policy", URL: "https://policy.example.com"}}}}
+	testProxyConfigController(t, WebhookConfigs, cfg, func(s *thv1.MCPServerSpec, _ *thv1.MCPRemoteProxySpec) {
+		s.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "curated"}
+	})
 }

@@ -1,62 +1,13 @@
-package workload
+package wiring
 
 import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
-
-// ConditionFlippedTo reports whether condType is now status (with a new
-// reason or a new status) when it was not before. Warning events are
-// recorded on such transitions only, so a persistent problem produces one
-// event, not one per sync.
-func ConditionFlippedTo(old, cur []metav1.Condition, condType string, status metav1.ConditionStatus) bool {
-	n := meta.FindStatusCondition(cur, condType)
-	if n == nil || n.Status != status {
-		return false
-	}
-	o := meta.FindStatusCondition(old, condType)
-	return o == nil || o.Status != status || o.Reason != n.Reason
-}
-
-// InvalidSpecError is user input a builder cannot build from. The sync
-// turns it into a condition and a Warning event and does not retry:
-// retrying cannot fix user input, the next spec change will.
-type InvalidSpecError struct {
-	// Condition is the condition type that reports it.
-	Condition string
-	// Reason is the condition and event reason.
-	Reason string
-	// Message explains what is wrong, naming the field.
-	Message string
-}
-
-func (e *InvalidSpecError) Error() string { return e.Message }
-
-// CustomServiceAccount returns the service account a spec names, and
-// whether it names one. An empty name counts as none, so the controller's
-// own account is used rather than a pod without one.
-func CustomServiceAccount(sa *string) (string, bool) {
-	if sa == nil || *sa == "" {
-		return "", false
-	}
-	return *sa, true
-}
-
-// CopyInt32 returns a copy of p (nil stays nil), so that a built object
-// never shares a pointer with the cached custom resource it came from.
-func CopyInt32(p *int32) *int32 {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
 
 // ValidateOverrideEnv rejects proxy environment names the API server would
 // refuse on the Deployment ('=') or the runner could not pass on (CR, LF):

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"errors"
@@ -89,7 +89,7 @@ func TestValidateExternalAuthConfig(t *testing.T) {
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("s", "")}}, []string{"tokenSecretRef: name and key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := validateExternalAuthConfig(extAuthConfig("a", tc.spec))
+			errs := ValidateExternalAuthConfig(extAuthConfig("a", tc.spec))
 			if len(errs) != len(tc.want) {
 				t.Fatalf("errors = %q, want %d", errs, len(tc.want))
 			}
@@ -192,12 +192,4 @@ func TestExternalAuthRefuses(t *testing.T) {
 			t.Errorf("%s: err = %v, want an InvalidSpecError naming the reference, the config and its type", tc.name, err)
 		}
 	}
-}
-
-func TestExternalAuthConfigControllerListsReferrersOfBothKinds(t *testing.T) {
-	cfg := extAuthConfig("curated", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated})
-	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
-		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
-		p.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
-	})
 }

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"encoding/json"
@@ -8,63 +8,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/framework"
-	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
-	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
-	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
-
-// CompositeToolDefinitions is the reference of VirtualMCPServers to
-// VirtualMCPCompositeToolDefinitions (spec.config.compositeToolRefs). Its
-// status keeps ToolHive's fields (validationStatus, validationErrors,
-// referencingVirtualServers) beside the shared ones, derived from them.
-var CompositeToolDefinitions = ConfigKind[*thv1.VirtualMCPCompositeToolDefinition]{
-	Kind:      thv1.KindVirtualMCPCompositeToolDefinition,
-	Resource:  "virtualmcpcompositetooldefinitions",
-	Finalizer: thv1.VirtualMCPCompositeToolDefinitionFinalizer,
-	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Toolhive().V1beta1().VirtualMCPCompositeToolDefinitions().Informer()
-	},
-	Get: func(indexer cache.Indexer, ns, name string) (*thv1.VirtualMCPCompositeToolDefinition, error) {
-		return thlisters.NewVirtualMCPCompositeToolDefinitionLister(indexer).VirtualMCPCompositeToolDefinitions(ns).Get(name)
-	},
-	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.VirtualMCPCompositeToolDefinition] {
-		return c.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(ns).Patch
-	},
-	Spec: func(c *thv1.VirtualMCPCompositeToolDefinition) any { return &c.Spec },
-	Validate: func(c *thv1.VirtualMCPCompositeToolDefinition) []string {
-		return ValidateCompositeTool("spec", &c.Spec)
-	},
-	FullStatus: compositeToolStatus,
-	Index:      index.ByCompositeToolDefinition,
-	Condition:  thv1.ConditionCompositeToolRefsValidated,
-	Valid:      thv1.ReasonCompositeToolRefsValid, NotFound: thv1.ReasonCompositeToolRefNotFound,
-	NotValid: thv1.ReasonCompositeToolRefInvalid, Waiting: thv1.ReasonWaitingForCompositeToolRefs,
-}
-
-// compositeToolStatus derives ToolHive's status fields of a definition
-// from the shared status about to be written.
-func compositeToolStatus(c *thv1.VirtualMCPCompositeToolDefinition, s *thv1.ConfigStatus, problems []string) (old, desired any) {
-	want := c.Status.DeepCopy()
-	want.ConfigStatus = *s
-	want.ValidationStatus = thv1.ValidationStatusValid
-	want.ValidationErrors = nil
-	if len(problems) > 0 {
-		want.ValidationStatus = thv1.ValidationStatusInvalid
-		want.ValidationErrors = problems
-	}
-	want.ReferencingVirtualServers = nil
-	for _, r := range s.ReferencingWorkloads {
-		if r.Kind == thv1.KindVirtualMCPServer {
-			want.ReferencingVirtualServers = append(want.ReferencingVirtualServers, r.Name)
-		}
-	}
-	return &c.Status, want
-}
 
 // Limits of a forEach step, as ToolHive's vmcp enforces them.
 const (

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"fmt"
@@ -30,12 +30,12 @@ func ApplyToolConfig(rc *schema.RunConfig, cfg *thv1.MCPToolConfig) {
 	}
 }
 
-// validateToolConfig re-checks what the schema enforces on the filter
+// ValidateToolConfig re-checks what the schema enforces on the filter
 // (for configs stored before it did): the runner reads the filter as
 // comma-separated values, so an empty name, a comma or a line break would
 // silently change which tools pass. Override keys name tools and may not
 // be empty.
-func validateToolConfig(cfg *thv1.MCPToolConfig) []string {
+func ValidateToolConfig(cfg *thv1.MCPToolConfig) []string {
 	var errs []string
 	for i, tool := range cfg.Spec.ToolsFilter {
 		if tool == "" || strings.ContainsAny(tool, ",\r\n") {

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"errors"
@@ -9,19 +9,6 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
-
-// An MCPExternalAuthConfig named by authServerRef is referenced like one
-// named by externalAuthConfigRef: its controller lists the referrer (once,
-// when a workload names it both ways), which holds its deletion.
-func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
-	cfg := extAuthConfig("curated", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://a.example.com"}`)}})
-	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
-		s.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
-		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
-		p.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
-	})
-}
 
 // Fields beyond what hivekeeper applies are named by path; zero values
 // change nothing and are not.

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"encoding/json"
@@ -70,7 +70,7 @@ func TestValidateWebhookConfig(t *testing.T) {
 			[]string{"spec.validating[0].hmacSecretRef: name and key are required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := validateWebhookConfig(webhookConfig(tc.validating, tc.mutating))
+			errs := ValidateWebhookConfig(webhookConfig(tc.validating, tc.mutating))
 			if len(errs) != len(tc.want) {
 				t.Fatalf("errors = %q, want %d", errs, len(tc.want))
 			}
@@ -81,14 +81,6 @@ func TestValidateWebhookConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestWebhookConfigControllerListsServers(t *testing.T) {
-	cfg := webhookConfig([]thv1.WebhookSpec{{Name: "policy", URL: "https://policy.example.com"}}, nil)
-	cfg.Name = "curated"
-	testProxyConfigController(t, WebhookConfigs, cfg, func(s *thv1.MCPServerSpec, _ *thv1.MCPRemoteProxySpec) {
-		s.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "curated"}
-	})
 }
 
 // The RunConfig's webhooks are what ToolHive's operator writes for the

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -12,16 +12,6 @@ import (
 // password from it (session storage and rate limiting alike), so the
 // password never enters the RunConfig ConfigMap.
 const EnvSessionRedisPassword = "THV_SESSION_REDIS_PASSWORD"
-
-// Audit is the RunConfig's audit_config for spec.audit, as ToolHive's
-// operator sets it: its default audit configuration when enabled, nothing
-// otherwise (enabled: false is the same as no audit block).
-func Audit(a *thv1.AuditConfig) *schema.AuditConfig {
-	if a == nil || !a.Enabled {
-		return nil
-	}
-	return schema.DefaultAuditConfig()
-}
 
 // SessionRedis is the RunConfig's scaling_config.session_redis for
 // spec.sessionStorage: the connection parameters of a redis provider, nil

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"encoding/json"
@@ -34,11 +34,11 @@ type pdpOptions struct {
 	ClaimMapping string `json:"claim_mapping"`
 }
 
-// validateAuthzConfig returns every problem of an MCPAuthzConfig that the
+// ValidateAuthzConfig returns every problem of an MCPAuthzConfig that the
 // runner would otherwise only find when it starts (and then crash-loop):
 // an unknown backend, a Cedar policy or entity store that does not parse,
 // an httpv1 config without its URL or claim mapping.
-func validateAuthzConfig(c *thv1.MCPAuthzConfig) []string {
+func ValidateAuthzConfig(c *thv1.MCPAuthzConfig) []string {
 	if _, ok := authzKeys[c.Spec.Type]; !ok {
 		return []string{fmt.Sprintf("spec.type: %q is not an authorizer of the runner (cedarv1, httpv1)", c.Spec.Type)}
 	}

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func TestValidateAuthzConfig(t *testing.T) {
 		{"http without url and mapping", "httpv1", `{"http":{}}`, []string{"http.url: required", "claim_mapping"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := validateAuthzConfig(authzConfig("a", tc.typ, tc.config))
+			errs := ValidateAuthzConfig(authzConfig("a", tc.typ, tc.config))
 			if len(errs) != len(tc.want) {
 				t.Fatalf("errors = %q, want %d", errs, len(tc.want))
 			}
@@ -91,14 +91,6 @@ func TestAuthzRunConfigRefuses(t *testing.T) {
 			t.Errorf("%s: err = %v, want an InvalidSpecError naming spec.authzConfig", name, err)
 		}
 	}
-}
-
-func TestAuthzConfigControllerListsReferrersOfBothKinds(t *testing.T) {
-	cfg := authzConfig("curated", "cedarv1", `{"policies":[`+quote(permitList)+`]}`)
-	testProxyConfigController(t, AuthzConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
-		s.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "curated"}
-		p.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "curated"}
-	})
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

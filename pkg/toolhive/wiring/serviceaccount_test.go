@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -53,5 +54,17 @@ func TestCheckServiceAccount(t *testing.T) {
 			!strings.HasPrefix(invalid.Message, "spec.serviceAccount: ") || !strings.Contains(invalid.Message, tc.sa.Name)) {
 			t.Errorf("%s: %+v", tc.name, invalid)
 		}
+	}
+}
+
+func TestCustomServiceAccount(t *testing.T) {
+	if _, ok := CustomServiceAccount(nil); ok {
+		t.Error("nil is custom")
+	}
+	if _, ok := CustomServiceAccount(ptr.To("")); ok {
+		t.Error("empty is custom")
+	}
+	if sa, ok := CustomServiceAccount(ptr.To("mine")); !ok || sa != "mine" {
+		t.Error("named account not custom")
 	}
 }

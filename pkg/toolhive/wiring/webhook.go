@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ type WebhookWiring struct {
 // nanoseconds (0 when unset, which the runner treats as its default), and
 // every Secret key it names becomes a file the RunConfig points at. A
 // client certificate without its key (or the reverse) is not mounted
-// (validateWebhookConfig reports it), since the runner needs both.
+// (ValidateWebhookConfig reports it), since the runner needs both.
 //
 // The config is validated by its controller; a stored config that fails
 // the same checks is an InvalidSpecError here, so nothing is deployed
@@ -68,7 +68,7 @@ func Webhooks(cfg *thv1.MCPWebhookConfig) (WebhookWiring, error) {
 	if cfg == nil {
 		return WebhookWiring{}, nil
 	}
-	if errs := validateWebhookConfig(cfg); len(errs) > 0 {
+	if errs := ValidateWebhookConfig(cfg); len(errs) > 0 {
 		return WebhookWiring{}, &InvalidSpecError{Condition: thv1.ConditionWebhookConfigValidated, Reason: thv1.ReasonWebhookConfigInvalid,
 			Message: fmt.Sprintf("MCPWebhookConfig %s: %s", cfg.Name, strings.Join(errs, "; "))}
 	}
@@ -172,7 +172,7 @@ func toolhiveHash(v string) string {
 	return fmt.Sprintf("%x", h.Sum32())
 }
 
-// validateWebhookConfig returns every problem of an MCPWebhookConfig that
+// ValidateWebhookConfig returns every problem of an MCPWebhookConfig that
 // the runner would otherwise only report when it starts (and then fails)
 // with it, as ToolHive's operator checks them: a URL it can parse, https
 // unless tlsConfig.insecureSkipVerify, a known failure policy, a timeout
@@ -182,7 +182,7 @@ func toolhiveHash(v string) string {
 // (ToolHive's operator silently leaves both out), two webhooks of one
 // list with the same name (the name is how ToolHive's runner tells
 // webhooks apart), and Secret references without a name or key.
-func validateWebhookConfig(c *thv1.MCPWebhookConfig) []string {
+func ValidateWebhookConfig(c *thv1.MCPWebhookConfig) []string {
 	var errs []string
 	if len(c.Spec.Validating)+len(c.Spec.Mutating) == 0 {
 		errs = append(errs, "spec: at least one validating or mutating webhook must be defined")

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"fmt"
@@ -47,4 +47,14 @@ func CheckServiceAccount(sa *corev1.ServiceAccount, ownerUID types.UID, own stri
 		Message: fmt.Sprintf("spec.serviceAccount: ServiceAccount %q is managed by hivekeeper for %s %s and cannot be used by this workload; name a ServiceAccount of your own",
 			sa.Name, ref.Kind, ref.Name),
 	}
+}
+
+// CustomServiceAccount returns the service account a spec names, and
+// whether it names one. An empty name counts as none, so the controller's
+// own account is used rather than a pod without one.
+func CustomServiceAccount(sa *string) (string, bool) {
+	if sa == nil || *sa == "" {
+		return "", false
+	}
+	return *sa, true
 }

@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"encoding/json"
@@ -68,7 +68,7 @@ func TestValidateTelemetryConfig(t *testing.T) {
 		{"longest CA bundle name", &thv1.TelemetryOTelConfig{CABundleRef: caBundle(strings.Repeat("c", 48))}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := validateTelemetryConfig(telemetryConfig("t", tc.otel, nil))
+			errs := ValidateTelemetryConfig(telemetryConfig("t", tc.otel, nil))
 			if len(errs) != len(tc.want) {
 				t.Fatalf("errors = %q, want %d", errs, len(tc.want))
 			}
@@ -79,15 +79,6 @@ func TestValidateTelemetryConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestTelemetryConfigControllerListsReferrersOfBothKinds(t *testing.T) {
-	cfg := telemetryConfig("curated", &thv1.TelemetryOTelConfig{Enabled: true, Endpoint: "collector:4318",
-		Metrics: &thv1.OpenTelemetryMetricsConfig{Enabled: true}}, nil)
-	testProxyConfigController(t, TelemetryConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
-		s.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated"}
-		p.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "curated", ServiceName: "remote"}
-	})
 }
 
 // The RunConfig's telemetry_config is what ToolHive's operator writes for

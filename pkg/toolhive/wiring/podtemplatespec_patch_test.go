@@ -1,4 +1,4 @@
-package workload
+package wiring
 
 import (
 	"crypto/sha256"
