@@ -32,7 +32,7 @@ func layer(pkg string) int {
 		return 3 // the workload controllers' test fixture
 	case p == "pkg/workload":
 		return 4
-	case p == "pkg/framework":
+	case p == "pkg/framework", strings.HasPrefix(p, "pkg/toolhive/render/"):
 		return 5
 	case p == "pkg/index", p == "pkg/toolhive/schema", p == "pkg/toolhive/naming", p == "pkg/drift", p == "pkg/drift/drifttest", p == "pkg/toolhive/wiring", p == "pkg/toolhive/toolhivetest", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 6

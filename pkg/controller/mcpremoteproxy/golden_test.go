@@ -8,6 +8,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -21,7 +22,7 @@ func TestGolden(t *testing.T) {
 			files[filepath.Join(w.Dir, "waits.txt")] = []byte(w.Missing + "\n")
 			continue
 		}
-		d, err := build(inputs{Proxy: w.Obj.(*thv1.MCPRemoteProxy), OIDC: w.OIDC, Tools: w.Tools, Authz: w.Authz, ExtAuth: w.ExtAuth,
+		d, err := proxy.BuildRemoteProxy(w.Obj.(*thv1.MCPRemoteProxy), proxy.Input{OIDC: w.OIDC, Tools: w.Tools, Authz: w.Authz, ExtAuth: w.ExtAuth,
 			Telemetry: w.Telemetry, AuthServer: w.AuthServer, RunnerImage: workloadtest.GoldenRunnerImage,
 			RunnerClusterRole: rbac.Runners{}.WithDefaults().RemoteProxyRunner})
 		if err != nil {

@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -29,7 +29,9 @@ func withAuditAndRedis(p *thv1.MCPRemoteProxy) {
 // secretKeyRef after the override env. Turning them on and off rolls the
 // proxy once each, and the next syncs write nothing.
 func TestAuditAndSessionStorage(t *testing.T) {
-	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ResourceOverrides = overrides["deployment-only"] }))
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["deployment-only"]
+	}))
 	f.converge("remote")
 	ctx := context.Background()
 	checksum := func() string {
@@ -98,28 +100,5 @@ func TestAuditAndSessionStorage(t *testing.T) {
 		if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {
 			t.Errorf("%s: UnsupportedFields %+v", step.name, c)
 		}
-	}
-}
-
-// Audit off and memory sessions are the same as neither: nothing in the
-// RunConfig, no env.
-func TestAuditOffAndMemorySessionsWriteNothing(t *testing.T) {
-	plain, err := build(inputs{Proxy: newProxy("remote"), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := build(inputs{Proxy: newProxy("remote", func(p *thv1.MCPRemoteProxy) {
-		p.Spec.Audit = &thv1.AuditConfig{}
-		p.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory,
-			PasswordRef: &thv1.SecretKeyRef{Name: "unused", Key: "k"}}
-	}), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.RunConfig.Data[schema.Key] != plain.RunConfig.Data[schema.Key] {
-		t.Errorf("RunConfig\n%s\nwant\n%s", d.RunConfig.Data[schema.Key], plain.RunConfig.Data[schema.Key])
-	}
-	if got := drift.DiffDeployment(plain.Deployment, d.Deployment); len(got) != 0 {
-		t.Errorf("the Deployment differs: %v", got)
 	}
 }

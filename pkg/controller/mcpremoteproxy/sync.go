@@ -10,6 +10,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -39,7 +40,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		r.NotReady(thv1.MCPRemoteProxyPhaseTerminating, thv1.ReasonTerminating, "MCPRemoteProxy is being deleted")
 		return status, 0, nil
 	}
-	status.URL = proxyURL(p)
+	status.URL = naming.RemoteProxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
@@ -70,7 +71,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+	desired, err := proxy.BuildRemoteProxy(p, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,

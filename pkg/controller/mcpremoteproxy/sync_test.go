@@ -28,6 +28,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
@@ -36,10 +37,10 @@ import (
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
-		p.Spec.ResourceOverrides = overrides["pod-template-and-service"]
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["pod-template-and-service"]
 		p.Spec.GroupRef = &thv1.GroupRef{Name: "tools"}
 	})
-	f := newFixture(t, p, newOIDCConfig("auth", true, true), wt.NewGroup(testNS, "tools"))
+	f := newFixture(t, p, newOIDCConfig("auth", true, true), toolhivetest.NewGroup(testNS, "tools"))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestChildrenShape(t *testing.T) {
 		p.Spec.ProxyPort = 9090
 		p.Spec.RemoteURL = "https://remote.example.com/sse"
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
-		p.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["conflicting-operator-keys"]
 	})
 	f := newFixture(t, p, newOIDCConfig("auth", true, true))
 	f.converge("remote")
@@ -155,7 +156,7 @@ func TestChildrenShape(t *testing.T) {
 	if _, ok := tpl.Annotations["toolhive.stacklok.dev/mcpserver-generation"]; ok {
 		t.Errorf("a remote proxy has no generation annotation: %v", tpl.Annotations)
 	}
-	if tpl.Labels[naming.LabelInstance] != "remote" || dep.Labels[naming.LabelApp] != app {
+	if tpl.Labels[naming.LabelInstance] != "remote" || dep.Labels[naming.LabelApp] != naming.AppMCPRemoteProxy {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
@@ -201,7 +202,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestStreamableHTTPURL(t *testing.T) {
-	if got := proxyURL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
+	if got := naming.RemoteProxyURL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
 		t.Fatalf("url %s", got)
 	}
 }
@@ -254,7 +255,7 @@ func TestMissingGroupIsReportedAndServed(t *testing.T) {
 		t.Fatalf("proxy not deployed while its group is missing: %v", err)
 	}
 
-	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), wt.NewGroup(testNS, "later"), metav1.CreateOptions{}); err != nil {
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), toolhivetest.NewGroup(testNS, "later"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Refresh()
@@ -295,7 +296,7 @@ func TestDeletingProxyReportsTerminatingOnly(t *testing.T) {
 	f := newFixture(t, p)
 	f.converge("remote")
 	live := f.get("remote").DeepCopy()
-	now := metav1.NewTime(wt.Now)
+	now := metav1.NewTime(toolhivetest.Now)
 	live.DeletionTimestamp = &now
 	live.Finalizers = []string{"example.com/hold"}
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
@@ -425,7 +426,7 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 // MCPServer's, which may attach to pods) is refused with a condition and
 // one event; the running Deployment is not touched.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newProxy("remote"), wt.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
+	f := newFixture(t, newProxy("remote"), toolhivetest.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
 	f.converge("remote")
 	f.Events()
 	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("fetch-proxy-runner") })
@@ -492,7 +493,7 @@ func TestTelemetryConfig(t *testing.T) {
 	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 		p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 	})
-	invalid := wt.NewTelemetryConfig(testNS, "otel", "prometheus", "")
+	invalid := toolhivetest.NewTelemetryConfig(testNS, "otel", "prometheus", "")
 	invalid.Status.Conditions[0].Status = metav1.ConditionFalse
 	f := newFixture(t, p, invalid)
 	acts, err := f.sync("remote")
@@ -510,7 +511,7 @@ func TestTelemetryConfig(t *testing.T) {
 		"prometheus": `{"serviceName":"remote","tracingEnabled":false,"metricsEnabled":false,"enablePrometheusMetricsPath":true,"useLegacyAttributes":false}`,
 		"otel":       `"caCertPath":"/config/certs/otel/collector-ca/ca.crt"}`,
 	} {
-		f := newFixture(t, p, wt.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
+		f := newFixture(t, p, toolhivetest.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
 		f.converge("remote")
 		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 		var rc struct {

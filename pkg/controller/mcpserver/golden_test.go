@@ -8,6 +8,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -21,7 +22,7 @@ func TestGolden(t *testing.T) {
 			files[filepath.Join(w.Dir, "waits.txt")] = []byte(w.Missing + "\n")
 			continue
 		}
-		d, err := build(inputs{Server: w.Obj.(*thv1.MCPServer), OIDC: w.OIDC, Tools: w.Tools, Authz: w.Authz, ExtAuth: w.ExtAuth,
+		d, err := proxy.BuildMCPServer(w.Obj.(*thv1.MCPServer), proxy.Input{OIDC: w.OIDC, Tools: w.Tools, Authz: w.Authz, ExtAuth: w.ExtAuth,
 			Telemetry: w.Telemetry, Webhooks: w.Webhooks, AuthServer: w.AuthServer, RunnerImage: workloadtest.GoldenRunnerImage,
 			RunnerClusterRole: rbac.Runners{}.WithDefaults().ProxyRunner})
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	typedthv1 "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/typed/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -58,7 +59,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	}
 	status := s.Status.DeepCopy()
 	status.ObservedGeneration = s.Generation
-	status.URL = serverURL(s)
+	status.URL = naming.MCPServerURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, s)
@@ -83,7 +84,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		Webhooks:          refs.Webhooks,
 		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
@@ -131,7 +132,7 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	switch s.Annotations[thv1.AnnotationRestartStrategy] {
 	case thv1.RestartImmediate:
 		if dep.Annotations[thv1.AnnotationRestartedAt] != req {
-			selector := labels.SelectorFromSet(naming.Labels(app, s.Name)).String()
+			selector := labels.SelectorFromSet(naming.Labels(naming.AppMCPServer, s.Name)).String()
 			if err := framework.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
 				return err
 			}
@@ -208,15 +209,15 @@ func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer)
 			"Left %s %s/%s in place: %s, so it is not what the proxy runner created for this MCPServer", kind, ns, name, why)
 	}
 	sts := c.kube.AppsV1().StatefulSets(ns)
-	why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, runnerStatefulSetName(n), sts.Get, sts.Delete, want)
+	why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, naming.MCPServerRunnerStatefulSetName(n), sts.Get, sts.Delete, want)
 	if err != nil {
 		return err
 	}
 	if why != "" {
-		leftAlone("StatefulSet", runnerStatefulSetName(n), why)
+		leftAlone("StatefulSet", naming.MCPServerRunnerStatefulSetName(n), why)
 	}
 	svcs := c.kube.CoreV1().Services(ns)
-	for _, name := range runnerServiceNames(n) {
+	for _, name := range naming.MCPServerRunnerServiceNames(n) {
 		why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "services", ns, name, svcs.Get, svcs.Delete, want)
 		if err != nil {
 			return err

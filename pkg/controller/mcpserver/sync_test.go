@@ -25,6 +25,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -63,8 +64,8 @@ func TestFirstSyncAddsFinalizerWithLockedPatch(t *testing.T) {
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
 		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
-		s.Spec.ResourceOverrides = overrides["both"]
-		s.Spec.Secrets = secretSets["two"]
+		s.Spec.ResourceOverrides = toolhivetest.MCPServerOverrides["both"]
+		s.Spec.Secrets = []thv1.SecretRef{{Name: "gh", Key: "token", TargetEnvName: "GITHUB_TOKEN"}, {Name: "api", Key: "API_KEY"}}
 	})
 	f := newFixture(t, s, newOIDCConfig("auth", true, true))
 	acts, err := f.sync("fetch")
@@ -104,7 +105,7 @@ func TestChildrenShape(t *testing.T) {
 		s.Spec.Transport = thv1.TransportSSE
 		s.Spec.ProxyPort = 9090
 		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
-		s.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+		s.Spec.ResourceOverrides = toolhivetest.MCPServerOverrides["conflicting-operator-keys"]
 	})
 	f := newFixture(t, s, newOIDCConfig("auth", true, true))
 	f.converge("fetch")
@@ -114,7 +115,7 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Labels[naming.LabelInstance] != "fetch" || dep.Labels[naming.LabelApp] != app {
+	if tpl.Labels[naming.LabelInstance] != "fetch" || dep.Labels[naming.LabelApp] != naming.AppMCPServer {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
@@ -166,30 +167,6 @@ func TestChildrenShape(t *testing.T) {
 	}
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated) {
 		t.Errorf("conditions %+v", got.Status.Conditions)
-	}
-}
-
-func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
-	s := newServer("v", func(s *thv1.MCPServer) { s.Spec.ResourceOverrides = overrides["both"] })
-	d1, _ := build(inputs{Server: s, RunnerImage: "r"})
-	tpl := d1.Deployment.Spec.Template.Annotations
-	if tpl[naming.AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
-		t.Fatalf("template annotations %v", tpl)
-	}
-	if _, leaked := tpl["owner"]; leaked {
-		t.Errorf("deployment-level annotation leaked into the pod template: %v", tpl)
-	}
-	if d1.Deployment.Annotations["owner"] != "platform" {
-		t.Errorf("deployment annotations %v", d1.Deployment.Annotations)
-	}
-	s2 := s.DeepCopy()
-	s2.Spec.Args = []string{"--verbose"}
-	d2, _ := build(inputs{Server: s2, RunnerImage: "r"})
-	if d2.Deployment.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == tpl[naming.AnnotationRunConfigChecksum] {
-		t.Error("a RunConfig change did not change the checksum")
-	}
-	if got := drift.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
-		t.Error("a RunConfig change is not drift on the Deployment")
 	}
 }
 
@@ -309,28 +286,6 @@ func TestInvalidPodTemplateIsAConditionNotARetry(t *testing.T) {
 	acts, err = f.sync("bad")
 	if err != nil || len(acts) != 0 || len(f.recorder.Events) != 0 {
 		t.Fatalf("second sync: err %v actions %s events %d", err, describe(acts), len(f.recorder.Events))
-	}
-}
-
-func TestInvalidInputsNeverPanic(t *testing.T) {
-	for name, mut := range map[string]func(*thv1.MCPServer){
-		"env-with-equals":  func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A=B", Value: "x"}} },
-		"env-with-newline": func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A\nB"}} },
-		"bad-quantity":     func(s *thv1.MCPServer) { s.Spec.Resources.Limits.CPU = "lots" },
-		"image-an-option":  func(s *thv1.MCPServer) { s.Spec.Image = "--k8s-pod-patch={}" },
-		"pts-not-object":   func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`[1,2]`)} },
-		"pts-spec-string":  func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":"x"}`)} },
-		"pts-env-string": func(s *thv1.MCPServer) {
-			s.Spec.Secrets = secretSets["two"]
-			s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"mcp","env":"x"}]}}`)}
-		},
-	} {
-		s := newServer("x", mut)
-		_, err := build(inputs{Server: s, RunnerImage: "r"})
-		var invalid *wiring.InvalidSpecError
-		if err == nil || !errorsAs(err, &invalid) {
-			t.Errorf("%s: want InvalidSpecError, got %v", name, err)
-		}
 	}
 }
 
@@ -554,26 +509,6 @@ func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
 	}
 }
 
-// TestGenerationEnvNamesItsAPIVersion pins the explicit fieldRef apiVersion
-// in what the builder produces: the API server defaults it to "v1", and a
-// build without it was the root of a perpetual update loop in the field.
-// (The comparator also normalises it; this keeps the builder honest.)
-func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
-	d, err := build(inputs{Server: newServer("fetch"), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range d.Deployment.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == naming.EnvMCPServerGeneration {
-			if fr := e.ValueFrom.FieldRef; fr == nil || fr.APIVersion != "v1" {
-				t.Fatalf("%s fieldRef %+v lacks apiVersion v1", naming.EnvMCPServerGeneration, fr)
-			}
-			return
-		}
-	}
-	t.Fatalf("no %s env", naming.EnvMCPServerGeneration)
-}
-
 // TestChildWriteFailureConditionIsStable: a Service create refused with a
 // message that changes on every attempt (an exceeded quota reports the
 // namespace's current usage) is reported once. The condition names the
@@ -686,10 +621,10 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 	s := newServer("fetch")
 	owner := []metav1.OwnerReference{naming.OwnerRef(s, gvk)}
 	legacyRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
-		Labels: naming.Labels(app, "fetch"), OwnerReferences: owner}}
+		Labels: naming.Labels(naming.AppMCPServer, "fetch"), OwnerReferences: owner}}
 	legacyBinding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS, UID: "legacy-binding",
-			Labels: naming.Labels(app, "fetch"), OwnerReferences: owner},
+			Labels: naming.Labels(naming.AppMCPServer, "fetch"), OwnerReferences: owner},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fetch-proxy-runner"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "fetch-proxy-runner", Namespace: testNS}},
 	}
@@ -727,7 +662,7 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 // a condition and one event, and not a single child write, so the running
 // Deployment keeps its account. Its own backend account stays allowed.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newServer("fetch"), workloadtest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
+	f := newFixture(t, newServer("fetch"), toolhivetest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
 	f.converge("fetch")
 	f.Events()
 	ctx := context.Background()
@@ -943,7 +878,7 @@ func TestTelemetryConfig(t *testing.T) {
 		t.Fatalf("status %+v", got.Status)
 	}
 
-	cfg := workloadtest.NewTelemetryConfig(testNS, "otel", "otel", "collector-ca")
+	cfg := toolhivetest.NewTelemetryConfig(testNS, "otel", "otel", "collector-ca")
 	f = newFixture(t, newServer("fetch", ref), cfg)
 	f.converge("fetch")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
@@ -1033,7 +968,7 @@ func describeObj(o any) string {
 // proxy once: one ConfigMap and one Deployment patch, then nothing.
 func TestWebhookConfig(t *testing.T) {
 	ref := func(s *thv1.MCPServer) { s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"} }
-	invalid := workloadtest.NewWebhookConfig(testNS, "hooks", "full")
+	invalid := toolhivetest.NewWebhookConfig(testNS, "hooks", "full")
 	invalid.Status.Conditions[0].Status, invalid.Status.Conditions[0].Reason = metav1.ConditionFalse, thv1.ReasonConfigInvalid
 	invalid.Status.Conditions[0].Message = "spec.validating[0].url: must use https"
 	for _, tc := range []struct {
@@ -1072,7 +1007,7 @@ func TestWebhookConfig(t *testing.T) {
 
 	// A config whose status still says valid while its new spec is not
 	// (its controller has not seen the change yet) deploys nothing either.
-	stale := workloadtest.NewWebhookConfig(testNS, "hooks", "insecure")
+	stale := toolhivetest.NewWebhookConfig(testNS, "hooks", "insecure")
 	stale.Spec.Validating[0].TLSConfig = nil
 	f := newFixture(t, newServer("fetch", ref), stale)
 	acts, err := f.sync("fetch")
@@ -1086,7 +1021,7 @@ func TestWebhookConfig(t *testing.T) {
 		t.Fatalf("stale status: %s\n%+v", describe(acts), got.Status)
 	}
 
-	f = newFixture(t, newServer("fetch", ref), workloadtest.NewWebhookConfig(testNS, "hooks", "full"))
+	f = newFixture(t, newServer("fetch", ref), toolhivetest.NewWebhookConfig(testNS, "hooks", "full"))
 	f.converge("fetch")
 	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -50,7 +51,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "own-subject"}}},
 		}
 	})
-	f := newFixture(t, v, newOIDCConfig("auth", ""), wt.NewGroup(testNS, testGroup), newMember("a", testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup),
 		newExtAuth("exchange", tokenExchange), newExtAuth("own-subject", func(s *thv1.MCPExternalAuthConfigSpec) {
 			tokenExchange(s)
 			s.TokenExchange.SubjectProviderName = "github"
@@ -215,7 +216,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 			if tc.mut != nil {
 				tc.mut(v)
 			}
-			f := newFixture(t, v, newOIDCConfig("auth", ""), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+			f := newFixture(t, v, newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 			acts, err := f.sync("agg")
 			if err != nil {
 				t.Fatal(err)
@@ -250,7 +251,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
 		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)}
 	})
-	f := newFixture(t, v, wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, v, toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)

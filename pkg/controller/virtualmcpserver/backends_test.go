@@ -16,6 +16,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -98,7 +99,7 @@ func drainQueue(f *fixture) []string {
 // headers in ToolHive's variables: one ConfigMap and one Deployment
 // patch, then nothing.
 func TestEntryJoinsAsBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServerEntries(testNS).Create(context.Background(), newEntry("far", testGroup, withEntryExtras), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -166,14 +167,14 @@ func mustJSONString(t *testing.T, v any) string {
 // URL change rolls the vMCP once.
 func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 	entry := newEntry("far", testGroup)
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), entry)
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), entry)
 	f.converge("agg")
 	drainQueue(f)
 
 	statusOnly := entry.DeepCopy()
 	statusOnly.ResourceVersion = "2"
 	statusOnly.Status.Conditions = []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonEntryValid,
-		LastTransitionTime: metav1.NewTime(wt.Now)}}
+		LastTransitionTime: metav1.NewTime(toolhivetest.Now)}}
 	if f.c.memberUpdated(entry, statusOnly); len(drainQueue(f)) != 0 {
 		t.Error("a status write of the entry enqueued the vMCP")
 	}
@@ -227,7 +228,7 @@ func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 // An entry whose checks failed is not a backend, as in ToolHive; alone in
 // its group, the vMCP waits for a backend.
 func TestFailedEntryIsNoBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup),
 		newEntry("bad", testGroup, func(e *thv1.MCPServerEntry) { e.Status.Phase = thv1.MCPServerEntryPhaseFailed }))
 	acts, err := f.sync("agg")
 	if err != nil {
@@ -247,7 +248,7 @@ func TestMemberAuthConfigIsItsStrategyAndRollsOnce(t *testing.T) {
 	hdr := newExtAuth("hdr", headerInjection)
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"over": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), wt.NewGroup(testNS, testGroup), hdr,
+	}), toolhivetest.NewGroup(testNS, testGroup), hdr,
 		newMember("own", testGroup, withAuthRef("hdr")), newMember("over", testGroup, withAuthRef("hdr")), newMember("plain", testGroup))
 	f.converge("agg")
 	out := configOf(t, f)["outgoingAuth"].(map[string]any)
@@ -300,11 +301,11 @@ func TestBackendAuthDropsOnlyThatBackend(t *testing.T) {
 	bearer := newExtAuth("bearer", func(s *thv1.MCPExternalAuthConfigSpec) { s.Type = thv1.ExternalAuthTypeBearerToken })
 	invalid := newExtAuth("broken", headerInjection)
 	invalid.Status.Conditions = []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidConfig",
-		Message: "bad", LastTransitionTime: metav1.NewTime(wt.Now)}}
+		Message: "bad", LastTransitionTime: metav1.NewTime(toolhivetest.Now)}}
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"inline-bad": {Type: thv1.BackendAuthTypeExternalAuthConfigRef,
 			ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "bearer"}}}}
-	}), wt.NewGroup(testNS, testGroup), bearer, invalid,
+	}), toolhivetest.NewGroup(testNS, testGroup), bearer, invalid,
 		newMember("bearer-member", testGroup, withAuthRef("bearer")), newMember("missing", testGroup, withAuthRef("later")),
 		newMember("invalid", testGroup, withAuthRef("broken")), newMember("inline-bad", testGroup), newMember("fine", testGroup))
 	f.converge("agg")
@@ -359,7 +360,7 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeDiscovered},
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	for _, typ := range []string{"DefaultAuthConfig", "BackendAuthConfig-a"} {
 		if !meta.IsStatusConditionTrue(f.get("agg").Status.Conditions, typ) {

@@ -6,13 +6,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 // TestNameLimitFitsEveryChild derives the CRD's name limit from the
 // children hivekeeper builds.
 func TestNameLimitFitsEveryChild(t *testing.T) {
-	workloadtest.AssertNameLimit(t, thv1.MaxVirtualMCPServerNameLength, func(name string) []metav1.Object {
+	toolhivetest.AssertNameLimit(t, thv1.MaxVirtualMCPServerNameLength, func(name string) []metav1.Object {
 		d, err := build(inputs{Server: newVMCP(name), Image: "vmcp:test"})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -28,10 +29,10 @@ func withCompositeToolRefs(raw string) func(*thv1.VirtualMCPServer) {
 // Pending server with nothing written but the status; once the definitions
 // are there and valid the vMCP is built, and a second sync writes nothing.
 func TestCompositeToolRefsWaitThenConverge(t *testing.T) {
-	invalid := wt.NewCompositeTool(testNS, "x-broken", "h-x")
+	invalid := toolhivetest.NewCompositeTool(testNS, "x-broken", "h-x")
 	invalid.Status.Conditions[0].Status = metav1.ConditionFalse
 	f := newFixture(t, newVMCP("agg", withCompositeToolRefs(`[{"name":"deploy"},{"name":"x-broken"}]`)),
-		wt.NewGroup(testNS, testGroup), newMember("member", testGroup), invalid)
+		toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup), invalid)
 
 	for _, want := range []string{thv1.ReasonCompositeToolRefNotFound, thv1.ReasonCompositeToolRefInvalid} {
 		acts, err := f.sync("agg")
@@ -53,7 +54,7 @@ func TestCompositeToolRefsWaitThenConverge(t *testing.T) {
 		wt.AssertActions(t, acts)
 		// The missing one appears; the invalid one is reported next.
 		if _, err := f.Toolhive.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(testNS).Create(context.Background(),
-			wt.NewCompositeTool(testNS, "deploy", "h-deploy"), metav1.CreateOptions{}); err != nil && want == thv1.ReasonCompositeToolRefNotFound {
+			toolhivetest.NewCompositeTool(testNS, "deploy", "h-deploy"), metav1.CreateOptions{}); err != nil && want == thv1.ReasonCompositeToolRefNotFound {
 			t.Fatal(err)
 		}
 		f.Refresh()
@@ -83,9 +84,9 @@ func TestCompositeToolRefsWaitThenConverge(t *testing.T) {
 // rolls the vMCP exactly once: one ConfigMap patch and one Deployment
 // patch, then quiet.
 func TestCompositeToolChangeRollsOnce(t *testing.T) {
-	def := wt.NewCompositeTool(testNS, "deploy", "h1")
+	def := toolhivetest.NewCompositeTool(testNS, "deploy", "h1")
 	f := newFixture(t, newVMCP("agg", withCompositeToolRefs(`[{"name":"deploy"}]`)),
-		wt.NewGroup(testNS, testGroup), newMember("member", testGroup), def)
+		toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup), def)
 	f.converge("agg")
 
 	def = def.DeepCopy()
@@ -110,7 +111,7 @@ func TestCompositeToolChangeRollsOnce(t *testing.T) {
 // config.yaml, in compositeToolRefs order, with the step defaults; the
 // references stay as written; a server without any renders neither key.
 func TestCompositeToolsRendered(t *testing.T) {
-	b, a := wt.NewCompositeTool(testNS, "b", "hb"), wt.NewCompositeTool(testNS, "a", "ha")
+	b, a := toolhivetest.NewCompositeTool(testNS, "b", "hb"), toolhivetest.NewCompositeTool(testNS, "a", "ha")
 	in := inputs{Server: newVMCP("agg"), Image: testImage, Backends: []any{newMember("m", testGroup)}}
 	plain, err := build(in)
 	if err != nil {
@@ -151,7 +152,7 @@ func TestCompositeToolsRendered(t *testing.T) {
 
 	// A referenced tool with an inline tool's name is refused, as
 	// ToolHive's converter refuses it.
-	in.Refs.CompositeTools["a"] = wt.NewCompositeTool(testNS, "inline", "hi")
+	in.Refs.CompositeTools["a"] = toolhivetest.NewCompositeTool(testNS, "inline", "hi")
 	if _, err := build(in); err == nil || !strings.Contains(err.Error(), `duplicate composite tool name "inline"`) {
 		t.Errorf("duplicate name: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -27,7 +28,7 @@ func validMeta(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta, thv1.Conf
 	return metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: kind},
 		metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID(kind + "-" + name), Generation: 1, ResourceVersion: "1"},
 		thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
-			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(wt.Now),
+			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(toolhivetest.Now),
 		}}}
 }
 
@@ -85,7 +86,7 @@ func withRefs(v *thv1.VirtualMCPServer) {
 // refObjects are the configs withRefs names.
 func refObjects() []runtime.Object {
 	return []runtime.Object{newToolConfig("tools", "fetch"), newCedarAuthz("cedar", thv1.AuthzTypeCedar),
-		wt.NewTelemetryConfig(testNS, "otel", "otel", "otel-ca"),
+		toolhivetest.NewTelemetryConfig(testNS, "otel", "otel", "otel-ca"),
 		newExtAuth("exchange", tokenExchange), newExtAuth("header", headerInjection)}
 }
 
@@ -217,7 +218,7 @@ func TestRenderConfigRefuses(t *testing.T) {
 // rewrites config.yaml and rolls the vMCP once (the checksum on the pod
 // template); the next sync writes nothing.
 func TestToolConfigChangeRollsOnce(t *testing.T) {
-	objs := append(refObjects(), newVMCP("agg", withRefs), wt.NewGroup(testNS, testGroup),
+	objs := append(refObjects(), newVMCP("agg", withRefs), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("alpha", testGroup), newMember("zeta", testGroup))
 	f := newFixture(t, objs...)
 	f.converge("agg")
@@ -256,7 +257,7 @@ func TestToolConfigChangeRollsOnce(t *testing.T) {
 // vMCP Pending with the reference's condition naming it; nothing is
 // written but the status.
 func TestMissingReferenceWaits(t *testing.T) {
-	objs := append(refObjects()[:4], newVMCP("agg", withRefs), wt.NewGroup(testNS, testGroup), newMember("alpha", testGroup))
+	objs := append(refObjects()[:4], newVMCP("agg", withRefs), toolhivetest.NewGroup(testNS, testGroup), newMember("alpha", testGroup))
 	f := newFixture(t, objs...)
 	acts, err := f.sync("agg")
 	if err != nil {

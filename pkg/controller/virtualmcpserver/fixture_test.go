@@ -12,6 +12,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -125,7 +126,7 @@ func newMember(name, group string, mut ...func(*thv1.MCPServer)) *thv1.MCPServer
 }
 
 func newOIDCConfig(name, caBundle string) *thv1.MCPOIDCConfig {
-	return workloadtest.NewOIDCConfig(testNS, name, true, caBundle, true)
+	return toolhivetest.NewOIDCConfig(testNS, name, true, caBundle, true)
 }
 
 // userVolumesTemplate covers the source types of the drift tests: a

@@ -13,8 +13,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
-	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 // option dimensions of the parity table.
@@ -97,7 +97,7 @@ func TestBuildDriftParity(t *testing.T) {
 											in.OIDC = newOIDCConfig("auth", "")
 										case "oidc-kubernetes":
 											withOIDC("auth")(v)
-											in.OIDC = workloadtest.NewOIDCConfig(testNS, "auth", false, "", true)
+											in.OIDC = toolhivetest.NewOIDCConfig(testNS, "auth", false, "", true)
 										case "oidc-authserver":
 											// Its Secret volumes and variables beside the
 											// others; authorization by reference kept.

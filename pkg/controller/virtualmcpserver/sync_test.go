@@ -19,13 +19,14 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	v := newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate))
-	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("b", testGroup), newMember("a", testGroup), newMember("loner", ""))
 	acts, err := f.sync("agg")
 	if err != nil {
@@ -64,7 +65,7 @@ func TestChildrenShape(t *testing.T) {
 			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"outgoingAuth":{"source":"discovered"},"backends":[{"name":"injected"}],` +
 			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)}
 	})
-	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
 			s.Spec.Transport = thv1.TransportSSE
 			s.Spec.ProxyPort = 9090
@@ -179,7 +180,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestCustomServiceAccountCreatesNone(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func annotationsOf(body map[string]any) map[string]any {
 // nothing.
 func TestCABundleChangeRollsOnce(t *testing.T) {
 	cfg := newOIDCConfig("auth", "ca-one")
-	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
 	oldHash := dep.Annotations[naming.AnnotationPodVolumesHash]
@@ -256,7 +257,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 // every other volume leaves the config volume's hash and then converges.
 func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate)),
-		newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+		newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 
 	f.update("agg", withPodTemplate(strings.Replace(userVolumesTemplate, "creds-v1", "creds-v2", 1)))
@@ -314,7 +315,7 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 	}
 	for name, raw := range bad {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 			f.converge("agg")
 			f.update("agg", withPodTemplate(raw))
 			acts, err := f.sync("agg")
@@ -341,7 +342,7 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 
 func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1,2]`)} }),
-		wt.NewGroup(testNS, testGroup))
+		toolhivetest.NewGroup(testNS, testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +368,7 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 		t.Fatalf("not deployed while the group is missing: %v", err)
 	}
 
-	group := wt.NewGroup(testNS, testGroup)
+	group := toolhivetest.NewGroup(testNS, testGroup)
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), group, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 // aggregate it; their status writes re-sync nothing.
 func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 	f := newFixture(t, newVMCP("agg"), newVMCP("elsewhere", func(v *thv1.VirtualMCPServer) { v.Spec.GroupRef.Name = "other" }),
-		wt.NewGroup(testNS, testGroup))
+		toolhivetest.NewGroup(testNS, testGroup))
 	drain := func() []string {
 		var keys []string
 		for f.c.Queue.Len() > 0 {
@@ -430,7 +431,7 @@ func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 // A new member reaches config.yaml and rolls the vMCP (the config
 // checksum), and nothing else.
 func TestNewMemberUpdatesConfig(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Create(context.Background(), newMember("b", testGroup), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -447,7 +448,7 @@ func TestNewMemberUpdatesConfig(t *testing.T) {
 }
 
 func TestWaitsForOIDCConfig(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", withOIDC("missing")), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("missing")), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +464,7 @@ func TestWaitsForOIDCConfig(t *testing.T) {
 }
 
 func TestPhaseFromDeployment(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	ctx := context.Background()
 	setReady := func(n int32) {
@@ -493,7 +494,7 @@ func TestPhaseFromDeployment(t *testing.T) {
 // discovering them through the Kubernetes API, which it cannot reach. The
 // status says why, and a steady state writes nothing.
 func TestEmptyGroupDeploysNothing(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +515,7 @@ func TestEmptyGroupDeploysNothing(t *testing.T) {
 // MCPServer's backend account) is refused with a condition and one event;
 // the running Deployment is not touched.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), wt.ManagedServiceAccount(testNS, "fetch-sa", thv1.KindMCPServer, "fetch"))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), toolhivetest.ManagedServiceAccount(testNS, "fetch-sa", thv1.KindMCPServer, "fetch"))
 	f.converge("agg")
 	f.Events()
 	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("fetch-sa") })
@@ -535,7 +536,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 func TestPodFieldsReachTheDeployment(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withRedis, withPodTemplate(fullTemplate), func(v *thv1.VirtualMCPServer) {
 		v.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "spec-pull"}}
-	}), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
 	if err != nil {
@@ -594,7 +595,7 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 // joining, changing its URL or leaving updates config.yaml and rolls the
 // vMCP once, and its status writes enqueue nothing.
 func TestRemoteProxyMembersAreBackends(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	rp := newRemoteMember("r", testGroup)
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Create(context.Background(), rp, metav1.CreateOptions{}); err != nil {

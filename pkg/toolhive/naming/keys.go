@@ -1,5 +1,12 @@
 package naming
 
+// The app label of each workload kind's children.
+const (
+	AppMCPServer        = "mcpserver"
+	AppMCPRemoteProxy   = "mcpremoteproxy"
+	AppVirtualMCPServer = "virtualmcpserver"
+)
+
 // The keys of the pod contract that outlive one controller: the template
 // annotations that roll a pod when what it read at start changes, the
 // environment the runner reads, and the container names and ports a
@@ -42,6 +49,13 @@ const (
 	VMCPAuthServerConfigKey = "authserver-config.yaml"
 	// VMCPPort is the vMCP's listening port, container and Service.
 	VMCPPort int32 = 4483
+)
+
+// Where a configmap permission profile is mounted in the proxy pod, as
+// ToolHive's operator mounts it; the RunConfig names the key's file there.
+const (
+	PermissionProfileVolume    = "permission-profile"
+	PermissionProfileMountPath = "/etc/toolhive/profiles"
 )
 
 // AnnotationPodTemplateSpecHash is the Deployment annotation that stands

@@ -43,6 +43,16 @@ func VMCPConfigMapName(n string) string { return n + "-vmcp-config" }
 // VirtualMCPServer whose spec names none.
 func VMCPServiceAccountName(n string) string { return n + "-vmcp" }
 
+// MCPServerRunnerStatefulSetName is the StatefulSet the proxy runner of
+// an MCPServer creates, which the MCPServer's finalizer removes.
+func MCPServerRunnerStatefulSetName(n string) string { return n }
+
+// MCPServerRunnerServiceNames are the Services the proxy runner of an
+// MCPServer creates, which the MCPServer's finalizer removes.
+func MCPServerRunnerServiceNames(n string) []string {
+	return []string{"mcp-" + n + "-headless", "mcp-" + n}
+}
+
 // MCPServerTransport returns the transport with the schema default
 // applied, so a build never depends on whether the object passed through
 // the server.
@@ -76,6 +86,16 @@ func MCPServerProxyPort(s *thv1.MCPServer) int32 {
 // MCPServerAddress is the in-cluster base URL of an MCPServer's proxy.
 func MCPServerAddress(s *thv1.MCPServer) string {
 	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", MCPServerServiceName(s.Name), s.Namespace, MCPServerProxyPort(s))
+}
+
+// MCPServerURL is the in-cluster address clients of an MCPServer use, its
+// status.url.
+func MCPServerURL(s *thv1.MCPServer) string {
+	base := MCPServerAddress(s)
+	if MCPServerProxyMode(s) == thv1.TransportSSE {
+		return base + "/sse#" + s.Name
+	}
+	return base + "/mcp"
 }
 
 // OIDCConfigName is the MCPOIDCConfig a reference names, "" for none.

@@ -24,6 +24,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -196,7 +197,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"shared", "other"} {
-		def := workloadtest.NewCompositeTool(ns, name, "")
+		def := toolhivetest.NewCompositeTool(ns, name, "")
 		def.ResourceVersion, def.UID, def.Status = "", "", thv1.VirtualMCPCompositeToolDefinitionStatus{}
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Create(ctx, def, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

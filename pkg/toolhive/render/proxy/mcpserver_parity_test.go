@@ -1,4 +1,4 @@
-package mcpserver
+package proxy
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,44 +14,12 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 // option dimensions of the parity table.
 var (
 	transports = []string{thv1.TransportStdio, thv1.TransportStreamableHTTP, thv1.TransportSSE}
-	overrides  = map[string]*thv1.ResourceOverrides{
-		"none": nil,
-		"deployment-only": {ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-			ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"owner": "platform"}},
-			Env:                       []thv1.NameValue{{Name: "HTTP_PROXY", Value: "http://proxy:3128"}},
-			ImagePullSecrets:          []corev1.LocalObjectReference{{Name: "regcred"}},
-		}},
-		"pod-template-only": {ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-			PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
-				Labels:      map[string]string{"sidecar.istio.io/inject": "false"},
-				Annotations: map[string]string{"vault.hashicorp.com/agent-inject": "true"},
-			},
-		}},
-		"both": {
-			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-				ResourceMetadataOverrides:    thv1.ResourceMetadataOverrides{Annotations: map[string]string{"owner": "platform"}},
-				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{Annotations: map[string]string{"vault.hashicorp.com/role": "mcp"}},
-			},
-			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{"expose": "internal"}, Annotations: map[string]string{"lb": "nlb"}},
-		},
-		"conflicting-operator-keys": {
-			ProxyDeployment: &thv1.ProxyDeploymentOverrides{
-				ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelApp: "hijack"}},
-				PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{
-					Labels:      map[string]string{naming.LabelInstance: "hijack"},
-					Annotations: map[string]string{naming.AnnotationRunConfigChecksum: "user-value", naming.AnnotationMCPServerGeneration: "99"},
-				},
-				Env: []thv1.NameValue{{Name: "HOME", Value: "/home/runner"}},
-			},
-			ProxyService: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelToolhive: "false"}},
-		},
-	}
 	oidcKinds  = []string{"none", "inline", "kubernetesServiceAccount"}
 	secretSets = map[string][]thv1.SecretRef{
 		"none": nil,
@@ -107,14 +74,14 @@ var (
 	testVolumes    = []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true}, {Name: "cache", HostPath: "/var/cache", MountPath: "/cache"}}
 )
 
-// TestBuildDriftParity is invariant 3: for every option combination, the
+// TestMCPServerBuildDriftParity is invariant 3: for every option combination, the
 // built children fed back as live — after a JSON round trip and the API
 // server's defaults — show no drift. A comparator that looks at a field the
 // builder does not set, or at a server default, fails here.
-func TestBuildDriftParity(t *testing.T) {
+func TestMCPServerBuildDriftParity(t *testing.T) {
 	n := 0
 	for _, tr := range transports {
-		for ovName, ov := range overrides {
+		for ovName, ov := range toolhivetest.MCPServerOverrides {
 			for _, oidcKind := range oidcKinds {
 				for secName, secs := range secretSets {
 					for ptName, pt := range podTemplates {
@@ -134,7 +101,7 @@ func TestBuildDriftParity(t *testing.T) {
 									rt(&s.Spec)
 								})
 								// OIDC, tools and authorization (workloadtest.RefsFor).
-								refs := workloadtest.RefsFor(testNS, oidcKind)
+								refs := toolhivetest.RefsFor(testNS, oidcKind)
 								s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
 								s.Spec.AuthzConfigRef, s.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz
 								s.Spec.AuthServerRef = refs.AuthServerRef
@@ -158,22 +125,22 @@ func TestBuildDriftParity(t *testing.T) {
 								// OIDC config's too, so two volumes name it.
 								var telemetry *thv1.MCPTelemetryConfig
 								if tel != "none" {
-									telemetry = workloadtest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
+									telemetry = toolhivetest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 									s.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel", ServiceName: "fetch-" + tel}
 								}
 								// Webhooks: every Secret kind mounted, a plain
 								// http one, or none.
 								var webhooks *thv1.MCPWebhookConfig
 								if wh := webhooksByOIDC[oidcKind]; wh != "none" {
-									webhooks = workloadtest.NewWebhookConfig(testNS, "hooks", wh)
+									webhooks = toolhivetest.NewWebhookConfig(testNS, "hooks", wh)
 									s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
 								}
-								d, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
+								d, err := BuildMCPServer(s, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
 									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test"})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}
-								assertNoDrift(t, name, d)
+								assertMCPServerNoDrift(t, name, d)
 							}
 						}
 					}
@@ -184,7 +151,7 @@ func TestBuildDriftParity(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func assertNoDrift(t *testing.T, name string, d *childSet) {
+func assertMCPServerNoDrift(t *testing.T, name string, d *Output) {
 	t.Helper()
 	dep := roundTrip(d.Deployment)
 	defaultDeployment(dep)
@@ -211,11 +178,11 @@ func assertNoDrift(t *testing.T, name string, d *childSet) {
 	}
 }
 
-// TestDriftDetectsOwnedFields makes sure the comparators are not blind: each
+// TestMCPServerDriftDetectsOwnedFields makes sure the comparators are not blind: each
 // owned field changed on the live object is reported under its name.
-func TestDriftDetectsOwnedFields(t *testing.T) {
+func TestMCPServerDriftDetectsOwnedFields(t *testing.T) {
 	s := newServer("srv", func(s *thv1.MCPServer) { s.Spec.Replicas = ptr.To[int32](1) })
-	d, err := build(inputs{Server: s, RunnerImage: "runner:test"})
+	d, err := BuildMCPServer(s, Input{RunnerImage: "runner:test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +218,7 @@ func TestDriftDetectsOwnedFields(t *testing.T) {
 	}
 	// Replicas are hands off when the spec leaves them unset.
 	s.Spec.Replicas = nil
-	d, _ = build(inputs{Server: s, RunnerImage: "runner:test"})
+	d, _ = BuildMCPServer(s, Input{RunnerImage: "runner:test"})
 	live := d.Deployment.DeepCopy()
 	live.Spec.Replicas = ptr.To[int32](7)
 	if got := drift.DiffDeployment(d.Deployment, live); len(got) != 0 {

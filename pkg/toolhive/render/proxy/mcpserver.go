@@ -1,4 +1,4 @@
-package mcpserver
+package proxy
 
 import (
 	"encoding/json"
@@ -6,88 +6,25 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// Names, keys and values of the MCPServer contract.
-const (
-	app = "mcpserver"
+// defaultTargetPort is the backend port when spec.mcpPort is unset.
+const defaultTargetPort int32 = 8080
 
-	// defaultTargetPort is the backend port when spec.mcpPort is unset.
-	defaultTargetPort int32 = 8080
-	proxyHost               = "0.0.0.0"
-)
+// mcpServerGVK is the owner kind of every child.
+var mcpServerGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
 
-// gvk is the owner kind of every child.
-var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
-
-// Runner-created objects the finalizer removes.
-func runnerStatefulSetName(n string) string { return n }
-func runnerServiceNames(n string) []string {
-	return []string{"mcp-" + n + "-headless", "mcp-" + n}
-}
-
-// inputs are everything a build depends on: the server, the referenced
-// MCPOIDCConfig (nil when there is none), and flags.
-type inputs struct {
-	Server *thv1.MCPServer
-	OIDC   *thv1.MCPOIDCConfig
-	// Tools is the referenced MCPToolConfig, nil when there is none.
-	Tools *thv1.MCPToolConfig
-	// Authz is the referenced MCPAuthzConfig, nil when there is none.
-	Authz *thv1.MCPAuthzConfig
-	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
-	// none.
-	ExtAuth *thv1.MCPExternalAuthConfig
-	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names,
-	// nil when there is none.
-	AuthServer *thv1.MCPExternalAuthConfig
-	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
-	// none.
-	Telemetry *thv1.MCPTelemetryConfig
-	// Webhooks is the referenced MCPWebhookConfig, nil when there is none.
-	Webhooks    *thv1.MCPWebhookConfig
-	RunnerImage string
-	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
-	// grants (--proxy-runner-cluster-role).
-	RunnerClusterRole string
-	// ServiceAccount is the live account spec.serviceAccount names, from
-	// the lister; nil when there is none (see workload.CheckServiceAccount).
-	ServiceAccount *corev1.ServiceAccount
-}
-
-// childSet are the children of one MCPServer. BackendServiceAccount is nil
-// when the spec names its own.
-type childSet struct {
-	RunConfig             *corev1.ConfigMap
-	RunnerServiceAccount  *corev1.ServiceAccount
-	RunnerRoleBinding     *rbacv1.RoleBinding
-	BackendServiceAccount *corev1.ServiceAccount
-	Deployment            *appsv1.Deployment
-	Service               *corev1.Service
-}
-
-// serverURL is the in-cluster address clients use.
-func serverURL(s *thv1.MCPServer) string {
-	base := naming.MCPServerAddress(s)
-	if naming.MCPServerProxyMode(s) == thv1.TransportSSE {
-		return base + "/sse#" + s.Name
-	}
-	return base + "/mcp"
-}
-
-// replicas is nil (hands off) when the spec leaves it unset; a stdio server
-// can only serve one client connection, so it is capped at one.
-func replicas(s *thv1.MCPServer) *int32 {
+// mcpServerReplicas is nil (hands off) when the spec leaves it unset; a
+// stdio server can only serve one client connection, so it is capped at
+// one.
+func mcpServerReplicas(s *thv1.MCPServer) *int32 {
 	if s.Spec.Replicas == nil {
 		return nil
 	}
@@ -98,11 +35,10 @@ func replicas(s *thv1.MCPServer) *int32 {
 	return &r
 }
 
-// Build computes every child of an MCPServer. It is pure: the same inputs
-// give the same objects, and the drift comparators compare against exactly
-// these objects.
-func build(in inputs) (*childSet, error) {
-	s := in.Server
+// BuildMCPServer computes every child of an MCPServer. It is pure: the
+// same inputs give the same objects, and the drift comparators compare
+// against exactly these objects.
+func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if strings.HasPrefix(s.Spec.Image, "-") {
 		// The CRD refuses it; a server stored before that rule must not
 		// hand the runner an option in place of its image either.
@@ -110,8 +46,8 @@ func build(in inputs) (*childSet, error) {
 			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
 	}
 	n, ns := s.Name, s.Namespace
-	labels := naming.Labels(app, n)
-	owner := naming.OwnerRef(s, gvk)
+	labels := naming.Labels(naming.AppMCPServer, n)
+	owner := naming.OwnerRef(s, mcpServerGVK)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
@@ -123,7 +59,7 @@ func build(in inputs) (*childSet, error) {
 	if err := wiring.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
-	podPatch, err := backendPodPatch(s, backendSA)
+	podPatch, err := wiring.BackendPodPatch(s, backendSA)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +98,7 @@ func build(in inputs) (*childSet, error) {
 	}
 	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
-	d := &childSet{
+	d := &Output{
 		RunConfig:            cm,
 		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
 		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
@@ -177,10 +113,10 @@ func build(in inputs) (*childSet, error) {
 	}
 	generation := strconv.FormatInt(s.Generation, 10)
 	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
-	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
+	d.Deployment = proxyDeployment(proxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
-		Replicas:       replicas(s),
+		Replicas:       mcpServerReplicas(s),
 		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
 		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
 			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
@@ -217,7 +153,7 @@ func build(in inputs) (*childSet, error) {
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
 		Meta:            meta(naming.MCPServerServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
-		PortName:        workload.ProxyPortName,
+		PortName:        proxyPortName,
 		Port:            naming.MCPServerProxyPort(s),
 		TargetPort:      naming.MCPServerProxyPort(s),
 		Selector:        labels,
@@ -272,90 +208,4 @@ func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.
 	wiring.ApplyToolConfig(rc, tools)
 	rt.applyTo(rc)
 	return schema.Marshal(rc)
-}
-
-// backendPodPatch renders the patch the runner applies to the backend pod:
-// the user's podTemplateSpec, the service account, and each secret as a
-// secretKeyRef env var on the "mcp" container. It works on the generic
-// JSON so that fields hivekeeper does not model pass through untouched,
-// and it checks the result decodes as a PodTemplateSpec.
-func backendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
-	invalid := wiring.PodTemplateInvalid
-	if _, err := wiring.DecodePodTemplate(s.Spec.PodTemplateSpec); err != nil {
-		return "", err
-	}
-	var tpl map[string]any
-	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 {
-		if err := json.Unmarshal(pt.Raw, &tpl); err != nil {
-			return "", invalid("not a JSON object: %v", err)
-		}
-	}
-	if tpl == nil {
-		// Absent, or JSON null in any spelling: an empty patch.
-		tpl = map[string]any{}
-	}
-	spec, ok := tpl["spec"].(map[string]any)
-	if tpl["spec"] != nil && !ok {
-		return "", invalid("spec must be an object")
-	}
-	if spec == nil {
-		spec = map[string]any{}
-		tpl["spec"] = spec
-	}
-	spec["serviceAccountName"] = serviceAccount
-
-	if len(s.Spec.Secrets) > 0 {
-		containers, ok := spec["containers"].([]any)
-		if spec["containers"] != nil && !ok {
-			return "", invalid("spec.containers must be a list")
-		}
-		idx := -1
-		for i, c := range containers {
-			if cm, ok := c.(map[string]any); ok && cm["name"] == naming.MCPContainerName {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			containers = append(containers, map[string]any{"name": naming.MCPContainerName})
-			idx = len(containers) - 1
-		}
-		mcp := containers[idx].(map[string]any)
-		env, ok := mcp["env"].([]any)
-		if mcp["env"] != nil && !ok {
-			return "", invalid("env of container %q must be a list", naming.MCPContainerName)
-		}
-		for _, sec := range s.Spec.Secrets {
-			name := sec.TargetEnvName
-			if name == "" {
-				name = sec.Key
-			}
-			if err := schema.ValidateEnvName(name); err != nil {
-				return "", &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
-			}
-			entry := map[string]any{
-				"name": name,
-				"valueFrom": map[string]any{"secretKeyRef": map[string]any{
-					"name": sec.Name, "key": sec.Key,
-				}},
-			}
-			replaced := false
-			for i, e := range env {
-				if em, ok := e.(map[string]any); ok && em["name"] == name {
-					env[i], replaced = entry, true
-				}
-			}
-			if !replaced {
-				env = append(env, entry)
-			}
-		}
-		mcp["env"] = env
-		spec["containers"] = containers
-	}
-	// encoding/json sorts map keys: equal inputs give equal bytes, so the
-	// Deployment args never churn.
-	out, err := json.Marshal(tpl)
-	if err != nil {
-		return "", invalid("%v", err)
-	}
-	return string(out), nil
 }

@@ -1,4 +1,4 @@
-package workloadtest
+package toolhivetest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package workload
+package proxy
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,16 +12,16 @@ import (
 
 // Fixed names and values of the proxy runner pod.
 const (
-	ProxyPortName      = "http"
-	HealthPath         = "/health"
-	RunConfigVolume    = "runconfig"
-	RunConfigMountPath = "/etc/runconfig"
-	TmpVolume          = "tmp"
+	proxyPortName      = "http"
+	healthPath         = "/health"
+	runConfigVolume    = "runconfig"
+	runConfigMountPath = "/etc/runconfig"
+	tmpVolume          = "tmp"
 )
 
-// ProxyDeploymentSpec is everything that varies between the proxy
-// Deployments of the workload kinds.
-type ProxyDeploymentSpec struct {
+// proxyDeploymentSpec is everything that varies between the proxy
+// Deployments of an MCPServer and an MCPRemoteProxy.
+type proxyDeploymentSpec struct {
 	// Meta is the Deployment's metadata (labels and annotations already
 	// merged with the overrides).
 	Meta metav1.ObjectMeta
@@ -53,19 +53,19 @@ type ProxyDeploymentSpec struct {
 	ExtraMounts  []corev1.VolumeMount
 }
 
-// ProxyDeployment builds the proxy runner Deployment.
-func ProxyDeployment(s ProxyDeploymentSpec) *appsv1.Deployment {
+// proxyDeployment builds the proxy runner Deployment.
+func proxyDeployment(s proxyDeploymentSpec) *appsv1.Deployment {
 	volumes := []corev1.Volume{
-		{Name: RunConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		{Name: runConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.RunConfigMapName},
 		}}},
 		// The root filesystem is read-only and HOME is /tmp.
-		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	volumes = append(volumes, s.ExtraVolumes...)
 	mounts := []corev1.VolumeMount{
-		{Name: RunConfigVolume, MountPath: RunConfigMountPath, ReadOnly: true},
-		{Name: TmpVolume, MountPath: "/tmp"},
+		{Name: runConfigVolume, MountPath: runConfigMountPath, ReadOnly: true},
+		{Name: tmpVolume, MountPath: "/tmp"},
 	}
 	mounts = append(mounts, s.ExtraMounts...)
 
@@ -86,13 +86,13 @@ func ProxyDeployment(s ProxyDeploymentSpec) *appsv1.Deployment {
 						Image: s.RunnerImage,
 						Args:  args,
 						Ports: []corev1.ContainerPort{{
-							Name: ProxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
+							Name: proxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
 						}},
 						Env:             wiring.ProxyEnv(s.EnvBeforeOverrides, s.OverrideEnv, s.EnvAfterOverrides),
 						Resources:       s.Resources,
 						VolumeMounts:    mounts,
-						LivenessProbe:   wiring.HTTPProbe(HealthPath, ProxyPortName, 30, 10),
-						ReadinessProbe:  wiring.HTTPProbe(HealthPath, ProxyPortName, 5, 5),
+						LivenessProbe:   wiring.HTTPProbe(healthPath, proxyPortName, 30, 10),
+						ReadinessProbe:  wiring.HTTPProbe(healthPath, proxyPortName, 5, 5),
 						SecurityContext: wiring.RestrictedContainerSecurityContext(),
 					}},
 					Volumes: volumes,

@@ -1,97 +1,38 @@
-package mcpremoteproxy
+package proxy
 
 import (
 	"errors"
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// Names, keys and values of the MCPRemoteProxy contract.
-const (
-	// app is the app label of every child.
-	app       = "mcpremoteproxy"
-	proxyHost = "0.0.0.0"
-)
+// remoteProxyGVK is the owner kind of every child.
+var remoteProxyGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
 
-// gvk is the owner kind of every child.
-var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
-
-// inputs are everything a build depends on: the proxy, the referenced
-// MCPOIDCConfig (nil when there is none) and flags.
-type inputs struct {
-	Proxy *thv1.MCPRemoteProxy
-	OIDC  *thv1.MCPOIDCConfig
-	// Tools is the referenced MCPToolConfig, nil when there is none.
-	Tools *thv1.MCPToolConfig
-	// Authz is the referenced MCPAuthzConfig, nil when there is none.
-	Authz *thv1.MCPAuthzConfig
-	// ExtAuth is the referenced MCPExternalAuthConfig, nil when there is
-	// none.
-	ExtAuth *thv1.MCPExternalAuthConfig
-	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names,
-	// nil when there is none.
-	AuthServer *thv1.MCPExternalAuthConfig
-	// Telemetry is the referenced MCPTelemetryConfig, nil when there is
-	// none.
-	Telemetry   *thv1.MCPTelemetryConfig
-	RunnerImage string
-	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
-	// grants (--remote-proxy-runner-cluster-role).
-	RunnerClusterRole string
-	// ServiceAccount is the live account spec.serviceAccount names, from
-	// the lister; nil when there is none (see workload.CheckServiceAccount).
-	ServiceAccount *corev1.ServiceAccount
-	// TemplateServiceAccount is the live account the podTemplateSpec
-	// names as serviceAccountName, checked like ServiceAccount; nil when
-	// there is none.
-	TemplateServiceAccount *corev1.ServiceAccount
-}
-
-// childSet are the children of one MCPRemoteProxy. The runner RBAC is nil
-// when the spec names its own service account: the user then owns the
-// permissions.
-type childSet struct {
-	RunConfig            *corev1.ConfigMap
-	RunnerServiceAccount *corev1.ServiceAccount
-	RunnerRoleBinding    *rbacv1.RoleBinding
-	Deployment           *appsv1.Deployment
-	Service              *corev1.Service
-}
-
-// transport, proxyPort and proxyURL are the workload package's, where a
-// vMCP aggregating the proxy reads them too.
-func transport(p *thv1.MCPRemoteProxy) string { return naming.RemoteProxyTransport(p) }
-func proxyPort(p *thv1.MCPRemoteProxy) int32  { return naming.RemoteProxyPort(p) }
-func proxyURL(p *thv1.MCPRemoteProxy) string  { return naming.RemoteProxyURL(p) }
-
-// serviceAccountName is the proxy pod's account: the spec's, or the
-// runner account hivekeeper creates.
-func serviceAccountName(p *thv1.MCPRemoteProxy) string {
+// remoteProxyServiceAccountName is the proxy pod's account: the spec's,
+// or the runner account hivekeeper creates.
+func remoteProxyServiceAccountName(p *thv1.MCPRemoteProxy) string {
 	if sa, ok := wiring.CustomServiceAccount(p.Spec.ServiceAccount); ok {
 		return sa
 	}
 	return naming.RemoteProxyRunnerName(p.Name)
 }
 
-// Build computes every child of an MCPRemoteProxy. It is pure: the same
-// inputs give the same objects, and the drift comparators compare against
-// exactly these objects.
-func build(in inputs) (*childSet, error) {
-	p := in.Proxy
+// BuildRemoteProxy computes every child of an MCPRemoteProxy. It is pure:
+// the same inputs give the same objects, and the drift comparators compare
+// against exactly these objects.
+func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	n, ns := p.Name, p.Namespace
-	labels := naming.Labels(app, n)
-	owner := naming.OwnerRef(p, gvk)
+	labels := naming.Labels(naming.AppMCPRemoteProxy, n)
+	owner := naming.OwnerRef(p, remoteProxyGVK)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
@@ -123,7 +64,7 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
-	oidc := wiring.OIDC(in.OIDC, p.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, proxyPort(p)), wiring.EnvOIDCClientSecret)
+	oidc := wiring.OIDC(in.OIDC, p.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.RemoteProxyPort(p)), wiring.EnvOIDCClientSecret)
 	authz, err := wiring.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz)
 	if err != nil {
 		return nil, err
@@ -132,7 +73,7 @@ func build(in inputs) (*childSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	headers, headerEnv, err := headerForward(p)
+	headers, headerEnv, err := wiring.HeaderForward(p)
 	if err != nil {
 		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonHeaderForwardInvalid, Message: err.Error()}
 	}
@@ -151,10 +92,10 @@ func build(in inputs) (*childSet, error) {
 		ContainerName:     n,
 		BaseName:          n,
 		RemoteURL:         p.Spec.RemoteURL,
-		Transport:         transport(p),
+		Transport:         naming.RemoteProxyTransport(p),
 		Host:              proxyHost,
-		Port:              proxyPort(p),
-		ProxyMode:         transport(p),
+		Port:              naming.RemoteProxyPort(p),
+		ProxyMode:         naming.RemoteProxyTransport(p),
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
 		EndpointPrefix:    p.Spec.EndpointPrefix,
 		AuthzConfig:       authz,
@@ -176,7 +117,7 @@ func build(in inputs) (*childSet, error) {
 	}
 	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
-	d := &childSet{RunConfig: cm}
+	d := &Output{RunConfig: cm}
 	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
 		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
 		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
@@ -196,7 +137,7 @@ func build(in inputs) (*childSet, error) {
 		headerEnv = []corev1.EnvVar{{Name: wiring.EnvSecretsProvider, Value: wiring.SecretsProviderFromEnv}}
 	}
 	env = append(env, headerEnv...)
-	d.Deployment = workload.ProxyDeployment(workload.ProxyDeploymentSpec{
+	d.Deployment = proxyDeployment(proxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
 		Replicas:       wiring.CopyInt32(p.Spec.Replicas),
@@ -209,14 +150,14 @@ func build(in inputs) (*childSet, error) {
 		// URL makes it a proxy to that remote server. The RunConfig
 		// carries the same URL as remote_url.
 		Args:               []string{p.Spec.RemoteURL},
-		ProxyPort:          proxyPort(p),
+		ProxyPort:          naming.RemoteProxyPort(p),
 		Resources:          resources,
 		EnvBeforeOverrides: env,
 		OverrideEnv:        ov.Env,
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
 		EnvAfterOverrides:  slices.Concat(wiring.RedisPasswordEnv(p.Spec.SessionStorage), authServer.Env),
-		ServiceAccountName: serviceAccountName(p),
+		ServiceAccountName: remoteProxyServiceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		ExtraVolumes:       slices.Concat(oidc.Volumes, telemetry.Volumes, authServer.Volumes),
@@ -233,9 +174,9 @@ func build(in inputs) (*childSet, error) {
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
 		Meta:            meta(naming.RemoteProxyServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
-		PortName:        workload.ProxyPortName,
-		Port:            proxyPort(p),
-		TargetPort:      proxyPort(p),
+		PortName:        proxyPortName,
+		Port:            naming.RemoteProxyPort(p),
+		TargetPort:      naming.RemoteProxyPort(p),
 		Selector:        labels,
 		SessionAffinity: p.Spec.SessionAffinity,
 	})

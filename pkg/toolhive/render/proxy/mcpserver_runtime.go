@@ -1,4 +1,4 @@
-package mcpserver
+package proxy
 
 import (
 	"fmt"
@@ -10,15 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
-)
-
-// Where a configmap permission profile is mounted in the proxy pod, as
-// ToolHive's operator mounts it; the RunConfig names the key's file there.
-const (
-	permissionProfileVolume    = "permission-profile"
-	permissionProfileMountPath = "/etc/toolhive/profiles"
 )
 
 // invalidSpec is a user error in the spec: a condition, never a retry.
@@ -143,11 +137,11 @@ func (o *runtimeOptions) resolvePermissionProfile(ref *thv1.PermissionProfileRef
 		if ref.Key == "" || strings.ContainsAny(ref.Key, `/\`) {
 			return invalidSpec("spec.permissionProfile.key must name a key of ConfigMap %s", ref.Name)
 		}
-		o.PermissionProfileNameOrPath = path.Join(permissionProfileMountPath, ref.Key)
-		o.ProxyVolumes = []corev1.Volume{{Name: permissionProfileVolume, VolumeSource: corev1.VolumeSource{
+		o.PermissionProfileNameOrPath = path.Join(naming.PermissionProfileMountPath, ref.Key)
+		o.ProxyVolumes = []corev1.Volume{{Name: naming.PermissionProfileVolume, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}},
 		}}}
-		o.ProxyMounts = []corev1.VolumeMount{{Name: permissionProfileVolume, MountPath: permissionProfileMountPath, ReadOnly: true}}
+		o.ProxyMounts = []corev1.VolumeMount{{Name: naming.PermissionProfileVolume, MountPath: naming.PermissionProfileMountPath, ReadOnly: true}}
 	default: // builtin, the schema's default
 		switch ref.Name {
 		case schema.ProfileNone, schema.ProfileStdio, schema.ProfileNetwork:

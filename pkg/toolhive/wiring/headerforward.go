@@ -1,4 +1,4 @@
-package mcpremoteproxy
+package wiring
 
 import (
 	"fmt"
@@ -12,14 +12,13 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // How a header value from a Secret reaches ToolHive's runner, as
 // ToolHive's operator wires it at the pinned release: the RunConfig maps
 // the header to a secret name, HEADER_FORWARD_<header>_<proxy>; with
-// workload.EnvSecretsProvider=environment the runner reads that secret
-// from the variable workload.EnvSecretPrefix+<name>, which the proxy
+// EnvSecretsProvider=environment the runner reads that secret
+// from the variable EnvSecretPrefix+<name>, which the proxy
 // container gets from a secretKeyRef. The value itself is never in the
 // RunConfig.
 const headerSecretPrefix = "HEADER_FORWARD_"
@@ -51,22 +50,22 @@ func envToken(s string) string {
 }
 
 // headerSecretName is the secret name the RunConfig gives a header from a
-// Secret; the proxy container's variable is workload.EnvSecretPrefix + it.
+// Secret; the proxy container's variable is EnvSecretPrefix + it.
 func headerSecretName(proxy, header string) string {
 	return headerSecretPrefix + envToken(header) + "_" + envToken(proxy)
 }
 
-// headerForward maps spec.headerForward onto the RunConfig's
+// HeaderForward maps spec.headerForward onto the RunConfig's
 // header_forward and the proxy container's env (the secrets provider
 // switch, then one secretKeyRef variable per header from a Secret, in the
 // spec's order). Both are nil when no header is configured, as ToolHive's
 // operator leaves them out.
-func headerForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvVar, error) {
+func HeaderForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvVar, error) {
 	hf := p.Spec.HeaderForward
 	if hf == nil || (len(hf.AddPlaintextHeaders) == 0 && len(hf.AddHeadersFromSecret) == 0) {
 		return nil, nil, nil
 	}
-	if err := checkHeaderForward(p.Name, hf); err != nil {
+	if err := CheckHeaderForward(p.Name, hf); err != nil {
 		return nil, nil, err
 	}
 	rc := &schema.HeaderForward{}
@@ -79,17 +78,17 @@ func headerForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvV
 	var env []corev1.EnvVar
 	if len(hf.AddHeadersFromSecret) > 0 {
 		rc.AddHeadersFromSecret = make(map[string]string, len(hf.AddHeadersFromSecret))
-		env = append(env, corev1.EnvVar{Name: wiring.EnvSecretsProvider, Value: wiring.SecretsProviderFromEnv})
+		env = append(env, corev1.EnvVar{Name: EnvSecretsProvider, Value: SecretsProviderFromEnv})
 		for _, h := range hf.AddHeadersFromSecret {
 			name := headerSecretName(p.Name, h.HeaderName)
 			rc.AddHeadersFromSecret[h.HeaderName] = name
-			env = append(env, wiring.SecretEnv(wiring.EnvSecretPrefix+name, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
+			env = append(env, SecretEnv(EnvSecretPrefix+name, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
 		}
 	}
 	return rc, env, nil
 }
 
-// checkHeaderForward refuses what would make the runner refuse to start,
+// CheckHeaderForward refuses what would make the runner refuse to start,
 // fail every request, or pick a value at random:
 //   - a name that is not an HTTP token, or a literal value with control
 //     characters (Go's HTTP client refuses to send either);
@@ -100,7 +99,7 @@ func headerForward(p *thv1.MCPRemoteProxy) (*schema.HeaderForward, []corev1.EnvV
 //     ToolHive;
 //   - two headers from Secrets whose environment variables would have
 //     the same name (X-Api-Key and X_Api_Key): both would get one value.
-func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
+func CheckHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 	const field = "spec.headerForward"
 	fail := func(format string, args ...any) error {
 		return &headerForwardError{msg: fmt.Sprintf(field+"."+format, args...)}
@@ -141,7 +140,7 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 		if err := seen("addHeadersFromSecret", h.HeaderName); err != nil {
 			return err
 		}
-		env := wiring.EnvSecretPrefix + headerSecretName(proxy, h.HeaderName)
+		env := EnvSecretPrefix + headerSecretName(proxy, h.HeaderName)
 		if other, ok := envOf[env]; ok && other != h.HeaderName {
 			return fail("addHeadersFromSecret: %s and %s would share the variable %s; rename one", other, h.HeaderName, env)
 		}
@@ -154,18 +153,3 @@ func checkHeaderForward(proxy string, hf *thv1.HeaderForwardConfig) error {
 type headerForwardError struct{ msg string }
 
 func (e *headerForwardError) Error() string { return e.msg }
-
-// checkSpec runs the checks nothing may be deployed without: the remote
-// URL gate and spec.headerForward. It returns the ConfigurationValid
-// reason and message of the first failure, or two empty strings.
-func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
-	if err := wiring.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
-		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
-	}
-	if hf := p.Spec.HeaderForward; hf != nil {
-		if err := checkHeaderForward(p.Name, hf); err != nil {
-			return thv1.ReasonHeaderForwardInvalid, err.Error()
-		}
-	}
-	return "", ""
-}

@@ -1,4 +1,4 @@
-package mcpserver
+package proxy
 
 import (
 	"encoding/json"
@@ -28,19 +28,19 @@ const (
 	fuzzOIDCShift = iota
 )
 
-// FuzzBuild feeds Build MCPServer specs the API server's schema might or
+// FuzzBuild feeds BuildMCPServer specs the API server's schema might or
 // might not have let through (objects stored before a schema change, a
 // schema bug, a client that bypasses validation): random images,
 // transports, ports, env names and values, args, secrets, quantities, raw
 // pod template bytes and override maps. Build must not panic; any error
-// must be an *workload.InvalidSpecError (a condition, never a retry loop); and what
+// must be an *wiring.InvalidSpecError (a condition, never a retry loop); and what
 // it builds must show no drift against itself, also after the JSON round
 // trip and defaulting of the API server, or the controller would patch it
 // forever.
 //
 // go test runs the seeds in testdata/fuzz/FuzzBuild; explore with
 //
-//	go test -run='^$' -fuzz=FuzzBuild -fuzztime=60s ./pkg/controller/mcpserver/
+//	go test -run='^$' -fuzz=FuzzBuild -fuzztime=60s ./pkg/toolhive/render/proxy/
 func FuzzBuild(f *testing.F) {
 	f.Add("fetch", "ghcr.io/example/fetch:1.0", "stdio", "", int32(8080), int32(0), int32(0), uint8(0),
 		"LOG_LEVEL", "debug", "--verbose", "", "", "", "100m", "128Mi", []byte(nil), "", "", "ClientIP", "", int64(1))
@@ -108,17 +108,17 @@ func FuzzBuild(f *testing.F) {
 			// valid): Build gets no config.
 			s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "missing", Audience: "mcp"}
 		}
-		in := inputs{Server: s, OIDC: cfg, RunnerImage: "runner:test"}
+		in := Input{OIDC: cfg, RunnerImage: "runner:test"}
 		before := s.DeepCopy()
 
-		d, err := build(in)
+		d, err := BuildMCPServer(s, in)
 		if !equality.Semantic.DeepEqual(before, s) {
 			t.Fatalf("Build modified its input server")
 		}
 		if err != nil {
 			var invalid *wiring.InvalidSpecError
 			if !errors.As(err, &invalid) {
-				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
+				t.Fatalf("Build returned %T %q, want an *wiring.InvalidSpecError", err, err)
 			}
 			if invalid.Condition == "" || invalid.Reason == "" || invalid.Message == "" {
 				t.Fatalf("InvalidSpecError without condition, reason or message: %+v", invalid)
@@ -127,7 +127,7 @@ func FuzzBuild(f *testing.F) {
 		}
 
 		// Pure: the same inputs give the same children.
-		again, err := build(in)
+		again, err := BuildMCPServer(s, in)
 		if err != nil {
 			t.Fatalf("second Build failed where the first succeeded: %v", err)
 		}
@@ -147,7 +147,7 @@ func FuzzBuild(f *testing.F) {
 				t.Errorf("%s drifts against itself: %v", child, fields)
 			}
 		}
-		assertNoDrift(t, "fuzz", d)
+		assertMCPServerNoDrift(t, "fuzz", d)
 
 		// The RunConfig is JSON the runner can read, and the pod template
 		// always carries its checksum, whatever the overrides say.

@@ -1,4 +1,4 @@
-package mcpserver
+package proxy
 
 import (
 	"testing"
@@ -8,23 +8,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
-// TestNameLimitFitsEveryChild derives the CRD's name limit from the
+// TestMCPServerNameLimitFitsEveryChild derives the CRD's name limit from the
 // children hivekeeper builds and the objects the proxy runner creates.
-func TestNameLimitFitsEveryChild(t *testing.T) {
-	workloadtest.AssertNameLimit(t, thv1.MaxMCPServerNameLength, func(name string) []metav1.Object {
-		d, err := build(inputs{Server: newServer(name), RunnerImage: "runner:test"})
+func TestMCPServerNameLimitFitsEveryChild(t *testing.T) {
+	toolhivetest.AssertNameLimit(t, thv1.MaxMCPServerNameLength, func(name string) []metav1.Object {
+		d, err := BuildMCPServer(newServer(name), Input{RunnerImage: "runner:test"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		objs := []metav1.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service,
 			// The runner's StatefulSet; its pods carry the label
 			// controller-revision-hash=<name>-<hash of up to 10>.
-			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: runnerStatefulSetName(name),
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: naming.MCPServerRunnerStatefulSetName(name),
 				Labels: map[string]string{"controller-revision-hash": name + "-0123456789"}}}}
-		for _, svc := range runnerServiceNames(name) {
+		for _, svc := range naming.MCPServerRunnerServiceNames(name) {
 			objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc}})
 		}
 		return objs

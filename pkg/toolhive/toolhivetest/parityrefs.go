@@ -1,4 +1,4 @@
-package workloadtest
+package toolhivetest
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
