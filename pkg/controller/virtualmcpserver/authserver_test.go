@@ -19,29 +19,6 @@ import (
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
-// vmcpResource is the resource URL (and so the audience) of a vMCP whose
-// embedded authorization server issues its tokens.
-const vmcpResource = "https://vmcp.example.com/mcp"
-
-// authServerJSON has two upstreams, the second without a client secret,
-// and every Secret the pod must get.
-const authServerJSON = `{"issuer":"https://idp.example.com","signingKeySecretRefs":[{"name":"keys","key":"k0"},{"name":"keys","key":"k1"}],` +
-	`"hmacSecretRefs":[{"name":"hmac","key":"h"}],"tokenLifespans":{"accessTokenLifespan":"30m"},"storage":{"type":"memory"},` +
-	`"upstreamProviders":[{"name":"corp-idp","type":"oidc","oidcConfig":{"issuerUrl":"https://corp.example.com","clientId":"vmcp",` +
-	`"clientSecretRef":{"name":"corp","key":"secret"},"scopes":["openid","email"]}},` +
-	`{"name":"github","type":"oidc","oidcConfig":{"issuerUrl":"https://token.actions.githubusercontent.com","clientId":"gh"}}]}`
-
-// withAuthServer makes the server authenticate with the MCPOIDCConfig
-// "auth" (issuer https://idp.example.com) for vmcpResource, and run the
-// embedded authorization server raw.
-func withAuthServer(raw string) func(*thv1.VirtualMCPServer) {
-	return func(v *thv1.VirtualMCPServer) {
-		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{
-			Name: "auth", Audience: vmcpResource, ResourceURL: vmcpResource, Scopes: []string{"openid", "offline_access"}}}
-		v.Spec.AuthServerConfig = &runtime.RawExtension{Raw: []byte(raw)}
-	}
-}
-
 func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	v := newVMCP("agg", withAuthServer(authServerJSON), func(v *thv1.VirtualMCPServer) {
 		v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline,
@@ -91,10 +68,10 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	// first upstream's token, one that names its own keeps it; Cedar reads
 	// the first upstream's claims.
 	var cfg struct {
-		IncomingAuth incomingAuthConfig `json:"incomingAuth"`
+		IncomingAuth schema.VMCPIncomingAuth `json:"incomingAuth"`
 		OutgoingAuth struct {
-			Default  backendStrategy            `json:"default"`
-			Backends map[string]backendStrategy `json:"backends"`
+			Default  schema.VMCPBackendStrategy            `json:"default"`
+			Backends map[string]schema.VMCPBackendStrategy `json:"backends"`
 		} `json:"outgoingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
@@ -134,7 +111,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 		mounts[m.Name] = m.MountPath
 	}
 	if mounts["authserver-signing-key-1"] != "/etc/toolhive/authserver/keys/key-1.pem" || mounts["authserver-hmac-secret-0"] != "/etc/toolhive/authserver/hmac/hmac-0" ||
-		mounts[configVolume] != configMountPath {
+		mounts[naming.VMCPConfigVolume] != naming.VMCPConfigMountPath {
 		t.Errorf("mounts %v", mounts)
 	}
 	var clientSecret *corev1.EnvVar

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -19,37 +17,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
-
-// newEntry returns an MCPServerEntry of group whose checks passed (phase
-// Valid, as its controller writes it).
-func newEntry(name, group string, mut ...func(*thv1.MCPServerEntry)) *thv1.MCPServerEntry {
-	e := &thv1.MCPServerEntry{
-		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPServerEntry},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID("entry-" + name), Generation: 1, ResourceVersion: "1"},
-		Spec: thv1.MCPServerEntrySpec{RemoteURL: "https://mcp.remote.example/" + name, Transport: thv1.TransportStreamableHTTP,
-			GroupRef: &thv1.GroupRef{Name: group}},
-		Status: thv1.MCPServerEntryStatus{Phase: thv1.MCPServerEntryPhaseValid, ObservedGeneration: 1},
-	}
-	for _, m := range mut {
-		m(e)
-	}
-	return e
-}
-
-// withEntryExtras gives an entry a CA bundle and a literal and a Secret
-// header.
-func withEntryExtras(e *thv1.MCPServerEntry) {
-	e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "remote-ca", Key: "bundle.pem"}}
-	e.Spec.HeaderForward = &thv1.HeaderForwardConfig{
-		AddPlaintextHeaders:  map[string]string{"X-Tenant": "a"},
-		AddHeadersFromSecret: []thv1.HeaderFromSecret{{HeaderName: "X-Api-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "remote-key", Key: "key"}}},
-	}
-}
-
-// withAuthRef makes a member name its own MCPExternalAuthConfig.
-func withAuthRef(name string) func(*thv1.MCPServer) {
-	return func(s *thv1.MCPServer) { s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: name} }
-}
 
 // configOf decodes the config.yaml of the live ConfigMap.
 func configOf(t *testing.T, f *fixture) map[string]any {
@@ -373,20 +340,5 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 		if strings.Contains(c.Type, "AuthConfig") {
 			t.Errorf("stale condition %s", c.Type)
 		}
-	}
-}
-
-// ToolHive's name of an entry's CA bundle volume, within a DNS label.
-func TestCABundleVolumeName(t *testing.T) {
-	if got := caBundleVolumeName("far"); got != "ca-bundle-far" {
-		t.Errorf("short: %s", got)
-	}
-	long := strings.Repeat("a", 43) + "-" + strings.Repeat("b", 20)
-	got := caBundleVolumeName(long)
-	if len(got) > 63 || !strings.HasPrefix(got, "ca-bundle-"+strings.Repeat("a", 43)+"-") || strings.Contains(got, "--") {
-		t.Errorf("long: %s (%d)", got, len(got))
-	}
-	if got := caBundleVolumeName("far.example"); len(validation.IsDNS1123Label(got)) != 0 || !strings.HasPrefix(got, "ca-bundle-far-example-") {
-		t.Errorf("dotted: %s", got)
 	}
 }

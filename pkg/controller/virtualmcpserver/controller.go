@@ -23,7 +23,6 @@
 package virtualmcpserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -35,6 +34,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -217,7 +217,7 @@ func (c *Controller) memberChanged(obj any) {
 // deletion): members write their status often, and none of that reaches
 // config.yaml.
 func (c *Controller) memberUpdated(oldObj, newObj any) {
-	if slices.Equal(memberGroups(oldObj), memberGroups(newObj)) && backendView(oldObj) == backendView(newObj) {
+	if slices.Equal(memberGroups(oldObj), memberGroups(newObj)) && vmcp.ViewMember(oldObj) == vmcp.ViewMember(newObj) {
 		return
 	}
 	c.memberChanged(oldObj)
@@ -233,25 +233,4 @@ func memberGroups(obj any) []string {
 		}
 	}
 	return nil
-}
-
-// backendEntry is what of a member a vMCP depends on: its backend entry,
-// the MCPExternalAuthConfig it names, and an entry's CA bundle and
-// headers (as JSON, to compare).
-type backendEntry struct {
-	backend
-	authConfig string
-	entry      string
-	ok         bool
-}
-
-// backendView projects a member onto its backendEntry.
-func backendView(obj any) backendEntry {
-	m, ok := memberBackend(obj)
-	v := backendEntry{backend: m.backend, authConfig: m.AuthConfig, ok: ok}
-	if m.Entry != nil {
-		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
-		v.entry = string(raw)
-	}
-	return v
 }

@@ -79,20 +79,20 @@ func TestChildrenShape(t *testing.T) {
 	}
 	raw := cm.Data[naming.VMCPConfigKey]
 	var cfg struct {
-		Name         string         `json:"name"`
-		GroupRef     string         `json:"groupRef"`
-		Backends     []backend      `json:"backends"`
-		Aggregation  map[string]any `json:"aggregation"`
+		Name         string               `json:"name"`
+		GroupRef     string               `json:"groupRef"`
+		Backends     []schema.VMCPBackend `json:"backends"`
+		Aggregation  map[string]any       `json:"aggregation"`
 		IncomingAuth struct {
-			Type  string         `json:"type"`
-			Authz map[string]any `json:"authz"`
-			OIDC  oidcConfig     `json:"oidc"`
+			Type  string                `json:"type"`
+			Authz map[string]any        `json:"authz"`
+			OIDC  schema.VMCPOIDCConfig `json:"oidc"`
 		} `json:"incomingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
 	}
-	wantBackends := []backend{
+	wantBackends := []schema.VMCPBackend{
 		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE},
 		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP},
 	}
@@ -111,7 +111,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	o := cfg.IncomingAuth.OIDC
 	if cfg.IncomingAuth.Type != thv1.IncomingAuthOIDC || o.Issuer != "https://idp.example.com" || o.Audience != "vmcp" ||
-		o.ClientID != "hive" || o.ClientSecretEnv != envOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
+		o.ClientID != "hive" || o.ClientSecretEnv != naming.EnvVMCPOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
 		!slices.Equal(o.Scopes, []string{"openid"}) {
 		t.Errorf("incomingAuth %+v\n%s", cfg.IncomingAuth, raw)
 	}
@@ -136,15 +136,15 @@ func TestChildrenShape(t *testing.T) {
 	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
 		t.Errorf("security context %+v", sc)
 	}
-	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: envName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: envNamespace, Value: testNS}) ||
-		c.Env[2].Name != envOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
+	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: naming.EnvVMCPName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: naming.EnvVMCPNamespace, Value: testNS}) ||
+		c.Env[2].Name != naming.EnvVMCPOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
 		t.Errorf("env %+v", c.Env)
 	}
 	var vols []string
 	for _, vol := range pod.Volumes {
 		vols = append(vols, vol.Name)
 	}
-	if !slices.Equal(vols, []string{configVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
+	if !slices.Equal(vols, []string{naming.VMCPConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
 	if h, _ := wiring.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
@@ -560,7 +560,7 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 	if r := env[wiring.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
 		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[wiring.EnvSessionRedisPassword])
 	}
-	if env["EXTRA"].Value != "1" || env[envName].Value != "agg" || env[envNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
+	if env["EXTRA"].Value != "1" || env[naming.EnvVMCPName].Value != "agg" || env[naming.EnvVMCPNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("container env %v resources %v", c.Env, c.Resources)
 	}
 	if dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[naming.AnnotationPodVolumesHash] == "" {
@@ -653,13 +653,4 @@ func TestRemoteProxyMembersAreBackends(t *testing.T) {
 	f.Refresh()
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
-}
-
-// A name taken by an MCPServer and an MCPRemoteProxy of the group is one
-// backend, the MCPServer's: vmcp identifies backends by name.
-func TestBackendNameTakenTwiceIsTheMCPServers(t *testing.T) {
-	got := backendsOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
-	if len(got) != 2 || got[0].URL != "http://mcp-x-proxy.team-a.svc.cluster.local:8080/mcp" || got[1].Name != "y" {
-		t.Fatalf("backends %+v", got)
-	}
 }

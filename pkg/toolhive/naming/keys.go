@@ -49,6 +49,18 @@ const (
 	VMCPAuthServerConfigKey = "authserver-config.yaml"
 	// VMCPPort is the vMCP's listening port, container and Service.
 	VMCPPort int32 = 4483
+	// VMCPConfigVolume is the volume of a vMCP's configuration ConfigMap,
+	// mounted read-only at VMCPConfigMountPath.
+	VMCPConfigVolume    = "vmcp-config"
+	VMCPConfigMountPath = "/etc/vmcp"
+	// EnvVMCPOIDCClientSecret carries an inline MCPOIDCConfig's client
+	// secret into the vmcp container; config.yaml names it in
+	// clientSecretEnv.
+	EnvVMCPOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
+	// EnvVMCPName and EnvVMCPNamespace tell vmcp which server it is and
+	// where it runs, as ToolHive's operator does.
+	EnvVMCPName      = "VMCP_NAME"
+	EnvVMCPNamespace = "VMCP_NAMESPACE"
 )
 
 // Where a configmap permission profile is mounted in the proxy pod, as
@@ -56,6 +68,17 @@ const (
 const (
 	PermissionProfileVolume    = "permission-profile"
 	PermissionProfileMountPath = "/etc/toolhive/profiles"
+)
+
+// The condition types of a VirtualMCPServer's outgoing auth, ToolHive's:
+// one per backend whose strategy comes from the spec
+// (BackendAuthConfig-<name>) or from the member's own
+// externalAuthConfigRef (DiscoveredAuthConfig-<name>), and one for the
+// default strategy.
+const (
+	ConditionDefaultAuthConfig          = "DefaultAuthConfig"
+	ConditionBackendAuthConfigPrefix    = "BackendAuthConfig-"
+	ConditionDiscoveredAuthConfigPrefix = "DiscoveredAuthConfig-"
 )
 
 // AnnotationPodTemplateSpecHash is the Deployment annotation that stands

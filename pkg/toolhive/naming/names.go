@@ -36,6 +36,12 @@ func RemoteProxyServiceName(n string) string { return "mcp-" + n + "-remote-prox
 // VMCPServiceName is a VirtualMCPServer's Service.
 func VMCPServiceName(n string) string { return "vmcp-" + n }
 
+// VMCPServerURL is the in-cluster address clients of a VirtualMCPServer
+// use, its status.url.
+func VMCPServerURL(v *thv1.VirtualMCPServer) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", VMCPServiceName(v.Name), v.Namespace, VMCPPort)
+}
+
 // VMCPConfigMapName is a VirtualMCPServer's configuration ConfigMap.
 func VMCPConfigMapName(n string) string { return n + "-vmcp-config" }
 

@@ -1,4 +1,4 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"fmt"
@@ -82,12 +82,13 @@ func TestBuildDriftParity(t *testing.T) {
 											v.Spec.SessionAffinity = aff
 											extra(v)
 										})
-										in := inputs{Server: v, Backends: backends, Image: testImage}
+										in := Input{Members: backends, Image: testImage}
 										if cfgName == "refs" {
 											withRefs(v)
-											in.Refs = resolvedRefs()
+											r := resolvedRefs()
+											in.Tools, in.Authz, in.Telemetry, in.ExtAuth = r.Tools, r.Authz, r.Telemetry, r.ExtAuth
 										}
-										in.Refs.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{"member-hdr": newExtAuth("member-hdr", headerInjection)}
+										in.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{"member-hdr": newExtAuth("member-hdr", headerInjection)}
 										switch auth {
 										case "oidc-inline-ca":
 											withOIDC("auth")(v)
@@ -106,7 +107,7 @@ func TestBuildDriftParity(t *testing.T) {
 											v.Spec.IncomingAuth.AuthzConfigRef = authz
 											in.OIDC = newOIDCConfig("auth", "idp-ca")
 										}
-										d, err := build(in)
+										d, err := Build(v, in)
 										if err != nil {
 											t.Fatalf("%s: build: %v", name, err)
 										}
@@ -127,7 +128,7 @@ func TestBuildDriftParity(t *testing.T) {
 	t.Logf("%d combinations", n)
 }
 
-func assertNoDrift(t *testing.T, name string, d *childSet) {
+func assertNoDrift(t *testing.T, name string, d *Output) {
 	t.Helper()
 	dep := drifttest.RoundTrip(d.Deployment)
 	drifttest.DefaultDeployment(dep)

@@ -1,8 +1,7 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"cmp"
-	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -19,27 +18,14 @@ import (
 
 // Names, keys and values of the VirtualMCPServer contract.
 const (
-	// app is the app label of every child.
-	app = "virtualmcpserver"
 	// portName names the container and Service port.
-	portName = "http"
-	// configVolume is the volume of the configuration ConfigMap, mounted
-	// read-only at configMountPath.
-	configVolume    = "vmcp-config"
-	configMountPath = "/etc/vmcp"
-	// envOIDCClientSecret carries an inline config's client secret into
-	// the vmcp container; the config names it in clientSecretEnv.
-	envOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
-	// envName and envNamespace tell vmcp which server it is and where it
-	// runs, as ToolHive's operator does.
-	envName      = "VMCP_NAME"
-	envNamespace = "VMCP_NAMESPACE"
-	healthPath   = "/health"
-	listenHost   = "0.0.0.0"
+	portName   = "http"
+	healthPath = "/health"
+	listenHost = "0.0.0.0"
 )
 
-// gvk is the owner kind of every child.
-var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
+// vmcpGVK is the owner kind of every child.
+var vmcpGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
 
 // serviceAccountName is the vMCP pod's account.
 func serviceAccountName(v *thv1.VirtualMCPServer) string {
@@ -47,11 +33,6 @@ func serviceAccountName(v *thv1.VirtualMCPServer) string {
 		return sa
 	}
 	return naming.VMCPServiceAccountName(v.Name)
-}
-
-// serverURL is the in-cluster address clients use.
-func serverURL(v *thv1.VirtualMCPServer) string {
-	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", naming.VMCPServiceName(v.Name), v.Namespace, naming.VMCPPort)
 }
 
 // backendURL is the MCP endpoint of an MCPServer's proxy, as the vMCP
@@ -72,8 +53,8 @@ func backendURL(s *thv1.MCPServer) string {
 // Secrets come only as secretKeyRefs.
 func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []corev1.EnvVar {
 	return slices.Concat([]corev1.EnvVar{
-		{Name: envName, Value: v.Name},
-		{Name: envNamespace, Value: v.Namespace},
+		{Name: naming.EnvVMCPName, Value: v.Name},
+		{Name: naming.EnvVMCPNamespace, Value: v.Namespace},
 	}, oidc.Env, w.Env, wiring.RedisPasswordEnv(v.Spec.SessionStorage))
 }
 
@@ -82,30 +63,45 @@ func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []cor
 func args() []string {
 	return []string{
 		"serve",
-		"--config=" + path.Join(configMountPath, naming.VMCPConfigKey),
+		"--config=" + path.Join(naming.VMCPConfigMountPath, naming.VMCPConfigKey),
 		"--host=" + listenHost,
 		"--port=" + strconv.Itoa(int(naming.VMCPPort)),
 	}
 }
 
-// inputs are everything a build depends on: the server, the referenced
-// MCPOIDCConfig (nil for anonymous access), the members of its group of
-// every backend kind (any order, see memberBackend) and the vMCP image.
-type inputs struct {
-	Server   *thv1.VirtualMCPServer
-	OIDC     *thv1.MCPOIDCConfig
-	Backends []any
-	Image    string
+// Input is everything a build depends on besides the server: the
+// configs its references resolve to (nil or empty for a reference it
+// does not make), the members of its group, what the controller is
+// configured with, and the live account the spec names.
+type Input struct {
+	// OIDC is spec.incomingAuth's MCPOIDCConfig, nil for anonymous access.
+	OIDC      *thv1.MCPOIDCConfig
+	Authz     *thv1.MCPAuthzConfig
+	Telemetry *thv1.MCPTelemetryConfig
+	// Tools are the MCPToolConfigs of spec.config.aggregation.tools, by name.
+	Tools map[string]*thv1.MCPToolConfig
+	// ExtAuth are the MCPExternalAuthConfigs of spec.outgoingAuth, by name.
+	ExtAuth map[string]*thv1.MCPExternalAuthConfig
+	// CompositeTools are the VirtualMCPCompositeToolDefinitions of
+	// spec.config.compositeToolRefs, by name.
+	CompositeTools map[string]*thv1.VirtualMCPCompositeToolDefinition
+	// Members are the members of the group of every backend kind, kind by
+	// kind (see memberBackend); their order within a kind does not matter.
+	Members []any
+	// MemberAuth are the MCPExternalAuthConfigs the members name in their
+	// own externalAuthConfigRef, by name; a missing one is absent (its
+	// backend is left out, see resolveBackendAuth).
+	MemberAuth map[string]*thv1.MCPExternalAuthConfig
+	Image      string
 	// ServiceAccount is the live account spec.serviceAccount names, from
-	// the lister; nil when there is none (see workload.CheckServiceAccount).
+	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
-	// Refs are the other configs config.yaml is built from.
-	Refs configRefs
 }
 
-// childSet are the children of one VirtualMCPServer. ServiceAccount is nil
-// when the spec names its own.
-type childSet struct {
+// Output are the children of one VirtualMCPServer, and what the build
+// found out about its backends. ServiceAccount is nil when the spec names
+// its own.
+type Output struct {
 	Config         *corev1.ConfigMap
 	ServiceAccount *corev1.ServiceAccount
 	Deployment     *appsv1.Deployment
@@ -115,9 +111,11 @@ type childSet struct {
 	Volumes wiring.PodVolumes
 	// Backends are the names of the aggregated members, sorted.
 	Backends []string
-	// Auth is outgoing auth as resolved against the members: the
-	// conditions to report and the members left out.
-	Auth *backendAuth
+	// Dropped names the members left out because their outgoing auth
+	// could not be built, sorted.
+	Dropped []string
+	// AuthConditions are the outgoing auth conditions to report.
+	AuthConditions []AuthCondition
 }
 
 // Build computes every child of a VirtualMCPServer. It is pure: the same
@@ -125,11 +123,10 @@ type childSet struct {
 // exactly these objects. A volume that cannot be resolved fails the whole
 // build, so the live Deployment is never replaced by a pod with some of
 // its volumes missing.
-func build(in inputs) (*childSet, error) {
-	v := in.Server
+func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	n, ns := v.Name, v.Namespace
-	labels := naming.Labels(app, n)
-	owner := naming.OwnerRef(v, gvk)
+	labels := naming.Labels(naming.AppVirtualMCPServer, n)
+	owner := naming.OwnerRef(v, vmcpGVK)
 	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
 		return naming.ObjectMeta(name, ns, l, a, owner)
 	}
@@ -143,7 +140,7 @@ func build(in inputs) (*childSet, error) {
 			return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 				Message: "spec.incomingAuth: type oidc requires oidcConfigRef"}
 		}
-		oidc = wiring.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.VMCPPort), envOIDCClientSecret)
+		oidc = wiring.OIDC(in.OIDC, v.Spec.IncomingAuth.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.VMCPPort), naming.EnvVMCPOIDCClientSecret)
 	}
 	// The template is checked first, as ToolHive's operator does, so that
 	// a template no pod can be built from is reported as such.
@@ -154,7 +151,7 @@ func build(in inputs) (*childSet, error) {
 	if _, err := wiring.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
-	config, cw, err := renderConfig(v, oidc, backendsOf(in.Backends), in.Refs)
+	config, cw, err := renderConfig(v, oidc, backendsOf(in.Members), in)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +166,7 @@ func build(in inputs) (*childSet, error) {
 		return nil, err
 	}
 
-	d := &childSet{Config: cm, Volumes: vols, Auth: cw.Auth}
+	d := &Output{Config: cm, Volumes: vols, Dropped: cw.Auth.Dropped, AuthConditions: cw.Auth.Conditions}
 	for _, b := range cw.Auth.Served {
 		d.Backends = append(d.Backends, b.Name)
 	}
@@ -238,10 +235,10 @@ func build(in inputs) (*childSet, error) {
 // podTemplateSpec's volumes are merged into the pod afterwards and stand
 // in its own hash.
 func podVolumes(configMap string, oidc wiring.OIDCWiring, w configWiring) (wiring.PodVolumes, error) {
-	vols := []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+	vols := []corev1.Volume{{Name: naming.VMCPConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
-	mounts := []corev1.VolumeMount{{Name: configVolume, MountPath: configMountPath, ReadOnly: true}}
+	mounts := []corev1.VolumeMount{{Name: naming.VMCPConfigVolume, MountPath: naming.VMCPConfigMountPath, ReadOnly: true}}
 	pv, err := wiring.NewPodVolumes(slices.Concat(vols, oidc.Volumes, w.Volumes), slices.Concat(mounts, oidc.Mounts, w.Mounts))
 	if err != nil {
 		return wiring.PodVolumes{}, wiring.PodTemplateInvalid("%v", err)
@@ -266,23 +263,6 @@ func validateMergedVolumes(pod *corev1.PodSpec) error {
 	return nil
 }
 
-// backend is one aggregated member in config.yaml (vmcp's
-// StaticBackendConfig).
-type backend struct {
-	// Name is the member's name.
-	Name string `json:"name"`
-	// URL is the MCP endpoint of its proxy Service, or an entry's remote
-	// URL.
-	URL string `json:"url"`
-	// Transport is what its proxy exposes (streamable-http or sse), or
-	// what an entry's remote server speaks.
-	Transport string `json:"transport"`
-	// Type is "entry" for an MCPServerEntry, empty otherwise.
-	Type string `json:"type,omitempty"`
-	// CABundlePath is where an entry's CA bundle is mounted.
-	CABundlePath string `json:"caBundlePath,omitempty"`
-}
-
 // memberBackend is the seam between the member kinds and config.yaml: how
 // one member of the group, of any backend kind, becomes its backend entry,
 // and false for a member that is not one (being deleted: its proxy is going
@@ -292,11 +272,11 @@ type backend struct {
 func memberBackend(obj any) (member, bool) {
 	switch m := obj.(type) {
 	case *thv1.MCPServer:
-		return member{backend: backend{Name: m.Name, URL: backendURL(m), Transport: naming.MCPServerProxyMode(m)},
+		return member{VMCPBackend: schema.VMCPBackend{Name: m.Name, URL: backendURL(m), Transport: naming.MCPServerProxyMode(m)},
 			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
 	case *thv1.MCPRemoteProxy:
 		// The proxy's status.url, which ToolHive's vmcp discovery reads.
-		return member{backend: backend{Name: m.Name, URL: naming.RemoteProxyURL(m), Transport: naming.RemoteProxyTransport(m)},
+		return member{VMCPBackend: schema.VMCPBackend{Name: m.Name, URL: naming.RemoteProxyURL(m), Transport: naming.RemoteProxyTransport(m)},
 			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
 	case *thv1.MCPServerEntry:
 		return entryBackend(m)

@@ -1,4 +1,4 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // children hivekeeper builds.
 func TestNameLimitFitsEveryChild(t *testing.T) {
 	toolhivetest.AssertNameLimit(t, thv1.MaxVirtualMCPServerNameLength, func(name string) []metav1.Object {
-		d, err := build(inputs{Server: newVMCP(name), Image: "vmcp:test"})
+		d, err := Build(newVMCP(name), Input{Image: "vmcp:test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"bytes"
@@ -11,30 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
-
-// configRefs are the configs a VirtualMCPServer's config.yaml is built
-// from, resolved from the listers; nil or empty for references it does
-// not make.
-type configRefs struct {
-	Authz     *thv1.MCPAuthzConfig
-	Telemetry *thv1.MCPTelemetryConfig
-	// Tools are the MCPToolConfigs of spec.config.aggregation.tools, by name.
-	Tools map[string]*thv1.MCPToolConfig
-	// ExtAuth are the MCPExternalAuthConfigs of spec.outgoingAuth, by name.
-	ExtAuth map[string]*thv1.MCPExternalAuthConfig
-	// CompositeTools are the VirtualMCPCompositeToolDefinitions of
-	// spec.config.compositeToolRefs, by name.
-	CompositeTools map[string]*thv1.VirtualMCPCompositeToolDefinition
-	// MemberAuth are the MCPExternalAuthConfigs the group's members name
-	// in their own externalAuthConfigRef, by name; a missing one is
-	// absent (its backend is left out, see resolveBackendAuth).
-	MemberAuth map[string]*thv1.MCPExternalAuthConfig
-}
 
 // configWiring is what the vMCP pod needs beside config.yaml for it: the
 // variables that carry secrets from secretKeyRefs (config.yaml names only
@@ -141,7 +123,7 @@ var schemaDefaults = map[string]map[string]any{
 // lists the group's members itself and the vMCP pod has no access to the
 // Kubernetes API to discover them. Map keys are sorted, so equal inputs
 // give equal bytes and the checksum does not churn.
-func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []member, refs configRefs) (string, configWiring, error) {
+func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []member, refs Input) (string, configWiring, error) {
 	var w configWiring
 	cfg, err := decodeConfig(v)
 	if err != nil {
@@ -209,16 +191,16 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 	if st := sessionStorage(v.Spec.SessionStorage); st != nil {
 		cfg[keySessionStorage] = st
 	}
-	backends := make([]backend, 0, len(w.Auth.Served))
+	backends := make([]schema.VMCPBackend, 0, len(w.Auth.Served))
 	for _, m := range w.Auth.Served {
-		backends = append(backends, m.backend)
+		backends = append(backends, m.VMCPBackend)
 	}
 	cfg[keyBackends] = backends
-	out, err := yaml.Marshal(cfg)
+	out, err := schema.MarshalVMCPConfig(cfg)
 	if err != nil {
 		return "", w, invalidConfig("%v", err)
 	}
-	return string(out), w, nil
+	return out, w, nil
 }
 
 // invalidConfig is the error of a spec.config hivekeeper cannot build from.
@@ -274,64 +256,24 @@ func recode(section any, into any, path string) error {
 	return nil
 }
 
-// oidcConfig is the incomingAuth.oidc block of config.yaml, in the keys of
-// ToolHive's vmcp config at the pinned release. The client secret itself
-// is never here; ClientSecretEnv names the environment variable that
-// carries it from its Secret.
-type oidcConfig struct {
-	Issuer                          string   `json:"issuer"`
-	ClientID                        string   `json:"clientId"`
-	ClientSecretEnv                 string   `json:"clientSecretEnv,omitempty"`
-	Audience                        string   `json:"audience"`
-	Resource                        string   `json:"resource,omitempty"`
-	JWKSURL                         string   `json:"jwksUrl,omitempty"`
-	IntrospectionURL                string   `json:"introspectionUrl,omitempty"`
-	Scopes                          []string `json:"scopes,omitempty"`
-	ProtectedResourceAllowPrivateIP bool     `json:"protectedResourceAllowPrivateIp,omitempty"`
-	JWKSAllowPrivateIP              bool     `json:"jwksAllowPrivateIp,omitempty"`
-	InsecureAllowHTTP               bool     `json:"insecureAllowHttp,omitempty"`
-	CABundlePath                    string   `json:"caBundlePath,omitempty"`
-}
-
-// authzConfig is the incomingAuth.authz block: Cedar policies, as vmcp's
-// incoming authorization (Cedar only) reads them.
-type authzConfig struct {
-	Type            string   `json:"type"`
-	Policies        []string `json:"policies,omitempty"`
-	EntitiesJSON    string   `json:"entitiesJson,omitempty"`
-	GroupClaimName  string   `json:"groupClaimName,omitempty"`
-	RoleClaimName   string   `json:"roleClaimName,omitempty"`
-	GroupEntityType string   `json:"groupEntityType,omitempty"`
-	// PrimaryUpstreamProvider is the embedded authorization server's
-	// upstream whose claims Cedar reads (see applyAuthServer).
-	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
-}
-
-// incomingAuthConfig is config.yaml's incomingAuth.
-type incomingAuthConfig struct {
-	Type  string       `json:"type"`
-	OIDC  *oidcConfig  `json:"oidc,omitempty"`
-	Authz *authzConfig `json:"authz,omitempty"`
-}
-
 // incomingAuth builds incomingAuth from spec.incomingAuth. Authorization
 // goes through workload.AuthzRunConfig, the MCPServer's path: inline
 // policies are parsed before anything is written, type configMap is
 // refused, and a referenced MCPAuthzConfig must be cedarv1 (vmcp's
 // incoming authorization is Cedar only, and ToolHive's operator refuses
 // any other type too).
-func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig) (*incomingAuthConfig, error) {
+func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig) (*schema.VMCPIncomingAuth, error) {
 	in := v.Spec.IncomingAuth
-	out := &incomingAuthConfig{Type: in.Type}
+	out := &schema.VMCPIncomingAuth{Type: in.Type}
 	if r := oidc.Resolved; r != nil {
-		out.OIDC = &oidcConfig{
+		out.OIDC = &schema.VMCPOIDCConfig{
 			Issuer: r.Issuer, ClientID: r.ClientID, Audience: r.Audience, Resource: r.ResourceURL,
 			JWKSURL: r.JWKSURL, IntrospectionURL: r.IntrospectionURL, Scopes: r.Scopes,
 			ProtectedResourceAllowPrivateIP: r.ProtectedResourceAllowPrivateIP, JWKSAllowPrivateIP: r.JWKSAllowPrivateIP,
 			InsecureAllowHTTP: r.InsecureAllowHTTP, CABundlePath: r.CABundlePath,
 		}
 		if r.HasClientSecret {
-			out.OIDC.ClientSecretEnv = envOIDCClientSecret
+			out.OIDC.ClientSecretEnv = naming.EnvVMCPOIDCClientSecret
 		}
 	}
 	if in.AuthzConfig != nil && in.AuthzConfigRef != nil {
@@ -366,41 +308,9 @@ func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MC
 		return nil, invalidSpec("spec.incomingAuth: the authorization config is not a Cedar config: %v", err)
 	}
 	c := decoded.Cedar
-	out.Authz = &authzConfig{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
+	out.Authz = &schema.VMCPAuthzConfig{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
 		GroupClaimName: c.GroupClaimName, RoleClaimName: c.RoleClaimName, GroupEntityType: c.GroupEntityType}
 	return out, nil
-}
-
-// backendStrategy is one strategy of outgoingAuth, in vmcp's keys.
-type backendStrategy struct {
-	Type            string                 `json:"type"`
-	HeaderInjection *headerInjectionConfig `json:"headerInjection,omitempty"`
-	TokenExchange   *tokenExchangeConfig   `json:"tokenExchange,omitempty"`
-	// AwsSts is the MCPExternalAuthConfig's awsSts block as it is: vmcp's
-	// aws_sts strategy has the same keys.
-	AwsSts         *thv1.AWSStsConfig    `json:"awsSts,omitempty"`
-	UpstreamInject *upstreamInjectConfig `json:"upstreamInject,omitempty"`
-}
-
-// upstreamInjectConfig names the upstream provider of the vMCP's embedded
-// authorization server whose token the backend is sent.
-type upstreamInjectConfig struct {
-	ProviderName string `json:"providerName"`
-}
-
-type headerInjectionConfig struct {
-	HeaderName     string `json:"headerName"`
-	HeaderValueEnv string `json:"headerValueEnv,omitempty"`
-}
-
-type tokenExchangeConfig struct {
-	TokenURL            string   `json:"tokenUrl"`
-	ClientID            string   `json:"clientId,omitempty"`
-	ClientSecretEnv     string   `json:"clientSecretEnv,omitempty"`
-	Audience            string   `json:"audience,omitempty"`
-	Scopes              []string `json:"scopes,omitempty"`
-	SubjectTokenType    string   `json:"subjectTokenType,omitempty"`
-	SubjectProviderName string   `json:"subjectProviderName,omitempty"`
 }
 
 // subjectTokenTypes are the short forms of subject token types ToolHive's
@@ -426,21 +336,21 @@ func externalAuthEnv(prefix, name string) string {
 // ToolHive's converter does, adding the variable of its secret to env.
 // Types vmcp cannot use from a ConfigMap-only config, or hivekeeper does
 // not build, are refused.
-func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*backendStrategy, error) {
+func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, error) {
 	s := &cfg.Spec
 	switch s.Type {
 	case thv1.ExternalAuthTypeUnauthenticated:
-		return &backendStrategy{Type: strategyUnauth}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyUnauth}, nil
 	case thv1.ExternalAuthTypeHeaderInjection:
 		if s.HeaderInjection == nil {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type headerInjection without spec.headerInjection", path, cfg.Name)
 		}
-		hi := &headerInjectionConfig{HeaderName: s.HeaderInjection.HeaderName}
+		hi := &schema.VMCPHeaderInjection{HeaderName: s.HeaderInjection.HeaderName}
 		if r := s.HeaderInjection.ValueSecretRef; r != nil {
 			hi.HeaderValueEnv = externalAuthEnv(envHeaderInjectionPrefix, cfg.Name)
 			env[hi.HeaderValueEnv] = wiring.SecretEnv(hi.HeaderValueEnv, r.Name, r.Key)
 		}
-		return &backendStrategy{Type: strategyHeaderInject, HeaderInjection: hi}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyHeaderInject, HeaderInjection: hi}, nil
 	case thv1.ExternalAuthTypeTokenExchange:
 		te := s.TokenExchange
 		if te == nil {
@@ -450,20 +360,20 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 		if urn, ok := subjectTokenTypes[subject]; ok {
 			subject = urn
 		}
-		tc := &tokenExchangeConfig{TokenURL: te.TokenURL, ClientID: te.ClientID, Audience: te.Audience, Scopes: te.Scopes,
+		tc := &schema.VMCPTokenExchange{TokenURL: te.TokenURL, ClientID: te.ClientID, Audience: te.Audience, Scopes: te.Scopes,
 			SubjectTokenType: subject, SubjectProviderName: te.SubjectProviderName}
 		if r := te.ClientSecretRef; r != nil {
 			tc.ClientSecretEnv = externalAuthEnv(envTokenExchangeSecretPrefix, cfg.Name)
 			env[tc.ClientSecretEnv] = wiring.SecretEnv(tc.ClientSecretEnv, r.Name, r.Key)
 		}
-		return &backendStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
 	case thv1.ExternalAuthTypeAWSSts:
 		if s.AWSSts == nil {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type awsSts without spec.awsSts", path, cfg.Name)
 		}
-		return &backendStrategy{Type: strategyAwsSts, AwsSts: s.AWSSts.DeepCopy()}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyAwsSts, AwsSts: s.AWSSts.DeepCopy()}, nil
 	case thv1.ExternalAuthTypeUpstreamInject:
-		var ui upstreamInjectConfig
+		var ui schema.VMCPUpstreamInject
 		if s.UpstreamInject != nil {
 			if err := json.Unmarshal(s.UpstreamInject.Raw, &ui); err != nil {
 				return nil, invalidSpec("%s: MCPExternalAuthConfig %s: spec.upstreamInject: %v", path, cfg.Name, err)
@@ -472,43 +382,18 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 		if ui.ProviderName == "" {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type upstreamInject without spec.upstreamInject.providerName", path, cfg.Name)
 		}
-		return &backendStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
 	default:
 		return nil, invalidSpec("%s: MCPExternalAuthConfig %s is of type %s, which hivekeeper does not apply to vMCP backends "+
 			"(it applies unauthenticated, headerInjection, tokenExchange, awsSts and upstreamInject)", path, cfg.Name, s.Type)
 	}
 }
 
-// aggregationConfig is config.yaml's aggregation, with the fields ToolHive's
-// converter carries over (others are dropped, as there).
-type aggregationConfig struct {
-	ConflictResolution       string                    `json:"conflictResolution"`
-	ConflictResolutionConfig *conflictResolutionConfig `json:"conflictResolutionConfig,omitempty"`
-	Tools                    []*workloadTools          `json:"tools,omitempty"`
-	ExcludeAllTools          bool                      `json:"excludeAllTools,omitempty"`
-	DefaultToolVisibility    string                    `json:"defaultToolVisibility,omitempty"`
-}
-
-type conflictResolutionConfig struct {
-	PrefixFormat  string   `json:"prefixFormat,omitempty"`
-	PriorityOrder []string `json:"priorityOrder,omitempty"`
-}
-
-// workloadTools are one workload's tool settings. ToolConfigRef is read
-// and never written: the referenced MCPToolConfig is merged in.
-type workloadTools struct {
-	Workload      string                       `json:"workload"`
-	ToolConfigRef *thv1.ToolConfigReference    `json:"toolConfigRef,omitempty"`
-	Filter        []string                     `json:"filter,omitempty"`
-	Overrides     map[string]thv1.ToolOverride `json:"overrides,omitempty"`
-	ExcludeAll    bool                         `json:"excludeAll,omitempty"`
-}
-
 // aggregation builds the aggregation section from spec.config's. A
 // workload's MCPToolConfig fills its filter when it has none, and adds
 // the overrides of tools it does not override itself.
-func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*aggregationConfig, error) {
-	var a aggregationConfig
+func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*schema.VMCPAggregation, error) {
+	var a schema.VMCPAggregation
 	if err := recode(section, &a, "aggregation"); err != nil {
 		return nil, err
 	}
@@ -516,15 +401,15 @@ func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*aggregatio
 		a.ConflictResolution = conflictPrefix
 	}
 	if c := a.ConflictResolutionConfig; c != nil {
-		a.ConflictResolutionConfig = &conflictResolutionConfig{PrefixFormat: c.PrefixFormat, PriorityOrder: c.PriorityOrder}
+		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{PrefixFormat: c.PrefixFormat, PriorityOrder: c.PriorityOrder}
 		if c.PrefixFormat == "" {
 			// ToolHive's schema default, whatever the strategy.
 			a.ConflictResolutionConfig.PrefixFormat = defaultPrefixFormat
 		}
 	} else if a.ConflictResolution == conflictPrefix {
-		a.ConflictResolutionConfig = &conflictResolutionConfig{PrefixFormat: defaultPrefixFormat}
+		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{PrefixFormat: defaultPrefixFormat}
 	} else {
-		a.ConflictResolutionConfig = &conflictResolutionConfig{}
+		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{}
 	}
 	for i, t := range a.Tools {
 		if t == nil {
@@ -555,38 +440,10 @@ func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*aggregatio
 	return &a, nil
 }
 
-// operationalConfig is config.yaml's operational section. Durations are
-// Go durations, written as Go formats them ("1m0s"), as vmcp encodes them.
-type operationalConfig struct {
-	LogLevel        string           `json:"logLevel,omitempty"`
-	Timeouts        *timeoutConfig   `json:"timeouts,omitempty"`
-	FailureHandling *failureHandling `json:"failureHandling,omitempty"`
-}
-
-type timeoutConfig struct {
-	Default     string            `json:"default,omitempty"`
-	PerWorkload map[string]string `json:"perWorkload,omitempty"`
-}
-
-type failureHandling struct {
-	HealthCheckInterval     string          `json:"healthCheckInterval,omitempty"`
-	UnhealthyThreshold      int             `json:"unhealthyThreshold,omitempty"`
-	HealthCheckTimeout      string          `json:"healthCheckTimeout,omitempty"`
-	StatusReportingInterval string          `json:"statusReportingInterval,omitempty"`
-	PartialFailureMode      string          `json:"partialFailureMode,omitempty"`
-	CircuitBreaker          *circuitBreaker `json:"circuitBreaker,omitempty"`
-}
-
-type circuitBreaker struct {
-	Enabled          bool   `json:"enabled,omitempty"`
-	FailureThreshold int    `json:"failureThreshold,omitempty"`
-	Timeout          string `json:"timeout,omitempty"`
-}
-
 // operational builds the operational section: spec.config's values, each
 // duration normalised, and vmcp's defaults for every unset one.
-func operational(section any) (*operationalConfig, error) {
-	var o operationalConfig
+func operational(section any) (*schema.VMCPOperational, error) {
+	var o schema.VMCPOperational
 	if err := recode(section, &o, "operational"); err != nil {
 		return nil, err
 	}
@@ -605,7 +462,7 @@ func operational(section any) (*operationalConfig, error) {
 		*s = d.String()
 	}
 	if o.Timeouts == nil {
-		o.Timeouts = &timeoutConfig{}
+		o.Timeouts = &schema.VMCPTimeouts{}
 	}
 	dur("timeouts.default", &o.Timeouts.Default, defaultTimeout)
 	for k, v := range o.Timeouts.PerWorkload {
@@ -616,7 +473,7 @@ func operational(section any) (*operationalConfig, error) {
 	// the spec sets; vmcp's own defaults leave it unset.
 	var healthCheckTimeout time.Duration
 	if o.FailureHandling == nil {
-		o.FailureHandling = &failureHandling{}
+		o.FailureHandling = &schema.VMCPFailureHandling{}
 	} else {
 		healthCheckTimeout = defaultHealthCheckTimeout
 	}
@@ -631,7 +488,7 @@ func operational(section any) (*operationalConfig, error) {
 		f.PartialFailureMode = defaultPartialFailureMode
 	}
 	if f.CircuitBreaker == nil {
-		f.CircuitBreaker = &circuitBreaker{}
+		f.CircuitBreaker = &schema.VMCPCircuitBreaker{}
 	}
 	if f.CircuitBreaker.FailureThreshold == 0 {
 		f.CircuitBreaker.FailureThreshold = defaultBreakerThreshold

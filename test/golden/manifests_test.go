@@ -1,4 +1,4 @@
-package workloadtest
+package golden
 
 import (
 	"bufio"
@@ -23,48 +23,35 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// GoldenNamespace is the namespace every golden manifest is read into.
-const GoldenNamespace = "golden"
+// goldenNamespace is the namespace every golden manifest is read into.
+const goldenNamespace = "golden"
 
-// GoldenRunnerImage and GoldenVMCPImage are the images golden builds run.
+// runnerImage and vmcpImage are the images golden builds run.
 const (
-	GoldenRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:golden"
-	GoldenVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:golden"
+	runnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:golden"
+	vmcpImage   = "ghcr.io/stacklok/toolhive/vmcp:golden"
 )
 
-// GoldenUpdateEnv, set to 1, makes the golden tests rewrite their files
+// updateEnv, set to 1, makes the golden tests rewrite their files
 // instead of comparing with them.
-const GoldenUpdateEnv = "HIVEKEEPER_UPDATE_GOLDEN"
+const updateEnv = "HIVEKEEPER_UPDATE_GOLDEN"
 
-// GoldenWorkload is one workload of a golden manifest set with the
-// references it makes resolved from the set, as the controllers resolve
-// them from their listers (every config counts as valid, every entry as
-// checked). Missing names a reference the set does not hold: the
-// controller would wait for it, so nothing is built.
-type GoldenWorkload struct {
-	// Dir is where its files are recorded, relative to test/golden.
-	Dir string
-	Obj runtime.Object
-
-	OIDC       *thv1.MCPOIDCConfig
-	Tools      *thv1.MCPToolConfig
-	Authz      *thv1.MCPAuthzConfig
-	ExtAuth    *thv1.MCPExternalAuthConfig
-	Telemetry  *thv1.MCPTelemetryConfig
-	Webhooks   *thv1.MCPWebhookConfig
-	AuthServer *thv1.MCPExternalAuthConfig
-
-	// A VirtualMCPServer's: its references by name, the members of its
-	// group kind by kind, and the MCPExternalAuthConfigs they name.
-	ToolsByName    map[string]*thv1.MCPToolConfig
-	ExtAuthByName  map[string]*thv1.MCPExternalAuthConfig
-	CompositeTools map[string]*thv1.VirtualMCPCompositeToolDefinition
-	Members        []any
-	MemberAuth     map[string]*thv1.MCPExternalAuthConfig
-
+// workloadCase is one workload of a golden manifest set with the
+// references it makes resolved from the set into its builder's Input, as
+// the controllers resolve them from their listers (every config counts as
+// valid, every entry as checked). Missing names a reference the set does
+// not hold: the controller would wait for it, so nothing is built.
+type workloadCase struct {
+	// Dir is where its files are recorded, under testdata.
+	Dir     string
+	Obj     runtime.Object
+	Proxy   proxy.Input
+	VMCP    vmcp.Input
 	Missing string
 }
 
@@ -74,35 +61,10 @@ type goldenSet struct {
 	files []string
 }
 
-// moduleRoot walks up from the working directory to go.mod.
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// GoldenDir is test/golden/testdata.
-func GoldenDir(t testing.TB) string {
-	return filepath.Join(moduleRoot(t), "test", "golden", "testdata")
-}
-
 // goldenSets are the conformance table's manifests, one set each, and
 // examples/ as one set.
 func goldenSets(t testing.TB) []goldenSet {
-	root := moduleRoot(t)
-	table, err := filepath.Glob(filepath.Join(root, "test", "conformance", "testdata", "table", "*.yaml"))
+	table, err := filepath.Glob(filepath.Join("..", "conformance", "testdata", "table", "*.yaml"))
 	if err != nil || len(table) == 0 {
 		t.Fatalf("no table manifests: %v", err)
 	}
@@ -110,7 +72,7 @@ func goldenSets(t testing.TB) []goldenSet {
 	for _, f := range table {
 		sets = append(sets, goldenSet{dir: filepath.Join("table", strings.TrimSuffix(filepath.Base(f), ".yaml")), files: []string{f}})
 	}
-	examples, err := filepath.Glob(filepath.Join(root, "examples", "*.yaml"))
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	if err != nil || len(examples) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
@@ -129,7 +91,7 @@ func goldenScheme() *runtime.Scheme {
 	return s
 }
 
-// decodeSet reads every object of a set into GoldenNamespace.
+// decodeSet reads every object of a set into goldenNamespace.
 func decodeSet(t testing.TB, set goldenSet) []runtime.Object {
 	t.Helper()
 	decoder := serializer.NewCodecFactory(goldenScheme()).UniversalDeserializer()
@@ -167,7 +129,7 @@ func decodeSet(t testing.TB, set goldenSet) []runtime.Object {
 				t.Fatal(err)
 			}
 			// What the API server sets on a new object, fixed.
-			m.SetNamespace(GoldenNamespace)
+			m.SetNamespace(goldenNamespace)
 			m.SetUID(types.UID("uid-" + m.GetName()))
 			m.SetGeneration(1)
 			if e, ok := obj.(*thv1.MCPServerEntry); ok {
@@ -180,11 +142,11 @@ func decodeSet(t testing.TB, set goldenSet) []runtime.Object {
 	return objs
 }
 
-// GoldenWorkloads are the workloads of kind in every golden set, with
+// workloadsOf are the workloads of kind in every golden set, with
 // their references resolved.
-func GoldenWorkloads(t testing.TB, kind string) []GoldenWorkload {
+func workloadsOf(t testing.TB, kind string) []workloadCase {
 	t.Helper()
-	var out []GoldenWorkload
+	var out []workloadCase
 	for _, set := range goldenSets(t) {
 		objs := decodeSet(t, set)
 		for _, obj := range objs {
@@ -192,7 +154,7 @@ func GoldenWorkloads(t testing.TB, kind string) []GoldenWorkload {
 				continue
 			}
 			m, _ := meta.Accessor(obj)
-			w := GoldenWorkload{Dir: filepath.Join(set.dir, kind+"-"+m.GetName()), Obj: obj}
+			w := workloadCase{Dir: filepath.Join(set.dir, kind+"-"+m.GetName()), Obj: obj}
 			resolveGolden(&w, objs)
 			out = append(out, w)
 		}
@@ -223,7 +185,7 @@ func find[T runtime.Object](objs []runtime.Object, name string) (T, bool) {
 
 // resolveGolden resolves w's references from objs, reading the names as
 // the reference index reads them.
-func resolveGolden(w *GoldenWorkload, objs []runtime.Object) {
+func resolveGolden(w *workloadCase, objs []runtime.Object) {
 	kind := kindOf(w.Obj)
 	row, _ := index.WorkloadFor(kind)
 	names := func(idx string, obj any) []string {
@@ -254,39 +216,40 @@ func resolveGolden(w *GoldenWorkload, objs []runtime.Object) {
 	}
 	if v, ok := w.Obj.(*thv1.VirtualMCPServer); ok {
 		if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC && v.Spec.IncomingAuth.OIDCConfigRef != nil {
-			if name := v.Spec.IncomingAuth.OIDCConfigRef.Name; name != "" && !resolveInto(objs, name, &w.OIDC) {
+			if name := v.Spec.IncomingAuth.OIDCConfigRef.Name; name != "" && !resolveInto(objs, name, &w.VMCP.OIDC) {
 				missing(thv1.KindMCPOIDCConfig, name)
 			}
 		}
-		one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &w.Authz)
-		one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &w.Telemetry)
-		w.ToolsByName = resolveAll[*thv1.MCPToolConfig](objs, names(index.ByToolConfig, w.Obj), missing, thv1.KindMCPToolConfig)
-		w.ExtAuthByName = resolveAll[*thv1.MCPExternalAuthConfig](objs, names(index.ByExternalAuthConfig, w.Obj), missing, thv1.KindMCPExternalAuthConfig)
-		w.CompositeTools = resolveAll[*thv1.VirtualMCPCompositeToolDefinition](objs, names(index.ByCompositeToolDefinition, w.Obj), missing,
+		one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &w.VMCP.Authz)
+		one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &w.VMCP.Telemetry)
+		w.VMCP.Tools = resolveAll[*thv1.MCPToolConfig](objs, names(index.ByToolConfig, w.Obj), missing, thv1.KindMCPToolConfig)
+		w.VMCP.ExtAuth = resolveAll[*thv1.MCPExternalAuthConfig](objs, names(index.ByExternalAuthConfig, w.Obj), missing, thv1.KindMCPExternalAuthConfig)
+		w.VMCP.CompositeTools = resolveAll[*thv1.VirtualMCPCompositeToolDefinition](objs, names(index.ByCompositeToolDefinition, w.Obj), missing,
 			thv1.KindVirtualMCPCompositeToolDefinition)
-		w.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{}
+		w.VMCP.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{}
 		for _, memberKind := range []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindMCPServerEntry} {
 			member, _ := index.WorkloadFor(memberKind)
 			for _, o := range objs {
 				if kindOf(o) != memberKind || !slices.Equal(member.Refs[index.ByGroup](o), []string{v.Spec.GroupRef.Name}) {
 					continue
 				}
-				w.Members = append(w.Members, o)
+				w.VMCP.Members = append(w.VMCP.Members, o)
 				for _, n := range member.Refs[index.ByExternalAuthConfig](o) {
 					if cfg, ok := find[*thv1.MCPExternalAuthConfig](objs, n); ok {
-						w.MemberAuth[n] = cfg
+						w.VMCP.MemberAuth[n] = cfg
 					}
 				}
 			}
 		}
 		return
 	}
-	one(index.ByOIDCConfig, thv1.KindMCPOIDCConfig, &w.OIDC)
-	one(index.ByToolConfig, thv1.KindMCPToolConfig, &w.Tools)
-	one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &w.Authz)
-	one(index.ByExternalAuthConfig, thv1.KindMCPExternalAuthConfig, &w.ExtAuth)
-	one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &w.Telemetry)
-	one(index.ByWebhookConfig, thv1.KindMCPWebhookConfig, &w.Webhooks)
+	in := &w.Proxy
+	one(index.ByOIDCConfig, thv1.KindMCPOIDCConfig, &in.OIDC)
+	one(index.ByToolConfig, thv1.KindMCPToolConfig, &in.Tools)
+	one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &in.Authz)
+	one(index.ByExternalAuthConfig, thv1.KindMCPExternalAuthConfig, &in.ExtAuth)
+	one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &in.Telemetry)
+	one(index.ByWebhookConfig, thv1.KindMCPWebhookConfig, &in.Webhooks)
 	var ref *thv1.AuthServerRef
 	switch o := w.Obj.(type) {
 	case *thv1.MCPServer:
@@ -297,7 +260,7 @@ func resolveGolden(w *GoldenWorkload, objs []runtime.Object) {
 	if ref != nil {
 		if ref.Kind != thv1.KindMCPExternalAuthConfig {
 			w.Missing = fmt.Sprintf("spec.authServerRef.kind %q is refused", ref.Kind)
-		} else if !resolveInto(objs, ref.Name, &w.AuthServer) {
+		} else if !resolveInto(objs, ref.Name, &in.AuthServer) {
 			missing(thv1.KindMCPExternalAuthConfig, ref.Name)
 		}
 	}
@@ -345,9 +308,9 @@ func resolveAll[T runtime.Object](objs []runtime.Object, names []string, missing
 	return out
 }
 
-// GoldenChild records a built child (none when nil) as
+// recordChild records a built child (none when nil) as
 // <dir>/<Kind>.<name>.yaml, its YAML.
-func GoldenChild(t testing.TB, files map[string][]byte, dir string, obj runtime.Object) {
+func recordChild(t testing.TB, files map[string][]byte, dir string, obj runtime.Object) {
 	t.Helper()
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
 		return
@@ -356,11 +319,11 @@ func GoldenChild(t testing.TB, files map[string][]byte, dir string, obj runtime.
 	if err != nil {
 		t.Fatal(err)
 	}
-	files[filepath.Join(dir, reflect.TypeOf(obj).Elem().Name()+"."+m.GetName()+".yaml")] = GoldenYAML(t, obj)
+	files[filepath.Join(dir, reflect.TypeOf(obj).Elem().Name()+"."+m.GetName()+".yaml")] = toYAML(t, obj)
 }
 
-// GoldenYAML is v as recorded: its YAML.
-func GoldenYAML(t testing.TB, v any) []byte {
+// toYAML is v as recorded: its YAML.
+func toYAML(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := yaml.Marshal(v)
 	if err != nil {
@@ -369,9 +332,9 @@ func GoldenYAML(t testing.TB, v any) []byte {
 	return b
 }
 
-// GoldenError is a build error as recorded: the condition, reason and
+// recordError is a build error as recorded: the condition, reason and
 // message of an InvalidSpecError, or the error's text.
-func GoldenError(err error) []byte {
+func recordError(err error) []byte {
 	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		return fmt.Appendf(nil, "%s %s: %s\n", invalid.Condition, invalid.Reason, invalid.Message)
@@ -379,30 +342,25 @@ func GoldenError(err error) []byte {
 	return fmt.Appendf(nil, "%v\n", err)
 }
 
-// CheckGolden compares files (path under test/golden/testdata → content)
-// with the recorded ones, or records them when GoldenUpdateEnv is 1.
-// Every recorded file under one of the prefixes must be in files: a
-// stale recording fails too.
-func CheckGolden(t *testing.T, files map[string][]byte, prefixes ...string) {
+// checkRecorded compares files (path under testdata → content) with the
+// recorded ones, or records them when updateEnv is 1. Every recorded file
+// must be built: a stale recording fails too.
+func checkRecorded(t *testing.T, files map[string][]byte) {
 	t.Helper()
-	dir := GoldenDir(t)
+	const dir = "testdata"
 	var recorded []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		for _, pre := range prefixes {
-			if matched, _ := filepath.Match(pre, filepath.Base(filepath.Dir(rel))); matched {
-				recorded = append(recorded, rel)
-			}
-		}
+		recorded = append(recorded, rel)
 		return nil
 	})
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
-	if os.Getenv(GoldenUpdateEnv) == "1" {
+	if os.Getenv(updateEnv) == "1" {
 		for _, rel := range recorded {
 			if _, ok := files[rel]; !ok {
 				if err := os.Remove(filepath.Join(dir, rel)); err != nil {
@@ -435,7 +393,7 @@ func CheckGolden(t *testing.T, files map[string][]byte, prefixes ...string) {
 	for _, rel := range keys {
 		want, err := os.ReadFile(filepath.Join(dir, rel))
 		if err != nil {
-			t.Errorf("%s: not recorded (%s=1 records it)", rel, GoldenUpdateEnv)
+			t.Errorf("%s: not recorded (%s=1 records it)", rel, updateEnv)
 			continue
 		}
 		if got := files[rel]; !bytes.Equal(got, want) {

@@ -1,4 +1,4 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"crypto/sha256"
@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -39,23 +41,16 @@ const (
 	headerSecretPrefix = "HEADER_FORWARD_"
 )
 
-// Condition types and reasons of outgoing auth, ToolHive's names: one
-// condition per backend whose strategy comes from the spec
-// (BackendAuthConfig-<name>) or from the member's own
-// externalAuthConfigRef (DiscoveredAuthConfig-<name>), and one for the
-// default strategy.
+// The reasons of the outgoing auth conditions, ToolHive's.
 const (
-	condDefaultAuth          = "DefaultAuthConfig"
-	condBackendAuthPrefix    = "BackendAuthConfig-"
-	condDiscoveredAuthPrefix = "DiscoveredAuthConfig-"
-	reasonAuthConverted      = "ConversionSucceeded"
-	reasonAuthFailed         = "ConversionFailed"
+	reasonAuthConverted = "ConversionSucceeded"
+	reasonAuthFailed    = "ConversionFailed"
 )
 
 // member is one group member that can be a backend: its config.yaml
 // entry and what else of it the vMCP needs.
 type member struct {
-	backend
+	schema.VMCPBackend
 	// AuthConfig is the member's own spec.externalAuthConfigRef, "" for
 	// none: the strategy of its backend unless spec.outgoingAuth.backends
 	// names it.
@@ -70,12 +65,12 @@ type member struct {
 // entry and, with a CA bundle, the path it is mounted at. Like ToolHive,
 // only an entry whose checks passed (phase Valid) is a backend.
 func entryBackend(e *thv1.MCPServerEntry) (member, bool) {
-	b := backend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport, Type: backendTypeEntry}
+	b := schema.VMCPBackend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport, Type: backendTypeEntry}
 	if ca := entryCABundle(e); ca != nil {
 		b.CABundlePath = path.Join(caBundleBase, e.Name, caBundleKey(ca))
 	}
 	ok := e.DeletionTimestamp == nil && e.Status.Phase == thv1.MCPServerEntryPhaseValid
-	return member{backend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e}, ok
+	return member{VMCPBackend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e}, ok
 }
 
 func authRefName(r *thv1.ExternalAuthConfigReference) string {
@@ -174,8 +169,9 @@ func envToken(s string) string {
 	return envNameInvalid.ReplaceAllString(strings.ToUpper(s), "_")
 }
 
-// authCondition is one outgoing auth condition of the server.
-type authCondition struct {
+// AuthCondition is one outgoing auth condition of the server: True when
+// OK, False with a Warning event otherwise.
+type AuthCondition struct {
 	Type, Reason, Message string
 	OK                    bool
 }
@@ -191,7 +187,7 @@ type backendAuth struct {
 	// Dropped names the members left out because their strategy could
 	// not be built, sorted.
 	Dropped    []string
-	Conditions []authCondition
+	Conditions []AuthCondition
 }
 
 // resolveBackendAuth builds outgoingAuth as ToolHive's operator does for
@@ -220,23 +216,23 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 			return nil, err
 		}
 		out.Section["default"] = s
-		out.Conditions = append(out.Conditions, authCondition{Type: condDefaultAuth, Reason: reasonAuthConverted,
+		out.Conditions = append(out.Conditions, AuthCondition{Type: naming.ConditionDefaultAuthConfig, Reason: reasonAuthConverted,
 			Message: "the default strategy is built", OK: true})
 	}
-	strategies := map[string]*backendStrategy{}
+	strategies := map[string]*schema.VMCPBackendStrategy{}
 	failed := map[string]bool{}
 	for _, m := range members {
 		if m.AuthConfig == "" {
 			continue
 		}
-		cond := condDiscoveredAuthPrefix + m.Name
+		cond := naming.ConditionDiscoveredAuthConfigPrefix + m.Name
 		s, reason, err := memberStrategy(m, memberConfigs, env)
 		if err != nil {
 			failed[m.Name] = true
-			out.Conditions = append(out.Conditions, authCondition{Type: cond, Reason: reason, Message: err.Error()})
+			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reason, Message: err.Error()})
 			continue
 		}
-		out.Conditions = append(out.Conditions, authCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
+		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
 			Message: fmt.Sprintf("the strategy of backend %s is built from its MCPExternalAuthConfig %s", m.Name, m.AuthConfig)})
 		if _, overridden := o.Backends[m.Name]; !overridden {
 			strategies[m.Name] = s
@@ -244,16 +240,16 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Backends)) {
 		b := o.Backends[name]
-		cond := condBackendAuthPrefix + name
+		cond := naming.ConditionBackendAuthConfigPrefix + name
 		s, err := specStrategy(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b, specConfigs, env)
 		if err != nil {
 			failed[name] = true
-			out.Conditions = append(out.Conditions, authCondition{Type: cond, Reason: reasonAuthFailed,
+			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthFailed,
 				Message: fmt.Sprintf("backend %s is not served: %v", name, err)})
 			continue
 		}
 		strategies[name] = s
-		out.Conditions = append(out.Conditions, authCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
+		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
 			Message: fmt.Sprintf("the strategy of backend %s is built", name)})
 	}
 	if len(strategies) > 0 {
@@ -280,10 +276,10 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 
 // specStrategy converts a strategy of spec.outgoingAuth. Its configs were
 // resolved before the build (a missing one makes the server wait).
-func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*backendStrategy, error) {
+func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, error) {
 	switch b.Type {
 	case thv1.BackendAuthTypeDiscovered:
-		return &backendStrategy{Type: strategyUnauth}, nil
+		return &schema.VMCPBackendStrategy{Type: strategyUnauth}, nil
 	case thv1.BackendAuthTypeExternalAuthConfigRef:
 	default:
 		return nil, invalidSpec("%s.type: %q is not discovered or externalAuthConfigRef", path, b.Type)
@@ -301,7 +297,7 @@ func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCP
 // memberStrategy converts a member's own MCPExternalAuthConfig, with the
 // condition reason of a failure: ToolHive's ConversionFailed, or the
 // config's own Valid=False reason, which ToolHive mirrors.
-func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*backendStrategy, string, error) {
+func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, string, error) {
 	cfg := configs[m.AuthConfig]
 	if cfg == nil {
 		return nil, reasonAuthFailed, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q is not found", m.Name, m.AuthConfig)
@@ -321,4 +317,36 @@ func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, en
 	}
 	maps.Copy(env, own)
 	return s, "", nil
+}
+
+// MemberView is what of a group member a vMCP depends on: its backend
+// entry, the MCPExternalAuthConfig it names, and an entry's CA bundle and
+// headers (as JSON, to compare). Two views are equal exactly when the
+// member's change reaches nothing of the vMCP's, so the controller's
+// handlers compare them to drop a member's status writes.
+type MemberView struct {
+	schema.VMCPBackend
+	authConfig string
+	entry      string
+	ok         bool
+}
+
+// ViewMember projects a member of any backend kind onto its MemberView.
+func ViewMember(obj any) MemberView {
+	m, ok := memberBackend(obj)
+	v := MemberView{VMCPBackend: m.VMCPBackend, authConfig: m.AuthConfig, ok: ok}
+	if m.Entry != nil {
+		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
+		v.entry = string(raw)
+	}
+	return v
+}
+
+// AuthConfig is the MCPExternalAuthConfig a member that is a backend names
+// in its own externalAuthConfigRef, "" for none (or no backend).
+func (v MemberView) AuthConfig() string {
+	if !v.ok {
+		return ""
+	}
+	return v.authConfig
 }

@@ -1,14 +1,11 @@
-package virtualmcpserver
+package vmcp
 
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
-
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // authServer wires spec.authServerConfig (see workload.InlineAuthServer)
@@ -21,11 +18,11 @@ func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring) (wiring.AuthSe
 	if err != nil || w.Config == nil {
 		return w, "", err
 	}
-	out, err := yaml.Marshal(w.Config)
+	out, err := schema.MarshalAuthServerConfig(w.Config)
 	if err != nil {
 		return w, "", invalidSpec("spec.authServerConfig: %v", err)
 	}
-	return w, string(out), nil
+	return w, out, nil
 }
 
 // applyAuthServer does to config.yaml what ToolHive's operator does when
@@ -38,12 +35,12 @@ func applyAuthServer(cfg map[string]any, w wiring.AuthServerWiring) {
 	if first == "" {
 		return
 	}
-	if in, ok := cfg[keyIncomingAuth].(*incomingAuthConfig); ok && in.Authz != nil {
+	if in, ok := cfg[keyIncomingAuth].(*schema.VMCPIncomingAuth); ok && in.Authz != nil {
 		in.Authz.PrimaryUpstreamProvider = first
 	}
 	out, _ := cfg[keyOutgoingAuth].(map[string]any)
 	inject := func(s any) {
-		bs, ok := s.(*backendStrategy)
+		bs, ok := s.(*schema.VMCPBackendStrategy)
 		if !ok || bs == nil {
 			return
 		}
@@ -60,7 +57,7 @@ func applyAuthServer(cfg map[string]any, w wiring.AuthServerWiring) {
 		for _, s := range backends {
 			inject(s)
 		}
-	case map[string]*backendStrategy:
+	case map[string]*schema.VMCPBackendStrategy:
 		for _, s := range backends {
 			inject(s)
 		}
@@ -77,11 +74,11 @@ var replacedConfigSections = []struct{ section, by string }{
 	{keyBackends, "the members of spec.groupRef"},
 }
 
-// unsupportedFields names the spec fields hivekeeper stores without acting
+// UnsupportedFields names the spec fields hivekeeper stores without acting
 // on, for the UnsupportedFields condition: a reference to a kind it does
 // not serve, and sections of spec.config that other fields replace (which
 // ToolHive's operator ignores too; it warns of spec.config.telemetry only).
-func unsupportedFields(v *thv1.VirtualMCPServer) []string {
+func UnsupportedFields(v *thv1.VirtualMCPServer) []string {
 	var out []string
 	if r := v.Spec.EmbeddingServerRef; r != nil {
 		out = append(out, fmt.Sprintf("spec.embeddingServerRef (EmbeddingServer %s: hivekeeper does not serve EmbeddingServers; "+
@@ -94,17 +91,4 @@ func unsupportedFields(v *thv1.VirtualMCPServer) []string {
 		}
 	}
 	return out
-}
-
-// authServerCondition keeps AuthServerConfigValidated as ToolHive's
-// operator does: absent without spec.authServerConfig, True once the
-// server was built with it. A refusal sets it False through
-// workload.Settle; another build error leaves it as it was.
-func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr error) {
-	switch {
-	case v.Spec.AuthServerConfig == nil:
-		r.Remove(thv1.ConditionAuthServerConfigValidated)
-	case buildErr == nil:
-		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
-	}
 }
