@@ -3,16 +3,18 @@
 // (RunConfig ConfigMap with remote_url, runner RBAC unless the spec names
 // its own service account, proxy Deployment and Service), rolls the proxy
 // when its RunConfig changes or its podTemplateSpec is edited, and reports
-// status. A spec whose remote URL
-// or forwarded headers fail the checks (remoteurl.go, headerforward.go)
-// is not deployed, and what an earlier spec deployed is left as it is.
+// status. A spec whose remote URL or forwarded headers fail the checks
+// (checkSpec, with pkg/toolhive/wiring's url_validation.go and
+// headerforward.go) is not deployed, and what an earlier spec deployed is
+// left as it is.
 //
 // There is no finalizer: unlike the MCPServer runner, the remote proxy
 // runner creates no objects of its own, and every child carries an owner
 // reference, so garbage collection is the whole cleanup.
 //
-// build.go and the comparators in pkg/workload are pure; sync.go is the
-// only file that writes.
+// The children are built by pkg/toolhive/render/proxy (BuildRemoteProxy)
+// and compared by pkg/drift, both pure; sync.go is the only file that
+// writes.
 package mcpremoteproxy
 
 import (

@@ -1,9 +1,9 @@
 // Package mcpserver is the MCPServer controller: it runs each MCP server
 // behind ToolHive's proxy runner (RunConfig ConfigMap, runner ServiceAccount
 // bound to the proxy-runner ClusterRole, proxy Deployment and Service),
-// rolls the proxy when its RunConfig changes, and reports status. build.go
-// and the comparators in pkg/workload are pure; sync.go is the only file
-// that writes.
+// rolls the proxy when its RunConfig changes, and reports status. The
+// children are built by pkg/toolhive/render/proxy (BuildMCPServer) and
+// compared by pkg/drift, both pure; sync.go is the only file that writes.
 package mcpserver
 
 import (

@@ -5,21 +5,22 @@
 // ServiceAccount, Deployment and Service), keeps the backend list in step
 // with the group's membership, and reports status.
 //
-// config.yaml is built in config.go as ToolHive's operator builds it, from
-// spec.config and the configs the server references (MCPAuthzConfig,
-// MCPTelemetryConfig, an MCPToolConfig per workload, an
-// MCPExternalAuthConfig per backend); a change of any of them reaches the
-// server through the reference index and rolls it once.
+// config.yaml and the children are built by pkg/toolhive/render/vmcp as
+// ToolHive's operator builds them, from spec.config, the configs the
+// server references (MCPAuthzConfig, MCPTelemetryConfig, an MCPToolConfig
+// per workload, an MCPExternalAuthConfig per backend) and the group's
+// members, which this controller resolves from its listers; a change of
+// any of them reaches the server through the reference index and rolls it
+// once.
 //
 // The volumes hivekeeper builds are resolved once per sync and their drift
 // is detected through the toolhive.stacklok.io/podvolumes-hash annotation,
 // what spec.podTemplateSpec merges into the pod through
 // toolhive.stacklok.io/podtemplatespec-hash, never by comparing the live,
-// API-server-defaulted values (see workload.PodVolumes and
-// workload.ApplyPodTemplate).
+// API-server-defaulted values (see wiring.PodVolumes and
+// wiring.ApplyPodTemplate in pkg/toolhive/wiring).
 //
-// build.go and the comparators in pkg/workload are pure; sync.go is the
-// only file that writes.
+// sync.go is the only file that writes.
 package virtualmcpserver
 
 import (

@@ -37,7 +37,7 @@ func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, back
 // authServerCondition keeps AuthServerConfigValidated as ToolHive's
 // operator does: absent without spec.authServerConfig, True once the
 // server was built with it. A refusal sets it False through
-// workload.Settle; another build error leaves it as it was.
+// workload.Base.Settle; another build error leaves it as it was.
 func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr error) {
 	switch {
 	case v.Spec.AuthServerConfig == nil:

@@ -100,7 +100,7 @@ func TestMCPServerBuildDriftParity(t *testing.T) {
 									s.Spec.Resources = thv1.ResourceRequirements{Limits: thv1.ResourceList{CPU: "1000m", Memory: "128Mi"}}
 									rt(&s.Spec)
 								})
-								// OIDC, tools and authorization (workloadtest.RefsFor).
+								// OIDC, tools and authorization (toolhivetest.RefsFor).
 								refs := toolhivetest.RefsFor(testNS, oidcKind)
 								s.Spec.OIDCConfigRef, s.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
 								s.Spec.AuthzConfigRef, s.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz

@@ -91,7 +91,7 @@ func TestRemoteProxyBuildDriftParity(t *testing.T) {
 										p.Spec.PodTemplateSpec = remotePodTemplates[tpl]
 										rt(&p.Spec)
 									})
-									// OIDC, tools and authorization (workloadtest.RefsFor).
+									// OIDC, tools and authorization (toolhivetest.RefsFor).
 									refs := toolhivetest.RefsFor(testNS, oidcKind)
 									p.Spec.OIDCConfigRef, p.Spec.ToolConfigRef = refs.OIDCRef, refs.ToolRef
 									p.Spec.AuthzConfigRef, p.Spec.AuthzConfig = refs.AuthzRef, refs.InlineAuthz

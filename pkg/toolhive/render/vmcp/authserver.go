@@ -8,7 +8,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// authServer wires spec.authServerConfig (see workload.InlineAuthServer)
+// authServer wires spec.authServerConfig (see wiring.InlineAuthServer)
 // and renders its configuration: the YAML of ToolHive's authserver
 // RunConfig, which ToolHive's operator writes under its own key of the
 // configuration ConfigMap and vmcp reads beside config.yaml. Empty without

@@ -36,7 +36,7 @@ const (
 	envHeaderForwardPrefix = "TOOLHIVE_HEADER_FORWARD_"
 	// headerSecretPrefix + header + "_" + entry (envTokens) is the secret
 	// identifier a header from a Secret is named by in that JSON; vmcp
-	// reads its value from workload.EnvSecretPrefix + identifier, which
+	// reads its value from wiring.EnvSecretPrefix + identifier, which
 	// the pod gets from a secretKeyRef.
 	headerSecretPrefix = "HEADER_FORWARD_"
 )

@@ -257,7 +257,7 @@ func recode(section any, into any, path string) error {
 }
 
 // incomingAuth builds incomingAuth from spec.incomingAuth. Authorization
-// goes through workload.AuthzRunConfig, the MCPServer's path: inline
+// goes through wiring.AuthzRunConfig, the MCPServer's path: inline
 // policies are parsed before anything is written, type configMap is
 // refused, and a referenced MCPAuthzConfig must be cedarv1 (vmcp's
 // incoming authorization is Cedar only, and ToolHive's operator refuses
