@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // tracker follows the MCPServers, Deployments and ConfigMaps of one
@@ -51,7 +51,7 @@ func newTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 			delete(t.checksum, d.Name)
 			return
 		}
-		t.checksum[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		t.checksum[d.Name] = d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	})
 	t.handle(kf.Core().V1().ConfigMaps().Informer(), func(obj any, gone bool) {
 		cm := obj.(*corev1.ConfigMap)

@@ -19,7 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -40,14 +41,14 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 	const name = "with-auth-server"
 
 	// The files the pod would see, from the Deployment's Secret volumes.
-	_, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	_, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
 	root, secrets := secretFiles(t, env, ns, &tmpl)
 	if secrets != 2 {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8095, remote.StandIn, remote.URL,
-		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
-		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL,
+		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
+		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)
 
 	checkAuthServerMetadata(t, port, key)

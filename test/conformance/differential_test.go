@@ -21,8 +21,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -379,9 +379,9 @@ func thvLags(o *unstructured.Unstructured) bool {
 func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, cases []*diffCase) {
 	t.Helper()
 	read := func(e *framework.Env, ns string, w *diffWorkload) (string, bool) {
-		name, key := workload.RunConfigName(w.name), runconfig.Key
+		name, key := naming.RunConfigName(w.name), schema.Key
 		if w.vmcp() {
-			name, key = workload.VMCPConfigMapName(w.name), workload.VMCPConfigKey
+			name, key = naming.VMCPConfigMapName(w.name), naming.VMCPConfigKey
 		}
 		cm, err := e.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -394,9 +394,9 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 		if ok && w.vmcp() {
 			// Read with config.yaml: both are written at once.
 			if e == thv.env {
-				w.thvAS = cm.Data[workload.VMCPAuthServerConfigKey]
+				w.thvAS = cm.Data[naming.VMCPAuthServerConfigKey]
 			} else {
-				w.hiveAS = cm.Data[workload.VMCPAuthServerConfigKey]
+				w.hiveAS = cm.Data[naming.VMCPAuthServerConfigKey]
 			}
 		}
 		return data, ok
@@ -589,11 +589,11 @@ func compareAuthServerConfigs(t *testing.T, w *diffWorkload) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: %s: %d fields compared: %s", w.id(), workload.VMCPAuthServerConfigKey, len(rep.Compared), strings.Join(rep.Compared, ", "))
+	t.Logf("%s: %s: %d fields compared: %s", w.id(), naming.VMCPAuthServerConfigKey, len(rep.Compared), strings.Join(rep.Compared, ", "))
 	for _, d := range rep.Differences {
 		a, _ := json.Marshal(d.A)
 		b, _ := json.Marshal(d.B)
-		t.Errorf("%s: %s %s: ToolHive's operator writes %s, hivekeeper %s", w.id(), workload.VMCPAuthServerConfigKey, d.Path, a, b)
+		t.Errorf("%s: %s %s: ToolHive's operator writes %s, hivekeeper %s", w.id(), naming.VMCPAuthServerConfigKey, d.Path, a, b)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -52,7 +52,7 @@ func TestRunnerRecreatesDeletedStatefulSet(t *testing.T) {
 		return err == nil && s.Status.Phase == thv1.MCPServerPhaseReady, fmt.Errorf("%v %+v", err, s)
 	}, "the MCPServer to be Ready")
 
-	port, command := runnerCommand(t, env, ns, name, workload.RunConfigName(name), 9090)
+	port, command := runnerCommand(t, env, ns, name, naming.RunConfigName(name), 9090)
 	runner := superviseRunner(t, command)
 	sts := waitStatefulSet(t, env, ns, name)
 	waitServing(t, port)

@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -97,12 +97,12 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 	local, far := startRemoteMCP(t, "/mcp"), startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/vmcp-aggregate.yaml", map[string]string{"REMOTE_URL": far.StandIn})
 	const name = "mixed-vmcp"
-	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.MCPServerServiceName("local"), ns)
-	farURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.RemoteProxyServiceName("far"), ns)
+	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("local"), ns)
+	farURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.RemoteProxyServiceName("far"), ns)
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
-		cm = waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-		return strings.Contains(cm.Data[workload.VMCPConfigKey], farURL), nil
+		cm = waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+		return strings.Contains(cm.Data[naming.VMCPConfigKey], farURL), nil
 	}, "the remote proxy in config.yaml")
 	port := startVMCP(t, env, ns, name, localURL, local.URL, farURL, far.URL)
 	waitServing(t, port)
@@ -151,10 +151,10 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 // its new one (cluster addresses by loopback stand-ins); each must occur.
 func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...string) int {
 	t.Helper()
-	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+	c, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
 	dir := t.TempDir()
-	config := filepath.Join(dir, workload.VMCPConfigKey)
+	config := filepath.Join(dir, naming.VMCPConfigKey)
 	// Every key of the ConfigMap is a file of the mounted volume (the
 	// embedded authorization server's authserver-config.yaml beside
 	// config.yaml); each replacement must occur in one of them.
@@ -166,7 +166,7 @@ func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...str
 			files[key] = strings.ReplaceAll(data, replace[i], replace[i+1])
 		}
 		if !found {
-			t.Fatalf("the config of %s lacks %s:\n%s", name, replace[i], cm.Data[workload.VMCPConfigKey])
+			t.Fatalf("the config of %s lacks %s:\n%s", name, replace[i], cm.Data[naming.VMCPConfigKey])
 		}
 	}
 	for key, data := range files {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -46,7 +46,7 @@ func installMutatingPolicy(ctx context.Context, t *testing.T, env *framework.Env
 			}}},
 			MatchConditions: []admissionv1.MatchCondition{{
 				Name:       "toolhive",
-				Expression: fmt.Sprintf(`object.metadata.?labels[%q].orValue("") == "true"`, workload.LabelToolhive),
+				Expression: fmt.Sprintf(`object.metadata.?labels[%q].orValue("") == "true"`, naming.LabelToolhive),
 			}},
 			FailurePolicy:      ptr.To(admissionv1.Fail),
 			ReinvocationPolicy: admissionv1.IfNeededReinvocationPolicy,
@@ -94,7 +94,7 @@ func installMutatingPolicy(ctx context.Context, t *testing.T, env *framework.Env
 	// The admission plugin learns of policies through an informer: a dry
 	// run shows when it applies this one.
 	probe := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{workload.LabelToolhive: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{naming.LabelToolhive: "true"}},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
 			Template: corev1.PodTemplateSpec{

@@ -13,7 +13,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -65,8 +65,8 @@ func TestConfigChangeRollsEachReferrerOnce(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			old := before[name].Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
-			return d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] != old && rolledOut(d), fmt.Errorf("status %+v", d.Status)
+			old := before[name].Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
+			return d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != old && rolledOut(d), fmt.Errorf("status %+v", d.Status)
 		}, "%s to roll out the new RunConfig", name)
 		waitReady(ctx, t, env, server, ns, name)
 	}

@@ -23,7 +23,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -157,7 +158,7 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 				}
 			}
 			configController := strings.ToLower(k.kind)
-			delta, took := rollReferrers(t, env, ns, workload.AnnotationRunConfigChecksum, "s-", func() {
+			delta, took := rollReferrers(t, env, ns, naming.AnnotationRunConfigChecksum, "s-", func() {
 				if _, err := configs.Patch(ctx, "shared", types.MergePatchType, []byte(k.change), metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +197,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"shared", "other"} {
-		def := workloadtest.NewCompositeTool(ns, name, "")
+		def := toolhivetest.NewCompositeTool(ns, name, "")
 		def.ResourceVersion, def.UID, def.Status = "", "", thv1.VirtualMCPCompositeToolDefinitionStatus{}
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Create(ctx, def, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -214,7 +215,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	delta, took := rollReferrers(t, env, ns, workload.AnnotationVMCPConfigChecksum, "v-", func() {
+	delta, took := rollReferrers(t, env, ns, naming.AnnotationVMCPConfigChecksum, "v-", func() {
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
 			[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -145,7 +145,7 @@ func proxyGroupRef(t *testing.T, env *framework.Env, ns, name string, status met
 // controller rendered for ns/name lists exactly the given backends.
 func vmcpBackends(t *testing.T, env *framework.Env, ns, name string, want []string) func() (bool, error) {
 	return func() (bool, error) {
-		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(testCtx(t), workload.VMCPConfigMapName(name), metav1.GetOptions{})
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(testCtx(t), naming.VMCPConfigMapName(name), metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -154,7 +154,7 @@ func vmcpBackends(t *testing.T, env *framework.Env, ns, name string, want []stri
 				Name string `json:"name"`
 			} `json:"backends"`
 		}
-		if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+		if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 			return false, err
 		}
 		var got []string

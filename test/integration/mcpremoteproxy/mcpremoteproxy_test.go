@@ -24,8 +24,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -129,8 +129,8 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc.RemoteURL != "https://remote.example.com/sse" || rc.Image != "" || rc.MCPServerGeneration != 0 || rc.OIDCConfig == nil ||
@@ -142,7 +142,7 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] ||
 		!slices.Equal(tpl.Spec.Containers[0].Args, []string{"run", "https://remote.example.com/sse"}) ||
 		tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
 		t.Errorf("deployment template %+v", tpl)

@@ -11,7 +11,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -107,7 +107,7 @@ func TestPodTemplateSpecSteadyState(t *testing.T) {
 	dep := waitDeployment(t, env, ns, name)
 	ps := dep.Spec.Template.Spec
 	if len(ps.InitContainers) != 1 || len(ps.Containers) != 2 || ps.NodeSelector["kubernetes.io/os"] != "linux" ||
-		dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Spec.Template.Labels["team"] != "payments" {
+		dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Spec.Template.Labels["team"] != "payments" {
 		t.Errorf("template not merged: %+v", dep)
 	}
 	workloadtest.Quiesce(t, quiet, settle, allControllers...)
@@ -151,7 +151,7 @@ func TestPodTemplateSpecSteadyState(t *testing.T) {
 		t.Errorf("Deployment generation %d -> %d after removing the template, want exactly one rollout", edited.Generation, plain.Generation)
 	}
 	ps = plain.Spec.Template.Spec
-	if _, ok := plain.Annotations[workload.AnnotationPodTemplateSpecHash]; ok || len(ps.NodeSelector) != 0 || len(ps.Tolerations) != 0 ||
+	if _, ok := plain.Annotations[naming.AnnotationPodTemplateSpecHash]; ok || len(ps.NodeSelector) != 0 || len(ps.Tolerations) != 0 ||
 		ps.Affinity != nil || len(ps.InitContainers) != 0 || len(ps.Containers) != 1 || len(ps.HostAliases) != 0 ||
 		len(ps.SecurityContext.SupplementalGroups) != 0 || *ps.TerminationGracePeriodSeconds != 30 || len(ps.Volumes) != 2 {
 		t.Errorf("template left behind: %+v", plain)

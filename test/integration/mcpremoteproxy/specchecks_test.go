@@ -16,8 +16,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -96,19 +96,19 @@ func TestRemoteURLGate(t *testing.T) {
 	for what, get := range map[string]func() error{
 		"Deployment": func() error { _, err := k.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); return err },
 		"ConfigMap": func() error {
-			_, err := k.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{})
 			return err
 		},
 		"Service": func() error {
-			_, err := k.CoreV1().Services(ns).Get(ctx, workload.RemoteProxyServiceName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().Services(ns).Get(ctx, naming.RemoteProxyServiceName(name), metav1.GetOptions{})
 			return err
 		},
 		"ServiceAccount": func() error {
-			_, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, workload.RemoteProxyRunnerName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, naming.RemoteProxyRunnerName(name), metav1.GetOptions{})
 			return err
 		},
 		"RoleBinding": func() error {
-			_, err := k.RbacV1().RoleBindings(ns).Get(ctx, workload.RemoteProxyRunnerName(name), metav1.GetOptions{})
+			_, err := k.RbacV1().RoleBindings(ns).Get(ctx, naming.RemoteProxyRunnerName(name), metav1.GetOptions{})
 			return err
 		},
 	} {
@@ -182,17 +182,17 @@ func TestHeaderForward(t *testing.T) {
 	if ref != "TOOLHIVE_SECRET_HEADER_FORWARD_X_API_KEY_VENDOR=vendor-api/key" {
 		t.Errorf("secret env %q", ref)
 	}
-	readHeaders := func() *runconfig.HeaderForward {
-		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{})
+	readHeaders := func() *schema.HeaderForward {
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		var rc schema.RunConfig
+		if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		if rc.HeaderForward == nil {
-			t.Fatalf("no header_forward: %s", cm.Data[runconfig.Key])
+			t.Fatalf("no header_forward: %s", cm.Data[schema.Key])
 		}
 		return rc.HeaderForward
 	}
@@ -211,7 +211,7 @@ func TestHeaderForward(t *testing.T) {
 	if after.Generation != dep.Generation+1 {
 		t.Errorf("Deployment generation %d -> %d, want exactly one rollout", dep.Generation, after.Generation)
 	}
-	if after.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] {
+	if after.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Errorf("the RunConfig checksum on the pod template did not change")
 	}
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*time.Second, allControllers...)

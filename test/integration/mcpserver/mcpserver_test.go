@@ -23,8 +23,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -210,7 +210,7 @@ func TestChildrenAsSpecifiedOnARealServer(t *testing.T) {
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	cm, _ := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] ||
 		tpl.Annotations["vault.hashicorp.com/agent-inject"] != "true" || tpl.Annotations["owner"] != "" {
 		t.Errorf("template annotations %v", tpl.Annotations)
 	}
@@ -277,7 +277,7 @@ func waitGeneration(t *testing.T, env *framework.Env, ns, name string, gen int64
 	framework.Eventually(t, settle, func() (bool, error) {
 		var err error
 		dep, err = env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err == nil && dep.Spec.Template.Annotations[workload.AnnotationMCPServerGeneration] == fmt.Sprint(gen), err
+		return err == nil && dep.Spec.Template.Annotations[naming.AnnotationMCPServerGeneration] == fmt.Sprint(gen), err
 	}, "deployment template at generation %d", gen)
 	return dep
 }
@@ -304,15 +304,15 @@ func TestGenerationAndChecksumRollouts(t *testing.T) {
 	c := dep2.Spec.Template.Spec.Containers[0]
 	var wired bool
 	for _, e := range c.Env {
-		if e.Name == workload.EnvMCPServerGeneration && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
-			e.ValueFrom.FieldRef.APIVersion == "v1" && strings.Contains(e.ValueFrom.FieldRef.FieldPath, workload.AnnotationMCPServerGeneration) {
+		if e.Name == naming.EnvMCPServerGeneration && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.APIVersion == "v1" && strings.Contains(e.ValueFrom.FieldRef.FieldPath, naming.AnnotationMCPServerGeneration) {
 			wired = true
 		}
 	}
 	if !wired {
 		t.Errorf("generation env not wired: %+v", c.Env)
 	}
-	if dep2.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == dep1.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] {
+	if dep2.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == dep1.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Error("RunConfig changed (image, generation) but the checksum did not")
 	}
 
@@ -322,7 +322,7 @@ func TestGenerationAndChecksumRollouts(t *testing.T) {
 	}
 	dep3 := waitGeneration(t, env, ns, "fetch", 3)
 	ann := dep3.Spec.Template.Annotations
-	if ann["vault.hashicorp.com/role"] != "mcp" || ann[workload.AnnotationRunConfigChecksum] == "" {
+	if ann["vault.hashicorp.com/role"] != "mcp" || ann[naming.AnnotationRunConfigChecksum] == "" {
 		t.Errorf("override rollout lost the checksum or the override: %v", ann)
 	}
 }

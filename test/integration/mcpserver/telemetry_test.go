@@ -16,7 +16,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptelemetryconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -90,7 +90,7 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	generation, checksum := dep.Generation, dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	generation, checksum := dep.Generation, dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	cfg, _ := th.MCPTelemetryConfigs(ns).Get(ctx, "otel", metav1.GetOptions{})
 	oldHash := cfg.Status.ConfigHash
 	if _, err := th.MCPTelemetryConfigs(ns).Patch(ctx, "otel", types.MergePatchType,
@@ -107,9 +107,9 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dep.Generation != generation+1 || dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+	if dep.Generation != generation+1 || dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == checksum {
 		t.Errorf("Deployment generation %d -> %d, checksum changed %v: want exactly one rollout", generation, dep.Generation,
-			dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] != checksum)
+			dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != checksum)
 	}
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, controllers...)
 }

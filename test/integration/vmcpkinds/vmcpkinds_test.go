@@ -24,7 +24,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserverentry"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -230,7 +230,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		checksum = d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum]
+		checksum = d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum]
 		return checksum != "", nil
 	}, "the vMCP Deployment")
 
@@ -239,7 +239,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	must(t, err)
 	framework.Eventually(t, timeout, func() (bool, error) {
 		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "v", metav1.GetOptions{})
-		return err == nil && d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != checksum, err
+		return err == nil && d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != checksum, err
 	}, "the vMCP to roll")
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync,
 		virtualmcpcompositetooldefinition.Name, virtualmcpserver.Name)
