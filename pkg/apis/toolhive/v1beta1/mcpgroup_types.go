@@ -23,7 +23,9 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcpg,categories=toolhive
 // +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
+// +kubebuilder:printcolumn:name="Proxies",type=integer,JSONPath=`.status.remoteProxyCount`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Checked",type=string,JSONPath=`.status.conditions[?(@.type=='MCPServersChecked')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MCPGroup is a named set of MCP workloads in one namespace. Workloads join

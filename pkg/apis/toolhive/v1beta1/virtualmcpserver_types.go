@@ -16,11 +16,12 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=vmcp,categories=toolhive
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:resource:shortName=vmcp;virtualmcp,categories=toolhive
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Backends",type=integer,JSONPath=`.status.backendCount`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 58",optionalOldSelf=true,message="metadata.name: a VirtualMCPServer name may have at most 58 characters, so that its Service vmcp-<name> fits in the 63 a Service name allows"
 
 // VirtualMCPServer aggregates the MCP servers of one MCPGroup behind a single
