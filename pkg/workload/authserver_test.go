@@ -1,11 +1,10 @@
 package workload
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
@@ -15,7 +14,7 @@ import (
 // when a workload names it both ways), which holds its deletion.
 func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
 	cfg := extAuthConfig("curated", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://a.example.com"}`)}})
+		EmbeddedAuthServer: &thv1.EmbeddedAuthServerConfig{Issuer: "https://a.example.com"}})
 	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
 		s.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
 		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}
@@ -43,7 +42,10 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 	embedded := func(raw string) *thv1.MCPExternalAuthConfig {
 		c := extAuthConfig("as", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer})
 		if raw != "" {
-			c.Spec.EmbeddedAuthServer = &runtime.RawExtension{Raw: []byte(raw)}
+			c.Spec.EmbeddedAuthServer = &thv1.EmbeddedAuthServerConfig{}
+			if err := json.Unmarshal([]byte(raw), c.Spec.EmbeddedAuthServer); err != nil {
+				panic(err)
+			}
 		}
 		return c
 	}

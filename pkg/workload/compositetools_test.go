@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -163,7 +164,10 @@ func compositeDef(name string, spec thv1.CompositeToolSpec) *thv1.VirtualMCPComp
 
 func vmcpWithTools(name, refs string) *thv1.VirtualMCPServer {
 	v := vmcp(testNS, name, "")
-	v.Spec.Config = raw(`{"compositeToolRefs":` + refs + `}`)
+	v.Spec.Config = &thv1.VirtualMCPConfig{}
+	if err := json.Unmarshal([]byte(`{"compositeToolRefs":`+refs+`}`), v.Spec.Config); err != nil {
+		panic(err)
+	}
 	return v
 }
 
@@ -219,18 +223,17 @@ func TestCompositeToolDefinitionInvalid(t *testing.T) {
 // and without duplicates; a config that is not an object references none.
 func TestCompositeToolRefNames(t *testing.T) {
 	for _, c := range []struct {
-		config string
+		config *thv1.VirtualMCPConfig
 		want   []string
 	}{
-		{`{"compositeToolRefs":[{"name":"b"},{"name":"a"},{"name":"b"}]}`, []string{"a", "b"}},
-		{`{"aggregation":{}}`, nil},
-		{`{"compositeToolRefs":"nope"}`, nil},
-		{`[1]`, nil},
+		{&thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: "b"}, {Name: "a"}, {Name: "b"}}}, []string{"a", "b"}},
+		{&thv1.VirtualMCPConfig{Aggregation: &thv1.VMCPAggregation{}}, nil},
+		{nil, nil},
 	} {
 		v := vmcp(testNS, "v", "")
-		v.Spec.Config = raw(c.config)
+		v.Spec.Config = c.config
 		if got := thv1.VMCPCompositeToolNames(v); !slices.Equal(got, c.want) {
-			t.Errorf("%s: %q, want %q", c.config, got, c.want)
+			t.Errorf("%+v: %q, want %q", c.config, got, c.want)
 		}
 	}
 }

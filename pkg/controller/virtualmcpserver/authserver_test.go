@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -37,7 +36,7 @@ func withAuthServer(raw string) func(*thv1.VirtualMCPServer) {
 	return func(v *thv1.VirtualMCPServer) {
 		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{
 			Name: "auth", Audience: vmcpResource, ResourceURL: vmcpResource, Scopes: []string{"openid", "offline_access"}}}
-		v.Spec.AuthServerConfig = &runtime.RawExtension{Raw: []byte(raw)}
+		v.Spec.AuthServerConfig = wt.Decode[thv1.EmbeddedAuthServerConfig](raw)
 	}
 }
 
@@ -248,7 +247,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 func TestVMCPUnsupportedFields(t *testing.T) {
 	v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	f := newFixture(t, v, wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	acts, err := f.sync("agg")
@@ -274,7 +273,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 
 	f.update("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = nil
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	acts, err = f.sync("agg")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -20,7 +19,7 @@ import (
 // where ToolHive keeps them.
 func withCompositeToolRefs(raw string) func(*thv1.VirtualMCPServer) {
 	return func(v *thv1.VirtualMCPServer) {
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":` + raw + `}`)}
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"compositeToolRefs":` + raw + `}`)
 	}
 }
 
@@ -120,8 +119,8 @@ func TestCompositeToolsRendered(t *testing.T) {
 		t.Errorf("composite tools without any: %v", cfg)
 	}
 	in.Server = newVMCP("agg", func(v *thv1.VirtualMCPServer) {
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"compositeTools":[{"name":"inline","steps":[{"id":"s","tool":"m.echo"}]}],` +
-			`"compositeToolRefs":[{"name":"b"},{"name":"a"}]}`)}
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"compositeTools":[{"name":"inline","steps":[{"id":"s","tool":"m.echo"}]}],` +
+			`"compositeToolRefs":[{"name":"b"},{"name":"a"}]}`)
 	})
 	in.Refs.CompositeTools = map[string]*thv1.VirtualMCPCompositeToolDefinition{"a": a, "b": b}
 	withTools, err := build(in)

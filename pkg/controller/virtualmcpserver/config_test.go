@@ -75,10 +75,10 @@ func withRefs(v *thv1.VirtualMCPServer) {
 			"alpha": {Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "header"}},
 			"zeta":  {Type: thv1.BackendAuthTypeDiscovered},
 		}}
-	v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"tools":[` +
+	v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"tools":[` +
 		`{"workload":"alpha","toolConfigRef":{"name":"tools"}},` +
 		`{"workload":"zeta","toolConfigRef":{"name":"tools"},"filter":["own"],"overrides":{"search":{"name":"mine"}}}]},` +
-		`"operational":{"timeouts":{"default":"90s"}},"audit":{"enabled":true}}`)}
+		`"operational":{"timeouts":{"default":"90s"}},"audit":{"enabled":true}}`)
 }
 
 // refObjects are the configs withRefs names.
@@ -193,11 +193,8 @@ func TestRenderConfigRefuses(t *testing.T) {
 			})}
 		}, "spec.outgoingAuth.default: MCPExternalAuthConfig bearer is of type bearerToken"},
 		"bad duration": {func(v *thv1.VirtualMCPServer, _ *configRefs) {
-			v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"operational":{"timeouts":{"default":"soon"}}}`)}
+			v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
 		}, `spec.config: operational.timeouts.default: "soon" is not a duration`},
-		"tools not a list": {func(v *thv1.VirtualMCPServer, _ *configRefs) {
-			v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"tools":{"a":1}}}`)}
-		}, "spec.config: aggregation:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := newVMCP("agg")
@@ -308,7 +305,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 	}
 	upstream := newExtAuth("up", func(s *thv1.MCPExternalAuthConfigSpec) {
 		s.Type = thv1.ExternalAuthTypeUpstreamInject
-		s.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{"providerName":"partner"}`)}
+		s.UpstreamInject = &thv1.UpstreamInjectSpec{ProviderName: "partner"}
 	})
 	got, err = strategyOf("p", upstream, env)
 	if b, _ := json.Marshal(got); err != nil || string(b) != `{"type":"upstream_inject","upstreamInject":{"providerName":"partner"}}` {
@@ -317,7 +314,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 	if len(env) != 0 {
 		t.Errorf("variables %v for strategies without secrets", env)
 	}
-	upstream.Spec.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{}`)}
+	upstream.Spec.UpstreamInject = &thv1.UpstreamInjectSpec{}
 	if _, err := strategyOf("p", upstream, env); err == nil || !strings.Contains(err.Error(), "providerName") {
 		t.Errorf("upstreamInject without a provider: %v", err)
 	}

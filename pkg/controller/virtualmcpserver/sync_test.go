@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -59,9 +58,9 @@ func TestChildrenShape(t *testing.T) {
 	v := newVMCP("agg", withOIDC("auth"), func(v *thv1.VirtualMCPServer) {
 		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
 		v.Spec.SessionAffinity = thv1.SessionAffinityNone
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"},` +
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"},` +
 			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"outgoingAuth":{"source":"discovered"},"backends":[{"name":"injected"}],` +
-			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)}
+			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)
 	})
 	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
 		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
@@ -339,7 +338,9 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 }
 
 func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1,2]`)} }),
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.Config = wt.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
+	}),
 		wt.NewGroup(testNS, testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {

@@ -68,6 +68,17 @@ func RoundTrip[T any](obj *T) *T {
 	return &out
 }
 
+// Decode returns the JSON document s decoded into a new T, as the API
+// server would hand it to a client (unknown keys dropped), for fixtures
+// written as manifests. Invalid JSON panics.
+func Decode[T any](s string) *T {
+	var out T
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		panic(fmt.Sprintf("decode %T: %v", out, err))
+	}
+	return &out
+}
+
 // DefaultDeployment applies the API server's defaults and the marks other
 // controllers leave on a Deployment.
 func DefaultDeployment(d *appsv1.Deployment) {

@@ -9,6 +9,7 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=rp;mcprp,categories=toolhive
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Remote URL",type=string,JSONPath=`.spec.remoteUrl`
@@ -99,6 +100,7 @@ type MCPRemoteProxySpec struct {
 	// +optional
 	SessionAffinity string `json:"sessionAffinity,omitempty"`
 	// TrustProxyHeaders makes the proxy trust X-Forwarded-* headers.
+	// +kubebuilder:default=false
 	// +optional
 	TrustProxyHeaders bool `json:"trustProxyHeaders,omitempty"`
 	// EndpointPrefix is a path prefix the proxy serves under.
@@ -151,6 +153,10 @@ type MCPRemoteProxyStatus struct {
 	// URL clients use to reach the proxy inside the cluster.
 	// +optional
 	URL string `json:"url,omitempty"`
+	// ExternalURL is where clients outside the cluster reach the proxy,
+	// ToolHive's field; hivekeeper does not set it.
+	// +optional
+	ExternalURL string `json:"externalUrl,omitempty"`
 	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
 	// +optional
 	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`

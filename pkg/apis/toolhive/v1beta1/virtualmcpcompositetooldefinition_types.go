@@ -24,6 +24,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=vmcpctd;compositetool,categories=toolhive
 // +kubebuilder:printcolumn:name="Workflow",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.validationStatus`
