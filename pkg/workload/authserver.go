@@ -83,6 +83,16 @@ type oidcUpstream struct {
 	AllowPrivateIPs               bool               `json:"allowPrivateIPs,omitempty"`
 }
 
+// decodeAuthServer reads an embedded authorization server block as the
+// part hivekeeper applies, and returns the block's JSON too, which
+// unsupportedAuthServerFields reads for what it sets beyond that part.
+func decodeAuthServer(c *thv1.EmbeddedAuthServerConfig) (spec embeddedAuthServerSpec, raw []byte, err error) {
+	if raw, err = json.Marshal(c); err == nil {
+		err = json.Unmarshal(raw, &spec)
+	}
+	return spec, raw, err
+}
+
 // storageMemory is the storage hivekeeper supports: the default, in
 // memory; redis is refused.
 const storageMemory = "memory"
@@ -285,11 +295,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 	if cfg.Spec.EmbeddedAuthServer == nil {
 		return refuse(cond, invalidReason, "type %s without spec.embeddedAuthServer", thv1.ExternalAuthTypeEmbeddedAuthServer)
 	}
-	raw, err := json.Marshal(cfg.Spec.EmbeddedAuthServer)
-	var spec embeddedAuthServerSpec
-	if err == nil {
-		err = json.Unmarshal(raw, &spec)
-	}
+	spec, raw, err := decodeAuthServer(cfg.Spec.EmbeddedAuthServer)
 	if err != nil {
 		return refuse(cond, invalidReason, "spec.embeddedAuthServer: %v", err)
 	}
@@ -416,11 +422,7 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
 	}
-	raw, err := json.Marshal(cfg)
-	var spec embeddedAuthServerSpec
-	if err == nil {
-		err = json.Unmarshal(raw, &spec)
-	}
+	spec, raw, err := decodeAuthServer(cfg)
 	if err != nil {
 		return refuse("%s: %v", base, err)
 	}

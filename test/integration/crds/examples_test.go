@@ -204,11 +204,15 @@ func servedBy(t *testing.T, env *framework.Env, gr schema.GroupResource) []strin
 	if err != nil {
 		t.Fatalf("CRD %s: %v", gr, err)
 	}
+	return servedVersions(crd)
+}
+
+// servedVersions lists the versions a CRD serves.
+func servedVersions(crd *unstructured.Unstructured) []string {
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	var out []string
 	for _, v := range versions {
-		m, _ := v.(map[string]any)
-		if served, _ := m["served"].(bool); served {
+		if m, _ := v.(map[string]any); m["served"] == true {
 			out = append(out, m["name"].(string))
 		}
 	}

@@ -2,10 +2,10 @@ package crds
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -136,7 +136,7 @@ func coverSchema(t *testing.T, id string, theirs, ours *apiextensionsv1.JSONSche
 			t.Errorf("%s: %s lacks ToolHive's CEL rule %q", id, at, r.Rule)
 		}
 	}
-	for _, name := range sortedKeys(theirs.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(theirs.Properties)) {
 		th := theirs.Properties[name]
 		var o *apiextensionsv1.JSONSchemaProps
 		if p, ok := ours.Properties[name]; ok {
@@ -194,15 +194,6 @@ func columns(cs []apiextensionsv1.CustomResourceColumnDefinition) []string {
 		out[i] = fmt.Sprintf("%s %s %s priority=%d", c.Name, c.Type, c.JSONPath, c.Priority)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // show renders an optional value for a message.

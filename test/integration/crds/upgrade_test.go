@@ -3,6 +3,7 @@ package crds
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,7 +119,7 @@ func (c *cluster) install(set crdSet) {
 // installed CRDs serve, in the namespace default.
 func (c *cluster) writeAll(by string) {
 	c.t.Helper()
-	for _, kind := range sortedKeys(minimalSpecs) {
+	for _, kind := range slices.Sorted(maps.Keys(minimalSpecs)) {
 		gr := c.resource(kind)
 		for _, version := range servedBy(c.t, c.env, gr) {
 			name := fmt.Sprintf("%s-%d", strings.ToLower(version), len(c.objects))
@@ -168,15 +169,8 @@ func (c *cluster) checkStoredServedBy(sets ...crdSet) {
 			c.t.Fatal(err)
 		}
 		for _, crd := range crds {
-			var served []string
-			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-			for _, v := range versions {
-				if m, _ := v.(map[string]any); m["served"] == true {
-					served = append(served, m["name"].(string))
-				}
-			}
 			for _, stored := range c.storedVersions(crd.GetName()) {
-				if !slices.Contains(served, stored) {
+				if !slices.Contains(servedVersions(crd), stored) {
 					c.t.Errorf("%s stores %s, which %s CRD does not serve", crd.GetName(), stored, set.name)
 				}
 			}
