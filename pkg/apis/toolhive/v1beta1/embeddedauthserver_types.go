@@ -95,8 +95,9 @@ type EmbeddedAuthServerConfig struct {
 	// +listMapKey=name
 	// +optional
 	UpstreamProviders []UpstreamProviderConfig `json:"upstreamProviders,omitempty"`
-	// PrimaryUpstreamProvider names the upstream whose identity becomes the
-	// token's subject when there are several.
+	// PrimaryUpstreamProvider names, among several upstreams, the one whose
+	// token's claims a vMCP's Cedar policies read; with the single upstream
+	// of an MCPServer or MCPRemoteProxy it has no effect.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
@@ -106,9 +107,10 @@ type EmbeddedAuthServerConfig struct {
 	// default) or Redis.
 	// +optional
 	Storage *AuthServerStorageConfig `json:"storage,omitempty"`
-	// DisableUpstreamTokenInjection stops the proxy from replacing the
-	// client's token with the upstream provider's on the way to the MCP
-	// server.
+	// DisableUpstreamTokenInjection makes the proxy, once it has validated
+	// the client's token, strip the client's credential headers instead of
+	// sending the upstream provider's token: the MCP server gets an
+	// unauthenticated request.
 	// +kubebuilder:default=false
 	// +optional
 	DisableUpstreamTokenInjection bool `json:"disableUpstreamTokenInjection,omitempty"`
@@ -118,7 +120,7 @@ type EmbeddedAuthServerConfig struct {
 	// +optional
 	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
 	// BaselineClientScopes are scopes every dynamically registered client
-	// gets, whatever it asked for.
+	// may request, beside the ones it registered with.
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:Pattern=`^[\x21\x23-\x5B\x5D-\x7E]+$`
@@ -154,8 +156,9 @@ type EmbeddedAuthServerConfig struct {
 	// +listType=atomic
 	// +optional
 	TrustedIssuers []TrustedIssuerConfig `json:"trustedIssuers,omitempty"`
-	// ForceConfidentialRedirectURIs are redirect URIs whose clients are
-	// registered as confidential even when they ask to be public.
+	// ForceConfidentialRedirectURIs are redirect URIs (exact matches) whose
+	// dynamically registered clients get a client secret even when they
+	// register as public clients.
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:Pattern=`^https://[^\s?#]+$`
 	// +listType=atomic
@@ -207,12 +210,13 @@ type EmbeddedAuthServerCIMDConfig struct {
 	// fetches.
 	// +kubebuilder:default=false
 	Enabled bool `json:"enabled"`
-	// CacheMaxSize is how many fetched documents are cached.
+	// CacheMaxSize is how many fetched documents are cached; 256 when
+	// unset.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	CacheMaxSize int `json:"cacheMaxSize,omitempty"`
-	// CacheFallbackTTL is how long a document without caching headers is
-	// cached, a Go duration.
+	// CacheFallbackTTL is how long every fetched document is cached, a Go
+	// duration; 5m when unset.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	CacheFallbackTTL string `json:"cacheFallbackTtl,omitempty"`
@@ -800,18 +804,21 @@ type DCRUpstreamConfig struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	RegistrationEndpoint string `json:"registrationEndpoint,omitempty"`
-	// RotationKey, when changed, makes the server register a new client.
+	// RotationKey, when changed, makes the server register a new client,
+	// for a registration the upstream dropped without the probe noticing.
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._-]+$`
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	RotationKey string `json:"rotationKey,omitempty"`
-	// RegistrationProbe is the endpoint the server calls to check that the
-	// registered client is still accepted, or none.
+	// RegistrationProbe is the upstream endpoint the server calls, at
+	// start, to check that the registered client is still accepted (and
+	// registers a new one when it is not), or none.
 	// +kubebuilder:validation:Enum=tokenEndpoint;authorizationEndpoint;none
 	// +optional
 	RegistrationProbe string `json:"registrationProbe,omitempty"`
-	// RegistrationProbeInterval is how often the probe runs, a Go duration
-	// of at least a minute.
+	// RegistrationProbeInterval repeats the check while running, every
+	// interval (a Go duration of at least a minute); unset checks at start
+	// only.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="registrationProbeInterval is at least 1m"
 	// +optional
@@ -917,8 +924,9 @@ type AuthServerStorageConfig struct {
 	// Redis is the Redis server (type redis).
 	// +optional
 	Redis *RedisStorageConfig `json:"redis,omitempty"`
-	// MaxDCRClients caps the dynamically registered clients kept; zero or
-	// unset means the server's default.
+	// MaxDCRClients caps the live dynamically registered clients; at the
+	// cap, registration fails until one expires. Unset means the server's
+	// default (10000), 0 means no cap.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxDCRClients *int32 `json:"maxDCRClients,omitempty"`
@@ -990,7 +998,7 @@ type SentinelServiceRef struct {
 	// Name of the Service.
 	// +required
 	Name string `json:"name"`
-	// Namespace of the Service; the workload's when unset.
+	// Namespace of the Service; the config's own when unset.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Port of Sentinel on the Service.

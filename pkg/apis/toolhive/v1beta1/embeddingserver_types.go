@@ -103,7 +103,7 @@ type EmbeddingServerSpec struct {
 // ModelCacheConfig is the persistent volume models are downloaded to.
 // +kubebuilder:pruning:PreserveUnknownFields
 type ModelCacheConfig struct {
-	// Enabled keeps the cache; without it every pod downloads the model.
+	// Enabled keeps the cache on a persistent volume claim.
 	// +kubebuilder:default=true
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`

@@ -50,7 +50,8 @@ type MCPRegistry struct {
 // MCPRegistrySpec is the desired state of an MCPRegistry.
 type MCPRegistrySpec struct {
 	// ConfigYAML is the registry server's configuration file, written as
-	// is into its ConfigMap.
+	// is into its ConfigMap; it is not a Secret, so credentials belong in
+	// mounted volumes (or pgpassSecretRef), not here.
 	// +kubebuilder:validation:MinLength=1
 	// +required
 	ConfigYAML string `json:"configYAML"`
@@ -64,9 +65,8 @@ type MCPRegistrySpec struct {
 	// +listType=atomic
 	// +optional
 	VolumeMounts []apiextensionsv1.JSON `json:"volumeMounts,omitempty"`
-	// PGPassSecretRef is a PostgreSQL password file (.pgpass) the server's
-	// database connection uses; it is copied into place with the mode
-	// PostgreSQL requires by an init container.
+	// PGPassSecretRef is a Secret key holding a PostgreSQL password file
+	// (.pgpass) for the server's database connections.
 	// +optional
 	PGPassSecretRef *corev1.SecretKeySelector `json:"pgpassSecretRef,omitempty"`
 	// DisplayName of the registry.

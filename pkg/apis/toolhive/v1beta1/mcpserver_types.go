@@ -199,8 +199,8 @@ type MCPServerSpec struct {
 	// storage.
 	// +optional
 	RateLimiting *RateLimitConfig `json:"rateLimiting,omitempty"`
-	// ProxyReadTimeout is how long the proxy waits to read a request, a Go
-	// duration; zero or unset means the runner's default.
+	// ProxyReadTimeout bounds how long the proxy spends reading a whole
+	// request (headers and body), a Go duration; 30s when unset.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Format=duration
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="proxyReadTimeout may not be negative"

@@ -110,8 +110,8 @@ type SessionStorageConfig struct {
 	// PasswordRef is the Secret key that holds the Redis password.
 	// +optional
 	PasswordRef *SecretKeyRef `json:"passwordRef,omitempty"`
-	// TLS connects to Redis over TLS (redis only); the CA bundle's Secret
-	// is mounted into the pod.
+	// TLS connects to Redis over TLS (redis only), verified with the CA
+	// bundle of caCertSecretRef or the system's roots, or not verified.
 	// +optional
 	TLS *RedisTLSConfig `json:"tls,omitempty"`
 }

@@ -146,8 +146,9 @@ type VirtualMCPServerSpec struct {
 	// refused, naming the fields.
 	// +optional
 	AuthServerConfig *EmbeddedAuthServerConfig `json:"authServerConfig,omitempty"`
-	// AuthServerUpstreamFilter narrows, by the user's groups, which of
-	// authServerConfig's upstream providers the user must sign in with.
+	// AuthServerUpstreamFilter chooses, by the user's groups, which of
+	// authServerConfig's upstream providers after the first the user signs
+	// in with.
 	// +optional
 	AuthServerUpstreamFilter *AuthServerUpstreamFilterConfig `json:"authServerUpstreamFilter,omitempty"`
 	// ServiceType of the vMCP Service.
@@ -193,18 +194,21 @@ type VirtualMCPServerSpec struct {
 // incoming token) to the upstream providers they sign in with.
 // +kubebuilder:pruning:PreserveUnknownFields
 type AuthServerUpstreamFilterConfig struct {
-	// Claim holding the user's groups; groups when unset.
+	// Claim holding the user's groups, a top-level claim of the identity
+	// the first upstream resolves; groups when unset.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Claim string `json:"claim,omitempty"`
-	// Rules, the first whose groups match wins.
+	// Rules: the user gets the upstreams of every rule one of whose groups
+	// is theirs, in configured order.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +required
 	Rules []UpstreamFilterGroupRule `json:"rules"`
-	// DefaultUpstreams for users no rule matches; all when unset.
+	// DefaultUpstreams for users no rule matches (or with no groups); when
+	// unset such a user signs in with the first upstream only.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=set
 	// +optional

@@ -444,7 +444,7 @@ type VMCPOperational struct {
 // clients.
 // +kubebuilder:pruning:PreserveUnknownFields
 type VMCPListChanged struct {
-	// Enabled forwards them; vmcp's default when unset.
+	// Enabled forwards them for every backend; true when unset.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 	// DisabledWorkloads are backends whose notifications are dropped.
@@ -463,8 +463,9 @@ type VMCPTimeouts struct {
 	// PerWorkload timeouts, by backend name.
 	// +optional
 	PerWorkload map[string]VMCPDuration `json:"perWorkload,omitempty"`
-	// BackendInit is how long a backend may take to initialise its MCP
-	// session.
+	// BackendInit bounds how long session initialisation waits for one
+	// backend to connect and answer, even below that backend's request
+	// timeout.
 	// +optional
 	BackendInit VMCPDuration `json:"backendInit,omitempty"`
 }
