@@ -57,8 +57,8 @@ const ChildLabelSelector = "toolhive=true"
 
 // Defaults of the images the controllers deploy.
 const (
-	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.47.0"
-	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.47.0"
+	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"
+	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.63.0"
 )
 
 // Options configure the controllers.

@@ -100,7 +100,7 @@ func compositeDef(name string, spec thv1.CompositeToolSpec) *thv1.VirtualMCPComp
 
 func vmcpWithTools(name, refs string) *thv1.VirtualMCPServer {
 	v := vmcp(testNS, name, "")
-	v.Spec.Config = toolhivetest.Raw(`{"compositeToolRefs":` + refs + `}`)
+	v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"compositeToolRefs":` + refs + `}`)
 	return v
 }
 
@@ -156,18 +156,17 @@ func TestCompositeToolDefinitionInvalid(t *testing.T) {
 // and without duplicates; a config that is not an object references none.
 func TestCompositeToolRefNames(t *testing.T) {
 	for _, c := range []struct {
-		config string
+		config *thv1.VirtualMCPConfig
 		want   []string
 	}{
-		{`{"compositeToolRefs":[{"name":"b"},{"name":"a"},{"name":"b"}]}`, []string{"a", "b"}},
-		{`{"aggregation":{}}`, nil},
-		{`{"compositeToolRefs":"nope"}`, nil},
-		{`[1]`, nil},
+		{&thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: "b"}, {Name: "a"}, {Name: "b"}}}, []string{"a", "b"}},
+		{&thv1.VirtualMCPConfig{Aggregation: &thv1.VMCPAggregation{}}, nil},
+		{nil, nil},
 	} {
 		v := vmcp(testNS, "v", "")
-		v.Spec.Config = toolhivetest.Raw(c.config)
+		v.Spec.Config = c.config
 		if got := thv1.VMCPCompositeToolNames(v); !slices.Equal(got, c.want) {
-			t.Errorf("%s: %q, want %q", c.config, got, c.want)
+			t.Errorf("%+v: %q, want %q", c.config, got, c.want)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 // The MCPToolConfig controller is the shared config controller.
@@ -148,7 +149,7 @@ func indexerOf[T ConfigObject](t *testing.T, client *fake.Clientset, kind Config
 // when a workload names it both ways), which holds its deletion.
 func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
 	cfg := &thv1.MCPExternalAuthConfig{ObjectMeta: curated(), Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://a.example.com"}`)}}}
+		EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](`{"issuer":"https://a.example.com"}`)}}
 	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
 		s.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
 		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}

@@ -37,7 +37,7 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	upstream := startIssuer(t)
 	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstream.URL, "REMOTE_URL": remote.StandIn})
+	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn})
 	const name = "with-auth-server"
 
 	// The files the pod would see, from the Deployment's Secret volumes.
@@ -46,7 +46,7 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 	if secrets != 2 {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL,
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
 		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
 		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)

@@ -22,7 +22,7 @@ func TestVMCPEmbeddedAuthServer(t *testing.T) {
 	backend := startRemoteMCP(t, "/mcp")
 	upstream := startIssuer(t)
 	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/vmcp-auth-server.yaml", map[string]string{"UPSTREAM": upstream.URL})
+	applyTemplate(t, env, ns, "testdata/runtime/vmcp-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn})
 	const name = "as-vmcp"
 
 	_, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
@@ -31,7 +31,7 @@ func TestVMCPEmbeddedAuthServer(t *testing.T) {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
 	backendURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("as-backend"), ns)
-	port := startVMCP(t, env, ns, name, backendURL, backend.URL,
+	port := startVMCP(t, env, ns, name, backendURL, backend.URL, upstreamStandIn, upstream.URL,
 		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
 		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)

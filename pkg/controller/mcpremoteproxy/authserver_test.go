@@ -8,18 +8,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 func embeddedConfig(raw string) *thv1.MCPExternalAuthConfig {
 	return &thv1.MCPExternalAuthConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "as", ResourceVersion: "1"},
 		Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-			EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(raw)}},
+			EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](raw)},
 		Status: thv1.ConfigStatus{ConfigHash: "h1", Conditions: []metav1.Condition{{
 			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid}}},
 	}

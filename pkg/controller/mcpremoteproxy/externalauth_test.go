@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -109,7 +108,7 @@ func TestExternalAuthNotApplied(t *testing.T) {
 		return c
 	}
 	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA,
-		XAA: &runtime.RawExtension{Raw: []byte(`{}`)}}))
+		XAA: &thv1.XAASpec{}}))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)

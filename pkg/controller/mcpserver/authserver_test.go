@@ -10,11 +10,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 const authServerJSON = `{"issuer":"https://auth.example.com","signingKeySecretRefs":[{"name":"keys","key":"current"},{"name":"keys","key":"old"}],` +
@@ -23,7 +23,7 @@ const authServerJSON = `{"issuer":"https://auth.example.com","signingKeySecretRe
 
 func authServerConfig(name, raw string) *thv1.MCPExternalAuthConfig {
 	return extAuthConfig(name, thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(raw)}})
+		EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](raw)})
 }
 
 func withAuthServer(s *thv1.MCPServer) {
@@ -98,7 +98,7 @@ func TestAuthServerRef(t *testing.T) {
 	}
 
 	cfg, _ := f.th.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Get(ctx, "as", metav1.GetOptions{})
-	cfg.Spec.EmbeddedAuthServer.Raw = []byte(strings.Replace(authServerJSON, "auth.example.com", "login.example.com", 1))
+	cfg.Spec.EmbeddedAuthServer = toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](strings.Replace(authServerJSON, "auth.example.com", "login.example.com", 1))
 	cfg.Status.ConfigHash = "h2"
 	if _, err := f.th.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -226,7 +225,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 func TestVMCPUnsupportedFields(t *testing.T) {
 	v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	f := newFixture(t, v, toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	acts, err := f.sync("agg")
@@ -252,7 +251,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 
 	f.update("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = nil
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	acts, err = f.sync("agg")
 	if err != nil {

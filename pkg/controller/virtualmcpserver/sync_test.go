@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -61,9 +60,9 @@ func TestChildrenShape(t *testing.T) {
 	v := newVMCP("agg", withOIDC("auth"), func(v *thv1.VirtualMCPServer) {
 		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
 		v.Spec.SessionAffinity = thv1.SessionAffinityNone
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"},` +
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"},` +
 			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"outgoingAuth":{"source":"discovered"},"backends":[{"name":"injected"}],` +
-			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)}
+			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)
 	})
 	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
@@ -341,7 +340,9 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 }
 
 func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1,2]`)} }),
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
+	}),
 		toolhivetest.NewGroup(testNS, testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {

@@ -48,10 +48,10 @@ func RefsFor(namespace, oidcKind string) ParityRefs {
 			Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, EntitiesJSON: "[]"}}
 		r.OIDCRef.Audience, r.OIDCRef.ResourceURL = "https://mcp.example.com", "https://mcp.example.com"
 		r.AuthServer = &thv1.MCPExternalAuthConfig{Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-			EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(`{"issuer":"https://auth.example.com",` +
+			EmbeddedAuthServer: Decode[thv1.EmbeddedAuthServerConfig](`{"issuer":"https://auth.example.com",` +
 				`"signingKeySecretRefs":[{"name":"keys","key":"k0"},{"name":"keys","key":"k1"}],"hmacSecretRefs":[{"name":"hmac","key":"h"}],` +
 				`"tokenLifespans":{"accessTokenLifespan":"1h"},"upstreamProviders":[{"name":"idp","type":"oidc",` +
-				`"oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c","clientSecretRef":{"name":"idp","key":"secret"}}}]}`)}}}
+				`"oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c","clientSecretRef":{"name":"idp","key":"secret"}}}]}`)}}
 		r.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "as"}
 	}
 	return r

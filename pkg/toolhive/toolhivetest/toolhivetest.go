@@ -6,6 +6,9 @@
 package toolhivetest
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -13,6 +16,17 @@ import (
 
 // Raw is s as a raw JSON field.
 func Raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+// Decode returns the JSON document s decoded into a new T, as the API
+// server would hand it to a client (unknown keys dropped), for fixtures of
+// typed subtrees written as manifests. Invalid JSON panics.
+func Decode[T any](s string) *T {
+	var out T
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		panic(fmt.Sprintf("decode %T: %v", out, err))
+	}
+	return &out
+}
 
 // CompositeTool is a composite tool vmcp accepts: a parameter schema, a
 // tool step, a forEach step and an elicitation that depend on it.

@@ -208,10 +208,10 @@ func WithVMCPRefs(v *thv1.VirtualMCPServer) {
 			"alpha": {Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "header"}},
 			"zeta":  {Type: thv1.BackendAuthTypeDiscovered},
 		}}
-	v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"tools":[` +
+	v.Spec.Config = Decode[thv1.VirtualMCPConfig](`{"aggregation":{"tools":[` +
 		`{"workload":"alpha","toolConfigRef":{"name":"tools"}},` +
 		`{"workload":"zeta","toolConfigRef":{"name":"tools"},"filter":["own"],"overrides":{"search":{"name":"mine"}}}]},` +
-		`"operational":{"timeouts":{"default":"90s"}},"audit":{"enabled":true}}`)}
+		`"operational":{"timeouts":{"default":"90s"}},"audit":{"enabled":true}}`)
 }
 
 // VMCPRefObjects are the configs WithVMCPRefs names.
@@ -240,7 +240,7 @@ func WithVMCPAuthServer(raw string) func(*thv1.VirtualMCPServer) {
 	return func(v *thv1.VirtualMCPServer) {
 		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{
 			Name: "auth", Audience: VMCPResource, ResourceURL: VMCPResource, Scopes: []string{"openid", "offline_access"}}}
-		v.Spec.AuthServerConfig = &runtime.RawExtension{Raw: []byte(raw)}
+		v.Spec.AuthServerConfig = Decode[thv1.EmbeddedAuthServerConfig](raw)
 	}
 }
 
@@ -248,6 +248,6 @@ func WithVMCPAuthServer(raw string) func(*thv1.VirtualMCPServer) {
 // where ToolHive keeps them.
 func WithCompositeToolRefs(raw string) func(*thv1.VirtualMCPServer) {
 	return func(v *thv1.VirtualMCPServer) {
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":` + raw + `}`)}
+		v.Spec.Config = Decode[thv1.VirtualMCPConfig](`{"compositeToolRefs":` + raw + `}`)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -81,6 +80,16 @@ type oidcUpstream struct {
 	AdditionalAuthorizationParams map[string]string  `json:"additionalAuthorizationParams,omitempty"`
 	SubjectClaim                  string             `json:"subjectClaim,omitempty"`
 	AllowPrivateIPs               bool               `json:"allowPrivateIPs,omitempty"`
+}
+
+// decodeAuthServer reads an embedded authorization server block as the
+// part hivekeeper applies, and returns the block's JSON too, which
+// unsupportedAuthServerFields reads for what it sets beyond that part.
+func decodeAuthServer(c *thv1.EmbeddedAuthServerConfig) (spec embeddedAuthServerSpec, raw []byte, err error) {
+	if raw, err = json.Marshal(c); err == nil {
+		err = json.Unmarshal(raw, &spec)
+	}
+	return spec, raw, err
 }
 
 // storageMemory is the storage hivekeeper supports: the default, in
@@ -232,12 +241,11 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 				extAuth.Name, thv1.ExternalAuthTypeEmbeddedAuthServer)
 		}
 	}
-	block := cfg.Spec.EmbeddedAuthServer
-	if block == nil || len(block.Raw) == 0 {
+	if cfg.Spec.EmbeddedAuthServer == nil {
 		return refuse(cond, invalidReason, "type %s without spec.embeddedAuthServer", thv1.ExternalAuthTypeEmbeddedAuthServer)
 	}
-	var spec embeddedAuthServerSpec
-	if err := json.Unmarshal(block.Raw, &spec); err != nil {
+	spec, raw, err := decodeAuthServer(cfg.Spec.EmbeddedAuthServer)
+	if err != nil {
 		return refuse(cond, invalidReason, "spec.embeddedAuthServer: %v", err)
 	}
 	if n := len(spec.UpstreamProviders); n > 1 {
@@ -247,7 +255,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 		}
 		return refuse(cond, reason, "an %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
 	}
-	if u := unsupportedAuthServerFields("spec.embeddedAuthServer", block.Raw); len(u) > 0 {
+	if u := unsupportedAuthServerFields("spec.embeddedAuthServer", raw); len(u) > 0 {
 		return refuse(cond, invalidReason, "not supported by hivekeeper: %s", strings.Join(u, ", "))
 	}
 	switch {
@@ -354,8 +362,8 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 // AuthServerConfigInvalid and its messages (the checks of its controller,
 // then those of vmcp's auth server integration), and a config that sets
 // what hivekeeper does not apply names the fields.
-func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServerWiring, error) {
-	if raw == nil {
+func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+	if cfg == nil {
 		return AuthServerWiring{}, nil
 	}
 	const base = "spec.authServerConfig"
@@ -363,8 +371,8 @@ func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServer
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
 	}
-	var spec embeddedAuthServerSpec
-	if err := json.Unmarshal(raw.Raw, &spec); err != nil {
+	spec, raw, err := decodeAuthServer(cfg)
+	if err != nil {
 		return refuse("%s: %v", base, err)
 	}
 	if spec.Issuer == "" {
@@ -374,7 +382,7 @@ func InlineAuthServer(raw *runtime.RawExtension, oidc *ResolvedOIDC) (AuthServer
 		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
 			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
 	}
-	if u := unsupportedAuthServerFields(base, raw.Raw); len(u) > 0 {
+	if u := unsupportedAuthServerFields(base, raw); len(u) > 0 {
 		return refuse("%s: not supported by hivekeeper: %s", base, strings.Join(u, ", "))
 	}
 	if len(spec.UpstreamProviders) == 0 {

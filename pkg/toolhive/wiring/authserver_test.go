@@ -1,11 +1,10 @@
 package wiring
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
@@ -30,7 +29,10 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 	embedded := func(raw string) *thv1.MCPExternalAuthConfig {
 		c := extAuthConfig("as", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer})
 		if raw != "" {
-			c.Spec.EmbeddedAuthServer = &runtime.RawExtension{Raw: []byte(raw)}
+			c.Spec.EmbeddedAuthServer = &thv1.EmbeddedAuthServerConfig{}
+			if err := json.Unmarshal([]byte(raw), c.Spec.EmbeddedAuthServer); err != nil {
+				panic(err)
+			}
 		}
 		return c
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
@@ -46,7 +45,6 @@ func tokenExchange(te thv1.TokenExchangeConfig) thv1.MCPExternalAuthConfigSpec {
 // is a validation error of the config: the workloads that reference it
 // wait instead of deploying a proxy that fails every request.
 func TestValidateExternalAuthConfig(t *testing.T) {
-	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	goodTE := thv1.TokenExchangeConfig{TokenURL: "https://idp.example.com/token", Audience: "backend",
 		ClientID: "c", ClientSecretRef: secretRef("s", "k"), Scopes: []string{"read", "write"}, SubjectTokenType: "id_token",
 		ExternalTokenHeaderName: "X-Upstream-Token"}
@@ -63,7 +61,7 @@ func TestValidateExternalAuthConfig(t *testing.T) {
 		{"bearerToken", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("s", "k")}}, nil},
 		{"unauthenticated", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}, nil},
-		{"a type hivekeeper does not apply is still a valid config", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: raw}, nil},
+		{"a type hivekeeper does not apply is still a valid config", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: &thv1.XAASpec{}}, nil},
 		{"awsSts", awsSts(goodAWS), nil},
 		{"awsSts, fallback role only", awsSts(thv1.AWSStsConfig{Region: "eu-west-1",
 			FallbackRoleArn: "arn:aws:iam::123456789012:role/mcp"}), nil},
@@ -75,7 +73,7 @@ func TestValidateExternalAuthConfig(t *testing.T) {
 			[]string{"at least one of fallbackRoleArn and roleMappings"}},
 		{"unknown type", thv1.MCPExternalAuthConfigSpec{Type: "oauth"}, []string{`spec.type: "oauth"`}},
 		{"block missing", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken}, []string{"spec.bearerToken: required"}},
-		{"other block set", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated, OBO: raw},
+		{"other block set", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated, OBO: &thv1.OBOConfig{}},
 			[]string{"spec.obo: must not be set when type is unauthenticated"}},
 		{"token URL", tokenExchange(thv1.TokenExchangeConfig{TokenURL: "idp.example.com/token", Audience: "a"}),
 			[]string{"spec.tokenExchange.tokenUrl"}},
@@ -172,16 +170,15 @@ func TestExternalAuth(t *testing.T) {
 // type hivekeeper does not apply, and a bearer token for an MCPServer
 // (which has no remote server), are an invalid spec naming the type.
 func TestExternalAuthRefuses(t *testing.T) {
-	raw := &runtime.RawExtension{Raw: []byte(`{}`)}
 	for _, tc := range []struct {
 		name, kind, typ string
 		spec            thv1.MCPExternalAuthConfigSpec
 	}{
 		{"awsSts without its block", thv1.KindMCPRemoteProxy, "awsSts", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts}},
 		{"awsSts on an MCPServer", thv1.KindMCPServer, "awsSts", awsSts(goodAWS)},
-		{"upstreamInject", thv1.KindMCPServer, "upstreamInject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: raw}},
-		{"obo", thv1.KindMCPRemoteProxy, "obo", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO, OBO: raw}},
-		{"xaa", thv1.KindMCPServer, "xaa", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: raw}},
+		{"upstreamInject", thv1.KindMCPServer, "upstreamInject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: &thv1.UpstreamInjectSpec{}}},
+		{"obo", thv1.KindMCPRemoteProxy, "obo", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO, OBO: &thv1.OBOConfig{}}},
+		{"xaa", thv1.KindMCPServer, "xaa", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: &thv1.XAASpec{}}},
 		{"bearerToken on an MCPServer", thv1.KindMCPServer, "bearerToken", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("s", "k")}}},
 	} {

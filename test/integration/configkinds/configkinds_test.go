@@ -15,7 +15,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -210,7 +209,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		}
 		v := &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v-%03d", i)},
 			Spec: thv1.VirtualMCPServerSpec{IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}, GroupRef: thv1.GroupRef{Name: "g"},
-				Config: &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":[{"name":"` + def + `"}]}`)}}}
+				Config: &thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: def}}}}}
 		if _, err := th.VirtualMCPServers(ns).Create(ctx, v, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

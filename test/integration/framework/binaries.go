@@ -80,20 +80,8 @@ func FindBinaries() (string, error) {
 // (<cache>/k8s/<kube>-etcd-<etcd>) so FindBinaries can tell whether running
 // the script would be instant.
 func cachedBinariesDir(root string) (string, error) {
-	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	vars, err := readVersions(root)
 	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			vars[k] = strings.Trim(v, `"'`)
-		}
-	}
-	if err := sc.Err(); err != nil {
 		return "", err
 	}
 	if vars["KUBE_VERSION"] == "" || vars["ETCD_VERSION"] == "" {
@@ -109,6 +97,59 @@ func cachedBinariesDir(root string) (string, error) {
 		cache = filepath.Join(dir, "hivekeeper")
 	}
 	return filepath.Join(cache, "k8s", vars["KUBE_VERSION"]+"-etcd-"+vars["ETCD_VERSION"]), nil
+}
+
+// readVersions reads the pins of hack/versions.env (NAME=value lines).
+func readVersions(root string) (map[string]string, error) {
+	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return vars, sc.Err()
+}
+
+// ToolHive releases of hack/versions.env, the names ToolHiveSource takes.
+const (
+	// ToolHiveAPIRelease is the release whose API (CRDs, examples) hivekeeper
+	// serves.
+	ToolHiveAPIRelease = "TOOLHIVE_API_VERSION"
+	// ToolHiveRuntimeRelease is the release whose binaries the conformance
+	// suite runs.
+	ToolHiveRuntimeRelease = "TOOLHIVE_VERSION"
+)
+
+// ToolHiveSource returns the version pinned as release (ToolHiveAPIRelease
+// or ToolHiveRuntimeRelease) and the folder of that release's source in the
+// Go module cache, downloading it first if needed (hack/toolhive-source.sh).
+// Tests read ToolHive's CRD YAML and examples from there.
+func ToolHiveSource(release string) (version, dir string, err error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", "", err
+	}
+	vars, err := readVersions(root)
+	if err != nil {
+		return "", "", err
+	}
+	if version = vars[release]; version == "" {
+		return "", "", fmt.Errorf("hack/versions.env does not pin %s", release)
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "toolhive-source.sh"), version)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("hack/toolhive-source.sh %s: %w", version, err)
+	}
+	return version, strings.TrimSpace(string(out)), nil
 }
 
 // apiServerBinaries are what Start always runs.

@@ -127,7 +127,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 			PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":[{"name":"scratch","emptyDir":{"sizeLimit":"64Mi"}},` +
 				`{"name":"creds","secret":{"secretName":"creds"}}],` +
 				`"containers":[{"name":"vmcp","volumeMounts":[{"name":"scratch","mountPath":"/scratch"},{"name":"creds","mountPath":"/creds"}]}]}}`)},
-			Config: &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)},
+			Config: &thv1.VirtualMCPConfig{Aggregation: &thv1.VMCPAggregation{ConflictResolution: "prefix"}},
 		},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

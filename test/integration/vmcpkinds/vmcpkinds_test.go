@@ -200,7 +200,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	must(t, err)
 	_, err = th.VirtualMCPServers(ns).Create(ctx, &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Name: "v"},
 		Spec: thv1.VirtualMCPServerSpec{IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}, GroupRef: thv1.GroupRef{Name: "g"},
-			Config: &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":[{"name":"fetch-twice"},{"name":"later"}]}`)}}}, metav1.CreateOptions{})
+			Config: &thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: "fetch-twice"}, {Name: "later"}}}}}, metav1.CreateOptions{})
 	must(t, err)
 	refCondition := func(status metav1.ConditionStatus, reason string) func() (bool, error) {
 		return func() (bool, error) {

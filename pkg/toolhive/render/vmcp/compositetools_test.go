@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -28,8 +27,8 @@ func TestCompositeToolsRendered(t *testing.T) {
 		t.Errorf("composite tools without any: %v", cfg)
 	}
 	v = newVMCP("agg", func(v *thv1.VirtualMCPServer) {
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"compositeTools":[{"name":"inline","steps":[{"id":"s","tool":"m.echo"}]}],` +
-			`"compositeToolRefs":[{"name":"b"},{"name":"a"}]}`)}
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"compositeTools":[{"name":"inline","steps":[{"id":"s","tool":"m.echo"}]}],` +
+			`"compositeToolRefs":[{"name":"b"},{"name":"a"}]}`)
 	})
 	in.CompositeTools = map[string]*thv1.VirtualMCPCompositeToolDefinition{"a": a, "b": b}
 	withTools, err := Build(v, in)

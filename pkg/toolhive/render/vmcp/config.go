@@ -217,11 +217,14 @@ func invalidSpec(format string, a ...any) error {
 // decodeConfig decodes spec.config as an object; numbers stay as written
 // (a float64 would round large integers).
 func decodeConfig(v *thv1.VirtualMCPServer) (map[string]any, error) {
-	c := v.Spec.Config
-	if c == nil || len(c.Raw) == 0 || string(c.Raw) == "null" {
+	if v.Spec.Config == nil {
 		return map[string]any{}, nil
 	}
-	cfg, err := decodeObject(c.Raw)
+	raw, err := json.Marshal(v.Spec.Config)
+	if err != nil {
+		return nil, invalidConfig("%v", err)
+	}
+	cfg, err := decodeObject(raw)
 	if err != nil {
 		return nil, invalidConfig("not a JSON object: %v", err)
 	}
@@ -375,9 +378,7 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 	case thv1.ExternalAuthTypeUpstreamInject:
 		var ui schema.VMCPUpstreamInject
 		if s.UpstreamInject != nil {
-			if err := json.Unmarshal(s.UpstreamInject.Raw, &ui); err != nil {
-				return nil, invalidSpec("%s: MCPExternalAuthConfig %s: spec.upstreamInject: %v", path, cfg.Name, err)
-			}
+			ui.ProviderName = s.UpstreamInject.ProviderName
 		}
 		if ui.ProviderName == "" {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type upstreamInject without spec.upstreamInject.providerName", path, cfg.Name)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -123,11 +122,8 @@ func TestRenderConfigRefuses(t *testing.T) {
 			})}
 		}, "spec.outgoingAuth.default: MCPExternalAuthConfig bearer is of type bearerToken"},
 		"bad duration": {func(v *thv1.VirtualMCPServer, _ *Input) {
-			v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"operational":{"timeouts":{"default":"soon"}}}`)}
+			v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
 		}, `spec.config: operational.timeouts.default: "soon" is not a duration`},
-		"tools not a list": {func(v *thv1.VirtualMCPServer, _ *Input) {
-			v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"tools":{"a":1}}}`)}
-		}, "spec.config: aggregation:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := newVMCP("agg")
@@ -171,7 +167,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 	}
 	upstream := newExtAuth("up", func(s *thv1.MCPExternalAuthConfigSpec) {
 		s.Type = thv1.ExternalAuthTypeUpstreamInject
-		s.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{"providerName":"partner"}`)}
+		s.UpstreamInject = &thv1.UpstreamInjectSpec{ProviderName: "partner"}
 	})
 	got, err = strategyOf("p", upstream, env)
 	if b, _ := json.Marshal(got); err != nil || string(b) != `{"type":"upstream_inject","upstreamInject":{"providerName":"partner"}}` {
@@ -180,7 +176,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 	if len(env) != 0 {
 		t.Errorf("variables %v for strategies without secrets", env)
 	}
-	upstream.Spec.UpstreamInject = &runtime.RawExtension{Raw: []byte(`{}`)}
+	upstream.Spec.UpstreamInject = &thv1.UpstreamInjectSpec{}
 	if _, err := strategyOf("p", upstream, env); err == nil || !strings.Contains(err.Error(), "providerName") {
 		t.Errorf("upstreamInject without a provider: %v", err)
 	}

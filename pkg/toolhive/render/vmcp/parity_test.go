@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -74,7 +73,7 @@ func TestBuildDriftParity(t *testing.T) {
 												withPodTemplate(pt)(v)
 											}
 											if cfgRaw != "" {
-												v.Spec.Config = &runtime.RawExtension{Raw: []byte(cfgRaw)}
+												v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](cfgRaw)
 											}
 											v.Spec.Replicas = rep
 											v.Spec.ServiceAccount = sa
