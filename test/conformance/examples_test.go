@@ -16,6 +16,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // exampleOrder lists the kinds hivekeeper serves in the order a file's
@@ -110,7 +111,7 @@ func TestToolHiveExamples(t *testing.T) {
 					continue
 				}
 				applied++
-				gvr, _ := resourceFor(o)
+				gvr, _ := toolhive.Resource(o)
 				got, err := env.Dynamic.Resource(gvr).Namespace(ns).Get(context.Background(), o.GetName(), metav1.GetOptions{})
 				if err != nil {
 					t.Errorf("%s: reading it back: %v", id, err)

@@ -14,7 +14,6 @@
 package conformance_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -23,12 +22,8 @@ import (
 	"testing"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
-
-// ToolHiveBinariesEnv names the folder holding ToolHive's thv-proxyrunner,
-// vmcp and thv-operator (hack/toolhive-binaries.sh prints it). Without it, or under
-// -short, the suite skips with the reason.
-const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 var (
 	toolhiveBin    string // folder of thv-proxyrunner, vmcp and thv-operator
@@ -40,7 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	code := func() int {
 		flag.Parse()
-		if dir := os.Getenv(ToolHiveBinariesEnv); dir != "" && !testing.Short() {
+		if dir := os.Getenv(toolhive.BinariesEnv); dir != "" && !testing.Short() {
 			toolhiveBin = dir
 			tmp, err := os.MkdirTemp("", "hivekeeper-thvcheck-")
 			if err != nil {
@@ -60,17 +55,12 @@ func TestMain(m *testing.M) {
 			}
 			// The build brought ToolHive's module into the cache; its
 			// examples are read from there, never copied.
-			cmd = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stacklok/toolhive")
-			cmd.Dir = "thvcheck"
-			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-			out, err := cmd.Output()
-			if err != nil || len(bytes.TrimSpace(out)) == 0 {
-				fmt.Fprintf(os.Stderr, "conformance: locating ToolHive's module: %v %s\n", err, out)
+			if toolhiveModule, err = toolhive.ModuleDir(); err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 				return 1
 			}
-			toolhiveModule = string(bytes.TrimSpace(out))
 		} else if !testing.Short() {
-			skipReason = "conformance: " + ToolHiveBinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
+			skipReason = "conformance: " + toolhive.BinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
 		}
 		return framework.Run(m)
 	}()

@@ -1,0 +1,29 @@
+package handover_test
+
+import (
+	"strings"
+
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
+)
+
+// handoverCauses group pendingDifferences into a work list: the causes
+// only a switch shows first, then the differences of output the
+// differential test lists too (toolhive.OutputCauses), which a switch
+// shows as changes. A difference takes the first cause that matches it.
+var handoverCauses = append([]toolhive.Cause{
+	toolhive.NewCause("MCPWebhookConfig stored as v1beta1", "hivekeeper's MCPWebhookConfig CRD stores v1beta1, which "+
+		"ToolHive's CRD does not serve, so ToolHive's CRDs cannot be applied back; its StorageVersionMigrator then "+
+		"keeps patching the CRD's status. Store v1alpha1 (issue #27 step 1)", "CustomResourceDefinition", `.*`, ``),
+	{Name: "create before adopt", Todo: "hivekeeper sends a create for every ConfigMap and ServiceAccount ToolHive's " +
+		"operator wrote (its child informers select toolhive=true, a label ToolHive's operator does not set on them), is " +
+		"refused (409) and patches them: read them before writing",
+		Match: func(d toolhive.Difference) bool {
+			return d.Path == pathWrites && strings.Contains(d.B, "create→409")
+		}},
+	toolhive.NewCause("workloads ToolHive's operator does not run", "hivekeeper deploys workloads ToolHive's operator "+
+		"fails (an override with annotations only, a ConfigMap permission profile, an EmbeddingServer reference it does "+
+		"not read): their children appear at the switch and stay after switching back", "", `^(\(object\)|\(writes\))$`,
+		`(annotated-server|profile-configmap|optimizer-vmcp)[^/ ]*$`),
+	toolhive.NewCause("rewrites", "the writes that carry the differences below: each goes when its object's bytes match",
+		"", `^\(writes\)$`, ``),
+}, toolhive.OutputCauses...)
