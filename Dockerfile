@@ -28,12 +28,17 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/hivekeeper ./cmd/controller
 
+# The same image `make image` builds without Docker (hack/image): the
+# binary as entrypoint, user 65532, CA certificates, these labels.
 FROM gcr.io/distroless/static:nonroot
 
 ARG VERSION=dev
+ARG REVISION=""
 LABEL org.opencontainers.image.title="hivekeeper" \
       org.opencontainers.image.description="Kubernetes controller for the ToolHive MCP API (toolhive.stacklok.dev/v1beta1)" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/hivekeeper/hivekeeper"
 
 COPY --from=build /out/hivekeeper /hivekeeper
 # 65532 is distroless' "nonroot"; numeric so runAsNonRoot can verify it.

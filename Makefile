@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries conformance generate verify lint run bench bench-sweep reliability test-binaries helm sync-chart image dashboard-png clean
+.PHONY: help build test test-unit toolhive-binaries conformance generate verify lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -11,12 +11,12 @@ help: ## List targets.
 build: ## Build bin/hivekeeper.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hivekeeper ./cmd/controller
 
-test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) the kube-apiserver and etcd used by tests.
+test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok used by tests.
 	@hack/test-binaries.sh >/dev/null
 
-test: test-binaries toolhive-binaries ## Run every test: unit, integration against a real kube-apiserver + etcd, and ToolHive runtime conformance.
+test: test-binaries toolhive-binaries image ## Run every test: unit, integration against a real kube-apiserver + etcd (and a fuller cluster), ToolHive runtime conformance, the image.
 	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
-	  go test -count=1 -timeout 30m ./...
+	  HIVEKEEPER_IMAGE=$(CURDIR)/bin/image go test -count=1 -timeout 30m ./...
 
 toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner, vmcp and thv-operator at the pinned release.
 	@hack/toolhive-binaries.sh >/dev/null
@@ -43,11 +43,13 @@ lint: verify ## Alias of verify.
 run: test-binaries build ## Start a local API server, apply examples/, run hivekeeper against it.
 	hack/local-up.sh
 
-bench: test-binaries ## Benchmark N=300 MCPServers against a real API server; writes docs/performance.md.
-	go run ./test/bench -n 300 -out docs/performance.md
+bench: test-binaries toolhive-binaries ## Benchmark N=300 MCPServers, and ToolHive's operator beside it, on a local cluster; writes docs/performance.md.
+	go run ./test/bench -n 300 -peer-n 300 -out docs/performance.md
 
-bench-sweep: test-binaries ## Benchmark N=300,1000,3000,10000 (about an hour); writes docs/performance.md and docs/performance.png.
-	go run ./test/bench -n 300,1000,3000,10000 -out docs/performance.md -plot docs/performance.png
+# BENCH_NOTE, when set, is a sentence on the conditions of the run (other
+# load on the machine) that the report prints.
+bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 and ToolHive's operator at 300 (about an hour); writes docs/performance.md and docs/performance.png.
+	go run ./test/bench -n 300,1000,3000 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
 	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/
@@ -58,11 +60,21 @@ helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 sync-chart: ## Copy config/crd and the dashboard into the chart.
 	hack/sync-chart.sh
 
-image: ## Build the container image (needs a Docker engine with BuildKit).
-	docker build --build-arg VERSION=$(VERSION) -t hivekeeper:$(VERSION) .
+# The image's files carry the commit's time, so the same commit gives the
+# same image.
+IMAGE_CREATED ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+image: ## Build the container image without Docker: bin/image/oci (OCI layout) and bin/image/hivekeeper.tar (docker load, crane push).
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/hivekeeper ./cmd/controller
+	GOOS= GOARCH= go run ./hack/image --binary bin/image/hivekeeper --arch $$(go env GOARCH) --version $(VERSION) --out bin/image \
+	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --created $(IMAGE_CREATED) \
+	  --ca-certificates-version "$$(dpkg-query -W -f='$${Version}' ca-certificates 2>/dev/null)"
+
+image-docker: ## Build the same image with a Docker engine (BuildKit) from the Dockerfile.
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) -t hivekeeper:$(VERSION) .
 
 dashboard-png: ## Re-render docs/dashboard.png (needs Debian's chromium).
 	hack/render-dashboard.sh
 
 clean: ## Remove build outputs (keeps the cached API server and tool binaries).
-	rm -f bin/hivekeeper bin/hivekeeper-bench
+	rm -rf bin/hivekeeper bin/hivekeeper-bench bin/image

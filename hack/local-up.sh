@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a running hivekeeper (`make run`).
 #
-# Starts the same etcd + kube-apiserver the integration tests use (through
-# test/integration/framework/cmd/apiserver), installs config/crd, applies
-# examples/, and runs bin/hivekeeper against it in the foreground with
-# metrics on 127.0.0.1:8080 and health on 127.0.0.1:8081. Ctrl-C (or
-# SIGTERM) stops hivekeeper and both servers and removes every temporary
-# file. Needs only Go: objects are applied by the framework helper, not by
-# kubectl.
+# Starts the same cluster the fuller integration tests use (through
+# test/integration/framework/cmd/apiserver --cluster): etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler and kwok's fake
+# nodes, so the examples' Deployments get pods that become Running and
+# Ready. It installs config/crd, applies examples/, and runs bin/hivekeeper
+# against it in the foreground with metrics on 127.0.0.1:8080 and health on
+# 127.0.0.1:8081. Ctrl-C (or SIGTERM) stops hivekeeper and every server and
+# removes every temporary file. Needs only Go: objects are applied by the
+# framework helper, not by kubectl.
 #
 # Environment:
 #   HIVEKEEPER_METRICS_ADDR  metrics address (default 127.0.0.1:8080)
@@ -25,8 +27,8 @@ examples=${HIVEKEEPER_EXAMPLES:-examples}
 
 log() { echo "local-up: $*" >&2; }
 
-# Building kube-apiserver takes minutes the first time; say so rather than
-# look hung.
+# Building the control plane takes minutes the first time; say so rather
+# than look hung.
 bins=$(hack/test-binaries.sh)
 
 if [[ ! -x bin/hivekeeper ]]; then
@@ -71,12 +73,13 @@ kubeconfig="${work}/kubeconfig"
   --dir="${work}" \
   --crds="${root}/config/crd" \
   --apply="${examples}" \
+  --cluster \
   --kubeconfig-out="${kubeconfig}" &
 apiserver_pid=$!
 
 # The helper writes the kubeconfig last, once the CRDs are Established and
 # the examples applied.
-for _ in $(seq 1 1200); do
+for _ in $(seq 1 3000); do
   [[ -f ${kubeconfig} ]] && break
   if ! kill -0 "${apiserver_pid}" 2>/dev/null; then
     apiserver_pid=""
@@ -86,7 +89,7 @@ for _ in $(seq 1 1200); do
   sleep 0.1
 done
 if [[ ! -f ${kubeconfig} ]]; then
-  log "the local API server was not ready after 120s"
+  log "the local cluster was not ready after 300s"
   exit 1
 fi
 
@@ -96,9 +99,11 @@ cat >&2 <<EOF
     kubectl:  export KUBECONFIG=${kubeconfig}
               kubectl get mcpservers,mcpoidcconfigs,mcptoolconfigs,mcpauthzconfigs,mcpexternalauthconfigs,mcptelemetryconfigs,mcpwebhookconfigs,mcpserverentries,virtualmcpcompositetooldefinitions,mcpgroups,mcpremoteproxies,virtualmcpservers
               kubectl get deploy,svc,cm,sa -l toolhive=true
+              kubectl get pods -o wide
     metrics:  http://${metrics_addr}/metrics
     health:   http://${health_addr}/healthz  http://${health_addr}/readyz
-  There is no kubelet: Deployments get no pods. Ctrl-C stops everything.
+  Pods run on kwok's fake nodes: scheduled and reported Ready, no container
+  runs. Ctrl-C stops everything.
 
 EOF
 

@@ -2,7 +2,9 @@
 # Regenerates everything generated in this repository:
 #   - deepcopy functions, typed clientset (+fake), listers and informers,
 #     via k8s.io/code-generator's kube_codegen.sh;
-#   - CRD YAML in config/crd/ via controller-gen.
+#   - CRD YAML in config/crd/ via controller-gen, from the v1beta1 types,
+#     then hack/crdversions adds the v1alpha1 version ToolHive also serves
+#     (same schema; see that program for which version each kind stores).
 # Generator versions come from go.mod (tool directives), so the output is
 # reproducible.
 set -euo pipefail
@@ -35,3 +37,4 @@ kube::codegen::gen_client \
   crd \
   paths=./pkg/apis/... \
   output:crd:artifacts:config=config/crd)
+(cd "${out}" && go run ./hack/crdversions config/crd)

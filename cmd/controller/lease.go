@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // errLeaseNotHeld refuses a write from a replica that cannot be sure it
@@ -87,7 +87,7 @@ func (r *renewTracker) held() bool {
 // gate lets writes through only while the last successful renewal was sent
 // less than validFor ago (the renew deadline, which is shorter than the
 // lease duration, so no other replica can have acquired the lease yet).
-func (r *renewTracker) gate(validFor time.Duration) controller.WriteGate {
+func (r *renewTracker) gate(validFor time.Duration) framework.WriteGate {
 	return func() error {
 		r.mu.Lock()
 		last := r.last

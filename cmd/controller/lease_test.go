@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // fakeLock is a resourcelock that accepts every write; during, when set,
@@ -72,7 +72,7 @@ func TestWriteGateFollowsLeaseRenewals(t *testing.T) {
 
 // leadingTracker is a tracker on a fake lock and clock that has just
 // acquired the lease, and its gate.
-func leadingTracker(t *testing.T) (*renewTracker, *fakeLock, *clocktesting.FakePassiveClock, controller.WriteGate) {
+func leadingTracker(t *testing.T) (*renewTracker, *fakeLock, *clocktesting.FakePassiveClock, framework.WriteGate) {
 	t.Helper()
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	lock := &fakeLock{id: "me"}
@@ -140,7 +140,7 @@ func TestLeaderElectionWaitsForTheControllers(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	errStopped := errors.New("controllers stopped")
 	started := make(chan struct{})
-	run := func(ctx context.Context, _ controller.WriteGate) error {
+	run := func(ctx context.Context, _ framework.WriteGate) error {
 		close(started)
 		<-ctx.Done()
 		return errStopped
@@ -161,7 +161,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)
-	run := func(context.Context, controller.WriteGate) error {
+	run := func(context.Context, framework.WriteGate) error {
 		close(started)
 		<-release
 		return nil
@@ -182,7 +182,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 func TestStoppedBeforeLeadingDoesNotWait(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
-	run := func(context.Context, controller.WriteGate) error {
+	run := func(context.Context, framework.WriteGate) error {
 		t.Error("controllers started although the context was cancelled before leading")
 		return nil
 	}

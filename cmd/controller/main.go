@@ -32,7 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/secureserving"
@@ -178,7 +178,7 @@ func run() error {
 		// The flag's 0 means no window; Options' zero means the default.
 		appOpts.FanInWindow = -1
 	}
-	runControllers := func(ctx context.Context, gate controller.WriteGate) error {
+	runControllers := func(ctx context.Context, gate framework.WriteGate) error {
 		opts := appOpts
 		opts.WriteGate = gate
 		return app.Start(ctx, kube, th, opts, readyCh)
@@ -234,7 +234,7 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 
 // runUntilStopped runs the controllers until ctx is done, then waits for
 // them to stop, at most grace.
-func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context, controller.WriteGate) error) error {
+func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context, framework.WriteGate) error) error {
 	stopped := make(chan error, 1)
 	go func() { stopped <- run(ctx, nil) }()
 	select {
@@ -281,7 +281,7 @@ func newLeaseLock(o options, cfg *rest.Config) (resourcelock.Interface, error) {
 // as soon as leading ends, without waiting for them. Their context is
 // cancelled by then; this waits, at most the shutdown grace period, for
 // them to finish their current syncs before the process exits.
-func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context, controller.WriteGate) error) error {
+func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context, framework.WriteGate) error) error {
 	logger := klog.FromContext(ctx)
 	id := lock.Identity()
 	tracker := newRenewTracker(lock, clock.RealClock{})

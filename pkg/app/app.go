@@ -24,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpauthzconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpexternalauthconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
@@ -37,6 +36,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpwebhookconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
@@ -57,8 +57,8 @@ const ChildLabelSelector = "toolhive=true"
 
 // Defaults of the images the controllers deploy.
 const (
-	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.47.0"
-	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.47.0"
+	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"
+	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.63.0"
 )
 
 // Options configure the controllers.
@@ -78,10 +78,10 @@ type Options struct {
 	Runners rbac.Runners
 	// WriteGate is asked before every write; nil allows every write. The
 	// binary sets it under leader election.
-	WriteGate controller.WriteGate
+	WriteGate framework.WriteGate
 	// FanInWindow is how long a config's or group's status waits for more
 	// referrer or member changes before it is recomputed (the base of
-	// controller.FanInDelay). Zero means DefaultFanInWindow; a negative
+	// framework.FanInDelay). Zero means DefaultFanInWindow; a negative
 	// window recomputes on every change.
 	FanInWindow time.Duration
 }
@@ -95,20 +95,20 @@ const DefaultFanInWindow = 500 * time.Millisecond
 // Adding a controller is one line here; a controller of objects the
 // workloads reference is AsReferenced, so that at a cold start the
 // workload controllers wait until it has synced each object once.
-func Controllers() []controller.Descriptor {
-	return []controller.Descriptor{
-		controller.Describe(mcpgroup.Name, mcpgroup.New).AsReferenced(),
-		controller.Describe(mcpoidcconfig.Name, mcpoidcconfig.New).AsReferenced(),
-		controller.Describe(mcptoolconfig.Name, mcptoolconfig.New).AsReferenced(),
-		controller.Describe(mcpauthzconfig.Name, mcpauthzconfig.New).AsReferenced(),
-		controller.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New).AsReferenced(),
-		controller.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New).AsReferenced(),
-		controller.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
-		controller.Describe(virtualmcpcompositetooldefinition.Name, virtualmcpcompositetooldefinition.New).AsReferenced(),
-		controller.Describe(mcpserverentry.Name, mcpserverentry.New).AsReferenced(),
-		controller.Describe(mcpserver.Name, mcpserver.New),
-		controller.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
-		controller.Describe(virtualmcpserver.Name, virtualmcpserver.New),
+func Controllers() []framework.Descriptor {
+	return []framework.Descriptor{
+		framework.Describe(mcpgroup.Name, mcpgroup.New).AsReferenced(),
+		framework.Describe(mcpoidcconfig.Name, mcpoidcconfig.New).AsReferenced(),
+		framework.Describe(mcptoolconfig.Name, mcptoolconfig.New).AsReferenced(),
+		framework.Describe(mcpauthzconfig.Name, mcpauthzconfig.New).AsReferenced(),
+		framework.Describe(mcpexternalauthconfig.Name, mcpexternalauthconfig.New).AsReferenced(),
+		framework.Describe(mcptelemetryconfig.Name, mcptelemetryconfig.New).AsReferenced(),
+		framework.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
+		framework.Describe(virtualmcpcompositetooldefinition.Name, virtualmcpcompositetooldefinition.New).AsReferenced(),
+		framework.Describe(mcpserverentry.Name, mcpserverentry.New).AsReferenced(),
+		framework.Describe(mcpserver.Name, mcpserver.New),
+		framework.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
+		framework.Describe(virtualmcpserver.Name, virtualmcpserver.New),
 	}
 }
 
@@ -161,10 +161,10 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: controller.FieldManager})
+	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: framework.FieldManager})
 
 	d := NewDeps(kube, th, opts, recorder)
-	var controllers, workloads []controller.Runnable
+	var controllers, workloads []framework.Runnable
 	var referenced []<-chan struct{}
 	for _, desc := range Controllers() {
 		c, err := desc.New(d)
@@ -222,18 +222,18 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 // ToolHive ones carrying the reference indexes. Every controller gets the
 // same Deps, so there is one controller per kind whatever the number of
 // namespaces.
-func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *controller.Deps {
+func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *framework.Deps {
 	scopes := opts.Namespaces
 	if len(scopes) == 0 {
 		scopes = []string{corev1.NamespaceAll}
 	}
-	d := &controller.Deps{
+	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config:      controller.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config:      framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
-		s := controller.Scope{
+		s := framework.Scope{
 			Namespace: ns,
 			Kube: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),

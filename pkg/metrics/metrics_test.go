@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 )
 
@@ -80,7 +80,7 @@ func readWorkqueue(fams map[string]*dto.MetricFamily, name string) wqValues {
 func TestWorkqueueMetricsUseStandardNames(t *testing.T) {
 	const name = "test-q"
 	before := readWorkqueue(gather(t), name)
-	l := controller.NewLoopWithRateLimiter(name, func(context.Context, cache.ObjectName) error { return nil },
+	l := framework.NewLoopWithRateLimiter(name, func(context.Context, cache.ObjectName) error { return nil },
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](0, 0))
 	l.EnqueueKey(cache.NewObjectName("ns", "a"))
 

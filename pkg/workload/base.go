@@ -17,10 +17,11 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // conflictRetry is how long a workload waits before looking again at a
@@ -39,12 +40,12 @@ type Spec struct {
 	Kind string
 	// Primary is the workload kind's informer; it carries the reference
 	// indexes (index.AddToInformers).
-	Primary *controller.Informer
+	Primary *framework.Informer
 	// GroupMember: the kind joins MCPGroups through spec.groupRef, so a
 	// group appearing or going away re-syncs its members.
 	GroupMember bool
 	// Sync is the controller's sync.
-	Sync controller.SyncFunc
+	Sync framework.SyncFunc
 	// Phases are the kind's status.phase values for waiting and failure.
 	Phases Phases
 }
@@ -59,8 +60,8 @@ type Phases struct {
 // resolves (groups and config kinds). NewBase wires all of its event
 // handlers.
 type Base struct {
-	*controller.Loop
-	Writer    *controller.Writer
+	*framework.Loop
+	Writer    *framework.Writer
 	Recorder  record.EventRecorder
 	Clock     clock.PassiveClock
 	Children  *Children
@@ -75,7 +76,7 @@ type Base struct {
 	AuthServer *ConfigRefs[*thv1.MCPExternalAuthConfig]
 	// CompositeTools are a VirtualMCPServer's composite tool definitions.
 	CompositeTools *ConfigRefs[*thv1.VirtualMCPCompositeToolDefinition]
-	Config         controller.Config
+	Config         framework.Config
 	phases         Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
@@ -91,13 +92,13 @@ type Base struct {
 // mapped to their owner; the referenced configs mapped to exactly
 // their referrers through the reference index; and, for group members,
 // a group's creation or deletion to its members.
-func NewBase(d *controller.Deps, s Spec) (*Base, error) {
+func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
 	children, childInformers := NewChildren(d)
 	b := &Base{
-		Loop:           controller.NewLoop(s.Name, s.Sync),
+		Loop:           framework.NewLoop(s.Name, s.Sync),
 		Writer:         d.NewWriter(s.Name),
 		Recorder:       d.Recorder,
 		Clock:          d.Clock,
@@ -126,7 +127,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	owner := thv1.Kind(s.Kind)
 	lookup := func(ns, name string) (types.UID, bool) { return uidOf(primary.Indexer(), ns, name) }
 	for _, inf := range childInformers {
-		synced, err := inf.AddEventHandler(controller.ChildHandler(owner, lookup, b.EnqueueKey))
+		synced, err := inf.AddEventHandler(framework.ChildHandler(owner, lookup, b.EnqueueKey))
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +136,7 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 	b.row, _ = index.WorkloadFor(s.Kind)
 	row := b.row
 	for _, refs := range []interface {
-		watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error
+		watchReferrers(row index.Workload, primary *framework.Informer, enqueue func(cache.ObjectName), loop *framework.Loop) error
 	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.Webhooks, b.AuthServer, b.CompositeTools} {
 		if err := refs.watchReferrers(row, primary, b.EnqueueKey, b.Loop); err != nil {
 			return nil, err
@@ -157,8 +158,8 @@ func NewBase(d *controller.Deps, s Spec) (*Base, error) {
 // dropping its own status writes matters here, as a status field that
 // follows something changing on every attempt would otherwise re-queue
 // at once, bypassing the backoff.
-func (b *Base) watchPrimary(primary *controller.Informer) error {
-	synced, err := primary.AddEventHandler(controller.PrimaryHandler(b.Loop, b.Writer))
+func (b *Base) watchPrimary(primary *framework.Informer) error {
+	synced, err := primary.AddEventHandler(framework.PrimaryHandler(b.Loop, b.Writer))
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ type StatusObject[S any] interface {
 // together with reconcile's; NotFound means the workload was deleted
 // meanwhile, and there is nothing left to do.
 func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.ObjectName,
-	get func(name string) (T, error), patch controller.PatchFunc[T],
+	get func(name string) (T, error), patch framework.PatchFunc[T],
 	reconcile func(context.Context, T) (*S, time.Duration, error),
 ) error {
 	obj, err := get(key.Name)
@@ -220,7 +221,7 @@ func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.Obje
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(b.logKey, klog.KObj(obj)))
 	status, requeueAfter, err := reconcile(ctx, obj)
 	if status != nil {
-		if _, perr := controller.PatchStatus(ctx, b.Writer, b.resource, obj, patch, obj.GetStatus(), status); perr != nil {
+		if _, perr := framework.PatchStatus(ctx, b.Writer, b.resource, obj, patch, obj.GetStatus(), status); perr != nil {
 			if apierrors.IsNotFound(perr) {
 				return nil
 			}
@@ -247,8 +248,8 @@ func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.Obje
 //     message: it can change on every attempt (a quota's current usage),
 //     and a condition quoting it would be a new status write each time.
 func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter time.Duration, _ error) {
-	var invalid *InvalidSpecError
-	var conflict *controller.ChildConflictError
+	var invalid *wiring.InvalidSpecError
+	var conflict *framework.ChildConflictError
 	switch {
 	case err == nil:
 		return 0, nil
@@ -272,7 +273,7 @@ func (b *Base) Settle(ctx context.Context, r *Report, err error) (requeueAfter t
 		klog.FromContext(ctx).V(2).Info("A child changed since it was read, retrying", "err", err.Error())
 		return 0, err
 	}
-	msg := controller.StableMessage(err)
+	msg := framework.StableMessage(err)
 	r.NotReady(b.phases.Failed, thv1.ReasonChildWriteFailed, msg)
 	klog.FromContext(ctx).Info("Writing a child failed", "err", err.Error())
 	r.event(thv1.ReasonChildWriteFailed, err.Error())
@@ -290,7 +291,7 @@ func (b *Base) NewReport(obj Object, conditions *[]metav1.Condition, phase, mess
 }
 
 // Informer is the informer of a workload kind across d's scopes.
-func Informer(d *controller.Deps, kind string) *controller.Informer {
+func Informer(d *framework.Deps, kind string) *framework.Informer {
 	return d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return index.InformerFor(f, kind)
 	})

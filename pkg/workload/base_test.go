@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -52,8 +52,8 @@ func TestPrimaryStatusWritesDoNotRequeue(t *testing.T) {
 	if err := index.AddToInformers(f); err != nil {
 		t.Fatal(err)
 	}
-	d := &controller.Deps{Kube: k8sfake.NewClientset(), Toolhive: client,
-		Scopes: []controller.Scope{{Kube: kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0), Toolhive: f}}}
+	d := &framework.Deps{Kube: k8sfake.NewClientset(), Toolhive: client,
+		Scopes: []framework.Scope{{Kube: kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0), Toolhive: f}}}
 	primary := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPServers().Informer()
 	})

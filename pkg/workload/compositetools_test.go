@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,76 +12,14 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
-
-// validTool is a composite tool vmcp accepts: a parameter schema, a tool
-// step, a forEach step and an elicitation that depend on it.
-func validTool() thv1.CompositeToolSpec {
-	return thv1.CompositeToolSpec{
-		Name: "deploy", Description: "deploys", Timeout: "5m",
-		Parameters: raw(`{"type":"object","properties":{"env":{"type":"string"}}}`),
-		Steps: []thv1.WorkflowStep{
-			{ID: "list", Tool: "k8s.list", Arguments: raw(`{"ns":"{{.params.env}}"}`), OnError: &thv1.StepErrorHandling{Action: "retry", RetryCount: 2, RetryDelay: "5s"}},
-			{ID: "each", Type: thv1.WorkflowStepTypeForEach, Collection: "{{.steps.list.output.items}}", ItemVar: "pod",
-				InnerStep: raw(`{"tool":"k8s.describe"}`), MaxParallel: 5, DependsOn: []string{"list"}},
-			{ID: "ask", Type: thv1.WorkflowStepTypeElicitation, Message: "go?", DependsOn: []string{"each"},
-				OnDecline: &thv1.ElicitationResponse{Action: "skip_remaining"}},
-		},
-	}
-}
-
-// ValidateCompositeTool refuses what ToolHive's vmcp refuses, one rule per
-// case, each named by the path of the field at fault.
-func TestValidateCompositeTool(t *testing.T) {
-	if errs := ValidateCompositeTool("spec", ptr.To(validTool())); len(errs) != 0 {
-		t.Fatalf("valid tool refused: %q", errs)
-	}
-	for _, c := range []struct {
-		name string
-		mut  func(*thv1.CompositeToolSpec)
-		want string
-	}{
-		{"no name", func(s *thv1.CompositeToolSpec) { s.Name = "" }, "spec.name is required"},
-		{"no description", func(s *thv1.CompositeToolSpec) { s.Description = "" }, "spec.description is required"},
-		{"no steps", func(s *thv1.CompositeToolSpec) { s.Steps = nil }, "spec.steps must have at least one step"},
-		{"bad timeout", func(s *thv1.CompositeToolSpec) { s.Timeout = "soon" }, "spec.timeout"},
-		{"parameters not an object schema", func(s *thv1.CompositeToolSpec) { s.Parameters = raw(`{"type":"string"}`) }, "spec.parameters: 'type' must be 'object'"},
-		{"parameters without type", func(s *thv1.CompositeToolSpec) { s.Parameters = raw(`{"properties":{}}`) }, "spec.parameters: must have 'type'"},
-		{"step without id", func(s *thv1.CompositeToolSpec) { s.Steps[0].ID = "" }, "spec.steps[0].id is required"},
-		{"duplicate id", func(s *thv1.CompositeToolSpec) { s.Steps[1].ID = "list" }, `spec.steps[1].id "list" is duplicated`},
-		{"tool step without tool", func(s *thv1.CompositeToolSpec) { s.Steps[0].Tool = "" }, "spec.steps[0].tool is required"},
-		{"tool and message untyped", func(s *thv1.CompositeToolSpec) { s.Steps[0].Message = "hi" }, "cannot have both tool and message"},
-		{"unknown type", func(s *thv1.CompositeToolSpec) { s.Steps[0].Type = "shell" }, "spec.steps[0].type must be one of"},
-		{"elicitation without message", func(s *thv1.CompositeToolSpec) { s.Steps[2].Message = "" }, "spec.steps[2].message is required"},
-		{"bad decline action", func(s *thv1.CompositeToolSpec) { s.Steps[2].OnDecline.Action = "ignore" }, "spec.steps[2].onDecline.action"},
-		{"unknown dependency", func(s *thv1.CompositeToolSpec) { s.Steps[1].DependsOn = []string{"nope"} }, `references unknown step "nope"`},
-		{"cycle", func(s *thv1.CompositeToolSpec) { s.Steps[0].DependsOn = []string{"ask"} }, "dependency cycle"},
-		{"bad error action", func(s *thv1.CompositeToolSpec) { s.Steps[0].OnError.Action = "panic" }, "spec.steps[0].onError.action"},
-		{"retry without count", func(s *thv1.CompositeToolSpec) { s.Steps[0].OnError.RetryCount = 0 }, "retryCount must be at least 1"},
-		{"forEach without collection", func(s *thv1.CompositeToolSpec) { s.Steps[1].Collection = "" }, "spec.steps[1].collection is required"},
-		{"forEach without step", func(s *thv1.CompositeToolSpec) { s.Steps[1].InnerStep = nil }, "spec.steps[1].step is required"},
-		{"forEach inner not a tool", func(s *thv1.CompositeToolSpec) { s.Steps[1].InnerStep = raw(`{"type":"elicitation"}`) }, "step.type must be 'tool'"},
-		{"forEach reserved item var", func(s *thv1.CompositeToolSpec) { s.Steps[1].ItemVar = "index" }, "itemVar"},
-		{"forEach too parallel", func(s *thv1.CompositeToolSpec) { s.Steps[1].MaxParallel = 51 }, "maxParallel"},
-		{"forEach too many iterations", func(s *thv1.CompositeToolSpec) { s.Steps[1].MaxIterations = 1001 }, "maxIterations"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := validTool()
-			c.mut(&s)
-			errs := ValidateCompositeTool("spec", &s)
-			if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, c.want) }) {
-				t.Errorf("problems %q, want one containing %q", errs, c.want)
-			}
-		})
-	}
-}
 
 // compositeFixture is the config controller of the composite tool kind on
 // fake clientsets whose informers are never started.
@@ -100,7 +37,7 @@ func newCompositeFixture(t *testing.T, objs ...runtime.Object) *compositeFixture
 	if err := index.AddToInformers(f.factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConfigController(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}},
+	c, err := NewConfigController(&framework.Deps{Toolhive: f.client, Scopes: []framework.Scope{{Toolhive: f.factory}},
 		Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)}, "virtualmcpcompositetooldefinition", CompositeToolDefinitions)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +100,7 @@ func compositeDef(name string, spec thv1.CompositeToolSpec) *thv1.VirtualMCPComp
 
 func vmcpWithTools(name, refs string) *thv1.VirtualMCPServer {
 	v := vmcp(testNS, name, "")
-	v.Spec.Config = raw(`{"compositeToolRefs":` + refs + `}`)
+	v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"compositeToolRefs":` + refs + `}`)
 	return v
 }
 
@@ -172,7 +109,7 @@ func vmcpWithTools(name, refs string) *thv1.VirtualMCPServer {
 // spec.config.compositeToolRefs name it (one of several names counts); a
 // second sync writes nothing.
 func TestCompositeToolDefinitionStatus(t *testing.T) {
-	f := newCompositeFixture(t, compositeDef("deploy", validTool()),
+	f := newCompositeFixture(t, compositeDef("deploy", toolhivetest.CompositeTool()),
 		vmcpWithTools("b", `[{"name":"other"},{"name":"deploy"}]`), vmcpWithTools("a", `[{"name":"deploy"}]`),
 		vmcpWithTools("c", `[{"name":"other"}]`), vmcp(testNS, "plain", ""))
 	if got := f.sync("deploy"); !slices.Equal(got, []string{"patch virtualmcpcompositetooldefinitions/", "patch virtualmcpcompositetooldefinitions/status"}) {
@@ -197,7 +134,7 @@ func TestCompositeToolDefinitionStatus(t *testing.T) {
 // An invalid definition is Valid=False and Invalid with every problem in
 // validationErrors, with one Warning event; it is not retried.
 func TestCompositeToolDefinitionInvalid(t *testing.T) {
-	spec := validTool()
+	spec := toolhivetest.CompositeTool()
 	spec.Description = ""
 	spec.Steps[0].Tool = ""
 	f := newCompositeFixture(t, compositeDef("deploy", spec))
@@ -219,18 +156,17 @@ func TestCompositeToolDefinitionInvalid(t *testing.T) {
 // and without duplicates; a config that is not an object references none.
 func TestCompositeToolRefNames(t *testing.T) {
 	for _, c := range []struct {
-		config string
+		config *thv1.VirtualMCPConfig
 		want   []string
 	}{
-		{`{"compositeToolRefs":[{"name":"b"},{"name":"a"},{"name":"b"}]}`, []string{"a", "b"}},
-		{`{"aggregation":{}}`, nil},
-		{`{"compositeToolRefs":"nope"}`, nil},
-		{`[1]`, nil},
+		{&thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: "b"}, {Name: "a"}, {Name: "b"}}}, []string{"a", "b"}},
+		{&thv1.VirtualMCPConfig{Aggregation: &thv1.VMCPAggregation{}}, nil},
+		{nil, nil},
 	} {
 		v := vmcp(testNS, "v", "")
-		v.Spec.Config = raw(c.config)
+		v.Spec.Config = c.config
 		if got := thv1.VMCPCompositeToolNames(v); !slices.Equal(got, c.want) {
-			t.Errorf("%s: %q, want %q", c.config, got, c.want)
+			t.Errorf("%+v: %q, want %q", c.config, got, c.want)
 		}
 	}
 }

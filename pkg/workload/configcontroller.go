@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -74,14 +74,14 @@ func referringKinds(indexes []string) []index.Workload {
 // It holds a finalizer so that a config still in use cannot disappear from
 // under its workloads; the last referrer's going releases it.
 type ConfigController[T ConfigObject] struct {
-	*controller.Loop
+	*framework.Loop
 
 	kind      ConfigKind[T]
 	client    versioned.Interface
 	indexer   cache.Indexer
 	referrers []referrerSource
 	recorder  record.EventRecorder
-	writer    *controller.Writer
+	writer    *framework.Writer
 	// clock stamps condition transition times; tests inject a fake one.
 	clock clock.PassiveClock
 	// fanIn is the base delay of a recompute woken by a referrer.
@@ -91,7 +91,7 @@ type ConfigController[T ConfigObject] struct {
 // NewConfigController builds the controller of kind, named name, and
 // registers its event handlers. The workload informers must carry the
 // reference indexes (index.AddToInformers).
-func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind ConfigKind[T]) (*ConfigController[T], error) {
+func NewConfigController[T ConfigObject](d *framework.Deps, name string, kind ConfigKind[T]) (*ConfigController[T], error) {
 	configs := d.ToolhiveInformer(kind.Informer)
 	c := &ConfigController[T]{
 		kind:     kind,
@@ -105,10 +105,10 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	c.Loop = controller.NewLoop(name, c.sync)
+	c.Loop = framework.NewLoop(name, c.sync)
 	// The sync is cheap and writes nothing at steady state, and a periodic
 	// resync is what heals a key dropped after too many retries.
-	synced, err := configs.AddEventHandler(controller.PrimaryHandler(c.Loop, c.writer))
+	synced, err := configs.AddEventHandler(framework.PrimaryHandler(c.Loop, c.writer))
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +135,14 @@ func NewConfigController[T ConfigObject](d *controller.Deps, name string, kind C
 // because a config's status depends only on who references it; otherwise
 // every workload status write would wake its config.
 //
-// The config is enqueued after controller.FanInDelay, not at once: each
+// The config is enqueued after framework.FanInDelay, not at once: each
 // recompute re-sends the whole referrer list, so a thousand workloads
 // created (or deleted) together must cost a few status writes, not a
 // thousand growing ones. Its own events are not delayed, and a config
 // being deleted waits the base window only.
 func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHandlerFuncs {
 	refs := func(obj any) []cache.ObjectName {
-		m, ok := controller.MetaFromObj(obj)
+		m, ok := framework.MetaFromObj(obj)
 		if !ok {
 			return nil
 		}
@@ -164,7 +164,7 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 		if cfg, err := c.kind.Get(c.indexer, key.Namespace, key.Name); err == nil && cfg.GetDeletionTimestamp() == nil {
 			listed = int(cfg.GetStatus().ReferenceCount)
 		}
-		c.EnqueueCoalesced(key, controller.FanInDelay(c.fanIn, listed))
+		c.EnqueueCoalesced(key, framework.FanInDelay(c.fanIn, listed))
 	}
 	enqueue := func(obj any) {
 		for _, key := range refs(obj) {
@@ -174,7 +174,7 @@ func (c *ConfigController[T]) referrerHandler(kind string) cache.ResourceEventHa
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			if controller.IsResync(oldObj, newObj) {
+			if framework.IsResync(oldObj, newObj) {
 				return
 			}
 			before, after := refs(oldObj), refs(newObj)
@@ -232,14 +232,14 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 		// resourceVersion does not matter to it.
 		modified := cached.DeepCopyObject().(T)
 		modified.SetFinalizers(append(slices.Clone(cached.GetFinalizers()), c.kind.Finalizer))
-		if _, err := controller.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
 			return err
 		}
 		hasFinalizer = true
 	case deleting && hasFinalizer && len(refs) == 0:
 		modified := cached.DeepCopyObject().(T)
 		modified.SetFinalizers(slices.DeleteFunc(slices.Clone(cached.GetFinalizers()), func(f string) bool { return f == c.kind.Finalizer }))
-		if _, err := controller.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
 			return err
 		}
 		logger.V(2).Info("Released finalizer, no workload references the config")
@@ -266,7 +266,7 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 	}
 	if equality.Semantic.DeepEqual(oldFull, desiredFull) {
 		c.writer.Skipped(c.kind.Resource + "/status")
-	} else if _, err := controller.PatchStatus(ctx, c.writer, c.kind.Resource, cached, patch, oldFull, desiredFull); err != nil {
+	} else if _, err := framework.PatchStatus(ctx, c.writer, c.kind.Resource, cached, patch, oldFull, desiredFull); err != nil {
 		return err
 	}
 
@@ -308,12 +308,12 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 
 	errs := c.kind.Validate(cached)
 	if len(errs) > 0 {
-		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, strings.Join(errs, "; "))
+		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, strings.Join(errs, "; "))
 	} else {
-		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonConfigValid, msgConfigValid)
+		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonConfigValid, msgConfigValid)
 	}
 	if blocked {
-		controller.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionDeletionBlocked, metav1.ConditionTrue, thv1.ReasonReferencedByWorkloads, blockedMessage(refs))
+		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionDeletionBlocked, metav1.ConditionTrue, thv1.ReasonReferencedByWorkloads, blockedMessage(refs))
 	} else {
 		meta.RemoveStatusCondition(&status.Conditions, thv1.ConditionDeletionBlocked)
 	}

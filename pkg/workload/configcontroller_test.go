@@ -1,7 +1,7 @@
 package workload
 
 import (
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -23,6 +23,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // recomputes reads hivekeeper_referencing_workloads_recomputes_total{result}.
@@ -321,7 +322,7 @@ func TestValidConfigs(t *testing.T) {
 	}
 	for name, spec := range tests {
 		t.Run(name, func(t *testing.T) {
-			if errs := validateOIDCConfig(&thv1.MCPOIDCConfig{Spec: spec}); len(errs) != 0 {
+			if errs := wiring.ValidateOIDCConfig(&thv1.MCPOIDCConfig{Spec: spec}); len(errs) != 0 {
 				t.Errorf("valid spec rejected: %q", errs)
 			}
 		})
@@ -531,7 +532,7 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	cfg := config(testNS, "cfg")
 	client := fake.NewSimpleClientset(cfg)
 	factory := informers.NewSharedInformerFactory(client, 0) // no index.AddToInformers
-	c, err := NewConfigController(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
+	c, err := NewConfigController(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
 	if err != nil {
 		t.Fatal(err)
 	}

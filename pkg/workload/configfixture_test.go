@@ -1,7 +1,7 @@
 package workload
 
 import (
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 
 	"encoding/json"
 	"fmt"
@@ -49,7 +49,7 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 	if err := index.AddToInformers(f.factory); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConfigController(&controller.Deps{Toolhive: f.client, Scopes: []controller.Scope{{Toolhive: f.factory}}, Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
+	c, err := NewConfigController(&framework.Deps{Toolhive: f.client, Scopes: []framework.Scope{{Toolhive: f.factory}}, Recorder: f.recorder, Clock: testingclock.NewFakeClock(testNow)}, "mcpoidcconfig", OIDCConfigs)
 	if err != nil {
 		t.Fatal(err)
 	}

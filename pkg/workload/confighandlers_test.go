@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // withRV returns a copy of a workload with another resourceVersion, as the
@@ -107,7 +107,7 @@ func TestHandlersRegistered(t *testing.T) {
 		t.Errorf("workload kinds = %q, want %q", kinds, want)
 	}
 
-	h := controller.PrimaryHandler(f.c.Loop, f.c.writer)
+	h := framework.PrimaryHandler(f.c.Loop, f.c.writer)
 	h.OnAdd(config(testNS, "a"), false)
 	edited := withRV(config(testNS, "b"), "8")
 	edited.Generation = 2

@@ -4,11 +4,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // The config kinds workloads reference by name. Each is one declaration;
@@ -25,11 +26,11 @@ var OIDCConfigs = ConfigKind[*thv1.MCPOIDCConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPOIDCConfig, error) {
 		return thlisters.NewMCPOIDCConfigLister(indexer).MCPOIDCConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPOIDCConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPOIDCConfig] {
 		return c.ToolhiveV1beta1().MCPOIDCConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPOIDCConfig) any { return &c.Spec },
-	Validate:  validateOIDCConfig,
+	Validate:  wiring.ValidateOIDCConfig,
 	Index:     index.ByOIDCConfig,
 	Condition: thv1.ConditionOIDCConfigRefValidated,
 	Valid:     thv1.ReasonOIDCConfigRefValid, NotFound: thv1.ReasonOIDCConfigRefNotFound,
@@ -48,11 +49,11 @@ var ToolConfigs = ConfigKind[*thv1.MCPToolConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPToolConfig, error) {
 		return thlisters.NewMCPToolConfigLister(indexer).MCPToolConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPToolConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPToolConfig] {
 		return c.ToolhiveV1beta1().MCPToolConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPToolConfig) any { return &c.Spec },
-	Validate:  validateToolConfig,
+	Validate:  wiring.ValidateToolConfig,
 	Index:     index.ByToolConfig,
 	Condition: thv1.ConditionToolConfigValidated,
 	Valid:     thv1.ReasonToolConfigValid, NotFound: thv1.ReasonToolConfigNotFound,
@@ -71,11 +72,11 @@ var AuthzConfigs = ConfigKind[*thv1.MCPAuthzConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPAuthzConfig, error) {
 		return thlisters.NewMCPAuthzConfigLister(indexer).MCPAuthzConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPAuthzConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPAuthzConfig] {
 		return c.ToolhiveV1beta1().MCPAuthzConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPAuthzConfig) any { return &c.Spec },
-	Validate:  validateAuthzConfig,
+	Validate:  wiring.ValidateAuthzConfig,
 	Index:     index.ByAuthzConfig,
 	Condition: thv1.ConditionAuthzConfigRefValidated,
 	Valid:     thv1.ReasonAuthzConfigRefValid, NotFound: thv1.ReasonAuthzConfigRefNotFound,
@@ -94,11 +95,11 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPExternalAuthConfig, error) {
 		return thlisters.NewMCPExternalAuthConfigLister(indexer).MCPExternalAuthConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPExternalAuthConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPExternalAuthConfig] {
 		return c.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch
 	},
 	Spec:        func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
-	Validate:    validateExternalAuthConfig,
+	Validate:    wiring.ValidateExternalAuthConfig,
 	Index:       index.ByExternalAuthConfig,
 	AlsoIndexes: []string{index.ByAuthServerRef},
 	Condition:   thv1.ConditionExternalAuthConfigValidated,
@@ -118,11 +119,11 @@ var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPTelemetryConfig, error) {
 		return thlisters.NewMCPTelemetryConfigLister(indexer).MCPTelemetryConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPTelemetryConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPTelemetryConfig] {
 		return c.ToolhiveV1beta1().MCPTelemetryConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPTelemetryConfig) any { return &c.Spec },
-	Validate:  validateTelemetryConfig,
+	Validate:  wiring.ValidateTelemetryConfig,
 	Index:     index.ByTelemetryConfig,
 	Condition: thv1.ConditionTelemetryConfigRefValidated,
 	Valid:     thv1.ReasonTelemetryConfigRefValid, NotFound: thv1.ReasonTelemetryConfigRefNotFound,
@@ -141,11 +142,11 @@ var WebhookConfigs = ConfigKind[*thv1.MCPWebhookConfig]{
 	Get: func(indexer cache.Indexer, ns, name string) (*thv1.MCPWebhookConfig, error) {
 		return thlisters.NewMCPWebhookConfigLister(indexer).MCPWebhookConfigs(ns).Get(name)
 	},
-	Patch: func(c versioned.Interface, ns string) controller.PatchFunc[*thv1.MCPWebhookConfig] {
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPWebhookConfig] {
 		return c.ToolhiveV1beta1().MCPWebhookConfigs(ns).Patch
 	},
 	Spec:      func(c *thv1.MCPWebhookConfig) any { return &c.Spec },
-	Validate:  validateWebhookConfig,
+	Validate:  wiring.ValidateWebhookConfig,
 	Index:     index.ByWebhookConfig,
 	Condition: thv1.ConditionWebhookConfigValidated,
 	Valid:     thv1.ReasonWebhookConfigValid, NotFound: thv1.ReasonWebhookConfigNotFound,
@@ -165,3 +166,51 @@ var AuthServerConfigs = func() ConfigKind[*thv1.MCPExternalAuthConfig] {
 	k.NotValid, k.Waiting = thv1.ReasonAuthServerRefInvalidConfig, thv1.ReasonWaitingForAuthServerConfig
 	return k
 }()
+
+// CompositeToolDefinitions is the reference of VirtualMCPServers to
+// VirtualMCPCompositeToolDefinitions (spec.config.compositeToolRefs). Its
+// status keeps ToolHive's fields (validationStatus, validationErrors,
+// referencingVirtualServers) beside the shared ones, derived from them.
+var CompositeToolDefinitions = ConfigKind[*thv1.VirtualMCPCompositeToolDefinition]{
+	Kind:      thv1.KindVirtualMCPCompositeToolDefinition,
+	Resource:  "virtualmcpcompositetooldefinitions",
+	Finalizer: thv1.VirtualMCPCompositeToolDefinitionFinalizer,
+	Informer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().VirtualMCPCompositeToolDefinitions().Informer()
+	},
+	Get: func(indexer cache.Indexer, ns, name string) (*thv1.VirtualMCPCompositeToolDefinition, error) {
+		return thlisters.NewVirtualMCPCompositeToolDefinitionLister(indexer).VirtualMCPCompositeToolDefinitions(ns).Get(name)
+	},
+	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.VirtualMCPCompositeToolDefinition] {
+		return c.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(ns).Patch
+	},
+	Spec: func(c *thv1.VirtualMCPCompositeToolDefinition) any { return &c.Spec },
+	Validate: func(c *thv1.VirtualMCPCompositeToolDefinition) []string {
+		return wiring.ValidateCompositeTool("spec", &c.Spec)
+	},
+	FullStatus: compositeToolStatus,
+	Index:      index.ByCompositeToolDefinition,
+	Condition:  thv1.ConditionCompositeToolRefsValidated,
+	Valid:      thv1.ReasonCompositeToolRefsValid, NotFound: thv1.ReasonCompositeToolRefNotFound,
+	NotValid: thv1.ReasonCompositeToolRefInvalid, Waiting: thv1.ReasonWaitingForCompositeToolRefs,
+}
+
+// compositeToolStatus derives ToolHive's status fields of a definition
+// from the shared status about to be written.
+func compositeToolStatus(c *thv1.VirtualMCPCompositeToolDefinition, s *thv1.ConfigStatus, problems []string) (old, desired any) {
+	want := c.Status.DeepCopy()
+	want.ConfigStatus = *s
+	want.ValidationStatus = thv1.ValidationStatusValid
+	want.ValidationErrors = nil
+	if len(problems) > 0 {
+		want.ValidationStatus = thv1.ValidationStatusInvalid
+		want.ValidationErrors = problems
+	}
+	want.ReferencingVirtualServers = nil
+	for _, r := range s.ReferencingWorkloads {
+		if r.Kind == thv1.KindVirtualMCPServer {
+			want.ReferencingVirtualServers = append(want.ReferencingVirtualServers, r.Name)
+		}
+	}
+	return &c.Status, want
+}

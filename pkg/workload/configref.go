@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -41,7 +41,7 @@ type ConfigKind[T ConfigObject] struct {
 	// Get reads a config from an indexer holding the kind (a lister).
 	Get func(indexer cache.Indexer, namespace, name string) (T, error)
 	// Patch is the kind's typed Patch in namespace.
-	Patch func(client versioned.Interface, namespace string) controller.PatchFunc[T]
+	Patch func(client versioned.Interface, namespace string) framework.PatchFunc[T]
 	// Spec returns the config's spec: what its hash covers, and what a
 	// referrer consumes.
 	Spec func(T) any
@@ -73,11 +73,11 @@ func (k ConfigKind[T]) indexes() []string {
 // ConfigRefs is a ConfigKind bound to the informers of a controller.
 type ConfigRefs[T ConfigObject] struct {
 	ConfigKind[T]
-	informer *controller.Informer
+	informer *framework.Informer
 }
 
 // Bind binds the kind to d's informers.
-func (k ConfigKind[T]) Bind(d *controller.Deps) *ConfigRefs[T] {
+func (k ConfigKind[T]) Bind(d *framework.Deps) *ConfigRefs[T] {
 	return &ConfigRefs[T]{ConfigKind: k, informer: d.ToolhiveInformer(k.Informer)}
 }
 
@@ -150,7 +150,7 @@ func validStatus(s *thv1.ConfigStatus) metav1.ConditionStatus {
 // primary that reference a config that appeared, went away or changed in a
 // way that matters, and makes loop wait for the config cache. A workload
 // kind whose row cannot make the reference watches nothing.
-func (c *ConfigRefs[T]) watchReferrers(row index.Workload, primary *controller.Informer, enqueue func(cache.ObjectName), loop *controller.Loop) error {
+func (c *ConfigRefs[T]) watchReferrers(row index.Workload, primary *framework.Informer, enqueue func(cache.ObjectName), loop *framework.Loop) error {
 	if _, ok := row.Refs[c.Index]; !ok {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (c *ConfigRefs[T]) watchReferrers(row index.Workload, primary *controller.I
 // the key of obj (a referenced object or its tombstone). It costs
 // O(referrers): no namespace is listed.
 func EnqueueReferrers(indexer cache.Indexer, indexName string, obj any, enqueue func(cache.ObjectName)) {
-	m, ok := controller.MetaFromObj(obj)
+	m, ok := framework.MetaFromObj(obj)
 	if !ok {
 		return
 	}

@@ -1,14 +1,24 @@
-// Package workload builds the children that every ToolHive proxy workload
-// (MCPServer, MCPRemoteProxy) shares — the RunConfig ConfigMap, the runner's
-// ServiceAccount and its RoleBinding to a runner ClusterRole, the proxy
-// Deployment and Service — and holds the drift comparators and owned-field
-// patch bodies for them.
+// Package workload is the reconcile outline the workload controllers
+// (MCPServer, MCPRemoteProxy, VirtualMCPServer) share, and the controller
+// of every config kind they reference.
 //
-// Builders and comparators live side by side on purpose: a comparator
-// projects both the desired and the live object through the same
-// normalising view, so "build, feed back as live, compare" finds no drift by
-// construction, and fields the API server defaults never count as drift.
-// The builders, comparators and patch bodies are pure: no clients, no
-// listers. ops.go and wiring.go only connect them to informers and typed
-// clients; every write still goes through pkg/controller's helpers.
+// A workload sync, top to bottom (Sync, Base): get the workload from its
+// lister; resolve what it references from the listers (ResolveGroup,
+// ConfigRefs.Resolve and ResolveAll, ResolveProxyRefs; a missing or
+// invalid config is a condition and a wait, never a build); hand the spec
+// and the resolved references to its builder in pkg/toolhive/render,
+// which is pure; converge the children it returns (Children.Ensure, over
+// the framework's ChildOps and pkg/drift's comparators and patch bodies);
+// report (Report, Settle: errors become conditions, events and retries);
+// write the status once. Nothing here translates a spec: what ToolHive's
+// runtime reads is pkg/toolhive's.
+//
+// The config kinds (MCPOIDCConfig, MCPToolConfig, MCPAuthzConfig,
+// MCPExternalAuthConfig, MCPTelemetryConfig, MCPWebhookConfig,
+// VirtualMCPCompositeToolDefinition) are one ConfigKind declaration each
+// (configkinds.go: informer, lister, patch, the spec its hash covers, the
+// validation pkg/toolhive/wiring does, the workload condition), and one
+// ConfigController serves them all: finalizer, configHash, Valid,
+// referencingWorkloads recomputed in full from the reference index, and
+// deletion protection.
 package workload

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
@@ -50,7 +50,7 @@ func GroupName(ref *thv1.GroupRef) string {
 // which only workloads declare.
 func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.ResourceEventHandler {
 	handle := func(obj any) {
-		group, ok := controller.MetaFromObj(obj)
+		group, ok := framework.MetaFromObj(obj)
 		if !ok {
 			return
 		}

@@ -12,26 +12,28 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Children are the ChildOps of every child kind a workload controller
 // writes, reading from the shared informers and writing with the typed
 // clients.
 type Children struct {
-	ConfigMaps      controller.ChildOps[*corev1.ConfigMap]
-	ServiceAccounts controller.ChildOps[*corev1.ServiceAccount]
-	RoleBindings    controller.ChildOps[*rbacv1.RoleBinding]
-	Deployments     controller.ChildOps[*appsv1.Deployment]
-	Services        controller.ChildOps[*corev1.Service]
+	ConfigMaps      framework.ChildOps[*corev1.ConfigMap]
+	ServiceAccounts framework.ChildOps[*corev1.ServiceAccount]
+	RoleBindings    framework.ChildOps[*rbacv1.RoleBinding]
+	Deployments     framework.ChildOps[*appsv1.Deployment]
+	Services        framework.ChildOps[*corev1.Service]
 }
 
 // NewChildren wires the child kinds to their informers and clients. It
 // returns the informers so the caller can register handlers and wait for
 // their caches.
-func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
+func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 	kube := d.Kube
-	inf := func(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *controller.Informer {
+	inf := func(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *framework.Informer {
 		return d.KubeInformer(pick)
 	}
 	cmInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
@@ -51,75 +53,75 @@ func NewChildren(d *controller.Deps) (*Children, []*controller.Informer) {
 	})
 	// Each kind is read through FreshReads, so a sync sees this
 	// controller's own writes before their watch events arrive.
-	cmGet, cmWritten := controller.FreshReads[*corev1.ConfigMap](cmInf.Indexer(), corev1.Resource("configmaps"))
-	saGet, saWritten := controller.FreshReads[*corev1.ServiceAccount](saInf.Indexer(), corev1.Resource("serviceaccounts"))
-	rbGet, rbWritten := controller.FreshReads[*rbacv1.RoleBinding](rbInf.Indexer(), rbacv1.Resource("rolebindings"))
-	depGet, depWritten := controller.FreshReads[*appsv1.Deployment](depInf.Indexer(), appsv1.Resource("deployments"))
-	svcGet, svcWritten := controller.FreshReads[*corev1.Service](svcInf.Indexer(), corev1.Resource("services"))
+	cmGet, cmWritten := framework.FreshReads[*corev1.ConfigMap](cmInf.Indexer(), corev1.Resource("configmaps"))
+	saGet, saWritten := framework.FreshReads[*corev1.ServiceAccount](saInf.Indexer(), corev1.Resource("serviceaccounts"))
+	rbGet, rbWritten := framework.FreshReads[*rbacv1.RoleBinding](rbInf.Indexer(), rbacv1.Resource("rolebindings"))
+	depGet, depWritten := framework.FreshReads[*appsv1.Deployment](depInf.Indexer(), appsv1.Resource("deployments"))
+	svcGet, svcWritten := framework.FreshReads[*corev1.Service](svcInf.Indexer(), corev1.Resource("services"))
 	c := &Children{
-		ConfigMaps: controller.ChildOps[*corev1.ConfigMap]{
+		ConfigMaps: framework.ChildOps[*corev1.ConfigMap]{
 			Resource: "configmaps",
 			Get:      cmGet,
 			Written:  cmWritten,
-			Client: func(ns string) controller.ChildClient[*corev1.ConfigMap] {
+			Client: func(ns string) framework.ChildClient[*corev1.ConfigMap] {
 				return kube.CoreV1().ConfigMaps(ns)
 			},
-			Diff:      DiffConfigMap,
-			PatchBody: ConfigMapPatch,
+			Diff:      drift.DiffConfigMap,
+			PatchBody: drift.ConfigMapPatch,
 		},
-		ServiceAccounts: controller.ChildOps[*corev1.ServiceAccount]{
+		ServiceAccounts: framework.ChildOps[*corev1.ServiceAccount]{
 			Resource: "serviceaccounts",
 			Get:      saGet,
 			Written:  saWritten,
-			Client: func(ns string) controller.ChildClient[*corev1.ServiceAccount] {
+			Client: func(ns string) framework.ChildClient[*corev1.ServiceAccount] {
 				return kube.CoreV1().ServiceAccounts(ns)
 			},
-			Diff:      DiffServiceAccount,
-			PatchBody: ServiceAccountPatch,
+			Diff:      drift.DiffServiceAccount,
+			PatchBody: drift.ServiceAccountPatch,
 		},
-		RoleBindings: controller.ChildOps[*rbacv1.RoleBinding]{
+		RoleBindings: framework.ChildOps[*rbacv1.RoleBinding]{
 			Resource: "rolebindings",
 			Get:      rbGet,
 			Written:  rbWritten,
-			Client: func(ns string) controller.ChildClient[*rbacv1.RoleBinding] {
+			Client: func(ns string) framework.ChildClient[*rbacv1.RoleBinding] {
 				return kube.RbacV1().RoleBindings(ns)
 			},
-			Diff:          DiffRoleBinding,
-			NeedsRecreate: RoleBindingNeedsRecreate,
-			PatchBody:     RoleBindingPatch,
+			Diff:          drift.DiffRoleBinding,
+			NeedsRecreate: drift.RoleBindingNeedsRecreate,
+			PatchBody:     drift.RoleBindingPatch,
 		},
-		Deployments: controller.ChildOps[*appsv1.Deployment]{
+		Deployments: framework.ChildOps[*appsv1.Deployment]{
 			Resource: "deployments",
 			Get:      depGet,
 			Written:  depWritten,
-			Client: func(ns string) controller.ChildClient[*appsv1.Deployment] {
+			Client: func(ns string) framework.ChildClient[*appsv1.Deployment] {
 				return kube.AppsV1().Deployments(ns)
 			},
-			Diff:          DiffDeployment,
-			NeedsRecreate: DeploymentNeedsRecreate,
+			Diff:          drift.DiffDeployment,
+			NeedsRecreate: drift.DeploymentNeedsRecreate,
 			PatchBody: func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-				return DeploymentPatch(want, have, nil, adopt)
+				return drift.DeploymentPatch(want, have, nil, adopt)
 			},
 		},
-		Services: controller.ChildOps[*corev1.Service]{
+		Services: framework.ChildOps[*corev1.Service]{
 			Resource: "services",
 			Get:      svcGet,
 			Written:  svcWritten,
-			Client: func(ns string) controller.ChildClient[*corev1.Service] {
+			Client: func(ns string) framework.ChildClient[*corev1.Service] {
 				return kube.CoreV1().Services(ns)
 			},
-			Diff:      DiffService,
-			PatchBody: ServicePatch,
+			Diff:      drift.DiffService,
+			PatchBody: drift.ServicePatch,
 		},
 	}
-	return c, []*controller.Informer{cmInf, saInf, rbInf, depInf, svcInf}
+	return c, []*framework.Informer{cmInf, saInf, rbInf, depInf, svcInf}
 }
 
 // NamedServiceAccount returns the cached ServiceAccount a spec's
 // serviceAccount names, for CheckServiceAccount: nil when the spec names
 // none, or when the cache (toolhive=true objects only) has no such account.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
-	name, ok := CustomServiceAccount(spec)
+	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {
 		return nil
 	}
@@ -151,7 +153,7 @@ type Desired struct {
 
 // Ensure converges every child of owner (namespace ns) and returns the
 // Deployment.
-func (c *Children) Ensure(ctx context.Context, w *controller.Writer, owner types.UID, ns string, d Desired) (*appsv1.Deployment, error) {
+func (c *Children) Ensure(ctx context.Context, w *framework.Writer, owner types.UID, ns string, d Desired) (*appsv1.Deployment, error) {
 	steps := []func() error{
 		ensureIf(ctx, w, c.ServiceAccounts, d.RunnerServiceAccount, owner),
 		ensureIf(ctx, w, c.RoleBindings, d.RunnerRoleBinding, owner),
@@ -164,17 +166,17 @@ func (c *Children) Ensure(ctx context.Context, w *controller.Writer, owner types
 			return nil, err
 		}
 	}
-	dep, err := controller.EnsureChild(ctx, w, c.Deployments, d.Deployment, owner)
+	dep, err := framework.EnsureChild(ctx, w, c.Deployments, d.Deployment, owner)
 	if err != nil {
 		return nil, err
 	}
 	if d.StaleRoleBinding != "" {
-		if err := controller.DeleteStaleChild(ctx, w, c.RoleBindings, ns, d.StaleRoleBinding, owner); err != nil {
+		if err := framework.DeleteStaleChild(ctx, w, c.RoleBindings, ns, d.StaleRoleBinding, owner); err != nil {
 			return nil, err
 		}
 	}
 	if d.StaleServiceAccount != "" {
-		if err := controller.DeleteStaleChild(ctx, w, c.ServiceAccounts, ns, d.StaleServiceAccount, owner); err != nil {
+		if err := framework.DeleteStaleChild(ctx, w, c.ServiceAccounts, ns, d.StaleServiceAccount, owner); err != nil {
 			return nil, err
 		}
 	}
@@ -182,12 +184,41 @@ func (c *Children) Ensure(ctx context.Context, w *controller.Writer, owner types
 }
 
 // ensureIf is the step that converges want, or nothing when want is nil.
-func ensureIf[T metav1.Object](ctx context.Context, w *controller.Writer, ops controller.ChildOps[T], want T, owner types.UID) func() error {
+func ensureIf[T metav1.Object](ctx context.Context, w *framework.Writer, ops framework.ChildOps[T], want T, owner types.UID) func() error {
 	return func() error {
 		if reflect.ValueOf(want).IsNil() {
 			return nil
 		}
-		_, err := controller.EnsureChild(ctx, w, ops, want, owner)
+		_, err := framework.EnsureChild(ctx, w, ops, want, owner)
 		return err
 	}
+}
+
+// WithPodTemplateSpec returns a copy of Deployment ops for a kind whose
+// podTemplateSpec is merged into its Deployment's pod
+// (DiffDeploymentWithPodTemplate, DeploymentPatchWithPodTemplate).
+func WithPodTemplateSpec(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentWithPodTemplate
+	ops.PatchBody = drift.DeploymentPatchWithPodTemplate
+	return ops
+}
+
+// WithPodTemplateSpecAndVolumesHash returns a copy of Deployment ops for a
+// kind whose podTemplateSpec is merged into its pod and whose built volumes
+// are hashed: both annotations are compared and pruned when unwanted.
+func WithPodTemplateSpecAndVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentWithPodTemplateByVolumesHash
+	ops.PatchBody = drift.DeploymentPatchWithPodTemplateAndVolumesHash
+	return ops
+}
+
+// WithPodVolumesHash returns a copy of Deployment ops that detects volume
+// drift through naming.AnnotationPodVolumesHash and prunes the annotation when
+// it is no longer wanted.
+func WithPodVolumesHash(ops framework.ChildOps[*appsv1.Deployment]) framework.ChildOps[*appsv1.Deployment] {
+	ops.Diff = drift.DiffDeploymentByVolumesHash
+	ops.PatchBody = func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+		return drift.DeploymentPatch(want, have, drift.PodVolumesPrune, adopt)
+	}
+	return ops
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 )
 
 // A reference is usable only to a config that exists and is Valid.
@@ -47,19 +47,7 @@ func TestConditionFlippedTo(t *testing.T) {
 	}
 }
 
-func TestCustomServiceAccount(t *testing.T) {
-	if _, ok := CustomServiceAccount(nil); ok {
-		t.Error("nil is custom")
-	}
-	if _, ok := CustomServiceAccount(ptr.To("")); ok {
-		t.Error("empty is custom")
-	}
-	if sa, ok := CustomServiceAccount(ptr.To("mine")); !ok || sa != "mine" {
-		t.Error("named account not custom")
-	}
-}
-
-// controller.DeleteStaleChild deletes only what the owner controls, and reads the
+// framework.DeleteStaleChild deletes only what the owner controls, and reads the
 // cache before it sends anything.
 func TestDeleteStaleChild(t *testing.T) {
 	owned := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owned", UID: "sa-1",
@@ -68,24 +56,24 @@ func TestDeleteStaleChild(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "X", Name: "y", UID: "someone", Controller: ptr.To(true)}}}}
 	kube := k8sfake.NewClientset(owned, foreign)
 	f := kubeinformers.NewSharedInformerFactory(kube, 0)
-	ch, _ := NewChildren(&controller.Deps{Kube: kube, Scopes: []controller.Scope{{Kube: f}}})
+	ch, _ := NewChildren(&framework.Deps{Kube: kube, Scopes: []framework.Scope{{Kube: f}}})
 	for _, o := range []any{owned, foreign} {
 		if err := f.Core().V1().ServiceAccounts().Informer().GetIndexer().Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	kube.ClearActions()
-	w := controller.NewWriter("test", nil)
+	w := framework.NewWriter("test", nil)
 	ctx := context.Background()
 	for _, name := range []string{"foreign", "absent"} {
-		if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", name, types.UID("me")); err != nil {
+		if err := framework.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", name, types.UID("me")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if acts := kube.Actions(); len(acts) != 0 {
 		t.Fatalf("actions on foreign or absent children: %v", acts)
 	}
-	if err := controller.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", "owned", types.UID("me")); err != nil {
+	if err := framework.DeleteStaleChild(ctx, w, ch.ServiceAccounts, "ns", "owned", types.UID("me")); err != nil {
 		t.Fatal(err)
 	}
 	if acts := kube.Actions(); len(acts) != 1 || acts[0].GetVerb() != "delete" {

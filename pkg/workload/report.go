@@ -79,3 +79,16 @@ func (r *Report) Pending(reason, message string) {
 func (r *Report) event(reason, message string) {
 	r.recorder.Event(r.obj, corev1.EventTypeWarning, reason, message)
 }
+
+// ConditionFlippedTo reports whether condType is now status (with a new
+// reason or a new status) when it was not before. Warning events are
+// recorded on such transitions only, so a persistent problem produces one
+// event, not one per sync.
+func ConditionFlippedTo(old, cur []metav1.Condition, condType string, status metav1.ConditionStatus) bool {
+	n := meta.FindStatusCondition(cur, condType)
+	if n == nil || n.Status != status {
+		return false
+	}
+	o := meta.FindStatusCondition(old, condType)
+	return o == nil || o.Status != status || o.Reason != n.Reason
+}

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,40 +12,132 @@ import (
 
 // controllerExports is the whole contract of a controller package: its
 // name, its constructor and the type New returns. Anything else a test or
-// another kind needs (keys, child names, reasons) belongs to pkg/workload
-// or the API types, or it becomes a second way into the controller.
+// another kind needs (keys, child names, reasons) belongs to
+// pkg/toolhive/naming or the API types, or it becomes a second way into
+// the controller.
 var controllerExports = []string{"Controller", "Name", "New"}
 
 func TestControllerPackagesExportOnlyTheirContract(t *testing.T) {
 	dirs, err := filepath.Glob("../../pkg/controller/*")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no controller packages: %v", err)
 	}
 	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		for name, pos := range packageExports(t, dir) {
+			if !slices.Contains(controllerExports, name) {
+				t.Errorf("%s exports more than %v: %s: %s", filepath.Base(dir), controllerExports, pos, name)
+			}
+		}
+	}
+}
+
+// renderExports are what a render package offers its controller: its
+// builders (Build*), their Input and Output, and, where the controller
+// needs more of the translation than a build, the names below with why.
+var renderExports = map[string][]string{
+	"proxy": {"Input", "Output"},
+	"vmcp": {"Input", "Output",
+		// The type of Output.AuthConditions.
+		"AuthCondition",
+		// What of a group member reaches config.yaml: the member
+		// handlers compare it to drop members' status writes, and the
+		// sync reads the member's own MCPExternalAuthConfig from it.
+		"MemberView", "ViewMember",
+		// The spec fields the vMCP stores without acting on, reported
+		// before the references resolve (so before any build).
+		"UnsupportedFields"},
+}
+
+func TestRenderPackagesExportOnlyTheirBuilders(t *testing.T) {
+	dirs, err := filepath.Glob("../../pkg/toolhive/render/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no render packages: %v", err)
+	}
+	for _, dir := range dirs {
+		allowed, ok := renderExports[filepath.Base(dir)]
+		if !ok {
+			t.Errorf("render package %s is not in renderExports", filepath.Base(dir))
 			continue
 		}
-		var got []string
-		fset := token.NewFileSet()
+		for name, pos := range packageExports(t, dir) {
+			if !strings.HasPrefix(name, "Build") && !slices.Contains(allowed, name) {
+				t.Errorf("%s: render package %s exports %s: only Build*, %v", pos, filepath.Base(dir), name, allowed)
+			}
+		}
+	}
+}
+
+// controllerFiles are the files of a controller package: its
+// constructor and handlers, its sync (the only file that writes), and
+// what derives its status; the translation is pkg/toolhive/render's.
+var controllerFiles = []string{"controller.go", "doc.go", "status.go", "sync.go"}
+
+// writeHelpers are the framework's functions that write to the API
+// server; only sync.go calls them (or the outline's workload.Sync, or a
+// Children's Ensure).
+var writeHelpers = []string{"CreateChild", "DeleteChild", "DeleteCollection", "DeleteLabelled", "DeleteStaleChild",
+	"EnsureChild", "PatchChild", "PatchObject", "PatchStatus"}
+
+func TestControllerPackagesHoldOnlyTheOutlineAndOnlySyncWrites(t *testing.T) {
+	dirs, err := filepath.Glob("../../pkg/controller/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no controller packages: %v", err)
+	}
+	for _, dir := range dirs {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
+			base := filepath.Base(f)
+			if strings.HasSuffix(base, "_test.go") {
 				continue
 			}
-			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+			if !slices.Contains(controllerFiles, base) {
+				t.Errorf("%s: a controller package holds only %v", f, controllerFiles)
+			}
+			if base == "sync.go" {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for name, obj := range exportedTopLevel(file) {
-				if !slices.Contains(controllerExports, name) {
-					got = append(got, fset.Position(obj).String()+": "+name)
+			ast.Inspect(file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
 				}
-			}
-		}
-		for _, g := range got {
-			t.Errorf("%s exports more than %v: %s", filepath.Base(dir), controllerExports, g)
+				pkg, _ := sel.X.(*ast.Ident)
+				switch {
+				case pkg != nil && pkg.Name == "framework" && slices.Contains(writeHelpers, sel.Sel.Name),
+					pkg != nil && pkg.Name == "workload" && sel.Sel.Name == "Sync",
+					sel.Sel.Name == "Ensure":
+					t.Errorf("%s calls %s: only sync.go writes", f, sel.Sel.Name)
+				}
+				return true
+			})
 		}
 	}
+}
+
+// packageExports are the exported package-level names of the non-test
+// files of dir, and where each is declared.
+func packageExports(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, pos := range exportedTopLevel(file) {
+			out[name] = fset.Position(pos).String()
+		}
+	}
+	return out
 }
 
 // exportedTopLevel returns the exported package-level names of a file

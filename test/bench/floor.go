@@ -135,14 +135,11 @@ var childResources = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "deployments"},
 }
 
-// collectGarbage deletes the children left in namespace ns once their
-// MCPServers are gone, as the garbage collector of a real cluster
-// does through their owner references (the benchmark runs no
-// kube-controller-manager). Without it the cold start and the floor would
-// run beside N leftover Services, and every Service create costs the API
-// server time in proportion to the Services that exist (its ClusterIP
-// allocator counts the allocated addresses on each allocation).
-func (e *env) collectGarbage(ctx context.Context, r *result, ns string) error {
+// deleteChildren deletes the children hivekeeper made in namespace ns
+// (label toolhive=true), while their owners stay: the floors start from
+// the same objects as the cold start did. The garbage collector removes
+// the ReplicaSets and pods of the Deployments.
+func (e *env) deleteChildren(ctx context.Context, r *result, ns string) error {
 	start := time.Now()
 	var deletes []func(context.Context) error
 	for _, gvr := range childResources {
@@ -160,7 +157,7 @@ func (e *env) collectGarbage(ctx context.Context, r *result, ns string) error {
 	if err := parallel(len(deletes), 16, func(i int) error { return deletes[i](ctx) }); err != nil {
 		return err
 	}
-	logf("N=%d: deleted the %d children left in %s in %.2fs", r.N, len(deletes), ns, time.Since(start).Seconds())
+	logf("N=%d: deleted the %d children in %s in %.2fs", r.N, len(deletes), ns, time.Since(start).Seconds())
 	return nil
 }
 
@@ -201,7 +198,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	e.stopController()
-	if err := e.collectGarbage(ctx, r, e.ns); err != nil {
+	if err := e.deleteChildren(ctx, r, e.ns); err != nil {
 		return err
 	}
 
@@ -227,7 +224,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	r.floorCreates = len(copies)
 	logf("N=%d: floor %.2fs for %d creates, of which Services %.2fs", r.N, r.floorSeconds, r.floorCreates, r.floorServiceSeconds)
 
-	if err := e.collectGarbage(ctx, r, floorNS); err != nil {
+	if err := e.deleteChildren(ctx, r, floorNS); err != nil {
 		return err
 	}
 	return e.specFloor(ctx, c, r, servers.Items, copies)

@@ -4,14 +4,23 @@
 // client, and reads the controller's own /metrics to count its API
 // requests, writes, memory and sync latency.
 //
+// The cluster around it is a real one in all but the kubelet:
+// kube-controller-manager, kube-scheduler and kwok's fake nodes run beside
+// the API server (framework.Options.Cluster), so every Deployment rolls out
+// into pods that become Ready, and the garbage collector removes children.
+//
 // Scenarios, per N: create N MCPServers referencing K MCPOIDCConfigs and
-// wait until every Deployment and ConfigMap exists; a steady window (writes
-// must be 0); a label added to every MCPServer (metadata only: 0 writes);
-// a change of one config with N/K referrers; delete everything (finalizers
-// complete); then a cold start (the load stored first, the binary started
-// after) and the raw-client floor (the cold start's children created again
-// by plain client-go). Convergence is followed through watches, never by
-// listing, so the benchmark does not load the API server O(N) per poll.
+// wait until every Deployment and ConfigMap exists, every status is
+// written and every MCPServer is Ready; a steady window (writes must be
+// 0); a label added to every MCPServer (metadata only: 0 writes); a change
+// of one config with N/K referrers; delete everything (finalizers complete,
+// then the garbage collector removes the children); then a cold start (the
+// load stored first, the binary started after) and the raw-client floor
+// (the cold start's children created again by plain client-go). At the N
+// of -peer-n, ToolHive's own operator does the create, the label and the
+// config change on a cluster of its own, in the same run. Convergence is
+// followed through watches, never by listing, so the benchmark does not
+// load the API server O(N) per poll.
 //
 //	go run ./test/bench                 # N=300, the default scenario
 //	go run ./test/bench -n 300,1000,3000,10000 -plot docs/performance.png
@@ -24,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +56,11 @@ type config struct {
 	noCold      bool
 	fanIn       time.Duration
 	profile     string
+	// peer is ToolHive's thv-operator binary, run at the N of peerNs.
+	peer   string
+	peerNs []int
+	// note is printed after the machine line: the conditions of the run.
+	note string
 }
 
 func main() {
@@ -65,17 +80,30 @@ func main() {
 	flag.BoolVar(&c.noCold, "no-cold", false, "skip the cold start and the floors")
 	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
 	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start and delete to <prefix>-{cold,delete}-{apiserver,hivekeeper}-<N>.pprof")
+	var peerNs string
+	flag.StringVar(&c.note, "note", "", "a sentence on the conditions of the run (e.g. other load on the machine), printed in the report")
+	flag.StringVar(&c.peer, "peer", "", "ToolHive's thv-operator to measure beside hivekeeper; empty: the one hack/toolhive-binaries.sh builds, \"none\": no peer")
+	flag.StringVar(&peerNs, "peer-n", "300", "comma-separated N at which the peer runs too (each also in -n)")
 	flag.Parse()
-	for _, s := range strings.Split(ns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fatalf("bad -n %q", s)
-		}
-		c.ns = append(c.ns, n)
+	c.ns = parseNs("-n", ns)
+	if peerNs != "" && c.peer != "none" {
+		c.peerNs = parseNs("-peer-n", peerNs)
 	}
 	if err := run(c); err != nil {
 		fatalf("%v", err)
 	}
+}
+
+func parseNs(flagName, list string) []int {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fatalf("bad %s %q", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func fatalf(format string, a ...any) {
@@ -102,21 +130,36 @@ func run(c config) error {
 			return fmt.Errorf("building hivekeeper: %w", err)
 		}
 	}
+	if len(c.peerNs) > 0 && c.peer == "" {
+		cmd := exec.Command(filepath.Join(root, "hack", "toolhive-binaries.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("hack/toolhive-binaries.sh: %w", err)
+		}
+		c.peer = filepath.Join(strings.TrimSpace(string(out)), "thv-operator")
+	}
 	var results []*result
 	for _, n := range c.ns {
 		r, err := runOne(context.Background(), c, root, n)
 		if err != nil {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
+		if slices.Contains(c.peerNs, n) {
+			if r.peer, err = runPeer(context.Background(), c, root, n); err != nil {
+				return fmt.Errorf("N=%d: peer: %w", n, err)
+			}
+		}
 		results = append(results, r)
 		fmt.Println(r.table())
-	}
-	report := renderReport(c, results)
-	if c.out != "" {
-		if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
-			return err
+		// After every N, so that a long sweep stopped early keeps the
+		// rows it finished.
+		if c.out != "" {
+			if err := os.WriteFile(c.out, []byte(renderReport(c, results)), 0o644); err != nil {
+				return err
+			}
+			logf("wrote %s", c.out)
 		}
-		logf("wrote %s", c.out)
 	}
 	if c.plot != "" {
 		if err := writePlot(c.plot, results); err != nil {

@@ -34,8 +34,17 @@ var (
 type result struct {
 	N, K int
 
-	createSeconds    float64
-	statusSeconds    float64
+	createSeconds float64
+	statusSeconds float64
+	// readySeconds is the time until every MCPServer is Ready: its proxy
+	// pod scheduled, reported Ready and counted in the Deployment's
+	// status by the controller manager.
+	readySeconds float64
+	// rolloutWrites are hivekeeper's writes, other than statuses, from
+	// the moment every status was written until every MCPServer was
+	// Ready: the ReplicaSets, pods and Deployment status updates of the
+	// rollouts reach its informers, and must cost nothing.
+	rolloutWrites    float64
 	createRequests   map[string]float64 // by HTTP method, whole create phase
 	createWrites     float64
 	createCPU        map[string]float64 // CPU seconds by process during the create phase
@@ -44,15 +53,24 @@ type result struct {
 	steadyWindow time.Duration
 	steadyWrites float64
 	steadyReqs   map[string]float64
+	// steadySyncs is how many MCPServer syncs the window saw: events of
+	// the cluster around hivekeeper (there is no resync by default).
+	steadySyncs float64
 
 	labelWrites float64
 
 	configReferrers int
 	configSeconds   float64
 	configWrites    float64
+	// configStatusWrites is the part of configWrites that went to status
+	// subresources: the rollouts change readyReplicas as they go.
+	configStatusWrites float64
 
 	deleteSeconds float64
 	deleteCPU     map[string]float64
+	// collectSeconds is the time from the first delete until the garbage
+	// collector removed every child.
+	collectSeconds float64
 
 	// createAPI and deleteAPI are the API server's byte counters over
 	// the create and delete phases.
@@ -60,10 +78,10 @@ type result struct {
 
 	// The cold start: N MCPServers stored before the controller starts;
 	// times from the process's start.
-	coldSeconds, coldStatusSeconds float64
-	coldCPU                        map[string]float64
-	coldAPI                        apiCounters
-	coldRSSBytes                   float64
+	coldSeconds, coldStatusSeconds, coldReadySeconds float64
+	coldCPU                                          map[string]float64
+	coldAPI                                          apiCounters
+	coldRSSBytes                                     float64
 	// floorSeconds is the same children created by plain client-go
 	// creates, in the same run.
 	floorSeconds float64
@@ -75,6 +93,9 @@ type result struct {
 	// specFloorSeconds is the floor of a controller that follows the
 	// spec: the creates plus the two MCPServer patches, per MCPServer.
 	specFloorSeconds float64
+
+	// peer is ToolHive's operator at the same N, when measured.
+	peer *peerResult
 
 	rssBytes, peakRSSBytes, heapBytes float64
 	// rssAnonBytes and rssFileBytes split the resident memory at the end
@@ -97,8 +118,8 @@ type env struct {
 }
 
 func runOne(ctx context.Context, c config, root string, n int) (*result, error) {
-	logf("N=%d: starting etcd and kube-apiserver", n)
-	opts := framework.Options{CRDDir: filepath.Join(root, "config", "crd")}
+	logf("N=%d: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok", n)
+	opts := framework.Options{CRDDir: filepath.Join(root, "config", "crd"), Cluster: true}
 	if c.profile != "" {
 		opts.ExtraAPIServerArgs = []string{"--profiling=true"}
 	}
@@ -107,15 +128,10 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return nil, err
 	}
 	defer srv.Stop()
-	kube, err := kubernetes.NewForConfig(srv.Config)
+	e, err := newEnv(srv)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(srv.Config)
-	if err != nil {
-		return nil, err
-	}
-	e := &env{srv: srv, kube: kube, dyn: dyn}
 	if err := e.useNamespace(ctx, benchNS); err != nil {
 		return nil, err
 	}
@@ -161,9 +177,6 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 	if c.noCold {
 		return r, nil
 	}
-	if err := e.collectGarbage(ctx, r, e.ns); err != nil {
-		return r, err
-	}
 	if err := e.coldStart(ctx, c, r); err != nil {
 		return r, err
 	}
@@ -171,6 +184,19 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return r, err
 	}
 	return r, nil
+}
+
+// newEnv is the benchmark's clients of srv.
+func newEnv(srv *framework.Server) (*env, error) {
+	kube, err := kubernetes.NewForConfig(srv.Config)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &env{srv: srv, kube: kube, dyn: dyn}, nil
 }
 
 // useNamespace creates ns, points the load at it and tracks it.
@@ -347,8 +373,9 @@ func (e *env) storeServers(ctx context.Context, c config, n int) error {
 // waitChildren waits until every MCPServer has its Deployment and RunConfig.
 func (e *env) waitChildren(n int) error {
 	if err := poll(30*time.Minute, func() bool {
+		// ">=": another operator may keep ConfigMaps of its own.
 		d, cm := e.track.children()
-		return d == n && cm == n
+		return d == n && cm >= n
 	}); err != nil {
 		return fmt.Errorf("children never all existed: %w", err)
 	}
@@ -358,12 +385,36 @@ func (e *env) waitChildren(n int) error {
 // waitStatuses waits until every MCPServer has a phase.
 func (e *env) waitStatuses(n int) error {
 	if err := poll(30*time.Minute, func() bool {
-		all, phased := e.track.servers()
+		all, phased, _ := e.track.servers()
 		return all == n && phased == n
 	}); err != nil {
 		return fmt.Errorf("statuses never all written: %w", err)
 	}
 	return nil
+}
+
+// waitReady waits until every MCPServer is Ready.
+func (e *env) waitReady(n int) error {
+	if err := poll(30*time.Minute, func() bool {
+		all, _, ready := e.track.servers()
+		return all == n && ready == n
+	}); err != nil {
+		_, _, ready := e.track.servers()
+		return fmt.Errorf("only %d of %d MCPServers ever Ready: %w", ready, n, err)
+	}
+	return nil
+}
+
+// nonStatusWrites sums hivekeeper_writes_total over every resource but
+// status subresources.
+func nonStatusWrites(m scrape) float64 {
+	var sum float64
+	for resource, v := range m.byLabel("hivekeeper_writes_total", "resource", nil) {
+		if !strings.HasSuffix(resource, "/status") {
+			sum += v
+		}
+	}
+	return sum
 }
 
 func (e *env) create(ctx context.Context, c config, r *result) error {
@@ -408,6 +459,14 @@ func (e *env) create(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.statusSeconds = time.Since(start).Seconds()
+	statuses, err := scrapeMetrics(e.metrics)
+	if err != nil {
+		return err
+	}
+	if err := e.waitReady(r.N); err != nil {
+		return err
+	}
+	r.readySeconds = time.Since(start).Seconds()
 	// Wait for the queues to drain before reading the create phase's cost.
 	after, err := e.quiesce(2 * time.Second)
 	if err != nil {
@@ -420,9 +479,10 @@ func (e *env) create(ctx context.Context, c config, r *result) error {
 	r.createAPI = apiAfter.minus(apiBefore)
 	r.createRequests = diff(before.byLabel("rest_client_requests_total", "method", nil), after.byLabel("rest_client_requests_total", "method", nil))
 	r.createWrites = after.sum("hivekeeper_writes_total", nil) - before.sum("hivekeeper_writes_total", nil)
+	r.rolloutWrites = nonStatusWrites(after) - nonStatusWrites(statuses)
 	r.syncP50 = quantile(0.5, before, after, "hivekeeper_reconcile_duration_seconds", map[string]string{"controller": "mcpserver"})
 	r.syncP99 = quantile(0.99, before, after, "hivekeeper_reconcile_duration_seconds", map[string]string{"controller": "mcpserver"})
-	logf("N=%d: children in %.2fs, statuses in %.2fs", r.N, r.createSeconds, r.statusSeconds)
+	logf("N=%d: children in %.2fs, statuses in %.2fs, all Ready in %.2fs", r.N, r.createSeconds, r.statusSeconds, r.readySeconds)
 	return nil
 }
 
@@ -470,6 +530,8 @@ func (e *env) steady(ctx context.Context, c config, r *result) error {
 	r.steadyWindow = c.steady
 	r.steadyWrites = after.sum("hivekeeper_writes_total", nil) - before.sum("hivekeeper_writes_total", nil)
 	r.steadyReqs = diff(before.byLabel("rest_client_requests_total", "method", nil), after.byLabel("rest_client_requests_total", "method", nil))
+	r.steadySyncs = after.sum("hivekeeper_reconcile_total", map[string]string{"controller": "mcpserver"}) -
+		before.sum("hivekeeper_reconcile_total", map[string]string{"controller": "mcpserver"})
 	return nil
 }
 
@@ -541,6 +603,7 @@ func (e *env) changeConfig(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.configWrites = after.sum("hivekeeper_writes_total", nil) - before.sum("hivekeeper_writes_total", nil)
+	r.configStatusWrites = r.configWrites - (nonStatusWrites(after) - nonStatusWrites(before))
 	return nil
 }
 
@@ -566,19 +629,28 @@ func (e *env) deleteAll(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	if err := poll(30*time.Minute, func() bool {
-		all, _ := e.track.servers()
+		all, _, _ := e.track.servers()
 		return all == 0
 	}); err != nil {
 		return fmt.Errorf("finalizers did not complete: %w", err)
 	}
 	r.deleteSeconds = time.Since(start).Seconds()
 	r.deleteCPU = diff(cpuBefore, e.cpu())
+	// The garbage collector removes the children through their owner
+	// references, and the ReplicaSets and pods after the Deployments.
+	if err := poll(30*time.Minute, func() bool {
+		d, cm := e.track.children()
+		return d == 0 && cm == 0
+	}); err != nil {
+		return fmt.Errorf("the garbage collector did not remove the children: %w", err)
+	}
+	r.collectSeconds = time.Since(start).Seconds()
 	apiAfter, err := e.scrapeAPIServer(ctx)
 	if err != nil {
 		return err
 	}
 	r.deleteAPI = apiAfter.minus(apiBefore)
-	logf("N=%d: deleted in %.2fs", r.N, r.deleteSeconds)
+	logf("N=%d: deleted in %.2fs, children collected in %.2fs", r.N, r.deleteSeconds, r.collectSeconds)
 	return nil
 }
 
@@ -622,6 +694,10 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.coldStatusSeconds = time.Since(start).Seconds()
+	if err := e.waitReady(r.N); err != nil {
+		return err
+	}
+	r.coldReadySeconds = time.Since(start).Seconds()
 	if _, err := e.quiesce(2 * time.Second); err != nil {
 		return err
 	}
@@ -632,7 +708,7 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.coldAPI = apiAfter.minus(apiBefore)
-	logf("N=%d: cold start: children in %.2fs, statuses in %.2fs", r.N, r.coldSeconds, r.coldStatusSeconds)
+	logf("N=%d: cold start: children in %.2fs, statuses in %.2fs, all Ready in %.2fs", r.N, r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds)
 	return nil
 }
 
@@ -657,7 +733,7 @@ func (e *env) timeline(start time.Time) (stop func()) {
 				continue
 			}
 			d, cm := e.track.children()
-			_, phased := e.track.servers()
+			_, phased, _ := e.track.servers()
 			logf("  t=%5.1fs queue mcpserver=%.0f mcpoidcconfig=%.0f | syncs %v | requests %v | deployments %d configmaps %d statuses %d",
 				time.Since(start).Seconds(),
 				m.sum("workqueue_depth", map[string]string{"name": "mcpserver"}),

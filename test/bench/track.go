@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // tracker follows the MCPServers, Deployments and ConfigMaps of one
@@ -51,7 +51,7 @@ func newTracker(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inte
 			delete(t.checksum, d.Name)
 			return
 		}
-		t.checksum[d.Name] = d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		t.checksum[d.Name] = d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	})
 	t.handle(kf.Core().V1().ConfigMaps().Informer(), func(obj any, gone bool) {
 		cm := obj.(*corev1.ConfigMap)
@@ -97,16 +97,21 @@ func (t *tracker) children() (deployments, configMaps int) {
 	return len(t.checksum), len(t.configMaps)
 }
 
-// servers is how many MCPServers exist, and how many have a phase.
-func (t *tracker) servers() (all, phased int) {
+// servers is how many MCPServers exist, how many have a phase, and how
+// many are Ready (the phase hivekeeper and ToolHive's operator both write
+// once a proxy pod is ready).
+func (t *tracker) servers() (all, phased, ready int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.phase {
 		if p != "" {
 			phased++
 		}
+		if p == "Ready" {
+			ready++
+		}
 	}
-	return len(t.phase), phased
+	return len(t.phase), phased, ready
 }
 
 // checksums copies the Deployments' RunConfig checksums.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -62,7 +62,7 @@ func TestAuditThroughTheRunner(t *testing.T) {
 		}
 	}
 
-	port, out := startRunnerOutput(t, env, ns, "audited", workload.RunConfigName("audited"), 8091, remote.StandIn, remote.URL)
+	port, out := startRunnerOutput(t, env, ns, "audited", naming.RunConfigName("audited"), 8091, remote.StandIn, remote.URL)
 	waitServing(t, port)
 	calls(port)
 	var evs []auditEvent
@@ -84,7 +84,7 @@ func TestAuditThroughTheRunner(t *testing.T) {
 	}
 	t.Logf("the audited runner logged %d audit events: %+v", len(evs), evs)
 
-	port, out = startRunnerOutput(t, env, ns, "unaudited", workload.RunConfigName("unaudited"), 8092, remote.StandIn, remote.URL)
+	port, out = startRunnerOutput(t, env, ns, "unaudited", naming.RunConfigName("unaudited"), 8092, remote.StandIn, remote.URL)
 	waitServing(t, port)
 	calls(port)
 	time.Sleep(time.Second)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // TestRunnerAuthenticates proves that the OIDC block hivekeeper writes
@@ -32,7 +32,7 @@ func TestRunnerAuthenticates(t *testing.T) {
 	iss := startIssuer(t)
 	applyTemplate(t, env, ns, "testdata/runtime/auth-server.yaml", map[string]string{"ISSUER": iss.URL})
 	const name, audience = "guarded", "guarded-api"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8080)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8080)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)

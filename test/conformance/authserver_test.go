@@ -19,7 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -36,18 +37,18 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	upstream := startIssuer(t)
 	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstream.URL, "REMOTE_URL": remote.StandIn})
+	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn})
 	const name = "with-auth-server"
 
 	// The files the pod would see, from the Deployment's Secret volumes.
-	_, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	_, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
 	root, secrets := secretFiles(t, env, ns, &tmpl)
 	if secrets != 2 {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8095, remote.StandIn, remote.URL,
-		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
-		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
+		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
+		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)
 
 	checkAuthServerMetadata(t, port, key)

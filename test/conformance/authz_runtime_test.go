@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // TestRemoteProxyCedarDenies: ToolHive's runner, run on the RunConfig
@@ -21,7 +21,7 @@ func TestRemoteProxyCedarDenies(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-cedar.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.StandIn})
 	const name = "guarded"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8093, remote.StandIn, remote.URL)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8093, remote.StandIn, remote.URL)
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	token := iss.token(t, iss.claims("guarded-api"))

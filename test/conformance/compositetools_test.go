@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -104,7 +104,7 @@ func TestCompositeToolDefinitionsAreVmcpCompositeTools(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			accepted, said := vmcpValidates(t, &c.spec)
-			problems := workload.ValidateCompositeTool("spec", &c.spec)
+			problems := wiring.ValidateCompositeTool("spec", &c.spec)
 			if accepted != (len(problems) == 0) {
 				t.Errorf("vmcp validate accepts: %t (%s); hivekeeper's problems: %q", accepted, said, problems)
 			}

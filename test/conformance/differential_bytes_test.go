@@ -17,7 +17,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
@@ -121,9 +121,9 @@ func runners(cases []*diffCase) []runner {
 			switch {
 			case w.skip != nil:
 			case w.Kind == thv1.KindMCPServer:
-				out = append(out, runner{c.Name, workload.ProxyRunnerName(w.Name), rbac.DefaultProxyRunnerClusterRole})
+				out = append(out, runner{c.Name, naming.ProxyRunnerName(w.Name), rbac.DefaultProxyRunnerClusterRole})
 			case w.Kind == thv1.KindMCPRemoteProxy:
-				out = append(out, runner{c.Name, workload.RemoteProxyRunnerName(w.Name), rbac.DefaultRemoteProxyRunnerClusterRole})
+				out = append(out, runner{c.Name, naming.RemoteProxyRunnerName(w.Name), rbac.DefaultRemoteProxyRunnerClusterRole})
 			}
 		}
 	}
@@ -240,7 +240,7 @@ func configData(objs toolhive.Objects, name, key string) (config, authServer str
 		return "", ""
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	return data[key], data[workload.VMCPAuthServerConfigKey]
+	return data[key], data[naming.VMCPAuthServerConfigKey]
 }
 
 // children returns the keys of the objects of a case's namespace that an
@@ -372,7 +372,7 @@ func recordToolHive(t *testing.T, cases []*diffCase) {
 				continue
 			}
 			data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-			for _, k := range []string{key, workload.VMCPAuthServerConfigKey} {
+			for _, k := range []string{key, naming.VMCPAuthServerConfigKey} {
 				if v, ok := data[k]; ok {
 					write(filepath.Join(dir, w.Kind+"."+w.Name, k), []byte(v))
 				}

@@ -7,7 +7,7 @@ import "github.com/hivekeeper/hivekeeper/test/toolhive"
 // pendingBytes is the work list of TestDifferentialRunConfig: every difference, as bytes, between what ToolHive's
 // operator and hivekeeper write for the same manifest that is not one hivekeeper makes on purpose (allowedBytes).
 // Each entry names its path, both values (ToolHive's first) and every object showing it; an entry no longer seen
-// fails the test, so matching a byte means deleting (or regenerating) its entries. Causes are in differential_causes_test.go.
+// fails the test, so matching a byte means deleting (or regenerating) its entries. Causes are toolhive.OutputCauses (test/toolhive/causes.go).
 //
 // 2873 differences on 578 objects.
 //
@@ -47,171 +47,171 @@ var pendingBytes = []toolhive.Exception{
 	// vmcp discovered mode: 88 differences. serve outgoingAuth.source discovered (issue #27 step 5): no backends in
 	// config.yaml, vmcp lists the group itself with a Role, RoleBinding and ServiceAccount <name>-vmcp, as
 	// ToolHive's operator writes them
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:01d7efc76519, 800 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:01d7efc76519, 800 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Role/simple-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:2333dbfe2dbc, 787 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:2333dbfe2dbc, 787 bytes)`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Role/mixed-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:28b00c7a8245, 820 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:28b00c7a8245, 820 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Role/vmcp-prefix-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:405664d9ce1f, 777 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:405664d9ce1f, 777 bytes)`, B: "(none)", Objects: []string{
 		"table/12-vmcp-anonymous.yaml Role/tools-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:43e50e5fc55f, 817 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:43e50e5fc55f, 817 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Role/telemetry-demo-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:539612b640fc, 795 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:539612b640fc, 795 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Role/codemode-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:6ad8174eb351, 494 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:6ad8174eb351, 494 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml Role/ent-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:6bd758b66229, 816 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:6bd758b66229, 816 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Role/vmcp-data-processor-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:7133d7451035, 819 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:7133d7451035, 819 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Role/vmcp-simple-composite-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:8512063de8c9, 529 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:8512063de8c9, 529 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Role/eng-tools-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:93e4623c5904, 820 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:93e4623c5904, 820 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Role/vmcp-manual-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:ac18e2bb7b0d, 805 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:ac18e2bb7b0d, 805 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Role/optimizer-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:b2aca3831e35, 777 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:b2aca3831e35, 777 bytes)`, B: "(none)", Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Role/team-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:b5c196cbb7ca, 786 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:b5c196cbb7ca, 786 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Role/cfg-inline-authz-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:d7c5d57aa1d0, 493 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:d7c5d57aa1d0, 493 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Role/cfg-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:e5dadbe34681, 824 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:e5dadbe34681, 824 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Role/vmcp-priority-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"… (sha256:f1ec72407a2c, 775 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","… (sha256:f1ec72407a2c, 775 bytes)`, B: "(none)", Objects: []string{
 		"table/36-vmcp-auth-server.yaml Role/vas-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:0e8b4b3f1bd0, 549 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:0e8b4b3f1bd0, 549 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml RoleBinding/eng-tools-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:234983e219be, 509 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:234983e219be, 509 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml RoleBinding/cfg-inline-authz-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:2942fecdb22d, 477 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:2942fecdb22d, 477 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml RoleBinding/cfg-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:3468da320f77, 571 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:3468da320f77, 571 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml RoleBinding/telemetry-demo-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:3ee2d164fb9f, 585 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:3ee2d164fb9f, 585 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml RoleBinding/vmcp-priority-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:527e21b04879, 577 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:527e21b04879, 577 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml RoleBinding/vmcp-manual-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:625bc1b0c8c7, 487 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:625bc1b0c8c7, 487 bytes)`, B: "(none)", Objects: []string{
 		"table/36-vmcp-auth-server.yaml RoleBinding/vas-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:707d15708efd, 575 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:707d15708efd, 575 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml RoleBinding/vmcp-simple-composite-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:78d8b8fe5af0, 537 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:78d8b8fe5af0, 537 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml RoleBinding/simple-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:85d5e3dd4c4a, 511 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:85d5e3dd4c4a, 511 bytes)`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml RoleBinding/mixed-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:a012e784bf65, 491 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:a012e784bf65, 491 bytes)`, B: "(none)", Objects: []string{
 		"table/13-vmcp-oidc-config.yaml RoleBinding/team-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:c1e576f70ee3, 479 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:c1e576f70ee3, 479 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml RoleBinding/ent-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:c3dfa50f5309, 577 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:c3dfa50f5309, 577 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml RoleBinding/vmcp-prefix-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:c675c35b29f0, 547 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:c675c35b29f0, 547 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml RoleBinding/optimizer-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:c8b9737abdbb, 527 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:c8b9737abdbb, 527 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml RoleBinding/codemode-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:c9f42924ae92, 569 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:c9f42924ae92, 569 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml RoleBinding/vmcp-data-processor-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "(object)", A: "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBin… (sha256:e939bb1d7449, 491 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "(object)", A: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBin… (sha256:e939bb1d7449, 491 bytes)`, B: "(none)", Objects: []string{
 		"table/12-vmcp-anonymous.yaml RoleBinding/tools-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"cfg-fetch\",\"transport\":\"streamable-http\",\"url\":\"ht… (sha256:0cb10603c8f5, 271 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"cfg-fetch","transport":"streamable-http","url":"ht… (sha256:0cb10603c8f5, 271 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"fetch\",\"transport\":\"streamable-http\",\"url\":\"http:/… (sha256:255af128ae27, 150 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"fetch","transport":"streamable-http","url":"http:/… (sha256:255af128ae27, 150 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"fetch\",\"transport\":\"streamable-http\",\"url\":\"http:/… (sha256:7d82fceb2f5c, 279 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"fetch","transport":"streamable-http","url":"http:/… (sha256:7d82fceb2f5c, 279 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"fetch\",\"transport\":\"streamable-http\",\"url\":\"http:/… (sha256:b1b9bdcd4712, 303 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"fetch","transport":"streamable-http","url":"http:/… (sha256:b1b9bdcd4712, 303 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"fetch\",\"transport\":\"streamable-http\",\"url\":\"http:/… (sha256:edcea8fbb7fc, 491 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"fetch","transport":"streamable-http","url":"http:/… (sha256:edcea8fbb7fc, 491 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"fetch\",\"transport\":\"streamable-http\",\"url\":\"http:/… (sha256:f2480c0b6af5, 485 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"fetch","transport":"streamable-http","url":"http:/… (sha256:f2480c0b6af5, 485 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"mixed-far\",\"transport\":\"sse\",\"url\":\"http://mcp-mix… (sha256:ea3a47eec7d5, 294 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"mixed-far","transport":"sse","url":"http://mcp-mix… (sha256:ea3a47eec7d5, 294 bytes)`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"team-fetch\",\"transport\":\"streamable-http\",\"url\":\"h… (sha256:251d4144d5e1, 142 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"team-fetch","transport":"streamable-http","url":"h… (sha256:251d4144d5e1, 142 bytes)`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"tools-a\",\"transport\":\"streamable-http\",\"url\":\"http… (sha256:940a4fbab741, 255 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"tools-a","transport":"streamable-http","url":"http… (sha256:940a4fbab741, 255 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"vas-aws\",\"transport\":\"streamable-http\",\"url\":\"http… (sha256:fb8fcf88ea1f, 418 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"vas-aws","transport":"streamable-http","url":"http… (sha256:fb8fcf88ea1f, 418 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"yardstick-simple\",\"transport\":\"streamable-http\",\"u… (sha256:83f577e21f7d, 173 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"yardstick-simple","transport":"streamable-http","u… (sha256:83f577e21f7d, 173 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends", A: "(none)", B: "[{\"name\":\"yardstick-telemetry\",\"transport\":\"streamable-http\"… (sha256:c35bd2afd82c, 180 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends`, A: "(none)", B: `[{"name":"yardstick-telemetry","transport":"streamable-http"… (sha256:c35bd2afd82c, 180 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=cfg-fetch].metadata", A: "{\"group\":\"cfg\",\"namespace\":\"table-24-vmcp-config\",\"tool_type… (sha256:2dfa32acb726, 125 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=cfg-fetch].metadata`, A: `{"group":"cfg","namespace":"table-24-vmcp-config","tool_type… (sha256:2dfa32acb726, 125 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=cfg-github].metadata", A: "{\"group\":\"cfg\",\"namespace\":\"table-24-vmcp-config\",\"tool_type… (sha256:2dfa32acb726, 125 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=cfg-github].metadata`, A: `{"group":"cfg","namespace":"table-24-vmcp-config","tool_type… (sha256:2dfa32acb726, 125 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=context7].metadata", A: "{\"group\":\"engineering-team\",\"namespace\":\"examples-mcp-server… (sha256:5d2d30f6198c, 216 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=context7].metadata`, A: `{"group":"engineering-team","namespace":"examples-mcp-server… (sha256:5d2d30f6198c, 216 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=ent-far].metadata", A: "{\"group\":\"ent\",\"namespace\":\"table-35-vmcp-entries\",\"remote_u… (sha256:67e6940e46cc, 172 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=ent-far].metadata`, A: `{"group":"ent","namespace":"table-35-vmcp-entries","remote_u… (sha256:67e6940e46cc, 172 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=ent-local].metadata", A: "{\"group\":\"ent\",\"namespace\":\"table-35-vmcp-entries\",\"tool_typ… (sha256:0e77cad3efa7, 126 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=ent-local].metadata`, A: `{"group":"ent","namespace":"table-35-vmcp-entries","tool_typ… (sha256:0e77cad3efa7, 126 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].backends[name=github-mcp].metadata", A: "{\"group\":\"engineering-team\",\"namespace\":\"examples-mcp-server… (sha256:9de021f87662, 172 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].backends[name=github-mcp].metadata`, A: `{"group":"engineering-team","namespace":"examples-mcp-server… (sha256:9de021f87662, 172 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].outgoingAuth.backends.vas-aws.awsSts.subjectProviderName", A: "(none)", B: "\"corp-idp\"", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].outgoingAuth.backends.vas-aws.awsSts.subjectProviderName`, A: "(none)", B: `"corp-idp"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].outgoingAuth.default.tokenExchange.subjectProviderName", A: "(none)", B: "\"corp-idp\"", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].outgoingAuth.default.tokenExchange.subjectProviderName`, A: "(none)", B: `"corp-idp"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "data[\"config.yaml\"].outgoingAuth.source", A: "\"discovered\"", B: "\"inline\"", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: `data["config.yaml"].outgoingAuth.source`, A: `"discovered"`, B: `"inline"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
@@ -227,266 +227,247 @@ var pendingBytes = []toolhive.Exception{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "vmcp discovered mode", Path: "imagePullSecrets", A: "[{\"name\":\"registry-creds\"}]", B: "(none)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "imagePullSecrets", A: `[{"name":"registry-creds"}]`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ServiceAccount/mixed-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"cfg-… (sha256:1fe82c5bccde, 171 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"cfg-… (sha256:1fe82c5bccde, 171 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-inline-authz-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"cfg-… (sha256:fd5e897f05a4, 155 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"cfg-… (sha256:fd5e897f05a4, 155 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"code… (sha256:2566fb17b022, 165 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"code… (sha256:2566fb17b022, 165 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ServiceAccount/codemode-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"eng-… (sha256:81bca6d2e2bb, 157 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"eng-… (sha256:81bca6d2e2bb, 157 bytes)`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ServiceAccount/eng-tools-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"ent-… (sha256:b2dc60701f9f, 155 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"ent-… (sha256:b2dc60701f9f, 155 bytes)`, Objects: []string{
 		"table/35-vmcp-entries.yaml ServiceAccount/ent-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"mixe… (sha256:847a6d7a9044, 159 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"mixe… (sha256:847a6d7a9044, 159 bytes)`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ServiceAccount/mixed-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"opti… (sha256:1fde50549c20, 167 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"opti… (sha256:1fde50549c20, 167 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ServiceAccount/optimizer-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"simp… (sha256:b76173dd3d57, 161 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"simp… (sha256:b76173dd3d57, 161 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ServiceAccount/simple-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"team… (sha256:1e4f0c551527, 157 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"team… (sha256:1e4f0c551527, 157 bytes)`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ServiceAccount/team-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"tele… (sha256:b2663c28cdc4, 177 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"tele… (sha256:b2663c28cdc4, 177 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ServiceAccount/telemetry-demo-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"tool… (sha256:213e128054c2, 159 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"tool… (sha256:213e128054c2, 159 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ServiceAccount/tools-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vas-… (sha256:aa7d6e731cf2, 155 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vas-… (sha256:aa7d6e731cf2, 155 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-vmcp-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vmcp… (sha256:05868b54ed2e, 177 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vmcp… (sha256:05868b54ed2e, 177 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ServiceAccount/vmcp-data-processor-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vmcp… (sha256:094c12ca8874, 181 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vmcp… (sha256:094c12ca8874, 181 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ServiceAccount/vmcp-simple-composite-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vmcp… (sha256:875b343ba09d, 183 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vmcp… (sha256:875b343ba09d, 183 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ServiceAccount/vmcp-priority-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vmcp… (sha256:ac9932a45811, 179 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vmcp… (sha256:ac9932a45811, 179 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ServiceAccount/vmcp-manual-strategy-vmcp",
 	}},
-	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"virtualmcpserver\",\"app.kubernetes.io/instance\":\"vmcp… (sha256:ef275f6145f6, 179 bytes)", Objects: []string{
+	{Cause: "vmcp discovered mode", Path: "metadata.labels", A: "(none)", B: `{"app":"virtualmcpserver","app.kubernetes.io/instance":"vmcp… (sha256:ef275f6145f6, 179 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ServiceAccount/vmcp-prefix-strategy-vmcp",
 	}},
 
 	// vmcp session HMAC secret: 34 differences. ToolHive's operator generates Secret <name>-hmac-secret per vMCP and
 	// passes it as VMCP_SESSION_HMAC_SECRET; hivekeeper writes neither
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:075828bc492e, 660 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:075828bc492e, 660 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Secret/vmcp-data-processor-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:0e933041e8c2, 640 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:0e933041e8c2, 640 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Secret/eng-tools-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:17f0e9cfb939, 665 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:17f0e9cfb939, 665 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Secret/vmcp-prefix-strategy-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:1a13e2b978be, 644 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:1a13e2b978be, 644 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Secret/optimizer-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:2fe33377cd22, 661 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:2fe33377cd22, 661 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Secret/telemetry-demo-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:3c912ccb9401, 633 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:3c912ccb9401, 633 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Secret/codemode-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:40d07d029367, 608 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:40d07d029367, 608 bytes)`, B: "(none)", Objects: []string{
 		"table/36-vmcp-auth-server.yaml Secret/vas-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:4729add6a404, 612 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:4729add6a404, 612 bytes)`, B: "(none)", Objects: []string{
 		"table/12-vmcp-anonymous.yaml Secret/tools-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:5956a0062c91, 636 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:5956a0062c91, 636 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Secret/simple-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:791bb4fa2db5, 603 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:791bb4fa2db5, 603 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Secret/cfg-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:83cb4279443d, 604 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:83cb4279443d, 604 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml Secret/ent-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:86e0126190af, 671 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:86e0126190af, 671 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Secret/vmcp-priority-strategy-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:9c161f081114, 627 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:9c161f081114, 627 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Secret/cfg-inline-authz-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:cda5fbd81f0c, 665 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:cda5fbd81f0c, 665 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Secret/vmcp-manual-strategy-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:d468dd5f723c, 622 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:d468dd5f723c, 622 bytes)`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Secret/mixed-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:eb139c598a02, 611 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:eb139c598a02, 611 bytes)`, B: "(none)", Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Secret/team-vmcp-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"hmac-secret\":\"(60 bytes)\"},\"kind… (sha256:fd0c21a170f5, 665 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "(object)", A: `{"apiVersion":"v1","data":{"hmac-secret":"(60 bytes)"},"kind… (sha256:fd0c21a170f5, 665 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Secret/vmcp-simple-composite-hmac-secret",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:0297d3015dfe, 116 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:0297d3015dfe, 116 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:087d46b26465, 116 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:087d46b26465, 116 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:0997618c55ae, 128 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:0997618c55ae, 128 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:0b3b2a19bdfe, 121 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:0b3b2a19bdfe, 121 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:284aa64883a5, 117 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:284aa64883a5, 117 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:6e9b2f5d3fc0, 118 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:6e9b2f5d3fc0, 118 bytes)`, B: "(none)", Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:6ed1700b0864, 129 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:6ed1700b0864, 129 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:72720135c475, 124 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:72720135c475, 124 bytes)`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:7628bc35f8d1, 128 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:7628bc35f8d1, 128 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:88fbd53fea29, 116 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:88fbd53fea29, 116 bytes)`, B: "(none)", Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:97f773ef0353, 119 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:97f773ef0353, 119 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:a736cef67c92, 117 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:a736cef67c92, 117 bytes)`, B: "(none)", Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:d3c8b19a141c, 130 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:d3c8b19a141c, 130 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:d5b1d574932e, 127 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:d5b1d574932e, 127 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:f2f6f0b562ba, 127 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:f2f6f0b562ba, 127 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:f7a82a0cbad5, 122 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:f7a82a0cbad5, 122 bytes)`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
 	}},
-	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: "{\"name\":\"VMCP_SESSION_HMAC_SECRET\",\"valueFrom\":{\"secretKeyRe… (sha256:fe7e2c47951b, 118 bytes)", B: "(none)", Objects: []string{
+	{Cause: "vmcp session HMAC secret", Path: "spec.template.spec.containers[name=vmcp].env[name=VMCP_SESSION_HMAC_SECRET]", A: `{"name":"VMCP_SESSION_HMAC_SECRET","valueFrom":{"secretKeyRe… (sha256:fe7e2c47951b, 118 bytes)`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
 	}},
 
 	// vmcp durations: 7 differences. encode composite tool timeouts as Go's time.Duration prints them (1m0s, not 1m)
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=fetch_and_validate_data].steps[0].timeout", A: "\"1m0s\"", B: "\"1m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=fetch_and_validate_data].steps[0].timeout`, A: `"1m0s"`, B: `"1m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=fetch_and_validate_data].timeout", A: "\"3m0s\"", B: "\"3m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=fetch_and_validate_data].timeout`, A: `"3m0s"`, B: `"3m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=process_multi_source_data].steps[0].timeout", A: "\"2m0s\"", B: "\"2m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=process_multi_source_data].steps[0].timeout`, A: `"2m0s"`, B: `"2m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=process_multi_source_data].steps[1].timeout", A: "\"2m0s\"", B: "\"2m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=process_multi_source_data].steps[1].timeout`, A: `"2m0s"`, B: `"2m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=process_multi_source_data].steps[5].timeout", A: "\"3m0s\"", B: "\"3m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=process_multi_source_data].steps[5].timeout`, A: `"3m0s"`, B: `"3m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=process_multi_source_data].steps[6].timeout", A: "\"2m0s\"", B: "\"2m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=process_multi_source_data].steps[6].timeout`, A: `"2m0s"`, B: `"2m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "vmcp durations", Path: "data[\"config.yaml\"].compositeTools[name=process_multi_source_data].timeout", A: "\"10m0s\"", B: "\"10m\"", Objects: []string{
+	{Cause: "vmcp durations", Path: `data["config.yaml"].compositeTools[name=process_multi_source_data].timeout`, A: `"10m0s"`, B: `"10m"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
 
 	// vmcp pod: 154 differences. the vMCP Deployment as ToolHive's operator builds it: readiness on /readyz, config
 	// mounted at /etc/vmcp-config, default resources, HOME, XDG_CONFIG_HOME, TOOLHIVE_RUNTIME and UNSTRUCTURED_LOGS
 	// env, the podvolumes and imagepullsecrets hashes
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/imagepullsecrets-hash\"]", A: "\"da83d1c92175753ce3cd544cf42075e6390d83f4e99880f7761ada3ad487077a\"", B: "(none)", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/imagepullsecrets-hash"]`, A: `"da83d1c92175753ce3cd544cf42075e6390d83f4e99880f7761ada3ad487077a"`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"2b18cb766a0af540c143ef3a6daace19fdbfa5f63ce9720bb90d745f896e8d1f\"", B: "\"97443ed114a99d43a422ad81b56157ceb318c96b09011ce4106ebc3166dfc203\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"2b18cb766a0af540c143ef3a6daace19fdbfa5f63ce9720bb90d745f896e8d1f"`, B: `"97443ed114a99d43a422ad81b56157ceb318c96b09011ce4106ebc3166dfc203"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"3ef0a8e6c6bdb4250343591467b3da2450e50652d561d90046cacb94953a484d\"", B: "\"e9504d6e7880daa90cab4878fb2af7eed9f3dda2ee24b65710adfe89abb34e3c\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"3ef0a8e6c6bdb4250343591467b3da2450e50652d561d90046cacb94953a484d"`, B: `"e9504d6e7880daa90cab4878fb2af7eed9f3dda2ee24b65710adfe89abb34e3c"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"409c571ff4c7fb14e4199b15cc9c75f5aeb7dc9feead545a04db74c1ca1dc8d6\"", B: "\"fc069c222edb28db80c1de56e50b05b9aef21829e914486aae8e7f8c24e6007a\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"409c571ff4c7fb14e4199b15cc9c75f5aeb7dc9feead545a04db74c1ca1dc8d6"`, B: `"fc069c222edb28db80c1de56e50b05b9aef21829e914486aae8e7f8c24e6007a"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"4b9242230fdca9a2beee959eb099217811d2b5be418b394b07e522c8f684fa6a\"", B: "\"f7dbfc9941e8bf65ce3a4ccdd60da9c104db6dfe3956cbfdef23cccfaa7f1981\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"4b9242230fdca9a2beee959eb099217811d2b5be418b394b07e522c8f684fa6a"`, B: `"f7dbfc9941e8bf65ce3a4ccdd60da9c104db6dfe3956cbfdef23cccfaa7f1981"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"4f06930f5a7cdb2dee9021e3da166a08f3f47e44cfebc2a1f385c6aa8060853f\"", B: "\"4399949380a4e03e33ef2f91a346b2d4d5b36b0c735d3e388e634696997f2179\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"4f06930f5a7cdb2dee9021e3da166a08f3f47e44cfebc2a1f385c6aa8060853f"`, B: `"4399949380a4e03e33ef2f91a346b2d4d5b36b0c735d3e388e634696997f2179"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"5b2a7d51446ac100fd55863e839148badf178b56c7ff7e5392940d49788e89db\"", B: "\"76268e2e02a712ba442d2687c8a0c9f02084925c77a91b44627b4dcc3d74870c\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"5b2a7d51446ac100fd55863e839148badf178b56c7ff7e5392940d49788e89db"`, B: `"76268e2e02a712ba442d2687c8a0c9f02084925c77a91b44627b4dcc3d74870c"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"618ec911f0c93132b0fb771bd63cfb264da5cdc7e45001436e5a0f98b42a7ad0\"", B: "\"84669335c9ceae81e5208d76b7e24f49b753f62e2980c8fd8c6eca634cdd3c36\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"618ec911f0c93132b0fb771bd63cfb264da5cdc7e45001436e5a0f98b42a7ad0"`, B: `"84669335c9ceae81e5208d76b7e24f49b753f62e2980c8fd8c6eca634cdd3c36"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"877f96e795afa7804d8b2bcc3f30cb5db22220bb9749925543a62d370cf65c53\"", B: "\"9e650b17d1ee5ade68e2620a937a8040c46db9584e4da3fe998609cf74fe9c90\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"877f96e795afa7804d8b2bcc3f30cb5db22220bb9749925543a62d370cf65c53"`, B: `"9e650b17d1ee5ade68e2620a937a8040c46db9584e4da3fe998609cf74fe9c90"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"a0c35676767a7c5e84b793925e7473ac369e1765e675e057730734e5ceddea5b\"", B: "\"0191ea969f740bf54f4b3cd99f5262f88b948d32a2a8f48ad9589e6db8c9b0f4\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"a0c35676767a7c5e84b793925e7473ac369e1765e675e057730734e5ceddea5b"`, B: `"0191ea969f740bf54f4b3cd99f5262f88b948d32a2a8f48ad9589e6db8c9b0f4"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"b265d0e7d910fec79ac05c8d1202dbdd838b1ea5eff9a4ae57ff2ecba727eb56\"", B: "\"1b0a8a816a056d97111f3f82f0b83f0f5d6519f5cff5c07e4a341ca52a8a9b67\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"b265d0e7d910fec79ac05c8d1202dbdd838b1ea5eff9a4ae57ff2ecba727eb56"`, B: `"1b0a8a816a056d97111f3f82f0b83f0f5d6519f5cff5c07e4a341ca52a8a9b67"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"b90e7cc25fd3df37e9212f52049281a3df6a6f6c3961b7f3b32c4c00a14f7e92\"", B: "\"4e8b78679dafcf151930ff50acf4bbde23131ea5f51de73a4c323db5684b3a7a\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"b90e7cc25fd3df37e9212f52049281a3df6a6f6c3961b7f3b32c4c00a14f7e92"`, B: `"4e8b78679dafcf151930ff50acf4bbde23131ea5f51de73a4c323db5684b3a7a"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"c9844d126acb841ed7584f0b9392072b64d49b32ebb4623b7a71c8ae976b0e08\"", B: "\"bde5b39d60e47fd5966744bce93b6cbd687e2dc261d656a70a695d89a10aa0e1\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"c9844d126acb841ed7584f0b9392072b64d49b32ebb4623b7a71c8ae976b0e08"`, B: `"bde5b39d60e47fd5966744bce93b6cbd687e2dc261d656a70a695d89a10aa0e1"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"d778574db5f2559514d0edc488f66a5873c9ef4d965323d4b503fbbaae3233c4\"", B: "\"c71ac0f901b4f9bcc3c17534d3b3b473471b83f81ddc79dbb75bb3056ca813dc\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"d778574db5f2559514d0edc488f66a5873c9ef4d965323d4b503fbbaae3233c4"`, B: `"c71ac0f901b4f9bcc3c17534d3b3b473471b83f81ddc79dbb75bb3056ca813dc"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"e3caab709ea5ed31fb4fe231646142dec9f300722b0a17a61528ee7fa680f2d2\"", B: "\"afb6539961cffbec2649108313a24bb929b17576d4233e2304f9438d31c644b9\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"e3caab709ea5ed31fb4fe231646142dec9f300722b0a17a61528ee7fa680f2d2"`, B: `"afb6539961cffbec2649108313a24bb929b17576d4233e2304f9438d31c644b9"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"f11be0e963a9008881b1893e99a78c84ca9773fba191c9464d8e03f0dd99b83b\"", B: "\"1ec1c0363f3b251c8bbde2233d927d1f54bb77239520b70dde4bc560a845de1f\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"f11be0e963a9008881b1893e99a78c84ca9773fba191c9464d8e03f0dd99b83b"`, B: `"1ec1c0363f3b251c8bbde2233d927d1f54bb77239520b70dde4bc560a845de1f"`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"fc294a6bab5a41a98f8025e7e9bf9851aef9f713c18b056e0e8613953347c280\"", B: "\"8adac26142a0d2d17395870d185b1acca3d26432f3940d8cb4662ce26ed59795\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"fc294a6bab5a41a98f8025e7e9bf9851aef9f713c18b056e0e8613953347c280"`, B: `"8adac26142a0d2d17395870d185b1acca3d26432f3940d8cb4662ce26ed59795"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "metadata.annotations[\"toolhive.stacklok.io/podvolumes-hash\"]", A: "\"fce39f48499998cd4debfaf3fce9bf42ca6e860e3596e95cdc30f3fc78b5f64d\"", B: "\"88a18f75bc52895dd1be13ff6be85a8650c60f2a2b6cbc06937b2a1e5a1a05a4\"", Objects: []string{
+	{Cause: "vmcp pod", Path: `metadata.annotations["toolhive.stacklok.io/podvolumes-hash"]`, A: `"fce39f48499998cd4debfaf3fce9bf42ca6e860e3596e95cdc30f3fc78b5f64d"`, B: `"88a18f75bc52895dd1be13ff6be85a8650c60f2a2b6cbc06937b2a1e5a1a05a4"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=HOME]", A: "{\"name\":\"HOME\",\"value\":\"/tmp\"}", B: "(none)", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
-		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
-		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
-		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
-		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
-		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
-		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
-		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
-		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
-		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
-		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
-	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_RUNTIME]", A: "{\"name\":\"TOOLHIVE_RUNTIME\",\"value\":\"kubernetes\"}", B: "(none)", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=HOME]", A: `{"name":"HOME","value":"/tmp"}`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -505,7 +486,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=UNSTRUCTURED_LOGS]", A: "{\"name\":\"UNSTRUCTURED_LOGS\",\"value\":\"false\"}", B: "(none)", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_RUNTIME]", A: `{"name":"TOOLHIVE_RUNTIME","value":"kubernetes"}`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -524,7 +505,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=XDG_CONFIG_HOME]", A: "{\"name\":\"XDG_CONFIG_HOME\",\"value\":\"/tmp\"}", B: "(none)", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=UNSTRUCTURED_LOGS]", A: `{"name":"UNSTRUCTURED_LOGS","value":"false"}`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -543,7 +524,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].readinessProbe.httpGet.path", A: "\"/readyz\"", B: "\"/health\"", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].env[name=XDG_CONFIG_HOME]", A: `{"name":"XDG_CONFIG_HOME","value":"/tmp"}`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -562,28 +543,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.limits", A: "{\"cpu\":\"500m\",\"memory\":\"512Mi\"}", B: "(none)", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
-		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
-		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
-		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
-		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
-		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
-		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
-		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
-		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
-		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
-	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.limits.cpu", A: "\"500m\"", B: "(none)", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
-	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.requests", A: "{\"cpu\":\"100m\",\"memory\":\"128Mi\"}", B: "(none)", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].readinessProbe.httpGet.path", A: `"/readyz"`, B: `"/health"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -602,7 +562,47 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].volumeMounts[name=vmcp-config].mountPath", A: "\"/etc/vmcp-config\"", B: "\"/etc/vmcp\"", Objects: []string{
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.limits", A: `{"cpu":"500m","memory":"512Mi"}`, B: "(none)", Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
+		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
+		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
+		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
+		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
+		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
+		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
+		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
+		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
+		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
+	}},
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.limits.cpu", A: `"500m"`, B: "(none)", Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
+	}},
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].resources.requests", A: `{"cpu":"100m","memory":"128Mi"}`, B: "(none)", Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
+		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
+		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
+		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
+		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
+		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
+		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
+		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
+		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
+		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
+		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
+	}},
+	{Cause: "vmcp pod", Path: "spec.template.spec.containers[name=vmcp].volumeMounts[name=vmcp-config].mountPath", A: `"/etc/vmcp-config"`, B: `"/etc/vmcp"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -624,19 +624,19 @@ var pendingBytes = []toolhive.Exception{
 
 	// authserver-config encoding: 1 differences. write authserver-config.yaml with ToolHive's key order (its
 	// struct's, not sorted)
-	{Cause: "authserver-config encoding", Path: "data[\"authserver-config.yaml\"] (encoding)", A: "\"schema_version: v0.1.0\\nissuer: https://auth.example.com\\na… (sha256:2881da820ed0, 1183 bytes)", B: "\"allowed_audiences:\\n- https://vmcp.example.com/mcp\\nauthori… (sha256:efe8f05a639f, 1063 bytes)", Objects: []string{
+	{Cause: "authserver-config encoding", Path: `data["authserver-config.yaml"] (encoding)`, A: `"schema_version: v0.1.0\nissuer: https://auth.example.com\na… (sha256:2881da820ed0, 1183 bytes)`, B: `"allowed_audiences:\n- https://vmcp.example.com/mcp\nauthori… (sha256:efe8f05a639f, 1063 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
 
 	// runconfig middleware_configs: 99 differences. write middleware_configs as ToolHive's operator does (the list
 	// the runner would otherwise derive at start, in its order and with its parameters)
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":1048576},\"type\":\"bodylimit\"},{\"p… (sha256:0dab515c353e, 1028 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":1048576},"type":"bodylimit"},{"p… (sha256:0dab515c353e, 1028 bytes)`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:0b4eb29dffa3, 594 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:0b4eb29dffa3, 594 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:10a8580385c9, 165 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:10a8580385c9, 165 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
 		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
@@ -706,107 +706,107 @@ var pendingBytes = []toolhive.Exception{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:1827e20744d5, 446 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:1827e20744d5, 446 bytes)`, B: "(none)", Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:221661c381c8, 298 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:221661c381c8, 298 bytes)`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:25a0c27d7d5c, 345 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:25a0c27d7d5c, 345 bytes)`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:295659f08ef8, 336 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:295659f08ef8, 336 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:2dcff7283def, 437 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:2dcff7283def, 437 bytes)`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:39b46b12da41, 1120 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:39b46b12da41, 1120 bytes)`, B: "(none)", Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:39c5a054765d, 440 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:39c5a054765d, 440 bytes)`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:3d8ac5f0e76f, 600 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:3d8ac5f0e76f, 600 bytes)`, B: "(none)", Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:3f9d779b55cf, 654 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:3f9d779b55cf, 654 bytes)`, B: "(none)", Objects: []string{
 		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:3fdd861ac2c8, 652 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:3fdd861ac2c8, 652 bytes)`, B: "(none)", Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:4046ee4a9dbf, 635 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:4046ee4a9dbf, 635 bytes)`, B: "(none)", Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:6af5bb6ed2c4, 421 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:6af5bb6ed2c4, 421 bytes)`, B: "(none)", Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:7922b299dcb1, 580 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:7922b299dcb1, 580 bytes)`, B: "(none)", Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:7cae17054b36, 507 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:7cae17054b36, 507 bytes)`, B: "(none)", Objects: []string{
 		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:8fe0a14da191, 514 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:8fe0a14da191, 514 bytes)`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:923720499516, 441 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:923720499516, 441 bytes)`, B: "(none)", Objects: []string{
 		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:9b2038da18b0, 469 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:9b2038da18b0, 469 bytes)`, B: "(none)", Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:a44ebe0d18f4, 591 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:a44ebe0d18f4, 591 bytes)`, B: "(none)", Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:b0b6517ad181, 493 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:b0b6517ad181, 493 bytes)`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:be59ddd8a47d, 376 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:be59ddd8a47d, 376 bytes)`, B: "(none)", Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:bf496129218d, 630 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:bf496129218d, 630 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:cd1c47deab76, 622 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:cd1c47deab76, 622 bytes)`, B: "(none)", Objects: []string{
 		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:d055c46f86fa, 632 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:d055c46f86fa, 632 bytes)`, B: "(none)", Objects: []string{
 		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
 		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:d46208277d52, 268 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:d46208277d52, 268 bytes)`, B: "(none)", Objects: []string{
 		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:d6f2b07f562d, 526 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:d6f2b07f562d, 526 bytes)`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:da979a988b35, 644 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:da979a988b35, 644 bytes)`, B: "(none)", Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:e3dc10f0b094, 468 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:e3dc10f0b094, 468 bytes)`, B: "(none)", Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
 	}},
-	{Cause: "runconfig middleware_configs", Path: "data[\"runconfig.json\"].middleware_configs", A: "[{\"parameters\":{\"max_bytes\":8388608},\"type\":\"bodylimit\"},{\"p… (sha256:e8906969d249, 486 bytes)", B: "(none)", Objects: []string{
+	{Cause: "runconfig middleware_configs", Path: `data["runconfig.json"].middleware_configs`, A: `[{"parameters":{"max_bytes":8388608},"type":"bodylimit"},{"p… (sha256:e8906969d249, 486 bytes)`, B: "(none)", Objects: []string{
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
 	}},
 
 	// runconfig env_vars: 127 differences. write env_vars MCP_TRANSPORT, MCP_PORT and FASTMCP_PORT as ToolHive's
 	// operator does
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"FASTMCP_PORT\":\"3000\",\"MCP_PORT\":\"3000\",\"MCP_TRANSPORT\":\"streamable-http\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"FASTMCP_PORT":"3000","MCP_PORT":"3000","MCP_TRANSPORT":"streamable-http"}`, B: "(none)", Objects: []string{
 		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"FASTMCP_PORT\":\"8000\",\"MCP_PORT\":\"8000\",\"MCP_TRANSPORT\":\"sse\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"FASTMCP_PORT":"8000","MCP_PORT":"8000","MCP_TRANSPORT":"sse"}`, B: "(none)", Objects: []string{
 		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"FASTMCP_PORT\":\"8080\",\"MCP_PORT\":\"8080\",\"MCP_TRANSPORT\":\"sse\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"FASTMCP_PORT":"8080","MCP_PORT":"8080","MCP_TRANSPORT":"sse"}`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
 		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
 		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"FASTMCP_PORT\":\"8080\",\"MCP_PORT\":\"8080\",\"MCP_TRANSPORT\":\"streamable-http\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"FASTMCP_PORT":"8080","MCP_PORT":"8080","MCP_TRANSPORT":"streamable-http"}`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
@@ -838,11 +838,11 @@ var pendingBytes = []toolhive.Exception{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"MCP_TRANSPORT\":\"sse\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"MCP_TRANSPORT":"sse"}`, B: "(none)", Objects: []string{
 		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"MCP_TRANSPORT\":\"stdio\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"MCP_TRANSPORT":"stdio"}`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
 		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
 		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
@@ -872,7 +872,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars", A: "{\"MCP_TRANSPORT\":\"streamable-http\"}", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars`, A: `{"MCP_TRANSPORT":"streamable-http"}`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
@@ -890,7 +890,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars.FASTMCP_PORT", A: "\"8080\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars.FASTMCP_PORT`, A: `"8080"`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
@@ -906,7 +906,7 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars.MCP_PORT", A: "\"8080\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars.MCP_PORT`, A: `"8080"`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
@@ -922,7 +922,7 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars.MCP_TRANSPORT", A: "\"sse\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars.MCP_TRANSPORT`, A: `"sse"`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
@@ -930,12 +930,12 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars.MCP_TRANSPORT", A: "\"stdio\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars.MCP_TRANSPORT`, A: `"stdio"`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
 		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
 	}},
-	{Cause: "runconfig env_vars", Path: "data[\"runconfig.json\"].env_vars.MCP_TRANSPORT", A: "\"streamable-http\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig env_vars", Path: `data["runconfig.json"].env_vars.MCP_TRANSPORT`, A: `"streamable-http"`, B: "(none)", Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
@@ -948,7 +948,7 @@ var pendingBytes = []toolhive.Exception{
 
 	// runconfig permission_profile: 96 differences. write ToolHive's builder's default permission profile (network,
 	// outbound allowed) when the spec sets none
-	{Cause: "runconfig permission_profile", Path: "data[\"runconfig.json\"].permission_profile", A: "{\"name\":\"network\",\"network\":{\"inbound\":{},\"outbound\":{\"insecure_allow_all\":true}}}", B: "(none)", Objects: []string{
+	{Cause: "runconfig permission_profile", Path: `data["runconfig.json"].permission_profile`, A: `{"name":"network","network":{"inbound":{},"outbound":{"insecure_allow_all":true}}}`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
@@ -1049,7 +1049,7 @@ var pendingBytes = []toolhive.Exception{
 
 	// runconfig empty keys: 111 differences. write the keys ToolHive's Go types encode without omitempty, empty:
 	// oidc_config's, token_exchange_config's, remote_auth_config's zero values, a remote proxy's image
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].image", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].image`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
@@ -1069,7 +1069,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.AllowPrivateIP", A: "false", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.AllowPrivateIP`, A: "false", B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
@@ -1080,7 +1080,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.AuthTokenFile", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.AuthTokenFile`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
@@ -1091,7 +1091,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.CACertPath", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.CACertPath`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
@@ -1102,7 +1102,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.ClientID", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.ClientID`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
@@ -1113,7 +1113,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.ClientSecret", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.ClientSecret`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
@@ -1127,7 +1127,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.InsecureAllowHTTP", A: "false", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.InsecureAllowHTTP`, A: "false", B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
@@ -1140,7 +1140,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.IntrospectionURL", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.IntrospectionURL`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
@@ -1152,7 +1152,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.JWKSURL", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.JWKSURL`, A: `""`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
@@ -1163,29 +1163,29 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].oidc_config.Scopes", A: "null", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].oidc_config.Scopes`, A: "null", B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
 		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
 		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].remote_auth_config.cached_secret_expiry", A: "\"0001-01-01T00:00:00Z\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].remote_auth_config.cached_secret_expiry`, A: `"0001-01-01T00:00:00Z"`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].remote_auth_config.cached_token_expiry", A: "\"0001-01-01T00:00:00Z\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].remote_auth_config.cached_token_expiry`, A: `"0001-01-01T00:00:00Z"`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].remote_auth_config.use_pkce", A: "false", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].remote_auth_config.use_pkce`, A: "false", B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].token_exchange_config.client_id", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].token_exchange_config.client_id`, A: `""`, B: "(none)", Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
 	}},
-	{Cause: "runconfig empty keys", Path: "data[\"runconfig.json\"].token_exchange_config.client_secret", A: "\"\"", B: "(none)", Objects: []string{
+	{Cause: "runconfig empty keys", Path: `data["runconfig.json"].token_exchange_config.client_secret`, A: `""`, B: "(none)", Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
 		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
 		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
@@ -1193,86 +1193,86 @@ var pendingBytes = []toolhive.Exception{
 
 	// checksums: 249 differences. compute the content and pod-template checksums as ToolHive's operator does; they
 	// follow once the bytes they cover match
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"020692fe5217bb5d1e2faea388e531a9a3b9133199d7c0ca91da8e5b8b02cfab\"", B: "\"ad0b92597382928c12b1a808dcff04161792dc41be174f3474861cd39be3fdfc\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"020692fe5217bb5d1e2faea388e531a9a3b9133199d7c0ca91da8e5b8b02cfab"`, B: `"ad0b92597382928c12b1a808dcff04161792dc41be174f3474861cd39be3fdfc"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"030be9a10c973c4ae3d81edbcebb9ddbea8dbcb7b7bfb27c941cabfe49f33bd8\"", B: "\"265392cda77f5a41882e9bf2cc83d3f1781319c6d44f27ecea2edbd3c7d5ee43\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"030be9a10c973c4ae3d81edbcebb9ddbea8dbcb7b7bfb27c941cabfe49f33bd8"`, B: `"265392cda77f5a41882e9bf2cc83d3f1781319c6d44f27ecea2edbd3c7d5ee43"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"04fa241c80b91a83778f2bc517b44438f14b73f83b51fe25d81419f796f699c6\"", B: "\"048a4ae82b933f91de368d48d3c1f4ef100c5417cbeb868ea4b0faf5965b6cff\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"04fa241c80b91a83778f2bc517b44438f14b73f83b51fe25d81419f796f699c6"`, B: `"048a4ae82b933f91de368d48d3c1f4ef100c5417cbeb868ea4b0faf5965b6cff"`, Objects: []string{
 		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"069d07ba5d132e1cc33311614918fe63e1e7a5d71733955784e938deff5fa42a\"", B: "\"7bfbaeaa62ed00b3d04144a124fd79490bd03b28bc6fd365e881c636356a8689\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"069d07ba5d132e1cc33311614918fe63e1e7a5d71733955784e938deff5fa42a"`, B: `"7bfbaeaa62ed00b3d04144a124fd79490bd03b28bc6fd365e881c636356a8689"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"073dd0e09f344b56fd691ac0098e4700a8deb7cd0c24df297341e1aaf4c32f77\"", B: "\"a5d50f7a28e87ba6c67b900db2db4461da1285a212fb9819f505c26612409deb\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"073dd0e09f344b56fd691ac0098e4700a8deb7cd0c24df297341e1aaf4c32f77"`, B: `"a5d50f7a28e87ba6c67b900db2db4461da1285a212fb9819f505c26612409deb"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"07577d4bfbf35c02ea9d6e4d36424201b5e9350202c5335b8d95023b13fe9138\"", B: "\"71f5135920c31bbaaaa95a0f25981256ef56c650f861d47fd8182cac1e8c45d5\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"07577d4bfbf35c02ea9d6e4d36424201b5e9350202c5335b8d95023b13fe9138"`, B: `"71f5135920c31bbaaaa95a0f25981256ef56c650f861d47fd8182cac1e8c45d5"`, Objects: []string{
 		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"092bedf99bd1960eda1f304d03f6b1e59b7f646ca8de05d2afdb3a64d852d2a5\"", B: "\"c343c415809c20305994b7b8c0a4e6be5f8dc9401fa4476a4529c9eb771c43e3\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"092bedf99bd1960eda1f304d03f6b1e59b7f646ca8de05d2afdb3a64d852d2a5"`, B: `"c343c415809c20305994b7b8c0a4e6be5f8dc9401fa4476a4529c9eb771c43e3"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"0bc613085ba29f016a4f92725fb609072b9a221f6c75ba17a6e0af2163e00dbb\"", B: "\"24438d631a5ae0f9939ef6d1f540fbe60d2e9e6fa6d1c6403e8007cb3fa9a23d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"0bc613085ba29f016a4f92725fb609072b9a221f6c75ba17a6e0af2163e00dbb"`, B: `"24438d631a5ae0f9939ef6d1f540fbe60d2e9e6fa6d1c6403e8007cb3fa9a23d"`, Objects: []string{
 		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"0d67821f4bfc6dbbdca6d6295bcff53ef5f2d4e7bb8531c7575568cb8662b140\"", B: "\"818bb4f02502b71c724d60ae5eb037b2afade76daabda18dc700bc319ea8eb41\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"0d67821f4bfc6dbbdca6d6295bcff53ef5f2d4e7bb8531c7575568cb8662b140"`, B: `"818bb4f02502b71c724d60ae5eb037b2afade76daabda18dc700bc319ea8eb41"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"0dcb39e50ca06a530e94f02e07de4c863316ce7f88692838d728a0fa10bb9ed0\"", B: "\"bc40696cd2d71d0fa04bd70da665abd48332d96414e817072ff2acd4a137b853\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"0dcb39e50ca06a530e94f02e07de4c863316ce7f88692838d728a0fa10bb9ed0"`, B: `"bc40696cd2d71d0fa04bd70da665abd48332d96414e817072ff2acd4a137b853"`, Objects: []string{
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1239c9375452668f9be0cc48f8310a7ce0f9ec99e0d52f3c8bc9f82aa4ed856c\"", B: "\"d3bb5f3e7ea0a23eeabb3cac09f77e1a89383c89230998f95e9bcee7dbb08aba\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1239c9375452668f9be0cc48f8310a7ce0f9ec99e0d52f3c8bc9f82aa4ed856c"`, B: `"d3bb5f3e7ea0a23eeabb3cac09f77e1a89383c89230998f95e9bcee7dbb08aba"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"13ca076d20b571bc5de47017f2902c13541778d25120b6bad8a6bca8aeac384a\"", B: "\"78af710d7fc9e0229647611e27b07ba072f116067eb7d97f99e72c07092e1af3\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"13ca076d20b571bc5de47017f2902c13541778d25120b6bad8a6bca8aeac384a"`, B: `"78af710d7fc9e0229647611e27b07ba072f116067eb7d97f99e72c07092e1af3"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"13cec07ab214f25ed646decdda7b109af47ccd573fc8963e88adce86cddc596f\"", B: "\"fccf5b7ce7035e5bc8da56f52acf07a6d922139dc388f8989a6185f92c8803d2\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"13cec07ab214f25ed646decdda7b109af47ccd573fc8963e88adce86cddc596f"`, B: `"fccf5b7ce7035e5bc8da56f52acf07a6d922139dc388f8989a6185f92c8803d2"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1643eb7f9f57253fcf438fedcdc54d7e5835d50437af94698a78b5fa311429f6\"", B: "\"ef0121b27252b948a11c6f72a0449e62139d9c9fe8cc1f65e8a6f2bed77714b8\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1643eb7f9f57253fcf438fedcdc54d7e5835d50437af94698a78b5fa311429f6"`, B: `"ef0121b27252b948a11c6f72a0449e62139d9c9fe8cc1f65e8a6f2bed77714b8"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"181a64480d84291ca95642a036121a5a23bf3a3dd1417958f793780ffd1c29a1\"", B: "\"f40bf68a6b74e81ac019a0d30da86c41a79c21d0e1949a3401bf5d99ac99006e\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"181a64480d84291ca95642a036121a5a23bf3a3dd1417958f793780ffd1c29a1"`, B: `"f40bf68a6b74e81ac019a0d30da86c41a79c21d0e1949a3401bf5d99ac99006e"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1ad2518ba81be650cfbad09d52836661921fdcd6bdaf4d9c3eaaa0507e3a9c64\"", B: "\"4a7d550a4af9d60d21a53b320494afa10a137e6a95df218897b5c0a6aa10f577\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1ad2518ba81be650cfbad09d52836661921fdcd6bdaf4d9c3eaaa0507e3a9c64"`, B: `"4a7d550a4af9d60d21a53b320494afa10a137e6a95df218897b5c0a6aa10f577"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1ae376f6a0443ed65e2a3586ecc2382a5d6072ca32c7a3507c90a80e5c4023eb\"", B: "\"cba3578f91f89610eca6e8769900ae049401bb246643c1bb27fadca3ea8f023b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1ae376f6a0443ed65e2a3586ecc2382a5d6072ca32c7a3507c90a80e5c4023eb"`, B: `"cba3578f91f89610eca6e8769900ae049401bb246643c1bb27fadca3ea8f023b"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee\"", B: "\"fc567aee3b97232319137421f2b4506e983209373a76a66c39922ff3e0b1c1ed\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, B: `"fc567aee3b97232319137421f2b4506e983209373a76a66c39922ff3e0b1c1ed"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"1e1f0565694bf240bd77d953e32c32f842c2deb19ba9246e08aae06f2d52ce22\"", B: "\"170adc872036120184b3c0e10dac1148b9f2ce8a5f3adb7a5065a7e1934e9d33\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1e1f0565694bf240bd77d953e32c32f842c2deb19ba9246e08aae06f2d52ce22"`, B: `"170adc872036120184b3c0e10dac1148b9f2ce8a5f3adb7a5065a7e1934e9d33"`, Objects: []string{
 		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"221807e0b90dd9f6f12c60deca1af37ae8c72af7911d68d6feafb5c1dcd7f563\"", B: "\"7a7ef6005e4af5453a9853db7da8b9a874cdb53d825759fd88c5140f10a1d1ca\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"221807e0b90dd9f6f12c60deca1af37ae8c72af7911d68d6feafb5c1dcd7f563"`, B: `"7a7ef6005e4af5453a9853db7da8b9a874cdb53d825759fd88c5140f10a1d1ca"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"266914b8e207d82e7ec5723ae5a795512a68ec091c6eec05c9e0a94d1db9b74f\"", B: "\"65b7033df3799d6a6bf3e19a2fba73967f016da79a678d84d0fdffe4850adfe1\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"266914b8e207d82e7ec5723ae5a795512a68ec091c6eec05c9e0a94d1db9b74f"`, B: `"65b7033df3799d6a6bf3e19a2fba73967f016da79a678d84d0fdffe4850adfe1"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"28121c0e47dd23fe704cecf4d9242139e450ae6f73509748ee0987eb4e715364\"", B: "\"8eeb03459c02ad3a017048f96659b9f79d7a81d5517ba603fc1abf684bbe0d3b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"28121c0e47dd23fe704cecf4d9242139e450ae6f73509748ee0987eb4e715364"`, B: `"8eeb03459c02ad3a017048f96659b9f79d7a81d5517ba603fc1abf684bbe0d3b"`, Objects: []string{
 		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"290cd9af226326c94458ee59040f908fa241bbd3963404e3552a47b78b33ea31\"", B: "\"7f138746bf0e9bd81852cbadaa441290c00fb717c6ace846e0385504d5f97b1c\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"290cd9af226326c94458ee59040f908fa241bbd3963404e3552a47b78b33ea31"`, B: `"7f138746bf0e9bd81852cbadaa441290c00fb717c6ace846e0385504d5f97b1c"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"2b71ec2b48cfe0736a9c528af4722e107c7b87d488e5e909408bfd17e886ade9\"", B: "\"53bd6fbda408a0f80bf17cda711ed75f43a35b7f2e476c364ea068e8d97149bf\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"2b71ec2b48cfe0736a9c528af4722e107c7b87d488e5e909408bfd17e886ade9"`, B: `"53bd6fbda408a0f80bf17cda711ed75f43a35b7f2e476c364ea068e8d97149bf"`, Objects: []string{
 		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"2e6d5687855abaee78a73b636943219d8b72c547a16d6687ba2f36fa4bf17006\"", B: "\"bbba1c61cdab71cb8bba0d229e558ae0cd182047e47648917f2b3f63cef1fa7e\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"2e6d5687855abaee78a73b636943219d8b72c547a16d6687ba2f36fa4bf17006"`, B: `"bbba1c61cdab71cb8bba0d229e558ae0cd182047e47648917f2b3f63cef1fa7e"`, Objects: []string{
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"32d0916330c16511952eeba5734a939766ced539d7118a7057333a600ea9daa2\"", B: "\"5cf73ad0cba9a5d03486bfcee2c70f060eb97d8da9e26474f8605e92c1912463\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"32d0916330c16511952eeba5734a939766ced539d7118a7057333a600ea9daa2"`, B: `"5cf73ad0cba9a5d03486bfcee2c70f060eb97d8da9e26474f8605e92c1912463"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
@@ -1284,303 +1284,303 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"3653b7f9045970d5201070ff05eed52679acd1f489cf1a40fd7ee57c1d8f03ce\"", B: "\"77d92ba623f3f4518dfa5f6059bcc4d692276c5eaa489d279144759bc1c0040b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"3653b7f9045970d5201070ff05eed52679acd1f489cf1a40fd7ee57c1d8f03ce"`, B: `"77d92ba623f3f4518dfa5f6059bcc4d692276c5eaa489d279144759bc1c0040b"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"36bf54b43ef53bb041e0833f3ef2e6c262ebd79f00a37e48d6e6f7349db07306\"", B: "\"fbb0c3c92b6ee28037dff0cf22672e66fc0d0bf35764c11f662a1f2f8540aad4\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"36bf54b43ef53bb041e0833f3ef2e6c262ebd79f00a37e48d6e6f7349db07306"`, B: `"fbb0c3c92b6ee28037dff0cf22672e66fc0d0bf35764c11f662a1f2f8540aad4"`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"3942cfc096549247764adb9f6e35013030ede4891b2d8d7bda747d97fa9234cb\"", B: "\"7da3ecd1165809459caa9e84f141c26533931c2e3b019e1aa8e3b65b2de0140d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"3942cfc096549247764adb9f6e35013030ede4891b2d8d7bda747d97fa9234cb"`, B: `"7da3ecd1165809459caa9e84f141c26533931c2e3b019e1aa8e3b65b2de0140d"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"39d3dd81ffc0a52274eff188d6458d5846ac0d8905cf89eca50ce91881d4fea9\"", B: "\"d97be44ad7d362c4426206169139fe7b866ccbee97b637d949db2ea926dc41b1\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"39d3dd81ffc0a52274eff188d6458d5846ac0d8905cf89eca50ce91881d4fea9"`, B: `"d97be44ad7d362c4426206169139fe7b866ccbee97b637d949db2ea926dc41b1"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"3a140b0dea9c6b14c115ba51e2119d7a03c704419a09ade4c6ebeb52959af0c0\"", B: "\"4e0aa0dbb07dcfbda5bb6f37740fd3cc52f0403365c73ef569a25b99ffa79743\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"3a140b0dea9c6b14c115ba51e2119d7a03c704419a09ade4c6ebeb52959af0c0"`, B: `"4e0aa0dbb07dcfbda5bb6f37740fd3cc52f0403365c73ef569a25b99ffa79743"`, Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"3ae6846bf10f175a77d596dbf6cb8077a5d5dc70c5d596077e8f876d963a9342\"", B: "\"63fccf2000056aac3ed8aa9ddb1901bca5818bec5cc99582f32e9d6fd167db7e\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"3ae6846bf10f175a77d596dbf6cb8077a5d5dc70c5d596077e8f876d963a9342"`, B: `"63fccf2000056aac3ed8aa9ddb1901bca5818bec5cc99582f32e9d6fd167db7e"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061\"", B: "\"ca8b30c7a47bf7e333d55ef901bd5f56b5d5dd68b263f583e79ca6fefdec7916\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061"`, B: `"ca8b30c7a47bf7e333d55ef901bd5f56b5d5dd68b263f583e79ca6fefdec7916"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"484d6226c2e28790782fe9e39b6d9ff914340acd9c6e1bf878fc3bcd5bbe8af1\"", B: "\"29c8b598a73310b84e0f3ee8ecebadb256526f4734c98e6e49edc635265799bf\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"484d6226c2e28790782fe9e39b6d9ff914340acd9c6e1bf878fc3bcd5bbe8af1"`, B: `"29c8b598a73310b84e0f3ee8ecebadb256526f4734c98e6e49edc635265799bf"`, Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"49b0b1bb959568673adf1b81b5750d21f84cb4fbf1bc49fd309738ca1eeb8d7b\"", B: "\"0315084c6e2ce774bf6ddea988b5a0cdf90b268fe02fad367fd6c267f0c23c81\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"49b0b1bb959568673adf1b81b5750d21f84cb4fbf1bc49fd309738ca1eeb8d7b"`, B: `"0315084c6e2ce774bf6ddea988b5a0cdf90b268fe02fad367fd6c267f0c23c81"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"49baad5b4877f18ea4a542818d80569f5323868df6317ddb2e2d76d6d9d5b398\"", B: "\"05cbae78aed4fad5ef11e27a4f4112830abc31da709b5b93979aa75cf845552c\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"49baad5b4877f18ea4a542818d80569f5323868df6317ddb2e2d76d6d9d5b398"`, B: `"05cbae78aed4fad5ef11e27a4f4112830abc31da709b5b93979aa75cf845552c"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"4b0ca4b3c890bb832ac1566595e95e3c445a24b0c8a9653149f8cb559d715d83\"", B: "\"8f44ea21ba1c39a8cb7ef0547ae814376cc444a0a1a8518498db23dacd3cc1e0\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"4b0ca4b3c890bb832ac1566595e95e3c445a24b0c8a9653149f8cb559d715d83"`, B: `"8f44ea21ba1c39a8cb7ef0547ae814376cc444a0a1a8518498db23dacd3cc1e0"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"4e06546f928f29f5677b278d9f672849b26c2bc6b0398dd4ffbeed20c87ce9ff\"", B: "\"0843905dc11514cfb49d2e8dfe571577b69346f11cd51498aa9b42d59f5da611\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"4e06546f928f29f5677b278d9f672849b26c2bc6b0398dd4ffbeed20c87ce9ff"`, B: `"0843905dc11514cfb49d2e8dfe571577b69346f11cd51498aa9b42d59f5da611"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"511d3de7483e6ad33eb164ed85e343bacf2fda0abdfb94be1533ed23c52801a2\"", B: "\"e9fb820595ff4a66c8fc3958e37506f72744d4db331e3e8029e43b97101dc705\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"511d3de7483e6ad33eb164ed85e343bacf2fda0abdfb94be1533ed23c52801a2"`, B: `"e9fb820595ff4a66c8fc3958e37506f72744d4db331e3e8029e43b97101dc705"`, Objects: []string{
 		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"5f93f94bb391c4ab433b4e8b0e07514b2a6e7e731e8a846f384974e998593a52\"", B: "\"3ed9f7af70d817c792b5d9257512e75343c10f254978a1db6faf8a9a6bf81883\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"5f93f94bb391c4ab433b4e8b0e07514b2a6e7e731e8a846f384974e998593a52"`, B: `"3ed9f7af70d817c792b5d9257512e75343c10f254978a1db6faf8a9a6bf81883"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"606ec6ca2df815cf23cecea817edfad5f748d1f258663a81a09fd32b2e4b7d09\"", B: "\"a0a5e9e1d01695d4f33200c9a57815144671f197ded0053528326c0aa452ce9c\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"606ec6ca2df815cf23cecea817edfad5f748d1f258663a81a09fd32b2e4b7d09"`, B: `"a0a5e9e1d01695d4f33200c9a57815144671f197ded0053528326c0aa452ce9c"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b\"", B: "\"c84f545c1832467a7cc84edc10f79d67de6db3501a13ae6873344eee6415cef8\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b"`, B: `"c84f545c1832467a7cc84edc10f79d67de6db3501a13ae6873344eee6415cef8"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"66cec07e12eb4da54fc8a27b9aa568a6a9766590b6231e8b0b6876d09f1564c4\"", B: "\"1aef704e694cb6745526f09dbd56faaccf0fe43820041c0b261117a7039dbe20\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"66cec07e12eb4da54fc8a27b9aa568a6a9766590b6231e8b0b6876d09f1564c4"`, B: `"1aef704e694cb6745526f09dbd56faaccf0fe43820041c0b261117a7039dbe20"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"67d4cb42eee892702d6560aeea6b1ee0b14fc3cc09344138e702f5103c5feb27\"", B: "\"3c9d8aec53e1f122a6dfb7f1d872e1bc8ca8b672f65a58b28b0212d53ce3e471\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"67d4cb42eee892702d6560aeea6b1ee0b14fc3cc09344138e702f5103c5feb27"`, B: `"3c9d8aec53e1f122a6dfb7f1d872e1bc8ca8b672f65a58b28b0212d53ce3e471"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6acc34cbebed6749c7dc9e65af1ad5d790f66cf2575dd6dd903c7e25e7ed73a4\"", B: "\"bc9eb5a0004e9669c955e365a873ad1e10789eeba52a96835e973f8b55b39329\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6acc34cbebed6749c7dc9e65af1ad5d790f66cf2575dd6dd903c7e25e7ed73a4"`, B: `"bc9eb5a0004e9669c955e365a873ad1e10789eeba52a96835e973f8b55b39329"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6af09e3aae9bb0c925a674389b08b8d420a77835dbec001e5105c9da40640311\"", B: "\"a519d0d5aa1186f7d825e96b46fe8018b3a84c2deebebb880731a1f21e9f9c2b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6af09e3aae9bb0c925a674389b08b8d420a77835dbec001e5105c9da40640311"`, B: `"a519d0d5aa1186f7d825e96b46fe8018b3a84c2deebebb880731a1f21e9f9c2b"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5\"", B: "\"58ea1a52c774eba085a91eeefeb93cd21e470c741ac75b4c3067768c7f4d5c67\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, B: `"58ea1a52c774eba085a91eeefeb93cd21e470c741ac75b4c3067768c7f4d5c67"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6b848f992d46ff55bfa8290d57dbb1d4cff3090f703c9959e189842c9411e112\"", B: "\"fedf8e2ea5f9a338747a3681bde6b4341e6631b725b06aeb7efbab9bec0f78f3\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6b848f992d46ff55bfa8290d57dbb1d4cff3090f703c9959e189842c9411e112"`, B: `"fedf8e2ea5f9a338747a3681bde6b4341e6631b725b06aeb7efbab9bec0f78f3"`, Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6bdca33c78a4f3aebd54c05e4b5bf419d1ba6a5dc042210d0dabe62495d2e38b\"", B: "\"7bf2616d78806bec428d217894152f5c9e1baf9379b57275484d541cce5d31ca\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6bdca33c78a4f3aebd54c05e4b5bf419d1ba6a5dc042210d0dabe62495d2e38b"`, B: `"7bf2616d78806bec428d217894152f5c9e1baf9379b57275484d541cce5d31ca"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"6d731c1bafc79cda9457d05ddfd52f77892121e619d95de39d753f3084ee95f5\"", B: "\"483ac8216eab6cec832274a3143f09a02faf40d7b27ad53146a406fcd8e009ef\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"6d731c1bafc79cda9457d05ddfd52f77892121e619d95de39d753f3084ee95f5"`, B: `"483ac8216eab6cec832274a3143f09a02faf40d7b27ad53146a406fcd8e009ef"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"70aba1e8e399e3cde338ba75a9a1a2ad77e634d00d7ea2f0e27e71d067514213\"", B: "\"4cf802b505229b2e5f19dae72b6b7d76c5b06f25003f13685af07da9a35019b0\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"70aba1e8e399e3cde338ba75a9a1a2ad77e634d00d7ea2f0e27e71d067514213"`, B: `"4cf802b505229b2e5f19dae72b6b7d76c5b06f25003f13685af07da9a35019b0"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"715d1d79ee8fecc5f3e2c14c3af4d6f40e6b5b5871892b3f6fc96bf9fb2afb42\"", B: "\"54b646befdbc7a322dcf549026788ea870430784457d4b6341c7a309ae75f5f6\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"715d1d79ee8fecc5f3e2c14c3af4d6f40e6b5b5871892b3f6fc96bf9fb2afb42"`, B: `"54b646befdbc7a322dcf549026788ea870430784457d4b6341c7a309ae75f5f6"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"7bae67ad9a3a83f31733f476201c9dbeb76fd36e302b2d71ed4d409500696d39\"", B: "\"4c8c742056ad23ad0cc6d8e6449f33aa5f6a1e07dbaf4591677bd28dd401232a\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"7bae67ad9a3a83f31733f476201c9dbeb76fd36e302b2d71ed4d409500696d39"`, B: `"4c8c742056ad23ad0cc6d8e6449f33aa5f6a1e07dbaf4591677bd28dd401232a"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"7ece81879f2cc4e731da63f67ba3e3b539c347908bc4a8cb7f5074773ed12bb3\"", B: "\"e1b46eb1e24adb5d2c6b58fc6cf95d2e91b41edd8ddf2cd82d17c2c65d8d4c5d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"7ece81879f2cc4e731da63f67ba3e3b539c347908bc4a8cb7f5074773ed12bb3"`, B: `"e1b46eb1e24adb5d2c6b58fc6cf95d2e91b41edd8ddf2cd82d17c2c65d8d4c5d"`, Objects: []string{
 		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"7f6e4e10d0ba38db5a80c06f3f42c759a3cc33cdf3bbe991e0b1c6d2a1cf6e42\"", B: "\"a89a9fc163be3919a7fb258f8c15138d287ec9bcc0db18badb8aa1a97a482b02\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"7f6e4e10d0ba38db5a80c06f3f42c759a3cc33cdf3bbe991e0b1c6d2a1cf6e42"`, B: `"a89a9fc163be3919a7fb258f8c15138d287ec9bcc0db18badb8aa1a97a482b02"`, Objects: []string{
 		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73\"", B: "\"2da4a1c172fd70db32a93e1e70e1df973c39cd12e1aa20745ee41de979659b4b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73"`, B: `"2da4a1c172fd70db32a93e1e70e1df973c39cd12e1aa20745ee41de979659b4b"`, Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"87fe78ecf92445f1be0292b3e37e9c11e9cd0526e4c874b43b4579d9c46b8cfb\"", B: "\"2ca87a5a9641975c3087edbe70a1bc3f9578aa1243b157b5a4661dc4303820ac\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"87fe78ecf92445f1be0292b3e37e9c11e9cd0526e4c874b43b4579d9c46b8cfb"`, B: `"2ca87a5a9641975c3087edbe70a1bc3f9578aa1243b157b5a4661dc4303820ac"`, Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"8a1df57a29886f7b6810e9b9d206946c10899095d483170315ce2ac2c6264a66\"", B: "\"42163c5639c3dc830ee2aa556c04e2ee8085f2fe2c488c997c12de4a9398532d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"8a1df57a29886f7b6810e9b9d206946c10899095d483170315ce2ac2c6264a66"`, B: `"42163c5639c3dc830ee2aa556c04e2ee8085f2fe2c488c997c12de4a9398532d"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"8c91b8fbba3601cce6f28b2dca953d7c66a3fbd3d8215dcefa398df19073b307\"", B: "\"2730a8962b7e0e570f32893698fb957cb41cebb5068224944ff3aa6d0a44da33\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"8c91b8fbba3601cce6f28b2dca953d7c66a3fbd3d8215dcefa398df19073b307"`, B: `"2730a8962b7e0e570f32893698fb957cb41cebb5068224944ff3aa6d0a44da33"`, Objects: []string{
 		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9048c945181e5d31e02f32bf1b41e3f03fb93b22c6f9b0e070a23a8b7559b755\"", B: "\"01c5ba4b132a2348b7af0ec5dec2318fc6c56b24ac19b35aeff1c46ad131cbec\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9048c945181e5d31e02f32bf1b41e3f03fb93b22c6f9b0e070a23a8b7559b755"`, B: `"01c5ba4b132a2348b7af0ec5dec2318fc6c56b24ac19b35aeff1c46ad131cbec"`, Objects: []string{
 		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"905d5ada33682a2242601ae1db37f51450800f67827e625a2cefa8425b576451\"", B: "\"1a9f800a6211e61ba2a7485eac0829ba781ab300cf1a04aed0106722504e3654\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"905d5ada33682a2242601ae1db37f51450800f67827e625a2cefa8425b576451"`, B: `"1a9f800a6211e61ba2a7485eac0829ba781ab300cf1a04aed0106722504e3654"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"95b2002c2c0cfc8b510bbeedf1183654c8a4f6c180990f2b2c4eea8f2e909e63\"", B: "\"0cb078293d05999144c580a6e7402949595894107b10831e2c70cab146ff9064\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"95b2002c2c0cfc8b510bbeedf1183654c8a4f6c180990f2b2c4eea8f2e909e63"`, B: `"0cb078293d05999144c580a6e7402949595894107b10831e2c70cab146ff9064"`, Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9a53f6b5df072d22344cea1a29f868570b9bb285840c6094fa063b0e438d9961\"", B: "\"f5a3dcc2ff60d3bc58704e7563dced40ed432ea0fead5b2f0543a910ccbfc75a\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9a53f6b5df072d22344cea1a29f868570b9bb285840c6094fa063b0e438d9961"`, B: `"f5a3dcc2ff60d3bc58704e7563dced40ed432ea0fead5b2f0543a910ccbfc75a"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9bb5b9ca34732c86440f0e50b418e1015cad159e6082abc995cb5b4d9d89b860\"", B: "\"aa63809f3c8e9d2744b20554cf4f7d2303ebf2ea7eda702008e77541c0aef96f\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9bb5b9ca34732c86440f0e50b418e1015cad159e6082abc995cb5b4d9d89b860"`, B: `"aa63809f3c8e9d2744b20554cf4f7d2303ebf2ea7eda702008e77541c0aef96f"`, Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9c997ee1039c61e73ae750e0351aacf3a7f3833cd2970beb6a855ded0f13b8c1\"", B: "\"7b3b1fa169189321294e94a8f01aa9b943547284098e532d9263378313435a9d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9c997ee1039c61e73ae750e0351aacf3a7f3833cd2970beb6a855ded0f13b8c1"`, B: `"7b3b1fa169189321294e94a8f01aa9b943547284098e532d9263378313435a9d"`, Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9d639a201b0ae62ed160b353c029981ebb09f0cbbbdf03e8d907ef9d006e491a\"", B: "\"7c95c0bd6380d03739ffe26aeb5571d51fd88deeef85635c9b203e736768dfad\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9d639a201b0ae62ed160b353c029981ebb09f0cbbbdf03e8d907ef9d006e491a"`, B: `"7c95c0bd6380d03739ffe26aeb5571d51fd88deeef85635c9b203e736768dfad"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9e74bccc49ff681b19bcdf9ef2191524b0956c93fa612e2deba4258b4567c397\"", B: "\"9a57504c800f612b210406c6c9fd60dd6bbf5f8c0e173c084707f4139b0be949\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9e74bccc49ff681b19bcdf9ef2191524b0956c93fa612e2deba4258b4567c397"`, B: `"9a57504c800f612b210406c6c9fd60dd6bbf5f8c0e173c084707f4139b0be949"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"9fb9848d1b4887ab99712e2820ad90dec4e31adf5682ce8048658cd27f69f626\"", B: "\"f7699e791bb63f5e1344bd26849ce7f6b7cafa16537176ca52431ce22b3e0c04\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"9fb9848d1b4887ab99712e2820ad90dec4e31adf5682ce8048658cd27f69f626"`, B: `"f7699e791bb63f5e1344bd26849ce7f6b7cafa16537176ca52431ce22b3e0c04"`, Objects: []string{
 		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"a091e244f0c471a87abf36d38994c138482f0808c4d6769cf1528eb72dbdcbdc\"", B: "\"a31dd1b2d469a218a5ea6e72b5be4f4afc81ff9949c7f05fbfab2263259a3a60\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"a091e244f0c471a87abf36d38994c138482f0808c4d6769cf1528eb72dbdcbdc"`, B: `"a31dd1b2d469a218a5ea6e72b5be4f4afc81ff9949c7f05fbfab2263259a3a60"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"a82dfcf32cc6886cc0fe6bdfb7f87792f0da433006c1e05123187c2dc7523817\"", B: "\"1d5ee4800e4710d78ead64d6a0fb1d3e204171e050475750883cc4ef0a2ad052\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"a82dfcf32cc6886cc0fe6bdfb7f87792f0da433006c1e05123187c2dc7523817"`, B: `"1d5ee4800e4710d78ead64d6a0fb1d3e204171e050475750883cc4ef0a2ad052"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"aabbcf08975096da7fe76e42bd72cc37d32f29edaf74b010ac0088126c4283e2\"", B: "\"5015c92880400c54fdcd7648f2ac804270850363b990356364a8df8e31539d7b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"aabbcf08975096da7fe76e42bd72cc37d32f29edaf74b010ac0088126c4283e2"`, B: `"5015c92880400c54fdcd7648f2ac804270850363b990356364a8df8e31539d7b"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"aeebf7a6e9b1e11a2cffef0441d7b9067f740509eaea1208db8e7497aed4776a\"", B: "\"5f2c8e76da854b356ad6cf674502a9015ba1a23e3a6e1e13f924a4beb0334b2b\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"aeebf7a6e9b1e11a2cffef0441d7b9067f740509eaea1208db8e7497aed4776a"`, B: `"5f2c8e76da854b356ad6cf674502a9015ba1a23e3a6e1e13f924a4beb0334b2b"`, Objects: []string{
 		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"b42c54a5255349fd2b44fc55e67b2dbd6cac04bbb91bc74363c20f58bd634088\"", B: "\"1389d9ec0fd7dfda181fecbb08291c6caddf517d0240072ab958be41e365bad2\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"b42c54a5255349fd2b44fc55e67b2dbd6cac04bbb91bc74363c20f58bd634088"`, B: `"1389d9ec0fd7dfda181fecbb08291c6caddf517d0240072ab958be41e365bad2"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"b52ff446e9270f87f14be9e9293ecc912e2cb0bbcdaab8527b6f551b7bdaa990\"", B: "\"deac1ba93bed6f17f83a007133790cb6e0cddbeee4f2ecf25ac17959d6bf1843\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"b52ff446e9270f87f14be9e9293ecc912e2cb0bbcdaab8527b6f551b7bdaa990"`, B: `"deac1ba93bed6f17f83a007133790cb6e0cddbeee4f2ecf25ac17959d6bf1843"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"b97b43245a531c2c206729dd1592a6f3ca0b2ae178050c0f026298d24efd44cd\"", B: "\"0ec95b61edb672eea7000ba442ebd9149ef0adc985c05c14042f51b6ab96d273\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"b97b43245a531c2c206729dd1592a6f3ca0b2ae178050c0f026298d24efd44cd"`, B: `"0ec95b61edb672eea7000ba442ebd9149ef0adc985c05c14042f51b6ab96d273"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"bd6af30e136094185ac1220d0484ffde6895783c923ffedb788b60872c6d0bfc\"", B: "\"4782c8007af844750204bb097b310590cc06c5be88d5654032c1cc7cca495993\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"bd6af30e136094185ac1220d0484ffde6895783c923ffedb788b60872c6d0bfc"`, B: `"4782c8007af844750204bb097b310590cc06c5be88d5654032c1cc7cca495993"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"bd96bd36a6670b41cd578649817ef7742f6c0c2c252107172bf343f91203b12b\"", B: "\"fc640db9f01ef0e8e48eaf9c39a2d0e4a1e3ac55576a749b4f65d09cc7d8b7e7\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"bd96bd36a6670b41cd578649817ef7742f6c0c2c252107172bf343f91203b12b"`, B: `"fc640db9f01ef0e8e48eaf9c39a2d0e4a1e3ac55576a749b4f65d09cc7d8b7e7"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"be11de6991912664cd2e7d53642429e426c13e4dfdd00ec1f0eeaca1c77f55e5\"", B: "\"7f4b3babadb3ed6c7c058a8a49407af60a050b6707fcc76debd89027e5a7b5a4\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"be11de6991912664cd2e7d53642429e426c13e4dfdd00ec1f0eeaca1c77f55e5"`, B: `"7f4b3babadb3ed6c7c058a8a49407af60a050b6707fcc76debd89027e5a7b5a4"`, Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"c1a3033a9e63fc2594236815126dc0f3bb58447be0c01a7874548e9fc40b122d\"", B: "\"42d9af84844447bbcf90c7cc829bc4663ce5e92974b2a030c245dc64c03e2054\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"c1a3033a9e63fc2594236815126dc0f3bb58447be0c01a7874548e9fc40b122d"`, B: `"42d9af84844447bbcf90c7cc829bc4663ce5e92974b2a030c245dc64c03e2054"`, Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"c37135895ecf8b55c13b1063da1689a259befb5814569a499e24d53ce4b53db0\"", B: "\"5a0ca639f4978f4334b8a8419204f5d47725b8809a0b3e2443c1af966efbfe06\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"c37135895ecf8b55c13b1063da1689a259befb5814569a499e24d53ce4b53db0"`, B: `"5a0ca639f4978f4334b8a8419204f5d47725b8809a0b3e2443c1af966efbfe06"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"c479db5ae31c1e79b4e581baaefdd0cd8aef32401e263d3625495134044be3b6\"", B: "\"757a293fc0469cfaae7be81b2de8e39ac2ec541ef79f9c211a038c72a6b62298\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"c479db5ae31c1e79b4e581baaefdd0cd8aef32401e263d3625495134044be3b6"`, B: `"757a293fc0469cfaae7be81b2de8e39ac2ec541ef79f9c211a038c72a6b62298"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"de7cded80e034038cf1c920634eb4adf1d9c54a41b321da4de8d7b38655d4e56\"", B: "\"cd18f634933f13f5667f1db0f2e39efe9f8e06159dd3cb9830685b3d210b27ee\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"de7cded80e034038cf1c920634eb4adf1d9c54a41b321da4de8d7b38655d4e56"`, B: `"cd18f634933f13f5667f1db0f2e39efe9f8e06159dd3cb9830685b3d210b27ee"`, Objects: []string{
 		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e0624aafaddcb364d1811d78b332c3424546792e5f439affb021fdc2a2d4a3d9\"", B: "\"23f612a40a4b7ffa014c610e6e1d540b4bd458368b7d46fdc0f2a1b3431e969f\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e0624aafaddcb364d1811d78b332c3424546792e5f439affb021fdc2a2d4a3d9"`, B: `"23f612a40a4b7ffa014c610e6e1d540b4bd458368b7d46fdc0f2a1b3431e969f"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e0b29e4e22ae74c9f635b7682b7033aa3e0130354e49b86736adbcae4d5e4cd4\"", B: "\"71416cc9e59cf8bc6f49e03de38b14908b526c222b381ef550a1db0d32523ed3\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e0b29e4e22ae74c9f635b7682b7033aa3e0130354e49b86736adbcae4d5e4cd4"`, B: `"71416cc9e59cf8bc6f49e03de38b14908b526c222b381ef550a1db0d32523ed3"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e0c3291e70d3409c9ad14e27f9524f20d4c779a3ceb42a648560116fade4ced3\"", B: "\"90884f40624ad0af159115cdc07913164c3cd3b1109f3113fc13a0ab7f470c06\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e0c3291e70d3409c9ad14e27f9524f20d4c779a3ceb42a648560116fade4ced3"`, B: `"90884f40624ad0af159115cdc07913164c3cd3b1109f3113fc13a0ab7f470c06"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e241a428e2a7ef308ad77e865cda0765ab5d6c77863516ecf856fb1124024f6d\"", B: "\"365c9c307a4a90f09cea5158d9c00f68ec8cadae74222608ebbdb10169e491d6\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e241a428e2a7ef308ad77e865cda0765ab5d6c77863516ecf856fb1124024f6d"`, B: `"365c9c307a4a90f09cea5158d9c00f68ec8cadae74222608ebbdb10169e491d6"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e3d3e5257235076c262a40f6dff4ce260deac30c08f927269bd6c060ecb1fdf1\"", B: "\"c1d33110a76d3e237b650365400d6739070df8c520101936831d41b9dfbf985a\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e3d3e5257235076c262a40f6dff4ce260deac30c08f927269bd6c060ecb1fdf1"`, B: `"c1d33110a76d3e237b650365400d6739070df8c520101936831d41b9dfbf985a"`, Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e532ac273e241c66f9ec0d30f72e4ab7e723e96a6adf96d4f75bfe4526129f09\"", B: "\"bc85a7a31248607dd4b165b52df51123af9b7a1141a08756f1824d91212dc17d\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e532ac273e241c66f9ec0d30f72e4ab7e723e96a6adf96d4f75bfe4526129f09"`, B: `"bc85a7a31248607dd4b165b52df51123af9b7a1141a08756f1824d91212dc17d"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e58791ff678526b680aa0d85faf5de0f1cbaafc2e138d6935c056034d01754e4\"", B: "\"9bdb4374612e8fec6fdcb85d5c37ea502bbd52ed40ad4a1946a9293613f660c0\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e58791ff678526b680aa0d85faf5de0f1cbaafc2e138d6935c056034d01754e4"`, B: `"9bdb4374612e8fec6fdcb85d5c37ea502bbd52ed40ad4a1946a9293613f660c0"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"e654f2fc46dceb7670758dd6d6866dbc033bce3b70e2a071e0d9176091c833a2\"", B: "\"efc4f9d3f4101084c82f7136ea2fa074b50827f88bc468f7474a360620114bc9\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e654f2fc46dceb7670758dd6d6866dbc033bce3b70e2a071e0d9176091c833a2"`, B: `"efc4f9d3f4101084c82f7136ea2fa074b50827f88bc468f7474a360620114bc9"`, Objects: []string{
 		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"f0da7eb0b514c05279424fbe5a14cf12609a55378989216613c7120326099bfa\"", B: "\"beac86f5e8417b3725fd1780a1b3230d802da7babf62d0db99d5d288fa9ca0d4\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"f0da7eb0b514c05279424fbe5a14cf12609a55378989216613c7120326099bfa"`, B: `"beac86f5e8417b3725fd1780a1b3230d802da7babf62d0db99d5d288fa9ca0d4"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"f17d4dede20cfaafe9d2e7068be48747564ab6918cac8bee948ec7e3252739a3\"", B: "\"09bb53d9fa8c7a2829c9889d32928eeb0ae5f9418c26066f8c66a98154e1949c\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"f17d4dede20cfaafe9d2e7068be48747564ab6918cac8bee948ec7e3252739a3"`, B: `"09bb53d9fa8c7a2829c9889d32928eeb0ae5f9418c26066f8c66a98154e1949c"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"f7caf176a149966484ac57d5731e161567855f944d09122ddc16a90a40126d63\"", B: "\"e2979c2e2fcae2bc2a6d48c0f55f9f2d8fbb85a3d4829ba3411171681f484c64\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"f7caf176a149966484ac57d5731e161567855f944d09122ddc16a90a40126d63"`, B: `"e2979c2e2fcae2bc2a6d48c0f55f9f2d8fbb85a3d4829ba3411171681f484c64"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"f99a4d86bcd0c521386128a1fd480846f4bc00292ac51319dc5b7d749c525a2e\"", B: "\"e64aa3e014d257fb5dd3d09c09f01fb95aa822c29d850d19a665cc6c8c4ef5d6\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"f99a4d86bcd0c521386128a1fd480846f4bc00292ac51319dc5b7d749c525a2e"`, B: `"e64aa3e014d257fb5dd3d09c09f01fb95aa822c29d850d19a665cc6c8c4ef5d6"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"f9e98a31fd0a3fd9af0469c419c8625b0270367a456da02c1447a98ac48579aa\"", B: "\"20bffd0ab6c7cf9d1f380f440ae19943adca560fda7010ec217adea5c3557578\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"f9e98a31fd0a3fd9af0469c419c8625b0270367a456da02c1447a98ac48579aa"`, B: `"20bffd0ab6c7cf9d1f380f440ae19943adca560fda7010ec217adea5c3557578"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
 	}},
-	{Cause: "checksums", Path: "metadata.annotations[\"toolhive.stacklok.dev/content-checksum\"]", A: "\"fab8faccef3f16583a8535ca5206223885b7b47dabc6f3944496f3012b088a38\"", B: "\"34671a76250024a37af136a1d4ed5776de6127538582bcd4797ce5b7e33a15c7\"", Objects: []string{
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"fab8faccef3f16583a8535ca5206223885b7b47dabc6f3944496f3012b088a38"`, B: `"34671a76250024a37af136a1d4ed5776de6127538582bcd4797ce5b7e33a15c7"`, Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"020692fe5217bb5d1e2faea388e531a9a3b9133199d7c0ca91da8e5b8b02cfab\"", B: "\"ad0b92597382928c12b1a808dcff04161792dc41be174f3474861cd39be3fdfc\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"020692fe5217bb5d1e2faea388e531a9a3b9133199d7c0ca91da8e5b8b02cfab"`, B: `"ad0b92597382928c12b1a808dcff04161792dc41be174f3474861cd39be3fdfc"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/ida-pro-mcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"030be9a10c973c4ae3d81edbcebb9ddbea8dbcb7b7bfb27c941cabfe49f33bd8\"", B: "\"265392cda77f5a41882e9bf2cc83d3f1781319c6d44f27ecea2edbd3c7d5ee43\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"030be9a10c973c4ae3d81edbcebb9ddbea8dbcb7b7bfb27c941cabfe49f33bd8"`, B: `"265392cda77f5a41882e9bf2cc83d3f1781319c6d44f27ecea2edbd3c7d5ee43"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/yardstick-sse",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"04fa241c80b91a83778f2bc517b44438f14b73f83b51fe25d81419f796f699c6\"", B: "\"048a4ae82b933f91de368d48d3c1f4ef100c5417cbeb868ea4b0faf5965b6cff\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"04fa241c80b91a83778f2bc517b44438f14b73f83b51fe25d81419f796f699c6"`, B: `"048a4ae82b933f91de368d48d3c1f4ef100c5417cbeb868ea4b0faf5965b6cff"`, Objects: []string{
 		"table/05-oidc-inline-full.yaml Deployment/oidc-full",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"069d07ba5d132e1cc33311614918fe63e1e7a5d71733955784e938deff5fa42a\"", B: "\"7bfbaeaa62ed00b3d04144a124fd79490bd03b28bc6fd365e881c636356a8689\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"069d07ba5d132e1cc33311614918fe63e1e7a5d71733955784e938deff5fa42a"`, B: `"7bfbaeaa62ed00b3d04144a124fd79490bd03b28bc6fd365e881c636356a8689"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-github",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"073dd0e09f344b56fd691ac0098e4700a8deb7cd0c24df297341e1aaf4c32f77\"", B: "\"a5d50f7a28e87ba6c67b900db2db4461da1285a212fb9819f505c26612409deb\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"073dd0e09f344b56fd691ac0098e4700a8deb7cd0c24df297341e1aaf4c32f77"`, B: `"a5d50f7a28e87ba6c67b900db2db4461da1285a212fb9819f505c26612409deb"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/yardstick-simple",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"07577d4bfbf35c02ea9d6e4d36424201b5e9350202c5335b8d95023b13fe9138\"", B: "\"71f5135920c31bbaaaa95a0f25981256ef56c650f861d47fd8182cac1e8c45d5\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"07577d4bfbf35c02ea9d6e4d36424201b5e9350202c5335b8d95023b13fe9138"`, B: `"71f5135920c31bbaaaa95a0f25981256ef56c650f861d47fd8182cac1e8c45d5"`, Objects: []string{
 		"table/14-tool-config.yaml Deployment/tools-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"092bedf99bd1960eda1f304d03f6b1e59b7f646ca8de05d2afdb3a64d852d2a5\"", B: "\"c343c415809c20305994b7b8c0a4e6be5f8dc9401fa4476a4529c9eb771c43e3\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"092bedf99bd1960eda1f304d03f6b1e59b7f646ca8de05d2afdb3a64d852d2a5"`, B: `"c343c415809c20305994b7b8c0a4e6be5f8dc9401fa4476a4529c9eb771c43e3"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/remote-bearer",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"0bc613085ba29f016a4f92725fb609072b9a221f6c75ba17a6e0af2163e00dbb\"", B: "\"24438d631a5ae0f9939ef6d1f540fbe60d2e9e6fa6d1c6403e8007cb3fa9a23d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"0bc613085ba29f016a4f92725fb609072b9a221f6c75ba17a6e0af2163e00dbb"`, B: `"24438d631a5ae0f9939ef6d1f540fbe60d2e9e6fa6d1c6403e8007cb3fa9a23d"`, Objects: []string{
 		"table/01-stdio-minimal.yaml Deployment/fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"0d67821f4bfc6dbbdca6d6295bcff53ef5f2d4e7bb8531c7575568cb8662b140\"", B: "\"818bb4f02502b71c724d60ae5eb037b2afade76daabda18dc700bc319ea8eb41\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"0d67821f4bfc6dbbdca6d6295bcff53ef5f2d4e7bb8531c7575568cb8662b140"`, B: `"818bb4f02502b71c724d60ae5eb037b2afade76daabda18dc700bc319ea8eb41"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_mkp.yaml Deployment/mkp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"0dcb39e50ca06a530e94f02e07de4c863316ce7f88692838d728a0fa10bb9ed0\"", B: "\"bc40696cd2d71d0fa04bd70da665abd48332d96414e817072ff2acd4a137b853\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"0dcb39e50ca06a530e94f02e07de4c863316ce7f88692838d728a0fa10bb9ed0"`, B: `"bc40696cd2d71d0fa04bd70da665abd48332d96414e817072ff2acd4a137b853"`, Objects: []string{
 		"table/06-oidc-inline-minimal.yaml Deployment/oidc-min",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1239c9375452668f9be0cc48f8310a7ce0f9ec99e0d52f3c8bc9f82aa4ed856c\"", B: "\"d3bb5f3e7ea0a23eeabb3cac09f77e1a89383c89230998f95e9bcee7dbb08aba\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1239c9375452668f9be0cc48f8310a7ce0f9ec99e0d52f3c8bc9f82aa4ed856c"`, B: `"d3bb5f3e7ea0a23eeabb3cac09f77e1a89383c89230998f95e9bcee7dbb08aba"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/remote-exchange",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"13ca076d20b571bc5de47017f2902c13541778d25120b6bad8a6bca8aeac384a\"", B: "\"78af710d7fc9e0229647611e27b07ba072f116067eb7d97f99e72c07092e1af3\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"13ca076d20b571bc5de47017f2902c13541778d25120b6bad8a6bca8aeac384a"`, B: `"78af710d7fc9e0229647611e27b07ba072f116067eb7d97f99e72c07092e1af3"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml Deployment/as-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"13cec07ab214f25ed646decdda7b109af47ccd573fc8963e88adce86cddc596f\"", B: "\"fccf5b7ce7035e5bc8da56f52acf07a6d922139dc388f8989a6185f92c8803d2\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"13cec07ab214f25ed646decdda7b109af47ccd573fc8963e88adce86cddc596f"`, B: `"fccf5b7ce7035e5bc8da56f52acf07a6d922139dc388f8989a6185f92c8803d2"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/github",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1643eb7f9f57253fcf438fedcdc54d7e5835d50437af94698a78b5fa311429f6\"", B: "\"ef0121b27252b948a11c6f72a0449e62139d9c9fe8cc1f65e8a6f2bed77714b8\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1643eb7f9f57253fcf438fedcdc54d7e5835d50437af94698a78b5fa311429f6"`, B: `"ef0121b27252b948a11c6f72a0449e62139d9c9fe8cc1f65e8a6f2bed77714b8"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/puppeteer",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"181a64480d84291ca95642a036121a5a23bf3a3dd1417958f793780ffd1c29a1\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"181a64480d84291ca95642a036121a5a23bf3a3dd1417958f793780ffd1c29a1"`, B: "(none)", Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1ad2518ba81be650cfbad09d52836661921fdcd6bdaf4d9c3eaaa0507e3a9c64\"", B: "\"4a7d550a4af9d60d21a53b320494afa10a137e6a95df218897b5c0a6aa10f577\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1ad2518ba81be650cfbad09d52836661921fdcd6bdaf4d9c3eaaa0507e3a9c64"`, B: `"4a7d550a4af9d60d21a53b320494afa10a137e6a95df218897b5c0a6aa10f577"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-none",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1ae376f6a0443ed65e2a3586ecc2382a5d6072ca32c7a3507c90a80e5c4023eb\"", B: "\"cba3578f91f89610eca6e8769900ae049401bb246643c1bb27fadca3ea8f023b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1ae376f6a0443ed65e2a3586ecc2382a5d6072ca32c7a3507c90a80e5c4023eb"`, B: `"cba3578f91f89610eca6e8769900ae049401bb246643c1bb27fadca3ea8f023b"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml Deployment/as-server",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee\"", B: "\"fc567aee3b97232319137421f2b4506e983209373a76a66c39922ff3e0b1c1ed\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, B: `"fc567aee3b97232319137421f2b4506e983209373a76a66c39922ff3e0b1c1ed"`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/profile-network",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"1e1f0565694bf240bd77d953e32c32f842c2deb19ba9246e08aae06f2d52ce22\"", B: "\"170adc872036120184b3c0e10dac1148b9f2ce8a5f3adb7a5065a7e1934e9d33\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1e1f0565694bf240bd77d953e32c32f842c2deb19ba9246e08aae06f2d52ce22"`, B: `"170adc872036120184b3c0e10dac1148b9f2ce8a5f3adb7a5065a7e1934e9d33"`, Objects: []string{
 		"table/10-remote-proxy-oidc.yaml Deployment/remote-oidc",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"221807e0b90dd9f6f12c60deca1af37ae8c72af7911d68d6feafb5c1dcd7f563\"", B: "\"7a7ef6005e4af5453a9853db7da8b9a874cdb53d825759fd88c5140f10a1d1ca\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"221807e0b90dd9f6f12c60deca1af37ae8c72af7911d68d6feafb5c1dcd7f563"`, B: `"7a7ef6005e4af5453a9853db7da8b9a874cdb53d825759fd88c5140f10a1d1ca"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml Deployment/github-with-overrides",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"266914b8e207d82e7ec5723ae5a795512a68ec091c6eec05c9e0a94d1db9b74f\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"266914b8e207d82e7ec5723ae5a795512a68ec091c6eec05c9e0a94d1db9b74f"`, B: "(none)", Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"28121c0e47dd23fe704cecf4d9242139e450ae6f73509748ee0987eb4e715364\"", B: "\"8eeb03459c02ad3a017048f96659b9f79d7a81d5517ba603fc1abf684bbe0d3b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"28121c0e47dd23fe704cecf4d9242139e450ae6f73509748ee0987eb4e715364"`, B: `"8eeb03459c02ad3a017048f96659b9f79d7a81d5517ba603fc1abf684bbe0d3b"`, Objects: []string{
 		"table/25-remote-pod-template.yaml Deployment/remote-templated",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"290cd9af226326c94458ee59040f908fa241bbd3963404e3552a47b78b33ea31\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"290cd9af226326c94458ee59040f908fa241bbd3963404e3552a47b78b33ea31"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"2b71ec2b48cfe0736a9c528af4722e107c7b87d488e5e909408bfd17e886ade9\"", B: "\"53bd6fbda408a0f80bf17cda711ed75f43a35b7f2e476c364ea068e8d97149bf\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"2b71ec2b48cfe0736a9c528af4722e107c7b87d488e5e909408bfd17e886ade9"`, B: `"53bd6fbda408a0f80bf17cda711ed75f43a35b7f2e476c364ea068e8d97149bf"`, Objects: []string{
 		"table/14-tool-config.yaml Deployment/tools-server",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"2e6d5687855abaee78a73b636943219d8b72c547a16d6687ba2f36fa4bf17006\"", B: "\"bbba1c61cdab71cb8bba0d229e558ae0cd182047e47648917f2b3f63cef1fa7e\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"2e6d5687855abaee78a73b636943219d8b72c547a16d6687ba2f36fa4bf17006"`, B: `"bbba1c61cdab71cb8bba0d229e558ae0cd182047e47648917f2b3f63cef1fa7e"`, Objects: []string{
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml Deployment/github-proxy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"32d0916330c16511952eeba5734a939766ced539d7118a7057333a600ea9daa2\"", B: "\"5cf73ad0cba9a5d03486bfcee2c70f060eb97d8da9e26474f8605e92c1912463\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"32d0916330c16511952eeba5734a939766ced539d7118a7057333a600ea9daa2"`, B: `"5cf73ad0cba9a5d03486bfcee2c70f060eb97d8da9e26474f8605e92c1912463"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch.yaml Deployment/fetch",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/fetch",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/fetch",
@@ -1592,405 +1592,405 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/fetch",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"3653b7f9045970d5201070ff05eed52679acd1f489cf1a40fd7ee57c1d8f03ce\"", B: "\"77d92ba623f3f4518dfa5f6059bcc4d692276c5eaa489d279144759bc1c0040b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"3653b7f9045970d5201070ff05eed52679acd1f489cf1a40fd7ee57c1d8f03ce"`, B: `"77d92ba623f3f4518dfa5f6059bcc4d692276c5eaa489d279144759bc1c0040b"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml Deployment/as-legacy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"36bf54b43ef53bb041e0833f3ef2e6c262ebd79f00a37e48d6e6f7349db07306\"", B: "\"fbb0c3c92b6ee28037dff0cf22672e66fc0d0bf35764c11f662a1f2f8540aad4\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"36bf54b43ef53bb041e0833f3ef2e6c262ebd79f00a37e48d6e6f7349db07306"`, B: `"fbb0c3c92b6ee28037dff0cf22672e66fc0d0bf35764c11f662a1f2f8540aad4"`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"3942cfc096549247764adb9f6e35013030ede4891b2d8d7bda747d97fa9234cb\"", B: "\"7da3ecd1165809459caa9e84f141c26533931c2e3b019e1aa8e3b65b2de0140d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"3942cfc096549247764adb9f6e35013030ede4891b2d8d7bda747d97fa9234cb"`, B: `"7da3ecd1165809459caa9e84f141c26533931c2e3b019e1aa8e3b65b2de0140d"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml Deployment/fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"39d3dd81ffc0a52274eff188d6458d5846ac0d8905cf89eca50ce91881d4fea9\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"39d3dd81ffc0a52274eff188d6458d5846ac0d8905cf89eca50ce91881d4fea9"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"3a140b0dea9c6b14c115ba51e2119d7a03c704419a09ade4c6ebeb52959af0c0\"", B: "\"4e0aa0dbb07dcfbda5bb6f37740fd3cc52f0403365c73ef569a25b99ffa79743\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"3a140b0dea9c6b14c115ba51e2119d7a03c704419a09ade4c6ebeb52959af0c0"`, B: `"4e0aa0dbb07dcfbda5bb6f37740fd3cc52f0403365c73ef569a25b99ffa79743"`, Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml Deployment/ksa-default",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"3ae6846bf10f175a77d596dbf6cb8077a5d5dc70c5d596077e8f876d963a9342\"", B: "\"63fccf2000056aac3ed8aa9ddb1901bca5818bec5cc99582f32e9d6fd167db7e\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"3ae6846bf10f175a77d596dbf6cb8077a5d5dc70c5d596077e8f876d963a9342"`, B: `"63fccf2000056aac3ed8aa9ddb1901bca5818bec5cc99582f32e9d6fd167db7e"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml Deployment/yardstick",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061"`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"484d6226c2e28790782fe9e39b6d9ff914340acd9c6e1bf878fc3bcd5bbe8af1\"", B: "\"29c8b598a73310b84e0f3ee8ecebadb256526f4734c98e6e49edc635265799bf\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"484d6226c2e28790782fe9e39b6d9ff914340acd9c6e1bf878fc3bcd5bbe8af1"`, B: `"29c8b598a73310b84e0f3ee8ecebadb256526f4734c98e6e49edc635265799bf"`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-local",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"49b0b1bb959568673adf1b81b5750d21f84cb4fbf1bc49fd309738ca1eeb8d7b\"", B: "\"0315084c6e2ce774bf6ddea988b5a0cdf90b268fe02fad367fd6c267f0c23c81\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"49b0b1bb959568673adf1b81b5750d21f84cb4fbf1bc49fd309738ca1eeb8d7b"`, B: `"0315084c6e2ce774bf6ddea988b5a0cdf90b268fe02fad367fd6c267f0c23c81"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"49baad5b4877f18ea4a542818d80569f5323868df6317ddb2e2d76d6d9d5b398\"", B: "\"05cbae78aed4fad5ef11e27a4f4112830abc31da709b5b93979aa75cf845552c\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"49baad5b4877f18ea4a542818d80569f5323868df6317ddb2e2d76d6d9d5b398"`, B: `"05cbae78aed4fad5ef11e27a4f4112830abc31da709b5b93979aa75cf845552c"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"4b0ca4b3c890bb832ac1566595e95e3c445a24b0c8a9653149f8cb559d715d83\"", B: "\"8f44ea21ba1c39a8cb7ef0547ae814376cc444a0a1a8518498db23dacd3cc1e0\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"4b0ca4b3c890bb832ac1566595e95e3c445a24b0c8a9653149f8cb559d715d83"`, B: `"8f44ea21ba1c39a8cb7ef0547ae814376cc444a0a1a8518498db23dacd3cc1e0"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml Deployment/yardstick",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/yardstick",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"4e06546f928f29f5677b278d9f672849b26c2bc6b0398dd4ffbeed20c87ce9ff\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"4e06546f928f29f5677b278d9f672849b26c2bc6b0398dd4ffbeed20c87ce9ff"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"511d3de7483e6ad33eb164ed85e343bacf2fda0abdfb94be1533ed23c52801a2\"", B: "\"e9fb820595ff4a66c8fc3958e37506f72744d4db331e3e8029e43b97101dc705\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"511d3de7483e6ad33eb164ed85e343bacf2fda0abdfb94be1533ed23c52801a2"`, B: `"e9fb820595ff4a66c8fc3958e37506f72744d4db331e3e8029e43b97101dc705"`, Objects: []string{
 		"table/17-remote-headers.yaml Deployment/remote-headers",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"5f93f94bb391c4ab433b4e8b0e07514b2a6e7e731e8a846f384974e998593a52\"", B: "\"3ed9f7af70d817c792b5d9257512e75343c10f254978a1db6faf8a9a6bf81883\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"5f93f94bb391c4ab433b4e8b0e07514b2a6e7e731e8a846f384974e998593a52"`, B: `"3ed9f7af70d817c792b5d9257512e75343c10f254978a1db6faf8a9a6bf81883"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml Deployment/fetch-with-shared-oidc",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"606ec6ca2df815cf23cecea817edfad5f748d1f258663a81a09fd32b2e4b7d09\"", B: "\"a0a5e9e1d01695d4f33200c9a57815144671f197ded0053528326c0aa452ce9c\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"606ec6ca2df815cf23cecea817edfad5f748d1f258663a81a09fd32b2e4b7d09"`, B: `"a0a5e9e1d01695d4f33200c9a57815144671f197ded0053528326c0aa452ce9c"`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b"`, B: "(none)", Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"66cec07e12eb4da54fc8a27b9aa568a6a9766590b6231e8b0b6876d09f1564c4\"", B: "\"1aef704e694cb6745526f09dbd56faaccf0fe43820041c0b261117a7039dbe20\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"66cec07e12eb4da54fc8a27b9aa568a6a9766590b6231e8b0b6876d09f1564c4"`, B: `"1aef704e694cb6745526f09dbd56faaccf0fe43820041c0b261117a7039dbe20"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml Deployment/github",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"67d4cb42eee892702d6560aeea6b1ee0b14fc3cc09344138e702f5103c5feb27\"", B: "\"3c9d8aec53e1f122a6dfb7f1d872e1bc8ca8b672f65a58b28b0212d53ce3e471\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"67d4cb42eee892702d6560aeea6b1ee0b14fc3cc09344138e702f5103c5feb27"`, B: `"3c9d8aec53e1f122a6dfb7f1d872e1bc8ca8b672f65a58b28b0212d53ce3e471"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-aws",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6acc34cbebed6749c7dc9e65af1ad5d790f66cf2575dd6dd903c7e25e7ed73a4\"", B: "\"bc9eb5a0004e9669c955e365a873ad1e10789eeba52a96835e973f8b55b39329\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6acc34cbebed6749c7dc9e65af1ad5d790f66cf2575dd6dd903c7e25e7ed73a4"`, B: `"bc9eb5a0004e9669c955e365a873ad1e10789eeba52a96835e973f8b55b39329"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/memory",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6af09e3aae9bb0c925a674389b08b8d420a77835dbec001e5105c9da40640311\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6af09e3aae9bb0c925a674389b08b8d420a77835dbec001e5105c9da40640311"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5\"", B: "\"58ea1a52c774eba085a91eeefeb93cd21e470c741ac75b4c3067768c7f4d5c67\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, B: `"58ea1a52c774eba085a91eeefeb93cd21e470c741ac75b4c3067768c7f4d5c67"`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6b848f992d46ff55bfa8290d57dbb1d4cff3090f703c9959e189842c9411e112\"", B: "\"fedf8e2ea5f9a338747a3681bde6b4341e6631b725b06aeb7efbab9bec0f78f3\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6b848f992d46ff55bfa8290d57dbb1d4cff3090f703c9959e189842c9411e112"`, B: `"fedf8e2ea5f9a338747a3681bde6b4341e6631b725b06aeb7efbab9bec0f78f3"`, Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml Deployment/ksa-external",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6bdca33c78a4f3aebd54c05e4b5bf419d1ba6a5dc042210d0dabe62495d2e38b\"", B: "\"7bf2616d78806bec428d217894152f5c9e1baf9379b57275484d541cce5d31ca\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6bdca33c78a4f3aebd54c05e4b5bf419d1ba6a5dc042210d0dabe62495d2e38b"`, B: `"7bf2616d78806bec428d217894152f5c9e1baf9379b57275484d541cce5d31ca"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-b",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"6d731c1bafc79cda9457d05ddfd52f77892121e619d95de39d753f3084ee95f5\"", B: "\"483ac8216eab6cec832274a3143f09a02faf40d7b27ad53146a406fcd8e009ef\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"6d731c1bafc79cda9457d05ddfd52f77892121e619d95de39d753f3084ee95f5"`, B: `"483ac8216eab6cec832274a3143f09a02faf40d7b27ad53146a406fcd8e009ef"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"70aba1e8e399e3cde338ba75a9a1a2ad77e634d00d7ea2f0e27e71d067514213\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"70aba1e8e399e3cde338ba75a9a1a2ad77e634d00d7ea2f0e27e71d067514213"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"715d1d79ee8fecc5f3e2c14c3af4d6f40e6b5b5871892b3f6fc96bf9fb2afb42\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"715d1d79ee8fecc5f3e2c14c3af4d6f40e6b5b5871892b3f6fc96bf9fb2afb42"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"7bae67ad9a3a83f31733f476201c9dbeb76fd36e302b2d71ed4d409500696d39\"", B: "\"4c8c742056ad23ad0cc6d8e6449f33aa5f6a1e07dbaf4591677bd28dd401232a\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"7bae67ad9a3a83f31733f476201c9dbeb76fd36e302b2d71ed4d409500696d39"`, B: `"4c8c742056ad23ad0cc6d8e6449f33aa5f6a1e07dbaf4591677bd28dd401232a"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/osv",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/osv",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"7ece81879f2cc4e731da63f67ba3e3b539c347908bc4a8cb7f5074773ed12bb3\"", B: "\"e1b46eb1e24adb5d2c6b58fc6cf95d2e91b41edd8ddf2cd82d17c2c65d8d4c5d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"7ece81879f2cc4e731da63f67ba3e3b539c347908bc4a8cb7f5074773ed12bb3"`, B: `"e1b46eb1e24adb5d2c6b58fc6cf95d2e91b41edd8ddf2cd82d17c2c65d8d4c5d"`, Objects: []string{
 		"examples/vault/mcpserver-github-with-vault.yaml Deployment/github-vault-generic",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"7f6e4e10d0ba38db5a80c06f3f42c759a3cc33cdf3bbe991e0b1c6d2a1cf6e42\"", B: "\"a89a9fc163be3919a7fb258f8c15138d287ec9bcc0db18badb8aa1a97a482b02\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"7f6e4e10d0ba38db5a80c06f3f42c759a3cc33cdf3bbe991e0b1c6d2a1cf6e42"`, B: `"a89a9fc163be3919a7fb258f8c15138d287ec9bcc0db18badb8aa1a97a482b02"`, Objects: []string{
 		"table/03-streamable-http-ports.yaml Deployment/http-ports",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73"`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"87fe78ecf92445f1be0292b3e37e9c11e9cd0526e4c874b43b4579d9c46b8cfb\"", B: "\"2ca87a5a9641975c3087edbe70a1bc3f9578aa1243b157b5a4661dc4303820ac\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"87fe78ecf92445f1be0292b3e37e9c11e9cd0526e4c874b43b4579d9c46b8cfb"`, B: `"2ca87a5a9641975c3087edbe70a1bc3f9578aa1243b157b5a4661dc4303820ac"`, Objects: []string{
 		"table/23-webhooks.yaml Deployment/webhooks-insecure",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"8a1df57a29886f7b6810e9b9d206946c10899095d483170315ce2ac2c6264a66\"", B: "\"42163c5639c3dc830ee2aa556c04e2ee8085f2fe2c488c997c12de4a9398532d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"8a1df57a29886f7b6810e9b9d206946c10899095d483170315ce2ac2c6264a66"`, B: `"42163c5639c3dc830ee2aa556c04e2ee8085f2fe2c488c997c12de4a9398532d"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/yardstick-telemetry",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"8c91b8fbba3601cce6f28b2dca953d7c66a3fbd3d8215dcefa398df19073b307\"", B: "\"2730a8962b7e0e570f32893698fb957cb41cebb5068224944ff3aa6d0a44da33\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"8c91b8fbba3601cce6f28b2dca953d7c66a3fbd3d8215dcefa398df19073b307"`, B: `"2730a8962b7e0e570f32893698fb957cb41cebb5068224944ff3aa6d0a44da33"`, Objects: []string{
 		"table/04-sse.yaml Deployment/sse-server",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9048c945181e5d31e02f32bf1b41e3f03fb93b22c6f9b0e070a23a8b7559b755\"", B: "\"01c5ba4b132a2348b7af0ec5dec2318fc6c56b24ac19b35aeff1c46ad131cbec\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9048c945181e5d31e02f32bf1b41e3f03fb93b22c6f9b0e070a23a8b7559b755"`, B: `"01c5ba4b132a2348b7af0ec5dec2318fc6c56b24ac19b35aeff1c46ad131cbec"`, Objects: []string{
 		"table/02-stdio-sse-args-env.yaml Deployment/stdio-sse",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"905d5ada33682a2242601ae1db37f51450800f67827e625a2cefa8425b576451\"", B: "\"1a9f800a6211e61ba2a7485eac0829ba781ab300cf1a04aed0106722504e3654\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"905d5ada33682a2242601ae1db37f51450800f67827e625a2cefa8425b576451"`, B: `"1a9f800a6211e61ba2a7485eac0829ba781ab300cf1a04aed0106722504e3654"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml Deployment/my-server",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"95b2002c2c0cfc8b510bbeedf1183654c8a4f6c180990f2b2c4eea8f2e909e63\"", B: "\"0cb078293d05999144c580a6e7402949595894107b10831e2c70cab146ff9064\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"95b2002c2c0cfc8b510bbeedf1183654c8a4f6c180990f2b2c4eea8f2e909e63"`, B: `"0cb078293d05999144c580a6e7402949595894107b10831e2c70cab146ff9064"`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-full",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9a53f6b5df072d22344cea1a29f868570b9bb285840c6094fa063b0e438d9961\"", B: "\"f5a3dcc2ff60d3bc58704e7563dced40ed432ea0fead5b2f0543a910ccbfc75a\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9a53f6b5df072d22344cea1a29f868570b9bb285840c6094fa063b0e438d9961"`, B: `"f5a3dcc2ff60d3bc58704e7563dced40ed432ea0fead5b2f0543a910ccbfc75a"`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/remote-audit",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9bb5b9ca34732c86440f0e50b418e1015cad159e6082abc995cb5b4d9d89b860\"", B: "\"aa63809f3c8e9d2744b20554cf4f7d2303ebf2ea7eda702008e77541c0aef96f\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9bb5b9ca34732c86440f0e50b418e1015cad159e6082abc995cb5b4d9d89b860"`, B: `"aa63809f3c8e9d2744b20554cf4f7d2303ebf2ea7eda702008e77541c0aef96f"`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9c997ee1039c61e73ae750e0351aacf3a7f3833cd2970beb6a855ded0f13b8c1\"", B: "\"7b3b1fa169189321294e94a8f01aa9b943547284098e532d9263378313435a9d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9c997ee1039c61e73ae750e0351aacf3a7f3833cd2970beb6a855ded0f13b8c1"`, B: `"7b3b1fa169189321294e94a8f01aa9b943547284098e532d9263378313435a9d"`, Objects: []string{
 		"table/18-authz.yaml Deployment/authz-ref",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9d639a201b0ae62ed160b353c029981ebb09f0cbbbdf03e8d907ef9d006e491a\"", B: "\"7c95c0bd6380d03739ffe26aeb5571d51fd88deeef85635c9b203e736768dfad\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9d639a201b0ae62ed160b353c029981ebb09f0cbbbdf03e8d907ef9d006e491a"`, B: `"7c95c0bd6380d03739ffe26aeb5571d51fd88deeef85635c9b203e736768dfad"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/playwright",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9e74bccc49ff681b19bcdf9ef2191524b0956c93fa612e2deba4258b4567c397\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9e74bccc49ff681b19bcdf9ef2191524b0956c93fa612e2deba4258b4567c397"`, B: "(none)", Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"9fb9848d1b4887ab99712e2820ad90dec4e31adf5682ce8048658cd27f69f626\"", B: "\"f7699e791bb63f5e1344bd26849ce7f6b7cafa16537176ca52431ce22b3e0c04\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"9fb9848d1b4887ab99712e2820ad90dec4e31adf5682ce8048658cd27f69f626"`, B: `"f7699e791bb63f5e1344bd26849ce7f6b7cafa16537176ca52431ce22b3e0c04"`, Objects: []string{
 		"table/11-remote-proxy-sse.yaml Deployment/remote-sse",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"a091e244f0c471a87abf36d38994c138482f0808c4d6769cf1528eb72dbdcbdc\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"a091e244f0c471a87abf36d38994c138482f0808c4d6769cf1528eb72dbdcbdc"`, B: "(none)", Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"a82dfcf32cc6886cc0fe6bdfb7f87792f0da433006c1e05123187c2dc7523817\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"a82dfcf32cc6886cc0fe6bdfb7f87792f0da433006c1e05123187c2dc7523817"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"aabbcf08975096da7fe76e42bd72cc37d32f29edaf74b010ac0088126c4283e2\"", B: "\"5015c92880400c54fdcd7648f2ac804270850363b990356364a8df8e31539d7b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"aabbcf08975096da7fe76e42bd72cc37d32f29edaf74b010ac0088126c4283e2"`, B: `"5015c92880400c54fdcd7648f2ac804270850363b990356364a8df8e31539d7b"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-exchange",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"aeebf7a6e9b1e11a2cffef0441d7b9067f740509eaea1208db8e7497aed4776a\"", B: "\"5f2c8e76da854b356ad6cf674502a9015ba1a23e3a6e1e13f924a4beb0334b2b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"aeebf7a6e9b1e11a2cffef0441d7b9067f740509eaea1208db8e7497aed4776a"`, B: `"5f2c8e76da854b356ad6cf674502a9015ba1a23e3a6e1e13f924a4beb0334b2b"`, Objects: []string{
 		"table/09-secrets-overrides-pod-template.yaml Deployment/github",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"b42c54a5255349fd2b44fc55e67b2dbd6cac04bbb91bc74363c20f58bd634088\"", B: "\"1389d9ec0fd7dfda181fecbb08291c6caddf517d0240072ab958be41e365bad2\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"b42c54a5255349fd2b44fc55e67b2dbd6cac04bbb91bc74363c20f58bd634088"`, B: `"1389d9ec0fd7dfda181fecbb08291c6caddf517d0240072ab958be41e365bad2"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/pagerduty",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"b52ff446e9270f87f14be9e9293ecc912e2cb0bbcdaab8527b6f551b7bdaa990\"", B: "\"deac1ba93bed6f17f83a007133790cb6e0cddbeee4f2ecf25ac17959d6bf1843\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"b52ff446e9270f87f14be9e9293ecc912e2cb0bbcdaab8527b6f551b7bdaa990"`, B: `"deac1ba93bed6f17f83a007133790cb6e0cddbeee4f2ecf25ac17959d6bf1843"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml Deployment/fetch",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"b97b43245a531c2c206729dd1592a6f3ca0b2ae178050c0f026298d24efd44cd\"", B: "\"0ec95b61edb672eea7000ba442ebd9149ef0adc985c05c14042f51b6ab96d273\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"b97b43245a531c2c206729dd1592a6f3ca0b2ae178050c0f026298d24efd44cd"`, B: `"0ec95b61edb672eea7000ba442ebd9149ef0adc985c05c14042f51b6ab96d273"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml Deployment/sample-with-pod-template",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"bd6af30e136094185ac1220d0484ffde6895783c923ffedb788b60872c6d0bfc\"", B: "\"4782c8007af844750204bb097b310590cc06c5be88d5654032c1cc7cca495993\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"bd6af30e136094185ac1220d0484ffde6895783c923ffedb788b60872c6d0bfc"`, B: `"4782c8007af844750204bb097b310590cc06c5be88d5654032c1cc7cca495993"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-local",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"bd96bd36a6670b41cd578649817ef7742f6c0c2c252107172bf343f91203b12b\"", B: "\"fc640db9f01ef0e8e48eaf9c39a2d0e4a1e3ac55576a749b4f65d09cc7d8b7e7\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"bd96bd36a6670b41cd578649817ef7742f6c0c2c252107172bf343f91203b12b"`, B: `"fc640db9f01ef0e8e48eaf9c39a2d0e4a1e3ac55576a749b4f65d09cc7d8b7e7"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-far",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"be11de6991912664cd2e7d53642429e426c13e4dfdd00ec1f0eeaca1c77f55e5\"", B: "\"7f4b3babadb3ed6c7c058a8a49407af60a050b6707fcc76debd89027e5a7b5a4\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"be11de6991912664cd2e7d53642429e426c13e4dfdd00ec1f0eeaca1c77f55e5"`, B: `"7f4b3babadb3ed6c7c058a8a49407af60a050b6707fcc76debd89027e5a7b5a4"`, Objects: []string{
 		"table/23-webhooks.yaml Deployment/webhooks-full",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"c1a3033a9e63fc2594236815126dc0f3bb58447be0c01a7874548e9fc40b122d\"", B: "\"42d9af84844447bbcf90c7cc829bc4663ce5e92974b2a030c245dc64c03e2054\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"c1a3033a9e63fc2594236815126dc0f3bb58447be0c01a7874548e9fc40b122d"`, B: `"42d9af84844447bbcf90c7cc829bc4663ce5e92974b2a030c245dc64c03e2054"`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-prometheus",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"c37135895ecf8b55c13b1063da1689a259befb5814569a499e24d53ce4b53db0\"", B: "\"5a0ca639f4978f4334b8a8419204f5d47725b8809a0b3e2443c1af966efbfe06\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"c37135895ecf8b55c13b1063da1689a259befb5814569a499e24d53ce4b53db0"`, B: `"5a0ca639f4978f4334b8a8419204f5d47725b8809a0b3e2443c1af966efbfe06"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-a",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"c479db5ae31c1e79b4e581baaefdd0cd8aef32401e263d3625495134044be3b6\"", B: "\"757a293fc0469cfaae7be81b2de8e39ac2ec541ef79f9c211a038c72a6b62298\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"c479db5ae31c1e79b4e581baaefdd0cd8aef32401e263d3625495134044be3b6"`, B: `"757a293fc0469cfaae7be81b2de8e39ac2ec541ef79f9c211a038c72a6b62298"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/everything",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"de7cded80e034038cf1c920634eb4adf1d9c54a41b321da4de8d7b38655d4e56\"", B: "\"cd18f634933f13f5667f1db0f2e39efe9f8e06159dd3cb9830685b3d210b27ee\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"de7cded80e034038cf1c920634eb4adf1d9c54a41b321da4de8d7b38655d4e56"`, B: `"cd18f634933f13f5667f1db0f2e39efe9f8e06159dd3cb9830685b3d210b27ee"`, Objects: []string{
 		"table/26-aws-sts.yaml Deployment/aws-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e0624aafaddcb364d1811d78b332c3424546792e5f439affb021fdc2a2d4a3d9\"", B: "\"23f612a40a4b7ffa014c610e6e1d540b4bd458368b7d46fdc0f2a1b3431e969f\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e0624aafaddcb364d1811d78b332c3424546792e5f439affb021fdc2a2d4a3d9"`, B: `"23f612a40a4b7ffa014c610e6e1d540b4bd458368b7d46fdc0f2a1b3431e969f"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-header-injection",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e0b29e4e22ae74c9f635b7682b7033aa3e0130354e49b86736adbcae4d5e4cd4\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e0b29e4e22ae74c9f635b7682b7033aa3e0130354e49b86736adbcae4d5e4cd4"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e0c3291e70d3409c9ad14e27f9524f20d4c779a3ceb42a648560116fade4ced3\"", B: "\"90884f40624ad0af159115cdc07913164c3cd3b1109f3113fc13a0ab7f470c06\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e0c3291e70d3409c9ad14e27f9524f20d4c779a3ceb42a648560116fade4ced3"`, B: `"90884f40624ad0af159115cdc07913164c3cd3b1109f3113fc13a0ab7f470c06"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml Deployment/yardstick",
 		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml Deployment/yardstick",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e241a428e2a7ef308ad77e865cda0765ab5d6c77863516ecf856fb1124024f6d\"", B: "\"365c9c307a4a90f09cea5158d9c00f68ec8cadae74222608ebbdb10169e491d6\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e241a428e2a7ef308ad77e865cda0765ab5d6c77863516ecf856fb1124024f6d"`, B: `"365c9c307a4a90f09cea5158d9c00f68ec8cadae74222608ebbdb10169e491d6"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/remote-header-injection",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e3d3e5257235076c262a40f6dff4ce260deac30c08f927269bd6c060ecb1fdf1\"", B: "\"c1d33110a76d3e237b650365400d6739070df8c520101936831d41b9dfbf985a\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e3d3e5257235076c262a40f6dff4ce260deac30c08f927269bd6c060ecb1fdf1"`, B: `"c1d33110a76d3e237b650365400d6739070df8c520101936831d41b9dfbf985a"`, Objects: []string{
 		"table/18-authz.yaml Deployment/authz-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e532ac273e241c66f9ec0d30f72e4ab7e723e96a6adf96d4f75bfe4526129f09\"", B: "\"bc85a7a31248607dd4b165b52df51123af9b7a1141a08756f1824d91212dc17d\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e532ac273e241c66f9ec0d30f72e4ab7e723e96a6adf96d4f75bfe4526129f09"`, B: `"bc85a7a31248607dd4b165b52df51123af9b7a1141a08756f1824d91212dc17d"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/github-mcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e58791ff678526b680aa0d85faf5de0f1cbaafc2e138d6935c056034d01754e4\"", B: "\"9bdb4374612e8fec6fdcb85d5c37ea502bbd52ed40ad4a1946a9293613f660c0\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e58791ff678526b680aa0d85faf5de0f1cbaafc2e138d6935c056034d01754e4"`, B: `"9bdb4374612e8fec6fdcb85d5c37ea502bbd52ed40ad4a1946a9293613f660c0"`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/remote-none",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"e654f2fc46dceb7670758dd6d6866dbc033bce3b70e2a071e0d9176091c833a2\"", B: "\"efc4f9d3f4101084c82f7136ea2fa074b50827f88bc468f7474a360620114bc9\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e654f2fc46dceb7670758dd6d6866dbc033bce3b70e2a071e0d9176091c833a2"`, B: `"efc4f9d3f4101084c82f7136ea2fa074b50827f88bc468f7474a360620114bc9"`, Objects: []string{
 		"table/26-aws-sts.yaml Deployment/aws-minimal-remote",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"f0da7eb0b514c05279424fbe5a14cf12609a55378989216613c7120326099bfa\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"f0da7eb0b514c05279424fbe5a14cf12609a55378989216613c7120326099bfa"`, B: "(none)", Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"f17d4dede20cfaafe9d2e7068be48747564ab6918cac8bee948ec7e3252739a3\"", B: "\"09bb53d9fa8c7a2829c9889d32928eeb0ae5f9418c26066f8c66a98154e1949c\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"f17d4dede20cfaafe9d2e7068be48747564ab6918cac8bee948ec7e3252739a3"`, B: `"09bb53d9fa8c7a2829c9889d32928eeb0ae5f9418c26066f8c66a98154e1949c"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/composite_tool_with_elicitations.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/yardstick-streamable",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"f7caf176a149966484ac57d5731e161567855f944d09122ddc16a90a40126d63\"", B: "(none)", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"f7caf176a149966484ac57d5731e161567855f944d09122ddc16a90a40126d63"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"f99a4d86bcd0c521386128a1fd480846f4bc00292ac51319dc5b7d749c525a2e\"", B: "\"e64aa3e014d257fb5dd3d09c09f01fb95aa822c29d850d19a665cc6c8c4ef5d6\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"f99a4d86bcd0c521386128a1fd480846f4bc00292ac51319dc5b7d749c525a2e"`, B: `"e64aa3e014d257fb5dd3d09c09f01fb95aa822c29d850d19a665cc6c8c4ef5d6"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-partner",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"f9e98a31fd0a3fd9af0469c419c8625b0270367a456da02c1447a98ac48579aa\"", B: "\"20bffd0ab6c7cf9d1f380f440ae19943adca560fda7010ec217adea5c3557578\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"f9e98a31fd0a3fd9af0469c419c8625b0270367a456da02c1447a98ac48579aa"`, B: `"20bffd0ab6c7cf9d1f380f440ae19943adca560fda7010ec217adea5c3557578"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/terraform",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/runconfig-checksum\"]", A: "\"fab8faccef3f16583a8535ca5206223885b7b47dabc6f3944496f3012b088a38\"", B: "\"34671a76250024a37af136a1d4ed5776de6127538582bcd4797ce5b7e33a15c7\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"fab8faccef3f16583a8535ca5206223885b7b47dabc6f3944496f3012b088a38"`, B: `"34671a76250024a37af136a1d4ed5776de6127538582bcd4797ce5b7e33a15c7"`, Objects: []string{
 		"table/18-authz.yaml Deployment/authz-inline",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"0843905dc11514cfb49d2e8dfe571577b69346f11cd51498aa9b42d59f5da611\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"0843905dc11514cfb49d2e8dfe571577b69346f11cd51498aa9b42d59f5da611"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"1d5ee4800e4710d78ead64d6a0fb1d3e204171e050475750883cc4ef0a2ad052\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"1d5ee4800e4710d78ead64d6a0fb1d3e204171e050475750883cc4ef0a2ad052"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/telemetry-demo-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"2da4a1c172fd70db32a93e1e70e1df973c39cd12e1aa20745ee41de979659b4b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"2da4a1c172fd70db32a93e1e70e1df973c39cd12e1aa20745ee41de979659b4b"`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"4cf802b505229b2e5f19dae72b6b7d76c5b06f25003f13685af07da9a35019b0\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"4cf802b505229b2e5f19dae72b6b7d76c5b06f25003f13685af07da9a35019b0"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"54b646befdbc7a322dcf549026788ea870430784457d4b6341c7a309ae75f5f6\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"54b646befdbc7a322dcf549026788ea870430784457d4b6341c7a309ae75f5f6"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-priority-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"65b7033df3799d6a6bf3e19a2fba73967f016da79a678d84d0fdffe4850adfe1\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"65b7033df3799d6a6bf3e19a2fba73967f016da79a678d84d0fdffe4850adfe1"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"71416cc9e59cf8bc6f49e03de38b14908b526c222b381ef550a1db0d32523ed3\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"71416cc9e59cf8bc6f49e03de38b14908b526c222b381ef550a1db0d32523ed3"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml Deployment/optimizer-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"7f138746bf0e9bd81852cbadaa441290c00fb717c6ace846e0385504d5f97b1c\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"7f138746bf0e9bd81852cbadaa441290c00fb717c6ace846e0385504d5f97b1c"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-prefix-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"9a57504c800f612b210406c6c9fd60dd6bbf5f8c0e173c084707f4139b0be949\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"9a57504c800f612b210406c6c9fd60dd6bbf5f8c0e173c084707f4139b0be949"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"a31dd1b2d469a218a5ea6e72b5be4f4afc81ff9949c7f05fbfab2263259a3a60\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"a31dd1b2d469a218a5ea6e72b5be4f4afc81ff9949c7f05fbfab2263259a3a60"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"a519d0d5aa1186f7d825e96b46fe8018b3a84c2deebebb880731a1f21e9f9c2b\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"a519d0d5aa1186f7d825e96b46fe8018b3a84c2deebebb880731a1f21e9f9c2b"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"beac86f5e8417b3725fd1780a1b3230d802da7babf62d0db99d5d288fa9ca0d4\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"beac86f5e8417b3725fd1780a1b3230d802da7babf62d0db99d5d288fa9ca0d4"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-inline-authz",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"c84f545c1832467a7cc84edc10f79d67de6db3501a13ae6873344eee6415cef8\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"c84f545c1832467a7cc84edc10f79d67de6db3501a13ae6873344eee6415cef8"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"ca8b30c7a47bf7e333d55ef901bd5f56b5d5dd68b263f583e79ca6fefdec7916\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"ca8b30c7a47bf7e333d55ef901bd5f56b5d5dd68b263f583e79ca6fefdec7916"`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"d97be44ad7d362c4426206169139fe7b866ccbee97b637d949db2ea926dc41b1\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"d97be44ad7d362c4426206169139fe7b866ccbee97b637d949db2ea926dc41b1"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/simple-vmcp",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"e2979c2e2fcae2bc2a6d48c0f55f9f2d8fbb85a3d4829ba3411171681f484c64\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"e2979c2e2fcae2bc2a6d48c0f55f9f2d8fbb85a3d4829ba3411171681f484c64"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/vmcp-manual-strategy",
 	}},
-	{Cause: "checksums", Path: "spec.template.metadata.annotations[\"toolhive.stacklok.dev/vmcp-config-checksum\"]", A: "(none)", B: "\"f40bf68a6b74e81ac019a0d30da86c41a79c21d0e1949a3401bf5d99ac99006e\"", Objects: []string{
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/vmcp-config-checksum"]`, A: "(none)", B: `"f40bf68a6b74e81ac019a0d30da86c41a79c21d0e1949a3401bf5d99ac99006e"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-vmcp",
 	}},
 
 	// labels: 1205 differences. label ConfigMaps, RoleBindings and ServiceAccounts as ToolHive's operator does (its
 	// toolhive.stacklok.io/* labels; none on RoleBindings and ServiceAccounts)
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"api-pr… (sha256:9a6ff9e6e6a9, 153 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"api-pr… (sha256:9a6ff9e6e6a9, 153 bytes)`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml RoleBinding/api-proxy-remote-proxy-runner",
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ServiceAccount/api-proxy-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"as-rem… (sha256:4ac7db0a1030, 153 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"as-rem… (sha256:4ac7db0a1030, 153 bytes)`, Objects: []string{
 		"table/30-embedded-auth-server.yaml RoleBinding/as-remote-remote-proxy-runner",
 		"table/30-embedded-auth-server.yaml ServiceAccount/as-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"authz-… (sha256:442a0189b03a, 159 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"authz-… (sha256:442a0189b03a, 159 bytes)`, Objects: []string{
 		"table/18-authz.yaml RoleBinding/authz-remote-remote-proxy-runner",
 		"table/18-authz.yaml ServiceAccount/authz-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"aws-mi… (sha256:7b19ea4f5042, 171 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"aws-mi… (sha256:7b19ea4f5042, 171 bytes)`, Objects: []string{
 		"table/26-aws-sts.yaml RoleBinding/aws-minimal-remote-remote-proxy-runner",
 		"table/26-aws-sts.yaml ServiceAccount/aws-minimal-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"aws-re… (sha256:59d73f7d682d, 155 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"aws-re… (sha256:59d73f7d682d, 155 bytes)`, Objects: []string{
 		"table/26-aws-sts.yaml RoleBinding/aws-remote-remote-proxy-runner",
 		"table/26-aws-sts.yaml ServiceAccount/aws-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"github… (sha256:9a2270e867c8, 159 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"github… (sha256:9a2270e867c8, 159 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml RoleBinding/github-proxy-remote-proxy-runner",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ServiceAccount/github-proxy-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"mixed-… (sha256:2182b6041be0, 153 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"mixed-… (sha256:2182b6041be0, 153 bytes)`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml RoleBinding/mixed-far-remote-proxy-runner",
 		"table/34-vmcp-pod-remote-backends.yaml ServiceAccount/mixed-far-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:0e098a8af17d, 165 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:0e098a8af17d, 165 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/remote-exchange-remote-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/remote-exchange-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:16df865b7a9b, 155 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:16df865b7a9b, 155 bytes)`, Objects: []string{
 		"table/11-remote-proxy-sse.yaml RoleBinding/remote-sse-remote-proxy-runner",
 		"table/11-remote-proxy-sse.yaml ServiceAccount/remote-sse-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:378f590564e0, 161 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:378f590564e0, 161 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/remote-bearer-remote-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/remote-bearer-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:3c15eb07677a, 159 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:3c15eb07677a, 159 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml RoleBinding/remote-audit-remote-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/remote-audit-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:404a43cec801, 157 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:404a43cec801, 157 bytes)`, Objects: []string{
 		"table/10-remote-proxy-oidc.yaml RoleBinding/remote-oidc-remote-proxy-runner",
 		"table/10-remote-proxy-oidc.yaml ServiceAccount/remote-oidc-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:534d4d4a91f3, 181 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:534d4d4a91f3, 181 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/remote-header-injection-remote-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/remote-header-injection-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:6c3e09052499, 167 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:6c3e09052499, 167 bytes)`, Objects: []string{
 		"table/25-remote-pod-template.yaml RoleBinding/remote-templated-remote-proxy-runner",
 		"table/25-remote-pod-template.yaml ServiceAccount/remote-templated-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:a6c689e1082e, 157 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:a6c689e1082e, 157 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/remote-none-remote-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/remote-none-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"remote… (sha256:b080937e4218, 163 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"remote… (sha256:b080937e4218, 163 bytes)`, Objects: []string{
 		"table/17-remote-headers.yaml RoleBinding/remote-headers-remote-proxy-runner",
 		"table/17-remote-headers.yaml ServiceAccount/remote-headers-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"teleme… (sha256:f12b7d559305, 167 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"teleme… (sha256:f12b7d559305, 167 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml RoleBinding/telemetry-remote-remote-proxy-runner",
 		"table/19-telemetry.yaml ServiceAccount/telemetry-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpremoteproxy\",\"app.kubernetes.io/instance\":\"tools-… (sha256:1d1c681e4d47, 159 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpremoteproxy","app.kubernetes.io/instance":"tools-… (sha256:1d1c681e4d47, 159 bytes)`, Objects: []string{
 		"table/14-tool-config.yaml RoleBinding/tools-remote-remote-proxy-runner",
 		"table/14-tool-config.yaml ServiceAccount/tools-remote-remote-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"as-legacy\",… (sha256:041aeab48904, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"as-legacy",… (sha256:041aeab48904, 143 bytes)`, Objects: []string{
 		"table/30-embedded-auth-server.yaml RoleBinding/as-legacy-proxy-runner",
 		"table/30-embedded-auth-server.yaml ServiceAccount/as-legacy-proxy-runner",
 		"table/30-embedded-auth-server.yaml ServiceAccount/as-legacy-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"as-server\",… (sha256:b9c499cd64f3, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"as-server",… (sha256:b9c499cd64f3, 143 bytes)`, Objects: []string{
 		"table/30-embedded-auth-server.yaml RoleBinding/as-server-proxy-runner",
 		"table/30-embedded-auth-server.yaml ServiceAccount/as-server-proxy-runner",
 		"table/30-embedded-auth-server.yaml ServiceAccount/as-server-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"authz-inlin… (sha256:4cff831885b5, 149 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"authz-inlin… (sha256:4cff831885b5, 149 bytes)`, Objects: []string{
 		"table/18-authz.yaml RoleBinding/authz-inline-proxy-runner",
 		"table/18-authz.yaml ServiceAccount/authz-inline-proxy-runner",
 		"table/18-authz.yaml ServiceAccount/authz-inline-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"authz-ref\",… (sha256:c90868d51040, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"authz-ref",… (sha256:c90868d51040, 143 bytes)`, Objects: []string{
 		"table/18-authz.yaml RoleBinding/authz-ref-proxy-runner",
 		"table/18-authz.yaml ServiceAccount/authz-ref-proxy-runner",
 		"table/18-authz.yaml ServiceAccount/authz-ref-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"cfg-fetch\",… (sha256:97988e82c74f, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"cfg-fetch",… (sha256:97988e82c74f, 143 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml RoleBinding/cfg-fetch-proxy-runner",
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-fetch-proxy-runner",
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-fetch-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"cfg-github\"… (sha256:78d724f70101, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"cfg-github"… (sha256:78d724f70101, 145 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml RoleBinding/cfg-github-proxy-runner",
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-github-proxy-runner",
 		"table/24-vmcp-config.yaml ServiceAccount/cfg-github-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"ent-local\",… (sha256:06c5ce71a484, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"ent-local",… (sha256:06c5ce71a484, 143 bytes)`, Objects: []string{
 		"table/35-vmcp-entries.yaml RoleBinding/ent-local-proxy-runner",
 		"table/35-vmcp-entries.yaml ServiceAccount/ent-local-proxy-runner",
 		"table/35-vmcp-entries.yaml ServiceAccount/ent-local-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"everything\"… (sha256:233cc0a02c74, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"everything"… (sha256:233cc0a02c74, 145 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/everything-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/everything-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/everything-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"extauth-exc… (sha256:6d86bfb52afe, 157 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"extauth-exc… (sha256:6d86bfb52afe, 157 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/extauth-exchange-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-exchange-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-exchange-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"extauth-hea… (sha256:967c9f84449f, 173 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"extauth-hea… (sha256:967c9f84449f, 173 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/extauth-header-injection-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-header-injection-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-header-injection-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"extauth-non… (sha256:25f079e3f15a, 149 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"extauth-non… (sha256:25f079e3f15a, 149 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml RoleBinding/extauth-none-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-none-proxy-runner",
 		"table/22-external-auth.yaml ServiceAccount/extauth-none-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"fetch\",\"app… (sha256:c2c713a75c30, 135 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"fetch","app… (sha256:c2c713a75c30, 135 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch.yaml RoleBinding/fetch-proxy-runner",
 		"examples/mcp-servers/mcpserver_fetch.yaml ServiceAccount/fetch-proxy-runner",
 		"examples/mcp-servers/mcpserver_fetch.yaml ServiceAccount/fetch-sa",
@@ -2031,12 +2031,12 @@ var pendingBytes = []toolhive.Exception{
 		"table/01-stdio-minimal.yaml ServiceAccount/fetch-proxy-runner",
 		"table/01-stdio-minimal.yaml ServiceAccount/fetch-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"fetch-with-… (sha256:ca598b6d0d4b, 169 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"fetch-with-… (sha256:ca598b6d0d4b, 169 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml RoleBinding/fetch-with-shared-oidc-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ServiceAccount/fetch-with-shared-oidc-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ServiceAccount/fetch-with-shared-oidc-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"github\",\"ap… (sha256:bf9a795bf35b, 137 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"github","ap… (sha256:bf9a795bf35b, 137 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml RoleBinding/github-proxy-runner",
 		"examples/mcp-servers/mcpserver_github.yaml ServiceAccount/github-proxy-runner",
 		"examples/mcp-servers/mcpserver_github.yaml ServiceAccount/github-sa",
@@ -2046,71 +2046,71 @@ var pendingBytes = []toolhive.Exception{
 		"table/09-secrets-overrides-pod-template.yaml RoleBinding/github-proxy-runner",
 		"table/09-secrets-overrides-pod-template.yaml ServiceAccount/github-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"github-mcp\"… (sha256:eb9172e25b30, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"github-mcp"… (sha256:eb9172e25b30, 145 bytes)`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml RoleBinding/github-mcp-proxy-runner",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ServiceAccount/github-mcp-proxy-runner",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ServiceAccount/github-mcp-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"github-vaul… (sha256:21d5428b95b0, 165 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"github-vaul… (sha256:21d5428b95b0, 165 bytes)`, Objects: []string{
 		"examples/vault/mcpserver-github-with-vault.yaml RoleBinding/github-vault-generic-proxy-runner",
 		"examples/vault/mcpserver-github-with-vault.yaml ServiceAccount/github-vault-generic-proxy-runner",
 		"examples/vault/mcpserver-github-with-vault.yaml ServiceAccount/github-vault-generic-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"github-with… (sha256:675ca38fc23f, 167 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"github-with… (sha256:675ca38fc23f, 167 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml RoleBinding/github-with-overrides-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ServiceAccount/github-with-overrides-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ServiceAccount/github-with-overrides-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"http-ports\"… (sha256:683581f9c02e, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"http-ports"… (sha256:683581f9c02e, 145 bytes)`, Objects: []string{
 		"table/03-streamable-http-ports.yaml RoleBinding/http-ports-proxy-runner",
 		"table/03-streamable-http-ports.yaml ServiceAccount/http-ports-proxy-runner",
 		"table/03-streamable-http-ports.yaml ServiceAccount/http-ports-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"ida-pro-mcp… (sha256:08522e77b495, 147 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"ida-pro-mcp… (sha256:08522e77b495, 147 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/ida-pro-mcp-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/ida-pro-mcp-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/ida-pro-mcp-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"ksa-default… (sha256:42f56b3b6871, 147 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"ksa-default… (sha256:42f56b3b6871, 147 bytes)`, Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml RoleBinding/ksa-default-proxy-runner",
 		"table/07-oidc-ksa-cluster-auth.yaml ServiceAccount/ksa-default-proxy-runner",
 		"table/07-oidc-ksa-cluster-auth.yaml ServiceAccount/ksa-default-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"ksa-externa… (sha256:67ef8a1d769b, 149 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"ksa-externa… (sha256:67ef8a1d769b, 149 bytes)`, Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml RoleBinding/ksa-external-proxy-runner",
 		"table/08-oidc-ksa-no-cluster-auth.yaml ServiceAccount/ksa-external-proxy-runner",
 		"table/08-oidc-ksa-no-cluster-auth.yaml ServiceAccount/ksa-external-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"memory\",\"ap… (sha256:f00201d6af3c, 137 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"memory","ap… (sha256:f00201d6af3c, 137 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/memory-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/memory-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/memory-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"mixed-local… (sha256:2614634cbd18, 147 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"mixed-local… (sha256:2614634cbd18, 147 bytes)`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml RoleBinding/mixed-local-proxy-runner",
 		"table/34-vmcp-pod-remote-backends.yaml ServiceAccount/mixed-local-proxy-runner",
 		"table/34-vmcp-pod-remote-backends.yaml ServiceAccount/mixed-local-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"mkp\",\"app.k… (sha256:8b2ff4a2e643, 131 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"mkp","app.k… (sha256:8b2ff4a2e643, 131 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_mkp.yaml RoleBinding/mkp-proxy-runner",
 		"examples/mcp-servers/mcpserver_mkp.yaml ServiceAccount/mkp-proxy-runner",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"my-server\",… (sha256:ff43143c5df6, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"my-server",… (sha256:ff43143c5df6, 143 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml RoleBinding/my-server-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ServiceAccount/my-server-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ServiceAccount/my-server-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"oidc-full\",… (sha256:9c82d1945915, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"oidc-full",… (sha256:9c82d1945915, 143 bytes)`, Objects: []string{
 		"table/05-oidc-inline-full.yaml RoleBinding/oidc-full-proxy-runner",
 		"table/05-oidc-inline-full.yaml ServiceAccount/oidc-full-proxy-runner",
 		"table/05-oidc-inline-full.yaml ServiceAccount/oidc-full-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"oidc-min\",\"… (sha256:09f6c7257058, 141 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"oidc-min","… (sha256:09f6c7257058, 141 bytes)`, Objects: []string{
 		"table/06-oidc-inline-minimal.yaml RoleBinding/oidc-min-proxy-runner",
 		"table/06-oidc-inline-minimal.yaml ServiceAccount/oidc-min-proxy-runner",
 		"table/06-oidc-inline-minimal.yaml ServiceAccount/oidc-min-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"osv\",\"app.k… (sha256:1139c04be6a7, 131 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"osv","app.k… (sha256:1139c04be6a7, 131 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml RoleBinding/osv-proxy-runner",
 		"examples/virtual-mcps/vmcp_codemode.yaml ServiceAccount/osv-proxy-runner",
 		"examples/virtual-mcps/vmcp_codemode.yaml ServiceAccount/osv-sa",
@@ -2118,112 +2118,112 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/osv-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/osv-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"pagerduty\",… (sha256:2c8a7d37bda1, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"pagerduty",… (sha256:2c8a7d37bda1, 143 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/pagerduty-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/pagerduty-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/pagerduty-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"playwright\"… (sha256:c2c73982b7f3, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"playwright"… (sha256:c2c73982b7f3, 145 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/playwright-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/playwright-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/playwright-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"profile-net… (sha256:f77cab53f95f, 155 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"profile-net… (sha256:f77cab53f95f, 155 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml RoleBinding/profile-network-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/profile-network-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/profile-network-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"puppeteer\",… (sha256:8280f3698d8f, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"puppeteer",… (sha256:8280f3698d8f, 143 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/puppeteer-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/puppeteer-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/puppeteer-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"runtime-all… (sha256:21998a2518fe, 147 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"runtime-all… (sha256:21998a2518fe, 147 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml RoleBinding/runtime-all-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/runtime-all-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/runtime-all-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"sample-with… (sha256:aed82671ca4c, 173 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"sample-with… (sha256:aed82671ca4c, 173 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml RoleBinding/sample-with-pod-template-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml ServiceAccount/sample-with-pod-template-proxy-runner",
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml ServiceAccount/sample-with-pod-template-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"sse-server\"… (sha256:cc4ac6a7a666, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"sse-server"… (sha256:cc4ac6a7a666, 145 bytes)`, Objects: []string{
 		"table/04-sse.yaml RoleBinding/sse-server-proxy-runner",
 		"table/04-sse.yaml ServiceAccount/sse-server-proxy-runner",
 		"table/04-sse.yaml ServiceAccount/sse-server-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"stdio-sse\",… (sha256:813db0545260, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"stdio-sse",… (sha256:813db0545260, 143 bytes)`, Objects: []string{
 		"table/02-stdio-sse-args-env.yaml RoleBinding/stdio-sse-proxy-runner",
 		"table/02-stdio-sse-args-env.yaml ServiceAccount/stdio-sse-proxy-runner",
 		"table/02-stdio-sse-args-env.yaml ServiceAccount/stdio-sse-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"team-fetch\"… (sha256:d316dee32def, 145 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"team-fetch"… (sha256:d316dee32def, 145 bytes)`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml RoleBinding/team-fetch-proxy-runner",
 		"table/13-vmcp-oidc-config.yaml ServiceAccount/team-fetch-proxy-runner",
 		"table/13-vmcp-oidc-config.yaml ServiceAccount/team-fetch-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"telemetry-f… (sha256:6aa9a699ef7d, 153 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"telemetry-f… (sha256:6aa9a699ef7d, 153 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml RoleBinding/telemetry-full-proxy-runner",
 		"table/19-telemetry.yaml ServiceAccount/telemetry-full-proxy-runner",
 		"table/19-telemetry.yaml ServiceAccount/telemetry-full-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"telemetry-p… (sha256:a5b5690a2415, 165 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"telemetry-p… (sha256:a5b5690a2415, 165 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml RoleBinding/telemetry-prometheus-proxy-runner",
 		"table/19-telemetry.yaml ServiceAccount/telemetry-prometheus-proxy-runner",
 		"table/19-telemetry.yaml ServiceAccount/telemetry-prometheus-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"terraform\",… (sha256:b079f762f120, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"terraform",… (sha256:b079f762f120, 143 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml RoleBinding/terraform-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/terraform-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/terraform-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"tools-a\",\"a… (sha256:acf184810cd7, 139 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"tools-a","a… (sha256:acf184810cd7, 139 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml RoleBinding/tools-a-proxy-runner",
 		"table/12-vmcp-anonymous.yaml ServiceAccount/tools-a-proxy-runner",
 		"table/12-vmcp-anonymous.yaml ServiceAccount/tools-a-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"tools-b\",\"a… (sha256:455373c49509, 139 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"tools-b","a… (sha256:455373c49509, 139 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml RoleBinding/tools-b-proxy-runner",
 		"table/12-vmcp-anonymous.yaml ServiceAccount/tools-b-proxy-runner",
 		"table/12-vmcp-anonymous.yaml ServiceAccount/tools-b-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"tools-serve… (sha256:4120a02d4ce2, 149 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"tools-serve… (sha256:4120a02d4ce2, 149 bytes)`, Objects: []string{
 		"table/14-tool-config.yaml RoleBinding/tools-server-proxy-runner",
 		"table/14-tool-config.yaml ServiceAccount/tools-server-proxy-runner",
 		"table/14-tool-config.yaml ServiceAccount/tools-server-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"vas-aws\",\"a… (sha256:a8484d5a2b9c, 139 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"vas-aws","a… (sha256:a8484d5a2b9c, 139 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml RoleBinding/vas-aws-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-aws-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-aws-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"vas-fetch\",… (sha256:bf5127c7444e, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"vas-fetch",… (sha256:bf5127c7444e, 143 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml RoleBinding/vas-fetch-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-fetch-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-fetch-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"vas-partner… (sha256:b4a0d087c236, 147 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"vas-partner… (sha256:b4a0d087c236, 147 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml RoleBinding/vas-partner-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-partner-proxy-runner",
 		"table/36-vmcp-auth-server.yaml ServiceAccount/vas-partner-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"volumes-onl… (sha256:93d55d329b48, 149 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"volumes-onl… (sha256:93d55d329b48, 149 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml RoleBinding/volumes-only-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/volumes-only-proxy-runner",
 		"table/15-runtime-features.yaml ServiceAccount/volumes-only-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"webhooks-fu… (sha256:89a12f7626f1, 151 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"webhooks-fu… (sha256:89a12f7626f1, 151 bytes)`, Objects: []string{
 		"table/23-webhooks.yaml RoleBinding/webhooks-full-proxy-runner",
 		"table/23-webhooks.yaml ServiceAccount/webhooks-full-proxy-runner",
 		"table/23-webhooks.yaml ServiceAccount/webhooks-full-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"webhooks-in… (sha256:895587bb0bb2, 159 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"webhooks-in… (sha256:895587bb0bb2, 159 bytes)`, Objects: []string{
 		"table/23-webhooks.yaml RoleBinding/webhooks-insecure-proxy-runner",
 		"table/23-webhooks.yaml ServiceAccount/webhooks-insecure-proxy-runner",
 		"table/23-webhooks.yaml ServiceAccount/webhooks-insecure-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"yardstick\",… (sha256:3caee2b8ef69, 143 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"yardstick",… (sha256:3caee2b8ef69, 143 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml RoleBinding/yardstick-proxy-runner",
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ServiceAccount/yardstick-proxy-runner",
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ServiceAccount/yardstick-sa",
@@ -2240,7 +2240,7 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/yardstick-proxy-runner",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ServiceAccount/yardstick-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"yardstick-s… (sha256:9ac43ed2c030, 151 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"yardstick-s… (sha256:9ac43ed2c030, 151 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml RoleBinding/yardstick-sse-proxy-runner",
 		"examples/virtual-mcps/composite_tool_complex.yaml ServiceAccount/yardstick-sse-proxy-runner",
 		"examples/virtual-mcps/composite_tool_complex.yaml ServiceAccount/yardstick-sse-sa",
@@ -2257,12 +2257,12 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_production_full.yaml ServiceAccount/yardstick-sse-proxy-runner",
 		"examples/virtual-mcps/vmcp_production_full.yaml ServiceAccount/yardstick-sse-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"yardstick-s… (sha256:c4d4c3fda287, 157 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"yardstick-s… (sha256:c4d4c3fda287, 157 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml RoleBinding/yardstick-simple-proxy-runner",
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ServiceAccount/yardstick-simple-proxy-runner",
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ServiceAccount/yardstick-simple-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"yardstick-s… (sha256:dbe284eeda8f, 165 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"yardstick-s… (sha256:dbe284eeda8f, 165 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml RoleBinding/yardstick-streamable-proxy-runner",
 		"examples/virtual-mcps/composite_tool_complex.yaml ServiceAccount/yardstick-streamable-proxy-runner",
 		"examples/virtual-mcps/composite_tool_complex.yaml ServiceAccount/yardstick-streamable-sa",
@@ -2279,12 +2279,12 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_production_full.yaml ServiceAccount/yardstick-streamable-proxy-runner",
 		"examples/virtual-mcps/vmcp_production_full.yaml ServiceAccount/yardstick-streamable-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: "{\"app\":\"mcpserver\",\"app.kubernetes.io/instance\":\"yardstick-t… (sha256:c20b65b5e8a1, 163 bytes)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels", A: "(none)", B: `{"app":"mcpserver","app.kubernetes.io/instance":"yardstick-t… (sha256:c20b65b5e8a1, 163 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml RoleBinding/yardstick-telemetry-proxy-runner",
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ServiceAccount/yardstick-telemetry-proxy-runner",
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ServiceAccount/yardstick-telemetry-sa",
 	}},
-	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: "\"mcpremoteproxy\"", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: `"mcpremoteproxy"`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
 		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
@@ -2304,7 +2304,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: "\"mcpserver\"", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: `"mcpserver"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
@@ -2387,7 +2387,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: "\"virtualmcpserver\"", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.app", A: "(none)", B: `"virtualmcpserver"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
@@ -2406,955 +2406,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive", A: "(none)", B: "\"true\"", Objects: []string{
-		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
-		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
-		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
-		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
-		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
-		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
-		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
-		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
-		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
-		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
-		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
-		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
-		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
-		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
-		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
-		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"api-proxy\"", Objects: []string{
-		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"as-legacy\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"as-remote\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"as-server\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"authz-inline\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"authz-ref\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"authz-remote\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"aws-minimal-remote\"", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"aws-remote\"", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"cfg-fetch\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"cfg-github\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"cfg-inline-authz\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"cfg-vmcp\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"codemode-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"eng-tools\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"ent-local\"", Objects: []string{
-		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"ent-vmcp\"", Objects: []string{
-		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"everything\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"extauth-exchange\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"extauth-header-injection\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"extauth-none\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"fetch\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
-		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"fetch-with-shared-oidc\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"github\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
-		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"github-mcp\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"github-proxy\"", Objects: []string{
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"github-vault-generic\"", Objects: []string{
-		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"github-with-overrides\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"http-ports\"", Objects: []string{
-		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"ida-pro-mcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"ksa-default\"", Objects: []string{
-		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"ksa-external\"", Objects: []string{
-		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"memory\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"mixed-far\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"mixed-local\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"mixed-vmcp\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"mkp\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"my-server\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"oidc-full\"", Objects: []string{
-		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"oidc-min\"", Objects: []string{
-		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"optimizer-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"osv\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"pagerduty\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"playwright\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"profile-network\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"puppeteer\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-audit\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-bearer\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-exchange\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-header-injection\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-headers\"", Objects: []string{
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-none\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-oidc\"", Objects: []string{
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-sse\"", Objects: []string{
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"remote-templated\"", Objects: []string{
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"runtime-all\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"sample-with-pod-template\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"simple-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"sse-server\"", Objects: []string{
-		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"stdio-sse\"", Objects: []string{
-		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"team-fetch\"", Objects: []string{
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"team-vmcp\"", Objects: []string{
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"telemetry-demo-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"telemetry-full\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"telemetry-prometheus\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"telemetry-remote\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"terraform\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"tools-a\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"tools-b\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"tools-remote\"", Objects: []string{
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"tools-server\"", Objects: []string{
-		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"tools-vmcp\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vas-aws\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vas-fetch\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vas-partner\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vas-vmcp\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vmcp-data-processor\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vmcp-manual-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vmcp-prefix-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vmcp-priority-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"vmcp-simple-composite\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"volumes-only\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"webhooks-full\"", Objects: []string{
-		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"webhooks-insecure\"", Objects: []string{
-		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"yardstick\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"yardstick-simple\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"yardstick-sse\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"yardstick-streamable\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: "\"yardstick-telemetry\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"api-proxy\"", Objects: []string{
-		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"as-legacy\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"as-remote\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"as-server\"", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"authz-inline\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"authz-ref\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"authz-remote\"", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"aws-minimal-remote\"", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"aws-remote\"", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"cfg-fetch\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"cfg-github\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"cfg-inline-authz\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"cfg-vmcp\"", Objects: []string{
-		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"codemode-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"eng-tools\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"ent-local\"", Objects: []string{
-		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"ent-vmcp\"", Objects: []string{
-		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"everything\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"extauth-exchange\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"extauth-header-injection\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"extauth-none\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"fetch\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
-		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"fetch-with-shared-oidc\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"github\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
-		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"github-mcp\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"github-proxy\"", Objects: []string{
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"github-vault-generic\"", Objects: []string{
-		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"github-with-overrides\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"http-ports\"", Objects: []string{
-		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"ida-pro-mcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"ksa-default\"", Objects: []string{
-		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"ksa-external\"", Objects: []string{
-		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"memory\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"mixed-far\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"mixed-local\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"mixed-vmcp\"", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"mkp\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"my-server\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"oidc-full\"", Objects: []string{
-		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"oidc-min\"", Objects: []string{
-		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"optimizer-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"osv\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"pagerduty\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"playwright\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"profile-network\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"puppeteer\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-audit\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-bearer\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-exchange\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-header-injection\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-headers\"", Objects: []string{
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-none\"", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-oidc\"", Objects: []string{
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-sse\"", Objects: []string{
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"remote-templated\"", Objects: []string{
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"runtime-all\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"sample-with-pod-template\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"simple-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"sse-server\"", Objects: []string{
-		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"stdio-sse\"", Objects: []string{
-		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"team-fetch\"", Objects: []string{
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"team-vmcp\"", Objects: []string{
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"telemetry-demo-vmcp\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"telemetry-full\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"telemetry-prometheus\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"telemetry-remote\"", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"terraform\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"tools-a\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"tools-b\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"tools-remote\"", Objects: []string{
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"tools-server\"", Objects: []string{
-		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"tools-vmcp\"", Objects: []string{
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vas-aws\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vas-fetch\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vas-partner\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vas-vmcp\"", Objects: []string{
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vmcp-data-processor\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vmcp-manual-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vmcp-prefix-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vmcp-priority-strategy\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"vmcp-simple-composite\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"volumes-only\"", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"webhooks-full\"", Objects: []string{
-		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"webhooks-insecure\"", Objects: []string{
-		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"yardstick\"", Objects: []string{
-		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"yardstick-simple\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"yardstick-sse\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"yardstick-streamable\"", Objects: []string{
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/instance\"]", A: "(none)", B: "\"yardstick-telemetry\"", Objects: []string{
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/name\"]", A: "(none)", B: "\"mcpremoteproxy\"", Objects: []string{
-		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/name\"]", A: "(none)", B: "\"mcpserver\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
-		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
-		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
-		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
-		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
-		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
-		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
-		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
-		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
-		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
-		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
-		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
-		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
-		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
-		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
-		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
-		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
-		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"app.kubernetes.io/name\"]", A: "(none)", B: "\"virtualmcpserver\"", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/component\"]", A: "\"run-config\"", B: "(none)", Objects: []string{
-		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
-		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
-		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
-		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
-		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
-		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
-		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
-		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
-		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
-		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
-		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
-		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
-		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
-		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
-		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
-		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
-		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
-		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
-		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
-		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
-		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
-		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/component\"]", A: "\"vmcp-config\"", B: "(none)", Objects: []string{
-		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
-		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
-		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
-		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
-		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
-		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
-		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
-		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
-		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
-		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
-		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/managed-by\"]", A: "\"toolhive-operator\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive", A: "(none)", B: `"true"`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
@@ -3472,94 +2524,70 @@ var pendingBytes = []toolhive.Exception{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"api-proxy\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"api-proxy"`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"as-remote\"", B: "(none)", Objects: []string{
-		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"authz-remote\"", B: "(none)", Objects: []string{
-		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"aws-minimal-remote\"", B: "(none)", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"aws-remote\"", B: "(none)", Objects: []string{
-		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"github-proxy\"", B: "(none)", Objects: []string{
-		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"mixed-far\"", B: "(none)", Objects: []string{
-		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-audit\"", B: "(none)", Objects: []string{
-		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-bearer\"", B: "(none)", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-exchange\"", B: "(none)", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-header-injection\"", B: "(none)", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-headers\"", B: "(none)", Objects: []string{
-		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-none\"", B: "(none)", Objects: []string{
-		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-oidc\"", B: "(none)", Objects: []string{
-		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-sse\"", B: "(none)", Objects: []string{
-		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"remote-templated\"", B: "(none)", Objects: []string{
-		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"telemetry-remote\"", B: "(none)", Objects: []string{
-		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-remote-proxy\"]", A: "\"tools-remote\"", B: "(none)", Objects: []string{
-		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
-	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"as-legacy\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"as-legacy"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"as-server\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"as-remote"`, Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"as-server"`, Objects: []string{
 		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"authz-inline\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"authz-inline"`, Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"authz-ref\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"authz-ref"`, Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"cfg-fetch\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"authz-remote"`, Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"aws-minimal-remote"`, Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"aws-remote"`, Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"cfg-fetch"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"cfg-github\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"cfg-github"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"ent-local\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"cfg-inline-authz"`, Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"cfg-vmcp"`, Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"codemode-vmcp"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"eng-tools"`, Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"ent-local"`, Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"everything\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"ent-vmcp"`, Objects: []string{
+		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"everything"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"extauth-exchange\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"extauth-exchange"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"extauth-header-injection\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"extauth-header-injection"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"extauth-none\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"extauth-none"`, Objects: []string{
 		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"fetch\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"fetch"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
 		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
@@ -3574,196 +2602,1168 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
 		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"fetch-with-shared-oidc\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"fetch-with-shared-oidc"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"github\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"github"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
 		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"github-mcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"github-mcp"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"github-vault-generic\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"github-proxy"`, Objects: []string{
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"github-vault-generic"`, Objects: []string{
 		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"github-with-overrides\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"github-with-overrides"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"http-ports\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"http-ports"`, Objects: []string{
 		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"ida-pro-mcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"ida-pro-mcp"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"ksa-default\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"ksa-default"`, Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"ksa-external\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"ksa-external"`, Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"memory\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"memory"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"mixed-local\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"mixed-far"`, Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"mixed-local"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"mkp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"mixed-vmcp"`, Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"mkp"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"my-server\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"my-server"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"oidc-full\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"oidc-full"`, Objects: []string{
 		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"oidc-min\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"oidc-min"`, Objects: []string{
 		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"osv\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"optimizer-vmcp"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"osv"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"pagerduty\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"pagerduty"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"playwright\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"playwright"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"profile-network\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"profile-network"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"puppeteer\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"puppeteer"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"runtime-all\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-audit"`, Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-bearer"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-exchange"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-header-injection"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-headers"`, Objects: []string{
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-none"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-oidc"`, Objects: []string{
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-sse"`, Objects: []string{
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"remote-templated"`, Objects: []string{
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"runtime-all"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"sample-with-pod-template\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"sample-with-pod-template"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"sse-server\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"simple-vmcp"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"sse-server"`, Objects: []string{
 		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"stdio-sse\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"stdio-sse"`, Objects: []string{
 		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"team-fetch\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"team-fetch"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"telemetry-full\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"team-vmcp"`, Objects: []string{
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"telemetry-demo-vmcp"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"telemetry-full"`, Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"telemetry-prometheus\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"telemetry-prometheus"`, Objects: []string{
 		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"terraform\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"telemetry-remote"`, Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"terraform"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"tools-a\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"tools-a"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"tools-b\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"tools-b"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"tools-server\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"tools-remote"`, Objects: []string{
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"tools-server"`, Objects: []string{
 		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"vas-aws\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"tools-vmcp"`, Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vas-aws"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"vas-fetch\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vas-fetch"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"vas-partner\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vas-partner"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"volumes-only\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vas-vmcp"`, Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vmcp-data-processor"`, Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vmcp-manual-strategy"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vmcp-prefix-strategy"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vmcp-priority-strategy"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"vmcp-simple-composite"`, Objects: []string{
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
+	}},
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"volumes-only"`, Objects: []string{
 		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"webhooks-full\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"webhooks-full"`, Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"webhooks-insecure\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"webhooks-insecure"`, Objects: []string{
 		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"yardstick\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"yardstick"`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
 		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"yardstick-simple\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"yardstick-simple"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"yardstick-sse\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"yardstick-sse"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"yardstick-streamable\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"yardstick-streamable"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
 		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/mcp-server\"]", A: "\"yardstick-telemetry\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: "metadata.labels.toolhive-name", A: "(none)", B: `"yardstick-telemetry"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"cfg-inline-authz\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"api-proxy"`, Objects: []string{
+		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"as-legacy"`, Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"as-remote"`, Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"as-server"`, Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"authz-inline"`, Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"authz-ref"`, Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"authz-remote"`, Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"aws-minimal-remote"`, Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"aws-remote"`, Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"cfg-fetch"`, Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"cfg-github"`, Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"cfg-inline-authz"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"cfg-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"cfg-vmcp"`, Objects: []string{
 		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"codemode-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"codemode-vmcp"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"eng-tools\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"eng-tools"`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"ent-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"ent-local"`, Objects: []string{
+		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"ent-vmcp"`, Objects: []string{
 		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"mixed-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"everything"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"extauth-exchange"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"extauth-header-injection"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"extauth-none"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"fetch"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
+		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"fetch-with-shared-oidc"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"github"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
+		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"github-mcp"`, Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"github-proxy"`, Objects: []string{
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"github-vault-generic"`, Objects: []string{
+		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"github-with-overrides"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"http-ports"`, Objects: []string{
+		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"ida-pro-mcp"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"ksa-default"`, Objects: []string{
+		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"ksa-external"`, Objects: []string{
+		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"memory"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"mixed-far"`, Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"mixed-local"`, Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"mixed-vmcp"`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"optimizer-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"mkp"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"my-server"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"oidc-full"`, Objects: []string{
+		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"oidc-min"`, Objects: []string{
+		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"optimizer-vmcp"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"simple-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"osv"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"pagerduty"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"playwright"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"profile-network"`, Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"puppeteer"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-audit"`, Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-bearer"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-exchange"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-header-injection"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-headers"`, Objects: []string{
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-none"`, Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-oidc"`, Objects: []string{
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-sse"`, Objects: []string{
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"remote-templated"`, Objects: []string{
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"runtime-all"`, Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"sample-with-pod-template"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"simple-vmcp"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"team-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"sse-server"`, Objects: []string{
+		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"stdio-sse"`, Objects: []string{
+		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"team-fetch"`, Objects: []string{
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"team-vmcp"`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"telemetry-demo-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"telemetry-demo-vmcp"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"tools-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"telemetry-full"`, Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"telemetry-prometheus"`, Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"telemetry-remote"`, Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"terraform"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"tools-a"`, Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"tools-b"`, Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"tools-remote"`, Objects: []string{
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"tools-server"`, Objects: []string{
+		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"tools-vmcp"`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vas-vmcp\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vas-aws"`, Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vas-fetch"`, Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vas-partner"`, Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vas-vmcp"`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vmcp-data-processor\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vmcp-data-processor"`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vmcp-manual-strategy\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vmcp-manual-strategy"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vmcp-prefix-strategy\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vmcp-prefix-strategy"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vmcp-priority-strategy\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vmcp-priority-strategy"`, Objects: []string{
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
 	}},
-	{Cause: "labels", Path: "metadata.labels[\"toolhive.stacklok.io/virtual-mcp-server\"]", A: "\"vmcp-simple-composite\"", B: "(none)", Objects: []string{
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"vmcp-simple-composite"`, Objects: []string{
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"volumes-only"`, Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"webhooks-full"`, Objects: []string{
+		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"webhooks-insecure"`, Objects: []string{
+		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"yardstick"`, Objects: []string{
+		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"yardstick-simple"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"yardstick-sse"`, Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"yardstick-streamable"`, Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/instance"]`, A: "(none)", B: `"yardstick-telemetry"`, Objects: []string{
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/name"]`, A: "(none)", B: `"mcpremoteproxy"`, Objects: []string{
+		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/name"]`, A: "(none)", B: `"mcpserver"`, Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
+		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
+		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
+		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
+		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
+		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
+		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
+		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
+		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
+		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
+		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
+		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
+		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
+		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
+		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
+		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
+		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
+		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["app.kubernetes.io/name"]`, A: "(none)", B: `"virtualmcpserver"`, Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/component"]`, A: `"run-config"`, B: "(none)", Objects: []string{
+		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
+		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
+		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
+		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
+		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
+		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
+		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
+		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
+		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
+		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
+		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
+		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
+		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
+		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
+		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
+		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/component"]`, A: `"vmcp-config"`, B: "(none)", Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/managed-by"]`, A: `"toolhive-operator"`, B: "(none)", Objects: []string{
+		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
+		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
+		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
+		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
+		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
+		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
+		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
+		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
+		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
+		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
+		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
+		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
+		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
+		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
+		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
+		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
+		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
+		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
+		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
+		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"api-proxy"`, B: "(none)", Objects: []string{
+		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml ConfigMap/api-proxy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"as-remote"`, B: "(none)", Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"authz-remote"`, B: "(none)", Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"aws-minimal-remote"`, B: "(none)", Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-minimal-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"aws-remote"`, B: "(none)", Objects: []string{
+		"table/26-aws-sts.yaml ConfigMap/aws-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"github-proxy"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml ConfigMap/github-proxy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"mixed-far"`, B: "(none)", Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-far-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-audit"`, B: "(none)", Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/remote-audit-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-bearer"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-bearer-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-exchange"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-exchange-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-header-injection"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-header-injection-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-headers"`, B: "(none)", Objects: []string{
+		"table/17-remote-headers.yaml ConfigMap/remote-headers-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-none"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/remote-none-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-oidc"`, B: "(none)", Objects: []string{
+		"table/10-remote-proxy-oidc.yaml ConfigMap/remote-oidc-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-sse"`, B: "(none)", Objects: []string{
+		"table/11-remote-proxy-sse.yaml ConfigMap/remote-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"remote-templated"`, B: "(none)", Objects: []string{
+		"table/25-remote-pod-template.yaml ConfigMap/remote-templated-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"telemetry-remote"`, B: "(none)", Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-remote-proxy"]`, A: `"tools-remote"`, B: "(none)", Objects: []string{
+		"table/14-tool-config.yaml ConfigMap/tools-remote-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"as-legacy"`, B: "(none)", Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-legacy-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"as-server"`, B: "(none)", Objects: []string{
+		"table/30-embedded-auth-server.yaml ConfigMap/as-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"authz-inline"`, B: "(none)", Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-inline-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"authz-ref"`, B: "(none)", Objects: []string{
+		"table/18-authz.yaml ConfigMap/authz-ref-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"cfg-fetch"`, B: "(none)", Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"cfg-github"`, B: "(none)", Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-github-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"ent-local"`, B: "(none)", Objects: []string{
+		"table/35-vmcp-entries.yaml ConfigMap/ent-local-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"everything"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/everything-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"extauth-exchange"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-exchange-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"extauth-header-injection"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-header-injection-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"extauth-none"`, B: "(none)", Objects: []string{
+		"table/22-external-auth.yaml ConfigMap/extauth-none-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"fetch"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_fetch.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_otel.yaml ConfigMap/fetch-runconfig",
+		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/fetch-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/fetch-runconfig",
+		"table/01-stdio-minimal.yaml ConfigMap/fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"fetch-with-shared-oidc"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml ConfigMap/fetch-with-shared-oidc-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"github"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_github.yaml ConfigMap/github-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/github-runconfig",
+		"table/09-secrets-overrides-pod-template.yaml ConfigMap/github-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"github-mcp"`, B: "(none)", Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/github-mcp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"github-vault-generic"`, B: "(none)", Objects: []string{
+		"examples/vault/mcpserver-github-with-vault.yaml ConfigMap/github-vault-generic-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"github-with-overrides"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml ConfigMap/github-with-overrides-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"http-ports"`, B: "(none)", Objects: []string{
+		"table/03-streamable-http-ports.yaml ConfigMap/http-ports-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"ida-pro-mcp"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/ida-pro-mcp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"ksa-default"`, B: "(none)", Objects: []string{
+		"table/07-oidc-ksa-cluster-auth.yaml ConfigMap/ksa-default-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"ksa-external"`, B: "(none)", Objects: []string{
+		"table/08-oidc-ksa-no-cluster-auth.yaml ConfigMap/ksa-external-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"memory"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/memory-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"mixed-local"`, B: "(none)", Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-local-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"mkp"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_mkp.yaml ConfigMap/mkp-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"my-server"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml ConfigMap/my-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"oidc-full"`, B: "(none)", Objects: []string{
+		"table/05-oidc-inline-full.yaml ConfigMap/oidc-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"oidc-min"`, B: "(none)", Objects: []string{
+		"table/06-oidc-inline-minimal.yaml ConfigMap/oidc-min-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"osv"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/osv-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"pagerduty"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/pagerduty-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"playwright"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/playwright-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"profile-network"`, B: "(none)", Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"puppeteer"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/puppeteer-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"runtime-all"`, B: "(none)", Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"sample-with-pod-template"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_with_pod_template.yaml ConfigMap/sample-with-pod-template-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"sse-server"`, B: "(none)", Objects: []string{
+		"table/04-sse.yaml ConfigMap/sse-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"stdio-sse"`, B: "(none)", Objects: []string{
+		"table/02-stdio-sse-args-env.yaml ConfigMap/stdio-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"team-fetch"`, B: "(none)", Objects: []string{
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"telemetry-full"`, B: "(none)", Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"telemetry-prometheus"`, B: "(none)", Objects: []string{
+		"table/19-telemetry.yaml ConfigMap/telemetry-prometheus-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"terraform"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/terraform-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"tools-a"`, B: "(none)", Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-a-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"tools-b"`, B: "(none)", Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-b-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"tools-server"`, B: "(none)", Objects: []string{
+		"table/14-tool-config.yaml ConfigMap/tools-server-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"vas-aws"`, B: "(none)", Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-aws-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"vas-fetch"`, B: "(none)", Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-fetch-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"vas-partner"`, B: "(none)", Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-partner-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"volumes-only"`, B: "(none)", Objects: []string{
+		"table/15-runtime-features.yaml ConfigMap/volumes-only-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"webhooks-full"`, B: "(none)", Objects: []string{
+		"table/23-webhooks.yaml ConfigMap/webhooks-full-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"webhooks-insecure"`, B: "(none)", Objects: []string{
+		"table/23-webhooks.yaml ConfigMap/webhooks-insecure-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"yardstick"`, B: "(none)", Objects: []string{
+		"examples/mcp-servers/mcpserver_yardstick_sse.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml ConfigMap/yardstick-runconfig",
+		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml ConfigMap/yardstick-runconfig",
+		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml ConfigMap/yardstick-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"yardstick-simple"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/yardstick-simple-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"yardstick-sse"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-sse-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-sse-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"yardstick-streamable"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/composite_tool_with_elicitations.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml ConfigMap/yardstick-streamable-runconfig",
+		"examples/virtual-mcps/vmcp_production_full.yaml ConfigMap/yardstick-streamable-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/mcp-server"]`, A: `"yardstick-telemetry"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/yardstick-telemetry-runconfig",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"cfg-inline-authz"`, B: "(none)", Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-inline-authz-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"cfg-vmcp"`, B: "(none)", Objects: []string{
+		"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"codemode-vmcp"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"eng-tools"`, B: "(none)", Objects: []string{
+		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"ent-vmcp"`, B: "(none)", Objects: []string{
+		"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"mixed-vmcp"`, B: "(none)", Objects: []string{
+		"table/34-vmcp-pod-remote-backends.yaml ConfigMap/mixed-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"optimizer-vmcp"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_optimizer_openai.yaml ConfigMap/optimizer-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"simple-vmcp"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_simple_discovered.yaml ConfigMap/simple-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"team-vmcp"`, B: "(none)", Objects: []string{
+		"table/13-vmcp-oidc-config.yaml ConfigMap/team-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"telemetry-demo-vmcp"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml ConfigMap/telemetry-demo-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"tools-vmcp"`, B: "(none)", Objects: []string{
+		"table/12-vmcp-anonymous.yaml ConfigMap/tools-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vas-vmcp"`, B: "(none)", Objects: []string{
+		"table/36-vmcp-auth-server.yaml ConfigMap/vas-vmcp-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vmcp-data-processor"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/composite_tool_complex.yaml ConfigMap/vmcp-data-processor-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vmcp-manual-strategy"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-manual-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vmcp-prefix-strategy"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-prefix-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vmcp-priority-strategy"`, B: "(none)", Objects: []string{
+		"examples/virtual-mcps/vmcp_conflict_resolution.yaml ConfigMap/vmcp-priority-strategy-vmcp-config",
+	}},
+	{Cause: "labels", Path: `metadata.labels["toolhive.stacklok.io/virtual-mcp-server"]`, A: `"vmcp-simple-composite"`, B: "(none)", Objects: []string{
 		"examples/virtual-mcps/composite_tool_simple.yaml ConfigMap/vmcp-simple-composite-vmcp-config",
 	}},
 
@@ -3890,7 +3890,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml Deployment/as-remote",
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-far",
 	}},
-	{Cause: "probes", Path: "spec.template.spec.containers[name=toolhive].startupProbe", A: "{\"failureThreshold\":18,\"httpGet\":{\"path\":\"/health\",\"port\":\"h… (sha256:b8c705bd3bc2, 140 bytes)", B: "(none)", Objects: []string{
+	{Cause: "probes", Path: "spec.template.spec.containers[name=toolhive].startupProbe", A: `{"failureThreshold":18,"httpGet":{"path":"/health","port":"h… (sha256:b8c705bd3bc2, 140 bytes)`, B: "(none)", Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/github-mcp",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml Deployment/github-proxy",
@@ -4154,7 +4154,7 @@ var pendingBytes = []toolhive.Exception{
 
 	// tmp emptyDir: 198 differences. hivekeeper mounts an emptyDir at /tmp in the proxy pod; ToolHive's operator
 	// does not
-	{Cause: "tmp emptyDir", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=tmp]", A: "(none)", B: "{\"mountPath\":\"/tmp\",\"name\":\"tmp\"}", Objects: []string{
+	{Cause: "tmp emptyDir", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=tmp]", A: "(none)", B: `{"mountPath":"/tmp","name":"tmp"}`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/github-mcp",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml Deployment/github-proxy",
@@ -4255,7 +4255,7 @@ var pendingBytes = []toolhive.Exception{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-fetch",
 		"table/36-vmcp-auth-server.yaml Deployment/vas-partner",
 	}},
-	{Cause: "tmp emptyDir", Path: "spec.template.spec.volumes[name=tmp]", A: "(none)", B: "{\"emptyDir\":{},\"name\":\"tmp\"}", Objects: []string{
+	{Cause: "tmp emptyDir", Path: "spec.template.spec.volumes[name=tmp]", A: "(none)", B: `{"emptyDir":{},"name":"tmp"}`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/github-mcp",
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml Deployment/github-proxy",
@@ -4359,26 +4359,26 @@ var pendingBytes = []toolhive.Exception{
 
 	// proxy args: 116 differences. the runner's arguments as ToolHive's operator writes them (--foreground=true, the
 	// --k8s-pod-patch JSON form, the remote URL's place)
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"http://legacy.example.com/sse\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","http://legacy.example.com/sse"]`, Objects: []string{
 		"table/11-remote-proxy-sse.yaml Deployment/remote-sse",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"http://mcp-gateway.tools.svc.cluster.local:8080/mcp\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","http://mcp-gateway.tools.svc.cluster.local:8080/mcp"]`, Objects: []string{
 		"table/17-remote-headers.yaml Deployment/remote-headers",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"https://api.github.com/mcp\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","https://api.github.com/mcp"]`, Objects: []string{
 		"examples/mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml Deployment/github-proxy",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"https://aws-mcp.eu-west-1.api.aws/mcp\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","https://aws-mcp.eu-west-1.api.aws/mcp"]`, Objects: []string{
 		"table/26-aws-sts.yaml Deployment/aws-minimal-remote",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"https://aws-mcp.us-east-1.api.aws/mcp\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","https://aws-mcp.us-east-1.api.aws/mcp"]`, Objects: []string{
 		"table/26-aws-sts.yaml Deployment/aws-remote",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"https://mcp.example.com/api\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","https://mcp.example.com/api"]`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 		"table/22-external-auth.yaml Deployment/remote-bearer",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--foreground=true\",\"placeholder-for-remote-proxy\"]", B: "[\"run\",\"https://mcp.example.com/mcp\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--foreground=true","placeholder-for-remote-proxy"]`, B: `["run","https://mcp.example.com/mcp"]`, Objects: []string{
 		"table/10-remote-proxy-oidc.yaml Deployment/remote-oidc",
 		"table/14-tool-config.yaml Deployment/tools-remote",
 		"table/15-runtime-features.yaml Deployment/remote-audit",
@@ -4391,36 +4391,36 @@ var pendingBytes = []toolhive.Exception{
 		"table/30-embedded-auth-server.yaml Deployment/as-remote",
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-far",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{\\\"labels\\\":{\\\"team\\\":… (sha256:0eb51588e511, 441 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{\\\"labels\\\":{\\\"team\\\":… (sha256:81934516d5fb, 441 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{\"labels\":{\"team\":… (sha256:0eb51588e511, 441 bytes)`, B: `["run","--k8s-pod-patch={\"metadata\":{\"labels\":{\"team\":… (sha256:81934516d5fb, 441 bytes)`, Objects: []string{
 		"table/09-secrets-overrides-pod-template.yaml Deployment/github",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:0009b57f58f0, 179 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:406ffeef6f72, 145 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:0009b57f58f0, 179 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:406ffeef6f72, 145 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/composite_tool_with_elicitations.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml Deployment/yardstick-streamable",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/yardstick-streamable",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:01b22a4eda10, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:b19f2b57a98a, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:01b22a4eda10, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:b19f2b57a98a, 122 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-fetch",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:08622dce89e3, 158 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:07c6a1ae766e, 124 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:08622dce89e3, 158 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:07c6a1ae766e, 124 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-partner",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:08a9cd56a985, 150 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:e370d447d525, 116 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:08a9cd56a985, 150 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:e370d447d525, 116 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_restart_strategy.yaml Deployment/my-server",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:1c5915932a01, 236 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:ddf22bc48da4, 202 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:1c5915932a01, 236 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:ddf22bc48da4, 202 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/ida-pro-mcp",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:2d6e7bb5ac94, 138 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:5014339bc847, 104 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:2d6e7bb5ac94, 138 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:5014339bc847, 104 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-b",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:34960419df36, 312 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"containers\\\":[{\\\"env\\\":… (sha256:828553dbfc09, 279 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:34960419df36, 312 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"containers\":[{\"env\":… (sha256:828553dbfc09, 279 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_github.yaml Deployment/github",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/github",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:360c1010df14, 146 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:461b7cd87e35, 112 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:360c1010df14, 146 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:461b7cd87e35, 112 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_fetch.yaml Deployment/fetch",
 		"examples/mcp-servers/mcpserver_fetch_otel.yaml Deployment/fetch",
 		"examples/mcp-servers/mcpserver_fetch_tools_filter.yaml Deployment/fetch",
@@ -4434,157 +4434,157 @@ var pendingBytes = []toolhive.Exception{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/fetch",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/fetch",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:367eb0ad7c38, 159 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:bc254b16f112, 125 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:367eb0ad7c38, 159 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:bc254b16f112, 125 bytes)`, Objects: []string{
 		"table/14-tool-config.yaml Deployment/tools-server",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:39b13aefdfbb, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:b950c73d4ac4, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:39b13aefdfbb, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:b950c73d4ac4, 122 bytes)`, Objects: []string{
 		"table/30-embedded-auth-server.yaml Deployment/as-legacy",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:39dd2dd2976e, 141 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:2dc8ce2f259a, 107 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:39dd2dd2976e, 141 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:2dc8ce2f259a, 107 bytes)`, Objects: []string{
 		"table/04-sse.yaml Deployment/sse-server",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:3b2836666d26, 150 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:d6a5064d6f6a, 116 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:3b2836666d26, 150 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:d6a5064d6f6a, 116 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_codemode.yaml Deployment/osv",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/osv",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:4034ec82291a, 132 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"memory-sa\\\"}}\",\"docker.io/mcp/memory\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:4034ec82291a, 132 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"memory-sa\"}}","docker.io/mcp/memory"]`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/memory",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:469983a4790e, 141 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:84845e26722c, 107 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:469983a4790e, 141 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:84845e26722c, 107 bytes)`, Objects: []string{
 		"table/06-oidc-inline-minimal.yaml Deployment/oidc-min",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:482899482fa4, 165 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:393637cdbfe7, 131 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:482899482fa4, 165 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:393637cdbfe7, 131 bytes)`, Objects: []string{
 		"examples/vault/mcpserver-github-with-vault.yaml Deployment/github-vault-generic",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:485dee45894f, 330 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"containers\\\":[{\\\"env\\\":… (sha256:a47799fe65af, 297 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:485dee45894f, 330 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"containers\":[{\"env\":… (sha256:a47799fe65af, 297 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/pagerduty",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:4e7760f29078, 162 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:50fc4fb3ab45, 128 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:4e7760f29078, 162 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:50fc4fb3ab45, 128 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/profile-network",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:4f06898d51cc, 148 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:29393203ef6e, 114 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:4f06898d51cc, 148 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:29393203ef6e, 114 bytes)`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/github-mcp",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:4fc42f321940, 142 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:6f2a4ee05e1a, 108 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:4fc42f321940, 142 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:6f2a4ee05e1a, 108 bytes)`, Objects: []string{
 		"table/03-streamable-http-ports.yaml Deployment/http-ports",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:511d3e8ea219, 142 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:c59f396a377a, 108 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:511d3e8ea219, 142 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:c59f396a377a, 108 bytes)`, Objects: []string{
 		"table/02-stdio-sse-args-env.yaml Deployment/stdio-sse",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:514aaeb6f432, 140 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:fb205885cccd, 106 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:514aaeb6f432, 140 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:fb205885cccd, 106 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_mkp.yaml Deployment/mkp",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:53550ff14c6c, 178 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:d782f9dac1a3, 144 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:53550ff14c6c, 178 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:d782f9dac1a3, 144 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_with_telemetry_ref.yaml Deployment/yardstick-telemetry",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:5b0879e53667, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:e21316616e7a, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:5b0879e53667, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:e21316616e7a, 122 bytes)`, Objects: []string{
 		"table/18-authz.yaml Deployment/authz-ref",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:5bfc7106b7bc, 144 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:8df907b2b5d2, 110 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:5bfc7106b7bc, 144 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:8df907b2b5d2, 110 bytes)`, Objects: []string{
 		"table/07-oidc-ksa-cluster-auth.yaml Deployment/ksa-default",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:5edbe0c6c8dc, 157 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:da4a0a6a56f8, 123 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:5edbe0c6c8dc, 157 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:da4a0a6a56f8, 123 bytes)`, Objects: []string{
 		"table/13-vmcp-oidc-config.yaml Deployment/team-fetch",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:5f007a895f58, 164 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:94e81f26832d, 130 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:5f007a895f58, 164 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:94e81f26832d, 130 bytes)`, Objects: []string{
 		"table/23-webhooks.yaml Deployment/webhooks-insecure",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:6dca0fca544b, 140 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:68864b9523f4, 106 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:6dca0fca544b, 140 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:68864b9523f4, 106 bytes)`, Objects: []string{
 		"table/12-vmcp-anonymous.yaml Deployment/tools-a",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:6f3a34c5b46e, 168 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:e113e694377a, 134 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:6f3a34c5b46e, 168 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:e113e694377a, 134 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_yardstick_sse.yaml Deployment/yardstick",
 		"examples/mcp-servers/mcpserver_yardstick_stdio.yaml Deployment/yardstick",
 		"examples/mcp-servers/mcpserver_yardstick_streamablehttp.yaml Deployment/yardstick",
 		"examples/virtual-mcps/vmcp_optimizer_all_options.yaml Deployment/yardstick",
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/yardstick",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:70045648b394, 163 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:f04124a09628, 129 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:70045648b394, 163 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:f04124a09628, 129 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-exchange",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:7619f10a7616, 152 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:2b28c5d18291, 118 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:7619f10a7616, 152 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:2b28c5d18291, 118 bytes)`, Objects: []string{
 		"table/01-stdio-minimal.yaml Deployment/fetch",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:84912724180d, 175 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:f1d8c44a0546, 141 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:84912724180d, 175 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:f1d8c44a0546, 141 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_simple_discovered.yaml Deployment/yardstick-simple",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:8b853d08bf80, 708 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"containers\\\":[{\\\"name\\\"… (sha256:37fbd8d94848, 692 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:8b853d08bf80, 708 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"containers\":[{\"name\"… (sha256:37fbd8d94848, 692 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_pod_template.yaml Deployment/sample-with-pod-template",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:8fcba54d728a, 338 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"containers\\\":[{\\\"env\\\":… (sha256:986246abc44e, 305 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:8fcba54d728a, 338 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"containers\":[{\"env\":… (sha256:986246abc44e, 305 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_resource_overrides.yaml Deployment/github-with-overrides",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:9a0b1a9486fe, 172 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:00f6e0106e6b, 138 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:9a0b1a9486fe, 172 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:00f6e0106e6b, 138 bytes)`, Objects: []string{
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_conflict_resolution.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml Deployment/yardstick-sse",
 		"examples/virtual-mcps/vmcp_production_full.yaml Deployment/yardstick-sse",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:9c55742d8189, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:28bfdcd48641, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:9c55742d8189, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:28bfdcd48641, 122 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/playwright",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:a113b81a5015, 159 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:1381891ff1d0, 125 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:a113b81a5015, 159 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:1381891ff1d0, 125 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:a2bc3b33a0f9, 163 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:5132b7446c34, 129 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:a2bc3b33a0f9, 163 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:5132b7446c34, 129 bytes)`, Objects: []string{
 		"examples/mcp-servers/mcpserver_with_oidcconfig_ref.yaml Deployment/fetch-with-shared-oidc",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:a8099dcf9a3e, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:1b48759fee3d, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:a8099dcf9a3e, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:1b48759fee3d, 122 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-fetch",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:a9bcf1ec1e19, 158 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:e774cff44a07, 124 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:a9bcf1ec1e19, 158 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:e774cff44a07, 124 bytes)`, Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:b652ca2aebd0, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:af19088db826, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:b652ca2aebd0, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:af19088db826, 122 bytes)`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-local",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:c5624c0618ac, 167 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:b6ad304bf7c4, 133 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:c5624c0618ac, 167 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:b6ad304bf7c4, 133 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-prometheus",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:cff4660b32e5, 159 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:ffd6b97ebfff, 125 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:cff4660b32e5, 159 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:ffd6b97ebfff, 125 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-none",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:d291b3200782, 154 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:075555d1f3cb, 120 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:d291b3200782, 154 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:075555d1f3cb, 120 bytes)`, Objects: []string{
 		"table/36-vmcp-auth-server.yaml Deployment/vas-aws",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:d5e2ac196212, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:43c234d5ffe5, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:d5e2ac196212, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:43c234d5ffe5, 122 bytes)`, Objects: []string{
 		"table/24-vmcp-config.yaml Deployment/cfg-github",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:db37614d8845, 161 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:90dc4259ed74, 127 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:db37614d8845, 161 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:90dc4259ed74, 127 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/terraform",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:dce9c936d96d, 143 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:bee3db0c9f0b, 109 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:dce9c936d96d, 143 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:bee3db0c9f0b, 109 bytes)`, Objects: []string{
 		"table/08-oidc-ksa-no-cluster-auth.yaml Deployment/ksa-external",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:e9247eeef20c, 156 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:77e2502dcc8a, 122 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:e9247eeef20c, 156 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:77e2502dcc8a, 122 bytes)`, Objects: []string{
 		"table/30-embedded-auth-server.yaml Deployment/as-server",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:e94dea486c02, 138 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:d5b9e73464ac, 104 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:e94dea486c02, 138 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:d5b9e73464ac, 104 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/puppeteer",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:ed6b3441077a, 159 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:b867a83e69b3, 125 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:ed6b3441077a, 159 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:b867a83e69b3, 125 bytes)`, Objects: []string{
 		"table/18-authz.yaml Deployment/authz-inline",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:ef0cbafe41a6, 171 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:ec4893d9f194, 137 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:ef0cbafe41a6, 171 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:ec4893d9f194, 137 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/extauth-header-injection",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:f0ea1d7d7809, 147 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:da56543ed18f, 113 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:f0ea1d7d7809, 147 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:da56543ed18f, 113 bytes)`, Objects: []string{
 		"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml Deployment/everything",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:f1657ab68d7a, 160 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:c95420e9e142, 126 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:f1657ab68d7a, 160 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:c95420e9e142, 126 bytes)`, Objects: []string{
 		"table/23-webhooks.yaml Deployment/webhooks-full",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:f35a30390b07, 144 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:bc16af76a8c0, 110 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:f35a30390b07, 144 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:bc16af76a8c0, 110 bytes)`, Objects: []string{
 		"table/34-vmcp-pod-remote-backends.yaml Deployment/mixed-local",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:fb7779e2ff4a, 141 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:fc7f46cdb8ca, 107 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:fb7779e2ff4a, 141 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:fc7f46cdb8ca, 107 bytes)`, Objects: []string{
 		"table/05-oidc-inline-full.yaml Deployment/oidc-full",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: "[\"run\",\"--k8s-pod-patch={\\\"metadata\\\":{},\\\"spec\\\":{\\\"contain… (sha256:ffe18f4da1f1, 161 bytes)", B: "[\"run\",\"--k8s-pod-patch={\\\"spec\\\":{\\\"serviceAccountName\\\":\\\"… (sha256:18cbd4576c60, 127 bytes)", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=toolhive].args", A: `["run","--k8s-pod-patch={\"metadata\":{},\"spec\":{\"contain… (sha256:ffe18f4da1f1, 161 bytes)`, B: `["run","--k8s-pod-patch={\"spec\":{\"serviceAccountName\":\"… (sha256:18cbd4576c60, 127 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-full",
 	}},
-	{Cause: "proxy args", Path: "spec.template.spec.containers[name=vmcp].args", A: "[\"serve\",\"--config=/etc/vmcp-config/config.yaml\",\"--host=0.0.0.0\",\"--port=4483\"]", B: "[\"serve\",\"--config=/etc/vmcp/config.yaml\",\"--host=0.0.0.0\",\"--port=4483\"]", Objects: []string{
+	{Cause: "proxy args", Path: "spec.template.spec.containers[name=vmcp].args", A: `["serve","--config=/etc/vmcp-config/config.yaml","--host=0.0.0.0","--port=4483"]`, B: `["serve","--config=/etc/vmcp/config.yaml","--host=0.0.0.0","--port=4483"]`, Objects: []string{
 		"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
 		"examples/virtual-mcps/composite_tool_complex.yaml Deployment/vmcp-data-processor",
 		"examples/virtual-mcps/composite_tool_simple.yaml Deployment/vmcp-simple-composite",
@@ -4606,82 +4606,82 @@ var pendingBytes = []toolhive.Exception{
 
 	// spec.volumes hostPath: 10 differences. ToolHive's operator mounts spec.volumes' host paths into the proxy pod;
 	// hivekeeper only records them in the RunConfig (its admission policy refuses hostPath)
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=cache]", A: "{\"mountPath\":\"/cache\",\"name\":\"cache\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=cache]", A: `{"mountPath":"/cache","name":"cache"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=config]", A: "{\"mountPath\":\"/config\",\"name\":\"config\",\"readOnly\":true}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=config]", A: `{"mountPath":"/config","name":"config","readOnly":true}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", A: "{\"mountPath\":\"/data\",\"name\":\"data\",\"readOnly\":true}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", A: `{"mountPath":"/data","name":"data","readOnly":true}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work-again]", A: "{\"mountPath\":\"/work/\",\"name\":\"work-again\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work-again]", A: `{"mountPath":"/work/","name":"work-again"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work]", A: "{\"mountPath\":\"/work\",\"name\":\"work\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work]", A: `{"mountPath":"/work","name":"work"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=cache]", A: "{\"hostPath\":{\"path\":\"/var/cache/mcp\",\"type\":\"\"},\"name\":\"cache\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=cache]", A: `{"hostPath":{"path":"/var/cache/mcp","type":""},"name":"cache"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=config]", A: "{\"hostPath\":{\"path\":\"/etc/mcp\",\"type\":\"\"},\"name\":\"config\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=config]", A: `{"hostPath":{"path":"/etc/mcp","type":""},"name":"config"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=data]", A: "{\"hostPath\":{\"path\":\"/srv/data\",\"type\":\"\"},\"name\":\"data\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=data]", A: `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/runtime-all",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=work-again]", A: "{\"hostPath\":{\"path\":\"/srv/other\",\"type\":\"\"},\"name\":\"work-again\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=work-again]", A: `{"hostPath":{"path":"/srv/other","type":""},"name":"work-again"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
-	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=work]", A: "{\"hostPath\":{\"path\":\"/srv/work\",\"type\":\"\"},\"name\":\"work\"}", B: "(none)", Objects: []string{
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=work]", A: `{"hostPath":{"path":"/srv/work","type":""},"name":"work"}`, B: "(none)", Objects: []string{
 		"table/15-runtime-features.yaml Deployment/volumes-only",
 	}},
 
 	// inline authz ConfigMap: 3 differences. ToolHive's operator writes an inline authorization config into
 	// ConfigMap <name>-authz-inline and mounts it at /etc/toolhive/authz
-	{Cause: "inline authz ConfigMap", Path: "(object)", A: "{\"apiVersion\":\"v1\",\"data\":{\"authz.json\":\"{\\\"cedar\\\":{\\\"entit… (sha256:ceec27aabcd8, 653 bytes)", B: "(none)", Objects: []string{
+	{Cause: "inline authz ConfigMap", Path: "(object)", A: `{"apiVersion":"v1","data":{"authz.json":"{\"cedar\":{\"entit… (sha256:ceec27aabcd8, 653 bytes)`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml ConfigMap/authz-inline-authz-inline",
 	}},
-	{Cause: "inline authz ConfigMap", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=authz-config]", A: "{\"mountPath\":\"/etc/toolhive/authz\",\"name\":\"authz-config\",\"readOnly\":true}", B: "(none)", Objects: []string{
+	{Cause: "inline authz ConfigMap", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=authz-config]", A: `{"mountPath":"/etc/toolhive/authz","name":"authz-config","readOnly":true}`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml Deployment/authz-inline",
 	}},
-	{Cause: "inline authz ConfigMap", Path: "spec.template.spec.volumes[name=authz-config]", A: "{\"configMap\":{\"defaultMode\":420,\"items\":[{\"key\":\"authz.json\"… (sha256:3692509a4e32, 141 bytes)", B: "(none)", Objects: []string{
+	{Cause: "inline authz ConfigMap", Path: "spec.template.spec.volumes[name=authz-config]", A: `{"configMap":{"defaultMode":420,"items":[{"key":"authz.json"… (sha256:3692509a4e32, 141 bytes)`, B: "(none)", Objects: []string{
 		"table/18-authz.yaml Deployment/authz-inline",
 	}},
 
 	// proxy env: 7 differences. the proxy container's environment as ToolHive's operator writes it (its order,
 	// TOOLHIVE_SECRETS_PROVIDER, header injection, token exchange and OTEL variables)
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env (order)", A: "[\"TOOLHIVE_SECRET_api-bearer-token\",\"XDG_CONFIG_HOME\",\"HOME\"… (sha256:a5df5afd219b, 128 bytes)", B: "[\"TOOLHIVE_SECRET_api-bearer-token\",\"TOOLHIVE_SECRETS_PROVID… (sha256:ab5a9f23c6f9, 128 bytes)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env (order)", A: `["TOOLHIVE_SECRET_api-bearer-token","XDG_CONFIG_HOME","HOME"… (sha256:a5df5afd219b, 128 bytes)`, B: `["TOOLHIVE_SECRET_api-bearer-token","TOOLHIVE_SECRETS_PROVID… (sha256:ab5a9f23c6f9, 128 bytes)`, Objects: []string{
 		"examples/external-auth/mcpremoteproxy_with_bearer_token.yaml Deployment/api-proxy",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env (order)", A: "[\"TOOLHIVE_SECRET_remote-token\",\"XDG_CONFIG_HOME\",\"HOME\",\"TO… (sha256:4024a8eac9c4, 124 bytes)", B: "[\"TOOLHIVE_SECRET_remote-token\",\"TOOLHIVE_SECRETS_PROVIDER\",… (sha256:fea3a54e72c8, 124 bytes)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env (order)", A: `["TOOLHIVE_SECRET_remote-token","XDG_CONFIG_HOME","HOME","TO… (sha256:4024a8eac9c4, 124 bytes)`, B: `["TOOLHIVE_SECRET_remote-token","TOOLHIVE_SECRETS_PROVIDER",… (sha256:fea3a54e72c8, 124 bytes)`, Objects: []string{
 		"table/22-external-auth.yaml Deployment/remote-bearer",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env[6]", A: "{\"name\":\"TOOLHIVE_SECRETS_PROVIDER\",\"value\":\"environment\"}", B: "(none)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env[6]", A: `{"name":"TOOLHIVE_SECRETS_PROVIDER","value":"environment"}`, B: "(none)", Objects: []string{
 		"table/17-remote-headers.yaml Deployment/remote-headers",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env[name=OTEL_RESOURCE_ATTRIBUTES]", A: "(none)", B: "{\"name\":\"OTEL_RESOURCE_ATTRIBUTES\",\"value\":\"service.name=rem… (sha256:940175b63f9a, 106 bytes)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=toolhive].env[name=OTEL_RESOURCE_ATTRIBUTES]", A: "(none)", B: `{"name":"OTEL_RESOURCE_ATTRIBUTES","value":"service.name=rem… (sha256:940175b63f9a, 106 bytes)`, Objects: []string{
 		"table/19-telemetry.yaml Deployment/telemetry-remote",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY]", A: "(none)", B: "{\"name\":\"TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY\",\"value… (sha256:6b49957996d8, 121 bytes)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY]", A: "(none)", B: `{"name":"TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY","value… (sha256:6b49957996d8, 121 bytes)`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_SECRETS_PROVIDER]", A: "{\"name\":\"TOOLHIVE_SECRETS_PROVIDER\",\"value\":\"environment\"}", B: "(none)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_SECRETS_PROVIDER]", A: `{"name":"TOOLHIVE_SECRETS_PROVIDER","value":"environment"}`, B: "(none)", Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
-	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE]", A: "(none)", B: "{\"name\":\"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE\"… (sha256:aacabacba8d6, 131 bytes)", Objects: []string{
+	{Cause: "proxy env", Path: "spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE]", A: "(none)", B: `{"name":"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE"… (sha256:aacabacba8d6, 131 bytes)`, Objects: []string{
 		"table/35-vmcp-entries.yaml Deployment/ent-vmcp",
 	}},
 
 	// oidc CA volume: 1 differences. project only the CA bundle's key into the OIDC CA volume, as ToolHive's
 	// operator does
-	{Cause: "oidc CA volume", Path: "spec.template.spec.volumes[name=oidc-ca-bundle-idp-ca].configMap.items", A: "[{\"key\":\"ca.pem\",\"path\":\"ca.pem\"}]", B: "(none)", Objects: []string{
+	{Cause: "oidc CA volume", Path: "spec.template.spec.volumes[name=oidc-ca-bundle-idp-ca].configMap.items", A: `[{"key":"ca.pem","path":"ca.pem"}]`, B: "(none)", Objects: []string{
 		"table/05-oidc-inline-full.yaml Deployment/oidc-full",
 	}},
 
 	// runner ServiceAccount imagePullSecrets: 1 differences. copy spec.imagePullSecrets onto the runner
 	// ServiceAccount, as ToolHive's operator does
-	{Cause: "runner ServiceAccount imagePullSecrets", Path: "imagePullSecrets", A: "[{\"name\":\"regcred\"}]", B: "(none)", Objects: []string{
+	{Cause: "runner ServiceAccount imagePullSecrets", Path: "imagePullSecrets", A: `[{"name":"regcred"}]`, B: "(none)", Objects: []string{
 		"table/09-secrets-overrides-pod-template.yaml ServiceAccount/github-proxy-runner",
 	}},
 }

@@ -19,8 +19,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
@@ -163,9 +163,9 @@ func (w *diffWorkload) vmcp() bool { return w.Kind == thv1.KindVirtualMCPServer 
 // key of the config in it.
 func (w *diffWorkload) configMap() (name, key string) {
 	if w.vmcp() {
-		return workload.VMCPConfigMapName(w.Name), workload.VMCPConfigKey
+		return naming.VMCPConfigMapName(w.Name), naming.VMCPConfigKey
 	}
-	return workload.RunConfigName(w.Name), runconfig.Key
+	return naming.RunConfigName(w.Name), schema.Key
 }
 
 // diffReport is what `thvcheck diff` prints.
@@ -379,8 +379,11 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 		_, ok := cm.Data[key]
 		return ok
 	}
+	// The bound only ends a wait that will never succeed: a quiet machine
+	// needs seconds, a busy one much longer.
+	const wait = 5 * time.Minute
 	began := time.Now()
-	deadline := began.Add(90 * time.Second)
+	deadline := began.Add(wait)
 	for {
 		var missing []string
 		for _, c := range cases {
@@ -404,7 +407,7 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 		}
 		if time.Now().After(deadline) {
 			for _, m := range missing {
-				t.Errorf("no config after 90s from %s", m)
+				t.Errorf("no config after %v from %s", wait, m)
 			}
 			t.FailNow()
 		}
@@ -497,7 +500,7 @@ func explainConfigs(t *testing.T, w *diffWorkload) {
 // authorization server configuration (authserver-config.yaml), decoded
 // by ToolHive's authserver.RunConfig.
 func explainAuthServerConfigs(t *testing.T, w *diffWorkload) {
-	thvcheckExplain(t, w, "asdiff", ".yaml", w.thvAS, w.hiveAS, workload.VMCPAuthServerConfigKey)
+	thvcheckExplain(t, w, "asdiff", ".yaml", w.thvAS, w.hiveAS, naming.VMCPAuthServerConfigKey)
 }
 
 func thvcheckExplain(t *testing.T, w *diffWorkload, command, ext, thvData, hiveData, what string) {

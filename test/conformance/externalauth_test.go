@@ -8,8 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // TestRemoteProxyBearerToken: an MCPRemoteProxy referencing an
@@ -23,7 +23,7 @@ func TestRemoteProxyBearerToken(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-bearer.yaml", map[string]string{"REMOTE_URL": remote.StandIn})
 	const name, token = "with-bearer", "not-a-real-bearer-token-91c2"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8094, remote.StandIn, remote.URL)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8094, remote.StandIn, remote.URL)
 	waitServing(t, port)
 
 	listToolsThroughProxy(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
@@ -36,11 +36,11 @@ func TestRemoteProxyBearerToken(t *testing.T) {
 			t.Errorf("%s reached the remote server with Authorization %q, want the Secret's bearer token", r.Method, got)
 		}
 	}
-	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], token) {
-		t.Errorf("the bearer token reached the RunConfig ConfigMap:\n%s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], token) {
+		t.Errorf("the bearer token reached the RunConfig ConfigMap:\n%s", cm.Data[schema.Key])
 	}
 }

@@ -28,6 +28,13 @@ type issuer struct {
 	jwks atomic.Int32 // JWKS fetches: proof the validator used these keys
 }
 
+// upstreamStandIn is the issuer URL an embedded authorization server's
+// upstream is configured with: the schema wants https there (ToolHive's
+// rule), the test's issuer speaks plain HTTP on loopback, so the test
+// replaces the stand-in by the issuer's URL in what the runner or vmcp
+// reads, as it does for a remote server's URL.
+const upstreamStandIn = "https://upstream-idp.conformance.test"
+
 func startIssuer(t *testing.T) *issuer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)

@@ -5,8 +5,9 @@
 // every vMCP config goes through ToolHive's `vmcp validate`, ToolHive's
 // thv-proxyrunner and `vmcp serve` are started on what hivekeeper wrote
 // exactly as its Deployments would run them (authenticating against an
-// OIDC issuer the test runs, proxying to an MCP server the test serves),
-// and ToolHive's own example manifests apply strictly and read back whole.
+// OIDC issuer the test runs, proxying to an MCP server the test serves).
+// (ToolHive's example manifests are applied by test/integration/crds, which
+// needs no ToolHive binary.)
 // ToolHive's own operator, given the same manifests on an API server of
 // its own, writes the same RunConfigs but for a listed few differences.
 // A test that compared hivekeeper's builder with hivekeeper's comparator

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // startRedis runs an in-memory Redis (thvcheck redis) that requires
@@ -50,7 +50,7 @@ func TestRateLimitThroughTheRunner(t *testing.T) {
 	addr := startRedis(t, password)
 	applyTemplate(t, env, ns, "testdata/runtime/rate-limit.yaml", map[string]string{"REDIS_ADDR": addr, "REDIS_PASSWORD": password})
 	const name = "limited"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8093)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8093)
 	if sts := waitStatefulSet(t, env, ns, name); sts.Spec.Replicas == nil || *sts.Spec.Replicas != 2 {
 		t.Errorf("the runner's StatefulSet has replicas %v, want spec.backendReplicas 2", sts.Spec.Replicas)
 	}

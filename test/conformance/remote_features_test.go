@@ -12,8 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // TestRemoteProxyToolFilter: an MCPToolConfig referenced by an
@@ -25,7 +25,7 @@ func TestRemoteProxyToolFilter(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-tools.yaml", map[string]string{"REMOTE_URL": remote.StandIn})
 	const name = "filtered"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8091, remote.StandIn, remote.URL)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8091, remote.StandIn, remote.URL)
 	waitServing(t, port)
 
 	tools := listToolsThroughProxy(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
@@ -47,7 +47,7 @@ func TestRemoteProxyForwardsHeaders(t *testing.T) {
 	remote := startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-headers.yaml", map[string]string{"REMOTE_URL": remote.StandIn})
 	const name, secretValue = "with-headers", "not-a-real-api-key-7f3a"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8092, remote.StandIn, remote.URL)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8092, remote.StandIn, remote.URL)
 	waitServing(t, port)
 
 	listToolsThroughProxy(t, fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
@@ -63,12 +63,12 @@ func TestRemoteProxyForwardsHeaders(t *testing.T) {
 			t.Errorf("%s reached the remote server with X-API-Key %q, want the Secret's value", r.Method, got)
 		}
 	}
-	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], secretValue) {
-		t.Errorf("the Secret's value reached the RunConfig ConfigMap:\n%s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], secretValue) {
+		t.Errorf("the Secret's value reached the RunConfig ConfigMap:\n%s", cm.Data[schema.Key])
 	}
 }
 

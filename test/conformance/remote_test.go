@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // TestRemoteProxyEndToEnd runs ToolHive's runner as an MCPRemoteProxy's
@@ -25,7 +25,7 @@ func TestRemoteProxyEndToEnd(t *testing.T) {
 	remote := startRemoteMCP(t, "/team/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.StandIn})
 	const name, audience = "upstream", "upstream-api"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8090, remote.StandIn, remote.URL)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8090, remote.StandIn, remote.URL)
 	waitServing(t, port)
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	token := iss.token(t, iss.claims(audience))

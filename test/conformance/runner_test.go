@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -31,17 +31,17 @@ func TestRunnerCreatesStatefulSet(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	applyStrict(t, env, ns, "testdata/table/09-secrets-overrides-pod-template.yaml")
 	const name = "github"
-	startRunner(t, env, ns, name, workload.RunConfigName(name), 8080)
+	startRunner(t, env, ns, name, naming.RunConfigName(name), 8080)
 	sts := waitStatefulSet(t, env, ns, name)
 	pod := sts.Spec.Template.Spec
 	var mcp *corev1.Container
 	for i := range pod.Containers {
-		if pod.Containers[i].Name == workload.MCPContainerName {
+		if pod.Containers[i].Name == naming.MCPContainerName {
 			mcp = &pod.Containers[i]
 		}
 	}
 	if mcp == nil {
-		t.Fatalf("no %q container in the runner's StatefulSet: %+v", workload.MCPContainerName, pod.Containers)
+		t.Fatalf("no %q container in the runner's StatefulSet: %+v", naming.MCPContainerName, pod.Containers)
 	}
 	if mcp.Image != "ghcr.io/github/github-mcp-server:v0.5.0" {
 		t.Errorf("image %q", mcp.Image)
@@ -78,7 +78,7 @@ func TestRunnerServesHTTPServer(t *testing.T) {
 	env, ns := runtimeSetUp(t)
 	applyStrict(t, env, ns, "testdata/table/03-streamable-http-ports.yaml")
 	const name = "http-ports"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 9090)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 9090)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)
@@ -115,25 +115,35 @@ func startRunner(t *testing.T, env *framework.Env, ns, name, runConfig string, p
 // test checks (audit events).
 func startRunnerOutput(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) (int, *framework.SyncBuffer) {
 	t.Helper()
+	port, command := runnerCommand(t, env, ns, name, runConfig, proxyPort, replace...)
+	return port, startProcess(t, "thv-proxyrunner", command())
+}
+
+// runnerCommand prepares what startRunnerOutput runs and returns the port
+// and a function that makes the command, once per start of the runner.
+func runnerCommand(t *testing.T, env *framework.Env, ns, name, runConfig string, proxyPort int, replace ...string) (int, func() *exec.Cmd) {
+	t.Helper()
 	cm := waitConfigMap(t, env, ns, runConfig)
-	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	c, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
 	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The RunConfig is the ConfigMap's content, with only the listening
 	// port moved to a free loopback port: the runner binds it on the host.
-	rc := strings.Replace(cm.Data[runconfig.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
+	rc := strings.Replace(cm.Data[schema.Key], fmt.Sprintf(`"port": %d,`, proxyPort), fmt.Sprintf(`"port": %d,`, port), 1)
 	rc = strings.NewReplacer(replace...).Replace(rc)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, runconfig.Key), []byte(rc), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, schema.Key), []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
+	environ := append([]string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kubeconfig, "POD_NAMESPACE=" + ns, "HOME=" + dir},
 		containerEnv(t, env, ns, c, tmpl.Annotations)...)
-	return port, startProcess(t, "thv-proxyrunner", cmd)
+	return port, func() *exec.Cmd {
+		cmd := exec.Command(filepath.Join(toolhiveBin, "thv-proxyrunner"), c.Args...)
+		cmd.Dir, cmd.Env = dir, environ
+		return cmd
+	}
 }
 
 // deploymentContainer waits for the Deployment <name> hivekeeper writes

@@ -21,8 +21,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
@@ -282,13 +282,13 @@ func TestTable(t *testing.T) {
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "MCPServer":
-					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
+					checkRunConfig(t, env, ns, naming.RunConfigName(o.GetName()), o.GetName())
 				case "MCPRemoteProxy":
 					if reason, ok := refused[o.GetName()]; ok {
 						checkRefused(t, env, ns, o.GetName(), reason)
 						continue
 					}
-					checkRunConfig(t, env, ns, workload.RunConfigName(o.GetName()), o.GetName())
+					checkRunConfig(t, env, ns, naming.RunConfigName(o.GetName()), o.GetName())
 				case "VirtualMCPServer":
 					checkVMCPConfig(t, env, ns, o.GetName())
 				}
@@ -376,15 +376,15 @@ func waitConfigMap(t *testing.T, env *framework.Env, ns, name string) *corev1.Co
 func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload string) map[string]any {
 	t.Helper()
 	cm := waitConfigMap(t, env, ns, cmName)
-	file := filepath.Join(t.TempDir(), runconfig.Key)
-	if err := os.WriteFile(file, []byte(cm.Data[runconfig.Key]), 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), thschema.Key)
+	if err := os.WriteFile(file, []byte(cm.Data[thschema.Key]), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(thvcheck, "runconfig", file)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s: ToolHive's runner.RunConfig rejects the RunConfig: %v: %s\n%s", workload, err, stderr.String(), cm.Data[runconfig.Key])
+		t.Fatalf("%s: ToolHive's runner.RunConfig rejects the RunConfig: %v: %s\n%s", workload, err, stderr.String(), cm.Data[thschema.Key])
 	}
 	var decoded map[string]any
 	if err := json.Unmarshal(stdout.Bytes(), &decoded); err != nil {
@@ -404,7 +404,7 @@ func checkRunConfig(t *testing.T, env *framework.Env, ns, cmName, workload strin
 			t.Errorf("%s: %s = %v, want it absent", workload, path, v)
 		}
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "not-a-real-") {
+	if strings.Contains(cm.Data[thschema.Key], "not-a-real-") {
 		t.Errorf("%s: a secret value reached the RunConfig ConfigMap", workload)
 	}
 	return decoded
@@ -424,7 +424,7 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 		c := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionConfigurationValid)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason, fmt.Errorf("status %+v", p.Status)
 	}, "%s refused with %s", name, reason)
-	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("%s: the RunConfig of a refused proxy: %v, want NotFound", name, err)
 	}
 }
@@ -435,45 +435,45 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 // checks the values vmcpExpectations states.
 func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	t.Helper()
-	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
+	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
 	if want := vmcpBackendCount[name]; want > 0 {
 		// Members join asynchronously (an entry once its checks pass):
 		// wait for all of them and for the pod that runs that config.
 		framework.Eventually(t, 90*time.Second, func() (bool, error) {
 			var err error
-			if cm, err = env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), workload.VMCPConfigMapName(name), metav1.GetOptions{}); err != nil {
+			if cm, err = env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), naming.VMCPConfigMapName(name), metav1.GetOptions{}); err != nil {
 				return false, err
 			}
 			var cfg struct {
 				Backends []any `json:"backends"`
 			}
-			if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil || len(cfg.Backends) != want {
+			if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil || len(cfg.Backends) != want {
 				return false, err
 			}
 			dep, err := env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return err == nil && dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] == cm.Annotations[runconfig.ChecksumAnnotation], err
+			return err == nil && dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] == cm.Annotations[thschema.ChecksumAnnotation], err
 		}, "vMCP "+ns+"/"+name+" with all its backends")
 	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, workload.VMCPConfigKey)
-	if err := os.WriteFile(file, []byte(cm.Data[workload.VMCPConfigKey]), 0o600); err != nil {
+	file := filepath.Join(dir, naming.VMCPConfigKey)
+	if err := os.WriteFile(file, []byte(cm.Data[naming.VMCPConfigKey]), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	c, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
 	validate := exec.Command(filepath.Join(toolhiveBin, "vmcp"), "validate", "--config", file)
 	validate.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, containerEnv(t, env, ns, c, tmpl.Annotations)...)
 	out, err := validate.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[workload.VMCPConfigKey])
+		t.Fatalf("%s: ToolHive's vmcp validate rejects the config: %v\n%s\nconfig:\n%s", name, err, out, cm.Data[naming.VMCPConfigKey])
 	}
-	if strings.Contains(cm.Data[workload.VMCPConfigKey], "not-a-real-") {
+	if strings.Contains(cm.Data[naming.VMCPConfigKey], "not-a-real-") {
 		t.Errorf("%s: a secret value reached the vMCP ConfigMap", name)
 	}
 	var decoded map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &decoded); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &decoded); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range vmcpExpectations[name] {
@@ -487,10 +487,10 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 	// The embedded authorization server's configuration, which vmcp serve
 	// reads beside config.yaml (vmcp validate does not read it; the
 	// differential test decodes it with ToolHive's type).
-	as, hasAS := cm.Data[workload.VMCPAuthServerConfigKey]
+	as, hasAS := cm.Data[naming.VMCPAuthServerConfigKey]
 	if want := vmcpAuthServerExpectations[name]; len(want) > 0 || hasAS {
 		if strings.Contains(as, "not-a-real-") {
-			t.Errorf("%s: a secret value reached %s", name, workload.VMCPAuthServerConfigKey)
+			t.Errorf("%s: a secret value reached %s", name, naming.VMCPAuthServerConfigKey)
 		}
 		var decodedAS map[string]any
 		if err := yaml.Unmarshal([]byte(as), &decodedAS); err != nil {
@@ -498,7 +498,7 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 		}
 		for path, want := range want {
 			if got, _ := lookup(decodedAS, path); !jsonEqual(got, want) {
-				t.Errorf("%s: %s %s = %v, want %v", name, workload.VMCPAuthServerConfigKey, path, got, want)
+				t.Errorf("%s: %s %s = %v, want %v", name, naming.VMCPAuthServerConfigKey, path, got, want)
 			}
 		}
 	}

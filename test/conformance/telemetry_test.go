@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -27,7 +27,7 @@ func TestRunnerExportsTelemetry(t *testing.T) {
 	t.Cleanup(srv.Close)
 	applyTemplate(t, env, ns, "testdata/runtime/telemetry.yaml", map[string]string{"COLLECTOR": srv.URL})
 	const name = "traced"
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8091)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8091)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)

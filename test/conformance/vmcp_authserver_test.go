@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // TestVMCPEmbeddedAuthServer starts ToolHive's vmcp on what hivekeeper
@@ -21,18 +22,18 @@ func TestVMCPEmbeddedAuthServer(t *testing.T) {
 	backend := startRemoteMCP(t, "/mcp")
 	upstream := startIssuer(t)
 	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/vmcp-auth-server.yaml", map[string]string{"UPSTREAM": upstream.URL})
+	applyTemplate(t, env, ns, "testdata/runtime/vmcp-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn})
 	const name = "as-vmcp"
 
-	_, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	_, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
 	root, secrets := secretFiles(t, env, ns, &tmpl)
 	if secrets != 2 {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
-	backendURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.MCPServerServiceName("as-backend"), ns)
-	port := startVMCP(t, env, ns, name, backendURL, backend.URL,
-		workload.AuthServerKeysMountPath, root+workload.AuthServerKeysMountPath,
-		workload.AuthServerHMACMountPath, root+workload.AuthServerHMACMountPath)
+	backendURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("as-backend"), ns)
+	port := startVMCP(t, env, ns, name, backendURL, backend.URL, upstreamStandIn, upstream.URL,
+		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
+		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
 	waitServing(t, port)
 	checkAuthServerMetadata(t, port, key)
 }

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -28,13 +28,13 @@ func TestVMCPAggregatesEntry(t *testing.T) {
 	local, near := startRemoteMCP(t, "/mcp"), startRemoteMCP(t, "/entry")
 	applyTemplate(t, env, ns, "testdata/runtime/vmcp-entry.yaml", map[string]string{"ENTRY_URL": near.StandIn})
 	const name = "entry-vmcp"
-	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.MCPServerServiceName("local"), ns)
+	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("local"), ns)
 	// The entry joins once its checks pass (its group Ready); the pod's
 	// env must be the one of that config.
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
-		cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-		c, _ := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
-		return strings.Contains(cm.Data[workload.VMCPConfigKey], near.StandIn) &&
+		cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+		c, _ := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
+		return strings.Contains(cm.Data[naming.VMCPConfigKey], near.StandIn) &&
 			slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "TOOLHIVE_HEADER_FORWARD_NEAR" }), nil
 	}, "the entry in config.yaml and its headers in the pod")
 	port := startVMCP(t, env, ns, name, localURL, local.URL, near.StandIn, near.URL)
@@ -70,7 +70,7 @@ func TestVMCPAggregatesEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
-		cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-		return strings.Contains(cm.Data[workload.VMCPConfigKey], "headerName: X-Other-Key"), nil
+		cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+		return strings.Contains(cm.Data[naming.VMCPConfigKey], "headerName: X-Other-Key"), nil
 	}, "the entry's changed MCPExternalAuthConfig in config.yaml")
 }

@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -97,12 +97,12 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 	local, far := startRemoteMCP(t, "/mcp"), startRemoteMCP(t, "/mcp")
 	applyTemplate(t, env, ns, "testdata/runtime/vmcp-aggregate.yaml", map[string]string{"REMOTE_URL": far.StandIn})
 	const name = "mixed-vmcp"
-	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.MCPServerServiceName("local"), ns)
-	farURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", workload.RemoteProxyServiceName("far"), ns)
+	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+	localURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.MCPServerServiceName("local"), ns)
+	farURL := fmt.Sprintf("http://%s.%s.svc.cluster.local:8080/mcp", naming.RemoteProxyServiceName("far"), ns)
 	framework.Eventually(t, 30*time.Second, func() (bool, error) {
-		cm = waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-		return strings.Contains(cm.Data[workload.VMCPConfigKey], farURL), nil
+		cm = waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+		return strings.Contains(cm.Data[naming.VMCPConfigKey], farURL), nil
 	}, "the remote proxy in config.yaml")
 	port := startVMCP(t, env, ns, name, localURL, local.URL, farURL, far.URL)
 	waitServing(t, port)
@@ -151,10 +151,10 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 // its new one (cluster addresses by loopback stand-ins); each must occur.
 func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...string) int {
 	t.Helper()
-	cm := waitConfigMap(t, env, ns, workload.VMCPConfigMapName(name))
-	c, tmpl := deploymentContainer(t, env, ns, name, workload.VMCPContainerName)
+	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
+	c, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
 	dir := t.TempDir()
-	config := filepath.Join(dir, workload.VMCPConfigKey)
+	config := filepath.Join(dir, naming.VMCPConfigKey)
 	// Every key of the ConfigMap is a file of the mounted volume (the
 	// embedded authorization server's authserver-config.yaml beside
 	// config.yaml); each replacement must occur in one of them.
@@ -166,7 +166,7 @@ func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...str
 			files[key] = strings.ReplaceAll(data, replace[i], replace[i+1])
 		}
 		if !found {
-			t.Fatalf("the config of %s lacks %s:\n%s", name, replace[i], cm.Data[workload.VMCPConfigKey])
+			t.Fatalf("the config of %s lacks %s:\n%s", name, replace[i], cm.Data[naming.VMCPConfigKey])
 		}
 	}
 	for key, data := range files {
@@ -237,20 +237,22 @@ func podFiles(t *testing.T, env *framework.Env, ns, serviceAccount string) strin
 // namespace whose /var/run is podRoot, so files a pod finds at fixed
 // paths (client-go's in-cluster config reads
 // /var/run/secrets/kubernetes.io/serviceaccount) are there for this
-// process alone, and the machine's own /var/run is not touched. It skips
-// the test where no mount namespace can be made.
+// process alone, and the machine's own /var/run is not touched. It fails
+// the test where no mount namespace can be made: vmcp reads those files
+// from fixed paths (rest.InClusterConfig), and a machine that cannot give
+// them would otherwise pass the vMCP runtime tests without running one.
 func withPodFiles(t *testing.T, podRoot, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
-		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace made with unshare: %v", err)
+		t.Fatalf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace made with unshare (Debian's util-linux): %v", err)
 	}
 	flags := []string{"--mount", "--propagation", "private"}
 	if os.Geteuid() != 0 {
 		flags = append(flags, "--map-root-user")
 	}
 	if out, err := exec.Command(unshare, append(flags, "true")...).CombinedOutput(); err != nil {
-		t.Skipf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace; this machine refuses one: %v: %s", err, out)
+		t.Fatalf("vmcp needs a pod's service-account files, which this suite provides in a mount namespace; this machine refuses one (run as root, or allow unprivileged user namespaces): %v: %s", err, out)
 	}
 	script := `mount --bind "$0" /var/run && exec "$@"`
 	return exec.Command(unshare, append(append(flags, "sh", "-c", script, podRoot, name), args...)...)

@@ -18,7 +18,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -37,8 +38,8 @@ func TestRunnerCallsValidatingWebhook(t *testing.T) {
 	t.Cleanup(srv.Close)
 	applyTemplate(t, env, ns, "testdata/runtime/webhooks.yaml", map[string]string{"WEBHOOK": srv.URL + "/validate"})
 	const name = "guarded-server"
-	files := materialiseSecretMounts(t, env, ns, name, workload.WebhookMountRoot)
-	port := startRunner(t, env, ns, name, workload.RunConfigName(name), 8095, workload.WebhookMountRoot, files)
+	files := materialiseSecretMounts(t, env, ns, name, wiring.WebhookMountRoot)
+	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, wiring.WebhookMountRoot, files)
 	waitStatefulSet(t, env, ns, name)
 	markStatefulSetReady(t, env, ns, name)
 	waitServing(t, port)
@@ -70,7 +71,7 @@ func TestRunnerCallsValidatingWebhook(t *testing.T) {
 // directory.
 func materialiseSecretMounts(t *testing.T, env *framework.Env, ns, name, root string) string {
 	t.Helper()
-	c, tmpl := deploymentContainer(t, env, ns, name, workload.ProxyContainerName)
+	c, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
 	dir := t.TempDir()
 	n := 0
 	for _, m := range c.VolumeMounts {

@@ -11,9 +11,6 @@ import (
 // differential test lists too (toolhive.OutputCauses), which a switch
 // shows as changes. A difference takes the first cause that matches it.
 var handoverCauses = append([]toolhive.Cause{
-	toolhive.NewCause("MCPWebhookConfig stored as v1beta1", "hivekeeper's MCPWebhookConfig CRD stores v1beta1, which "+
-		"ToolHive's CRD does not serve, so ToolHive's CRDs cannot be applied back; its StorageVersionMigrator then "+
-		"keeps patching the CRD's status. Store v1alpha1 (issue #27 step 1)", "CustomResourceDefinition", `.*`, ``),
 	{Name: "create before adopt", Todo: "hivekeeper sends a create for every ConfigMap and ServiceAccount ToolHive's " +
 		"operator wrote (its child informers select toolhive=true, a label ToolHive's operator does not set on them), is " +
 		"refused (409) and patches them: read them before writing",

@@ -9,11 +9,10 @@ import "github.com/hivekeeper/hivekeeper/test/toolhive"
 // (allowedAtSwitch). Each entry names its path, the values before and after the switch and every object showing
 // it; an entry no longer seen fails the test. Causes are in causes_test.go.
 //
-// 5911 differences on 1079 objects.
+// 5909 differences on 1078 objects.
 //
 // By cause:
 //
-//	   2  MCPWebhookConfig stored as v1beta1
 //	 315  create before adopt
 //	  38  workloads ToolHive's operator does not run
 //	 638  rewrites
@@ -40,22 +39,11 @@ import "github.com/hivekeeper/hivekeeper/test/toolhive"
 // By kind:
 //
 //	2586  ConfigMap
-//	   2  CustomResourceDefinition
 //	2212  Deployment
 //	 303  RoleBinding
 //	   8  Service
 //	 800  ServiceAccount
 var pendingDifferences = []toolhive.Exception{
-
-	// MCPWebhookConfig stored as v1beta1: 2 differences. hivekeeper's MCPWebhookConfig CRD stores v1beta1, which
-	// ToolHive's CRD does not serve, so ToolHive's CRDs cannot be applied back; its StorageVersionMigrator then
-	// keeps patching the CRD's status. Store v1alpha1 (issue #27 step 1)
-	{Cause: "MCPWebhookConfig stored as v1beta1", Path: "(apply)", A: "(none)", B: `CustomResourceDefinition.apiextensions.k8s.io "mcpwebhookconfigs.toolhive.stacklok.dev" is invalid: status.storedVersions[1]: Invalid value: "v1beta1": missing from spec.versions; v1beta1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1beta1 and removes v1beta1 from status.storedVersions`, Objects: []string{
-		"back-to-toolhive cluster CustomResourceDefinition/mcpwebhookconfigs.toolhive.stacklok.dev",
-	}},
-	{Cause: "MCPWebhookConfig stored as v1beta1", Path: "(writes)", A: "(none)", B: "patch", Objects: []string{
-		"back-to-toolhive cluster CustomResourceDefinition/mcpwebhookconfigs.toolhive.stacklok.dev",
-	}},
 
 	// create before adopt: 315 differences. hivekeeper sends a create for every ConfigMap and ServiceAccount
 	// ToolHive's operator wrote (its child informers select toolhive=true, a label ToolHive's operator does not set

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	listers "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
@@ -28,7 +28,7 @@ const (
 // through the ByGroup index of the MCPServer, MCPRemoteProxy and
 // MCPServerEntry informers.
 type Controller struct {
-	*controller.Loop
+	*framework.Loop
 
 	client versioned.Interface
 	groups listers.MCPGroupLister
@@ -37,7 +37,7 @@ type Controller struct {
 	servers cache.Indexer
 	proxies cache.Indexer
 	entries cache.Indexer
-	writer  *controller.Writer
+	writer  *framework.Writer
 	clock   clock.PassiveClock
 	// fanIn is the base delay of a recompute woken by a member.
 	fanIn time.Duration
@@ -46,7 +46,7 @@ type Controller struct {
 // New builds the controller and registers its event handlers. The
 // workload informers must carry the index.ByGroup index
 // (index.AddToInformers); without it every group syncs to phase Failed.
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
@@ -72,11 +72,11 @@ func New(d *controller.Deps) (*Controller, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	c.Loop = controller.NewLoop(Name, c.sync)
+	c.Loop = framework.NewLoop(Name, c.sync)
 	// Waiting for the handler registrations (not just the informers) means
 	// every initial object has been delivered before the first sync.
 	for _, h := range []struct {
-		inf *controller.Informer
+		inf *framework.Informer
 		h   cache.ResourceEventHandler
 	}{{groups, c.groupHandler()}, {servers, c.workloadHandler(thv1.KindMCPServer)}, {proxies, c.workloadHandler(thv1.KindMCPRemoteProxy)},
 		{entries, c.workloadHandler(thv1.KindMCPServerEntry)}} {
@@ -93,7 +93,7 @@ func New(d *controller.Deps) (*Controller, error) {
 // there is no status left to write, and the workload controllers learn of
 // it through MemberHandler.
 func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
-	return controller.PrimaryHandler(c.Loop, c.writer)
+	return framework.PrimaryHandler(c.Loop, c.writer)
 }
 
 // workloadHandler re-syncs the groups a workload of kind belongs to. On an
@@ -103,7 +103,7 @@ func (c *Controller) groupHandler() cache.ResourceEventHandlerFuncs {
 // cannot have changed and nothing is enqueued. Tombstones are unwrapped so a
 // deletion missed by the watch still shrinks the group it was in.
 //
-// A group is enqueued after controller.FanInDelay, so that members joining
+// A group is enqueued after framework.FanInDelay, so that members joining
 // or leaving together cost one write of the member lists, not one each.
 func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFuncs {
 	groupsOf := func(obj any) []cache.ObjectName {
@@ -119,7 +119,7 @@ func (c *Controller) workloadHandler(kind string) cache.ResourceEventHandlerFunc
 				if g, err := c.groups.MCPGroups(k.Namespace).Get(k.Name); err == nil {
 					listed = int(g.Status.ServerCount + g.Status.RemoteProxyCount + g.Status.EntryCount)
 				}
-				c.EnqueueCoalesced(k, controller.FanInDelay(c.fanIn, listed))
+				c.EnqueueCoalesced(k, framework.FanInDelay(c.fanIn, listed))
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -124,7 +124,7 @@ func TestGroupHandler(t *testing.T) {
 // a group in whichever namespace's informer holds it.
 func TestOneControllerServesEveryScope(t *testing.T) {
 	client := fake.NewSimpleClientset()
-	var scopes []controller.Scope
+	var scopes []framework.Scope
 	for _, ns := range []string{"team-a", "team-b"} {
 		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 		if err := index.AddToInformers(factory); err != nil {
@@ -133,9 +133,9 @@ func TestOneControllerServesEveryScope(t *testing.T) {
 		if err := factory.Toolhive().V1beta1().MCPGroups().Informer().GetIndexer().Add(group(ns, "g-"+ns, 1, thv1.MCPGroupStatus{})); err != nil {
 			t.Fatal(err)
 		}
-		scopes = append(scopes, controller.Scope{Namespace: ns, Toolhive: factory})
+		scopes = append(scopes, framework.Scope{Namespace: ns, Toolhive: factory})
 	}
-	c, err := New(&controller.Deps{Toolhive: client, Scopes: scopes})
+	c, err := New(&framework.Deps{Toolhive: client, Scopes: scopes})
 	if err != nil {
 		t.Fatal(err)
 	}

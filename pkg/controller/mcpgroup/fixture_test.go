@@ -13,7 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
@@ -53,7 +53,7 @@ func newFixture(t *testing.T, withIndex bool, objs ...runtime.Object) *fixture {
 			t.Fatal(err)
 		}
 	}
-	c, err := New(&controller.Deps{Toolhive: client, Scopes: []controller.Scope{{Toolhive: factory}}, Clock: testingclock.NewFakePassiveClock(now)})
+	c, err := New(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}}, Clock: testingclock.NewFakePassiveClock(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 )
 
@@ -49,7 +49,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	status := buildStatus(group, members, memberErr, c.clock)
 
-	patched, err := controller.PatchStatus(ctx, c.writer, resource, group,
+	patched, err := framework.PatchStatus(ctx, c.writer, resource, group,
 		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 
 	if memberErr != nil {
 		status.Phase = thv1.MCPGroupPhaseFailed
-		controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
+		framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 			metav1.ConditionFalse, thv1.ReasonMembershipUnavailable, memberErr.Error())
 		return status
 	}
@@ -103,7 +103,7 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	status.Entries = nilIfEmpty(m.entries)
 	status.EntryCount = int32(len(m.entries))
 	status.Phase = thv1.MCPGroupPhaseReady
-	controller.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
+	framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 		metav1.ConditionTrue, thv1.ReasonMembershipComputed, messageMembershipComputed)
 	return status
 }

@@ -8,18 +8,18 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 func embeddedConfig(raw string) *thv1.MCPExternalAuthConfig {
 	return &thv1.MCPExternalAuthConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "as", ResourceVersion: "1"},
 		Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-			EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(raw)}},
+			EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](raw)},
 		Status: thv1.ConfigStatus{ConfigHash: "h1", Conditions: []metav1.Condition{{
 			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid}}},
 	}
@@ -38,12 +38,12 @@ func TestAuthServerRef(t *testing.T) {
 		embeddedConfig(`{"issuer":"https://auth.example.com","signingKeySecretRefs":[{"name":"keys","key":"k"}],`+
 			`"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c","clientSecretRef":{"name":"idp","key":"s"}}}]}`))
 	f.converge("remote")
-	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	as := rc.EmbeddedAuthServerConfig

@@ -3,21 +3,23 @@
 // (RunConfig ConfigMap with remote_url, runner RBAC unless the spec names
 // its own service account, proxy Deployment and Service), rolls the proxy
 // when its RunConfig changes or its podTemplateSpec is edited, and reports
-// status. A spec whose remote URL
-// or forwarded headers fail the checks (remoteurl.go, headerforward.go)
-// is not deployed, and what an earlier spec deployed is left as it is.
+// status. A spec whose remote URL or forwarded headers fail the checks
+// (checkSpec, with pkg/toolhive/wiring's url_validation.go and
+// headerforward.go) is not deployed, and what an earlier spec deployed is
+// left as it is.
 //
 // There is no finalizer: unlike the MCPServer runner, the remote proxy
 // runner creates no objects of its own, and every child carries an owner
 // reference, so garbage collection is the whole cleanup.
 //
-// build.go and the comparators in pkg/workload are pure; sync.go is the
-// only file that writes.
+// The children are built by pkg/toolhive/render/proxy (BuildRemoteProxy)
+// and compared by pkg/drift, both pure; sync.go is the only file that
+// writes.
 package mcpremoteproxy
 
 import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -36,7 +38,7 @@ type Controller struct {
 }
 
 // New builds the controller and registers its event handlers.
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	proxies := workload.Informer(d, thv1.KindMCPRemoteProxy)
 	c := &Controller{toolhive: d.Toolhive, proxies: thlisters.NewMCPRemoteProxyLister(proxies.Indexer())}
 	var err error

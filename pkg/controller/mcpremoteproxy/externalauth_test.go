@@ -11,11 +11,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -40,14 +39,14 @@ func TestExternalAuthBearerToken(t *testing.T) {
 	}
 	f := newFixture(t, newProxy("remote", ref), bearerConfig("h1", "api-bearer-token"))
 	f.converge("remote")
-	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
 		RemoteAuth map[string]any `json:"remote_auth_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if len(rc.RemoteAuth) != 1 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" {
@@ -109,7 +108,7 @@ func TestExternalAuthNotApplied(t *testing.T) {
 		return c
 	}
 	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA,
-		XAA: &runtime.RawExtension{Raw: []byte(`{}`)}}))
+		XAA: &thv1.XAASpec{}}))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
@@ -160,14 +159,14 @@ func TestExternalAuthAWSSts(t *testing.T) {
 	}
 	f := newFixture(t, newProxy("remote", ref), awsStsConfig("h1", "arn:aws:iam::123456789012:role/mcp"))
 	f.converge("remote")
-	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
 		AWS json.RawMessage `json:"aws_sts_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"region":"us-east-1","service":"aws-mcp","fallback_role_arn":"arn:aws:iam::123456789012:role/mcp",` +

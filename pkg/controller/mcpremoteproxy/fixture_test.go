@@ -6,12 +6,12 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -26,7 +26,7 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{Fixture: workloadtest.New(t, objs...)}
-	c, err := New(f.Deps(controller.Config{RunnerImage: "runner:test"}))
+	c, err := New(f.Deps(framework.Config{RunnerImage: "runner:test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,31 +71,9 @@ func (f *fixture) update(name string, mut func(*thv1.MCPRemoteProxy)) {
 // newProxy returns a minimal valid MCPRemoteProxy with the server's
 // defaults applied.
 func newProxy(name string, mut ...func(*thv1.MCPRemoteProxy)) *thv1.MCPRemoteProxy {
-	p := &thv1.MCPRemoteProxy{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPRemoteProxy},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Generation: 1, ResourceVersion: "1",
-		},
-		Spec: thv1.MCPRemoteProxySpec{
-			RemoteURL: "https://mcp.example.com/mcp", Transport: thv1.TransportStreamableHTTP,
-			ProxyPort: 8080, SessionAffinity: thv1.SessionAffinityClientIP,
-		},
-	}
-	for _, m := range mut {
-		m(p)
-	}
-	return p
+	return toolhivetest.NewRemoteProxy(testNS, name, mut...)
 }
 
 func newOIDCConfig(name string, inline, valid bool) *thv1.MCPOIDCConfig {
-	return workloadtest.NewOIDCConfig(testNS, name, inline, "idp-ca", valid)
-}
-
-// childrenOf returns the desired children as a flat list.
-func childrenOf(d *childSet) []runtime.Object {
-	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
-	if d.RunnerServiceAccount != nil {
-		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)
-	}
-	return out
+	return toolhivetest.NewOIDCConfig(testNS, name, inline, "idp-ca", valid)
 }

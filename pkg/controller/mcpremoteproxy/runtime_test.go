@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -27,7 +29,9 @@ func withAuditAndRedis(p *thv1.MCPRemoteProxy) {
 // secretKeyRef after the override env. Turning them on and off rolls the
 // proxy once each, and the next syncs write nothing.
 func TestAuditAndSessionStorage(t *testing.T) {
-	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ResourceOverrides = overrides["deployment-only"] }))
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["deployment-only"]
+	}))
 	f.converge("remote")
 	ctx := context.Background()
 	checksum := func() string {
@@ -35,7 +39,7 @@ func TestAuditAndSessionStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		return dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	}
 	before := checksum()
 
@@ -63,61 +67,38 @@ func TestAuditAndSessionStorage(t *testing.T) {
 			before = after
 		}
 
-		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, workload.RunConfigName("remote"), metav1.GetOptions{})
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.RunConfigName("remote"), metav1.GetOptions{})
+		var rc schema.RunConfig
+		if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
 		var names []string
 		for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 			names = append(names, e.Name)
-			if e.Name == workload.EnvSessionRedisPassword && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+			if e.Name == wiring.EnvSessionRedisPassword && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
 				e.ValueFrom.SecretKeyRef.Name != "redis-auth" || e.ValueFrom.SecretKeyRef.Key != "password") {
 				t.Errorf("%s: Redis password env %+v", step.name, e)
 			}
 		}
-		hasPassword := strings.Contains(strings.Join(names, ","), "HTTP_PROXY,"+workload.EnvSessionRedisPassword)
+		hasPassword := strings.Contains(strings.Join(names, ","), "HTTP_PROXY,"+wiring.EnvSessionRedisPassword)
 		if step.name == "on" {
-			wantRC := runconfig.RunConfig{AuditConfig: runconfig.DefaultAuditConfig(), ScalingConfig: &runconfig.ScalingConfig{
-				SessionRedis: &runconfig.SessionRedisConfig{Address: "redis:6379", DB: 1, KeyPrefix: "rp:"}}}
-			if got := (runconfig.RunConfig{AuditConfig: rc.AuditConfig, ScalingConfig: rc.ScalingConfig}); !reflect.DeepEqual(got, wantRC) {
+			wantRC := schema.RunConfig{AuditConfig: schema.DefaultAuditConfig(), ScalingConfig: &schema.ScalingConfig{
+				SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 1, KeyPrefix: "rp:"}}}
+			if got := (schema.RunConfig{AuditConfig: rc.AuditConfig, ScalingConfig: rc.ScalingConfig}); !reflect.DeepEqual(got, wantRC) {
 				t.Errorf("RunConfig audit %+v scaling %+v", rc.AuditConfig, rc.ScalingConfig)
 			}
-			if strings.Contains(cm.Data[runconfig.Key], "redis-auth") {
-				t.Errorf("the RunConfig names the password's Secret:\n%s", cm.Data[runconfig.Key])
+			if strings.Contains(cm.Data[schema.Key], "redis-auth") {
+				t.Errorf("the RunConfig names the password's Secret:\n%s", cm.Data[schema.Key])
 			}
 			if !hasPassword {
 				t.Errorf("env %q: want the Redis password right after the override env", names)
 			}
-		} else if rc.AuditConfig != nil || rc.ScalingConfig != nil || strings.Contains(strings.Join(names, ","), workload.EnvSessionRedisPassword) {
+		} else if rc.AuditConfig != nil || rc.ScalingConfig != nil || strings.Contains(strings.Join(names, ","), wiring.EnvSessionRedisPassword) {
 			t.Errorf("off: audit %+v scaling %+v env %q", rc.AuditConfig, rc.ScalingConfig, names)
 		}
 		if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields); c != nil {
 			t.Errorf("%s: UnsupportedFields %+v", step.name, c)
 		}
-	}
-}
-
-// Audit off and memory sessions are the same as neither: nothing in the
-// RunConfig, no env.
-func TestAuditOffAndMemorySessionsWriteNothing(t *testing.T) {
-	plain, err := build(inputs{Proxy: newProxy("remote"), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := build(inputs{Proxy: newProxy("remote", func(p *thv1.MCPRemoteProxy) {
-		p.Spec.Audit = &thv1.AuditConfig{}
-		p.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory,
-			PasswordRef: &thv1.SecretKeyRef{Name: "unused", Key: "k"}}
-	}), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.RunConfig.Data[runconfig.Key] != plain.RunConfig.Data[runconfig.Key] {
-		t.Errorf("RunConfig\n%s\nwant\n%s", d.RunConfig.Data[runconfig.Key], plain.RunConfig.Data[runconfig.Key])
-	}
-	if got := workload.DiffDeployment(plain.Deployment, d.Deployment); len(got) != 0 {
-		t.Errorf("the Deployment differs: %v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // deploymentPhase derives phase and Ready from the proxy Deployment as
@@ -19,4 +20,19 @@ func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.Conditi
 		return thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "proxy is ready"
 	}
 	return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready"
+}
+
+// checkSpec runs the checks nothing may be deployed without: the remote
+// URL gate and spec.headerForward. It returns the ConfigurationValid
+// reason and message of the first failure, or two empty strings.
+func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
+	if err := wiring.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
+		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
+	}
+	if hf := p.Spec.HeaderForward; hf != nil {
+		if err := wiring.CheckHeaderForward(p.Name, hf); err != nil {
+			return thv1.ReasonHeaderForwardInvalid, err.Error()
+		}
+	}
+	return "", ""
 }

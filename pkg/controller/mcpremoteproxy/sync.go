@@ -9,6 +9,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -37,13 +40,13 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		r.NotReady(thv1.MCPRemoteProxyPhaseTerminating, thv1.ReasonTerminating, "MCPRemoteProxy is being deleted")
 		return status, 0, nil
 	}
-	status.URL = proxyURL(p)
+	status.URL = naming.RemoteProxyURL(p)
 	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
+	r.Unsupported(wiring.ExternalAuthNoEffect(refs.ExtAuth))
 	// A spec that fails the checks is not deployed, and what an earlier
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
@@ -68,12 +71,12 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Proxy: p, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+	desired, err := proxy.BuildRemoteProxy(p, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
-		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, workload.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
+		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, wiring.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 	want := workload.Desired{RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
 		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment}
 	if desired.RunnerServiceAccount == nil {
-		want.StaleRoleBinding = workload.RemoteProxyRunnerName(p.Name)
+		want.StaleRoleBinding = naming.RemoteProxyRunnerName(p.Name)
 		want.StaleServiceAccount = want.StaleRoleBinding
 	}
 	return c.Children.Ensure(ctx, c.Writer, p.UID, p.Namespace, want)

@@ -22,10 +22,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
@@ -33,10 +37,10 @@ import (
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
-		p.Spec.ResourceOverrides = overrides["pod-template-and-service"]
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["pod-template-and-service"]
 		p.Spec.GroupRef = &thv1.GroupRef{Name: "tools"}
 	})
-	f := newFixture(t, p, newOIDCConfig("auth", true, true), wt.NewGroup(testNS, "tools"))
+	f := newFixture(t, p, newOIDCConfig("auth", true, true), toolhivetest.NewGroup(testNS, "tools"))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +114,7 @@ func TestChildrenShape(t *testing.T) {
 		p.Spec.ProxyPort = 9090
 		p.Spec.RemoteURL = "https://remote.example.com/sse"
 		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
-		p.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+		p.Spec.ResourceOverrides = toolhivetest.RemoteProxyOverrides["conflicting-operator-keys"]
 	})
 	f := newFixture(t, p, newOIDCConfig("auth", true, true))
 	f.converge("remote")
@@ -121,7 +125,7 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rc map[string]any
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[thschema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc["remote_url"] != "https://remote.example.com/sse" || rc["transport"] != "sse" || rc["port"] != 9090.0 || rc["host"] != "0.0.0.0" {
@@ -137,8 +141,8 @@ func TestChildrenShape(t *testing.T) {
 		rc["thv_ca_bundle"] != "/config/certs/idp-ca/ca.crt" || rc["container_name"] != rc["name"] || rc["base_name"] != rc["name"] {
 		t.Errorf("oidc_config %v", oidc)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "secret") {
-		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[thschema.Key], "secret") {
+		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[thschema.Key])
 	}
 
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
@@ -146,17 +150,17 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[thschema.ChecksumAnnotation] {
 		t.Errorf("template annotations %v lost the checksum", tpl.Annotations)
 	}
 	if _, ok := tpl.Annotations["toolhive.stacklok.dev/mcpserver-generation"]; ok {
 		t.Errorf("a remote proxy has no generation annotation: %v", tpl.Annotations)
 	}
-	if tpl.Labels[workload.LabelInstance] != "remote" || dep.Labels[workload.LabelApp] != app {
+	if tpl.Labels[naming.LabelInstance] != "remote" || dep.Labels[naming.LabelApp] != naming.AppMCPRemoteProxy {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
-	if c.Name != workload.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
+	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
 		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
 	}
 	var env []string
@@ -198,7 +202,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestStreamableHTTPURL(t *testing.T) {
-	if got := proxyURL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
+	if got := naming.RemoteProxyURL(newProxy("r")); got != "http://mcp-r-remote-proxy.team-a.svc.cluster.local:8080/mcp" {
 		t.Fatalf("url %s", got)
 	}
 }
@@ -251,7 +255,7 @@ func TestMissingGroupIsReportedAndServed(t *testing.T) {
 		t.Fatalf("proxy not deployed while its group is missing: %v", err)
 	}
 
-	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), wt.NewGroup(testNS, "later"), metav1.CreateOptions{}); err != nil {
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), toolhivetest.NewGroup(testNS, "later"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Refresh()
@@ -292,7 +296,7 @@ func TestDeletingProxyReportsTerminatingOnly(t *testing.T) {
 	f := newFixture(t, p)
 	f.converge("remote")
 	live := f.get("remote").DeepCopy()
-	now := metav1.NewTime(wt.Now)
+	now := metav1.NewTime(toolhivetest.Now)
 	live.DeletionTimestamp = &now
 	live.Finalizers = []string{"example.com/hold"}
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
@@ -320,17 +324,24 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep = dep.DeepCopy()
 	dep.Spec.Template.Spec.Containers[0].Args = []string{"run", "https://evil.example.com"}
 	dep.Labels["team"] = "someone-else"
+	// Foreign annotations on the Deployment and on its pod template (a
+	// tool's note, `kubectl rollout restart`) survive the repair too.
+	dep.Annotations = map[string]string{"owner.example.com/ticket": "OPS-1"}
+	if dep.Spec.Template.Annotations == nil {
+		dep.Spec.Template.Annotations = map[string]string{}
+	}
+	dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = "2026-11-26T00:00:00Z"
 	if _, err := f.Kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Refresh()
-	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs))
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerArgs))
 	acts, err := f.sync("remote")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments")
-	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerArgs)); after != before+1 {
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerArgs)); after != before+1 {
 		t.Errorf("drift counter %v -> %v", before, after)
 	}
 	f.Refresh()
@@ -339,6 +350,9 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep, _ = f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
 	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "https://mcp.example.com/mcp" {
 		t.Errorf("repair lost a foreign label or kept the drift: %v %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Args)
+	}
+	if dep.Annotations["owner.example.com/ticket"] != "OPS-1" || dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Errorf("repair lost a foreign annotation: %v, template %v", dep.Annotations, dep.Spec.Template.Annotations)
 	}
 }
 
@@ -422,7 +436,7 @@ func TestOIDCConfigUpdatesEnqueueReferrersOnlyWhenRelevant(t *testing.T) {
 // MCPServer's, which may attach to pods) is refused with a condition and
 // one event; the running Deployment is not touched.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newProxy("remote"), wt.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
+	f := newFixture(t, newProxy("remote"), toolhivetest.ManagedServiceAccount(testNS, "fetch-proxy-runner", thv1.KindMCPServer, "fetch"))
 	f.converge("remote")
 	f.Events()
 	f.update("remote", func(p *thv1.MCPRemoteProxy) { p.Spec.ServiceAccount = ptr.To("fetch-proxy-runner") })
@@ -489,7 +503,7 @@ func TestTelemetryConfig(t *testing.T) {
 	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
 		p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 	})
-	invalid := wt.NewTelemetryConfig(testNS, "otel", "prometheus", "")
+	invalid := toolhivetest.NewTelemetryConfig(testNS, "otel", "prometheus", "")
 	invalid.Status.Conditions[0].Status = metav1.ConditionFalse
 	f := newFixture(t, p, invalid)
 	acts, err := f.sync("remote")
@@ -507,13 +521,13 @@ func TestTelemetryConfig(t *testing.T) {
 		"prometheus": `{"serviceName":"remote","tracingEnabled":false,"metricsEnabled":false,"enablePrometheusMetricsPath":true,"useLegacyAttributes":false}`,
 		"otel":       `"caCertPath":"/config/certs/otel/collector-ca/ca.crt"}`,
 	} {
-		f := newFixture(t, p, wt.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
+		f := newFixture(t, p, toolhivetest.NewTelemetryConfig(testNS, "otel", option, "collector-ca"))
 		f.converge("remote")
-		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("remote"), metav1.GetOptions{})
+		cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
 		var rc struct {
 			Telemetry json.RawMessage `json:"telemetry_config"`
 		}
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[thschema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		if compact := compactJSON(t, rc.Telemetry); !strings.HasSuffix(compact, want) {
@@ -526,7 +540,7 @@ func TestTelemetryConfig(t *testing.T) {
 		}
 		hasCA := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "otel-ca-bundle-collector-ca" })
 		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") != (option == "otel") || hasCA != (option == "otel") ||
-			!slices.Contains(names, workload.EnvOTelResourceAttributes) {
+			!slices.Contains(names, wiring.EnvOTelResourceAttributes) {
 			t.Errorf("%s: env %q, CA volume %v", option, names, hasCA)
 		}
 		if got := f.get("remote"); got.Status.TelemetryConfigHash != "hash-otel" {

@@ -10,11 +10,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
 const authServerJSON = `{"issuer":"https://auth.example.com","signingKeySecretRefs":[{"name":"keys","key":"current"},{"name":"keys","key":"old"}],` +
@@ -23,7 +23,7 @@ const authServerJSON = `{"issuer":"https://auth.example.com","signingKeySecretRe
 
 func authServerConfig(name, raw string) *thv1.MCPExternalAuthConfig {
 	return extAuthConfig(name, thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: &runtime.RawExtension{Raw: []byte(raw)}})
+		EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](raw)})
 }
 
 func withAuthServer(s *thv1.MCPServer) {
@@ -40,14 +40,14 @@ func TestAuthServerRef(t *testing.T) {
 	f := newFixture(t, newServer("fetch", withAuthServer), authServerConfig("as", authServerJSON), newOIDCConfig("auth", true, true))
 	f.converge("fetch")
 	ctx := context.Background()
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
 		AS json.RawMessage `json:"embedded_auth_server_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"schema_version":"v0.1.0","issuer":"https://auth.example.com","signing_key_config":{"key_dir":"/etc/toolhive/authserver/keys",` +
@@ -98,7 +98,7 @@ func TestAuthServerRef(t *testing.T) {
 	}
 
 	cfg, _ := f.th.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Get(ctx, "as", metav1.GetOptions{})
-	cfg.Spec.EmbeddedAuthServer.Raw = []byte(strings.Replace(authServerJSON, "auth.example.com", "login.example.com", 1))
+	cfg.Spec.EmbeddedAuthServer = toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](strings.Replace(authServerJSON, "auth.example.com", "login.example.com", 1))
 	cfg.Status.ConfigHash = "h2"
 	if _, err := f.th.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -123,14 +123,14 @@ func TestAuthServerThroughExternalAuthConfigRef(t *testing.T) {
 		s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "as"}
 	}), authServerConfig("as", authServerJSON), newOIDCConfig("auth", true, true))
 	f.converge("fetch")
-	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil || rc.EmbeddedAuthServerConfig == nil ||
+	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil || rc.EmbeddedAuthServerConfig == nil ||
 		rc.EmbeddedAuthServerConfig.Issuer != "https://auth.example.com" ||
 		// The reference names no scopes: the authorization server's defaults,
 		// as ToolHive's RunConfig builder sets them.
 		!slices.Equal(rc.OIDCConfig.Scopes, []string{"openid", "profile", "email", "offline_access"}) {
-		t.Errorf("RunConfig: %v %s", err, cm.Data[runconfig.Key])
+		t.Errorf("RunConfig: %v %s", err, cm.Data[schema.Key])
 	}
 }
 

@@ -1,16 +1,16 @@
 // Package mcpserver is the MCPServer controller: it runs each MCP server
 // behind ToolHive's proxy runner (RunConfig ConfigMap, runner ServiceAccount
 // bound to the proxy-runner ClusterRole, proxy Deployment and Service),
-// rolls the proxy when its RunConfig changes, and reports status. build.go
-// and the comparators in pkg/workload are pure; sync.go is the only file
-// that writes.
+// rolls the proxy when its RunConfig changes, and reports status. The
+// children are built by pkg/toolhive/render/proxy (BuildMCPServer) and
+// compared by pkg/drift, both pure; sync.go is the only file that writes.
 package mcpserver
 
 import (
 	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
@@ -33,7 +33,7 @@ type Controller struct {
 }
 
 // New builds the controller and registers its event handlers.
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	servers := workload.Informer(d, thv1.KindMCPServer)
 	c := &Controller{kube: d.Kube, toolhive: d.Toolhive, servers: thlisters.NewMCPServerLister(servers.Indexer())}
 	var err error

@@ -10,8 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 func extAuthConfig(name string, spec thv1.MCPExternalAuthConfigSpec) *thv1.MCPExternalAuthConfig {
@@ -37,14 +38,14 @@ func TestExternalAuthTokenExchange(t *testing.T) {
 		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
 	}), cfg, newOIDCConfig("auth", true, true))
 	f.converge("fetch")
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
 		TE map[string]any `json:"token_exchange_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"audience":"backend","client_id":"proxy","header_strategy":"replace","scopes":["read"],` +
@@ -52,16 +53,16 @@ func TestExternalAuthTokenExchange(t *testing.T) {
 	if got, _ := json.Marshal(rc.TE); string(got) != want {
 		t.Errorf("token_exchange_config = %s\nwant %s", got, want)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "idp-client") {
-		t.Errorf("the RunConfig names the client secret: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], "idp-client") {
+		t.Errorf("the RunConfig names the client secret: %s", cm.Data[schema.Key])
 	}
 	dep, err := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := dep.Spec.Template.Spec.Containers[0].Env
-	if len(env) < 2 || env[0].Name != workload.EnvTokenExchangeClientSecret || env[0].ValueFrom == nil ||
-		env[0].ValueFrom.SecretKeyRef.Name != "idp-client" || env[1].Name != workload.EnvOIDCClientSecret {
+	if len(env) < 2 || env[0].Name != wiring.EnvTokenExchangeClientSecret || env[0].ValueFrom == nil ||
+		env[0].ValueFrom.SecretKeyRef.Name != "idp-client" || env[1].Name != wiring.EnvOIDCClientSecret {
 		t.Errorf("env: %+v", env)
 	}
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})

@@ -5,23 +5,26 @@ import (
 	"errors"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 const testNS = "team-a"
 
-var testNow = workloadtest.Now
+// gvk is the owner kind of every child.
+var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
+
+var testNow = toolhivetest.Now
 
 // fixture is the shared workload fixture (fake clientsets, informer
 // indexers seeded directly, exact action assertions) with an MCPServer
@@ -38,7 +41,7 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	wf := workloadtest.New(t, objs...)
-	c, err := New(wf.Deps(controller.Config{RunnerImage: "runner:test"}))
+	c, err := New(wf.Deps(framework.Config{RunnerImage: "runner:test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,36 +73,22 @@ func (f *fixture) converge(name string) {
 
 var (
 	describe          = workloadtest.Describe
-	defaultDeployment = workloadtest.DefaultDeployment
-	defaultService    = workloadtest.DefaultService
+	defaultDeployment = drifttest.DefaultDeployment
+	defaultService    = drifttest.DefaultService
 )
 
-func roundTrip[T any](obj *T) *T { return workloadtest.RoundTrip(obj) }
+func roundTrip[T any](obj *T) *T { return drifttest.RoundTrip(obj) }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
 // newServer returns a minimal valid MCPServer with the finalizer already
 // present and the server's defaults applied.
 func newServer(name string, mut ...func(*thv1.MCPServer)) *thv1.MCPServer {
-	s := &thv1.MCPServer{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPServer},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: testNS, UID: k8stypes.UID("uid-" + name), Generation: 1,
-			ResourceVersion: "1", Finalizers: []string{thv1.MCPServerFinalizer},
-		},
-		Spec: thv1.MCPServerSpec{
-			Image: "ghcr.io/example/fetch:1.0", Transport: thv1.TransportStdio,
-			ProxyMode: thv1.TransportStreamableHTTP, ProxyPort: 8080, SessionAffinity: thv1.SessionAffinityClientIP,
-		},
-	}
-	for _, m := range mut {
-		m(s)
-	}
-	return s
+	return toolhivetest.NewMCPServer(testNS, name, mut...)
 }
 
 // newOIDCConfig is an MCPOIDCConfig in the test namespace; an inline one
 // has a client secret and the CA bundle ConfigMap "idp-ca".
 func newOIDCConfig(name string, inline bool, valid bool) *thv1.MCPOIDCConfig {
-	return workloadtest.NewOIDCConfig(testNS, name, inline, "idp-ca", valid)
+	return toolhivetest.NewOIDCConfig(testNS, name, inline, "idp-ca", valid)
 }

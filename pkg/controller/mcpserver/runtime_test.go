@@ -13,8 +13,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // withEverything sets every field that tunes the runner.
@@ -37,17 +38,17 @@ func withEverything(s *thv1.MCPServer) {
 }
 
 // readRunConfig returns the RunConfig hivekeeper wrote, and its text.
-func readRunConfig(t *testing.T, f *fixture, name string) (runconfig.RunConfig, string) {
+func readRunConfig(t *testing.T, f *fixture, name string) (schema.RunConfig, string) {
 	t.Helper()
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName(name), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	return rc, cm.Data[runconfig.Key]
+	return rc, cm.Data[schema.Key]
 }
 
 // The runtime fields reach the RunConfig in ToolHive's encoding, the
@@ -57,20 +58,20 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	f := newFixture(t, newServer("fetch", withEverything))
 	f.converge("fetch")
 	rc, raw := readRunConfig(t, f, "fetch")
-	want := runconfig.RunConfig{
+	want := schema.RunConfig{
 		Volumes:                     []string{"/srv/data:/data:ro", "/var/cache:/cache"},
 		PermissionProfileNameOrPath: "/etc/toolhive/profiles/fetch.json",
-		AuditConfig:                 runconfig.DefaultAuditConfig(),
+		AuditConfig:                 schema.DefaultAuditConfig(),
 		MaxRequestBodySize:          1 << 20,
-		ScalingConfig: &runconfig.ScalingConfig{BackendReplicas: ptr.To[int32](2),
-			SessionRedis: &runconfig.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
-		RateLimitConfig: &runconfig.RateLimitConfig{
-			Shared: &runconfig.RateLimitBucket{MaxTokens: 100, RefillPeriod: "1m0s"},
-			Tools:  []runconfig.ToolRateLimitConfig{{Name: "fetch", Shared: &runconfig.RateLimitBucket{MaxTokens: 5, RefillPeriod: "1h30m0s"}}},
+		ScalingConfig: &schema.ScalingConfig{BackendReplicas: ptr.To[int32](2),
+			SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
+		RateLimitConfig: &schema.RateLimitConfig{
+			Shared: &schema.RateLimitBucket{MaxTokens: 100, RefillPeriod: "1m0s"},
+			Tools:  []schema.ToolRateLimitConfig{{Name: "fetch", Shared: &schema.RateLimitBucket{MaxTokens: 5, RefillPeriod: "1h30m0s"}}},
 		},
 		RateLimitNamespace: testNS,
 	}
-	got := runconfig.RunConfig{
+	got := schema.RunConfig{
 		Volumes: rc.Volumes, PermissionProfileNameOrPath: rc.PermissionProfileNameOrPath, PermissionProfile: rc.PermissionProfile,
 		AuditConfig: rc.AuditConfig, MaxRequestBodySize: rc.MaxRequestBodySize, ScalingConfig: rc.ScalingConfig,
 		RateLimitConfig: rc.RateLimitConfig, RateLimitNamespace: rc.RateLimitNamespace,
@@ -80,7 +81,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		w, _ := json.Marshal(want)
 		t.Errorf("RunConfig\n got %s\nwant %s", g, w)
 	}
-	for _, leak := range []string{"redis-auth", "password", workload.EnvSessionRedisPassword} {
+	for _, leak := range []string{"redis-auth", "password", wiring.EnvSessionRedisPassword} {
 		if strings.Contains(raw, leak) {
 			t.Errorf("the RunConfig ConfigMap mentions %q:\n%s", leak, raw)
 		}
@@ -92,7 +93,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	var redis *corev1.EnvVar
 	for i, e := range c.Env {
 		names = append(names, e.Name)
-		if e.Name == workload.EnvSessionRedisPassword {
+		if e.Name == wiring.EnvSessionRedisPassword {
 			redis = &c.Env[i]
 		}
 	}
@@ -101,12 +102,12 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		t.Fatalf("Redis password env %+v in %q", redis, names)
 	}
 	// After any override env, before the generation, as ToolHive orders it.
-	if i := strings.Index(strings.Join(names, ","), workload.EnvSessionRedisPassword+","+workload.EnvMCPServerGeneration); i < 0 {
+	if i := strings.Index(strings.Join(names, ","), wiring.EnvSessionRedisPassword+","+naming.EnvMCPServerGeneration); i < 0 {
 		t.Errorf("env order %q", names)
 	}
 	var vol *corev1.Volume
 	for i, v := range dep.Spec.Template.Spec.Volumes {
-		if v.Name == permissionProfileVolume {
+		if v.Name == naming.PermissionProfileVolume {
 			vol = &dep.Spec.Template.Spec.Volumes[i]
 		}
 	}
@@ -115,7 +116,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	}
 	var mounted bool
 	for _, m := range c.VolumeMounts {
-		mounted = mounted || (m.Name == permissionProfileVolume && m.MountPath == permissionProfileMountPath && m.ReadOnly)
+		mounted = mounted || (m.Name == naming.PermissionProfileVolume && m.MountPath == naming.PermissionProfileMountPath && m.ReadOnly)
 	}
 	if !mounted {
 		t.Errorf("permission profile mounts %+v", c.VolumeMounts)
@@ -139,7 +140,7 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 	f.converge("fetch")
 	ctx := context.Background()
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-	before := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	before := dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 
 	for _, step := range []struct {
 		name string
@@ -171,7 +172,7 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 			}
 		}
 		dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-		after := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+		after := dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 		if after == before {
 			t.Errorf("%s: the RunConfig checksum did not change", step.name)
 		}
@@ -179,12 +180,12 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 	}
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == workload.EnvSessionRedisPassword {
+		if e.Name == wiring.EnvSessionRedisPassword {
 			t.Errorf("the Redis password env stayed after sessionStorage went")
 		}
 	}
 	for _, v := range dep.Spec.Template.Spec.Volumes {
-		if v.Name == permissionProfileVolume {
+		if v.Name == naming.PermissionProfileVolume {
 			t.Errorf("the permission profile volume stayed after permissionProfile went")
 		}
 	}
@@ -296,128 +297,4 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The permission profile and its mounts follow ToolHive's builder: a
-// builtin profile by name, volumes joined to it (read-only ones as read
-// mounts), a second volume at a container path already mounted left out,
-// and with no profile but volumes the builder's default, network.
-func TestPermissionProfileAndMounts(t *testing.T) {
-	none := runconfig.BuiltinProfile(runconfig.ProfileNone)
-	network := runconfig.BuiltinProfile(runconfig.ProfileNetwork)
-	for name, tc := range map[string]struct {
-		ref        *thv1.PermissionProfileRef
-		vols       []thv1.Volume
-		nameOrPath string
-		read       []string
-		write      []string
-		base       *runconfig.PermissionProfile
-	}{
-		"nothing": {},
-		"none":    {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "none"}, nameOrPath: "none", base: none},
-		// The schema's default type.
-		"untyped-network": {ref: &thv1.PermissionProfileRef{Name: "network"}, nameOrPath: "network", base: network},
-		"stdio-alias":     {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "stdio"}, nameOrPath: "stdio", base: none},
-		"volumes-default": {
-			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a", ReadOnly: true}, {Name: "b", HostPath: "/h/b", MountPath: "/b"},
-				{Name: "b2", HostPath: "/h/b2", MountPath: "/b/"}},
-			read: []string{"/h/a:/a"}, write: []string{"/h/b:/b"}, base: network,
-		},
-		"configmap-with-volumes": {
-			ref:        &thv1.PermissionProfileRef{Type: "configmap", Name: "cm", Key: "p.json"},
-			vols:       []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a"}},
-			nameOrPath: "/etc/toolhive/profiles/p.json",
-		},
-		// ToolHive reads a trailing ":ro" as read-only whatever made it.
-		"mount-named-ro": {
-			ref:  &thv1.PermissionProfileRef{Type: "builtin", Name: "none"},
-			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "ro"}}, nameOrPath: "none", read: []string{"/h/a"}, base: none,
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			s := newServer("x", func(s *thv1.MCPServer) { s.Spec.PermissionProfile, s.Spec.Volumes = tc.ref, tc.vols })
-			o, err := resolveRuntime(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if o.PermissionProfileNameOrPath != tc.nameOrPath {
-				t.Errorf("name or path %q, want %q", o.PermissionProfileNameOrPath, tc.nameOrPath)
-			}
-			var want *runconfig.PermissionProfile
-			if tc.base != nil {
-				p := *tc.base
-				p.Read, p.Write = tc.read, tc.write
-				want = &p
-			}
-			if !reflect.DeepEqual(o.PermissionProfile, want) {
-				g, _ := json.Marshal(o.PermissionProfile)
-				w, _ := json.Marshal(want)
-				t.Errorf("profile %s, want %s", g, w)
-			}
-		})
-	}
-	// The builtin profiles as toolhive-core encodes them.
-	if got := mustJSON(t, none); got != `{"name":"none","network":{"outbound":{},"inbound":{}}}` {
-		t.Errorf("none: %s", got)
-	}
-	if got := mustJSON(t, network); got != `{"name":"network","network":{"outbound":{"insecure_allow_all":true},"inbound":{}}}` {
-		t.Errorf("network: %s", got)
-	}
-}
-
-// FuzzBuildRuntime is FuzzBuild for the fields that tune the runner:
-// whatever volume paths, profile references, refill periods, token
-// counts, sizes and Redis settings reach Build, it does not panic, any
-// error is an InvalidSpecError, what it builds has no drift against what
-// the API server would store, and a Redis password's Secret never shows
-// in the RunConfig.
-//
-//	go test -run='^$' -fuzz=FuzzBuildRuntime -fuzztime=60s ./pkg/controller/mcpserver/
-func FuzzBuildRuntime(f *testing.F) {
-	f.Add("/srv/data", "/data", true, "builtin", "none", "", "1m", int32(10), int64(0), int32(-1), "redis", "redis:6379", "s", "k")
-	f.Add("/a", "ro", false, "configmap", "cm", "p.json", "1h30m", int32(1), int64(4096), int32(0), "memory", "", "", "")
-	f.Add("", "/b", false, "", "network", "", "0s", int32(0), int64(-1), int32(2), "redis", "", "", "")
-	f.Fuzz(func(t *testing.T, hostPath, mountPath string, readOnly bool, profileType, profileName, profileKey, refill string,
-		maxTokens int32, bodySize int64, backendReplicas int32, provider, address, secretName, secretKey string) {
-		for _, p := range []*string{&hostPath, &mountPath, &profileType, &profileName, &profileKey, &refill, &provider, &address, &secretName, &secretKey} {
-			*p = strings.ToValidUTF8(*p, "\uFFFD")
-		}
-		s := newServer("fuzz", func(s *thv1.MCPServer) {
-			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: hostPath, MountPath: mountPath, ReadOnly: readOnly}}
-			if profileType != "" || profileName != "" {
-				s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: profileType, Name: profileName, Key: profileKey}
-			}
-			s.Spec.Audit = &thv1.AuditConfig{Enabled: readOnly}
-			s.Spec.MaxRequestBodySize = bodySize
-			if backendReplicas >= 0 {
-				s.Spec.BackendReplicas = &backendReplicas
-			}
-			if provider != "" {
-				s.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: provider, Address: address}
-				if secretName != "" {
-					s.Spec.SessionStorage.PasswordRef = &thv1.SecretKeyRef{Name: secretName, Key: secretKey}
-				}
-			}
-			if refill != "" {
-				b := &thv1.RateLimitBucket{MaxTokens: maxTokens, RefillPeriod: refill}
-				s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: b, Tools: []thv1.ToolRateLimitConfig{{Name: "t", PerUser: b}}}
-			}
-		})
-		d, err := build(inputs{Server: s, RunnerImage: "runner:test"})
-		if err != nil {
-			var invalid *workload.InvalidSpecError
-			if !errorsAs(err, &invalid) {
-				t.Fatalf("Build returned %T %q, want an *workload.InvalidSpecError", err, err)
-			}
-			return
-		}
-		assertNoDrift(t, "fuzz", d)
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(d.RunConfig.Data[runconfig.Key]), &rc); err != nil {
-			t.Fatalf("RunConfig is not JSON: %v", err)
-		}
-		if secretName != "" && len(secretName) > 3 && strings.Contains(d.RunConfig.Data[runconfig.Key], `"`+secretName+`"`) {
-			t.Errorf("the Redis password's Secret %q is in the RunConfig", secretName)
-		}
-	})
 }

@@ -16,8 +16,11 @@ import (
 	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	typedthv1 "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/typed/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -50,13 +53,13 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		mod := s.DeepCopy()
 		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
-		if _, err := controller.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
+		if _, err := framework.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
 			return nil, 0, err
 		}
 	}
 	status := s.Status.DeepCopy()
 	status.ObservedGeneration = s.Generation
-	status.URL = serverURL(s)
+	status.URL = naming.MCPServerURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, s)
@@ -64,7 +67,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.WebhookConfigHash = refs.WebhooksHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(workload.ExternalAuthNoEffect(refs.ExtAuth))
+	r.Unsupported(wiring.ExternalAuthNoEffect(refs.ExtAuth))
 	if !ok {
 		return status, 0, nil
 	}
@@ -81,7 +84,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
-	desired, err := build(inputs{Server: s, OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		Webhooks:          refs.Webhooks,
 		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
@@ -129,19 +132,19 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 	switch s.Annotations[thv1.AnnotationRestartStrategy] {
 	case thv1.RestartImmediate:
 		if dep.Annotations[thv1.AnnotationRestartedAt] != req {
-			selector := labels.SelectorFromSet(workload.Labels(app, s.Name)).String()
-			if err := controller.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
+			selector := labels.SelectorFromSet(naming.Labels(naming.AppMCPServer, s.Name)).String()
+			if err := framework.DeleteCollection(ctx, c.Writer, "pods", ns, c.kube.CoreV1().Pods(ns).DeleteCollection, selector); err != nil {
 				return err
 			}
 			body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, thv1.AnnotationRestartedAt, req)
-			if err := controller.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+			if err := framework.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
 				return err
 			}
 		}
 	default:
 		if dep.Spec.Template.Annotations[thv1.AnnotationRestartedAt] != req {
 			body := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, thv1.AnnotationRestartedAt, req)
-			if err := controller.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
+			if err := framework.PatchChild(ctx, c.Writer, s.UID, "deployments", ns, dep.Name, dep.ResourceVersion, c.kube.AppsV1().Deployments(ns).Patch, body); err != nil {
 				return err
 			}
 		}
@@ -151,7 +154,7 @@ func (c *Controller) processRestart(ctx context.Context, s *thv1.MCPServer, dep 
 		mod.Annotations = map[string]string{}
 	}
 	mod.Annotations[thv1.AnnotationLastProcessedRestart] = req
-	_, err = controller.PatchObject(ctx, c.Writer, resource, c.client(ns).Patch, s, mod)
+	_, err = framework.PatchObject(ctx, c.Writer, resource, c.client(ns).Patch, s, mod)
 	return err
 }
 
@@ -178,7 +181,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 		}
 		return out, err
 	}
-	if _, err := controller.PatchStatus(ctx, c.Writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := framework.PatchStatus(ctx, c.Writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if err := c.deleteRunnerObjects(ctx, s); err != nil {
@@ -186,7 +189,7 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	}
 	mod := current.DeepCopy()
 	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == thv1.MCPServerFinalizer })
-	_, err := controller.PatchObject(ctx, c.Writer, resource, client.Patch, current, mod)
+	_, err := framework.PatchObject(ctx, c.Writer, resource, client.Patch, current, mod)
 	return err
 }
 
@@ -200,22 +203,22 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 // else is left alone, with a Warning event naming it.
 func (c *Controller) deleteRunnerObjects(ctx context.Context, s *thv1.MCPServer) error {
 	ns, n := s.Namespace, s.Name
-	want := map[string]string{workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+	want := map[string]string{naming.LabelToolhive: "true", naming.LabelToolhiveName: n}
 	leftAlone := func(kind, name, why string) {
 		c.Recorder.Eventf(s, corev1.EventTypeWarning, thv1.ReasonCleanupSkipped,
 			"Left %s %s/%s in place: %s, so it is not what the proxy runner created for this MCPServer", kind, ns, name, why)
 	}
 	sts := c.kube.AppsV1().StatefulSets(ns)
-	why, err := controller.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, runnerStatefulSetName(n), sts.Get, sts.Delete, want)
+	why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "statefulsets", ns, naming.MCPServerRunnerStatefulSetName(n), sts.Get, sts.Delete, want)
 	if err != nil {
 		return err
 	}
 	if why != "" {
-		leftAlone("StatefulSet", runnerStatefulSetName(n), why)
+		leftAlone("StatefulSet", naming.MCPServerRunnerStatefulSetName(n), why)
 	}
 	svcs := c.kube.CoreV1().Services(ns)
-	for _, name := range runnerServiceNames(n) {
-		why, err := controller.DeleteLabelled(ctx, c.Writer, s.UID, "services", ns, name, svcs.Get, svcs.Delete, want)
+	for _, name := range naming.MCPServerRunnerServiceNames(n) {
+		why, err := framework.DeleteLabelled(ctx, c.Writer, s.UID, "services", ns, name, svcs.Get, svcs.Delete, want)
 		if err != nil {
 			return err
 		}

@@ -21,9 +21,12 @@ import (
 	core "k8s.io/client-go/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -61,8 +64,8 @@ func TestFirstSyncAddsFinalizerWithLockedPatch(t *testing.T) {
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) {
 		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
-		s.Spec.ResourceOverrides = overrides["both"]
-		s.Spec.Secrets = secretSets["two"]
+		s.Spec.ResourceOverrides = toolhivetest.MCPServerOverrides["both"]
+		s.Spec.Secrets = []thv1.SecretRef{{Name: "gh", Key: "token", TargetEnvName: "GITHUB_TOKEN"}, {Name: "api", Key: "API_KEY"}}
 	})
 	f := newFixture(t, s, newOIDCConfig("auth", true, true))
 	acts, err := f.sync("fetch")
@@ -102,7 +105,7 @@ func TestChildrenShape(t *testing.T) {
 		s.Spec.Transport = thv1.TransportSSE
 		s.Spec.ProxyPort = 9090
 		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp", ResourceURL: "https://mcp.example.com"}
-		s.Spec.ResourceOverrides = overrides["conflicting-operator-keys"]
+		s.Spec.ResourceOverrides = toolhivetest.MCPServerOverrides["conflicting-operator-keys"]
 	})
 	f := newFixture(t, s, newOIDCConfig("auth", true, true))
 	f.converge("fetch")
@@ -112,12 +115,12 @@ func TestChildrenShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Labels[workload.LabelInstance] != "fetch" || dep.Labels[workload.LabelApp] != app {
+	if tpl.Labels[naming.LabelInstance] != "fetch" || dep.Labels[naming.LabelApp] != naming.AppMCPServer {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	cm, _ := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
-	sum := cm.Annotations[runconfig.ChecksumAnnotation]
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != sum || tpl.Annotations[workload.AnnotationMCPServerGeneration] != "1" {
+	sum := cm.Annotations[schema.ChecksumAnnotation]
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != sum || tpl.Annotations[naming.AnnotationMCPServerGeneration] != "1" {
 		t.Errorf("template annotations %v lost the checksum %s or generation", tpl.Annotations, sum)
 	}
 	c := tpl.Spec.Containers[0]
@@ -136,19 +139,19 @@ func TestChildrenShape(t *testing.T) {
 	if gen.APIVersion != "v1" || gen.FieldPath != "metadata.annotations['toolhive.stacklok.dev/mcpserver-generation']" {
 		t.Errorf("generation env %+v", gen)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc.ProxyMode != "sse" || rc.Port != 9090 || rc.TargetPort != 8080 || rc.Host != "0.0.0.0" || rc.OIDCConfig == nil ||
 		rc.OIDCConfig.CACertPath != "/config/certs/idp-ca/ca.crt" || rc.OIDCConfig.ResourceURL != "https://mcp.example.com" {
 		t.Errorf("runconfig %+v oidc %+v", rc, rc.OIDCConfig)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "secret") {
-		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], "secret") {
+		t.Errorf("a secret reached the ConfigMap: %s", cm.Data[schema.Key])
 	}
 	svc, _ := f.kube.CoreV1().Services(testNS).Get(ctx, "mcp-fetch-proxy", metav1.GetOptions{})
-	if svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].TargetPort.IntVal != 9090 || svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || svc.Labels[workload.LabelToolhive] != "true" {
+	if svc.Spec.Ports[0].Port != 9090 || svc.Spec.Ports[0].TargetPort.IntVal != 9090 || svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || svc.Labels[naming.LabelToolhive] != "true" {
 		t.Errorf("service %+v labels %v", svc.Spec, svc.Labels)
 	}
 	for _, obj := range []metav1.Object{dep, cm, svc} {
@@ -164,30 +167,6 @@ func TestChildrenShape(t *testing.T) {
 	}
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated) {
 		t.Errorf("conditions %+v", got.Status.Conditions)
-	}
-}
-
-func TestChecksumSurvivesOverridesAndFollowsRunConfig(t *testing.T) {
-	s := newServer("v", func(s *thv1.MCPServer) { s.Spec.ResourceOverrides = overrides["both"] })
-	d1, _ := build(inputs{Server: s, RunnerImage: "r"})
-	tpl := d1.Deployment.Spec.Template.Annotations
-	if tpl[workload.AnnotationRunConfigChecksum] == "" || tpl["vault.hashicorp.com/role"] != "mcp" {
-		t.Fatalf("template annotations %v", tpl)
-	}
-	if _, leaked := tpl["owner"]; leaked {
-		t.Errorf("deployment-level annotation leaked into the pod template: %v", tpl)
-	}
-	if d1.Deployment.Annotations["owner"] != "platform" {
-		t.Errorf("deployment annotations %v", d1.Deployment.Annotations)
-	}
-	s2 := s.DeepCopy()
-	s2.Spec.Args = []string{"--verbose"}
-	d2, _ := build(inputs{Server: s2, RunnerImage: "r"})
-	if d2.Deployment.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == tpl[workload.AnnotationRunConfigChecksum] {
-		t.Error("a RunConfig change did not change the checksum")
-	}
-	if got := workload.DiffDeployment(d2.Deployment, d1.Deployment); len(got) == 0 {
-		t.Error("a RunConfig change is not drift on the Deployment")
 	}
 }
 
@@ -310,28 +289,6 @@ func TestInvalidPodTemplateIsAConditionNotARetry(t *testing.T) {
 	}
 }
 
-func TestInvalidInputsNeverPanic(t *testing.T) {
-	for name, mut := range map[string]func(*thv1.MCPServer){
-		"env-with-equals":  func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A=B", Value: "x"}} },
-		"env-with-newline": func(s *thv1.MCPServer) { s.Spec.Env = []thv1.NameValue{{Name: "A\nB"}} },
-		"bad-quantity":     func(s *thv1.MCPServer) { s.Spec.Resources.Limits.CPU = "lots" },
-		"image-an-option":  func(s *thv1.MCPServer) { s.Spec.Image = "--k8s-pod-patch={}" },
-		"pts-not-object":   func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`[1,2]`)} },
-		"pts-spec-string":  func(s *thv1.MCPServer) { s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":"x"}`)} },
-		"pts-env-string": func(s *thv1.MCPServer) {
-			s.Spec.Secrets = secretSets["two"]
-			s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"mcp","env":"x"}]}}`)}
-		},
-	} {
-		s := newServer("x", mut)
-		_, err := build(inputs{Server: s, RunnerImage: "r"})
-		var invalid *workload.InvalidSpecError
-		if err == nil || !errorsAs(err, &invalid) {
-			t.Errorf("%s: want InvalidSpecError, got %v", name, err)
-		}
-	}
-}
-
 func TestOIDCReferenceMissingBlocksChildrenAndReports(t *testing.T) {
 	s := newServer("fetch", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "nope", Audience: "a"} })
 	f := newFixture(t, s)
@@ -363,15 +320,22 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep = dep.DeepCopy()
 	dep.Spec.Template.Spec.Containers[0].Image = "evil:latest"
 	dep.Labels["team"] = "someone-else"
+	// Foreign annotations on the Deployment and on its pod template (a
+	// tool's note, `kubectl rollout restart`) survive the repair too.
+	dep.Annotations = map[string]string{"owner.example.com/ticket": "OPS-1"}
+	if dep.Spec.Template.Annotations == nil {
+		dep.Spec.Template.Annotations = map[string]string{}
+	}
+	dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = "2026-11-26T00:00:00Z"
 	_, _ = f.kube.AppsV1().Deployments(testNS).Update(ctx, dep, metav1.UpdateOptions{})
 	f.refresh()
-	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage))
+	before := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerImage))
 	acts, err := f.sync("fetch")
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertActions(t, acts, "patch deployments")
-	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", workload.FieldContainerImage)); after != before+1 {
+	if after := testutil.ToFloat64(metrics.DriftDetections.WithLabelValues(Name, "deployments", drift.FieldContainerImage)); after != before+1 {
 		t.Errorf("drift counter %v -> %v", before, after)
 	}
 	f.refresh()
@@ -380,6 +344,9 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
 	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Image != "runner:test" {
 		t.Errorf("repair lost a foreign label or kept the drift: %v %s", dep.Labels, dep.Spec.Template.Spec.Containers[0].Image)
+	}
+	if dep.Annotations["owner.example.com/ticket"] != "OPS-1" || dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Errorf("repair lost a foreign annotation: %v, template %v", dep.Annotations, dep.Spec.Template.Annotations)
 	}
 }
 
@@ -449,7 +416,7 @@ func TestFinalizerLeavesObjectsItDoesNotOwnAlone(t *testing.T) {
 	}{
 		"unrelated objects of the same names":            {"postgres", map[string]string{"app": "postgres"}},
 		"another server's children":                      {"foo-proxy", runnerLabels("foo")},
-		"labelled for this server but not toolhive=true": {"fetch", map[string]string{workload.LabelToolhiveName: "fetch"}},
+		"labelled for this server but not toolhive=true": {"fetch", map[string]string{naming.LabelToolhiveName: "fetch"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -478,7 +445,7 @@ func TestFinalizerLeavesObjectsItDoesNotOwnAlone(t *testing.T) {
 // runnerLabels are labels the proxy runner puts on what it creates for
 // server n (its own set has more keys).
 func runnerLabels(n string) map[string]string {
-	return map[string]string{"app": n, workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+	return map[string]string{"app": n, naming.LabelToolhive: "true", naming.LabelToolhiveName: n}
 }
 
 // runnerObjects are a StatefulSet and Services under the names the proxy
@@ -511,11 +478,19 @@ func TestWorkloadSyncNeverTouchesOIDCConfigs(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		s := newServer("fetch", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "a"} })
 		f := newFixture(t, s, newOIDCConfig("auth", inline, true))
-		f.converge("fetch")
-		for _, a := range f.th.Actions() {
-			if a.GetResource().Resource == "mcpoidcconfigs" && a.GetVerb() != "list" {
-				t.Fatalf("action on mcpoidcconfigs: %s", describe([]core.Action{a}))
+		// A reactor sees every round: Converge's refreshes clear the
+		// recorded actions, so reading them afterwards would show only
+		// the last, write-free round.
+		var touched []core.Action
+		f.th.PrependReactor("*", "mcpoidcconfigs", func(a core.Action) (bool, runtime.Object, error) {
+			if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+				touched = append(touched, a)
 			}
+			return false, nil, nil
+		})
+		f.converge("fetch")
+		if len(touched) > 0 {
+			t.Fatalf("actions on mcpoidcconfigs: %s", describe(touched))
 		}
 	}
 }
@@ -550,26 +525,6 @@ func TestRestartIsNotRepeatedWhenTheRecordFails(t *testing.T) {
 			assertActions(t, acts, "patch mcpservers")
 		})
 	}
-}
-
-// TestGenerationEnvNamesItsAPIVersion pins the explicit fieldRef apiVersion
-// in what the builder produces: the API server defaults it to "v1", and a
-// build without it was the root of a perpetual update loop in the field.
-// (The comparator also normalises it; this keeps the builder honest.)
-func TestGenerationEnvNamesItsAPIVersion(t *testing.T) {
-	d, err := build(inputs{Server: newServer("fetch"), RunnerImage: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range d.Deployment.Spec.Template.Spec.Containers[0].Env {
-		if e.Name == workload.EnvMCPServerGeneration {
-			if fr := e.ValueFrom.FieldRef; fr == nil || fr.APIVersion != "v1" {
-				t.Fatalf("%s fieldRef %+v lacks apiVersion v1", workload.EnvMCPServerGeneration, fr)
-			}
-			return
-		}
-	}
-	t.Fatalf("no %s env", workload.EnvMCPServerGeneration)
 }
 
 // TestChildWriteFailureConditionIsStable: a Service create refused with a
@@ -619,10 +574,10 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 	s := newServer("fetch")
 	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
-		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ProxyRunnerName("fetch"), Namespace: testNS,
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: naming.ProxyRunnerName("fetch"), Namespace: testNS,
 			UID: "sa-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
 	}
-	ours := workload.OwnerRef(s, gvk)
+	ours := naming.OwnerRef(s, gvk)
 	cases := []struct {
 		name  string
 		child *corev1.ServiceAccount
@@ -631,7 +586,7 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 		{"ours", sa(ours), true},
 		{"no controller", sa(), false},
 		{"another owner", sa(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "other", Controller: ptrTrue()}), false},
-		{"a previous server of the same name", sa(workload.OwnerRef(newServer("fetch", func(s *thv1.MCPServer) { s.UID = "old-uid" }), gvk)), false},
+		{"a previous server of the same name", sa(naming.OwnerRef(newServer("fetch", func(s *thv1.MCPServer) { s.UID = "old-uid" }), gvk)), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -663,7 +618,7 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 			body := patchBody(t, acts[1])
 			md := body["metadata"].(map[string]any)
 			labels := md["labels"].(map[string]any)
-			if labels[workload.LabelToolhive] != "true" || labels[workload.LabelToolhiveName] != "fetch" {
+			if labels[naming.LabelToolhive] != "true" || labels[naming.LabelToolhiveName] != "fetch" {
 				t.Errorf("patch does not restore the labels: %v", body)
 			}
 			if md["resourceVersion"] != "5" {
@@ -682,12 +637,12 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 // permission on Roles, and garbage collection removes it with the server.
 func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 	s := newServer("fetch")
-	owner := []metav1.OwnerReference{workload.OwnerRef(s, gvk)}
+	owner := []metav1.OwnerReference{naming.OwnerRef(s, gvk)}
 	legacyRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS,
-		Labels: workload.Labels(app, "fetch"), OwnerReferences: owner}}
+		Labels: naming.Labels(naming.AppMCPServer, "fetch"), OwnerReferences: owner}}
 	legacyBinding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "fetch-proxy-runner", Namespace: testNS, UID: "legacy-binding",
-			Labels: workload.Labels(app, "fetch"), OwnerReferences: owner},
+			Labels: naming.Labels(naming.AppMCPServer, "fetch"), OwnerReferences: owner},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fetch-proxy-runner"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "fetch-proxy-runner", Namespace: testNS}},
 	}
@@ -725,7 +680,7 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 // a condition and one event, and not a single child write, so the running
 // Deployment keeps its account. Its own backend account stays allowed.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newServer("fetch"), workloadtest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
+	f := newFixture(t, newServer("fetch"), toolhivetest.ManagedServiceAccount(testNS, "bar-proxy-runner", thv1.KindMCPServer, "bar"))
 	f.converge("fetch")
 	f.Events()
 	ctx := context.Background()
@@ -757,7 +712,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 
 	// The account hivekeeper made for this server's own backend, and one
 	// hivekeeper does not manage, are fine.
-	setSA(workload.BackendServiceAccountName("fetch"))
+	setSA(naming.BackendServiceAccountName("fetch"))
 	acts, _ = f.sync("fetch")
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
@@ -796,12 +751,12 @@ func TestToolConfigReference(t *testing.T) {
 	}
 	f2 := newFixture(t, s, cfg)
 	f2.converge("fetch")
-	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(rc.ToolsFilter, []string{"fetch_url"}) || rc.ToolsOverride["fetch"].Name != "fetch_url" {
@@ -881,7 +836,7 @@ func TestAuthzConfig(t *testing.T) {
 	}
 	f2 := newFixture(t, newServer("fetch", ref), cfg)
 	f2.converge("fetch")
-	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f2.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -893,7 +848,7 @@ func TestAuthzConfig(t *testing.T) {
 			} `json:"cedar"`
 		} `json:"authz_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc.Authz.Type != thv1.AuthzTypeCedar || len(rc.Authz.Cedar.Policies) != 1 {
@@ -941,28 +896,28 @@ func TestTelemetryConfig(t *testing.T) {
 		t.Fatalf("status %+v", got.Status)
 	}
 
-	cfg := workloadtest.NewTelemetryConfig(testNS, "otel", "otel", "collector-ca")
+	cfg := toolhivetest.NewTelemetryConfig(testNS, "otel", "otel", "collector-ca")
 	f = newFixture(t, newServer("fetch", ref), cfg)
 	f.converge("fetch")
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
-		Telemetry runconfig.TelemetryConfig `json:"telemetry_config"`
+		Telemetry schema.TelemetryConfig `json:"telemetry_config"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	want := runconfig.TelemetryConfig{Endpoint: "collector.monitoring:4318", ServiceName: "fetch-svc", TracingEnabled: true,
+	want := schema.TelemetryConfig{Endpoint: "collector.monitoring:4318", ServiceName: "fetch-svc", TracingEnabled: true,
 		MetricsEnabled: true, SamplingRate: "0.25", Headers: map[string]string{"X-Tenant": "team-a"},
 		CustomAttributes: map[string]string{"deployment.environment": "test"}, UseLegacyAttributes: true,
 		CACertPath: "/config/certs/otel/collector-ca/ca.crt"}
 	if !reflect.DeepEqual(rc.Telemetry, want) {
 		t.Errorf("telemetry_config\n got %+v\nwant %+v", rc.Telemetry, want)
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "otel-auth") || strings.Contains(cm.Data[runconfig.Key], "Authorization") {
-		t.Errorf("a sensitive header reached the RunConfig: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], "otel-auth") || strings.Contains(cm.Data[schema.Key], "Authorization") {
+		t.Errorf("a sensitive header reached the RunConfig: %s", cm.Data[schema.Key])
 	}
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	pod := dep.Spec.Template.Spec
@@ -974,8 +929,8 @@ func TestTelemetryConfig(t *testing.T) {
 		e.ValueFrom.SecretKeyRef.Name != "otel-auth" || e.ValueFrom.SecretKeyRef.Key != "key" || e.Value != "" {
 		t.Errorf("sensitive header env: %+v", e)
 	}
-	if e := env[workload.EnvOTelResourceAttributes]; e.Value != "service.name=fetch-svc,service.namespace="+testNS {
-		t.Errorf("%s = %q", workload.EnvOTelResourceAttributes, e.Value)
+	if e := env[wiring.EnvOTelResourceAttributes]; e.Value != "service.name=fetch-svc,service.namespace="+testNS {
+		t.Errorf("%s = %q", wiring.EnvOTelResourceAttributes, e.Value)
 	}
 	var mounted bool
 	for _, m := range pod.Containers[0].VolumeMounts {
@@ -1010,9 +965,9 @@ func TestTelemetryConfig(t *testing.T) {
 	f.refresh()
 	f.converge("fetch")
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if strings.Contains(cm.Data[runconfig.Key], "telemetry_config") || strings.Contains(describeObj(dep), "otel") ||
+	if strings.Contains(cm.Data[schema.Key], "telemetry_config") || strings.Contains(describeObj(dep), "otel") ||
 		got.Status.TelemetryConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated) != nil {
 		t.Errorf("telemetry left behind: %s\n%+v", describeObj(dep), got.Status)
 	}
@@ -1031,7 +986,7 @@ func describeObj(o any) string {
 // proxy once: one ConfigMap and one Deployment patch, then nothing.
 func TestWebhookConfig(t *testing.T) {
 	ref := func(s *thv1.MCPServer) { s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"} }
-	invalid := workloadtest.NewWebhookConfig(testNS, "hooks", "full")
+	invalid := toolhivetest.NewWebhookConfig(testNS, "hooks", "full")
 	invalid.Status.Conditions[0].Status, invalid.Status.Conditions[0].Reason = metav1.ConditionFalse, thv1.ReasonConfigInvalid
 	invalid.Status.Conditions[0].Message = "spec.validating[0].url: must use https"
 	for _, tc := range []struct {
@@ -1070,7 +1025,7 @@ func TestWebhookConfig(t *testing.T) {
 
 	// A config whose status still says valid while its new spec is not
 	// (its controller has not seen the change yet) deploys nothing either.
-	stale := workloadtest.NewWebhookConfig(testNS, "hooks", "insecure")
+	stale := toolhivetest.NewWebhookConfig(testNS, "hooks", "insecure")
 	stale.Spec.Validating[0].TLSConfig = nil
 	f := newFixture(t, newServer("fetch", ref), stale)
 	acts, err := f.sync("fetch")
@@ -1084,26 +1039,26 @@ func TestWebhookConfig(t *testing.T) {
 		t.Fatalf("stale status: %s\n%+v", describe(acts), got.Status)
 	}
 
-	f = newFixture(t, newServer("fetch", ref), workloadtest.NewWebhookConfig(testNS, "hooks", "full"))
+	f = newFixture(t, newServer("fetch", ref), toolhivetest.NewWebhookConfig(testNS, "hooks", "full"))
 	f.converge("fetch")
-	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rc struct {
-		Validating []runconfig.WebhookConfig `json:"validating_webhooks"`
-		Mutating   []runconfig.WebhookConfig `json:"mutating_webhooks"`
+		Validating []schema.WebhookConfig `json:"validating_webhooks"`
+		Mutating   []schema.WebhookConfig `json:"mutating_webhooks"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if len(rc.Validating) != 1 || rc.Validating[0].Name != "policy" || rc.Validating[0].Timeout != 5e9 || rc.Validating[0].FailurePolicy != "ignore" ||
 		rc.Validating[0].TLSConfig == nil || rc.Validating[0].TLSConfig.ClientKeyPath == "" ||
 		len(rc.Mutating) != 1 || rc.Mutating[0].Name != "redact" || rc.Mutating[0].FailurePolicy != "fail" {
-		t.Fatalf("webhooks in the RunConfig: %s", cm.Data[runconfig.Key])
+		t.Fatalf("webhooks in the RunConfig: %s", cm.Data[schema.Key])
 	}
-	if strings.Contains(cm.Data[runconfig.Key], "webhook-hmac") || strings.Contains(cm.Data[runconfig.Key], "webhook-tls") {
-		t.Errorf("a Secret's name reached the RunConfig: %s", cm.Data[runconfig.Key])
+	if strings.Contains(cm.Data[schema.Key], "webhook-hmac") || strings.Contains(cm.Data[schema.Key], "webhook-tls") {
+		t.Errorf("a Secret's name reached the RunConfig: %s", cm.Data[schema.Key])
 	}
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	pod := dep.Spec.Template.Spec
@@ -1151,9 +1106,9 @@ func TestWebhookConfig(t *testing.T) {
 	f.refresh()
 	f.converge("fetch")
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.RunConfigName("fetch"), metav1.GetOptions{})
+	cm, _ = f.kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
 	got, _ = f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if strings.Contains(cm.Data[runconfig.Key], "webhooks") || strings.Contains(describeObj(dep), workload.WebhookVolumePrefix) ||
+	if strings.Contains(cm.Data[schema.Key], "webhooks") || strings.Contains(describeObj(dep), wiring.WebhookVolumePrefix) ||
 		got.Status.WebhookConfigHash != "" || meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated) != nil {
 		t.Errorf("webhooks left behind: %s\n%+v", describeObj(dep), got.Status)
 	}
@@ -1166,7 +1121,7 @@ func TestWebhookConfig(t *testing.T) {
 func rollsOnce(t *testing.T, f *fixture, server string, change func()) {
 	t.Helper()
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(context.Background(), server, metav1.GetOptions{})
-	checksum := dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	checksum := dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	change()
 	f.refresh()
 	acts, err := f.sync(server)
@@ -1177,7 +1132,7 @@ func rollsOnce(t *testing.T, f *fixture, server string, change func()) {
 	f.applyServerBehaviour()
 	f.refresh()
 	dep, _ = f.kube.AppsV1().Deployments(testNS).Get(context.Background(), server, metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+	if dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == checksum {
 		t.Error("the RunConfig changed but the pod template's checksum did not")
 	}
 	acts, _ = f.sync(server)

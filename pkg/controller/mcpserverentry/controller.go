@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
@@ -42,21 +42,21 @@ const resource = "mcpserverentries"
 
 // Controller converges the status of MCPServerEntries.
 type Controller struct {
-	*controller.Loop
+	*framework.Loop
 
 	client   versioned.Interface
 	entries  thlisters.MCPServerEntryLister
 	indexer  cache.Indexer
 	groups   thlisters.MCPGroupLister
 	authCfgs cache.Indexer
-	writer   *controller.Writer
+	writer   *framework.Writer
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 }
 
 // New builds the controller and registers its event handlers. The entry
 // informer must carry the reference indexes (index.AddToInformers).
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	entries := workload.Informer(d, thv1.KindMCPServerEntry)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
@@ -75,12 +75,12 @@ func New(d *controller.Deps) (*Controller, error) {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	c.Loop = controller.NewLoop(Name, c.sync)
+	c.Loop = framework.NewLoop(Name, c.sync)
 	for _, h := range []struct {
-		inf *controller.Informer
+		inf *framework.Informer
 		h   cache.ResourceEventHandler
 	}{
-		{entries, controller.PrimaryHandler(c.Loop, c.writer)},
+		{entries, framework.PrimaryHandler(c.Loop, c.writer)},
 		{groups, c.groupsHandler()},
 		{authCfgs, c.authHandler()},
 	} {

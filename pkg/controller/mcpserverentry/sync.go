@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -49,7 +49,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		c.writer.Skipped(resource + "/status")
 		return nil
 	}
-	if _, err := controller.PatchStatus(ctx, c.writer, resource, e,
+	if _, err := framework.PatchStatus(ctx, c.writer, resource, e,
 		c.client.ToolhiveV1beta1().MCPServerEntries(e.Namespace).Patch, e.Status, status); err != nil {
 		return err
 	}

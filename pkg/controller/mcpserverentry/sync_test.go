@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -27,7 +28,7 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{Fixture: wt.New(t, objs...)}
-	c, err := New(f.Deps(controller.Config{}))
+	c, err := New(f.Deps(framework.Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func newEntry(name string, mut ...func(*thv1.MCPServerEntry)) *thv1.MCPServerEnt
 }
 
 func readyGroup(name string) *thv1.MCPGroup {
-	g := wt.NewGroup(testNS, name)
+	g := toolhivetest.NewGroup(testNS, name)
 	g.Status.Phase = thv1.MCPGroupPhaseReady
 	return g
 }
@@ -151,7 +152,7 @@ func TestFailedChecksThenRecovery(t *testing.T) {
 	}
 
 	// A group that exists but is not Ready yet is not enough.
-	notReady := wt.NewGroup(testNS, "remote")
+	notReady := toolhivetest.NewGroup(testNS, "remote")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), notReady, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestReferencedObjectsEnqueueTheirEntries(t *testing.T) {
 		return keys
 	}
 	groups := f.c.groupsHandler()
-	groups.OnUpdate(wt.NewGroup(testNS, "remote"), readyGroup("remote"))
+	groups.OnUpdate(toolhivetest.NewGroup(testNS, "remote"), readyGroup("remote"))
 	if got := drain(); len(got) != 1 || got[0] != "uses" {
 		t.Errorf("group phase change enqueued %q", got)
 	}

@@ -9,7 +9,7 @@ package mcptelemetryconfig
 
 import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -23,6 +23,6 @@ type Controller = workload.ConfigController[*thv1.MCPTelemetryConfig]
 // New builds the controller and registers its event handlers. The
 // workload informers must carry the reference indexes
 // (index.AddToInformers).
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	return workload.NewConfigController(d, Name, workload.TelemetryConfigs)
 }

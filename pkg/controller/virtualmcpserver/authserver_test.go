@@ -9,37 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
-
-// vmcpResource is the resource URL (and so the audience) of a vMCP whose
-// embedded authorization server issues its tokens.
-const vmcpResource = "https://vmcp.example.com/mcp"
-
-// authServerJSON has two upstreams, the second without a client secret,
-// and every Secret the pod must get.
-const authServerJSON = `{"issuer":"https://idp.example.com","signingKeySecretRefs":[{"name":"keys","key":"k0"},{"name":"keys","key":"k1"}],` +
-	`"hmacSecretRefs":[{"name":"hmac","key":"h"}],"tokenLifespans":{"accessTokenLifespan":"30m"},"storage":{"type":"memory"},` +
-	`"upstreamProviders":[{"name":"corp-idp","type":"oidc","oidcConfig":{"issuerUrl":"https://corp.example.com","clientId":"vmcp",` +
-	`"clientSecretRef":{"name":"corp","key":"secret"},"scopes":["openid","email"]}},` +
-	`{"name":"github","type":"oidc","oidcConfig":{"issuerUrl":"https://token.actions.githubusercontent.com","clientId":"gh"}}]}`
-
-// withAuthServer makes the server authenticate with the MCPOIDCConfig
-// "auth" (issuer https://idp.example.com) for vmcpResource, and run the
-// embedded authorization server raw.
-func withAuthServer(raw string) func(*thv1.VirtualMCPServer) {
-	return func(v *thv1.VirtualMCPServer) {
-		v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{
-			Name: "auth", Audience: vmcpResource, ResourceURL: vmcpResource, Scopes: []string{"openid", "offline_access"}}}
-		v.Spec.AuthServerConfig = &runtime.RawExtension{Raw: []byte(raw)}
-	}
-}
 
 func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	v := newVMCP("agg", withAuthServer(authServerJSON), func(v *thv1.VirtualMCPServer) {
@@ -50,7 +27,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "own-subject"}}},
 		}
 	})
-	f := newFixture(t, v, newOIDCConfig("auth", ""), wt.NewGroup(testNS, testGroup), newMember("a", testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup),
 		newExtAuth("exchange", tokenExchange), newExtAuth("own-subject", func(s *thv1.MCPExternalAuthConfigSpec) {
 			tokenExchange(s)
 			s.TokenExchange.SubjectProviderName = "github"
@@ -69,12 +46,12 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 
 	// authserver-config.yaml, beside config.yaml, is ToolHive's authserver
 	// RunConfig for the spec; it names files and variables, never secrets.
-	var as runconfig.EmbeddedAuthServerConfig
-	if err := yaml.UnmarshalStrict([]byte(cm.Data[workload.VMCPAuthServerConfigKey]), &as); err != nil {
-		t.Fatalf("authserver-config.yaml: %v\n%s", err, cm.Data[workload.VMCPAuthServerConfigKey])
+	var as schema.EmbeddedAuthServerConfig
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[naming.VMCPAuthServerConfigKey]), &as); err != nil {
+		t.Fatalf("authserver-config.yaml: %v\n%s", err, cm.Data[naming.VMCPAuthServerConfigKey])
 	}
 	if as.Issuer != "https://idp.example.com" || !slices.Equal(as.AllowedAudiences, []string{vmcpResource}) ||
-		!slices.Equal(as.ScopesSupported, []string{"openid", "offline_access"}) || as.SchemaVersion != runconfig.AuthServerSchemaVersion ||
+		!slices.Equal(as.ScopesSupported, []string{"openid", "offline_access"}) || as.SchemaVersion != schema.AuthServerSchemaVersion ||
 		as.SigningKeyConfig == nil || as.SigningKeyConfig.SigningKeyFile != "key-0.pem" || !slices.Equal(as.SigningKeyConfig.FallbackKeyFiles, []string{"key-1.pem"}) ||
 		!slices.Equal(as.HMACSecretFiles, []string{"/etc/toolhive/authserver/hmac/hmac-0"}) || as.TokenLifespans.AccessTokenLifespan != "30m" ||
 		len(as.Upstreams) != 2 {
@@ -90,13 +67,13 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	// first upstream's token, one that names its own keeps it; Cedar reads
 	// the first upstream's claims.
 	var cfg struct {
-		IncomingAuth incomingAuthConfig `json:"incomingAuth"`
+		IncomingAuth schema.VMCPIncomingAuth `json:"incomingAuth"`
 		OutgoingAuth struct {
-			Default  backendStrategy            `json:"default"`
-			Backends map[string]backendStrategy `json:"backends"`
+			Default  schema.VMCPBackendStrategy            `json:"default"`
+			Backends map[string]schema.VMCPBackendStrategy `json:"backends"`
 		} `json:"outgoingAuth"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.OutgoingAuth.Default.TokenExchange.SubjectProviderName; got != "corp-idp" {
@@ -133,7 +110,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 		mounts[m.Name] = m.MountPath
 	}
 	if mounts["authserver-signing-key-1"] != "/etc/toolhive/authserver/keys/key-1.pem" || mounts["authserver-hmac-secret-0"] != "/etc/toolhive/authserver/hmac/hmac-0" ||
-		mounts[configVolume] != configMountPath {
+		mounts[naming.VMCPConfigVolume] != naming.VMCPConfigMountPath {
 		t.Errorf("mounts %v", mounts)
 	}
 	var clientSecret *corev1.EnvVar
@@ -175,7 +152,7 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	}
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch virtualmcpservers/status")
 	cm, _ = f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
-	if _, ok := cm.Data[workload.VMCPAuthServerConfigKey]; ok || strings.Contains(cm.Data[workload.VMCPConfigKey], "corp-idp") {
+	if _, ok := cm.Data[naming.VMCPAuthServerConfigKey]; ok || strings.Contains(cm.Data[naming.VMCPConfigKey], "corp-idp") {
 		t.Errorf("the authorization server is still configured:\n%v", cm.Data)
 	}
 	if c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionAuthServerConfigValidated); c != nil {
@@ -215,7 +192,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 			if tc.mut != nil {
 				tc.mut(v)
 			}
-			f := newFixture(t, v, newOIDCConfig("auth", ""), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+			f := newFixture(t, v, newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 			acts, err := f.sync("agg")
 			if err != nil {
 				t.Fatal(err)
@@ -248,9 +225,9 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 func TestVMCPUnsupportedFields(t *testing.T) {
 	v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)
 	})
-	f := newFixture(t, v, wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, v, toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +251,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 
 	f.update("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.EmbeddingServerRef = nil
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)}
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	acts, err = f.sync("agg")
 	if err != nil {

@@ -10,55 +10,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
-
-// newEntry returns an MCPServerEntry of group whose checks passed (phase
-// Valid, as its controller writes it).
-func newEntry(name, group string, mut ...func(*thv1.MCPServerEntry)) *thv1.MCPServerEntry {
-	e := &thv1.MCPServerEntry{
-		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPServerEntry},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: k8stypes.UID("entry-" + name), Generation: 1, ResourceVersion: "1"},
-		Spec: thv1.MCPServerEntrySpec{RemoteURL: "https://mcp.remote.example/" + name, Transport: thv1.TransportStreamableHTTP,
-			GroupRef: &thv1.GroupRef{Name: group}},
-		Status: thv1.MCPServerEntryStatus{Phase: thv1.MCPServerEntryPhaseValid, ObservedGeneration: 1},
-	}
-	for _, m := range mut {
-		m(e)
-	}
-	return e
-}
-
-// withEntryExtras gives an entry a CA bundle and a literal and a Secret
-// header.
-func withEntryExtras(e *thv1.MCPServerEntry) {
-	e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "remote-ca", Key: "bundle.pem"}}
-	e.Spec.HeaderForward = &thv1.HeaderForwardConfig{
-		AddPlaintextHeaders:  map[string]string{"X-Tenant": "a"},
-		AddHeadersFromSecret: []thv1.HeaderFromSecret{{HeaderName: "X-Api-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "remote-key", Key: "key"}}},
-	}
-}
-
-// withAuthRef makes a member name its own MCPExternalAuthConfig.
-func withAuthRef(name string) func(*thv1.MCPServer) {
-	return func(s *thv1.MCPServer) { s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: name} }
-}
 
 // configOf decodes the config.yaml of the live ConfigMap.
 func configOf(t *testing.T, f *fixture) map[string]any {
 	t.Helper()
-	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data[workload.VMCPConfigKey]), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -98,7 +66,7 @@ func drainQueue(f *fixture) []string {
 // headers in ToolHive's variables: one ConfigMap and one Deployment
 // patch, then nothing.
 func TestEntryJoinsAsBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServerEntries(testNS).Create(context.Background(), newEntry("far", testGroup, withEntryExtras), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -166,14 +134,14 @@ func mustJSONString(t *testing.T, v any) string {
 // URL change rolls the vMCP once.
 func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 	entry := newEntry("far", testGroup)
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), entry)
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), entry)
 	f.converge("agg")
 	drainQueue(f)
 
 	statusOnly := entry.DeepCopy()
 	statusOnly.ResourceVersion = "2"
 	statusOnly.Status.Conditions = []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonEntryValid,
-		LastTransitionTime: metav1.NewTime(wt.Now)}}
+		LastTransitionTime: metav1.NewTime(toolhivetest.Now)}}
 	if f.c.memberUpdated(entry, statusOnly); len(drainQueue(f)) != 0 {
 		t.Error("a status write of the entry enqueued the vMCP")
 	}
@@ -227,7 +195,7 @@ func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 // An entry whose checks failed is not a backend, as in ToolHive; alone in
 // its group, the vMCP waits for a backend.
 func TestFailedEntryIsNoBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup),
 		newEntry("bad", testGroup, func(e *thv1.MCPServerEntry) { e.Status.Phase = thv1.MCPServerEntryPhaseFailed }))
 	acts, err := f.sync("agg")
 	if err != nil {
@@ -247,7 +215,7 @@ func TestMemberAuthConfigIsItsStrategyAndRollsOnce(t *testing.T) {
 	hdr := newExtAuth("hdr", headerInjection)
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"over": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), wt.NewGroup(testNS, testGroup), hdr,
+	}), toolhivetest.NewGroup(testNS, testGroup), hdr,
 		newMember("own", testGroup, withAuthRef("hdr")), newMember("over", testGroup, withAuthRef("hdr")), newMember("plain", testGroup))
 	f.converge("agg")
 	out := configOf(t, f)["outgoingAuth"].(map[string]any)
@@ -300,11 +268,11 @@ func TestBackendAuthDropsOnlyThatBackend(t *testing.T) {
 	bearer := newExtAuth("bearer", func(s *thv1.MCPExternalAuthConfigSpec) { s.Type = thv1.ExternalAuthTypeBearerToken })
 	invalid := newExtAuth("broken", headerInjection)
 	invalid.Status.Conditions = []metav1.Condition{{Type: thv1.ConditionValid, Status: metav1.ConditionFalse, Reason: "InvalidConfig",
-		Message: "bad", LastTransitionTime: metav1.NewTime(wt.Now)}}
+		Message: "bad", LastTransitionTime: metav1.NewTime(toolhivetest.Now)}}
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"inline-bad": {Type: thv1.BackendAuthTypeExternalAuthConfigRef,
 			ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "bearer"}}}}
-	}), wt.NewGroup(testNS, testGroup), bearer, invalid,
+	}), toolhivetest.NewGroup(testNS, testGroup), bearer, invalid,
 		newMember("bearer-member", testGroup, withAuthRef("bearer")), newMember("missing", testGroup, withAuthRef("later")),
 		newMember("invalid", testGroup, withAuthRef("broken")), newMember("inline-bad", testGroup), newMember("fine", testGroup))
 	f.converge("agg")
@@ -359,7 +327,7 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeDiscovered},
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	for _, typ := range []string{"DefaultAuthConfig", "BackendAuthConfig-a"} {
 		if !meta.IsStatusConditionTrue(f.get("agg").Status.Conditions, typ) {
@@ -372,20 +340,5 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 		if strings.Contains(c.Type, "AuthConfig") {
 			t.Errorf("stale condition %s", c.Type)
 		}
-	}
-}
-
-// ToolHive's name of an entry's CA bundle volume, within a DNS label.
-func TestCABundleVolumeName(t *testing.T) {
-	if got := caBundleVolumeName("far"); got != "ca-bundle-far" {
-		t.Errorf("short: %s", got)
-	}
-	long := strings.Repeat("a", 43) + "-" + strings.Repeat("b", 20)
-	got := caBundleVolumeName(long)
-	if len(got) > 63 || !strings.HasPrefix(got, "ca-bundle-"+strings.Repeat("a", 43)+"-") || strings.Contains(got, "--") {
-		t.Errorf("long: %s (%d)", got, len(got))
-	}
-	if got := caBundleVolumeName("far.example"); len(validation.IsDNS1123Label(got)) != 0 || !strings.HasPrefix(got, "ca-bundle-far-example-") {
-		t.Errorf("dotted: %s", got)
 	}
 }

@@ -5,36 +5,37 @@
 // ServiceAccount, Deployment and Service), keeps the backend list in step
 // with the group's membership, and reports status.
 //
-// config.yaml is built in config.go as ToolHive's operator builds it, from
-// spec.config and the configs the server references (MCPAuthzConfig,
-// MCPTelemetryConfig, an MCPToolConfig per workload, an
-// MCPExternalAuthConfig per backend); a change of any of them reaches the
-// server through the reference index and rolls it once.
+// config.yaml and the children are built by pkg/toolhive/render/vmcp as
+// ToolHive's operator builds them, from spec.config, the configs the
+// server references (MCPAuthzConfig, MCPTelemetryConfig, an MCPToolConfig
+// per workload, an MCPExternalAuthConfig per backend) and the group's
+// members, which this controller resolves from its listers; a change of
+// any of them reaches the server through the reference index and rolls it
+// once.
 //
 // The volumes hivekeeper builds are resolved once per sync and their drift
 // is detected through the toolhive.stacklok.io/podvolumes-hash annotation,
 // what spec.podTemplateSpec merges into the pod through
 // toolhive.stacklok.io/podtemplatespec-hash, never by comparing the live,
-// API-server-defaulted values (see workload.PodVolumes and
-// workload.ApplyPodTemplate).
+// API-server-defaulted values (see wiring.PodVolumes and
+// wiring.ApplyPodTemplate in pkg/toolhive/wiring).
 //
-// build.go and the comparators in pkg/workload are pure; sync.go is the
-// only file that writes.
+// sync.go is the only file that writes.
 package virtualmcpserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -85,7 +86,7 @@ var backendKinds = []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.Ki
 
 // New builds the controller and registers its event handlers. The
 // byAggregatedGroup index is added here, before the informers start.
-func New(d *controller.Deps) (*Controller, error) {
+func New(d *framework.Deps) (*Controller, error) {
 	vmcps := workload.Informer(d, thv1.KindVirtualMCPServer)
 	groups := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
@@ -143,7 +144,7 @@ func New(d *controller.Deps) (*Controller, error) {
 // through their index.ByExternalAuthConfig index, their servers through
 // byAggregatedGroup: O(referrers). Configs the server names itself are
 // watched by workload.Base.
-func (c *Controller) watchMemberAuth(d *controller.Deps) error {
+func (c *Controller) watchMemberAuth(d *framework.Deps) error {
 	configs := d.ToolhiveInformer(workload.ExternalAuthConfigs.Informer)
 	c.memberAuth = thlisters.NewMCPExternalAuthConfigLister(configs.Indexer())
 	synced, err := configs.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -165,7 +166,7 @@ func (c *Controller) watchMemberAuth(d *controller.Deps) error {
 // memberAuthChanged enqueues the aggregators of every member that names
 // the MCPExternalAuthConfig obj (or its tombstone).
 func (c *Controller) memberAuthChanged(obj any) {
-	m, ok := controller.MetaFromObj(obj)
+	m, ok := framework.MetaFromObj(obj)
 	if !ok {
 		return
 	}
@@ -195,7 +196,7 @@ func (c *Controller) enqueueByIndex(indexName, namespace, key string) {
 
 // enqueueAggregators enqueues the servers that aggregate the MCPGroup obj.
 func (c *Controller) enqueueAggregators(obj any) {
-	if m, ok := controller.MetaFromObj(obj); ok {
+	if m, ok := framework.MetaFromObj(obj); ok {
 		c.enqueueByIndex(byAggregatedGroup, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
 	}
 }
@@ -217,7 +218,7 @@ func (c *Controller) memberChanged(obj any) {
 // deletion): members write their status often, and none of that reaches
 // config.yaml.
 func (c *Controller) memberUpdated(oldObj, newObj any) {
-	if slices.Equal(memberGroups(oldObj), memberGroups(newObj)) && backendView(oldObj) == backendView(newObj) {
+	if slices.Equal(memberGroups(oldObj), memberGroups(newObj)) && vmcp.ViewMember(oldObj) == vmcp.ViewMember(newObj) {
 		return
 	}
 	c.memberChanged(oldObj)
@@ -233,25 +234,4 @@ func memberGroups(obj any) []string {
 		}
 	}
 	return nil
-}
-
-// backendEntry is what of a member a vMCP depends on: its backend entry,
-// the MCPExternalAuthConfig it names, and an entry's CA bundle and
-// headers (as JSON, to compare).
-type backendEntry struct {
-	backend
-	authConfig string
-	entry      string
-	ok         bool
-}
-
-// backendView projects a member onto its backendEntry.
-func backendView(obj any) backendEntry {
-	m, ok := memberBackend(obj)
-	v := backendEntry{backend: m.backend, authConfig: m.AuthConfig, ok: ok}
-	if m.Entry != nil {
-		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
-		v.entry = string(raw)
-	}
-	return v
 }

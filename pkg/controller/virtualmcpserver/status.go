@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // deploymentPhase derives phase and Ready from the Deployment as last
@@ -31,4 +32,17 @@ func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, back
 	}
 	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady,
 		fmt.Sprintf("vMCP is ready, aggregating %d backends", backends)
+}
+
+// authServerCondition keeps AuthServerConfigValidated as ToolHive's
+// operator does: absent without spec.authServerConfig, True once the
+// server was built with it. A refusal sets it False through
+// workload.Base.Settle; another build error leaves it as it was.
+func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr error) {
+	switch {
+	case v.Spec.AuthServerConfig == nil:
+		r.Remove(thv1.ConditionAuthServerConfigValidated)
+	case buildErr == nil:
+		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
+	}
 }

@@ -12,6 +12,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -35,9 +37,9 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	status := v.Status.DeepCopy()
 	status.ObservedGeneration = v.Generation
-	status.URL = serverURL(v)
+	status.URL = naming.VMCPServerURL(v)
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
-	r.Unsupported(unsupportedFields(v))
+	r.Unsupported(vmcp.UnsupportedFields(v))
 
 	// A missing group is reported, not fatal: backends are declared by the
 	// MCPServers, and the group's creation re-syncs this server.
@@ -46,39 +48,40 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
 		ref = v.Spec.IncomingAuth.OIDCConfigRef
 	}
-	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, workload.OIDCConfigName(ref))
+	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, naming.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
-	var refs configRefs
+	var in vmcp.Input
 	var authzOK, telemetryOK, toolsOK, extAuthOK bool
-	refs.Authz, status.AuthzConfigHash, authzOK = c.Authz.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByAuthzConfig, v)))
-	refs.Telemetry, status.TelemetryConfigHash, telemetryOK = c.Telemetry.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByTelemetryConfig, v)))
-	refs.Tools, toolsOK = c.Tools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByToolConfig, v))
-	refs.ExtAuth, extAuthOK = c.ExtAuth.ResolveAll(r, v.Namespace, c.NamesIn(index.ByExternalAuthConfig, v))
+	in.Authz, status.AuthzConfigHash, authzOK = c.Authz.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByAuthzConfig, v)))
+	in.Telemetry, status.TelemetryConfigHash, telemetryOK = c.Telemetry.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByTelemetryConfig, v)))
+	in.Tools, toolsOK = c.Tools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByToolConfig, v))
+	in.ExtAuth, extAuthOK = c.ExtAuth.ResolveAll(r, v.Namespace, c.NamesIn(index.ByExternalAuthConfig, v))
 	// Composite tool definitions are reported even while another
 	// reference is missing, so that every missing reference shows at once.
 	var compositeOK bool
-	refs.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByCompositeToolDefinition, v))
+	in.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByCompositeToolDefinition, v))
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
-	in := inputs{Server: v, OIDC: oidc, Refs: refs, Image: c.Config.VMCPImage, ServiceAccount: c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)}
+	in.OIDC, in.Image = oidc, c.Config.VMCPImage
+	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
 	var err error
-	if in.Backends, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
+	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
 		return status, 0, err
 	}
-	in.Refs.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Backends)
-	desired, err := build(in)
+	in.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Members)
+	desired, err := vmcp.Build(v, in)
 	authServerCondition(r, v, err)
 	if err == nil {
 		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
-		reportBackendAuth(r, status.Conditions, desired.Auth)
+		reportBackendAuth(r, status.Conditions, desired.AuthConditions)
 		if len(desired.Backends) == 0 {
 			// vmcp given no backends switches to discovering them through
 			// the Kubernetes API, which it has no access to. Nothing is
 			// written; the first member's event re-syncs this server
 			// through the index.
 			msg := fmt.Sprintf("MCPGroup %q has no MCPServers, MCPRemoteProxies or valid MCPServerEntries to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name)
-			if d := desired.Auth.Dropped; len(d) > 0 {
+			if d := desired.Dropped; len(d) > 0 {
 				msg += fmt.Sprintf(" (left out for their outgoing auth: %s)", strings.Join(d, ", "))
 			}
 			r.Pending(thv1.ReasonNoBackends, msg)
@@ -90,7 +93,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		want := workload.Desired{PodServiceAccount: desired.ServiceAccount, ConfigMap: desired.Config, Service: desired.Service, Deployment: desired.Deployment}
 		if desired.ServiceAccount == nil {
 			// The account made before the spec named its own.
-			want.StaleServiceAccount = workload.VMCPServiceAccountName(v.Name)
+			want.StaleServiceAccount = naming.VMCPServiceAccountName(v.Name)
 		}
 		dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want)
 	}
@@ -130,12 +133,12 @@ func (c *Controller) groupMembers(namespace, group string) ([]any, error) {
 func (c *Controller) memberAuthConfigs(namespace string, members []any) map[string]*thv1.MCPExternalAuthConfig {
 	out := map[string]*thv1.MCPExternalAuthConfig{}
 	for _, obj := range members {
-		m, ok := memberBackend(obj)
-		if !ok || m.AuthConfig == "" {
+		name := vmcp.ViewMember(obj).AuthConfig()
+		if name == "" {
 			continue
 		}
-		if cfg, err := c.memberAuth.MCPExternalAuthConfigs(namespace).Get(m.AuthConfig); err == nil {
-			out[m.AuthConfig] = cfg
+		if cfg, err := c.memberAuth.MCPExternalAuthConfigs(namespace).Get(name); err == nil {
+			out[name] = cfg
 		}
 	}
 	return out
@@ -145,14 +148,15 @@ func (c *Controller) memberAuthConfigs(namespace string, members []any) map[stri
 // for each strategy built, False (with one Warning event) for each that
 // could not be, whose backend is left out; the conditions of strategies
 // no longer asked for go.
-func reportBackendAuth(r *workload.Report, current []metav1.Condition, auth *backendAuth) {
+func reportBackendAuth(r *workload.Report, current []metav1.Condition, conditions []vmcp.AuthCondition) {
 	keep := map[string]bool{}
-	for _, c := range auth.Conditions {
+	for _, c := range conditions {
 		keep[c.Type] = true
 	}
 	var stale []string
 	for _, c := range current {
-		ours := c.Type == condDefaultAuth || strings.HasPrefix(c.Type, condBackendAuthPrefix) || strings.HasPrefix(c.Type, condDiscoveredAuthPrefix)
+		ours := c.Type == naming.ConditionDefaultAuthConfig || strings.HasPrefix(c.Type, naming.ConditionBackendAuthConfigPrefix) ||
+			strings.HasPrefix(c.Type, naming.ConditionDiscoveredAuthConfigPrefix)
 		if ours && !keep[c.Type] {
 			stale = append(stale, c.Type)
 		}
@@ -160,7 +164,7 @@ func reportBackendAuth(r *workload.Report, current []metav1.Condition, auth *bac
 	for _, t := range stale {
 		r.Remove(t)
 	}
-	for _, c := range auth.Conditions {
+	for _, c := range conditions {
 		if c.OK {
 			r.Set(c.Type, metav1.ConditionTrue, c.Reason, c.Message)
 		} else {

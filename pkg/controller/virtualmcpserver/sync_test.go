@@ -10,21 +10,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	v := newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate))
-	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("b", testGroup), newMember("a", testGroup), newMember("loner", ""))
 	acts, err := f.sync("agg")
 	if err != nil {
@@ -59,11 +60,11 @@ func TestChildrenShape(t *testing.T) {
 	v := newVMCP("agg", withOIDC("auth"), func(v *thv1.VirtualMCPServer) {
 		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
 		v.Spec.SessionAffinity = thv1.SessionAffinityNone
-		v.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"},` +
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"},` +
 			`"incomingAuth":{"type":"anonymous","authz":{"type":"cedar"}},"outgoingAuth":{"source":"discovered"},"backends":[{"name":"injected"}],` +
-			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)}
+			`"telemetry":{"endpoint":"ignored:4317"},"optimizer":{"maxToolsToReturn":9007199254740993}}`)
 	})
-	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup),
+	f := newFixture(t, v, newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup),
 		newMember("zeta", testGroup), newMember("alpha", testGroup, func(s *thv1.MCPServer) {
 			s.Spec.Transport = thv1.TransportSSE
 			s.Spec.ProxyPort = 9090
@@ -75,22 +76,22 @@ func TestChildrenShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := cm.Data[workload.VMCPConfigKey]
+	raw := cm.Data[naming.VMCPConfigKey]
 	var cfg struct {
-		Name         string         `json:"name"`
-		GroupRef     string         `json:"groupRef"`
-		Backends     []backend      `json:"backends"`
-		Aggregation  map[string]any `json:"aggregation"`
+		Name         string               `json:"name"`
+		GroupRef     string               `json:"groupRef"`
+		Backends     []schema.VMCPBackend `json:"backends"`
+		Aggregation  map[string]any       `json:"aggregation"`
 		IncomingAuth struct {
-			Type  string         `json:"type"`
-			Authz map[string]any `json:"authz"`
-			OIDC  oidcConfig     `json:"oidc"`
+			Type  string                `json:"type"`
+			Authz map[string]any        `json:"authz"`
+			OIDC  schema.VMCPOIDCConfig `json:"oidc"`
 		} `json:"incomingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
 	}
-	wantBackends := []backend{
+	wantBackends := []schema.VMCPBackend{
 		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE},
 		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP},
 	}
@@ -109,7 +110,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	o := cfg.IncomingAuth.OIDC
 	if cfg.IncomingAuth.Type != thv1.IncomingAuthOIDC || o.Issuer != "https://idp.example.com" || o.Audience != "vmcp" ||
-		o.ClientID != "hive" || o.ClientSecretEnv != envOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
+		o.ClientID != "hive" || o.ClientSecretEnv != naming.EnvVMCPOIDCClientSecret || o.Resource != "http://agg.team-a.svc.cluster.local:4483" || o.CABundlePath != "/config/certs/idp-ca/ca.crt" ||
 		!slices.Equal(o.Scopes, []string{"openid"}) {
 		t.Errorf("incomingAuth %+v\n%s", cfg.IncomingAuth, raw)
 	}
@@ -126,7 +127,7 @@ func TestChildrenShape(t *testing.T) {
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if len(pod.Containers) != 1 || c.Name != workload.VMCPContainerName || c.Image != testImage ||
+	if len(pod.Containers) != 1 || c.Name != naming.VMCPContainerName || c.Image != testImage ||
 		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
 		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Errorf("container %+v", c)
@@ -134,21 +135,21 @@ func TestChildrenShape(t *testing.T) {
 	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
 		t.Errorf("security context %+v", sc)
 	}
-	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: envName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: envNamespace, Value: testNS}) ||
-		c.Env[2].Name != envOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
+	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: naming.EnvVMCPName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: naming.EnvVMCPNamespace, Value: testNS}) ||
+		c.Env[2].Name != naming.EnvVMCPOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
 		t.Errorf("env %+v", c.Env)
 	}
 	var vols []string
 	for _, vol := range pod.Volumes {
 		vols = append(vols, vol.Name)
 	}
-	if !slices.Equal(vols, []string{configVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
+	if !slices.Equal(vols, []string{naming.VMCPConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
-	if h, _ := workload.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
-		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[workload.AnnotationPodVolumesHash], h)
+	if h, _ := wiring.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
+		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
-	if dep.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
 		t.Errorf("template annotations %v", dep.Spec.Template.Annotations)
 	}
 	if pod.ServiceAccountName != "agg-vmcp" {
@@ -178,7 +179,7 @@ func TestChildrenShape(t *testing.T) {
 }
 
 func TestCustomServiceAccountCreatesNone(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("mine") }), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestCustomServiceAccountCreatesNone(t *testing.T) {
 		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
 	}
 	// The config volume alone is hashed too, as ToolHive's operator does.
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[workload.AnnotationPodVolumesHash] != h {
+	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("pod volumes hash of a pod with only its config volume: %v", dep.Annotations)
 	}
 }
@@ -220,10 +221,10 @@ func annotationsOf(body map[string]any) map[string]any {
 // nothing.
 func TestCABundleChangeRollsOnce(t *testing.T) {
 	cfg := newOIDCConfig("auth", "ca-one")
-	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("auth")), cfg, toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	oldHash := dep.Annotations[workload.AnnotationPodVolumesHash]
+	oldHash := dep.Annotations[naming.AnnotationPodVolumesHash]
 
 	cfg = cfg.DeepCopy()
 	cfg.Spec.Inline.CABundleRef.ConfigMapRef.Name = "ca-two"
@@ -238,7 +239,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 	// The config.yaml names the new CA path too.
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
 	body := deploymentPatch(t, acts)
-	newHash, _ := annotationsOf(body)[workload.AnnotationPodVolumesHash].(string)
+	newHash, _ := annotationsOf(body)[naming.AnnotationPodVolumesHash].(string)
 	if newHash == "" || newHash == oldHash {
 		t.Fatalf("hash %q -> %q", oldHash, newHash)
 	}
@@ -255,7 +256,7 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 // every other volume leaves the config volume's hash and then converges.
 func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth"), withPodTemplate(userVolumesTemplate)),
-		newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+		newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 
 	f.update("agg", withPodTemplate(strings.Replace(userVolumesTemplate, "creds-v1", "creds-v2", 1)))
@@ -264,7 +265,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	wt.AssertActions(t, acts, "patch deployments", "patch virtualmcpservers/status")
-	if h, _ := workload.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[workload.AnnotationPodTemplateSpecHash] != h {
+	if h, _ := wiring.HashPodTemplateSpec(f.get("agg").Spec.PodTemplateSpec); annotationsOf(deploymentPatch(t, acts))[naming.AnnotationPodTemplateSpecHash] != h {
 		t.Fatalf("secret rename does not carry the new template hash: %s", wt.Describe(acts))
 	}
 	f.ApplyServerBehaviour()
@@ -284,13 +285,13 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	}
 	body := deploymentPatch(t, acts)
 	ann := annotationsOf(body)
-	if v, ok := ann[workload.AnnotationPodVolumesHash].(string); !ok || v == "" {
+	if v, ok := ann[naming.AnnotationPodVolumesHash].(string); !ok || v == "" {
 		t.Fatalf("patch does not carry the config volume's hash: %v", body["metadata"])
 	}
 	f.ApplyServerBehaviour()
 	f.Refresh()
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	if h, _ := workload.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[workload.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
+	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[naming.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
 		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
 	}
 	for i := range 2 {
@@ -313,7 +314,7 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 	}
 	for name, raw := range bad {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+			f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "idp-ca"), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 			f.converge("agg")
 			f.update("agg", withPodTemplate(raw))
 			acts, err := f.sync("agg")
@@ -339,8 +340,10 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 }
 
 func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Config = &runtime.RawExtension{Raw: []byte(`[1,2]`)} }),
-		wt.NewGroup(testNS, testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
+	}),
+		toolhivetest.NewGroup(testNS, testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +369,7 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 		t.Fatalf("not deployed while the group is missing: %v", err)
 	}
 
-	group := wt.NewGroup(testNS, testGroup)
+	group := toolhivetest.NewGroup(testNS, testGroup)
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), group, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +392,7 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 // aggregate it; their status writes re-sync nothing.
 func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 	f := newFixture(t, newVMCP("agg"), newVMCP("elsewhere", func(v *thv1.VirtualMCPServer) { v.Spec.GroupRef.Name = "other" }),
-		wt.NewGroup(testNS, testGroup))
+		toolhivetest.NewGroup(testNS, testGroup))
 	drain := func() []string {
 		var keys []string
 		for f.c.Queue.Len() > 0 {
@@ -429,7 +432,7 @@ func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 // A new member reaches config.yaml and rolls the vMCP (the config
 // checksum), and nothing else.
 func TestNewMemberUpdatesConfig(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Create(context.Background(), newMember("b", testGroup), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -446,7 +449,7 @@ func TestNewMemberUpdatesConfig(t *testing.T) {
 }
 
 func TestWaitsForOIDCConfig(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", withOIDC("missing")), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", withOIDC("missing")), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +465,7 @@ func TestWaitsForOIDCConfig(t *testing.T) {
 }
 
 func TestPhaseFromDeployment(t *testing.T) {
-	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), wt.NewGroup(testNS, testGroup), newMember("member", testGroup))
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](2) }), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
 	f.converge("agg")
 	ctx := context.Background()
 	setReady := func(n int32) {
@@ -492,7 +495,7 @@ func TestPhaseFromDeployment(t *testing.T) {
 // discovering them through the Kubernetes API, which it cannot reach. The
 // status says why, and a steady state writes nothing.
 func TestEmptyGroupDeploysNothing(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
 	acts, err := f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
@@ -513,7 +516,7 @@ func TestEmptyGroupDeploysNothing(t *testing.T) {
 // MCPServer's backend account) is refused with a condition and one event;
 // the running Deployment is not touched.
 func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), wt.ManagedServiceAccount(testNS, "fetch-sa", thv1.KindMCPServer, "fetch"))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), toolhivetest.ManagedServiceAccount(testNS, "fetch-sa", thv1.KindMCPServer, "fetch"))
 	f.converge("agg")
 	f.Events()
 	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To("fetch-sa") })
@@ -524,7 +527,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 	f.AssertRefusedServiceAccount(t, acts, "virtualmcpservers", f.get("agg").Status.Conditions)
 
 	// Its own account, which hivekeeper created, is fine.
-	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(workload.VMCPServiceAccountName("agg")) })
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.ServiceAccount = ptr.To(naming.VMCPServiceAccountName("agg")) })
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 }
@@ -534,7 +537,7 @@ func TestServiceAccountOfAnotherWorkloadIsRefused(t *testing.T) {
 func TestPodFieldsReachTheDeployment(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withRedis, withPodTemplate(fullTemplate), func(v *thv1.VirtualMCPServer) {
 		v.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "spec-pull"}}
-	}), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
 	if err != nil {
@@ -555,17 +558,17 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e
 	}
-	if r := env[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
-		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[workload.EnvSessionRedisPassword])
+	if r := env[wiring.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" || r.SecretKeyRef.Key != "password" {
+		t.Errorf("redis password env %+v, want a secretKeyRef to redis/password", env[wiring.EnvSessionRedisPassword])
 	}
-	if env["EXTRA"].Value != "1" || env[envName].Value != "agg" || env[envNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
+	if env["EXTRA"].Value != "1" || env[naming.EnvVMCPName].Value != "agg" || env[naming.EnvVMCPNamespace].Value != testNS || c.Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("container env %v resources %v", c.Env, c.Resources)
 	}
-	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[workload.AnnotationPodVolumesHash] == "" {
+	if dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[naming.AnnotationPodVolumesHash] == "" {
 		t.Errorf("annotations %v, want both hashes", dep.Annotations)
 	}
-	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), workload.VMCPConfigMapName("agg"), metav1.GetOptions{})
-	if cfg := cm.Data[workload.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
+	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	if cfg := cm.Data[naming.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
 		t.Errorf("config.yaml session storage:\n%s", cfg)
 	}
 	for i := range 2 {
@@ -593,7 +596,7 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 // joining, changing its URL or leaving updates config.yaml and rolls the
 // vMCP once, and its status writes enqueue nothing.
 func TestRemoteProxyMembersAreBackends(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), wt.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	rp := newRemoteMember("r", testGroup)
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Create(context.Background(), rp, metav1.CreateOptions{}); err != nil {
@@ -651,13 +654,4 @@ func TestRemoteProxyMembersAreBackends(t *testing.T) {
 	f.Refresh()
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
-}
-
-// A name taken by an MCPServer and an MCPRemoteProxy of the group is one
-// backend, the MCPServer's: vmcp identifies backends by name.
-func TestBackendNameTakenTwiceIsTheMCPServers(t *testing.T) {
-	got := backendsOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
-	if len(got) != 2 || got[0].URL != "http://mcp-x-proxy.team-a.svc.cluster.local:8080/mcp" || got[1].Name != "y" {
-		t.Fatalf("backends %+v", got)
-	}
 }

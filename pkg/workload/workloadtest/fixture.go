@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
@@ -25,18 +23,15 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/controller"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
-
-// Now is the fixed time of the fixtures' clocks.
-var Now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // Fixture holds fake clientsets and the informer factories built on them.
 // Build the controller from Deps, then call Refresh to seed the caches.
@@ -74,11 +69,11 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 
 // Deps are the controller dependencies backed by the fixture: one scope,
 // the fixed clock Now, no write gate.
-func (f *Fixture) Deps(cfg controller.Config) *controller.Deps {
-	return &controller.Deps{
+func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
+	return &framework.Deps{
 		Kube: f.Kube, Toolhive: f.Toolhive,
-		Scopes:   []controller.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
-		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(Now), Config: cfg,
+		Scopes:   []framework.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
+		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(toolhivetest.Now), Config: cfg,
 	}
 }
 
@@ -257,153 +252,6 @@ func PatchBody(t *testing.T, a core.Action) map[string]any {
 	return m
 }
 
-// NewOIDCConfig returns an MCPOIDCConfig with its status as the
-// MCPOIDCConfig controller would have written it. An inline config has a
-// client secret and a CA bundle ConfigMap named caBundle (none when empty).
-func NewOIDCConfig(namespace, name string, inline bool, caBundle string, valid bool) *thv1.MCPOIDCConfig {
-	cfg := &thv1.MCPOIDCConfig{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPOIDCConfig},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("oidc-" + name),
-			Generation: 1, ResourceVersion: "1"},
-	}
-	if inline {
-		in := &thv1.InlineOIDCConfig{
-			Issuer: "https://idp.example.com", JWKSURL: "https://idp.example.com/jwks", ClientID: "hive",
-			ClientSecretRef: &thv1.SecretKeyRef{Name: "idp", Key: "secret"},
-		}
-		if caBundle != "" {
-			in.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: caBundle, Key: "ca.crt"}}
-		}
-		cfg.Spec = thv1.MCPOIDCConfigSpec{Type: thv1.OIDCConfigTypeInline, Inline: in}
-	} else {
-		cfg.Spec = thv1.MCPOIDCConfigSpec{Type: thv1.OIDCConfigTypeKubernetesServiceAccount,
-			KubernetesServiceAccount: &thv1.KubernetesServiceAccountOIDCConfig{Issuer: "https://kubernetes.default.svc"}}
-	}
-	status := metav1.ConditionTrue
-	if !valid {
-		status = metav1.ConditionFalse
-	}
-	cfg.Status = thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
-		Type: thv1.ConditionValid, Status: status, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
-	}}}
-	return cfg
-}
-
-// NewTelemetryConfig returns a valid MCPTelemetryConfig with its status as
-// its controller would have written it, for one of the telemetry options
-// every proxy kind is tested with: "otel" (OTLP tracing and metrics with
-// plain and sensitive headers, resource attributes and a CA bundle
-// ConfigMap named caBundle) or "prometheus" (scraping only).
-func NewTelemetryConfig(namespace, name, option, caBundle string) *thv1.MCPTelemetryConfig {
-	cfg := &thv1.MCPTelemetryConfig{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPTelemetryConfig},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("telemetry-" + name),
-			Generation: 1, ResourceVersion: "1"},
-		Status: thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
-			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
-		}}},
-	}
-	switch option {
-	case "otel":
-		cfg.Spec.OpenTelemetry = &thv1.TelemetryOTelConfig{
-			Enabled: true, Endpoint: "https://collector.monitoring:4318",
-			Headers: map[string]string{"X-Tenant": "team-a"},
-			SensitiveHeaders: []thv1.SensitiveHeader{
-				{Name: "Authorization", SecretKeyRef: thv1.SecretKeyRef{Name: "otel-auth", Key: "token"}},
-				{Name: "X-API-Key", SecretKeyRef: thv1.SecretKeyRef{Name: "otel-auth", Key: "key"}},
-			},
-			ResourceAttributes:  map[string]string{"deployment.environment": "test"},
-			Tracing:             &thv1.OpenTelemetryTracingConfig{Enabled: true, SamplingRate: "0.25"},
-			Metrics:             &thv1.OpenTelemetryMetricsConfig{Enabled: true},
-			UseLegacyAttributes: true,
-			CABundleRef:         &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: caBundle}},
-		}
-	case "prometheus":
-		cfg.Spec.Prometheus = &thv1.PrometheusConfig{Enabled: true}
-	}
-	return cfg
-}
-
-// NewWebhookConfig returns a valid MCPWebhookConfig with its status as its
-// controller would have written it, for one of the webhook options the
-// MCPServer is tested with: "full" (a validating webhook with an HMAC key,
-// a CA bundle and a client certificate, timeout 5s, failing open, and a
-// mutating webhook with the same HMAC key) or "insecure" (one validating
-// webhook over plain http with every default).
-func NewWebhookConfig(namespace, name, option string) *thv1.MCPWebhookConfig {
-	cfg := &thv1.MCPWebhookConfig{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPWebhookConfig},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("webhook-" + name),
-			Generation: 1, ResourceVersion: "1"},
-		Status: thv1.ConfigStatus{ConfigHash: "hash-" + name, Conditions: []metav1.Condition{{
-			Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
-		}}},
-	}
-	hmac := &thv1.SecretKeyRef{Name: "webhook-hmac", Key: "key"}
-	switch option {
-	case "full":
-		timeout := "5s"
-		cfg.Spec.Validating = []thv1.WebhookSpec{{
-			Name: "policy", URL: "https://policy.webhooks.svc/validate", Timeout: &timeout,
-			FailurePolicy: thv1.WebhookFailurePolicyIgnore, HMACSecretRef: hmac,
-			TLSConfig: &thv1.WebhookTLSConfig{
-				CASecretRef:         &thv1.SecretKeyRef{Name: "webhook-tls", Key: "ca.crt"},
-				ClientCertSecretRef: &thv1.SecretKeyRef{Name: "webhook-tls", Key: "tls.crt"},
-				ClientKeySecretRef:  &thv1.SecretKeyRef{Name: "webhook-tls", Key: "tls.key"},
-			},
-		}}
-		cfg.Spec.Mutating = []thv1.WebhookSpec{{
-			Name: "redact", URL: "https://redact.webhooks.svc/mutate", FailurePolicy: thv1.WebhookFailurePolicyFail, HMACSecretRef: hmac,
-		}}
-	case "insecure":
-		cfg.Spec.Validating = []thv1.WebhookSpec{{
-			Name: "audit", URL: "http://audit.webhooks.svc:8080/validate",
-			TLSConfig: &thv1.WebhookTLSConfig{InsecureSkipVerify: true},
-		}}
-	}
-	return cfg
-}
-
-// NewCompositeTool returns a valid VirtualMCPCompositeToolDefinition (one
-// tool step) with its status as its controller would have written it.
-func NewCompositeTool(namespace, name, hash string) *thv1.VirtualMCPCompositeToolDefinition {
-	return &thv1.VirtualMCPCompositeToolDefinition{
-		TypeMeta: metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindVirtualMCPCompositeToolDefinition},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("ctd-" + name),
-			Generation: 1, ResourceVersion: "1"},
-		Spec: thv1.CompositeToolSpec{Name: name, Description: "test workflow",
-			Steps: []thv1.WorkflowStep{{ID: "one", Tool: "backend.echo"}}},
-		Status: thv1.VirtualMCPCompositeToolDefinitionStatus{
-			ConfigStatus: thv1.ConfigStatus{ConfigHash: hash, Conditions: []metav1.Condition{{
-				Type: thv1.ConditionValid, Status: metav1.ConditionTrue, Reason: thv1.ReasonConfigValid, LastTransitionTime: metav1.NewTime(Now),
-			}}},
-			ValidationStatus: thv1.ValidationStatusValid,
-		},
-	}
-}
-
-// NewGroup returns an MCPGroup.
-func NewGroup(namespace, name string) *thv1.MCPGroup {
-	return &thv1.MCPGroup{
-		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPGroup},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("group-" + name), ResourceVersion: "1"},
-	}
-}
-
-// ManagedServiceAccount is a ServiceAccount as hivekeeper creates it for a
-// workload of kind ownerKind named owner: labelled toolhive=true and
-// controlled by that workload.
-func ManagedServiceAccount(namespace, name, ownerKind, owner string) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: namespace, UID: k8stypes.UID("sa-" + name),
-		Labels: map[string]string{"toolhive": "true", "toolhive-name": owner},
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: thv1.SchemeGroupVersion.String(), Kind: ownerKind, Name: owner,
-			UID: k8stypes.UID("uid-" + owner), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-		}},
-	}}
-}
-
 // AssertRefusedServiceAccount checks one sync of a workload whose
 // spec.serviceAccount names another workload's account: only its status
 // was written (no child, the Deployment least of all), with Ready False for
@@ -429,7 +277,7 @@ type RequeueSpy struct {
 }
 
 // SpyRequeues wraps the queue of loop.
-func SpyRequeues(loop *controller.Loop) *RequeueSpy {
+func SpyRequeues(loop *framework.Loop) *RequeueSpy {
 	s := &RequeueSpy{TypedRateLimitingInterface: loop.Queue}
 	loop.Queue = s
 	return s

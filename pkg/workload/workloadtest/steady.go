@@ -124,7 +124,9 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 // resyncs too.
 func AssertSteadyState(t testing.TB, ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespace string, hold time.Duration, controllers ...string) {
 	t.Helper()
-	writes := Quiesce(t, time.Second, 30*time.Second, controllers...)
+	// Quiet for several fan-in windows (500 ms each), however long the
+	// machine takes to get there.
+	writes := Quiesce(t, 2*time.Second, 2*time.Minute, controllers...)
 	before, err := Versions(ctx, kube, th, namespace)
 	if err != nil {
 		t.Fatal(err)

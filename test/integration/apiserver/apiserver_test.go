@@ -132,33 +132,39 @@ func TestUnknownSpecFieldsRoundTrip(t *testing.T) {
 func TestOIDCConfigCELRejectsMismatchedBlocks(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
-	const msg = "the block named by type must be set and the other block must be absent"
-	cases := map[string]thv1beta1.MCPOIDCConfigSpec{
-		"inline with a kubernetesServiceAccount block": {
+	const (
+		inlineMsg = "inline must be set if and only if type is inline"
+		ksaMsg    = "kubernetesServiceAccount must be set if and only if type is kubernetesServiceAccount"
+	)
+	cases := map[string]struct {
+		spec thv1beta1.MCPOIDCConfigSpec
+		msg  string
+	}{
+		"inline with a kubernetesServiceAccount block": {thv1beta1.MCPOIDCConfigSpec{
 			Type:                     thv1beta1.OIDCConfigTypeInline,
 			Inline:                   &thv1beta1.InlineOIDCConfig{Issuer: "https://idp.example.com"},
 			KubernetesServiceAccount: &thv1beta1.KubernetesServiceAccountOIDCConfig{},
-		},
-		"kubernetesServiceAccount with an inline block": {
+		}, ksaMsg},
+		"kubernetesServiceAccount with an inline block": {thv1beta1.MCPOIDCConfigSpec{
 			Type:                     thv1beta1.OIDCConfigTypeKubernetesServiceAccount,
 			Inline:                   &thv1beta1.InlineOIDCConfig{Issuer: "https://idp.example.com"},
 			KubernetesServiceAccount: &thv1beta1.KubernetesServiceAccountOIDCConfig{},
-		},
-		"inline without its block": {
+		}, inlineMsg},
+		"inline without its block": {thv1beta1.MCPOIDCConfigSpec{
 			Type: thv1beta1.OIDCConfigTypeInline,
-		},
+		}, inlineMsg},
 	}
-	for name, spec := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).Create(ctx(t), &thv1beta1.MCPOIDCConfig{
 				ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-"},
-				Spec:       spec,
+				Spec:       tc.spec,
 			}, metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("create error = %v, want Invalid", err)
 			}
-			if !strings.Contains(err.Error(), msg) {
-				t.Errorf("error %q does not explain the rule (want it to contain %q)", err, msg)
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not explain the rule (want it to contain %q)", err, tc.msg)
 			}
 		})
 	}

@@ -15,7 +15,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -23,7 +22,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -157,7 +157,7 @@ func TestConfigChangeWithHundredReferrers(t *testing.T) {
 				}
 			}
 			configController := strings.ToLower(k.kind)
-			delta, took := rollReferrers(t, env, ns, workload.AnnotationRunConfigChecksum, "s-", func() {
+			delta, took := rollReferrers(t, env, ns, naming.AnnotationRunConfigChecksum, "s-", func() {
 				if _, err := configs.Patch(ctx, "shared", types.MergePatchType, []byte(k.change), metav1.PatchOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +196,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"shared", "other"} {
-		def := workloadtest.NewCompositeTool(ns, name, "")
+		def := toolhivetest.NewCompositeTool(ns, name, "")
 		def.ResourceVersion, def.UID, def.Status = "", "", thv1.VirtualMCPCompositeToolDefinitionStatus{}
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Create(ctx, def, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -209,12 +209,12 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 		}
 		v := &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("v-%03d", i)},
 			Spec: thv1.VirtualMCPServerSpec{IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}, GroupRef: thv1.GroupRef{Name: "g"},
-				Config: &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":[{"name":"` + def + `"}]}`)}}}
+				Config: &thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: def}}}}}
 		if _, err := th.VirtualMCPServers(ns).Create(ctx, v, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	delta, took := rollReferrers(t, env, ns, workload.AnnotationVMCPConfigChecksum, "v-", func() {
+	delta, took := rollReferrers(t, env, ns, naming.AnnotationVMCPConfigChecksum, "v-", func() {
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
 			[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -24,7 +24,9 @@ import (
 // It returns once the API server enforces the policy.
 func installPolicy(t *testing.T, env *framework.Env, namespace string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Generous bounds: on two busy cores compiling a policy's expressions
+	// and the admission plugin's informer can take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	objs := render(t, uniqueRelease(t), "hivekeeper-system", "--skip-crds", "--set", "watchNamespaces={"+namespace+"}")
 	admin := newApplier(t, env.Config)
@@ -51,7 +53,7 @@ func installPolicy(t *testing.T, env *framework.Env, namespace string) {
 	// the type-checking warnings in its status come from a controller in
 	// kube-controller-manager, which the test server does not run.
 	// The admission plugin learns of policies through an informer.
-	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+	framework.Eventually(t, 3*time.Minute, func() (bool, error) {
 		err := create(ctx, env, namespace, workloadSpec{kind: thv1.KindMCPServer, name: "probe", spec: `{"podTemplateSpec":{"spec":{"hostPID":true}}}`}, true)
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
 	}, "the policy to be enforced")
@@ -128,12 +130,12 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{server, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
 		{server, `{"volumes":[{"name":"root","hostPath":"/","mountPath":"/host"}]}`, "spec.volumes[].hostPath"},
 		// Another workload's accounts, named as hivekeeper names them.
-		{server, `{"serviceAccount":"` + workload.ProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
-		{server, `{"serviceAccount":"` + workload.ProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
-		{server, `{"serviceAccount":"` + workload.BackendServiceAccountName("other") + `"}`, "spec.serviceAccount"},
-		{proxy, `{"serviceAccount":"` + workload.RemoteProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
-		{proxy, `{"serviceAccount":"` + workload.RemoteProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
-		{vmcp, `{"serviceAccount":"` + workload.VMCPServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + naming.ProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + naming.ProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
+		{server, `{"serviceAccount":"` + naming.BackendServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
+		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("other") + `"}`, "spec.serviceAccount"},
 	}
 	for _, tc := range refused {
 		err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true)
@@ -170,9 +172,9 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{server, `{"podTemplateSpec":{}}`},
 		// Accounts of the user's own, and this object's own.
 		{server, `{"serviceAccount":"github-reader"}`},
-		{server, `{"serviceAccount":"` + workload.BackendServiceAccountName("w") + `"}`},
+		{server, `{"serviceAccount":"` + naming.BackendServiceAccountName("w") + `"}`},
 		{proxy, `{"serviceAccount":"w-sa"}`},
-		{vmcp, `{"serviceAccount":"` + workload.VMCPServiceAccountName("w") + `"}`},
+		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("w") + `"}`},
 	}
 	for _, tc := range accepted {
 		if err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true); err != nil {

@@ -27,7 +27,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -422,8 +422,8 @@ func legacyRunnerRBAC(t *testing.T, env *framework.Env, ns string) *rbacv1.Role 
 	}
 	meta := metav1.ObjectMeta{
 		Name:            "legacy-proxy-runner",
-		Labels:          workload.Labels("mcpserver", "legacy"),
-		OwnerReferences: []metav1.OwnerReference{workload.OwnerRef(s, thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer))},
+		Labels:          naming.Labels("mcpserver", "legacy"),
+		OwnerReferences: []metav1.OwnerReference{naming.OwnerRef(s, thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer))},
 	}
 	role, err := env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta, Rules: rbac.ProxyRunnerRules()}, metav1.CreateOptions{})
 	if err != nil {

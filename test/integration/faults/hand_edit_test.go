@@ -12,7 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/drift"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -57,15 +58,15 @@ func TestHandEditsOfChildren(t *testing.T) {
 
 	orig := getDeployment(t, env, ns, name)
 	wantImage := orig.Spec.Template.Spec.Containers[0].Image
-	wantChecksum := orig.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	wantChecksum := orig.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	if wantChecksum == "" {
-		t.Fatalf("Deployment %s has no %s template annotation", name, workload.AnnotationRunConfigChecksum)
+		t.Fatalf("Deployment %s has no %s template annotation", name, naming.AnnotationRunConfigChecksum)
 	}
 	// One write by hand, so one repair is the right answer.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := getDeployment(t, env, ns, name)
 		d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/evil:latest"
-		delete(d.Spec.Template.Annotations, workload.AnnotationRunConfigChecksum)
+		delete(d.Spec.Template.Annotations, naming.AnnotationRunConfigChecksum)
 		d.Spec.Replicas = ptr.To[int32](5)
 		_, err := env.Kube.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 		return err
@@ -75,7 +76,7 @@ func TestHandEditsOfChildren(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, slowly(100*time.Millisecond, func() (bool, error) {
 		d := getDeployment(t, env, ns, name)
 		return d.Spec.Template.Spec.Containers[0].Image == wantImage &&
-			d.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == wantChecksum, nil
+			d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == wantChecksum, nil
 	}), "the hand-edited template to be repaired")
 	m := settle(t, hk, 2*time.Second)
 
@@ -88,12 +89,12 @@ func TestHandEditsOfChildren(t *testing.T) {
 	if other := delta(writesTotal, all) - patches; other != 0 {
 		t.Errorf("%g writes besides the Deployment patch: %s", other, m.series(writesTotal, all))
 	}
-	for _, field := range []string{workload.FieldContainerImage, workload.FieldTemplateAnnotations} {
+	for _, field := range []string{drift.FieldContainerImage, drift.FieldTemplateAnnotations} {
 		if delta(driftTotal, map[string]string{"resource": "deployments", "field": field}) < 1 {
 			t.Errorf("no drift detection counted for %s", field)
 		}
 	}
-	if n := delta(driftTotal, map[string]string{"resource": "deployments", "field": workload.FieldReplicas}); n != 0 {
+	if n := delta(driftTotal, map[string]string{"resource": "deployments", "field": drift.FieldReplicas}); n != 0 {
 		t.Errorf("spec.replicas counted as drift %g times with spec.replicas unset on the MCPServer", n)
 	}
 	if d := getDeployment(t, env, ns, name); d.Spec.Replicas == nil || *d.Spec.Replicas != 5 {
@@ -104,7 +105,7 @@ func TestHandEditsOfChildren(t *testing.T) {
 	// would let a sync run before the watch delivered the first recreated
 	// child, and the duplicate create (AlreadyExists) is informer lag, not
 	// what this test is about.
-	svcName, cmName := workload.MCPServerServiceName(name), workload.RunConfigName(name)
+	svcName, cmName := naming.MCPServerServiceName(name), naming.RunConfigName(name)
 	oldSvc, err := getService(env, ns, svcName)
 	if err != nil {
 		t.Fatal(err)

@@ -110,15 +110,17 @@ func TestLeaderElectionFailover(t *testing.T) {
 		}
 		return false, nil
 	}), "%s to take over", standby.name)
-	// A spec bound, asserted with a generous margin for two busy cores:
-	// the lease must expire (4s after the last renewal the standby saw),
-	// then the next jittered retry (500ms-1.1s) acquires it, so about 5s
-	// is expected. lease + renew deadline + 5s of scheduling slack = 12s;
-	// a real regression (a default 15s lease, never acquiring) is beyond.
-	bound := leaseDuration + renewDeadline + 5*time.Second
-	t.Logf("%s took over %v after the leader was killed (bound %v)", standby.name, took.Round(time.Millisecond), bound)
-	if took > bound {
-		t.Errorf("takeover took %v, want at most %v", took, bound)
+	// About 5s is expected: the lease expires 4s after the last renewal
+	// the standby saw, then its next jittered retry (500ms-1.1s) acquires
+	// it. The time is logged, not bounded: a busy machine stretches it. A
+	// regression to the default 15s lease shows in the lease itself.
+	t.Logf("%s took over %v after the leader was killed", standby.name, took.Round(time.Millisecond))
+	lease, err := env.Kube.CoordinationV1().Leases(ns).Get(context.Background(), leaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := lease.Spec.LeaseDurationSeconds; d == nil || time.Duration(*d)*time.Second != leaseDuration {
+		t.Errorf("lease duration %v, want the flag's %v", d, leaseDuration)
 	}
 	second := createServers(t, env, ns, "after", 2)
 	waitConverged(t, env, ns, append(first, second...))
@@ -163,8 +165,8 @@ func TestLeaderElectionFailover(t *testing.T) {
 	c.signal(t, syscall.SIGCONT)
 	select {
 	case <-leader.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s still running 30s after it was thawed without the lease", leader.name)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s still running 2m after it was thawed without the lease", leader.name)
 	}
 	t.Logf("%s exited after losing the lease: %v", leader.name, leader.err)
 	if leader.err == nil {
@@ -176,7 +178,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 			leader.name, len(thawedWrites), beforeFreeze, strings.Join(thawedWrites[:min(len(thawedWrites), 8)], "\n"))
 	}
 	waitConverged(t, env, ns, pending)
-	lease, err := env.Kube.CoordinationV1().Leases(ns).Get(context.Background(), leaseName, metav1.GetOptions{})
+	lease, err = env.Kube.CoordinationV1().Leases(ns).Get(context.Background(), leaseName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -39,7 +39,7 @@ func TestDeletionAmongLookalikes(t *testing.T) {
 		}
 	}
 	waitConverged(t, env, ns, []string{"postgres", "foo", "foo-proxy"})
-	fooService, err := getService(env, ns, workload.MCPServerServiceName("foo"))
+	fooService, err := getService(env, ns, naming.MCPServerServiceName("foo"))
 	if err != nil {
 		t.Fatal(err)
 	}

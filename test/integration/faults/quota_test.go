@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -139,7 +139,7 @@ func TestQuotaRefusalBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady)
-	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || !strings.Contains(cond.Message, workload.MCPServerServiceName(name)) || strings.Contains(cond.Message, "used") {
+	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || !strings.Contains(cond.Message, naming.MCPServerServiceName(name)) || strings.Contains(cond.Message, "used") {
 		t.Errorf("Ready = %+v, want reason %s naming the Service, without the quota's changing usage", cond, thv1.ReasonChildWriteFailed)
 	}
 	// The API server's own message reaches the user in an event.

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -106,7 +106,7 @@ func TestServiceCIDRExhausted(t *testing.T) {
 	for _, name := range fail {
 		s := c.servers[name]
 		var conds []string
-		mentions := strings.Contains(s.Status.Message, workload.MCPServerServiceName(name)) || strings.Contains(strings.ToLower(s.Status.Message), "service")
+		mentions := strings.Contains(s.Status.Message, naming.MCPServerServiceName(name)) || strings.Contains(strings.ToLower(s.Status.Message), "service")
 		for _, cond := range s.Status.Conditions {
 			conds = append(conds, fmt.Sprintf("%s=%s/%s: %s", cond.Type, cond.Status, cond.Reason, cond.Message))
 			if cond.Status != metav1.ConditionTrue && strings.Contains(strings.ToLower(cond.Message), "service") {

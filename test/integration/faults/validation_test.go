@@ -62,7 +62,7 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 			"type":                     "inline",
 			"inline":                   map[string]any{"issuer": "https://idp.example.com", "clientId": "hive"},
 			"kubernetesServiceAccount": map[string]any{"issuer": "https://kubernetes.default.svc"},
-		}, "", []string{"the block named by type must be set and the other block must be absent"}, "rejected (CEL)"},
+		}, "", []string{"kubernetesServiceAccount must be set if and only if type is kubernetesServiceAccount"}, "rejected (CEL)"},
 		{"VirtualMCPServer type oidc without a reference", "virtualmcpservers", map[string]any{
 			"incomingAuth": map[string]any{"type": "oidc"},
 			"groupRef":     map[string]any{"name": "team"},

@@ -39,14 +39,15 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// FindBinaries returns the folder with kube-apiserver and etcd: $BinariesEnv
+// FindBinaries returns the folder with kube-apiserver and etcd (and, once
+// built, the rest of the control plane Options.Cluster runs): $BinariesEnv
 // when set, else the folder hack/test-binaries.sh prints. The script is only
-// run when its cache already holds both binaries, because building them takes
+// run when its cache already holds every binary, because building them takes
 // minutes and a test run must never start that silently; the error then says
 // how to build them.
 func FindBinaries() (string, error) {
 	if dir := os.Getenv(BinariesEnv); dir != "" {
-		if err := checkBinaries(dir); err != nil {
+		if err := checkBinaries(dir, apiServerBinaries...); err != nil {
 			return "", fmt.Errorf("$%s=%s: %w", BinariesEnv, dir, err)
 		}
 		return dir, nil
@@ -59,7 +60,9 @@ func FindBinaries() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := checkBinaries(expected); err != nil {
+	// Every binary the script builds, so that running it cannot start a
+	// build.
+	if err := checkBinaries(expected, append(apiServerBinaries, clusterBinaries...)...); err != nil {
 		return "", fmt.Errorf("%w; run `make test-binaries` (a one-time build of several minutes) or set $%s", err, BinariesEnv)
 	}
 	out, err := exec.Command(filepath.Join(root, "hack", "test-binaries.sh")).Output()
@@ -67,7 +70,7 @@ func FindBinaries() (string, error) {
 		return "", fmt.Errorf("hack/test-binaries.sh: %w", err)
 	}
 	dir := strings.TrimSpace(string(out))
-	if err := checkBinaries(dir); err != nil {
+	if err := checkBinaries(dir, apiServerBinaries...); err != nil {
 		return "", fmt.Errorf("hack/test-binaries.sh printed %q: %w", dir, err)
 	}
 	return dir, nil
@@ -77,20 +80,8 @@ func FindBinaries() (string, error) {
 // (<cache>/k8s/<kube>-etcd-<etcd>) so FindBinaries can tell whether running
 // the script would be instant.
 func cachedBinariesDir(root string) (string, error) {
-	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	vars, err := readVersions(root)
 	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			vars[k] = strings.Trim(v, `"'`)
-		}
-	}
-	if err := sc.Err(); err != nil {
 		return "", err
 	}
 	if vars["KUBE_VERSION"] == "" || vars["ETCD_VERSION"] == "" {
@@ -108,8 +99,65 @@ func cachedBinariesDir(root string) (string, error) {
 	return filepath.Join(cache, "k8s", vars["KUBE_VERSION"]+"-etcd-"+vars["ETCD_VERSION"]), nil
 }
 
-func checkBinaries(dir string) error {
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+// readVersions reads the pins of hack/versions.env (NAME=value lines).
+func readVersions(root string) (map[string]string, error) {
+	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return vars, sc.Err()
+}
+
+// ToolHive releases of hack/versions.env, the names ToolHiveSource takes.
+const (
+	// ToolHiveAPIRelease is the release whose API (CRDs, examples) hivekeeper
+	// serves.
+	ToolHiveAPIRelease = "TOOLHIVE_API_VERSION"
+	// ToolHiveRuntimeRelease is the release whose binaries the conformance
+	// suite runs.
+	ToolHiveRuntimeRelease = "TOOLHIVE_VERSION"
+)
+
+// ToolHiveSource returns the version pinned as release (ToolHiveAPIRelease
+// or ToolHiveRuntimeRelease) and the folder of that release's source in the
+// Go module cache, downloading it first if needed (hack/toolhive-source.sh).
+// Tests read ToolHive's CRD YAML and examples from there.
+func ToolHiveSource(release string) (version, dir string, err error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", "", err
+	}
+	vars, err := readVersions(root)
+	if err != nil {
+		return "", "", err
+	}
+	if version = vars[release]; version == "" {
+		return "", "", fmt.Errorf("hack/versions.env does not pin %s", release)
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "toolhive-source.sh"), version)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("hack/toolhive-source.sh %s: %w", version, err)
+	}
+	return version, strings.TrimSpace(string(out)), nil
+}
+
+// apiServerBinaries are what Start always runs.
+var apiServerBinaries = []string{"kube-apiserver", "etcd"}
+
+// checkBinaries fails unless every one of names is an executable in dir.
+func checkBinaries(dir string, names ...string) error {
+	for _, name := range names {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("%s not found in %s", name, dir)

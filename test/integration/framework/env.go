@@ -68,6 +68,17 @@ func Main(m *testing.M) {
 // TestMain with work left after the tests (the fault suite writes its
 // report, the conformance suite removes its build).
 func Run(m *testing.M) int {
+	return run(m, false)
+}
+
+// MainCluster is Main on a fuller cluster (Options.Cluster): the tests of
+// the package see Deployments roll out into pods that become Ready,
+// garbage collection and namespace deletion.
+func MainCluster(m *testing.M) {
+	os.Exit(run(m, true))
+}
+
+func run(m *testing.M, cluster bool) int {
 	mainCalled = true
 	flag.Parse()
 	if testing.Short() {
@@ -86,7 +97,7 @@ func Run(m *testing.M) int {
 		return 1
 	}
 	began := time.Now()
-	srv, err := Start(Options{BinDir: bins, CRDDir: filepath.Join(root, "config", "crd")})
+	srv, err := Start(Options{BinDir: bins, CRDDir: filepath.Join(root, "config", "crd"), Cluster: cluster})
 	if err != nil {
 		// The binaries exist, so a server that does not start is a real
 		// failure, not a reason to skip.
@@ -151,9 +162,9 @@ func Get(t testing.TB) *Env {
 }
 
 // Namespace creates a uniquely named namespace for the test and deletes it
-// on cleanup. Without a namespace controller the deletion leaves it
-// Terminating with its objects; nothing waits for it, and the unique name
-// keeps tests apart.
+// on cleanup. Without a namespace controller (all but Options.Cluster) the
+// deletion leaves it Terminating with its objects; nothing waits for it,
+// and the unique name keeps tests apart.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

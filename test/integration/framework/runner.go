@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // RunnerLabels are labels the ToolHive proxy runner puts on the StatefulSet
 // and Services it creates for MCPServer n (among others of its own).
 func RunnerLabels(n string) map[string]string {
-	return map[string]string{"app": n, workload.LabelToolhive: "true", workload.LabelToolhiveName: n}
+	return map[string]string{"app": n, naming.LabelToolhive: "true", naming.LabelToolhiveName: n}
 }
 
 // CreateRunnerObjects creates, in ns, the objects the proxy runner creates
@@ -69,7 +69,7 @@ func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, n
 		t.Fatal(err)
 	}
 	before = obj.GetUID()
-	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, workload.LabelToolhive)
+	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, naming.LabelToolhive)
 	if _, err := client.Patch(ctx, name, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, n
 			return false, err
 		}
 		after = obj.GetUID()
-		return obj.GetLabels()[workload.LabelToolhive] == "true", fmt.Errorf("labels %v", obj.GetLabels())
-	}, "the %s label of %s %s/%s to be restored", workload.LabelToolhive, resource.Resource, ns, name)
+		return obj.GetLabels()[naming.LabelToolhive] == "true", fmt.Errorf("labels %v", obj.GetLabels())
+	}, "the %s label of %s %s/%s to be restored", naming.LabelToolhive, resource.Resource, ns, name)
 	return before, after
 }

@@ -6,9 +6,10 @@
 // optimistic locking, RBAC. Those are where controllers break in the field,
 // so tests that claim "zero writes at steady state" or "unknown fields
 // survive" run against the real thing. Both binaries come from
-// hack/test-binaries.sh; there is no controller-manager, scheduler or
-// kubelet, so Deployments get no pods, namespaces stay Terminating and no
-// garbage collector runs.
+// hack/test-binaries.sh. By default there is no controller-manager,
+// scheduler or kubelet, so Deployments get no pods, namespaces stay
+// Terminating and no garbage collector runs; Options.Cluster adds them,
+// with kwok's fake nodes for kubelets (cluster.go).
 //
 // Test packages call Main from TestMain and Get from each test. Other
 // programs use Start and Stop.
@@ -46,9 +47,17 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags; a flag
 	// given twice takes the later value.
 	ExtraAPIServerArgs []string
-	// StartTimeout bounds each wait for readiness; 0 means 90 seconds,
-	// enough for a cold start on two busy cores.
+	// StartTimeout bounds each wait for readiness; 0 means 5 minutes. A
+	// quiet machine needs seconds; the bound only ends a wait that will
+	// never succeed, so two cores busy with other work do not fail a start
+	// that is merely slow.
 	StartTimeout time.Duration
+	// Cluster also runs kube-controller-manager, kube-scheduler and kwok
+	// with ClusterNodes fake nodes (cluster.go), so Deployments get pods
+	// that become Running and Ready, the garbage collector and the
+	// namespace controller run, and pods must name a ServiceAccount that
+	// exists, as in a real cluster.
+	Cluster bool
 }
 
 // Server is a running etcd plus kube-apiserver on loopback ports, with all
@@ -73,6 +82,9 @@ type Server struct {
 	apiserver *process
 	timeout   time.Duration
 	stopped   bool
+
+	// The rest of the control plane, with Options.Cluster only.
+	controllerManager, scheduler, kwok *process
 }
 
 const (
@@ -99,14 +111,19 @@ func Start(opts Options) (*Server, error) {
 		}
 		opts.BinDir = dir
 	}
-	if err := checkBinaries(opts.BinDir); err != nil {
+	if err := checkBinaries(opts.BinDir, apiServerBinaries...); err != nil {
 		return nil, err
+	}
+	if opts.Cluster {
+		if err := checkBinaries(opts.BinDir, clusterBinaries...); err != nil {
+			return nil, fmt.Errorf("%w; run `make test-binaries` to build the rest of the control plane", err)
+		}
 	}
 	if opts.TempDir == "" {
 		opts.TempDir = os.TempDir()
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 90 * time.Second
+		opts.StartTimeout = 5 * time.Minute
 	}
 	removeStaleDirs(opts.TempDir)
 
@@ -193,11 +210,17 @@ func start(opts Options) (_ *Server, err error) {
 			"--unsafe-no-fsync=true",
 		},
 	}
+	var admission []string
+	if !opts.Cluster {
+		// Without a controller manager no namespace has a "default"
+		// ServiceAccount, and this plugin would reject every Pod.
+		admission = []string{"--disable-admission-plugins=ServiceAccount"}
+	}
 	s.apiserver = &process{
 		name:    "kube-apiserver",
 		path:    filepath.Join(opts.BinDir, "kube-apiserver"),
 		logPath: path("apiserver.log"),
-		args: append([]string{
+		args: append(append([]string{
 			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdClient),
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
@@ -212,14 +235,11 @@ func start(opts Options) (_ *Server, err error) {
 			"--service-account-key-file=" + path("sa.pub"),
 			"--service-account-signing-key-file=" + path("sa.key"),
 			"--service-cluster-ip-range=" + ServiceClusterIPRange,
-			// Without a token controller no namespace has a "default"
-			// ServiceAccount, and this plugin would reject every Pod.
-			"--disable-admission-plugins=ServiceAccount",
 			// The endpoint reconciler rejects a loopback advertise address
 			// and would log that every few seconds.
 			"--endpoint-reconciler-type=none",
 			"--profiling=false",
-		}, opts.ExtraAPIServerArgs...),
+		}, admission...), opts.ExtraAPIServerArgs...),
 	}
 
 	s.Config = &rest.Config{
@@ -252,6 +272,11 @@ func start(opts Options) (_ *Server, err error) {
 	if opts.CRDDir != "" {
 		if err := InstallCRDs(ctx, s.Config, opts.CRDDir); err != nil {
 			return nil, fmt.Errorf("installing CRDs from %s: %w", opts.CRDDir, err)
+		}
+	}
+	if opts.Cluster {
+		if err := s.startCluster(ctx, opts.BinDir); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
@@ -420,8 +445,9 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	s.stopped = true
-	// kube-apiserver first, so it does not log etcd connection errors
-	// while shutting down.
+	// The API server's clients first, then kube-apiserver, so it does not
+	// log etcd connection errors while shutting down.
+	s.stopCluster()
 	if s.apiserver != nil {
 		s.apiserver.stop(stopGrace)
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -35,6 +35,16 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // allControllers are every controller the test runs: steady state means
 // none of them writes, not only the one under test.
 var allControllers = []string{mcpremoteproxy.Name, mcpserver.Name, mcpgroup.Name, mcpoidcconfig.Name}
+
+// settle bounds each wait for hivekeeper to follow a change; a quiet
+// machine takes well under a second, and the bound only ends a wait that
+// will never succeed, so a busy machine does not fail a test that is
+// right. quiet is how long nothing must be written before the writes are
+// counted: several of the config statuses' 500 ms fan-in windows.
+const (
+	settle = 2 * time.Minute
+	quiet  = 3 * time.Second
+)
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -119,8 +129,8 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc runconfig.RunConfig
-	if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
 	if rc.RemoteURL != "https://remote.example.com/sse" || rc.Image != "" || rc.MCPServerGeneration != 0 || rc.OIDCConfig == nil ||
@@ -132,7 +142,7 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] ||
 		!slices.Equal(tpl.Spec.Containers[0].Args, []string{"run", "https://remote.example.com/sse"}) ||
 		tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
 		t.Errorf("deployment template %+v", tpl)

@@ -11,7 +11,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -71,7 +71,7 @@ const realisticTemplate = `{
 // current generation with PodTemplateValid of the given status.
 func waitPodTemplateValid(t *testing.T, env *framework.Env, ns, name string, status metav1.ConditionStatus) {
 	t.Helper()
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		p, err := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Get(testCtx(t), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -107,19 +107,19 @@ func TestPodTemplateSpecSteadyState(t *testing.T) {
 	dep := waitDeployment(t, env, ns, name)
 	ps := dep.Spec.Template.Spec
 	if len(ps.InitContainers) != 1 || len(ps.Containers) != 2 || ps.NodeSelector["kubernetes.io/os"] != "linux" ||
-		dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Spec.Template.Labels["team"] != "payments" {
+		dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Spec.Template.Labels["team"] != "payments" {
 		t.Errorf("template not merged: %+v", dep)
 	}
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*time.Second, allControllers...)
 	dep = waitDeployment(t, env, ns, name)
 
 	// An edit rolls once.
 	patchSpec(t, env, ns, name, `{"podTemplateSpec":{"spec":{"nodeSelector":{"kubernetes.io/os":"linux","pool":"mcp"}}}}`)
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		return waitDeployment(t, env, ns, name).Spec.Template.Spec.NodeSelector["pool"] == "mcp", nil
 	}, "the edited nodeSelector on the Deployment")
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	edited := waitDeployment(t, env, ns, name)
 	if edited.Generation != dep.Generation+1 {
 		t.Errorf("Deployment generation %d -> %d after an edit, want exactly one rollout", dep.Generation, edited.Generation)
@@ -129,7 +129,7 @@ func TestPodTemplateSpecSteadyState(t *testing.T) {
 	// An invalid template: reported, the Deployment untouched.
 	patchSpec(t, env, ns, name, `{"podTemplateSpec":{"spec":{"nodeSelector":["pool"]}}}`)
 	waitPodTemplateValid(t, env, ns, name, metav1.ConditionFalse)
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	if got := waitDeployment(t, env, ns, name); got.ResourceVersion != edited.ResourceVersion {
 		t.Errorf("an invalid template wrote the Deployment")
 	}
@@ -140,18 +140,18 @@ func TestPodTemplateSpecSteadyState(t *testing.T) {
 
 	// The template removed: one rollout, nothing of it left.
 	patchSpec(t, env, ns, name, `{"podTemplateSpec":null}`)
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		p, err := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && p.Status.ObservedGeneration == p.Generation && meta.IsStatusConditionTrue(p.Status.Conditions, thv1.ConditionConfigurationValid) &&
 			meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionPodTemplateValid) == nil, err
 	}, "PodTemplateValid gone with the template")
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	plain := waitDeployment(t, env, ns, name)
 	if plain.Generation != edited.Generation+1 {
 		t.Errorf("Deployment generation %d -> %d after removing the template, want exactly one rollout", edited.Generation, plain.Generation)
 	}
 	ps = plain.Spec.Template.Spec
-	if _, ok := plain.Annotations[workload.AnnotationPodTemplateSpecHash]; ok || len(ps.NodeSelector) != 0 || len(ps.Tolerations) != 0 ||
+	if _, ok := plain.Annotations[naming.AnnotationPodTemplateSpecHash]; ok || len(ps.NodeSelector) != 0 || len(ps.Tolerations) != 0 ||
 		ps.Affinity != nil || len(ps.InitContainers) != 0 || len(ps.Containers) != 1 || len(ps.HostAliases) != 0 ||
 		len(ps.SecurityContext.SupplementalGroups) != 0 || *ps.TerminationGracePeriodSeconds != 30 || len(ps.Volumes) != 2 {
 		t.Errorf("template left behind: %+v", plain)

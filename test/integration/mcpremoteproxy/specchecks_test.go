@@ -16,8 +16,8 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -37,7 +37,7 @@ func patchSpec(t *testing.T, env *framework.Env, ns, name, spec string) {
 func waitConfigurationValid(t *testing.T, env *framework.Env, ns, name string, status metav1.ConditionStatus, reason string) *thv1.MCPRemoteProxy {
 	t.Helper()
 	var p *thv1.MCPRemoteProxy
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		var err error
 		p, err = env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(ns).Get(testCtx(t), name, metav1.GetOptions{})
 		if err != nil {
@@ -92,23 +92,23 @@ func TestRemoteURLGate(t *testing.T) {
 	}
 	// The status is written; give a wrongly eager controller a moment,
 	// then nothing of the proxy may exist.
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	for what, get := range map[string]func() error{
 		"Deployment": func() error { _, err := k.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); return err },
 		"ConfigMap": func() error {
-			_, err := k.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{})
 			return err
 		},
 		"Service": func() error {
-			_, err := k.CoreV1().Services(ns).Get(ctx, workload.RemoteProxyServiceName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().Services(ns).Get(ctx, naming.RemoteProxyServiceName(name), metav1.GetOptions{})
 			return err
 		},
 		"ServiceAccount": func() error {
-			_, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, workload.RemoteProxyRunnerName(name), metav1.GetOptions{})
+			_, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, naming.RemoteProxyRunnerName(name), metav1.GetOptions{})
 			return err
 		},
 		"RoleBinding": func() error {
-			_, err := k.RbacV1().RoleBindings(ns).Get(ctx, workload.RemoteProxyRunnerName(name), metav1.GetOptions{})
+			_, err := k.RbacV1().RoleBindings(ns).Get(ctx, naming.RemoteProxyRunnerName(name), metav1.GetOptions{})
 			return err
 		},
 	} {
@@ -116,7 +116,7 @@ func TestRemoteURLGate(t *testing.T) {
 			t.Errorf("%s of a refused proxy: %v, want NotFound", what, err)
 		}
 	}
-	framework.Eventually(t, 5*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		n := warnings(t, env, ns, name, thv1.ReasonRemoteURLInvalid)
 		return n == 1, fmt.Errorf("%d events", n)
 	}, "one RemoteURLInvalid Warning event")
@@ -127,7 +127,7 @@ func TestRemoteURLGate(t *testing.T) {
 	if args := dep.Spec.Template.Spec.Containers[0].Args; len(args) != 2 || args[1] != private {
 		t.Fatalf("args %v", args)
 	}
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	dep = waitDeployment(t, env, ns, name)
 
 	// Metadata is never allowed; the Deployment that runs is left alone.
@@ -136,7 +136,7 @@ func TestRemoteURLGate(t *testing.T) {
 	if strings.Contains(p.Status.Message, "allowPrivateEndpoint") {
 		t.Errorf("message %q suggests allowPrivateEndpoint for a metadata address", p.Status.Message)
 	}
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	if after := waitDeployment(t, env, ns, name); after.ResourceVersion != dep.ResourceVersion {
 		t.Errorf("the running Deployment was written after the refusal: resourceVersion %s -> %s, args %v",
 			dep.ResourceVersion, after.ResourceVersion, after.Spec.Template.Spec.Containers[0].Args)
@@ -182,36 +182,36 @@ func TestHeaderForward(t *testing.T) {
 	if ref != "TOOLHIVE_SECRET_HEADER_FORWARD_X_API_KEY_VENDOR=vendor-api/key" {
 		t.Errorf("secret env %q", ref)
 	}
-	readHeaders := func() *runconfig.HeaderForward {
-		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName(name), metav1.GetOptions{})
+	readHeaders := func() *schema.HeaderForward {
+		cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rc runconfig.RunConfig
-		if err := json.Unmarshal([]byte(cm.Data[runconfig.Key]), &rc); err != nil {
+		var rc schema.RunConfig
+		if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 			t.Fatal(err)
 		}
 		if rc.HeaderForward == nil {
-			t.Fatalf("no header_forward: %s", cm.Data[runconfig.Key])
+			t.Fatalf("no header_forward: %s", cm.Data[schema.Key])
 		}
 		return rc.HeaderForward
 	}
 	if hf := readHeaders(); hf.AddPlaintextHeaders["X-Tenant-ID"] != "team-a" || hf.AddHeadersFromSecret["X-API-Key"] != "HEADER_FORWARD_X_API_KEY_VENDOR" {
 		t.Errorf("header_forward %+v", hf)
 	}
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	dep = waitDeployment(t, env, ns, name)
 
 	patchSpec(t, env, ns, name, `{"headerForward":{"addPlaintextHeaders":{"X-Tenant-ID":"team-b"}}}`)
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		return readHeaders().AddPlaintextHeaders["X-Tenant-ID"] == "team-b", nil
 	}, "the new header value in the RunConfig")
-	workloadtest.Quiesce(t, time.Second, 30*time.Second, allControllers...)
+	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	after := waitDeployment(t, env, ns, name)
 	if after.Generation != dep.Generation+1 {
 		t.Errorf("Deployment generation %d -> %d, want exactly one rollout", dep.Generation, after.Generation)
 	}
-	if after.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] {
+	if after.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Errorf("the RunConfig checksum on the pod template did not change")
 	}
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*time.Second, allControllers...)
@@ -221,7 +221,7 @@ func TestHeaderForward(t *testing.T) {
 func waitDeployment(t *testing.T, env *framework.Env, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	var dep *appsv1.Deployment
-	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		var err error
 		dep, err = env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -23,12 +23,26 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 var serversGVR = thv1.SchemeGroupVersion.WithResource("mcpservers")
+
+// settle bounds each wait for hivekeeper to follow a change: well under a
+// second on a quiet machine; the bound only ends a wait that will never
+// succeed, so a busy machine does not fail a test that is right.
+const settle = 2 * time.Minute
+
+// settled waits until the MCPServer controller has written nothing for a
+// while (its last status patch follows the Deployment's creation), so that
+// a snapshot taken next is of the converged state.
+func settled(t *testing.T) {
+	t.Helper()
+	workloadtest.Quiesce(t, 2*time.Second, settle, mcpserver.Name)
+}
 
 // counter sums a hivekeeper counter over the series whose labels match.
 func counter(t *testing.T, name string, match map[string]string) float64 {
@@ -137,7 +151,7 @@ func convergedServer(t *testing.T, name string) (*framework.Env, string) {
 func waitConverged(t *testing.T, env *framework.Env, ns, name string) *thv1.MCPServer {
 	t.Helper()
 	var s *thv1.MCPServer
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		var err error
 		s, err = env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -162,13 +176,12 @@ func TestZeroWritesAtSteadyState(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConverged(t, env, ns, "fetch")
-	// Let the status settle (one status patch after the Deployment exists).
-	time.Sleep(500 * time.Millisecond)
+	settled(t)
 
 	before := snapshot(t, env, ns, "fetch")
 	writes := mcpWrites(t)
 	syncs := counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name})
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		return counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name}) >= syncs+10, nil
 	}, "ten more syncs through informer resyncs")
 	after := snapshot(t, env, ns, "fetch")
@@ -197,7 +210,7 @@ func TestChildrenAsSpecifiedOnARealServer(t *testing.T) {
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	cm, _ := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "fetch-runconfig", metav1.GetOptions{})
 	tpl := dep.Spec.Template
-	if tpl.Annotations[workload.AnnotationRunConfigChecksum] != cm.Annotations[runconfig.ChecksumAnnotation] ||
+	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] ||
 		tpl.Annotations["vault.hashicorp.com/agent-inject"] != "true" || tpl.Annotations["owner"] != "" {
 		t.Errorf("template annotations %v", tpl.Annotations)
 	}
@@ -241,7 +254,7 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 	if _, err := res.Patch(ctx, "fetch", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 		return err == nil && s.Annotations[thv1.AnnotationLastProcessedRestart] == restart, err
 	}, "restart processed")
@@ -261,10 +274,10 @@ func TestForeignSpecFieldsSurvive(t *testing.T) {
 func waitGeneration(t *testing.T, env *framework.Env, ns, name string, gen int64) *appsv1.Deployment {
 	t.Helper()
 	var dep *appsv1.Deployment
-	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		var err error
 		dep, err = env.Kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-		return err == nil && dep.Spec.Template.Annotations[workload.AnnotationMCPServerGeneration] == fmt.Sprint(gen), err
+		return err == nil && dep.Spec.Template.Annotations[naming.AnnotationMCPServerGeneration] == fmt.Sprint(gen), err
 	}, "deployment template at generation %d", gen)
 	return dep
 }
@@ -291,15 +304,15 @@ func TestGenerationAndChecksumRollouts(t *testing.T) {
 	c := dep2.Spec.Template.Spec.Containers[0]
 	var wired bool
 	for _, e := range c.Env {
-		if e.Name == workload.EnvMCPServerGeneration && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
-			e.ValueFrom.FieldRef.APIVersion == "v1" && strings.Contains(e.ValueFrom.FieldRef.FieldPath, workload.AnnotationMCPServerGeneration) {
+		if e.Name == naming.EnvMCPServerGeneration && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.APIVersion == "v1" && strings.Contains(e.ValueFrom.FieldRef.FieldPath, naming.AnnotationMCPServerGeneration) {
 			wired = true
 		}
 	}
 	if !wired {
 		t.Errorf("generation env not wired: %+v", c.Env)
 	}
-	if dep2.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == dep1.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] {
+	if dep2.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == dep1.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Error("RunConfig changed (image, generation) but the checksum did not")
 	}
 
@@ -309,7 +322,7 @@ func TestGenerationAndChecksumRollouts(t *testing.T) {
 	}
 	dep3 := waitGeneration(t, env, ns, "fetch", 3)
 	ann := dep3.Spec.Template.Annotations
-	if ann["vault.hashicorp.com/role"] != "mcp" || ann[workload.AnnotationRunConfigChecksum] == "" {
+	if ann["vault.hashicorp.com/role"] != "mcp" || ann[naming.AnnotationRunConfigChecksum] == "" {
 		t.Errorf("override rollout lost the checksum or the override: %v", ann)
 	}
 }
@@ -370,7 +383,7 @@ func TestDeletionRunsFinalizer(t *testing.T) {
 	if err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Delete(ctx, "fetch", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 10*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		_, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}, "MCPServer deleted")

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, workload.MCPServerServiceName("fetch"))
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, naming.MCPServerServiceName("fetch"))
 	if after != before {
 		t.Errorf("the Service was replaced instead of taken back: UID %s -> %s", before, after)
 	}
@@ -42,7 +42,7 @@ func TestLongestNameConverges(t *testing.T) {
 	name := strings.Repeat("n", thv1.MaxMCPServerNameLength)
 	env, ns := convergedServer(t, name)
 	ctx := context.Background()
-	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, workload.MCPServerServiceName(name), metav1.GetOptions{}); err != nil {
+	if _, err := env.Kube.CoreV1().Services(ns).Get(ctx, naming.MCPServerServiceName(name), metav1.GetOptions{}); err != nil {
 		t.Errorf("proxy Service: %v", err)
 	}
 	env.CreateRunnerObjects(t, ns, name, framework.RunnerLabels(name))

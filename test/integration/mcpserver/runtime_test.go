@@ -14,8 +14,9 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/runconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -52,12 +53,12 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 	if s.Spec.PermissionProfile == nil || s.Spec.Volumes[0].ReadOnly || s.Spec.Audit == nil || s.Spec.Audit.Enabled {
 		t.Errorf("stored spec %+v", s.Spec)
 	}
-	time.Sleep(500 * time.Millisecond)
+	settled(t)
 
 	before := snapshot(t, env, ns, "fetch")
 	writes := mcpWrites(t)
 	syncs := counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name})
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		return counter(t, "hivekeeper_reconcile_total", map[string]string{"controller": mcpserver.Name}) >= syncs+10, nil
 	}, "ten more syncs through informer resyncs")
 	after := snapshot(t, env, ns, "fetch")
@@ -70,8 +71,8 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 		t.Errorf("hivekeeper_writes_total moved at steady state: %v -> %v", writes, got)
 	}
 
-	cm, _ := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName("fetch"), metav1.GetOptions{})
-	rc := cm.Data[runconfig.Key]
+	cm, _ := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName("fetch"), metav1.GetOptions{})
+	rc := cm.Data[schema.Key]
 	for _, want := range []string{`"refillPeriod": "1m30s"`, `"rate_limit_namespace": "` + ns + `"`, `"backend_replicas": 0`,
 		`"permission_profile_name_or_path": "/etc/toolhive/profiles/fetch.json"`, `"/srv/data:/data"`} {
 		if !strings.Contains(rc, want) {
@@ -84,7 +85,7 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	var wired bool
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
-		wired = wired || (e.Name == workload.EnvSessionRedisPassword && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+		wired = wired || (e.Name == wiring.EnvSessionRedisPassword && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
 			e.ValueFrom.SecretKeyRef.Name == "redis-auth")
 	}
 	if !wired {
@@ -97,12 +98,12 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	dep2 := waitGeneration(t, env, ns, "fetch", 2)
-	if dep2.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] {
+	if dep2.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Error("enabling audit did not change the RunConfig checksum")
 	}
-	cm, _ = env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, workload.RunConfigName("fetch"), metav1.GetOptions{})
-	if !strings.Contains(cm.Data[runconfig.Key], `"audit_config"`) {
-		t.Errorf("RunConfig lacks audit_config:\n%s", cm.Data[runconfig.Key])
+	cm, _ = env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName("fetch"), metav1.GetOptions{})
+	if !strings.Contains(cm.Data[schema.Key], `"audit_config"`) {
+		t.Errorf("RunConfig lacks audit_config:\n%s", cm.Data[schema.Key])
 	}
 	got, _ := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields); c != nil && strings.Contains(c.Message, "audit") {

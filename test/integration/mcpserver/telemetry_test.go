@@ -16,7 +16,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcptelemetryconfig"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -56,7 +56,7 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 	converged := func(what string) *appsv1.Deployment {
 		t.Helper()
 		var dep *appsv1.Deployment
-		framework.Eventually(t, 20*time.Second, func() (bool, error) {
+		framework.Eventually(t, settle, func() (bool, error) {
 			cfg, err := th.MCPTelemetryConfigs(ns).Get(ctx, "otel", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -90,26 +90,26 @@ func TestTelemetryConfigChangeRollsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	generation, checksum := dep.Generation, dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum]
+	generation, checksum := dep.Generation, dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	cfg, _ := th.MCPTelemetryConfigs(ns).Get(ctx, "otel", metav1.GetOptions{})
 	oldHash := cfg.Status.ConfigHash
 	if _, err := th.MCPTelemetryConfigs(ns).Patch(ctx, "otel", types.MergePatchType,
 		[]byte(`{"spec":{"openTelemetry":{"tracing":{"samplingRate":"0.5"}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 20*time.Second, func() (bool, error) {
+	framework.Eventually(t, settle, func() (bool, error) {
 		s, err := th.MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
 		return err == nil && s.Status.TelemetryConfigHash != oldHash, err
 	}, "the server to take the new config hash")
 	dep = converged("fetch converged with the changed config")
-	workloadtest.Quiesce(t, 2*time.Second, 30*time.Second, controllers...)
+	workloadtest.Quiesce(t, 2*time.Second, settle, controllers...)
 	dep, err = env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dep.Generation != generation+1 || dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] == checksum {
+	if dep.Generation != generation+1 || dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == checksum {
 		t.Errorf("Deployment generation %d -> %d, checksum changed %v: want exactly one rollout", generation, dep.Generation,
-			dep.Spec.Template.Annotations[workload.AnnotationRunConfigChecksum] != checksum)
+			dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != checksum)
 	}
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, controllers...)
 }

@@ -28,7 +28,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -126,7 +127,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 			PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":[{"name":"scratch","emptyDir":{"sizeLimit":"64Mi"}},` +
 				`{"name":"creds","secret":{"secretName":"creds"}}],` +
 				`"containers":[{"name":"vmcp","volumeMounts":[{"name":"scratch","mountPath":"/scratch"},{"name":"creds","mountPath":"/creds"}]}]}}`)},
-			Config: &runtime.RawExtension{Raw: []byte(`{"aggregation":{"conflictResolution":"prefix"}}`)},
+			Config: &thv1.VirtualMCPConfig{Aggregation: &thv1.VMCPAggregation{ConflictResolution: "prefix"}},
 		},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -154,8 +155,8 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		return err == nil && hasVolume(dep, "oidc-ca-bundle-ca-one"), err
 	}, "the vMCP Deployment with the CA bundle volume")
 	c := dep.Spec.Template.Spec.Containers[0]
-	if c.Name != workload.VMCPContainerName || c.Ports[0].ContainerPort != workload.VMCPPort || !hasVolume(dep, "scratch") ||
-		dep.Annotations[workload.AnnotationPodVolumesHash] == "" || dep.Spec.Template.Spec.ServiceAccountName != "agg-vmcp" {
+	if c.Name != naming.VMCPContainerName || c.Ports[0].ContainerPort != naming.VMCPPort || !hasVolume(dep, "scratch") ||
+		dep.Annotations[naming.AnnotationPodVolumesHash] == "" || dep.Spec.Template.Spec.ServiceAccountName != "agg-vmcp" {
 		t.Errorf("deployment %+v", dep)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -163,7 +164,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		y := cm.Data[workload.VMCPConfigKey]
+		y := cm.Data[naming.VMCPConfigKey]
 		ok := strings.Contains(y, fmt.Sprintf("http://mcp-s1-proxy.%s.svc.cluster.local:8080", ns)) &&
 			strings.Contains(y, fmt.Sprintf("http://mcp-s2-proxy.%s.svc.cluster.local:8080", ns)) &&
 			!strings.Contains(y, "outsider") && strings.Contains(y, "conflictResolution: prefix") &&
@@ -171,7 +172,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 		return ok, fmt.Errorf("config.yaml:\n%s", y)
 	}, "config.yaml with both backends")
 	svc, err := k.CoreV1().Services(ns).Get(ctx, "vmcp-agg", metav1.GetOptions{})
-	if err != nil || svc.Spec.Ports[0].Port != workload.VMCPPort {
+	if err != nil || svc.Spec.Ports[0].Port != naming.VMCPPort {
 		t.Errorf("service %+v: %v", svc, err)
 	}
 	if _, err := k.CoreV1().ServiceAccounts(ns).Get(ctx, "agg-vmcp", metav1.GetOptions{}); err != nil {
@@ -185,7 +186,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	generation, hash := dep.Generation, dep.Annotations[workload.AnnotationPodVolumesHash]
+	generation, hash := dep.Generation, dep.Annotations[naming.AnnotationPodVolumesHash]
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPOIDCConfigs(ns).Patch(ctx, "auth", types.MergePatchType,
 		[]byte(`{"spec":{"inline":{"caBundleRef":{"configMapRef":{"name":"ca-two"}}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 	if dep.Generation != generation+1 {
 		t.Errorf("Deployment generation %d -> %d, want exactly one rollout", generation, dep.Generation)
 	}
-	if h := dep.Annotations[workload.AnnotationPodVolumesHash]; h == "" || h == hash || hasVolume(dep, "oidc-ca-bundle-ca-one") {
+	if h := dep.Annotations[naming.AnnotationPodVolumesHash]; h == "" || h == hash || hasVolume(dep, "oidc-ca-bundle-ca-one") {
 		t.Errorf("hash %q -> %q, volumes %+v", hash, h, dep.Spec.Template.Spec.Volumes)
 	}
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
@@ -260,7 +261,7 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return strings.Contains(cm.Data[workload.VMCPConfigKey], "mcp-joiner-proxy"), nil
+		return strings.Contains(cm.Data[naming.VMCPConfigKey], "mcp-joiner-proxy"), nil
 	}, "the new member in config.yaml")
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
@@ -317,7 +318,7 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			y := cm.Data[workload.VMCPConfigKey]
+			y := cm.Data[naming.VMCPConfigKey]
 			for _, w := range want {
 				if !strings.Contains(y, w) {
 					return false, fmt.Errorf("config.yaml lacks %q:\n%s", w, y)
@@ -347,11 +348,11 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 	for _, e := range pod.Containers[0].Env {
 		env1[e.Name] = e
 	}
-	if r := env1[workload.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" ||
+	if r := env1[wiring.EnvSessionRedisPassword].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "redis" ||
 		env1["EXTRA"].Value != "1" || env1["VMCP_NAME"].Value != "agg" || env1["VMCP_NAMESPACE"].Value != ns {
 		t.Errorf("vmcp env %+v", pod.Containers[0].Env)
 	}
-	if dep.Annotations[workload.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[workload.AnnotationPodVolumesHash] == "" {
+	if dep.Annotations[naming.AnnotationPodTemplateSpecHash] == "" || dep.Annotations[naming.AnnotationPodVolumesHash] == "" {
 		t.Errorf("annotations %v", dep.Annotations)
 	}
 

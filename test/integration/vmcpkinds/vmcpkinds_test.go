@@ -24,14 +24,20 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserverentry"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpcompositetooldefinition"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/virtualmcpserver"
-	"github.com/hivekeeper/hivekeeper/pkg/workload"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-const timeout = 30 * time.Second
+// timeout bounds each wait for a condition; it only ends a wait that
+// will never succeed.
+const timeout = 2 * time.Minute
+
+// resync is the informers' resync period: a resync re-queues every object,
+// so the steady-state checks cover "no write on resync" too.
+const resync = time.Second
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -65,7 +71,7 @@ func TestServerEntryLifecycle(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
 	ctx := testCtx(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: resync})
 	th := env.Toolhive.ToolhiveV1beta1()
 
 	_, err := th.MCPGroups(ns).Create(ctx, &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Name: "remote"}}, metav1.CreateOptions{})
@@ -122,7 +128,7 @@ func TestServerEntryLifecycle(t *testing.T) {
 	}, "the auth config to list the entries")
 
 	// Steady state: nothing of the namespace changes, no controller writes.
-	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, mcpserverentry.Name, mcpgroup.Name, "mcpexternalauthconfig")
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync, mcpserverentry.Name, mcpgroup.Name, "mcpexternalauthconfig")
 
 	must(t, th.MCPExternalAuthConfigs(ns).Delete(ctx, "exchange", metav1.DeleteOptions{}))
 	framework.Eventually(t, timeout, func() (bool, error) {
@@ -152,7 +158,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
 	ctx := testCtx(t)
-	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}, ResyncPeriod: resync})
 	th := env.Toolhive.ToolhiveV1beta1()
 
 	def := func(name, description string) *thv1.VirtualMCPCompositeToolDefinition {
@@ -194,7 +200,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	must(t, err)
 	_, err = th.VirtualMCPServers(ns).Create(ctx, &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Name: "v"},
 		Spec: thv1.VirtualMCPServerSpec{IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}, GroupRef: thv1.GroupRef{Name: "g"},
-			Config: &runtime.RawExtension{Raw: []byte(`{"compositeToolRefs":[{"name":"fetch-twice"},{"name":"later"}]}`)}}}, metav1.CreateOptions{})
+			Config: &thv1.VirtualMCPConfig{CompositeToolRefs: []thv1.VMCPCompositeToolRef{{Name: "fetch-twice"}, {Name: "later"}}}}}, metav1.CreateOptions{})
 	must(t, err)
 	refCondition := func(status metav1.ConditionStatus, reason string) func() (bool, error) {
 		return func() (bool, error) {
@@ -224,7 +230,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		checksum = d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum]
+		checksum = d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum]
 		return checksum != "", nil
 	}, "the vMCP Deployment")
 
@@ -233,9 +239,9 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	must(t, err)
 	framework.Eventually(t, timeout, func() (bool, error) {
 		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "v", metav1.GetOptions{})
-		return err == nil && d.Spec.Template.Annotations[workload.AnnotationVMCPConfigChecksum] != checksum, err
+		return err == nil && d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != checksum, err
 	}, "the vMCP to roll")
-	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second,
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync,
 		virtualmcpcompositetooldefinition.Name, virtualmcpserver.Name)
 
 	must(t, th.VirtualMCPCompositeToolDefinitions(ns).Delete(ctx, "later", metav1.DeleteOptions{}))

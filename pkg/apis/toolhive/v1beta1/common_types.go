@@ -122,8 +122,19 @@ type ProxyDeploymentOverrides struct {
 	// +optional
 	Env []NameValue `json:"env,omitempty"`
 	// ImagePullSecrets for the proxy pod.
+	// +listType=atomic
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// NodeSelector of the proxy pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the proxy pod.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the proxy pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 }
 
 // ResourceOverrides customise the proxy's children.
@@ -150,6 +161,7 @@ type OIDCConfigReference struct {
 	// +required
 	Audience string `json:"audience"`
 	// Scopes advertised for this resource.
+	// +listType=atomic
 	// +optional
 	Scopes []string `json:"scopes,omitempty"`
 	// ResourceURL is the protected-resource URL advertised to clients.

@@ -2,7 +2,6 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Types of an MCPExternalAuthConfig (spec.type), ToolHive's values at the
@@ -25,10 +24,10 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=extauth;mcpextauth,categories=toolhive
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
-// +kubebuilder:printcolumn:name="References",type=integer,JSONPath=`.status.referenceCount`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MCPExternalAuthConfig is how the proxies of the MCPServers and
@@ -59,6 +58,7 @@ type MCPExternalAuthConfig struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'upstreamInject' ? has(self.upstreamInject) : !has(self.upstreamInject)",message="upstreamInject configuration must be set if and only if type is 'upstreamInject'"
 // +kubebuilder:validation:XValidation:rule="self.type == 'obo' ? has(self.obo) : !has(self.obo)",message="obo configuration must be set if and only if type is 'obo'"
 // +kubebuilder:validation:XValidation:rule="self.type == 'xaa' ? has(self.xaa) : !has(self.xaa)",message="xaa configuration must be set if and only if type is 'xaa'"
+// +kubebuilder:validation:XValidation:rule="self.type == 'unauthenticated' ? (!has(self.tokenExchange) && !has(self.headerInjection) && !has(self.bearerToken) && !has(self.embeddedAuthServer) && !has(self.awsSts) && !has(self.upstreamInject) && !has(self.obo) && !has(self.xaa)) : true",message="type unauthenticated takes no configuration block"
 type MCPExternalAuthConfigSpec struct {
 	// Type is the kind of authentication. hivekeeper applies
 	// tokenExchange, headerInjection, bearerToken, unauthenticated and
@@ -80,34 +80,129 @@ type MCPExternalAuthConfigSpec struct {
 	// +optional
 	BearerToken *BearerTokenConfig `json:"bearerToken,omitempty"`
 
-	// The blocks below are ToolHive's, stored whole; hivekeeper does not
-	// apply them.
-
-	// EmbeddedAuthServer (type embeddedAuthServer) is stored, not applied.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// EmbeddedAuthServer runs an OAuth authorization server in the proxy of
+	// the workloads that name this config in spec.authServerRef, type
+	// embeddedAuthServer.
 	// +optional
-	EmbeddedAuthServer *runtime.RawExtension `json:"embeddedAuthServer,omitempty"`
+	EmbeddedAuthServer *EmbeddedAuthServerConfig `json:"embeddedAuthServer,omitempty"`
 	// AWSSts signs requests to an AWS service with STS credentials
-	// obtained for the caller's token, type awsSts (applied, typed: see
-	// awssts_types.go).
+	// obtained for the caller's token, type awsSts (see awssts_types.go).
 	// +optional
 	AWSSts *AWSStsConfig `json:"awsSts,omitempty"`
-	// UpstreamInject (type upstreamInject) is stored, not applied.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	// UpstreamInject sends the backend the token an upstream provider of
+	// the embedded authorization server issued, type upstreamInject.
 	// +optional
-	UpstreamInject *runtime.RawExtension `json:"upstreamInject,omitempty"`
-	// OBO (type obo) is stored, not applied.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	UpstreamInject *UpstreamInjectSpec `json:"upstreamInject,omitempty"`
+	// OBO exchanges the caller's token for one for the backend with Entra
+	// ID's on-behalf-of flow, type obo.
 	// +optional
-	OBO *runtime.RawExtension `json:"obo,omitempty"`
-	// XAA (type xaa) is stored, not applied.
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
+	OBO *OBOConfig `json:"obo,omitempty"`
+	// XAA obtains the backend's token by cross-app access (an ID-JAG from
+	// the identity provider, exchanged at the backend's token endpoint),
+	// type xaa.
 	// +optional
-	XAA *runtime.RawExtension `json:"xaa,omitempty"`
+	XAA *XAASpec `json:"xaa,omitempty"`
+}
+
+// UpstreamInjectSpec names the upstream provider whose token is sent.
+// +kubebuilder:pruning:PreserveUnknownFields
+type UpstreamInjectSpec struct {
+	// ProviderName is the upstream provider's name in the embedded
+	// authorization server.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	ProviderName string `json:"providerName"`
+}
+
+// OBOConfig is Microsoft Entra ID's on-behalf-of token exchange.
+// +kubebuilder:pruning:PreserveUnknownFields
+type OBOConfig struct {
+	// TenantID is the Entra tenant, a GUID or a verified domain.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,})$`
+	// +optional
+	TenantID string `json:"tenantId,omitempty"`
+	// Authority is the token authority's base URL, for clouds other than
+	// the public one.
+	// +kubebuilder:validation:Pattern=`^https://[^\s?#@]+[^/\s?#@]$`
+	// +optional
+	Authority string `json:"authority,omitempty"`
+	// ClientID of the application that exchanges.
+	// +optional
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecretRef is that application's secret.
+	// +optional
+	ClientSecretRef *SecretKeyRef `json:"clientSecretRef,omitempty"`
+	// Audience of the exchanged token.
+	// +optional
+	Audience string `json:"audience,omitempty"`
+	// Scopes requested for the exchanged token.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=atomic
+	// +optional
+	Scopes []string `json:"scopes,omitempty"`
+	// SubjectTokenProviderName selects an embedded authorization server's
+	// upstream provider as the subject token's source.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`
+	// +optional
+	SubjectTokenProviderName string `json:"subjectTokenProviderName,omitempty"`
+	// CacheSkew is how long before expiry a cached token is renewed, a
+	// Go duration.
+	// +optional
+	CacheSkew *string `json:"cacheSkew,omitempty"`
+}
+
+// XAASpec is cross-app access: the caller's ID token is exchanged at the
+// identity provider for an ID-JAG, which the backend's token endpoint
+// exchanges for an access token.
+// +kubebuilder:pruning:PreserveUnknownFields
+type XAASpec struct {
+	// IDPTokenURL is the identity provider's token endpoint.
+	// +kubebuilder:validation:Pattern=`^https://.*$`
+	// +required
+	IDPTokenURL string `json:"idpTokenUrl"`
+	// IDPClientID is the client at the identity provider.
+	// +optional
+	IDPClientID string `json:"idpClientId,omitempty"`
+	// IDPClientSecretRef is that client's secret.
+	// +optional
+	IDPClientSecretRef *SecretKeyRef `json:"idpClientSecretRef,omitempty"`
+	// TargetTokenURL is the backend authorization server's token endpoint.
+	// +required
+	TargetTokenURL string `json:"targetTokenUrl"`
+	// InsecureTargetTokenURL allows an http:// target token URL. For
+	// development only.
+	// +optional
+	InsecureTargetTokenURL bool `json:"insecureTargetTokenUrl,omitempty"`
+	// TargetClientID is the client at the backend authorization server.
+	// +optional
+	TargetClientID string `json:"targetClientId,omitempty"`
+	// TargetClientSecretRef is that client's secret.
+	// +optional
+	TargetClientSecretRef *SecretKeyRef `json:"targetClientSecretRef,omitempty"`
+	// TargetAudience is the backend authorization server, the ID-JAG's
+	// audience.
+	// +required
+	TargetAudience string `json:"targetAudience"`
+	// TargetResource is the backend resource the token is for.
+	// +optional
+	TargetResource string `json:"targetResource,omitempty"`
+	// Scopes requested for the backend token.
+	// +listType=atomic
+	// +optional
+	Scopes []string `json:"scopes,omitempty"`
+	// SubjectProviderName selects an embedded authorization server's
+	// upstream provider as the ID token's source.
+	// +optional
+	SubjectProviderName string `json:"subjectProviderName,omitempty"`
+	// SubjectTokenType is the type of the subject token, an ID token.
+	// +kubebuilder:validation:Enum="urn:ietf:params:oauth:token-type:id_token"
+	// +optional
+	SubjectTokenType string `json:"subjectTokenType,omitempty"`
 }
 
 // TokenExchangeConfig is an OAuth 2.0 token exchange (RFC 8693): the

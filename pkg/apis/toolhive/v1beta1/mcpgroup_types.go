@@ -21,9 +21,12 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=mcpg,categories=toolhive
 // +kubebuilder:printcolumn:name="Servers",type=integer,JSONPath=`.status.serverCount`
+// +kubebuilder:printcolumn:name="Proxies",type=integer,JSONPath=`.status.remoteProxyCount`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Checked",type=string,JSONPath=`.status.conditions[?(@.type=='MCPServersChecked')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MCPGroup is a named set of MCP workloads in one namespace. Workloads join
@@ -52,21 +55,21 @@ type MCPGroupSpec struct {
 // index by the MCPGroup controller, its only writer.
 type MCPGroupStatus struct {
 	// Servers are the names of the member MCPServers, sorted.
-	// +listType=atomic
+	// +listType=set
 	// +optional
 	Servers []string `json:"servers,omitempty"`
 	// ServerCount is len(servers).
 	// +optional
 	ServerCount int32 `json:"serverCount,omitempty"`
 	// RemoteProxies are the names of the member MCPRemoteProxies, sorted.
-	// +listType=atomic
+	// +listType=set
 	// +optional
 	RemoteProxies []string `json:"remoteProxies,omitempty"`
 	// RemoteProxyCount is len(remoteProxies).
 	// +optional
 	RemoteProxyCount int32 `json:"remoteProxyCount,omitempty"`
 	// Entries are the names of the member MCPServerEntries, sorted.
-	// +listType=atomic
+	// +listType=set
 	// +optional
 	Entries []string `json:"entries,omitempty"`
 	// EntryCount is len(entries).
@@ -74,6 +77,7 @@ type MCPGroupStatus struct {
 	EntryCount int32 `json:"entryCount,omitempty"`
 	// Phase summarises the group.
 	// +kubebuilder:validation:Enum=Ready;Pending;Failed
+	// +kubebuilder:default=Pending
 	// +optional
 	Phase string `json:"phase,omitempty"`
 	// ObservedGeneration is the generation the status describes.

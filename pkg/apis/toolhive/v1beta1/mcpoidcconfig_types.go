@@ -24,10 +24,10 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=mcpoidc,categories=toolhive
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.spec.type`
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
-// +kubebuilder:printcolumn:name="References",type=integer,JSONPath=`.status.referenceCount`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MCPOIDCConfig is a shared OIDC setup that MCP workloads in the same
@@ -46,7 +46,8 @@ type MCPOIDCConfig struct {
 }
 
 // MCPOIDCConfigSpec selects and describes the token validation source.
-// +kubebuilder:validation:XValidation:rule="self.type == 'inline' ? (has(self.inline) && !has(self.kubernetesServiceAccount)) : (has(self.kubernetesServiceAccount) && !has(self.inline))",message="the block named by type must be set and the other block must be absent"
+// +kubebuilder:validation:XValidation:rule="self.type == 'kubernetesServiceAccount' ? has(self.kubernetesServiceAccount) : !has(self.kubernetesServiceAccount)",message="kubernetesServiceAccount must be set if and only if type is kubernetesServiceAccount"
+// +kubebuilder:validation:XValidation:rule="self.type == 'inline' ? has(self.inline) : !has(self.inline)",message="inline must be set if and only if type is inline"
 type MCPOIDCConfigSpec struct {
 	// Type selects which block is used.
 	// +kubebuilder:validation:Enum=kubernetesServiceAccount;inline
@@ -119,6 +120,7 @@ type ConfigMapKeyRef struct {
 
 // CABundleSource is where a CA bundle comes from.
 // +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:XValidation:rule="has(self.configMapRef) && size(self.configMapRef.name) > 0",message="configMapRef with a name is required"
 type CABundleSource struct {
 	// ConfigMapRef is a ConfigMap key holding PEM certificates.
 	// +optional
@@ -153,13 +155,16 @@ type InlineOIDCConfig struct {
 	JWKSAuthTokenPath string `json:"jwksAuthTokenPath,omitempty"`
 	// JWKSAllowPrivateIP allows the JWKS URL to resolve to a private address.
 	// +optional
+	// +kubebuilder:default=false
 	JWKSAllowPrivateIP bool `json:"jwksAllowPrivateIP,omitempty"`
 	// ProtectedResourceAllowPrivateIP allows the protected-resource URL to
 	// resolve to a private address.
 	// +optional
+	// +kubebuilder:default=false
 	ProtectedResourceAllowPrivateIP bool `json:"protectedResourceAllowPrivateIP,omitempty"`
 	// InsecureAllowHTTP allows http:// issuer and JWKS URLs. Development only.
 	// +optional
+	// +kubebuilder:default=false
 	InsecureAllowHTTP bool `json:"insecureAllowHTTP,omitempty"`
 }
 

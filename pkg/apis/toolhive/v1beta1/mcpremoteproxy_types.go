@@ -9,10 +9,12 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=rp;mcprp,categories=toolhive
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Remote URL",type=string,JSONPath=`.spec.remoteUrl`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 46",optionalOldSelf=true,message="metadata.name: an MCPRemoteProxy name may have at most 46 characters, so that its Service mcp-<name>-remote-proxy fits in the 63 a Service name allows"
 
@@ -98,6 +100,7 @@ type MCPRemoteProxySpec struct {
 	// +optional
 	SessionAffinity string `json:"sessionAffinity,omitempty"`
 	// TrustProxyHeaders makes the proxy trust X-Forwarded-* headers.
+	// +kubebuilder:default=false
 	// +optional
 	TrustProxyHeaders bool `json:"trustProxyHeaders,omitempty"`
 	// EndpointPrefix is a path prefix the proxy serves under.
@@ -150,6 +153,10 @@ type MCPRemoteProxyStatus struct {
 	// URL clients use to reach the proxy inside the cluster.
 	// +optional
 	URL string `json:"url,omitempty"`
+	// ExternalURL is where clients outside the cluster reach the proxy,
+	// ToolHive's field; hivekeeper does not set it.
+	// +optional
+	ExternalURL string `json:"externalUrl,omitempty"`
 	// OIDCConfigHash is the configHash of the referenced MCPOIDCConfig.
 	// +optional
 	OIDCConfigHash string `json:"oidcConfigHash,omitempty"`

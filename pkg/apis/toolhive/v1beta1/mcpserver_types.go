@@ -18,9 +18,11 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=mcpserver,categories=toolhive
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
+// +kubebuilder:resource:categories=toolhive
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 50",optionalOldSelf=true,message="metadata.name: an MCPServer name may have at most 50 characters, so that the Services named after it, up to mcp-<name>-headless, fit in the 63 a Service name allows"
@@ -78,6 +80,7 @@ type MCPServerSpec struct {
 	// +optional
 	MCPPort *int32 `json:"mcpPort,omitempty"`
 	// Args are passed to the MCP server.
+	// +listType=atomic
 	// +optional
 	Args []string `json:"args,omitempty"`
 	// Env is the MCP server's environment (not the proxy's).
@@ -88,9 +91,11 @@ type MCPServerSpec struct {
 	// Resources of the proxy container.
 	// +optional
 	Resources ResourceRequirements `json:"resources,omitempty"`
-	// Secrets exposed to the MCP server container as environment variables.
+	// Secrets exposed to the MCP server container as environment
+	// variables; one Secret may give several keys.
 	// +listType=map
 	// +listMapKey=name
+	// +listMapKey=key
 	// +optional
 	Secrets []SecretRef `json:"secrets,omitempty"`
 	// ServiceAccount of the MCP server pod. When unset hivekeeper creates
@@ -142,6 +147,7 @@ type MCPServerSpec struct {
 	// +optional
 	SessionAffinity string `json:"sessionAffinity,omitempty"`
 	// TrustProxyHeaders makes the proxy trust X-Forwarded-* headers.
+	// +kubebuilder:default=false
 	// +optional
 	TrustProxyHeaders bool `json:"trustProxyHeaders,omitempty"`
 	// EndpointPrefix is a path prefix the proxy serves under.
@@ -193,6 +199,13 @@ type MCPServerSpec struct {
 	// storage.
 	// +optional
 	RateLimiting *RateLimitConfig `json:"rateLimiting,omitempty"`
+	// ProxyReadTimeout bounds how long the proxy spends reading a whole
+	// request (headers and body), a Go duration; 30s when unset.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="proxyReadTimeout may not be negative"
+	// +optional
+	ProxyReadTimeout *string `json:"proxyReadTimeout,omitempty"`
 
 	// The fields below are ToolHive's, stored as written but not acted on
 	// yet: the workload reports them in its UnsupportedFields condition.

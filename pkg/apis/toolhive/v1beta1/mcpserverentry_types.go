@@ -15,6 +15,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=mcpentry,categories=toolhive
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
@@ -83,6 +84,7 @@ type MCPServerEntryStatus struct {
 	// Phase is Valid when the URL and every reference check out, Failed
 	// otherwise, Pending before the first check.
 	// +kubebuilder:validation:Enum=Valid;Pending;Failed
+	// +kubebuilder:default=Pending
 	// +optional
 	Phase string `json:"phase,omitempty"`
 	// Conditions: Valid, RemoteURLValidated, GroupRefValidated,

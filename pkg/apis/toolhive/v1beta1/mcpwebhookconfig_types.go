@@ -16,20 +16,20 @@ const (
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=mwc,categories=toolhive
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
-// +kubebuilder:printcolumn:name="References",type=integer,JSONPath=`.status.referenceCount`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=='Valid')].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // MCPWebhookConfig is a set of validating and mutating webhooks that
 // MCPServers in its namespace share by reference (spec.webhookConfigRef):
 // the proxy runner calls them on every MCP request, mutating ones first.
 //
-// ToolHive serves this kind as v1alpha1 only; the CRD serves it as
-// v1alpha1 too (package v1alpha1 declares that version with this schema),
-// so ToolHive's manifests apply unchanged, and stores it as v1beta1.
+// ToolHive serves and stores this kind as v1alpha1 only. hivekeeper's CRD
+// stores it as v1alpha1 too, so ToolHive's CRD can always be applied back,
+// and serves v1beta1 beside it with the same schema for hivekeeper's own
+// clients (hack/crdversions writes both versions).
 type MCPWebhookConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

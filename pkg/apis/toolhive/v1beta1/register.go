@@ -25,6 +25,8 @@ const (
 	KindMCPTelemetryConfig    = "MCPTelemetryConfig"
 	KindMCPWebhookConfig      = "MCPWebhookConfig"
 	KindMCPServerEntry        = "MCPServerEntry"
+	KindEmbeddingServer       = "EmbeddingServer"
+	KindMCPRegistry           = "MCPRegistry"
 	// KindVirtualMCPCompositeToolDefinition is the composite tool kind.
 	KindVirtualMCPCompositeToolDefinition = "VirtualMCPCompositeToolDefinition"
 )
@@ -60,6 +62,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MCPWebhookConfig{}, &MCPWebhookConfigList{},
 		&MCPServerEntry{}, &MCPServerEntryList{},
 		&VirtualMCPCompositeToolDefinition{}, &VirtualMCPCompositeToolDefinitionList{},
+		&EmbeddingServer{}, &EmbeddingServerList{},
+		&MCPRegistry{}, &MCPRegistryList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -87,6 +87,9 @@ type AuditConfig struct {
 // an environment variable from its Secret, never through the RunConfig.
 // +kubebuilder:pruning:PreserveUnknownFields
 // +kubebuilder:validation:XValidation:rule="self.provider == 'redis' ? has(self.address) : true",message="address is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.provider == 'redis'",message="tls needs provider redis"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.caCertSecretRef) || !has(self.tls.insecureSkipVerify) || !self.tls.insecureSkipVerify",message="tls.insecureSkipVerify skips verification, so a tls.caCertSecretRef would be unused: set one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.caCertSecretRef) || (size(self.tls.caCertSecretRef.name) > 0 && size(self.tls.caCertSecretRef.key) > 0)",message="tls.caCertSecretRef needs a name and a key"
 type SessionStorageConfig struct {
 	// Provider of the session storage.
 	// +kubebuilder:validation:Enum=memory;redis
@@ -107,6 +110,10 @@ type SessionStorageConfig struct {
 	// PasswordRef is the Secret key that holds the Redis password.
 	// +optional
 	PasswordRef *SecretKeyRef `json:"passwordRef,omitempty"`
+	// TLS connects to Redis over TLS (redis only), verified with the CA
+	// bundle of caCertSecretRef or the system's roots, or not verified.
+	// +optional
+	TLS *RedisTLSConfig `json:"tls,omitempty"`
 }
 
 // RateLimitConfig limits tools/call requests with token buckets kept in

@@ -24,11 +24,12 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:metadata:labels=toolhive.stacklok.dev/auto-migrate-storage-version=true
 // +kubebuilder:resource:shortName=vmcpctd;compositetool,categories=toolhive
 // +kubebuilder:printcolumn:name="Workflow",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.validationStatus`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 
 // VirtualMCPCompositeToolDefinition is a composite tool (a workflow of
 // backend tool calls) that VirtualMCPServers in the same namespace share

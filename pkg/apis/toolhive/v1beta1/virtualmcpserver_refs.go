@@ -1,29 +1,14 @@
 package v1beta1
 
 import (
-	"encoding/json"
 	"slices"
 )
 
-// vmcpToolRefs is the part of a VirtualMCPServer's spec.config that names
-// MCPToolConfigs: aggregation.tools[].toolConfigRef.
-type vmcpToolRefs struct {
-	Aggregation *struct {
-		Tools []struct {
-			ToolConfigRef *ToolConfigReference `json:"toolConfigRef"`
-		} `json:"tools"`
-	} `json:"aggregation"`
-}
-
 // VMCPToolConfigNames are the MCPToolConfigs a VirtualMCPServer's
-// spec.config.aggregation.tools reference, sorted and without repeats. A
-// config that does not decode references none; the controller reports it.
+// spec.config.aggregation.tools reference, sorted and without repeats.
 func VMCPToolConfigNames(v *VirtualMCPServer) []string {
-	if v.Spec.Config == nil || len(v.Spec.Config.Raw) == 0 {
-		return nil
-	}
-	var c vmcpToolRefs
-	if json.Unmarshal(v.Spec.Config.Raw, &c) != nil || c.Aggregation == nil {
+	c := v.Spec.Config
+	if c == nil || c.Aggregation == nil {
 		return nil
 	}
 	var names []string
@@ -61,22 +46,13 @@ func VMCPExternalAuthConfigNames(v *VirtualMCPServer) []string {
 // VMCPCompositeToolNames are the VirtualMCPCompositeToolDefinitions a
 // VirtualMCPServer references, sorted and without repeats. ToolHive keeps
 // the references inside the vMCP configuration
-// (spec.config.compositeToolRefs[].name); a config that cannot be decoded
-// references nothing here (the vMCP build reports it).
+// (spec.config.compositeToolRefs[].name).
 func VMCPCompositeToolNames(v *VirtualMCPServer) []string {
-	if v.Spec.Config == nil || len(v.Spec.Config.Raw) == 0 {
-		return nil
-	}
-	var c struct {
-		CompositeToolRefs []struct {
-			Name string `json:"name"`
-		} `json:"compositeToolRefs"`
-	}
-	if json.Unmarshal(v.Spec.Config.Raw, &c) != nil {
+	if v.Spec.Config == nil {
 		return nil
 	}
 	var names []string
-	for _, r := range c.CompositeToolRefs {
+	for _, r := range v.Spec.Config.CompositeToolRefs {
 		if r.Name != "" {
 			names = append(names, r.Name)
 		}

@@ -53,6 +53,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=toolhive.stacklok.dev, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("embeddingservers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().EmbeddingServers().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpauthzconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPAuthzConfigs().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpexternalauthconfigs"):
@@ -61,6 +63,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPGroups().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpoidcconfigs"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPOIDCConfigs().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("mcpregistries"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPRegistries().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpremoteproxies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Toolhive().V1beta1().MCPRemoteProxies().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("mcpservers"):

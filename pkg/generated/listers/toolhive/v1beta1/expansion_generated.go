@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// EmbeddingServerListerExpansion allows custom methods to be added to
+// EmbeddingServerLister.
+type EmbeddingServerListerExpansion interface{}
+
+// EmbeddingServerNamespaceListerExpansion allows custom methods to be added to
+// EmbeddingServerNamespaceLister.
+type EmbeddingServerNamespaceListerExpansion interface{}
+
 // MCPAuthzConfigListerExpansion allows custom methods to be added to
 // MCPAuthzConfigLister.
 type MCPAuthzConfigListerExpansion interface{}
@@ -49,6 +57,14 @@ type MCPOIDCConfigListerExpansion interface{}
 // MCPOIDCConfigNamespaceListerExpansion allows custom methods to be added to
 // MCPOIDCConfigNamespaceLister.
 type MCPOIDCConfigNamespaceListerExpansion interface{}
+
+// MCPRegistryListerExpansion allows custom methods to be added to
+// MCPRegistryLister.
+type MCPRegistryListerExpansion interface{}
+
+// MCPRegistryNamespaceListerExpansion allows custom methods to be added to
+// MCPRegistryNamespaceLister.
+type MCPRegistryNamespaceListerExpansion interface{}
 
 // MCPRemoteProxyListerExpansion allows custom methods to be added to
 // MCPRemoteProxyLister.

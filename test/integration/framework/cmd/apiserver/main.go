@@ -1,4 +1,5 @@
-// Command apiserver runs the integration-test etcd and kube-apiserver as a
+// Command apiserver runs the integration-test etcd and kube-apiserver (with
+// --cluster, also kube-controller-manager, kube-scheduler and kwok) as a
 // standalone local cluster: hack/local-up.sh (`make run`) and benchmark
 // harnesses use it to get exactly the server the tests use.
 //
@@ -39,6 +40,7 @@ func run() error {
 		apply         = flag.String("apply", "", "Comma-separated manifest files or folders to apply after the CRDs.")
 		namespace     = flag.String("namespace", "default", "Namespace for applied namespaced objects that name none.")
 		kubeconfigOut = flag.String("kubeconfig-out", "", "Where to write the admin kubeconfig once everything is applied.")
+		cluster       = flag.Bool("cluster", false, "Also run kube-controller-manager, kube-scheduler and kwok's fake nodes, so Deployments get pods that become Ready.")
 	)
 	klog.InitFlags(nil)
 	flag.Parse()
@@ -62,7 +64,7 @@ func run() error {
 	defer stop()
 
 	began := time.Now()
-	srv, err := framework.Start(framework.Options{BinDir: *binaries, TempDir: *dir, CRDDir: crdDir})
+	srv, err := framework.Start(framework.Options{BinDir: *binaries, TempDir: *dir, CRDDir: crdDir, Cluster: *cluster})
 	if err != nil {
 		return err
 	}

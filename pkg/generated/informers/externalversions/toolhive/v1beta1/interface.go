@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// EmbeddingServers returns a EmbeddingServerInformer.
+	EmbeddingServers() TypedEmbeddingServerInformer
 	// MCPAuthzConfigs returns a MCPAuthzConfigInformer.
 	MCPAuthzConfigs() TypedMCPAuthzConfigInformer
 	// MCPExternalAuthConfigs returns a MCPExternalAuthConfigInformer.
@@ -32,6 +34,8 @@ type Interface interface {
 	MCPGroups() TypedMCPGroupInformer
 	// MCPOIDCConfigs returns a MCPOIDCConfigInformer.
 	MCPOIDCConfigs() TypedMCPOIDCConfigInformer
+	// MCPRegistries returns a MCPRegistryInformer.
+	MCPRegistries() TypedMCPRegistryInformer
 	// MCPRemoteProxies returns a MCPRemoteProxyInformer.
 	MCPRemoteProxies() TypedMCPRemoteProxyInformer
 	// MCPServers returns a MCPServerInformer.
@@ -61,6 +65,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
+// EmbeddingServers returns a TypedEmbeddingServerInformer.
+func (v *version) EmbeddingServers() TypedEmbeddingServerInformer {
+	return &embeddingServerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // MCPAuthzConfigs returns a TypedMCPAuthzConfigInformer.
 func (v *version) MCPAuthzConfigs() TypedMCPAuthzConfigInformer {
 	return &mCPAuthzConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -79,6 +88,11 @@ func (v *version) MCPGroups() TypedMCPGroupInformer {
 // MCPOIDCConfigs returns a TypedMCPOIDCConfigInformer.
 func (v *version) MCPOIDCConfigs() TypedMCPOIDCConfigInformer {
 	return &mCPOIDCConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MCPRegistries returns a TypedMCPRegistryInformer.
+func (v *version) MCPRegistries() TypedMCPRegistryInformer {
+	return &mCPRegistryInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MCPRemoteProxies returns a TypedMCPRemoteProxyInformer.

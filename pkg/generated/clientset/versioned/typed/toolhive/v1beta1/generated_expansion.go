@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type EmbeddingServerExpansion interface{}
+
 type MCPAuthzConfigExpansion interface{}
 
 type MCPExternalAuthConfigExpansion interface{}
@@ -25,6 +27,8 @@ type MCPExternalAuthConfigExpansion interface{}
 type MCPGroupExpansion interface{}
 
 type MCPOIDCConfigExpansion interface{}
+
+type MCPRegistryExpansion interface{}
 
 type MCPRemoteProxyExpansion interface{}
 

@@ -28,10 +28,12 @@ import (
 
 type ToolhiveV1beta1Interface interface {
 	RESTClient() rest.Interface
+	EmbeddingServersGetter
 	MCPAuthzConfigsGetter
 	MCPExternalAuthConfigsGetter
 	MCPGroupsGetter
 	MCPOIDCConfigsGetter
+	MCPRegistriesGetter
 	MCPRemoteProxiesGetter
 	MCPServersGetter
 	MCPServerEntriesGetter
@@ -45,6 +47,10 @@ type ToolhiveV1beta1Interface interface {
 // ToolhiveV1beta1Client is used to interact with features provided by the toolhive.stacklok.dev group.
 type ToolhiveV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *ToolhiveV1beta1Client) EmbeddingServers(namespace string) EmbeddingServerInterface {
+	return newEmbeddingServers(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) MCPAuthzConfigs(namespace string) MCPAuthzConfigInterface {
@@ -61,6 +67,10 @@ func (c *ToolhiveV1beta1Client) MCPGroups(namespace string) MCPGroupInterface {
 
 func (c *ToolhiveV1beta1Client) MCPOIDCConfigs(namespace string) MCPOIDCConfigInterface {
 	return newMCPOIDCConfigs(c, namespace)
+}
+
+func (c *ToolhiveV1beta1Client) MCPRegistries(namespace string) MCPRegistryInterface {
+	return newMCPRegistries(c, namespace)
 }
 
 func (c *ToolhiveV1beta1Client) MCPRemoteProxies(namespace string) MCPRemoteProxyInterface {

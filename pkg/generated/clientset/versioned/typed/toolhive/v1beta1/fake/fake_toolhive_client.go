@@ -28,6 +28,10 @@ type FakeToolhiveV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeToolhiveV1beta1) EmbeddingServers(namespace string) v1beta1.EmbeddingServerInterface {
+	return newFakeEmbeddingServers(c, namespace)
+}
+
 func (c *FakeToolhiveV1beta1) MCPAuthzConfigs(namespace string) v1beta1.MCPAuthzConfigInterface {
 	return newFakeMCPAuthzConfigs(c, namespace)
 }
@@ -42,6 +46,10 @@ func (c *FakeToolhiveV1beta1) MCPGroups(namespace string) v1beta1.MCPGroupInterf
 
 func (c *FakeToolhiveV1beta1) MCPOIDCConfigs(namespace string) v1beta1.MCPOIDCConfigInterface {
 	return newFakeMCPOIDCConfigs(c, namespace)
+}
+
+func (c *FakeToolhiveV1beta1) MCPRegistries(namespace string) v1beta1.MCPRegistryInterface {
+	return newFakeMCPRegistries(c, namespace)
 }
 
 func (c *FakeToolhiveV1beta1) MCPRemoteProxies(namespace string) v1beta1.MCPRemoteProxyInterface {

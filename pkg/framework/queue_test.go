@@ -1,0 +1,494 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+)
+
+// spyQueue records the retry-policy calls the loop makes and delegates
+// everything to a real queue.
+type spyQueue struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+	mu          sync.Mutex
+	rateLimited []cache.ObjectName
+	forgotten   []cache.ObjectName
+	addedAfter  []time.Duration
+}
+
+func (q *spyQueue) AddRateLimited(key cache.ObjectName) {
+	q.mu.Lock()
+	q.rateLimited = append(q.rateLimited, key)
+	q.mu.Unlock()
+	q.TypedRateLimitingInterface.AddRateLimited(key)
+}
+
+func (q *spyQueue) Forget(key cache.ObjectName) {
+	q.mu.Lock()
+	q.forgotten = append(q.forgotten, key)
+	q.mu.Unlock()
+	q.TypedRateLimitingInterface.Forget(key)
+}
+
+func (q *spyQueue) AddAfter(key cache.ObjectName, d time.Duration) {
+	q.mu.Lock()
+	q.addedAfter = append(q.addedAfter, d)
+	q.mu.Unlock()
+	q.TypedRateLimitingInterface.AddAfter(key, d)
+}
+
+func (q *spyQueue) counts() (rateLimited, forgotten, addedAfter int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.rateLimited), len(q.forgotten), len(q.addedAfter)
+}
+
+// zeroDelayLimiter counts failures per item like the production limiter
+// but never delays, so a rate-limited re-add is immediately visible in Len.
+func zeroDelayLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](0, 0)
+}
+
+// newTestLoop returns a loop whose queue is wrapped by a spy.
+func newTestLoop(t *testing.T, name string, sync SyncFunc) (*Loop, *spyQueue) {
+	t.Helper()
+	l := NewLoopWithRateLimiter(name, sync, zeroDelayLimiter())
+	spy := &spyQueue{TypedRateLimitingInterface: l.Queue}
+	l.Queue = spy
+	t.Cleanup(spy.ShutDown)
+	return l, spy
+}
+
+// nsA is the key most tests enqueue.
+var nsA = cache.NewObjectName("ns", "a")
+
+func reconcileCount(controller, result string) float64 {
+	return testutil.ToFloat64(metrics.ReconcileTotal.WithLabelValues(controller, result))
+}
+
+func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
+	const name = "test-loop-fail"
+	var calls atomic.Int32
+	l, spy := newTestLoop(t, name, func(context.Context, cache.ObjectName) error {
+		calls.Add(1)
+		return errors.New("boom")
+	})
+	l.MaxRetries = 3
+	errBefore := reconcileCount(name, metrics.ResultError)
+	okBefore := reconcileCount(name, metrics.ResultSuccess)
+
+	l.EnqueueKey(nsA)
+	for i := 1; i <= l.MaxRetries; i++ {
+		if !l.processNextWorkItem(context.Background()) {
+			t.Fatalf("attempt %d: queue shut down", i)
+		}
+		if got := l.Queue.NumRequeues(nsA); got != i {
+			t.Fatalf("attempt %d: NumRequeues = %d, want %d", i, got, i)
+		}
+		if got := l.Queue.Len(); got != 1 {
+			t.Fatalf("attempt %d: key not re-added, Len = %d", i, got)
+		}
+	}
+	rl, forgotten, _ := spy.counts()
+	if rl != l.MaxRetries {
+		t.Fatalf("AddRateLimited called %d times, want %d", rl, l.MaxRetries)
+	}
+	if forgotten != 0 {
+		t.Fatalf("Forget called %d times before the cap", forgotten)
+	}
+
+	// The attempt after MaxRetries retries drops the key.
+	if !l.processNextWorkItem(context.Background()) {
+		t.Fatal("queue shut down")
+	}
+	rl, forgotten, _ = spy.counts()
+	if rl != l.MaxRetries {
+		t.Fatalf("key re-added after the cap: AddRateLimited called %d times", rl)
+	}
+	if forgotten != 1 {
+		t.Fatalf("Forget called %d times after the cap, want 1", forgotten)
+	}
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
+		t.Fatalf("NumRequeues after drop = %d, want 0", got)
+	}
+	if got := l.Queue.Len(); got != 0 {
+		t.Fatalf("Len after drop = %d, want 0", got)
+	}
+	if got := calls.Load(); got != int32(l.MaxRetries+1) {
+		t.Fatalf("sync called %d times, want %d", got, l.MaxRetries+1)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != float64(l.MaxRetries+1) {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want %d", d, l.MaxRetries+1)
+	}
+	if d := reconcileCount(name, metrics.ResultSuccess) - okBefore; d != 0 {
+		t.Fatalf("reconcile_total{result=success} grew by %v, want 0", d)
+	}
+}
+
+func TestLoopSuccessForgetsBackoff(t *testing.T) {
+	const name = "test-loop-success"
+	fail := true
+	l, spy := newTestLoop(t, name, func(context.Context, cache.ObjectName) error {
+		if fail {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	okBefore := reconcileCount(name, metrics.ResultSuccess)
+	errBefore := reconcileCount(name, metrics.ResultError)
+
+	l.EnqueueKey(nsA)
+	l.processNextWorkItem(context.Background())
+	if got := l.Queue.NumRequeues(nsA); got != 1 {
+		t.Fatalf("NumRequeues after failure = %d, want 1", got)
+	}
+
+	fail = false
+	l.processNextWorkItem(context.Background())
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
+		t.Fatalf("NumRequeues after success = %d, want 0", got)
+	}
+	if got := l.Queue.Len(); got != 0 {
+		t.Fatalf("Len after success = %d, want 0", got)
+	}
+	if _, forgotten, _ := spy.counts(); forgotten != 1 {
+		t.Fatalf("Forget called %d times, want 1", forgotten)
+	}
+	if d := reconcileCount(name, metrics.ResultSuccess) - okBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=success} grew by %v, want 1", d)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want 1", d)
+	}
+}
+
+func TestLoopRequeueAfter(t *testing.T) {
+	const name = "test-loop-requeue"
+	const delay = 30 * time.Second
+	clk := testingclock.NewFakeClock(time.Now())
+	var l *Loop
+	l = NewLoopWithRateLimiter(name, func(_ context.Context, key cache.ObjectName) error {
+		l.EnqueueAfter(key, delay)
+		return nil
+	}, zeroDelayLimiter())
+	// The delaying queue needs the fake clock; metrics are not what this
+	// test is about, so the replacement queue is unnamed.
+	l.Queue.ShutDown()
+	spy := &spyQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(zeroDelayLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})}
+	l.Queue = spy
+	t.Cleanup(spy.ShutDown)
+
+	reqBefore := reconcileCount(name, metrics.ResultRequeue)
+	errBefore := reconcileCount(name, metrics.ResultError)
+
+	l.EnqueueKey(nsA)
+	l.processNextWorkItem(context.Background())
+
+	rl, _, after := spy.counts()
+	if rl != 0 {
+		t.Fatalf("AddRateLimited called %d times for a requeue", rl)
+	}
+	if after != 1 || spy.addedAfter[0] != delay {
+		t.Fatalf("AddAfter calls = %v, want [%s]", spy.addedAfter, delay)
+	}
+	if got := l.Queue.NumRequeues(nsA); got != 0 {
+		t.Fatalf("NumRequeues = %d, a requeue must not count as a failure", got)
+	}
+	if got := l.Queue.Len(); got != 0 {
+		t.Fatalf("key re-added before the delay: Len = %d", got)
+	}
+	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 1", d)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 0 {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want 0", d)
+	}
+
+	clk.Step(delay)
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return l.Queue.Len() == 1, nil })
+	if err != nil {
+		t.Fatalf("key not re-added after the delay: %v", err)
+	}
+	key, _ := l.Queue.Get()
+	l.Queue.Done(key)
+	if key != nsA {
+		t.Fatalf("re-added key = %q, want ns/a", key)
+	}
+}
+
+// TestRequeueWithAnErrorIsAnError: a sync that asked for a requeue and
+// then failed its status write must have the failure retried with backoff
+// and counted as an error, not forgotten behind the requeue's delay.
+func TestRequeueWithAnErrorIsAnError(t *testing.T) {
+	const name = "test-loop-requeue-joined"
+	var l *Loop
+	var spy *spyQueue
+	l, spy = newTestLoop(t, name, func(_ context.Context, key cache.ObjectName) error {
+		l.EnqueueAfter(key, time.Hour)
+		return errors.New("patching status: connection refused")
+	})
+	reqBefore := reconcileCount(name, metrics.ResultRequeue)
+	errBefore := reconcileCount(name, metrics.ResultError)
+	l.EnqueueKey(nsA)
+	l.processNextWorkItem(context.Background())
+	if rl, forgotten, after := spy.counts(); rl != 1 || forgotten != 0 || after != 1 {
+		t.Fatalf("AddRateLimited=%d Forget=%d AddAfter=%d, want 1, 0 and 1", rl, forgotten, after)
+	}
+	if got := l.Queue.NumRequeues(nsA); got != 1 {
+		t.Fatalf("NumRequeues = %d, want 1: the failure must count towards the backoff", got)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want 1", d)
+	}
+	if d := reconcileCount(name, metrics.ResultRequeue) - reqBefore; d != 1 {
+		t.Fatalf("reconcile_total{result=requeue} grew by %v, want 1", d)
+	}
+}
+
+func TestProcessNextWorkItemReturnsFalseOnShutdown(t *testing.T) {
+	l, _ := newTestLoop(t, "test-loop-shutdown", func(context.Context, cache.ObjectName) error { return nil })
+	l.Queue.ShutDown()
+	if l.processNextWorkItem(context.Background()) {
+		t.Fatal("processNextWorkItem returned true on a shut-down queue")
+	}
+}
+
+func TestEnqueueTombstone(t *testing.T) {
+	l, _ := newTestLoop(t, "test-loop-enqueue", func(context.Context, cache.ObjectName) error { return nil })
+	l.Enqueue(newChild("ns", "child", "1"))
+	l.Enqueue(tombstone(newChild("ns", "gone", "1")))
+	got := map[string]bool{}
+	for l.Queue.Len() > 0 {
+		k, _ := l.Queue.Get()
+		got[k.String()] = true
+		l.Queue.Done(k)
+	}
+	if !got["ns/child"] || !got["ns/gone"] || len(got) != 2 {
+		t.Fatalf("enqueued %v, want ns/child and ns/gone", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// bound (a hang guard, not a timing assertion).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func TestRunWaitsForCachesAndDrainsOnCancel(t *testing.T) {
+	var (
+		synced   atomic.Bool
+		polls    atomic.Int32
+		calls    atomic.Int32
+		finished atomic.Bool
+		entered  = make(chan struct{})
+		release  = make(chan struct{})
+	)
+	hasSynced := func() bool {
+		polls.Add(1)
+		return synced.Load()
+	}
+	l := NewLoopWithRateLimiter("test-loop-run", func(ctx context.Context, key cache.ObjectName) error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+			finished.Store(true)
+		}
+		return nil
+	}, zeroDelayLimiter(), hasSynced)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, 2) }()
+	l.EnqueueKey(nsA)
+
+	// Run has asked the cache twice and said no: no worker may have started.
+	waitFor(t, "cache sync polls", func() bool { return polls.Load() >= 2 })
+	if got := calls.Load(); got != 0 {
+		t.Fatalf("sync ran %d times before caches synced", got)
+	}
+
+	synced.Store(true)
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sync never ran after caches synced")
+	}
+
+	cancel()
+	waitFor(t, "queue shutdown", l.Queue.ShuttingDown)
+	select {
+	case <-done:
+		t.Fatal("Run returned while a worker was still syncing")
+	default:
+	}
+
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after workers finished")
+	}
+	if !finished.Load() {
+		t.Fatal("Run returned before the in-flight sync finished")
+	}
+}
+
+// TestRunStoppedBeforeCachesSync: a stop (SIGTERM) while the caches are
+// still syncing is a clean shutdown: no sync runs, the queue shuts down and
+// Run returns nil, so the process exits 0.
+func TestRunStoppedBeforeCachesSync(t *testing.T) {
+	l := NewLoopWithRateLimiter("test-loop-nosync", func(context.Context, cache.ObjectName) error {
+		t.Error("sync ran although caches never synced")
+		return nil
+	}, zeroDelayLimiter(), func() bool { return false })
+	l.EnqueueKey(nsA)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, 1) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a stop during startup is not a failure: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if !l.Queue.ShuttingDown() {
+		t.Fatal("queue not shut down")
+	}
+}
+
+// The fan-in delay is one window per hundred entries already listed, and
+// no delay without a window.
+func TestFanInDelay(t *testing.T) {
+	for _, tc := range []struct {
+		window time.Duration
+		listed int
+		want   time.Duration
+	}{
+		{0, 5000, 0},
+		{-time.Second, 0, 0},
+		{time.Second, 0, time.Second},
+		{time.Second, 99, time.Second},
+		{time.Second, 100, 2 * time.Second},
+		{500 * time.Millisecond, 1000, 5500 * time.Millisecond},
+		{500 * time.Millisecond, 3333, 17 * time.Second},
+	} {
+		if got := FanInDelay(tc.window, tc.listed); got != tc.want {
+			t.Errorf("FanInDelay(%v, %d) = %v, want %v", tc.window, tc.listed, got, tc.want)
+		}
+	}
+}
+
+// EnqueueCoalesced folds every add of a key within the delay into one, and
+// adds at once without a delay.
+func TestEnqueueCoalesced(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l := NewLoop("coalesce", nil)
+	l.Queue.ShutDown()
+	l.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(NewRateLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	defer l.Queue.ShutDown()
+	key := cache.ObjectName{Namespace: "ns", Name: "a"}
+	for range 100 {
+		l.EnqueueCoalesced(key, time.Second)
+		clk.Step(5 * time.Millisecond)
+	}
+	if n := l.Queue.Len(); n != 0 {
+		t.Fatalf("%d keys ready before the delay passed, want 0", n)
+	}
+	clk.Step(time.Second)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return l.Queue.Len() > 0, nil }); err != nil {
+		t.Fatal("the key never became ready")
+	}
+	if n := l.Queue.Len(); n != 1 {
+		t.Errorf("%d keys ready, want the one", n)
+	}
+	l.EnqueueCoalesced(cache.ObjectName{Namespace: "ns", Name: "b"}, 0)
+	if n := l.Queue.Len(); n != 2 {
+		t.Errorf("a zero delay did not add at once: %d keys ready", n)
+	}
+}
+
+// A loop started after another syncs nothing before the other has synced
+// every key it had at start once; Drained says when that was.
+func TestStartAfterWaitsForTheFirstDrain(t *testing.T) {
+	var configsDone atomic.Int32
+	release := make(chan struct{})
+	configs := NewLoop("configs", func(ctx context.Context, key cache.ObjectName) error {
+		<-release
+		configsDone.Add(1)
+		return nil
+	})
+	var early atomic.Bool
+	synced := make(chan cache.ObjectName, 10)
+	workloads := NewLoop("workloads", func(ctx context.Context, key cache.ObjectName) error {
+		if configsDone.Load() != 3 {
+			early.Store(true)
+		}
+		synced <- key
+		return nil
+	})
+	for _, n := range []string{"a", "b", "c"} {
+		configs.EnqueueKey(cache.ObjectName{Namespace: "ns", Name: n})
+	}
+	workloads.EnqueueKey(cache.ObjectName{Namespace: "ns", Name: "w"})
+	workloads.StartAfter(configs.Drained())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = configs.Run(ctx, 2) }()
+	go func() { _ = workloads.Run(ctx, 2) }()
+	close(release)
+	select {
+	case <-synced:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the workload was never synced")
+	}
+	if early.Load() {
+		t.Error("a workload was synced before every config had been synced once")
+	}
+	select {
+	case <-configs.Drained():
+	default:
+		t.Error("Drained is still open after every config was synced")
+	}
+}
+
+// An empty queue is drained as soon as the caches synced.
+func TestDrainedWithNothingToSync(t *testing.T) {
+	l := NewLoop("empty", func(context.Context, cache.ObjectName) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Run(ctx, 1) }()
+	select {
+	case <-l.Drained():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Drained never closed")
+	}
+}

@@ -1,0 +1,98 @@
+package naming
+
+// The app label of each workload kind's children.
+const (
+	AppMCPServer        = "mcpserver"
+	AppMCPRemoteProxy   = "mcpremoteproxy"
+	AppVirtualMCPServer = "virtualmcpserver"
+)
+
+// The keys of the pod contract that outlive one controller: the template
+// annotations that roll a pod when what it read at start changes, the
+// environment the runner reads, and the container names and ports a
+// podTemplateSpec or a test addresses. They are BEHAVIOUR.md's keys; the
+// controllers build with them and the integration, fault and conformance
+// suites look them up here.
+const (
+	// AnnotationRunConfigChecksum on a proxy pod template rolls the proxy
+	// when its RunConfig changes (MCPServer and MCPRemoteProxy).
+	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
+	// AnnotationMCPServerGeneration on an MCPServer's proxy pod template
+	// carries the generation the pod was built for.
+	AnnotationMCPServerGeneration = "toolhive.stacklok.dev/mcpserver-generation"
+	// EnvMCPServerGeneration is the proxy's generation, frozen per pod
+	// through the downward API: the RunConfig ConfigMap is mounted live, so
+	// an old pod restarting mid-rollout would otherwise read the new
+	// generation and fight the new pods.
+	EnvMCPServerGeneration = "THV_MCPSERVER_GENERATION"
+	// MCPContainerName is an MCPServer's backend container, the one the
+	// runner's pod patch targets.
+	MCPContainerName = "mcp"
+	// ProxyContainerName is the proxy runner's container of an MCPServer
+	// or MCPRemoteProxy; a podTemplateSpec addresses it by this name.
+	ProxyContainerName = "toolhive"
+	// DefaultProxyPort is the proxy port when the spec leaves it unset.
+	DefaultProxyPort int32 = 8080
+
+	// AnnotationVMCPConfigChecksum on a vMCP pod template rolls the vMCP
+	// when its configuration changes: vmcp reads config.yaml once at
+	// start, so a new backend or auth setting only takes effect in a new
+	// pod.
+	AnnotationVMCPConfigChecksum = "toolhive.stacklok.dev/vmcp-config-checksum"
+	// VMCPContainerName is the vMCP container; podTemplateSpec mounts
+	// target it.
+	VMCPContainerName = "vmcp"
+	// VMCPConfigKey is the key of the vMCP configuration in its ConfigMap.
+	VMCPConfigKey = "config.yaml"
+	// VMCPAuthServerConfigKey is the key of the embedded authorization
+	// server's configuration beside it, where vmcp looks for it.
+	VMCPAuthServerConfigKey = "authserver-config.yaml"
+	// VMCPPort is the vMCP's listening port, container and Service.
+	VMCPPort int32 = 4483
+	// VMCPConfigVolume is the volume of a vMCP's configuration ConfigMap,
+	// mounted read-only at VMCPConfigMountPath.
+	VMCPConfigVolume    = "vmcp-config"
+	VMCPConfigMountPath = "/etc/vmcp"
+	// EnvVMCPOIDCClientSecret carries an inline MCPOIDCConfig's client
+	// secret into the vmcp container; config.yaml names it in
+	// clientSecretEnv.
+	EnvVMCPOIDCClientSecret = "VMCP_OIDC_CLIENT_SECRET"
+	// EnvVMCPName and EnvVMCPNamespace tell vmcp which server it is and
+	// where it runs, as ToolHive's operator does.
+	EnvVMCPName      = "VMCP_NAME"
+	EnvVMCPNamespace = "VMCP_NAMESPACE"
+)
+
+// Where a configmap permission profile is mounted in the proxy pod, as
+// ToolHive's operator mounts it; the RunConfig names the key's file there.
+const (
+	PermissionProfileVolume    = "permission-profile"
+	PermissionProfileMountPath = "/etc/toolhive/profiles"
+)
+
+// The condition types of a VirtualMCPServer's outgoing auth, ToolHive's:
+// one per backend whose strategy comes from the spec
+// (BackendAuthConfig-<name>) or from the member's own
+// externalAuthConfigRef (DiscoveredAuthConfig-<name>), and one for the
+// default strategy.
+const (
+	ConditionDefaultAuthConfig          = "DefaultAuthConfig"
+	ConditionBackendAuthConfigPrefix    = "BackendAuthConfig-"
+	ConditionDiscoveredAuthConfigPrefix = "DiscoveredAuthConfig-"
+)
+
+// AnnotationPodTemplateSpecHash is the Deployment annotation that stands
+// for the user's podTemplateSpec (ToolHive's key). What the template adds
+// to the pod and hivekeeper's own builder does not set — init containers,
+// sidecars, scheduling, priority, DNS and the like — is compared through
+// this one string, never through the live fields: the API server defaults
+// fields all over a pod spec, and a comparison of them would see drift
+// forever.
+const AnnotationPodTemplateSpecHash = "toolhive.stacklok.io/podtemplatespec-hash"
+
+// AnnotationPodVolumesHash is the Deployment annotation that stands for the
+// pod's resolved volumes and mounts. Drift of those is detected by
+// comparing this one string, never the live volume list: the API server
+// defaults fields inside volume sources (defaultMode, token expiry, host
+// path type, ...) and a comparison of the lists would see drift forever.
+const AnnotationPodVolumesHash = "toolhive.stacklok.io/podvolumes-hash"

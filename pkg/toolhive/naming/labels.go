@@ -1,0 +1,68 @@
+package naming
+
+import (
+	"maps"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Label keys every child carries.
+const (
+	LabelApp          = "app"
+	LabelName         = "app.kubernetes.io/name"
+	LabelInstance     = "app.kubernetes.io/instance"
+	LabelToolhive     = "toolhive"
+	LabelToolhiveName = "toolhive-name"
+)
+
+// Labels are the workload labels of a child of the custom resource name of
+// the given app (mcpserver, mcpremoteproxy, virtualmcpserver). They are also
+// the Deployment selector, so they never change for a given resource.
+func Labels(app, name string) map[string]string {
+	return map[string]string{
+		LabelApp:          app,
+		LabelName:         app,
+		LabelInstance:     name,
+		LabelToolhive:     "true",
+		LabelToolhiveName: name,
+	}
+}
+
+// MergeOperatorWins returns user keys overlaid by the controller's own
+// keys: a user override can add keys but can never replace one hivekeeper
+// sets (a checksum, a selector label).
+func MergeOperatorWins(operator, user map[string]string) map[string]string {
+	if len(operator) == 0 && len(user) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(operator)+len(user))
+	maps.Copy(out, user)
+	maps.Copy(out, operator)
+	return out
+}
+
+// OwnerRef is the controller owner reference every child carries, so that
+// garbage collection deletes it with its custom resource.
+func OwnerRef(owner metav1.Object, gvk schema.GroupVersionKind) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion:         gvk.GroupVersion().String(),
+		Kind:               gvk.Kind,
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
+		Controller:         &t,
+		BlockOwnerDeletion: &t,
+	}
+}
+
+// ObjectMeta is the metadata of a child.
+func ObjectMeta(name, namespace string, labels, annotations map[string]string, owner metav1.OwnerReference) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       namespace,
+		Labels:          labels,
+		Annotations:     annotations,
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}
+}

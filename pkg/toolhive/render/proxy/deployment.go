@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+)
+
+// Fixed names and values of the proxy runner pod.
+const (
+	proxyPortName      = "http"
+	healthPath         = "/health"
+	runConfigVolume    = "runconfig"
+	runConfigMountPath = "/etc/runconfig"
+	tmpVolume          = "tmp"
+)
+
+// proxyDeploymentSpec is everything that varies between the proxy
+// Deployments of an MCPServer and an MCPRemoteProxy.
+type proxyDeploymentSpec struct {
+	// Meta is the Deployment's metadata (labels and annotations already
+	// merged with the overrides).
+	Meta metav1.ObjectMeta
+	// Selector is the workload labels.
+	Selector map[string]string
+	// Replicas is nil for hands off.
+	Replicas *int32
+	// TemplateLabels and TemplateAnnotations are the pod template's
+	// metadata, already merged with the overrides (operator keys win).
+	TemplateLabels      map[string]string
+	TemplateAnnotations map[string]string
+	RunnerImage         string
+	// Args follow the runner's "run" subcommand.
+	Args      []string
+	ProxyPort int32
+	Resources corev1.ResourceRequirements
+	// EnvBeforeOverrides, the override env, then EnvAfterOverrides are
+	// concatenated in that order; then the runner defaults are added when
+	// absent.
+	EnvBeforeOverrides []corev1.EnvVar
+	OverrideEnv        []thv1.NameValue
+	EnvAfterOverrides  []corev1.EnvVar
+	ServiceAccountName string
+	RunConfigMapName   string
+	ImagePullSecrets   []corev1.LocalObjectReference
+	// ExtraVolumes and ExtraMounts (e.g. an OIDC CA bundle) are added
+	// after the runconfig and tmp volumes.
+	ExtraVolumes []corev1.Volume
+	ExtraMounts  []corev1.VolumeMount
+}
+
+// proxyDeployment builds the proxy runner Deployment.
+func proxyDeployment(s proxyDeploymentSpec) *appsv1.Deployment {
+	volumes := []corev1.Volume{
+		{Name: runConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.RunConfigMapName},
+		}}},
+		// The root filesystem is read-only and HOME is /tmp.
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	volumes = append(volumes, s.ExtraVolumes...)
+	mounts := []corev1.VolumeMount{
+		{Name: runConfigVolume, MountPath: runConfigMountPath, ReadOnly: true},
+		{Name: tmpVolume, MountPath: "/tmp"},
+	}
+	mounts = append(mounts, s.ExtraMounts...)
+
+	args := append([]string{"run"}, s.Args...)
+	return &appsv1.Deployment{
+		ObjectMeta: s.Meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: s.Replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: s.Selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: s.TemplateLabels, Annotations: s.TemplateAnnotations},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: s.ServiceAccountName,
+					SecurityContext:    wiring.RestrictedPodSecurityContext(),
+					ImagePullSecrets:   s.ImagePullSecrets,
+					Containers: []corev1.Container{{
+						Name:  naming.ProxyContainerName,
+						Image: s.RunnerImage,
+						Args:  args,
+						Ports: []corev1.ContainerPort{{
+							Name: proxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
+						}},
+						Env:             wiring.ProxyEnv(s.EnvBeforeOverrides, s.OverrideEnv, s.EnvAfterOverrides),
+						Resources:       s.Resources,
+						VolumeMounts:    mounts,
+						LivenessProbe:   wiring.HTTPProbe(healthPath, proxyPortName, 30, 10),
+						ReadinessProbe:  wiring.HTTPProbe(healthPath, proxyPortName, 5, 5),
+						SecurityContext: wiring.RestrictedContainerSecurityContext(),
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	}
+}

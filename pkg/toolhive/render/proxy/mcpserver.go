@@ -1,0 +1,211 @@
+package proxy
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+)
+
+// defaultTargetPort is the backend port when spec.mcpPort is unset.
+const defaultTargetPort int32 = 8080
+
+// mcpServerGVK is the owner kind of every child.
+var mcpServerGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPServer)
+
+// mcpServerReplicas is nil (hands off) when the spec leaves it unset; a
+// stdio server can only serve one client connection, so it is capped at
+// one.
+func mcpServerReplicas(s *thv1.MCPServer) *int32 {
+	if s.Spec.Replicas == nil {
+		return nil
+	}
+	r := *s.Spec.Replicas
+	if naming.MCPServerTransport(s) == thv1.TransportStdio && r > 1 {
+		r = 1
+	}
+	return &r
+}
+
+// BuildMCPServer computes every child of an MCPServer. It is pure: the
+// same inputs give the same objects, and the drift comparators compare
+// against exactly these objects.
+func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
+	if strings.HasPrefix(s.Spec.Image, "-") {
+		// The CRD refuses it; a server stored before that rule must not
+		// hand the runner an option in place of its image either.
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
+			Message: "spec.image may not start with '-': it is an argument of the proxy runner"}
+	}
+	n, ns := s.Name, s.Namespace
+	labels := naming.Labels(naming.AppMCPServer, n)
+	owner := naming.OwnerRef(s, mcpServerGVK)
+	meta := func(name string, l, a map[string]string) metav1.ObjectMeta {
+		return naming.ObjectMeta(name, ns, l, a, owner)
+	}
+
+	backendSA, custom := wiring.CustomServiceAccount(s.Spec.ServiceAccount)
+	if !custom {
+		backendSA = naming.BackendServiceAccountName(n)
+	}
+	if err := wiring.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
+		return nil, err
+	}
+	podPatch, err := wiring.BackendPodPatch(s, backendSA)
+	if err != nil {
+		return nil, err
+	}
+	resources, err := wiring.Resources(s.Spec.Resources)
+	if err != nil {
+		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
+	}
+	oidc := wiring.OIDC(in.OIDC, s.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.MCPServerProxyPort(s)), wiring.EnvOIDCClientSecret)
+	authz, err := wiring.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := resolveRuntime(s)
+	if err != nil {
+		return nil, err
+	}
+	extAuth, err := wiring.ExternalAuth(in.ExtAuth, thv1.KindMCPServer)
+	if err != nil {
+		return nil, err
+	}
+	telemetry, err := wiring.Telemetry(in.Telemetry, s.Spec.TelemetryConfigRef, n, ns)
+	if err != nil {
+		return nil, err
+	}
+	webhooks, err := wiring.Webhooks(in.Webhooks)
+	if err != nil {
+		return nil, err
+	}
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth, authServer)
+	if err != nil {
+		return nil, err
+	}
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
+
+	d := &Output{
+		RunConfig:            cm,
+		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+	}
+	if !custom {
+		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
+	}
+
+	ov, err := wiring.UnpackOverrides(s.Spec.ResourceOverrides)
+	if err != nil {
+		return nil, err
+	}
+	generation := strconv.FormatInt(s.Generation, 10)
+	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
+	d.Deployment = proxyDeployment(proxyDeploymentSpec{
+		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
+		Selector:       labels,
+		Replicas:       mcpServerReplicas(s),
+		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
+		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
+			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
+			naming.AnnotationMCPServerGeneration: generation,
+		}, ov.TemplateAnnotations),
+		RunnerImage: in.RunnerImage,
+		Args:        args,
+		ProxyPort:   naming.MCPServerProxyPort(s),
+		Resources:   resources,
+		// ToolHive's operator adds the telemetry env first, then the
+		// external auth secrets, then the OIDC client secret.
+		EnvBeforeOverrides: slices.Concat(telemetry.Env, extAuth.Env, oidc.Env),
+		OverrideEnv:        ov.Env,
+		// The authorization server's secrets come last, as ToolHive's
+		// operator adds them.
+		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
+			Name: naming.EnvMCPServerGeneration,
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				// Explicit: the server defaults it, and a comparison
+				// against the live object would otherwise see drift.
+				APIVersion: "v1",
+				FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
+			}},
+		}}, authServer.Env),
+		ServiceAccountName: naming.ProxyRunnerName(n),
+		RunConfigMapName:   cm.Name,
+		ImagePullSecrets:   ov.ImagePullSecrets,
+		// ToolHive's operator mounts the webhook Secrets first, then the
+		// permission profile, the OIDC CA bundle, the telemetry CA bundle
+		// and the embedded authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+	})
+
+	d.Service = wiring.Service(wiring.ServiceSpec{
+		Meta:            meta(naming.MCPServerServiceName(n), naming.MergeOperatorWins(labels, ov.ServiceLabels), ov.ServiceAnnotations),
+		PortName:        proxyPortName,
+		Port:            naming.MCPServerProxyPort(s),
+		TargetPort:      naming.MCPServerProxyPort(s),
+		Selector:        labels,
+		SessionAffinity: s.Spec.SessionAffinity,
+	})
+	return d, nil
+}
+
+// buildRunConfig renders the RunConfig as ToolHive's operator does for the
+// same manifest. The container and base names are the server's name: a
+// Kubernetes name is already what ToolHive's name sanitising would keep,
+// and the runner names the StatefulSet after the container name.
+func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
+	var env map[string]string
+	for _, e := range s.Spec.Env {
+		if err := schema.ValidateEnvName(e.Name); err != nil {
+			return "", &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.env: " + err.Error()}
+		}
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[e.Name] = e.Value
+	}
+	target := defaultTargetPort
+	if s.Spec.MCPPort != nil {
+		target = *s.Spec.MCPPort
+	}
+	rc := &schema.RunConfig{
+		SchemaVersion:       schema.SchemaVersion,
+		Name:                s.Name,
+		ContainerName:       s.Name,
+		BaseName:            s.Name,
+		Image:               s.Spec.Image,
+		MCPServerGeneration: s.Generation,
+		CmdArgs:             s.Spec.Args,
+		Transport:           naming.MCPServerTransport(s),
+		Host:                proxyHost,
+		Port:                naming.MCPServerProxyPort(s),
+		TargetPort:          target,
+		ProxyMode:           naming.MCPServerProxyMode(s),
+		TrustProxyHeaders:   s.Spec.TrustProxyHeaders,
+		EndpointPrefix:      s.Spec.EndpointPrefix,
+		EnvVars:             env,
+		AuthzConfig:         authz,
+	}
+	rc.SetContainerLabels()
+	oidc.ApplyTo(rc)
+	extAuth.ApplyTo(rc)
+	authServer.ApplyTo(rc)
+	telemetry.ApplyTo(rc)
+	webhooks.ApplyTo(rc)
+	wiring.ApplyToolConfig(rc, tools)
+	rt.applyTo(rc)
+	return schema.Marshal(rc)
+}

@@ -1,0 +1,67 @@
+// Package proxy renders what ToolHive's proxy runner reads and runs for an
+// MCPServer (BuildMCPServer) or an MCPRemoteProxy (BuildRemoteProxy): the
+// RunConfig ConfigMap, the runner's ServiceAccount and RoleBinding, the
+// proxy Deployment and its Service, as ToolHive's operator builds them for
+// the same manifest.
+//
+// A build is a pure function of the workload and its Input, the
+// references already resolved: the same input gives the same bytes, no
+// client, lister or clock is read, and a spec nothing can be built from is
+// a *wiring.InvalidSpecError. The per-feature pieces are pkg/toolhive/wiring's.
+package proxy
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// proxyHost is the address the runner listens on in its pod.
+const proxyHost = "0.0.0.0"
+
+// Input is everything a build depends on besides the workload: the
+// configs its references resolve to (nil for a reference it does not
+// make), what the controller is configured with, and the live accounts
+// the spec names.
+type Input struct {
+	OIDC *thv1.MCPOIDCConfig
+	// Tools is the referenced MCPToolConfig.
+	Tools *thv1.MCPToolConfig
+	// Authz is the referenced MCPAuthzConfig.
+	Authz *thv1.MCPAuthzConfig
+	// ExtAuth is the referenced MCPExternalAuthConfig.
+	ExtAuth *thv1.MCPExternalAuthConfig
+	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names.
+	AuthServer *thv1.MCPExternalAuthConfig
+	// Telemetry is the referenced MCPTelemetryConfig.
+	Telemetry *thv1.MCPTelemetryConfig
+	// Webhooks is the referenced MCPWebhookConfig (an MCPServer's only).
+	Webhooks    *thv1.MCPWebhookConfig
+	RunnerImage string
+	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
+	// grants (--proxy-runner-cluster-role or
+	// --remote-proxy-runner-cluster-role).
+	RunnerClusterRole string
+	// ServiceAccount is the live account spec.serviceAccount names, from
+	// the lister; nil when there is none (see wiring.CheckServiceAccount).
+	ServiceAccount *corev1.ServiceAccount
+	// TemplateServiceAccount is the live account an MCPRemoteProxy's
+	// podTemplateSpec names as serviceAccountName, checked like
+	// ServiceAccount; nil when there is none.
+	TemplateServiceAccount *corev1.ServiceAccount
+}
+
+// Output are the children of one proxy workload. The runner's account and
+// binding are nil when an MCPRemoteProxy's spec names its own account (the
+// user then owns the permissions); BackendServiceAccount is an MCPServer's
+// backend pod account, nil when its spec names one.
+type Output struct {
+	RunConfig             *corev1.ConfigMap
+	RunnerServiceAccount  *corev1.ServiceAccount
+	RunnerRoleBinding     *rbacv1.RoleBinding
+	BackendServiceAccount *corev1.ServiceAccount
+	Deployment            *appsv1.Deployment
+	Service               *corev1.Service
+}

@@ -1,0 +1,352 @@
+package vmcp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+)
+
+// What an MCPServerEntry backend brings into the vMCP pod, as ToolHive's
+// operator wires it at the pinned release.
+const (
+	// backendTypeEntry marks an entry's backend in config.yaml: vmcp
+	// accepts caBundlePath only on such a backend.
+	backendTypeEntry = "entry"
+	// caBundleBase is where an entry's CA bundle ConfigMap is mounted,
+	// one directory per entry: <base>/<entry>/<key>.
+	caBundleBase       = "/etc/toolhive/ca-bundles"
+	defaultCABundleKey = "ca.crt"
+	// envHeaderForwardPrefix + the entry's name (envToken) carries the
+	// entry's headerForward as JSON; vmcp reads every variable of this
+	// prefix at start and attaches the headers to the backend of that name.
+	envHeaderForwardPrefix = "TOOLHIVE_HEADER_FORWARD_"
+	// headerSecretPrefix + header + "_" + entry (envTokens) is the secret
+	// identifier a header from a Secret is named by in that JSON; vmcp
+	// reads its value from wiring.EnvSecretPrefix + identifier, which
+	// the pod gets from a secretKeyRef.
+	headerSecretPrefix = "HEADER_FORWARD_"
+)
+
+// The reasons of the outgoing auth conditions, ToolHive's.
+const (
+	reasonAuthConverted = "ConversionSucceeded"
+	reasonAuthFailed    = "ConversionFailed"
+)
+
+// member is one group member that can be a backend: its config.yaml
+// entry and what else of it the vMCP needs.
+type member struct {
+	schema.VMCPBackend
+	// AuthConfig is the member's own spec.externalAuthConfigRef, "" for
+	// none: the strategy of its backend unless spec.outgoingAuth.backends
+	// names it.
+	AuthConfig string
+	// Entry is the member when it is an MCPServerEntry (its CA bundle and
+	// headers reach the pod), nil otherwise.
+	Entry *thv1.MCPServerEntry
+}
+
+// entryBackend is an MCPServerEntry's backend: its remote URL as written
+// (vmcp connects to it directly, there is no proxy), its transport, type
+// entry and, with a CA bundle, the path it is mounted at. Like ToolHive,
+// only an entry whose checks passed (phase Valid) is a backend.
+func entryBackend(e *thv1.MCPServerEntry) (member, bool) {
+	b := schema.VMCPBackend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport, Type: backendTypeEntry}
+	if ca := entryCABundle(e); ca != nil {
+		b.CABundlePath = path.Join(caBundleBase, e.Name, caBundleKey(ca))
+	}
+	ok := e.DeletionTimestamp == nil && e.Status.Phase == thv1.MCPServerEntryPhaseValid
+	return member{VMCPBackend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e}, ok
+}
+
+func authRefName(r *thv1.ExternalAuthConfigReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
+func entryCABundle(e *thv1.MCPServerEntry) *thv1.ConfigMapKeyRef {
+	if e.Spec.CABundleRef == nil || e.Spec.CABundleRef.ConfigMapRef == nil || e.Spec.CABundleRef.ConfigMapRef.Name == "" {
+		return nil
+	}
+	return e.Spec.CABundleRef.ConfigMapRef
+}
+
+func caBundleKey(ca *thv1.ConfigMapKeyRef) string {
+	if ca.Key == "" {
+		return defaultCABundleKey
+	}
+	return ca.Key
+}
+
+// caBundleVolumeName is ToolHive's volume name of an entry's CA bundle:
+// ca-bundle-<entry>, or, beyond a DNS label's 63 characters, the name cut
+// to 44 characters and the first 8 hex digits of its SHA-256. An entry
+// name with dots (a DNS subdomain) gets the second form with the dots as
+// '-', where ToolHive's name would not be a volume name the API server
+// accepts.
+func caBundleVolumeName(entry string) string {
+	name := "ca-bundle-" + entry
+	if len(name) <= 63 && !strings.Contains(entry, ".") {
+		return name
+	}
+	sum := sha256.Sum256([]byte(entry))
+	cut := strings.TrimRight(strings.ReplaceAll(entry[:min(len(entry), 44)], ".", "-"), "-")
+	return "ca-bundle-" + cut + "-" + hex.EncodeToString(sum[:4])
+}
+
+// entryWiring is what the served entries need in the pod: each CA
+// bundle's ConfigMap mounted read-only under caBundleBase, and each
+// headerForward as ToolHive's vmcp reads it from the environment (one
+// JSON variable per entry, one secretKeyRef variable per header from a
+// Secret; values of Secrets never appear elsewhere). Variables are sorted
+// by name.
+func entryWiring(served []member) (env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount, err error) {
+	for _, m := range served {
+		e := m.Entry
+		if e == nil {
+			continue
+		}
+		if ca := entryCABundle(e); ca != nil {
+			key := caBundleKey(ca)
+			name := caBundleVolumeName(e.Name)
+			vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: ca.Name},
+				Items:                []corev1.KeyToPath{{Key: key, Path: key}},
+			}}})
+			mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(caBundleBase, e.Name), ReadOnly: true})
+		}
+		hf := e.Spec.HeaderForward
+		if hf == nil {
+			continue
+		}
+		manifest := struct {
+			Plain  map[string]string `json:"addPlaintextHeaders,omitempty"`
+			Secret map[string]string `json:"addHeadersFromSecret,omitempty"`
+		}{Plain: hf.AddPlaintextHeaders}
+		for _, h := range hf.AddHeadersFromSecret {
+			if h.ValueSecretRef == nil {
+				continue
+			}
+			id := headerSecretPrefix + envToken(h.HeaderName) + "_" + envToken(e.Name)
+			if manifest.Secret == nil {
+				manifest.Secret = map[string]string{}
+			}
+			manifest.Secret[h.HeaderName] = id
+			env = append(env, wiring.SecretEnv(wiring.EnvSecretPrefix+id, h.ValueSecretRef.Name, h.ValueSecretRef.Key))
+		}
+		if len(manifest.Plain) == 0 && len(manifest.Secret) == 0 {
+			continue
+		}
+		raw, err := json.Marshal(manifest)
+		if err != nil {
+			return nil, nil, nil, invalidSpec("MCPServerEntry %s: spec.headerForward: %v", e.Name, err)
+		}
+		env = append(env, corev1.EnvVar{Name: envHeaderForwardPrefix + envToken(e.Name), Value: string(raw)})
+	}
+	slices.SortFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return env, vols, mounts, nil
+}
+
+// envToken is how ToolHive spells a name inside a variable name: upper
+// case, every character other than A-Z, 0-9 and '_' replaced by '_'.
+func envToken(s string) string {
+	return envNameInvalid.ReplaceAllString(strings.ToUpper(s), "_")
+}
+
+// AuthCondition is one outgoing auth condition of the server: True when
+// OK, False with a Warning event otherwise.
+type AuthCondition struct {
+	Type, Reason, Message string
+	OK                    bool
+}
+
+// backendAuth is outgoingAuth resolved against the group's members: the
+// section, the variables its secrets need, the backends that are served
+// and the conditions to report.
+type backendAuth struct {
+	Section map[string]any
+	Env     []corev1.EnvVar
+	// Served are the members whose backend is written, sorted by name.
+	Served []member
+	// Dropped names the members left out because their strategy could
+	// not be built, sorted.
+	Dropped    []string
+	Conditions []AuthCondition
+}
+
+// resolveBackendAuth builds outgoingAuth as ToolHive's operator does for
+// static backends: the default strategy from spec.outgoingAuth.default;
+// each member's own externalAuthConfigRef (memberConfigs, found ones
+// only) as its backend's strategy; spec.outgoingAuth.backends over both.
+//
+// A per-backend strategy that cannot be built (a config missing, not
+// valid, or of a type hivekeeper does not apply) leaves that backend out
+// of the served set, as ToolHive's operator does (a backend absent from
+// outgoingAuth.backends would fall through to the default strategy, an
+// identity it was not given), and is reported by its condition; the
+// others are served. A default that cannot be built fails the whole
+// config, as ToolHive's converter fails it: every backend would be
+// called with less authentication than asked.
+func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig) (*backendAuth, error) {
+	out := &backendAuth{Section: map[string]any{"source": thv1.OutgoingAuthSourceInline}}
+	env := map[string]corev1.EnvVar{}
+	o := v.Spec.OutgoingAuth
+	if o == nil {
+		o = &thv1.OutgoingAuth{}
+	}
+	if o.Default != nil {
+		s, err := specStrategy("spec.outgoingAuth.default", o.Default, specConfigs, env)
+		if err != nil {
+			return nil, err
+		}
+		out.Section["default"] = s
+		out.Conditions = append(out.Conditions, AuthCondition{Type: naming.ConditionDefaultAuthConfig, Reason: reasonAuthConverted,
+			Message: "the default strategy is built", OK: true})
+	}
+	strategies := map[string]*schema.VMCPBackendStrategy{}
+	failed := map[string]bool{}
+	for _, m := range members {
+		if m.AuthConfig == "" {
+			continue
+		}
+		cond := naming.ConditionDiscoveredAuthConfigPrefix + m.Name
+		s, reason, err := memberStrategy(m, memberConfigs, env)
+		if err != nil {
+			failed[m.Name] = true
+			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reason, Message: err.Error()})
+			continue
+		}
+		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
+			Message: fmt.Sprintf("the strategy of backend %s is built from its MCPExternalAuthConfig %s", m.Name, m.AuthConfig)})
+		if _, overridden := o.Backends[m.Name]; !overridden {
+			strategies[m.Name] = s
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Backends)) {
+		b := o.Backends[name]
+		cond := naming.ConditionBackendAuthConfigPrefix + name
+		s, err := specStrategy(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b, specConfigs, env)
+		if err != nil {
+			failed[name] = true
+			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthFailed,
+				Message: fmt.Sprintf("backend %s is not served: %v", name, err)})
+			continue
+		}
+		strategies[name] = s
+		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
+			Message: fmt.Sprintf("the strategy of backend %s is built", name)})
+	}
+	if len(strategies) > 0 {
+		backends := make(map[string]any, len(strategies))
+		for n, s := range strategies {
+			backends[n] = s
+		}
+		out.Section["backends"] = backends
+	}
+	for _, m := range members {
+		// A failure is overcome by a strategy from the other source (a
+		// spec entry over a broken member config).
+		if failed[m.Name] && strategies[m.Name] == nil {
+			out.Dropped = append(out.Dropped, m.Name)
+			continue
+		}
+		out.Served = append(out.Served, m)
+	}
+	for _, n := range slices.Sorted(maps.Keys(env)) {
+		out.Env = append(out.Env, env[n])
+	}
+	return out, nil
+}
+
+// specStrategy converts a strategy of spec.outgoingAuth. Its configs were
+// resolved before the build (a missing one makes the server wait).
+func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, error) {
+	switch b.Type {
+	case thv1.BackendAuthTypeDiscovered:
+		return &schema.VMCPBackendStrategy{Type: strategyUnauth}, nil
+	case thv1.BackendAuthTypeExternalAuthConfigRef:
+	default:
+		return nil, invalidSpec("%s.type: %q is not discovered or externalAuthConfigRef", path, b.Type)
+	}
+	if b.ExternalAuthConfigRef == nil {
+		return nil, invalidSpec("%s: type externalAuthConfigRef requires externalAuthConfigRef", path)
+	}
+	cfg := configs[b.ExternalAuthConfigRef.Name]
+	if cfg == nil {
+		return nil, invalidSpec("%s: MCPExternalAuthConfig %q not resolved", path, b.ExternalAuthConfigRef.Name)
+	}
+	return strategyOf(path, cfg, env)
+}
+
+// memberStrategy converts a member's own MCPExternalAuthConfig, with the
+// condition reason of a failure: ToolHive's ConversionFailed, or the
+// config's own Valid=False reason, which ToolHive mirrors.
+func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, string, error) {
+	cfg := configs[m.AuthConfig]
+	if cfg == nil {
+		return nil, reasonAuthFailed, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q is not found", m.Name, m.AuthConfig)
+	}
+	if c := meta.FindStatusCondition(cfg.Status.Conditions, thv1.ConditionValid); c != nil && c.Status == metav1.ConditionFalse {
+		reason := c.Reason
+		if reason == "" {
+			reason = reasonAuthFailed
+		}
+		return nil, reason, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q is not valid: %s", m.Name, m.AuthConfig, c.Message)
+	}
+	// The secret variables of a config that fails are not added.
+	own := map[string]corev1.EnvVar{}
+	s, err := strategyOf(fmt.Sprintf("backend %s is not served: its externalAuthConfigRef", m.Name), cfg, own)
+	if err != nil {
+		return nil, reasonAuthFailed, err
+	}
+	maps.Copy(env, own)
+	return s, "", nil
+}
+
+// MemberView is what of a group member a vMCP depends on: its backend
+// entry, the MCPExternalAuthConfig it names, and an entry's CA bundle and
+// headers (as JSON, to compare). Two views are equal exactly when the
+// member's change reaches nothing of the vMCP's, so the controller's
+// handlers compare them to drop a member's status writes.
+type MemberView struct {
+	schema.VMCPBackend
+	authConfig string
+	entry      string
+	ok         bool
+}
+
+// ViewMember projects a member of any backend kind onto its MemberView.
+func ViewMember(obj any) MemberView {
+	m, ok := memberBackend(obj)
+	v := MemberView{VMCPBackend: m.VMCPBackend, authConfig: m.AuthConfig, ok: ok}
+	if m.Entry != nil {
+		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
+		v.entry = string(raw)
+	}
+	return v
+}
+
+// AuthConfig is the MCPExternalAuthConfig a member that is a backend names
+// in its own externalAuthConfigRef, "" for none (or no backend).
+func (v MemberView) AuthConfig() string {
+	if !v.ok {
+		return ""
+	}
+	return v.authConfig
+}

@@ -1,0 +1,97 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestMarshalIndentsTwoSpacesAndOmitsEmpty(t *testing.T) {
+	out, err := Marshal(&RunConfig{SchemaVersion: SchemaVersion, Name: "a", Port: 8080, EnvVars: map[string]string{"B": "2", "A": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"schema_version\": \"v0.1.0\",\n  \"name\": \"a\",\n  \"port\": 8080,\n  \"env_vars\": {\n    \"A\": \"1\",\n    \"B\": \"2\"\n  }\n}"
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	var back RunConfig
+	if err := json.Unmarshal([]byte(out), &back); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMarshalDoesNotEscapeHTML(t *testing.T) {
+	out, _ := Marshal(&RunConfig{CmdArgs: []string{"a<b>&c"}})
+	if !strings.Contains(out, "a<b>&c") {
+		t.Fatalf("args were escaped: %s", out)
+	}
+}
+
+func TestChecksum(t *testing.T) {
+	data := map[string]string{Key: "{}"}
+	labels := map[string]string{"app": "mcpserver"}
+	base := Checksum(data, labels, nil)
+	if len(base) != 64 {
+		t.Fatalf("not hex sha256: %q", base)
+	}
+	if got := Checksum(data, labels, map[string]string{ChecksumAnnotation: "anything"}); got != base {
+		t.Error("the checksum annotation itself must not feed the checksum")
+	}
+	if got := Checksum(map[string]string{Key: "{ }"}, labels, nil); got == base {
+		t.Error("a data change must change the checksum")
+	}
+	if got := Checksum(data, map[string]string{"app": "other"}, nil); got == base {
+		t.Error("a label change must change the checksum")
+	}
+	if got := Checksum(data, labels, map[string]string{"x": "y"}); got == base {
+		t.Error("an annotation change must change the checksum")
+	}
+	// Key/value boundaries are unambiguous.
+	if Checksum(map[string]string{"ab": "c"}, nil, nil) == Checksum(map[string]string{"a": "bc"}, nil, nil) {
+		t.Error("boundary collision")
+	}
+	// Map order never matters.
+	for range 20 {
+		if Checksum(map[string]string{"a": "1", "b": "2", "c": "3"}, nil, nil) != Checksum(map[string]string{"c": "3", "b": "2", "a": "1"}, nil, nil) {
+			t.Fatal("checksum depends on map order")
+		}
+	}
+}
+
+func TestValidateEnvName(t *testing.T) {
+	for _, bad := range []string{"", "A=B", "A\nB", "A\rB"} {
+		if ValidateEnvName(bad) == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if err := ValidateEnvName("GOOD_NAME"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSetContainerLabels pins the labels ToolHive's operator writes for the
+// same workload; the runner reads the transport back from them.
+func TestSetContainerLabels(t *testing.T) {
+	rc := &RunConfig{ContainerName: "fetch", BaseName: "fetch-base", Transport: "stdio", Port: 8081}
+	rc.SetContainerLabels()
+	want := map[string]string{
+		"toolhive": "true", "toolhive-name": "fetch", "toolhive-basename": "fetch-base",
+		"toolhive-transport": "stdio", "toolhive-port": "8081",
+	}
+	if len(rc.ContainerLabels) != len(want) {
+		t.Fatalf("labels %v, want %v", rc.ContainerLabels, want)
+	}
+	for k, v := range want {
+		if rc.ContainerLabels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, rc.ContainerLabels[k], v)
+		}
+	}
+	out, err := Marshal(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"container_labels": {`) {
+		t.Errorf("container_labels missing from %s", out)
+	}
+}

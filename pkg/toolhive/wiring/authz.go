@@ -1,0 +1,124 @@
+package wiring
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cedar-policy/cedar-go"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// authzVersion is the version of the runner's authorization file format.
+const authzVersion = "1.0"
+
+// authzKeys maps each authorizer backend the runner registers to the key
+// its configuration sits under in the runner's authorization config.
+var authzKeys = map[string]string{thv1.AuthzTypeCedar: "cedar", thv1.AuthzTypeHTTP: "pdp"}
+
+// cedarOptions are the runner's Cedar options, with its keys.
+type cedarOptions struct {
+	Policies        []string `json:"policies"`
+	EntitiesJSON    string   `json:"entities_json"`
+	GroupClaimName  string   `json:"group_claim_name,omitempty"`
+	RoleClaimName   string   `json:"role_claim_name,omitempty"`
+	GroupEntityType string   `json:"group_entity_type,omitempty"`
+}
+
+// pdpOptions are the parts of the runner's httpv1 options it requires.
+type pdpOptions struct {
+	HTTP *struct {
+		URL string `json:"url"`
+	} `json:"http"`
+	ClaimMapping string `json:"claim_mapping"`
+}
+
+// ValidateAuthzConfig returns every problem of an MCPAuthzConfig that the
+// runner would otherwise only find when it starts (and then crash-loop):
+// an unknown backend, a Cedar policy or entity store that does not parse,
+// an httpv1 config without its URL or claim mapping.
+func ValidateAuthzConfig(c *thv1.MCPAuthzConfig) []string {
+	if _, ok := authzKeys[c.Spec.Type]; !ok {
+		return []string{fmt.Sprintf("spec.type: %q is not an authorizer of the runner (cedarv1, httpv1)", c.Spec.Type)}
+	}
+	if len(c.Spec.Config.Raw) == 0 {
+		return []string{"spec.config: required"}
+	}
+	switch c.Spec.Type {
+	case thv1.AuthzTypeCedar:
+		var o cedarOptions
+		if err := json.Unmarshal(c.Spec.Config.Raw, &o); err != nil {
+			return []string{"spec.config: " + err.Error()}
+		}
+		return validateCedar("spec.config", o.Policies, o.EntitiesJSON)
+	default:
+		var o pdpOptions
+		if err := json.Unmarshal(c.Spec.Config.Raw, &o); err != nil {
+			return []string{"spec.config: " + err.Error()}
+		}
+		var errs []string
+		if o.HTTP == nil || o.HTTP.URL == "" {
+			errs = append(errs, "spec.config.http.url: required")
+		}
+		if o.ClaimMapping != "mpe" && o.ClaimMapping != "standard" {
+			errs = append(errs, fmt.Sprintf("spec.config.claim_mapping: %q is not mpe or standard", o.ClaimMapping))
+		}
+		return errs
+	}
+}
+
+// validateCedar parses policies and entities as the runner will.
+func validateCedar(path string, policies []string, entities string) []string {
+	var errs []string
+	if len(policies) == 0 {
+		errs = append(errs, path+".policies: at least one policy is required")
+	}
+	for i, p := range policies {
+		var policy cedar.Policy
+		if err := policy.UnmarshalCedar([]byte(p)); err != nil {
+			errs = append(errs, fmt.Sprintf("%s.policies[%d]: %v", path, i, err))
+		}
+	}
+	if entities != "" {
+		var m cedar.EntityMap
+		if err := json.Unmarshal([]byte(entities), &m); err != nil {
+			errs = append(errs, fmt.Sprintf("%s.entities_json: %v", path, err))
+		}
+	}
+	return errs
+}
+
+// AuthzRunConfig is the RunConfig's authz_config for a workload's inline
+// authorization or its MCPAuthzConfig (at most one is set; nil for none),
+// as ToolHive's operator writes it: the format version, the backend type,
+// and the backend's options under its key. Inline authorization of type
+// configMap is refused (an InvalidSpecError naming the field): hivekeeper
+// does not read ConfigMaps, and a workload is never run without the
+// authorization it asked for.
+func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.RawMessage, error) {
+	var typ string
+	var options any
+	switch {
+	case ref != nil:
+		var v any
+		if err := json.Unmarshal(ref.Spec.Config.Raw, &v); err != nil {
+			return nil, fmt.Errorf("MCPAuthzConfig %s: spec.config: %w", ref.Name, err)
+		}
+		typ, options = ref.Spec.Type, v
+	case inline == nil:
+		return nil, nil
+	case inline.Type == thv1.AuthzConfigTypeInline && inline.Inline != nil:
+		if errs := validateCedar("spec.authzConfig.inline", inline.Inline.Policies, inline.Inline.EntitiesJSON); len(errs) > 0 {
+			return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: strings.Join(errs, "; ")}
+		}
+		typ, options = thv1.AuthzTypeCedar, cedarOptions{
+			Policies: inline.Inline.Policies, EntitiesJSON: inline.Inline.EntitiesJSON,
+			GroupClaimName: inline.GroupClaimName, RoleClaimName: inline.RoleClaimName, GroupEntityType: inline.GroupEntityType,
+		}
+	default:
+		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
+			Message: "spec.authzConfig: type configMap is not supported by hivekeeper; use type inline or an MCPAuthzConfig (spec.authzConfigRef)"}
+	}
+	return json.Marshal(map[string]any{"version": authzVersion, "type": typ, authzKeys[typ]: options})
+}

@@ -1,0 +1,91 @@
+// Package golden pins the bytes the translation layer produces for every
+// workload of the conformance table's manifests and of examples/: the
+// RunConfig JSON, config.yaml and authserver-config.yaml, every child
+// object, and what a vMCP build reports of its backends. It runs the
+// builders of pkg/toolhive/render on references resolved from the
+// manifests, without an API server, and compares with testdata.
+//
+// A change of any byte fails here, naming the file. When the change is
+// meant (a builder is made to write what ToolHive's operator writes), run
+//
+//	HIVEKEEPER_UPDATE_GOLDEN=1 go test ./test/golden/
+//
+// and review the diff of testdata.
+package golden
+
+import (
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
+)
+
+func TestGolden(t *testing.T) {
+	files := map[string][]byte{}
+	runners := rbac.Runners{}.WithDefaults()
+	for _, w := range workloadsOf(t, thv1.KindMCPServer) {
+		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole = runnerImage, runners.ProxyRunner
+		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildMCPServer(w.Obj.(*thv1.MCPServer), w.Proxy) })
+	}
+	for _, w := range workloadsOf(t, thv1.KindMCPRemoteProxy) {
+		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole = runnerImage, runners.RemoteProxyRunner
+		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildRemoteProxy(w.Obj.(*thv1.MCPRemoteProxy), w.Proxy) })
+	}
+	for _, w := range workloadsOf(t, thv1.KindVirtualMCPServer) {
+		recordVMCP(t, files, w)
+	}
+	checkRecorded(t, files)
+}
+
+// recordProxy records a proxy's RunConfig and children.
+func recordProxy(t *testing.T, files map[string][]byte, w workloadCase, build func() (*proxy.Output, error)) {
+	if w.Missing != "" {
+		files[filepath.Join(w.Dir, "waits.txt")] = []byte(w.Missing + "\n")
+		return
+	}
+	d, err := build()
+	if err != nil {
+		files[filepath.Join(w.Dir, "error.txt")] = recordError(err)
+		return
+	}
+	files[filepath.Join(w.Dir, schema.Key)] = []byte(d.RunConfig.Data[schema.Key])
+	for _, o := range []runtime.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service} {
+		recordChild(t, files, w.Dir, o)
+	}
+}
+
+// recordVMCP records a vMCP's config.yaml, authserver-config.yaml,
+// children, and the backends and outgoing auth conditions it reports.
+func recordVMCP(t *testing.T, files map[string][]byte, w workloadCase) {
+	if w.Missing != "" {
+		files[filepath.Join(w.Dir, "waits.txt")] = []byte(w.Missing + "\n")
+		return
+	}
+	w.VMCP.Image = vmcpImage
+	d, err := vmcp.Build(w.Obj.(*thv1.VirtualMCPServer), w.VMCP)
+	if err != nil {
+		files[filepath.Join(w.Dir, "error.txt")] = recordError(err)
+		return
+	}
+	for _, key := range []string{naming.VMCPConfigKey, naming.VMCPAuthServerConfigKey} {
+		if v, ok := d.Config.Data[key]; ok {
+			files[filepath.Join(w.Dir, key)] = []byte(v)
+		}
+	}
+	for _, o := range []runtime.Object{d.Config, d.ServiceAccount, d.Deployment, d.Service} {
+		recordChild(t, files, w.Dir, o)
+	}
+	report := struct {
+		Backends   []string             `json:"backends"`
+		Dropped    []string             `json:"dropped"`
+		Conditions []vmcp.AuthCondition `json:"conditions"`
+	}{Backends: d.Backends, Dropped: d.Dropped, Conditions: d.AuthConditions}
+	files[filepath.Join(w.Dir, "report.yaml")] = toYAML(t, report)
+}

@@ -1,0 +1,403 @@
+package golden
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+)
+
+// goldenNamespace is the namespace every golden manifest is read into.
+const goldenNamespace = "golden"
+
+// runnerImage and vmcpImage are the images golden builds run.
+const (
+	runnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:golden"
+	vmcpImage   = "ghcr.io/stacklok/toolhive/vmcp:golden"
+)
+
+// updateEnv, set to 1, makes the golden tests rewrite their files
+// instead of comparing with them.
+const updateEnv = "HIVEKEEPER_UPDATE_GOLDEN"
+
+// workloadCase is one workload of a golden manifest set with the
+// references it makes resolved from the set into its builder's Input, as
+// the controllers resolve them from their listers (every config counts as
+// valid, every entry as checked). Missing names a reference the set does
+// not hold: the controller would wait for it, so nothing is built.
+type workloadCase struct {
+	// Dir is where its files are recorded, under testdata.
+	Dir     string
+	Obj     runtime.Object
+	Proxy   proxy.Input
+	VMCP    vmcp.Input
+	Missing string
+}
+
+// goldenSet is a set of manifests applied together.
+type goldenSet struct {
+	dir   string // under test/golden/testdata
+	files []string
+}
+
+// goldenSets are the conformance table's manifests, one set each, and
+// examples/ as one set.
+func goldenSets(t testing.TB) []goldenSet {
+	table, err := filepath.Glob(filepath.Join("..", "conformance", "testdata", "table", "*.yaml"))
+	if err != nil || len(table) == 0 {
+		t.Fatalf("no table manifests: %v", err)
+	}
+	var sets []goldenSet
+	for _, f := range table {
+		sets = append(sets, goldenSet{dir: filepath.Join("table", strings.TrimSuffix(filepath.Base(f), ".yaml")), files: []string{f}})
+	}
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	return append(sets, goldenSet{dir: "examples", files: examples})
+}
+
+// goldenScheme decodes the built-in kinds and ToolHive's.
+func goldenScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := thv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// decodeSet reads every object of a set into goldenNamespace.
+func decodeSet(t testing.TB, set goldenSet) []runtime.Object {
+	t.Helper()
+	decoder := serializer.NewCodecFactory(goldenScheme()).UniversalDeserializer()
+	var objs []runtime.Object
+	for _, f := range set.files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			j, err := yaml.YAMLToJSON(doc)
+			if err != nil || string(j) == "null" {
+				continue // comments only
+			}
+			// ToolHive serves MCPWebhookConfig as v1alpha1 too, with
+			// the same schema; hivekeeper stores it as v1beta1.
+			j = bytes.Replace(j, []byte(`"apiVersion":"`+thv1.GroupName+`/v1alpha1"`), []byte(`"apiVersion":"`+thv1.SchemeGroupVersion.String()+`"`), 1)
+			obj, _, err := decoder.Decode(j, nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the API server sets on a new object, fixed.
+			m.SetNamespace(goldenNamespace)
+			m.SetUID(types.UID("uid-" + m.GetName()))
+			m.SetGeneration(1)
+			if e, ok := obj.(*thv1.MCPServerEntry); ok {
+				// The entry controller's verdict on an entry whose checks pass.
+				e.Status.Phase = thv1.MCPServerEntryPhaseValid
+			}
+			objs = append(objs, obj)
+		}
+	}
+	return objs
+}
+
+// workloadsOf are the workloads of kind in every golden set, with
+// their references resolved.
+func workloadsOf(t testing.TB, kind string) []workloadCase {
+	t.Helper()
+	var out []workloadCase
+	for _, set := range goldenSets(t) {
+		objs := decodeSet(t, set)
+		for _, obj := range objs {
+			if kindOf(obj) != kind {
+				continue
+			}
+			m, _ := meta.Accessor(obj)
+			w := workloadCase{Dir: filepath.Join(set.dir, kind+"-"+m.GetName()), Obj: obj}
+			resolveGolden(&w, objs)
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func kindOf(obj runtime.Object) string {
+	gvks, _, err := goldenScheme().ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return ""
+	}
+	return gvks[0].Kind
+}
+
+// find returns the object of kind and name in objs.
+func find[T runtime.Object](objs []runtime.Object, name string) (T, bool) {
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			if m, _ := meta.Accessor(o); m.GetName() == name {
+				return t, true
+			}
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// resolveGolden resolves w's references from objs, reading the names as
+// the reference index reads them.
+func resolveGolden(w *workloadCase, objs []runtime.Object) {
+	kind := kindOf(w.Obj)
+	row, _ := index.WorkloadFor(kind)
+	names := func(idx string, obj any) []string {
+		if read, ok := row.Refs[idx]; ok {
+			return read(obj)
+		}
+		return nil
+	}
+	first := func(idx string) string {
+		if n := names(idx, w.Obj); len(n) > 0 {
+			return n[0]
+		}
+		return ""
+	}
+	missing := func(k, name string) {
+		if w.Missing == "" {
+			w.Missing = fmt.Sprintf("%s %q is not in the manifests", k, name)
+		}
+	}
+	one := func(idx, k string, into any) {
+		name := first(idx)
+		if name == "" {
+			return
+		}
+		if !resolveInto(objs, name, into) {
+			missing(k, name)
+		}
+	}
+	if v, ok := w.Obj.(*thv1.VirtualMCPServer); ok {
+		if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC && v.Spec.IncomingAuth.OIDCConfigRef != nil {
+			if name := v.Spec.IncomingAuth.OIDCConfigRef.Name; name != "" && !resolveInto(objs, name, &w.VMCP.OIDC) {
+				missing(thv1.KindMCPOIDCConfig, name)
+			}
+		}
+		one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &w.VMCP.Authz)
+		one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &w.VMCP.Telemetry)
+		w.VMCP.Tools = resolveAll[*thv1.MCPToolConfig](objs, names(index.ByToolConfig, w.Obj), missing, thv1.KindMCPToolConfig)
+		w.VMCP.ExtAuth = resolveAll[*thv1.MCPExternalAuthConfig](objs, names(index.ByExternalAuthConfig, w.Obj), missing, thv1.KindMCPExternalAuthConfig)
+		w.VMCP.CompositeTools = resolveAll[*thv1.VirtualMCPCompositeToolDefinition](objs, names(index.ByCompositeToolDefinition, w.Obj), missing,
+			thv1.KindVirtualMCPCompositeToolDefinition)
+		w.VMCP.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{}
+		for _, memberKind := range []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindMCPServerEntry} {
+			member, _ := index.WorkloadFor(memberKind)
+			for _, o := range objs {
+				if kindOf(o) != memberKind || !slices.Equal(member.Refs[index.ByGroup](o), []string{v.Spec.GroupRef.Name}) {
+					continue
+				}
+				w.VMCP.Members = append(w.VMCP.Members, o)
+				for _, n := range member.Refs[index.ByExternalAuthConfig](o) {
+					if cfg, ok := find[*thv1.MCPExternalAuthConfig](objs, n); ok {
+						w.VMCP.MemberAuth[n] = cfg
+					}
+				}
+			}
+		}
+		return
+	}
+	in := &w.Proxy
+	one(index.ByOIDCConfig, thv1.KindMCPOIDCConfig, &in.OIDC)
+	one(index.ByToolConfig, thv1.KindMCPToolConfig, &in.Tools)
+	one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &in.Authz)
+	one(index.ByExternalAuthConfig, thv1.KindMCPExternalAuthConfig, &in.ExtAuth)
+	one(index.ByTelemetryConfig, thv1.KindMCPTelemetryConfig, &in.Telemetry)
+	one(index.ByWebhookConfig, thv1.KindMCPWebhookConfig, &in.Webhooks)
+	var ref *thv1.AuthServerRef
+	switch o := w.Obj.(type) {
+	case *thv1.MCPServer:
+		ref = o.Spec.AuthServerRef
+	case *thv1.MCPRemoteProxy:
+		ref = o.Spec.AuthServerRef
+	}
+	if ref != nil {
+		if ref.Kind != thv1.KindMCPExternalAuthConfig {
+			w.Missing = fmt.Sprintf("spec.authServerRef.kind %q is refused", ref.Kind)
+		} else if !resolveInto(objs, ref.Name, &in.AuthServer) {
+			missing(thv1.KindMCPExternalAuthConfig, ref.Name)
+		}
+	}
+}
+
+// resolveInto sets *into (a pointer to a typed object pointer) to the
+// object of that type named name.
+func resolveInto(objs []runtime.Object, name string, into any) bool {
+	switch p := into.(type) {
+	case **thv1.MCPOIDCConfig:
+		*p, _ = find[*thv1.MCPOIDCConfig](objs, name)
+		return *p != nil
+	case **thv1.MCPToolConfig:
+		*p, _ = find[*thv1.MCPToolConfig](objs, name)
+		return *p != nil
+	case **thv1.MCPAuthzConfig:
+		*p, _ = find[*thv1.MCPAuthzConfig](objs, name)
+		return *p != nil
+	case **thv1.MCPExternalAuthConfig:
+		*p, _ = find[*thv1.MCPExternalAuthConfig](objs, name)
+		return *p != nil
+	case **thv1.MCPTelemetryConfig:
+		*p, _ = find[*thv1.MCPTelemetryConfig](objs, name)
+		return *p != nil
+	case **thv1.MCPWebhookConfig:
+		*p, _ = find[*thv1.MCPWebhookConfig](objs, name)
+		return *p != nil
+	}
+	panic(fmt.Sprintf("resolveInto: %T", into))
+}
+
+func resolveAll[T runtime.Object](objs []runtime.Object, names []string, missing func(kind, name string), kind string) map[string]T {
+	if len(names) == 0 {
+		return nil
+	}
+	out := map[string]T{}
+	for _, n := range names {
+		o, ok := find[T](objs, n)
+		if !ok {
+			missing(kind, n)
+			continue
+		}
+		out[n] = o
+	}
+	return out
+}
+
+// recordChild records a built child (none when nil) as
+// <dir>/<Kind>.<name>.yaml, its YAML.
+func recordChild(t testing.TB, files map[string][]byte, dir string, obj runtime.Object) {
+	t.Helper()
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[filepath.Join(dir, reflect.TypeOf(obj).Elem().Name()+"."+m.GetName()+".yaml")] = toYAML(t, obj)
+}
+
+// toYAML is v as recorded: its YAML.
+func toYAML(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// recordError is a build error as recorded: the condition, reason and
+// message of an InvalidSpecError, or the error's text.
+func recordError(err error) []byte {
+	var invalid *wiring.InvalidSpecError
+	if errors.As(err, &invalid) {
+		return fmt.Appendf(nil, "%s %s: %s\n", invalid.Condition, invalid.Reason, invalid.Message)
+	}
+	return fmt.Appendf(nil, "%v\n", err)
+}
+
+// checkRecorded compares files (path under testdata → content) with the
+// recorded ones, or records them when updateEnv is 1. Every recorded file
+// must be built: a stale recording fails too.
+func checkRecorded(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	const dir = "testdata"
+	var recorded []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		recorded = append(recorded, rel)
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if os.Getenv(updateEnv) == "1" {
+		for _, rel := range recorded {
+			if _, ok := files[rel]; !ok {
+				if err := os.Remove(filepath.Join(dir, rel)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for rel, b := range files {
+			p := filepath.Join(dir, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("recorded %d files", len(files))
+		return
+	}
+	for _, rel := range recorded {
+		if _, ok := files[rel]; !ok {
+			t.Errorf("%s is recorded but no longer built", rel)
+		}
+	}
+	keys := make([]string, 0, len(files))
+	for k := range files {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, rel := range keys {
+		want, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Errorf("%s: not recorded (%s=1 records it)", rel, updateEnv)
+			continue
+		}
+		if got := files[rel]; !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the recording:\n--- recorded\n%s\n--- built\n%s", rel, want, got)
+		}
+	}
+}
