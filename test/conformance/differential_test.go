@@ -215,7 +215,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 		createNamespace(t, env, c.Namespace)
 	}
 	env.StartControllers(t, app.Options{Workers: 4, RunnerImage: runner, VMCPImage: vmcpImage})
-	thv := startToolHiveOperator(t, namespaces)
+	thv := startToolHiveServer(t, namespaces)
 
 	for _, c := range cases {
 		// A config both servers refuse (an example that lags behind
@@ -262,6 +262,10 @@ func TestDifferentialRunConfig(t *testing.T) {
 			c.notes = append(c.notes, fmt.Sprintf("%s: refused by both servers' CRDs; on hivekeeper's: %v", id, err))
 		}
 	}
+	// ToolHive's operator starts on its load, as the handover suite starts
+	// it: MCPServers created in its first moments were seen left without a
+	// status or a child for minutes.
+	thv.start(t)
 	collectRunConfigs(t, env, thv, cases)
 	settleAndRead(t, env, thv.env, cases)
 	if *record {
@@ -306,12 +310,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 	if ran < len(cases) {
 		return // a -run filter chose some cases; stale entries cannot be told
 	}
-	for _, s := range judge.Stale() {
-		if *updatePending && !strings.HasPrefix(s, "allowedBytes") {
-			continue // the list was just rewritten
-		}
-		t.Errorf("stale: %s: no longer differs; remove the entry", s)
-	}
+	judge.FailStale(t, "allowedBytes", *updatePending)
 	for id := range notCompared {
 		found := false
 		for _, c := range cases {
@@ -381,7 +380,7 @@ func collectRunConfigs(t *testing.T, env *framework.Env, thv *toolhiveOperator, 
 	}
 	// The bound only ends a wait that will never succeed: a quiet machine
 	// needs seconds, a busy one much longer.
-	const wait = 5 * time.Minute
+	const wait = 10 * time.Minute
 	began := time.Now()
 	deadline := began.Add(wait)
 	for {

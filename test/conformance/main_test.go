@@ -9,7 +9,8 @@
 // (ToolHive's example manifests are applied by test/integration/crds, which
 // needs no ToolHive binary.)
 // ToolHive's own operator, given the same manifests on an API server of
-// its own, writes the same RunConfigs but for a listed few differences.
+// its own, writes the same bytes but for the differences listed exactly
+// (allowedBytes, deliberate; pendingBytes, the work list).
 // A test that compared hivekeeper's builder with hivekeeper's comparator
 // would prove consistency; these prove compatibility.
 package conformance_test

@@ -20,11 +20,10 @@ type toolhiveOperator struct {
 	*toolhive.Operator
 }
 
-// startToolHiveOperator starts a second etcd and kube-apiserver with
-// ToolHive's CRDs and the given namespaces, then ToolHive's operator
-// against it with its chart's environment (toolhive.StartOperator), and
-// stops both when the test ends.
-func startToolHiveOperator(t *testing.T, namespaces []string) *toolhiveOperator {
+// startToolHiveServer starts a second etcd and kube-apiserver with
+// ToolHive's CRDs and the given namespaces, for ToolHive's operator, and
+// stops it when the test ends. start runs the operator on it.
+func startToolHiveServer(t *testing.T, namespaces []string) *toolhiveOperator {
 	t.Helper()
 	began := time.Now()
 	srv, err := framework.Start(framework.Options{CRDDir: toolhive.CRDDir(toolhiveModule)})
@@ -40,17 +39,26 @@ func startToolHiveOperator(t *testing.T, namespaces []string) *toolhiveOperator 
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ownNamespace = "toolhive-system"
-	for _, ns := range append([]string{ownNamespace}, namespaces...) {
+	for _, ns := range append([]string{toolhiveNamespace}, namespaces...) {
 		if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating namespace %s on ToolHive's server: %v", ns, err)
 		}
 	}
 	t.Logf("ToolHive's API server %s ready with ToolHive's CRDs in %v", srv.URL, time.Since(began).Round(time.Millisecond))
-	op := toolhive.StartOperator(t, toolhive.OperatorOptions{
-		Binaries: toolhiveBin, Module: toolhiveModule, Kubeconfig: srv.Kubeconfig, Namespace: ownNamespace, Dir: t.TempDir(),
+	return &toolhiveOperator{env: env}
+}
+
+// toolhiveNamespace is ToolHive's operator's own namespace.
+const toolhiveNamespace = "toolhive-system"
+
+// start runs ToolHive's operator against the server with its chart's
+// environment (toolhive.StartOperator); it is stopped when the test ends.
+func (o *toolhiveOperator) start(t *testing.T) {
+	t.Helper()
+	began := time.Now()
+	o.Operator = toolhive.StartOperator(t, toolhive.OperatorOptions{
+		Binaries: toolhiveBin, Module: toolhiveModule, Kubeconfig: o.env.Server.Kubeconfig, Namespace: toolhiveNamespace, Dir: t.TempDir(),
 	})
 	t.Logf("ToolHive's operator ready in %v", time.Since(began).Round(time.Millisecond))
-	return &toolhiveOperator{env: env, Operator: op}
 }

@@ -1,22 +1,12 @@
 package handover_test
 
-import (
-	"strings"
-
-	"github.com/hivekeeper/hivekeeper/test/toolhive"
-)
+import "github.com/hivekeeper/hivekeeper/test/toolhive"
 
 // handoverCauses group pendingDifferences into a work list: the causes
 // only a switch shows first, then the differences of output the
 // differential test lists too (toolhive.OutputCauses), which a switch
 // shows as changes. A difference takes the first cause that matches it.
 var handoverCauses = append([]toolhive.Cause{
-	{Name: "create before adopt", Todo: "hivekeeper sends a create for every ConfigMap and ServiceAccount ToolHive's " +
-		"operator wrote (its child informers select toolhive=true, a label ToolHive's operator does not set on them), is " +
-		"refused (409) and patches them: read them before writing",
-		Match: func(d toolhive.Difference) bool {
-			return d.Path == pathWrites && strings.Contains(d.B, "create→409")
-		}},
 	toolhive.NewCause("workloads ToolHive's operator does not run", "hivekeeper deploys workloads ToolHive's operator "+
 		"fails (an override with annotations only, a ConfigMap permission profile, an EmbeddingServer reference it does "+
 		"not read): their children appear at the switch and stay after switching back", "", `^(\(object\)|\(writes\))$`,

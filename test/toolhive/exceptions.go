@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Exception is one difference a suite accepts, exactly: the path and the
@@ -69,6 +70,41 @@ func (j *Judge) Match(d Difference) (list string, e *Exception, ok bool) {
 	}
 	j.used[k] = true
 	return ref.list, ref.entry, true
+}
+
+// Verdict judges one difference a suite found: one the list named allowed
+// accepts is logged and is not pending; one another list accepts is logged
+// as pending; any other is pending when update is set (the pending list is
+// being rewritten) and fails the test otherwise, as "<object> <path>: <a>
+// <A>, <b> <B>". It returns whether d belongs in the pending list.
+func (j *Judge) Verdict(t testing.TB, d Difference, allowed string, update bool, a, b string) (pending bool) {
+	t.Helper()
+	list, e, ok := j.Match(d)
+	switch {
+	case ok && list == allowed:
+		t.Logf("allowed: %s (%s)", d, e.Cause)
+		return false
+	case ok:
+		t.Logf("pending (%s): %s", e.Cause, d)
+	case update:
+		t.Logf("new pending: %s", d)
+	default:
+		t.Errorf("%s %s: %s %s, %s %s", d.Object, d.Path, a, d.A, b, d.B)
+	}
+	return true
+}
+
+// FailStale fails the test on every entry no difference matched (Stale);
+// with update, only on those of the list named allowed: the pending list
+// was just rewritten from what was seen.
+func (j *Judge) FailStale(t testing.TB, allowed string, update bool) {
+	t.Helper()
+	for _, s := range j.Stale() {
+		if update && !strings.HasPrefix(s, allowed) {
+			continue
+		}
+		t.Errorf("stale: %s: no longer differs; remove the entry", s)
+	}
 }
 
 // Stale returns every object of an entry that showed no such difference,

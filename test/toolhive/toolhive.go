@@ -7,9 +7,7 @@
 package toolhive
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,30 +23,6 @@ const BinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 // ModulePath is ToolHive's Go module.
 const ModulePath = "github.com/stacklok/toolhive"
-
-// Version returns TOOLHIVE_VERSION from hack/versions.env, the release
-// whose binaries run here.
-func Version() (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "TOOLHIVE_VERSION="); ok {
-			return strings.Trim(v, `"'`), nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", errors.New("hack/versions.env has no TOOLHIVE_VERSION")
-}
 
 // ModuleDir returns the pinned ToolHive module's folder in the module
 // cache, as the conformance suite's nested thvcheck module requires it
