@@ -29,6 +29,7 @@ type runtimeOptions struct {
 	PermissionProfile           *schema.PermissionProfile
 	Audit                       *schema.AuditConfig
 	MaxRequestBodySize          int64
+	ProxyReadTimeout            string
 	Scaling                     *schema.ScalingConfig
 	RateLimit                   *schema.RateLimitConfig
 	RateLimitNamespace          string
@@ -47,6 +48,7 @@ func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 	rc.PermissionProfile = o.PermissionProfile
 	rc.AuditConfig = o.Audit
 	rc.MaxRequestBodySize = o.MaxRequestBodySize
+	rc.ProxyReadTimeout = o.ProxyReadTimeout
 	rc.ScalingConfig = o.Scaling
 	rc.RateLimitConfig = o.RateLimit
 	rc.RateLimitNamespace = o.RateLimitNamespace
@@ -67,6 +69,9 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 	}
 	vols, err := volumeSpecs(s.Spec.Volumes)
 	if err != nil {
+		return o, err
+	}
+	if o.ProxyReadTimeout, err = proxyReadTimeout(s.Spec.ProxyReadTimeout); err != nil {
 		return o, err
 	}
 	o.Volumes = vols
@@ -92,6 +97,26 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 		o.RateLimitNamespace = s.Namespace
 	}
 	return o, nil
+}
+
+// proxyReadTimeout is spec.proxyReadTimeout as the RunConfig carries it:
+// the duration as Go prints it ("90s" is "1m30s"), and nothing for zero,
+// which leaves the runner's default, as ToolHive's builder writes it. A
+// negative duration is refused as that builder refuses it.
+func proxyReadTimeout(v *string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	d, err := time.ParseDuration(*v)
+	switch {
+	case err != nil:
+		return "", invalidSpec("spec.proxyReadTimeout %q is not a duration", *v)
+	case d < 0:
+		return "", invalidSpec("spec.proxyReadTimeout: proxy-read-timeout must be non-negative, got %s", d)
+	case d == 0:
+		return "", nil
+	}
+	return d.String(), nil
 }
 
 // volumeSpecs renders spec.volumes as the runner records them,
