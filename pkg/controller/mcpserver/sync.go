@@ -88,6 +88,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		Webhooks:          refs.Webhooks,
 		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
+		DefaultRedis:      c.Config.DefaultRedis,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

@@ -270,6 +270,17 @@ type SessionRedisConfig struct {
 	Address   string `json:"address,omitempty"`
 	DB        int32  `json:"db,omitempty"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// TLS, when present, connects over TLS; empty ({}) verifies the
+	// server with the system roots.
+	TLS *RedisTLSConfig `json:"tls,omitempty"`
+}
+
+// RedisTLSConfig is ToolHive's redisconfig.TLSConfig, with its camelCase
+// keys in the snake_case RunConfig as in the vMCP's config.yaml.
+// CACertFile is the path of a mounted CA bundle, never its content.
+type RedisTLSConfig struct {
+	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
+	CACertFile         string `json:"caCertFile,omitempty"`
 }
 
 // RateLimitConfig is ToolHive's ratelimit RateLimitConfig, the CRD type

@@ -37,8 +37,9 @@ type runtimeOptions struct {
 	// ProxyVolumes and ProxyMounts are the configmap permission profile's.
 	ProxyVolumes []corev1.Volume
 	ProxyMounts  []corev1.VolumeMount
-	// ProxyEnv is the Redis password's.
-	ProxyEnv []corev1.EnvVar
+	// Session is the session storage's Redis: its password variable and
+	// its CA bundle's volume.
+	Session wiring.SessionStorageWiring
 }
 
 // applyTo sets the RunConfig fields.
@@ -58,11 +59,11 @@ func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 // does for the same manifest (createRunConfigFromMCPServer,
 // populateScalingConfig and the proxy Deployment's env and volumes), and
 // re-checks what the schema refuses, for objects stored before it did.
-func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
+func resolveRuntime(s *thv1.MCPServer, defaultRedis *wiring.DefaultRedis) (runtimeOptions, error) {
 	o := runtimeOptions{
 		Audit:              wiring.Audit(s.Spec.Audit),
 		MaxRequestBodySize: s.Spec.MaxRequestBodySize,
-		ProxyEnv:           wiring.RedisPasswordEnv(s.Spec.SessionStorage),
+		Session:            wiring.SessionStorage(s.Spec.SessionStorage, defaultRedis, wiring.FallbackUnlessRedis),
 	}
 	if o.MaxRequestBodySize < 0 {
 		return o, invalidSpec("spec.maxRequestBodySize may not be negative")
@@ -79,7 +80,7 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 		return o, err
 	}
 
-	redis := wiring.SessionRedis(s.Spec.SessionStorage)
+	redis := o.Session.Redis
 	if s.Spec.BackendReplicas != nil || redis != nil {
 		o.Scaling = &schema.ScalingConfig{SessionRedis: redis}
 		if s.Spec.BackendReplicas != nil {
@@ -89,7 +90,7 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 	if rl := s.Spec.RateLimiting; rl != nil {
 		if redis == nil {
 			// The runner refuses to start without Redis for the buckets.
-			return o, invalidSpec("spec.rateLimiting requires spec.sessionStorage with provider redis")
+			return o, invalidSpec("spec.rateLimiting requires spec.sessionStorage with provider redis (or hivekeeper's default Redis)")
 		}
 		if o.RateLimit, err = rateLimit(rl); err != nil {
 			return o, err

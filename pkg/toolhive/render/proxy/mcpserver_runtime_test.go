@@ -49,7 +49,7 @@ func TestPermissionProfileAndMounts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer("x", func(s *thv1.MCPServer) { s.Spec.PermissionProfile, s.Spec.Volumes = tc.ref, tc.vols })
-			o, err := resolveRuntime(s)
+			o, err := resolveRuntime(s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

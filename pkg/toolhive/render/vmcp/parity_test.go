@@ -21,8 +21,13 @@ var (
 	authKinds    = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes", "oidc-authserver"}
 	podTemplates = map[string]string{"none": "", "volumes": userVolumesTemplate, "full": fullTemplate}
 	podExtras    = map[string]func(*thv1.VirtualMCPServer){
-		"none":  func(*thv1.VirtualMCPServer) {},
-		"redis": withRedis,
+		"none": func(*thv1.VirtualMCPServer) {},
+		// Verified with a CA bundle: a Secret volume the config names.
+		"redis-tls": func(v *thv1.VirtualMCPServer) {
+			withRedis(v)
+			v.Spec.SessionStorage.TLS = &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}
+		},
+		// With parityDefaultRedis, which a memory provider falls back to.
 		"memory": func(v *thv1.VirtualMCPServer) {
 			v.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
 		},
@@ -45,6 +50,8 @@ var (
 		"entries": {newEntry("far", testGroup, withEntryExtras), newEntry("near", testGroup),
 			newMember("own", testGroup, withAuthRef("member-hdr")), newMember("dropped", testGroup, withAuthRef("member-missing"))},
 	}
+	parityDefaultRedis = &wiring.DefaultRedis{Addr: "redis.infra:6379", SecretName: "redis", SecretKey: "redis-password",
+		TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}}
 	// "refs" is withRefs: every reference config.yaml is built from, with
 	// secret env variables and the telemetry CA volume.
 	configs = map[string]string{"none": "", "passthrough": `{"aggregation":{"conflictResolution":"prefix"},"operational":{"maxDataSize":9007199254740993}}`,
@@ -82,6 +89,9 @@ func TestBuildDriftParity(t *testing.T) {
 											extra(v)
 										})
 										in := Input{Members: backends, Image: testImage}
+										if exName == "memory" {
+											in.DefaultRedis = parityDefaultRedis
+										}
 										if cfgName == "refs" {
 											withRefs(v)
 											r := resolvedRefs()
