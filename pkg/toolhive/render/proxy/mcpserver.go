@@ -88,7 +88,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s))
 	if err != nil {
 		return nil, err
 	}

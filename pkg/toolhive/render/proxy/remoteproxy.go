@@ -81,7 +81,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p))
 	if err != nil {
 		return nil, err
 	}
