@@ -42,6 +42,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 func init() {
@@ -79,6 +80,9 @@ type Options struct {
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
 	// an empty name means its default.
 	Runners rbac.Runners
+	// DefaultRedis is the session storage Redis of a workload whose spec
+	// names none (see wiring.SessionStorage); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// WriteGate is asked before every write; nil allows every write. The
 	// binary sets it under leader election.
 	WriteGate framework.WriteGate
@@ -242,7 +246,8 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config:      framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults(),
+			DefaultRedis: opts.DefaultRedis},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {

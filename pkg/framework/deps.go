@@ -15,6 +15,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Deps is everything a controller is built from. pkg/app makes one for
@@ -67,12 +68,14 @@ type Factory interface {
 // Factories are the scope's informer factories, to start and stop.
 func (s Scope) Factories() []Factory { return []Factory{s.Kube, s.KubeAll, s.Toolhive} }
 
-// Config is what the controllers deploy: images and the runner
-// ClusterRoles their RoleBindings grant.
+// Config is what the controllers deploy: images, the runner
+// ClusterRoles their RoleBindings grant, and the Redis a workload without
+// session storage of its own falls back to (nil for none).
 type Config struct {
-	RunnerImage string
-	VMCPImage   string
-	Runners     rbac.Runners
+	RunnerImage  string
+	VMCPImage    string
+	Runners      rbac.Runners
+	DefaultRedis *wiring.DefaultRedis
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope,

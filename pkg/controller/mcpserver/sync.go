@@ -50,6 +50,12 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if s.DeletionTimestamp != nil {
 		return nil, 0, c.finalize(ctx, s)
 	}
+	// ToolHive's operator ignores spec.permissionProfile since v0.63.0
+	// and says so once per spec change, before its finalizer.
+	if s.Spec.PermissionProfile != nil && s.Generation != s.Status.ObservedGeneration {
+		c.Recorder.Event(s, corev1.EventTypeWarning, thv1.ReasonPermissionProfileUnsupported,
+			"spec.permissionProfile is deprecated and unsupported by the Kubernetes operator; it has no effect")
+	}
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		mod := s.DeepCopy()
 		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
@@ -88,6 +94,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		Webhooks:          refs.Webhooks,
 		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
+		DefaultRedis:      c.Config.DefaultRedis,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

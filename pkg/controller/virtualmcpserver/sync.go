@@ -63,7 +63,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
-	in.OIDC, in.Image = oidc, c.Config.VMCPImage
+	in.OIDC, in.Image, in.DefaultRedis = oidc, c.Config.VMCPImage, c.Config.DefaultRedis
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
 	var err error
 	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {

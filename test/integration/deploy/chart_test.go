@@ -318,3 +318,41 @@ func TestChartAdmissionPolicy(t *testing.T) {
 		t.Errorf("namespace-list binding selects %v", exprs)
 	}
 }
+
+// defaultRedis becomes the --default-redis-* flags, each only when its
+// value is set (the password Secret's key and the CA only with their
+// Secret), and none by default.
+func TestChartDefaultRedis(t *testing.T) {
+	argsOf := func(set ...string) []string {
+		var args []string
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		objs := render(t, "hivekeeper", "hivekeeper-system", args...)
+		var out []string
+		for _, a := range decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--default-redis") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		set  []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"defaultRedis.existingSecret=s"}, nil},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecretKey=k"}, []string{"--default-redis-addr=redis:6379"}},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecret=s", "defaultRedis.tls.enabled=true"},
+			[]string{"--default-redis-addr=redis:6379", "--default-redis-secret-name=s", "--default-redis-tls-enabled"}},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecret=s", "defaultRedis.existingSecretKey=pw",
+			"defaultRedis.tls.enabled=true", "defaultRedis.tls.caCertSecretRef.name=ca"},
+			[]string{"--default-redis-addr=redis:6379", "--default-redis-secret-name=s", "--default-redis-secret-key=pw",
+				"--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca", "--default-redis-tls-ca-secret-key=ca.crt"}},
+	} {
+		if got := argsOf(tc.set...); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: args %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := resolveRuntime(s)
+	rt, err := resolveRuntime(s, in.DefaultRedis)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		OverrideEnv:        ov.Env,
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
-		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
+		EnvAfterOverrides: slices.Concat(rt.Session.Env, []corev1.EnvVar{{
 			Name: naming.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				// Explicit: the server defaults it, and a comparison
@@ -145,10 +145,11 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// permission profile, the OIDC CA bundle, the telemetry CA bundle
-		// and the embedded authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// permission profile, the OIDC CA bundle, the telemetry CA bundle,
+		// the session storage Redis CA bundle and the embedded
+		// authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
