@@ -13,6 +13,7 @@
 package rbac
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -28,17 +29,23 @@ var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxi
 
 // Default names of the runner ClusterRoles: what the chart creates for the
 // release name "hivekeeper", and what the controller binds unless told
-// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role).
+// otherwise (--proxy-runner-cluster-role,
+// --stdio-proxy-runner-cluster-role, --remote-proxy-runner-cluster-role).
 const (
 	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
+	DefaultStdioProxyRunnerClusterRole  = "hivekeeper-stdio-proxy-runner"
 	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
 )
 
 // Runners names the ClusterRoles the controller binds to the runner
 // ServiceAccounts.
 type Runners struct {
-	// ProxyRunner is bound to each MCPServer's <name>-proxy-runner.
+	// ProxyRunner is bound to the <name>-proxy-runner of each MCPServer
+	// whose transport is sse or streamable-http.
 	ProxyRunner string
+	// StdioProxyRunner is bound to it instead for a stdio MCPServer: the
+	// runner attaches to the server's stdin and stdout.
+	StdioProxyRunner string
 	// RemoteProxyRunner is bound to each MCPRemoteProxy's
 	// <name>-remote-proxy-runner.
 	RemoteProxyRunner string
@@ -46,18 +53,23 @@ type Runners struct {
 
 // DefaultRunners are the default runner ClusterRole names.
 func DefaultRunners() Runners {
-	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole}
+	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, StdioProxyRunner: DefaultStdioProxyRunnerClusterRole,
+		RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole}
 }
 
 // WithDefaults fills the names left empty with their defaults.
 func (r Runners) WithDefaults() Runners {
-	if r.ProxyRunner == "" {
-		r.ProxyRunner = DefaultProxyRunnerClusterRole
-	}
-	if r.RemoteProxyRunner == "" {
-		r.RemoteProxyRunner = DefaultRemoteProxyRunnerClusterRole
-	}
+	d := DefaultRunners()
+	r.ProxyRunner = cmp.Or(r.ProxyRunner, d.ProxyRunner)
+	r.StdioProxyRunner = cmp.Or(r.StdioProxyRunner, d.StdioProxyRunner)
+	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, d.RemoteProxyRunner)
 	return r
+}
+
+// Names are the runner ClusterRoles' names, the only ones the controller
+// may bind.
+func (r Runners) Names() []string {
+	return []string{r.ProxyRunner, r.StdioProxyRunner, r.RemoteProxyRunner}
 }
 
 // ClusterRoles are the runner ClusterRoles with their rules, as the chart
@@ -65,6 +77,7 @@ func (r Runners) WithDefaults() Runners {
 func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{
 		{ObjectMeta: metav1.ObjectMeta{Name: r.ProxyRunner}, Rules: ProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.StdioProxyRunner}, Rules: StdioProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
 	}
 }
@@ -93,7 +106,7 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		// The runner RoleBindings reference these ClusterRoles, and only
 		// these: bind is what lets a RoleBinding grant a role its creator
 		// does not hold itself.
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{runners.ProxyRunner, runners.RemoteProxyRunner}, Verbs: []string{"bind"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.Names(), Verbs: []string{"bind"}},
 		// The finalizer reads, then deletes the StatefulSet the proxy
 		// runner created; hivekeeper never writes one otherwise.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "delete"}},
@@ -113,20 +126,27 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 //   - services: get (workload info), create and patch (server-side apply of
 //     the headless and the MCP Service);
 //   - pods: list (the pod to attach to, read logs of, or describe);
-//   - pods/attach: create (SPDY attach, a POST, for stdio servers);
 //   - pods/log: get (the monitor reads the last lines when the server exits).
 //
 // Nothing else: it never lists or updates StatefulSets, never deletes one
 // (removal is the finalizer's), and reads its RunConfig from the mounted
-// ConfigMap file, not the API.
+// ConfigMap file, not the API. A stdio server's runner also attaches
+// (StdioProxyRunnerRules).
 func ProxyRunnerRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "watch", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 	}
+}
+
+// StdioProxyRunnerRules are ProxyRunnerRules and pods/attach: create (SPDY
+// attach, a POST) to the server's stdin and stdout. ToolHive's operator
+// grants the attach to stdio servers' runners only since v0.63.0, last in
+// their Role.
+func StdioProxyRunnerRules() []rbacv1.PolicyRule {
+	return append(ProxyRunnerRules(), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}})
 }
 
 // RemoteProxyRunnerRules are what the proxy runner calls for an

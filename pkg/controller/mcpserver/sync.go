@@ -91,12 +91,13 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
-		Webhooks:          refs.Webhooks,
-		AuthServer:        refs.AuthServer,
-		RunnerImage:       c.Config.RunnerImage,
-		DefaultRedis:      c.Config.DefaultRedis,
-		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
-		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
+		Webhooks:               refs.Webhooks,
+		AuthServer:             refs.AuthServer,
+		RunnerImage:            c.Config.RunnerImage,
+		DefaultRedis:           c.Config.DefaultRedis,
+		RunnerClusterRole:      c.Config.Runners.WithDefaults().ProxyRunner,
+		StdioRunnerClusterRole: c.Config.Runners.WithDefaults().StdioProxyRunner,
+		ServiceAccount:         c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {
 		return nil, err
 	}

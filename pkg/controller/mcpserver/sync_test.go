@@ -738,7 +738,7 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hivekeeper-proxy-runner"}); rb.RoleRef != want {
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hivekeeper-stdio-proxy-runner"}); rb.RoleRef != want {
 		t.Errorf("roleRef %+v, want %+v", rb.RoleRef, want)
 	}
 	if _, err := f.kube.RbacV1().Roles(testNS).Get(context.Background(), "fetch-proxy-runner", metav1.GetOptions{}); err != nil {

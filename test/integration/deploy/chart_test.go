@@ -61,7 +61,7 @@ func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *
 }
 
 // chartRunners are the runner ClusterRoles of a release named "hivekeeper".
-var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner"}
+var chartRunners = rbac.DefaultRunners()
 
 // The chart grants exactly what pkg/rbac declares: cluster-wide by default.
 func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
@@ -92,7 +92,7 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
-			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", StdioProxyRunner: "hk-stdio-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
 			want := map[string][]rbacv1.PolicyRule{}
 			for _, cr := range runners.ClusterRoles() {
 				want[cr.Name] = cr.Rules
@@ -108,7 +108,8 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 				}
 			}
 			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
-			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
+			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--stdio-proxy-runner-cluster-role=hk-stdio-proxy-runner",
+				"--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %q lack %q", args, a)
 				}
@@ -127,7 +128,7 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 		// metrics reader is for scrapers, and the secure metrics endpoint
 		// needs the cluster-scoped token and access reviews.
 		switch o.GetName() {
-		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
+		case chartRunners.ProxyRunner, chartRunners.StdioProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
 		default:
 			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}

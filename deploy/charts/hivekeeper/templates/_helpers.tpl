@@ -64,6 +64,10 @@ The ClusterRoles bound to the proxy runners' ServiceAccounts
 {{ include "hivekeeper.fullname" . }}-proxy-runner
 {{- end }}
 
+{{- define "hivekeeper.stdioProxyRunnerClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-stdio-proxy-runner
+{{- end }}
+
 {{- define "hivekeeper.remoteProxyRunnerClusterRole" -}}
 {{ include "hivekeeper.fullname" . }}-remote-proxy-runner
 {{- end }}
@@ -106,7 +110,7 @@ declares the same rules and a test compares them.
 # controller holds none of the runners' permissions.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["clusterroles"]
-  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}]
+  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.stdioProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}]
   verbs: ["bind"]
 # The finalizer reads, then deletes the StatefulSet the proxy runner
 # created; the controller never writes one otherwise.

@@ -35,6 +35,16 @@ func mcpServerReplicas(s *thv1.MCPServer) *int32 {
 	return &r
 }
 
+// runnerClusterRole is the ClusterRole of an MCPServer's runner: only a
+// stdio server's may attach to its pod, as ToolHive's operator (v0.63.0)
+// grants pods/attach to stdio servers alone.
+func runnerClusterRole(s *thv1.MCPServer, in Input) string {
+	if naming.MCPServerTransport(s) == thv1.TransportStdio {
+		return in.StdioRunnerClusterRole
+	}
+	return in.RunnerClusterRole
+}
+
 // BuildMCPServer computes every child of an MCPServer. It is pure: the
 // same inputs give the same objects, and the drift comparators compare
 // against exactly these objects.
@@ -101,7 +111,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	d := &Output{
 		RunConfig:            cm,
 		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), runnerClusterRole(s, in)),
 	}
 	if !custom {
 		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))

@@ -46,8 +46,10 @@ type Input struct {
 	DefaultRedis *wiring.DefaultRedis
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role or
-	// --remote-proxy-runner-cluster-role).
-	RunnerClusterRole string
+	// --remote-proxy-runner-cluster-role); StdioRunnerClusterRole is a
+	// stdio MCPServer's instead (--stdio-proxy-runner-cluster-role).
+	RunnerClusterRole      string
+	StdioRunnerClusterRole string
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
