@@ -42,6 +42,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 func init() {
@@ -55,10 +56,20 @@ func init() {
 // Deployments and Services never reach hivekeeper's memory.
 const ChildLabelSelector = "toolhive=true"
 
+// SelectedLabelSelectors are the label selectors of the children that do
+// not carry toolhive=true: those of the kinds ToolHive's operator labels
+// its own way, which hivekeeper labels the same way so that either
+// operator finds the other's children. Each has informer factories of its
+// own (framework.Scope.Selected).
+var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector}
+
 // Defaults of the images the controllers deploy.
 const (
 	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"
 	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.63.0"
+	// DefaultRegistryAPIImage is the registry API image of ToolHive's
+	// operator chart at the same release.
+	DefaultRegistryAPIImage = "ghcr.io/stacklok/thv-registry-api:v1.5.3"
 )
 
 // Options configure the controllers.
@@ -71,6 +82,8 @@ type Options struct {
 	RunnerImage string
 	// VMCPImage is the vMCP image.
 	VMCPImage string
+	// RegistryAPIImage is the MCPRegistry's registry API image.
+	RegistryAPIImage string
 	// ResyncPeriod of the informers; 0 disables periodic resync.
 	ResyncPeriod time.Duration
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
@@ -155,6 +168,9 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	if opts.VMCPImage == "" {
 		opts.VMCPImage = DefaultVMCPImage
 	}
+	if opts.RegistryAPIImage == "" {
+		opts.RegistryAPIImage = DefaultRegistryAPIImage
+	}
 	opts.Runners = opts.Runners.WithDefaults()
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -182,14 +198,18 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 		c.StartAfter(referenced...)
 	}
 	for _, s := range d.Scopes {
-		s.Kube.Start(ctx.Done())
+		for _, f := range s.KubeFactories() {
+			f.Start(ctx.Done())
+		}
 		s.Toolhive.Start(ctx.Done())
 	}
 	go func() {
 		for _, s := range d.Scopes {
-			for _, ok := range s.Kube.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
+			for _, f := range s.KubeFactories() {
+				for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+					if !ok {
+						return
+					}
 				}
 			}
 			for _, ok := range s.Toolhive.WaitForCacheSync(ctx.Done()) {
@@ -210,7 +230,9 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	err := g.Wait()
 	for _, s := range d.Scopes {
-		s.Kube.Shutdown()
+		for _, f := range s.KubeFactories() {
+			f.Shutdown()
+		}
 		s.Toolhive.Shutdown()
 	}
 	return err
@@ -229,19 +251,27 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config:      framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
+			Runners: opts.Runners.WithDefaults()},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
-		s := framework.Scope{
-			Namespace: ns,
-			Kube: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+		kubeFactory := func(selector string) kubeinformers.SharedInformerFactory {
+			return kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),
 				kubeinformers.WithTransform(StripManagedFields),
-				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ChildLabelSelector })),
+				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		}
+		s := framework.Scope{
+			Namespace: ns,
+			Kube:      kubeFactory(ChildLabelSelector),
 			Toolhive: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
 				informers.WithNamespace(ns),
 				informers.WithTransform(StripManagedFields)),
+			Selected: map[string]kubeinformers.SharedInformerFactory{},
+		}
+		for _, sel := range SelectedLabelSelectors {
+			s.Selected[sel] = kubeFactory(sel)
 		}
 		// Before any informer starts; the indexes are the same for every
 		// controller that asks.

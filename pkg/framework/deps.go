@@ -1,10 +1,11 @@
 package framework
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -40,19 +41,33 @@ type Deps struct {
 
 // Scope is the informer factories of one watch scope: a namespace, or all
 // of them (Namespace empty). The Kubernetes factory holds only objects
-// labelled toolhive=true.
+// labelled toolhive=true; Selected holds one factory per other label
+// selector, for the kinds whose children ToolHive's operator labels its
+// own way (see naming.EmbeddingServerSelector).
 type Scope struct {
 	Namespace string
 	Kube      kubeinformers.SharedInformerFactory
 	Toolhive  informers.SharedInformerFactory
+	Selected  map[string]kubeinformers.SharedInformerFactory
+}
+
+// KubeFactories are every Kubernetes informer factory of the scope, to
+// start and wait for.
+func (s Scope) KubeFactories() []kubeinformers.SharedInformerFactory {
+	out := []kubeinformers.SharedInformerFactory{s.Kube}
+	for _, sel := range slices.Sorted(maps.Keys(s.Selected)) {
+		out = append(out, s.Selected[sel])
+	}
+	return out
 }
 
 // Config is what the controllers deploy: images and the runner
 // ClusterRoles their RoleBindings grant.
 type Config struct {
-	RunnerImage string
-	VMCPImage   string
-	Runners     rbac.Runners
+	RunnerImage      string
+	VMCPImage        string
+	RegistryAPIImage string
+	Runners          rbac.Runners
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope.
@@ -62,6 +77,22 @@ func (d *Deps) KubeInformer(pick func(kubeinformers.SharedInformerFactory) cache
 		parts[i] = pick(s.Kube)
 	}
 	return newInformer(parts)
+}
+
+// SelectedInformer returns one Kubernetes informer kind across every
+// scope, from the factories of objects matching selector. It fails when
+// the scopes have no factory for selector (pkg/app makes one for each
+// selector a controller asks for).
+func (d *Deps) SelectedInformer(selector string, pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) (*Informer, error) {
+	parts := make([]cache.SharedIndexInformer, len(d.Scopes))
+	for i, s := range d.Scopes {
+		f, ok := s.Selected[selector]
+		if !ok {
+			return nil, fmt.Errorf("no informer factory for the label selector %q", selector)
+		}
+		parts[i] = pick(f)
+	}
+	return newInformer(parts), nil
 }
 
 // ToolhiveInformer returns one ToolHive informer kind across every scope.
