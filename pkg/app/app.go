@@ -24,10 +24,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/hivekeeper/hivekeeper/pkg/controller/embeddingserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpauthzconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpexternalauthconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpregistry"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserverentry"
@@ -119,9 +121,11 @@ func Controllers() []framework.Descriptor {
 		framework.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
 		framework.Describe(virtualmcpcompositetooldefinition.Name, virtualmcpcompositetooldefinition.New).AsReferenced(),
 		framework.Describe(mcpserverentry.Name, mcpserverentry.New).AsReferenced(),
+		framework.Describe(embeddingserver.Name, embeddingserver.New).AsReferenced(),
 		framework.Describe(mcpserver.Name, mcpserver.New),
 		framework.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		framework.Describe(virtualmcpserver.Name, virtualmcpserver.New),
+		framework.Describe(mcpregistry.Name, mcpregistry.New),
 	}
 }
 

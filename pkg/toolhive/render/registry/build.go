@@ -44,11 +44,6 @@ const (
 	readyPeriod    = 5
 )
 
-// reasonValidationFailed is the Ready reason of a spec ToolHive's operator
-// refuses before building anything (reserved names, colliding mount
-// paths, an incomplete pgpassSecretRef).
-const reasonValidationFailed = "ValidationFailed"
-
 var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRegistry)
 
 // Input is what a build depends on besides the registry: the image and
@@ -320,6 +315,6 @@ func validate(s *thv1.MCPRegistrySpec, user *corev1.PodTemplateSpec, volumes []c
 }
 
 func validationFailed(format string, a ...any) error {
-	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: reasonValidationFailed,
+	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonValidationFailed,
 		Message: "Spec validation failed: " + fmt.Sprintf(format, a...)}
 }
