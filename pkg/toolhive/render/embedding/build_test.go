@@ -27,10 +27,13 @@ func newServer(mut ...func(*thv1.EmbeddingServer)) *thv1.EmbeddingServer {
 // option dimensions of the parity table.
 var (
 	caches = map[string]func(*thv1.EmbeddingServer){
-		"none":  func(*thv1.EmbeddingServer) {},
-		"off":   func(e *thv1.EmbeddingServer) { e.Spec.ModelCache = &thv1.ModelCacheConfig{Enabled: false, Size: "5Gi"} },
-		"on":    toolhivetest.WithModelCache("20Gi"),
-		"class": func(e *thv1.EmbeddingServer) { toolhivetest.WithModelCache("1Ti")(e); e.Spec.ModelCache.StorageClassName = ptr.To("fast") },
+		"none": func(*thv1.EmbeddingServer) {},
+		"off":  func(e *thv1.EmbeddingServer) { e.Spec.ModelCache = &thv1.ModelCacheConfig{Enabled: false, Size: "5Gi"} },
+		"on":   toolhivetest.WithModelCache("20Gi"),
+		"class": func(e *thv1.EmbeddingServer) {
+			toolhivetest.WithModelCache("1Ti")(e)
+			e.Spec.ModelCache.StorageClassName = ptr.To("fast")
+		},
 	}
 	templates = map[string]string{"none": "", "full": toolhivetest.EmbeddingFullTemplate}
 	extras    = map[string]func(*thv1.EmbeddingServer){
@@ -197,7 +200,9 @@ func TestBuildRefusesWhatNoChildCanCarry(t *testing.T) {
 	for name, mut := range map[string]func(*thv1.EmbeddingServer){
 		"cache size": func(e *thv1.EmbeddingServer) { toolhivetest.WithModelCache("lots")(e) },
 		"cpu":        func(e *thv1.EmbeddingServer) { e.Spec.Resources.Limits.CPU = "fast" },
-		"template":   func(e *thv1.EmbeddingServer) { e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"containers":"no"}}`) },
+		"template": func(e *thv1.EmbeddingServer) {
+			e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"containers":"no"}}`)
+		},
 	} {
 		var invalid *wiring.InvalidSpecError
 		if _, err := Build(newServer(mut)); !errors.As(err, &invalid) {

@@ -156,7 +156,9 @@ func TestBuildChildren(t *testing.T) {
 // by the built one, not replaced; built volumes and mounts are added
 // after the user's; a sidecar stays.
 func TestBuildMergesTheTemplateAsToolHive(t *testing.T) {
-	out, err := Build(newRegistry(func(r *thv1.MCPRegistry) { r.Spec.PodTemplateSpec = toolhivetest.Raw(toolhivetest.RegistryFullTemplate) }), testInput)
+	out, err := Build(newRegistry(func(r *thv1.MCPRegistry) {
+		r.Spec.PodTemplateSpec = toolhivetest.Raw(toolhivetest.RegistryFullTemplate)
+	}), testInput)
 	if err != nil {
 		t.Fatal(err)
 	}
