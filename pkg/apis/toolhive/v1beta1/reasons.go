@@ -123,6 +123,9 @@ const (
 	// ReasonHeaderForwardInvalid: spec.headerForward names a header the
 	// runner refuses or cannot send, or two that collide.
 	ReasonHeaderForwardInvalid = "HeaderForwardInvalid"
+	// ReasonAuthzPolicySyntaxInvalid: an inline Cedar policy is over
+	// 8 KiB or does not parse.
+	ReasonAuthzPolicySyntaxInvalid = "AuthzPolicySyntaxInvalid"
 )
 
 // Finalizers.
