@@ -61,7 +61,8 @@ func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *
 }
 
 // chartRunners are the runner ClusterRoles of a release named "hivekeeper".
-var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner"}
+var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner",
+	RegistryAPI: "hivekeeper-registry-api"}
 
 // The chart grants exactly what pkg/rbac declares: cluster-wide by default.
 func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
@@ -92,7 +93,7 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
-			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner", RegistryAPI: "hk-registry-api"}
 			want := map[string][]rbacv1.PolicyRule{}
 			for _, cr := range runners.ClusterRoles() {
 				want[cr.Name] = cr.Rules
@@ -108,7 +109,8 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 				}
 			}
 			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
-			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
+			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner",
+				"--registry-api-cluster-role=hk-registry-api"} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %q lack %q", args, a)
 				}
@@ -127,7 +129,7 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 		// metrics reader is for scrapers, and the secure metrics endpoint
 		// needs the cluster-scoped token and access reviews.
 		switch o.GetName() {
-		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
+		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, chartRunners.RegistryAPI, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
 		default:
 			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
