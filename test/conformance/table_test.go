@@ -366,6 +366,7 @@ func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, err
 		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
 		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
 		"MCPServerEntry": "mcpserverentries", "VirtualMCPCompositeToolDefinition": "virtualmcpcompositetooldefinitions",
+		"EmbeddingServer": "embeddingservers", "MCPRegistry": "mcpregistries",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())
