@@ -280,7 +280,7 @@ var NeverAllowed = []Request{
 	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
 	// Nothing the registry API may do but what the controller does anyway.
 	{Verb: "list", APIGroup: "gateway.networking.k8s.io", Resource: "httproutes"},
-	{Verb: "create", APIGroup: "coordination.k8s.io", Resource: "leases"},
+	{Verb: "delete", APIGroup: "coordination.k8s.io", Resource: "leases"},
 	// Nothing is ever updated whole.
 	{Verb: "update", Resource: "configmaps"},
 	{Verb: "update", APIGroup: "apps", Resource: "deployments"},

@@ -84,12 +84,18 @@ func Build(e *thv1.EmbeddingServer) (*Output, error) {
 		},
 	}
 	if o := ro.StatefulSet; o != nil {
-		sts.Labels = naming.MergeOperatorWins(labels, o.Labels)
-		sts.Annotations = nonEmpty(maps.Clone(o.Annotations))
+		// The pod's labels, with podTemplateMetadataOverrides', are also
+		// the StatefulSet's selector and labels: ToolHive's operator
+		// builds all three from one label set, and the selector cannot
+		// change in place, so a StatefulSet either operator made must be
+		// the other's as it stands.
 		if pt := o.PodTemplateMetadataOverrides; pt != nil {
-			sts.Spec.Template.Labels = naming.MergeOperatorWins(labels, pt.Labels)
+			podLabels := naming.MergeOperatorWins(labels, pt.Labels)
+			sts.Spec.Template.Labels, sts.Spec.Selector.MatchLabels = podLabels, podLabels
 			sts.Spec.Template.Annotations = nonEmpty(maps.Clone(pt.Annotations))
 		}
+		sts.Labels = naming.MergeOperatorWins(sts.Spec.Template.Labels, o.Labels)
+		sts.Annotations = nonEmpty(maps.Clone(o.Annotations))
 	}
 	if cacheEnabled(e) {
 		claim, err := cacheClaim(e, labels, ro.PersistentVolumeClaim)
@@ -100,7 +106,7 @@ func Build(e *thv1.EmbeddingServer) (*Output, error) {
 	}
 	// The user's podTemplateSpec is merged last, into the pod built above,
 	// as ToolHive's operator merges it (a strategic merge patch).
-	if sts.Spec.Template, err = wiring.ApplyPodTemplate(sts.Spec.Template, e.Spec.PodTemplateSpec, labels); err != nil {
+	if sts.Spec.Template, err = wiring.ApplyPodTemplate(sts.Spec.Template, e.Spec.PodTemplateSpec, sts.Spec.Selector.MatchLabels); err != nil {
 		return nil, err
 	}
 	return &Output{StatefulSet: sts, Service: service(e, labels, owner, ro.Service)}, nil

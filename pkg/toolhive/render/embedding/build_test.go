@@ -170,20 +170,22 @@ func TestBuildStatefulSet(t *testing.T) {
 
 // TestBuildOverridesKeepTheSelector: overrides add labels but never
 // replace the ones the StatefulSet selects its pods by, and a template
-// that would is refused.
+// that would is refused. The pod's override labels are also the
+// StatefulSet's selector and labels, as ToolHive's operator writes them.
 func TestBuildOverridesKeepTheSelector(t *testing.T) {
 	out, err := Build(newServer(func(e *thv1.EmbeddingServer) {
 		e.Spec.ResourceOverrides = &thv1.EmbeddingResourceOverrides{StatefulSet: &thv1.EmbeddingStatefulSetOverrides{
 			ResourceMetadataOverrides:    thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelName: "x", "extra": "y"}},
-			PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelInstance: "x"}},
+			PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelInstance: "x", "pod": "p"}},
 		}}
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.StatefulSet.Labels[naming.LabelName] != "embeddingserver" || out.StatefulSet.Labels["extra"] != "y" ||
-		out.StatefulSet.Spec.Template.Labels[naming.LabelInstance] != "embed" {
-		t.Errorf("labels %v, template %v", out.StatefulSet.Labels, out.StatefulSet.Spec.Template.Labels)
+		out.StatefulSet.Spec.Template.Labels[naming.LabelInstance] != "embed" ||
+		out.StatefulSet.Spec.Selector.MatchLabels["pod"] != "p" || out.StatefulSet.Labels["pod"] != "p" {
+		t.Errorf("labels %v, template %v, selector %v", out.StatefulSet.Labels, out.StatefulSet.Spec.Template.Labels, out.StatefulSet.Spec.Selector.MatchLabels)
 	}
 	_, err = Build(newServer(func(e *thv1.EmbeddingServer) {
 		e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"metadata":{"labels":{"app.kubernetes.io/instance":"x"}}}`)
