@@ -136,7 +136,9 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 // ConfigMap write, one Deployment patch carrying the new checksum, env and
 // volume, and nothing on the next syncs. Turning them off does the same.
 func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
-	f := newFixture(t, newServer("fetch"))
+	// withEverything's transport from the start: a transport change also
+	// replaces the runner's binding (TestRunnerClusterRoleFollowsTheTransport).
+	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportStreamableHTTP }))
 	f.converge("fetch")
 	ctx := context.Background()
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
