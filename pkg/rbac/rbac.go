@@ -113,8 +113,9 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: slices.Clone(children)},
 		// The runner RoleBindings reference these ClusterRoles, and only
 		// these: bind is what lets a RoleBinding grant a role its creator
-		// does not hold itself.
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.Names(), Verbs: []string{"bind"}},
+		// does not hold itself. A name left empty is its default: an
+		// empty list of names would allow binding every role.
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.WithDefaults().Names(), Verbs: []string{"bind"}},
 		// An EmbeddingServer's StatefulSet; the MCPServer finalizer also
 		// reads, then deletes the StatefulSet the proxy runner created.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(children)},

@@ -43,7 +43,9 @@ var allowedBytes = []allowedDifference{
 	{
 		Field: "roleRef",
 		Reason: "hivekeeper binds each runner's ServiceAccount to the runner ClusterRole the chart creates once (bind on it is " +
-			"all the controller holds); ToolHive's operator binds a Role it writes per workload",
+			"all the controller holds); ToolHive's operator binds a Role it writes per workload. A stdio MCPServer's is the stdio " +
+			"ClusterRole, the only one with pods/attach: a change between ToolHive releases, v0.63.0's operator grants pods/attach " +
+			"to stdio servers' runners only (cmd/thv-operator/controllers/mcpserver_controller.go:73-130 at v0.63.0), v0.47.0's to every runner",
 		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
 			var out []toolhive.Exception
 			for _, r := range runners(cases) {
@@ -120,6 +122,8 @@ func runners(cases []*diffCase) []runner {
 		for _, w := range c.workloads {
 			switch {
 			case w.skip != nil:
+			case w.Kind == thv1.KindMCPServer && stdio(c, w.Name):
+				out = append(out, runner{c.Name, naming.ProxyRunnerName(w.Name), rbac.DefaultStdioProxyRunnerClusterRole})
 			case w.Kind == thv1.KindMCPServer:
 				out = append(out, runner{c.Name, naming.ProxyRunnerName(w.Name), rbac.DefaultProxyRunnerClusterRole})
 			case w.Kind == thv1.KindMCPRemoteProxy:
@@ -128,6 +132,18 @@ func runners(cases []*diffCase) []runner {
 		}
 	}
 	return out
+}
+
+// stdio reports whether the case's MCPServer name runs a stdio server,
+// the schema's default transport.
+func stdio(c *diffCase, name string) bool {
+	for _, o := range c.Objects {
+		if o.GetKind() == thv1.KindMCPServer && o.GetName() == name {
+			t, _, _ := unstructured.NestedString(o.Object, "spec", "transport")
+			return t == "" || t == thv1.TransportStdio
+		}
+	}
+	return false
 }
 
 // recordRoot is where -record writes ToolHive's operator's outputs.

@@ -61,10 +61,22 @@ type workloadCase struct {
 type goldenSet struct {
 	dir   string // under test/golden/testdata
 	files []string
+	// defaultRedis is the controller's --default-redis-*, for its
+	// workloads.
+	defaultRedis *wiring.DefaultRedis
 }
 
-// goldenSets are the conformance table's manifests, one set each, and
-// examples/ as one set.
+// v063DefaultRedis are the v063/ files built with a default Redis: its
+// address, a password Secret, TLS verified with a CA Secret.
+var v063DefaultRedis = map[string]*wiring.DefaultRedis{
+	"03-default-redis": {Addr: "redis.infra:6379", SecretName: "redis-default", SecretKey: "redis-password",
+		TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-default-ca", Key: "ca.crt"}}},
+}
+
+// goldenSets are the conformance table's manifests, one set each, the
+// manifests of v063/, one set each (fields ToolHive v0.63.0 added, which
+// the runtime-oracle release's binaries the conformance table runs do not
+// read), and examples/ as one set.
 func goldenSets(t testing.TB) []goldenSet {
 	table, err := filepath.Glob(filepath.Join("..", "conformance", "testdata", "table", "*.yaml"))
 	if err != nil || len(table) == 0 {
@@ -73,6 +85,14 @@ func goldenSets(t testing.TB) []goldenSet {
 	var sets []goldenSet
 	for _, f := range table {
 		sets = append(sets, goldenSet{dir: filepath.Join("table", strings.TrimSuffix(filepath.Base(f), ".yaml")), files: []string{f}})
+	}
+	v063, err := filepath.Glob(filepath.Join("v063", "*.yaml"))
+	if err != nil || len(v063) == 0 {
+		t.Fatalf("no v063 manifests: %v", err)
+	}
+	for _, f := range v063 {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		sets = append(sets, goldenSet{dir: filepath.Join("v063", name), files: []string{f}, defaultRedis: v063DefaultRedis[name]})
 	}
 	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	if err != nil || len(examples) == 0 {
@@ -158,6 +178,7 @@ func workloadsOf(t testing.TB, kind string) []workloadCase {
 			m, _ := meta.Accessor(obj)
 			w := workloadCase{Dir: filepath.Join(set.dir, kind+"-"+m.GetName()), Obj: obj}
 			resolveGolden(&w, objs)
+			w.Proxy.DefaultRedis, w.VMCP.DefaultRedis = set.defaultRedis, set.defaultRedis
 			out = append(out, w)
 		}
 	}

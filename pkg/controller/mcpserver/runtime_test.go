@@ -135,9 +135,9 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 // Turning the runtime fields on rolls the proxy exactly once: one
 // ConfigMap write, one Deployment patch carrying the new checksum, env and
 // volume, and nothing on the next syncs. Turning them off does the same.
-// The server speaks streamable HTTP from the start: a change from stdio
-// would also rebind its runner to the ClusterRole without pods/attach.
 func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
+	// withEverything's transport from the start: a transport change also
+	// replaces the runner's binding (TestRunnerClusterRoleFollowsTheTransport).
 	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportStreamableHTTP }))
 	f.converge("fetch")
 	ctx := context.Background()
