@@ -12,7 +12,8 @@ import (
 // The controller binds the runner ClusterRoles and nothing else: bind is
 // limited by name, so it cannot hand out cluster-admin or any other role.
 func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
-	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", StdioProxyRunner: "rel-stdio-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner"}
+	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", StdioProxyRunner: "rel-stdio-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner",
+		RegistryAPI: "rel-registry-api"}
 	rules := rbac.WorkloadRules(runners)
 	for _, name := range runners.Names() {
 		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
