@@ -49,6 +49,7 @@ type options struct {
 	burst                int
 	runnerImage          string
 	vmcpImage            string
+	registryAPIImage     string
 	runners              rbac.Runners
 	redis                redisFlags
 	metricsAddr          string
@@ -94,9 +95,11 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.StdioProxyRunner, "stdio-proxy-runner-cluster-role", rbac.DefaultStdioProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each stdio MCPServer: the other's rules and pods/attach; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.RegistryAPI, "registry-api-cluster-role", rbac.DefaultRegistryAPIClusterRole, "ClusterRole bound to each MCPRegistry's registry API ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	o.redis.register(fs)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview). Off: plain HTTP, for local runs.")
@@ -173,14 +176,15 @@ func run() error {
 	servers := startServers(ctx, o, &ready, electionHealth, metricsServing)
 
 	appOpts := app.Options{
-		Namespaces:   o.namespaces,
-		Workers:      o.workers,
-		RunnerImage:  o.runnerImage,
-		VMCPImage:    o.vmcpImage,
-		ResyncPeriod: o.resync,
-		Runners:      o.runners,
-		DefaultRedis: defaultRedis,
-		FanInWindow:  o.fanInWindow,
+		Namespaces:       o.namespaces,
+		Workers:          o.workers,
+		RunnerImage:      o.runnerImage,
+		VMCPImage:        o.vmcpImage,
+		RegistryAPIImage: o.registryAPIImage,
+		ResyncPeriod:     o.resync,
+		Runners:          o.runners,
+		DefaultRedis:     defaultRedis,
+		FanInWindow:      o.fanInWindow,
 	}
 	if o.fanInWindow == 0 {
 		// The flag's 0 means no window; Options' zero means the default.

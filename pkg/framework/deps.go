@@ -3,7 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	kubeinformers "k8s.io/client-go/informers"
@@ -55,6 +57,10 @@ type Scope struct {
 	// (AlreadyExists), and read it live before it could leave it alone.
 	KubeAll  kubeinformers.SharedInformerFactory
 	Toolhive informers.SharedInformerFactory
+	// Selected holds one factory per other label selector, for the kinds
+	// whose children ToolHive's operator labels its own way (see
+	// naming.EmbeddingServerSelector).
+	Selected map[string]kubeinformers.SharedInformerFactory
 }
 
 // Factory is what Start and Shutdown need of an informer factory, the
@@ -66,16 +72,23 @@ type Factory interface {
 }
 
 // Factories are the scope's informer factories, to start and stop.
-func (s Scope) Factories() []Factory { return []Factory{s.Kube, s.KubeAll, s.Toolhive} }
+func (s Scope) Factories() []Factory {
+	out := []Factory{s.Kube, s.KubeAll, s.Toolhive}
+	for _, sel := range slices.Sorted(maps.Keys(s.Selected)) {
+		out = append(out, s.Selected[sel])
+	}
+	return out
+}
 
 // Config is what the controllers deploy: images, the runner
 // ClusterRoles their RoleBindings grant, and the Redis a workload without
 // session storage of its own falls back to (nil for none).
 type Config struct {
-	RunnerImage  string
-	VMCPImage    string
-	Runners      rbac.Runners
-	DefaultRedis *wiring.DefaultRedis
+	RunnerImage      string
+	VMCPImage        string
+	RegistryAPIImage string
+	Runners          rbac.Runners
+	DefaultRedis     *wiring.DefaultRedis
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope,
@@ -96,6 +109,22 @@ func (d *Deps) kubeInformer(factory func(Scope) kubeinformers.SharedInformerFact
 		parts[i] = pick(factory(s))
 	}
 	return newInformer(parts)
+}
+
+// SelectedInformer returns one Kubernetes informer kind across every
+// scope, from the factories of objects matching selector. It fails when
+// the scopes have no factory for selector (pkg/app makes one for each
+// selector a controller asks for).
+func (d *Deps) SelectedInformer(selector string, pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) (*Informer, error) {
+	parts := make([]cache.SharedIndexInformer, len(d.Scopes))
+	for i, s := range d.Scopes {
+		f, ok := s.Selected[selector]
+		if !ok {
+			return nil, fmt.Errorf("no informer factory for the label selector %q", selector)
+		}
+		parts[i] = pick(f)
+	}
+	return newInformer(parts), nil
 }
 
 // ToolhiveInformer returns one ToolHive informer kind across every scope.

@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"slices"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,7 +14,7 @@ import (
 func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", StdioProxyRunner: "rel-stdio-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner"}
 	rules := rbac.WorkloadRules(runners)
-	for _, name := range runners.Names() {
+	for _, name := range runners.WithDefaults().Names() {
 		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
 			t.Errorf("cannot bind %s", name)
 		}
@@ -38,9 +39,9 @@ func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	controllerRules := rbac.WorkloadRules(rbac.DefaultRunners())
 	for _, r := range rbac.Expand(rbac.StdioProxyRunnerRules()) {
-		// Services are the controller's own children as well, and the
-		// finalizer reads the runner's StatefulSet before deleting it.
-		ownUse := r.Resource == "services" || r == rbac.Request{Verb: "get", APIGroup: "apps", Resource: "statefulsets"}
+		// Services and StatefulSets (an EmbeddingServer's) are the
+		// controller's own children as well.
+		ownUse := r.Resource == "services" || r.Resource == "statefulsets"
 		if !ownUse && rbac.Allows(controllerRules, r) {
 			t.Errorf("the controller holds the runner's %+v", r)
 		}
@@ -55,6 +56,17 @@ func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	}
 	if rules := rbac.RemoteProxyRunnerRules(); rules == nil || len(rules) != 0 {
 		t.Errorf("remote proxy runner rules = %#v, want an empty, non-nil list", rules)
+	}
+	// The registry API's rules are granted by binding, never held.
+	for _, r := range rbac.Expand(rbac.RegistryAPIRules()) {
+		ownUse := r.Resource == "services" || r.Resource == "configmaps" ||
+			(r.APIGroup == rbac.ToolhiveGroup && slices.Contains([]string{"get", "list", "watch"}, r.Verb))
+		if !ownUse && rbac.Allows(controllerRules, r) {
+			t.Errorf("the controller holds the registry API's %+v", r)
+		}
+	}
+	if n := len(rbac.Expand(rbac.RegistryAPIRules())); n != 34 {
+		t.Errorf("registry API rules expand to %d requests, want ToolHive's 34", n)
 	}
 }
 

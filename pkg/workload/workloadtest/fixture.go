@@ -30,6 +30,7 @@ import (
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 )
 
@@ -67,12 +68,17 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 	return f
 }
 
-// Deps are the controller dependencies backed by the fixture: one scope,
-// the fixed clock Now, no write gate.
+// Deps are the controller dependencies backed by the fixture: one scope
+// (whose label selectors, which the fakes do not apply, all share one
+// factory), the fixed clock Now, no write gate.
 func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
+	selected := map[string]kubeinformers.SharedInformerFactory{}
+	for _, sel := range []string{naming.EmbeddingServerSelector, naming.RegistrySelector} {
+		selected[sel] = f.KubeInformers
+	}
 	return &framework.Deps{
 		Kube: f.Kube, Toolhive: f.Toolhive,
-		Scopes:   []framework.Scope{{Kube: f.KubeInformers, KubeAll: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
+		Scopes:   []framework.Scope{{Kube: f.KubeInformers, KubeAll: f.KubeInformers, Toolhive: f.ToolhiveInformers, Selected: selected}},
 		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(toolhivetest.Now), Config: cfg,
 	}
 }
@@ -126,6 +132,8 @@ func (f *Fixture) Refresh() {
 	replace(kf.Apps().V1().Deployments().Informer(), l5, e5)
 	l6, e6 := k.CoreV1().Services("").List(ctx, lo)
 	replace(kf.Core().V1().Services().Informer(), l6, e6)
+	l19, e19 := k.AppsV1().StatefulSets("").List(ctx, lo)
+	replace(kf.Apps().V1().StatefulSets().Informer(), l19, e19)
 
 	th, tf := f.Toolhive.ToolhiveV1beta1(), f.ToolhiveInformers.Toolhive().V1beta1()
 	l7, e7 := th.MCPServers("").List(ctx, lo)
@@ -152,6 +160,10 @@ func (f *Fixture) Refresh() {
 	replace(tf.MCPServerEntries().Informer(), l17, e17)
 	l18, e18 := th.VirtualMCPCompositeToolDefinitions("").List(ctx, lo)
 	replace(tf.VirtualMCPCompositeToolDefinitions().Informer(), l18, e18)
+	l20, e20 := th.EmbeddingServers("").List(ctx, lo)
+	replace(tf.EmbeddingServers().Informer(), l20, e20)
+	l21, e21 := th.MCPRegistries("").List(ctx, lo)
+	replace(tf.MCPRegistries().Informer(), l21, e21)
 	f.Kube.ClearActions()
 	f.Toolhive.ClearActions()
 }

@@ -90,8 +90,11 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 		if v, ok := strings.CutPrefix(a, "--remote-proxy-runner-cluster-role="); ok {
 			in.runners.RemoteProxyRunner = v
 		}
+		if v, ok := strings.CutPrefix(a, "--registry-api-cluster-role="); ok {
+			in.runners.RegistryAPI = v
+		}
 	}
-	if in.runners.ProxyRunner == "" || in.runners.StdioProxyRunner == "" || in.runners.RemoteProxyRunner == "" {
+	if in.runners.ProxyRunner == "" || in.runners.StdioProxyRunner == "" || in.runners.RemoteProxyRunner == "" || in.runners.RegistryAPI == "" {
 		t.Fatalf("the Deployment names no runner ClusterRoles: %+v", in.runners)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -351,10 +354,19 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 				if _, err := env.Kube.CoreV1().ConfigMaps(watched).Get(ctx, "osv-runconfig", metav1.GetOptions{}); err != nil {
 					return false, err
 				}
+				// The example EmbeddingServer's StatefulSet and the example
+				// MCPRegistry's Deployment, written as the ServiceAccount too.
+				if _, err := env.Kube.AppsV1().StatefulSets(watched).Get(ctx, "embeddings", metav1.GetOptions{}); err != nil {
+					return false, err
+				}
+				if _, err := env.Kube.AppsV1().Deployments(watched).Get(ctx, "catalog-api", metav1.GetOptions{}); err != nil {
+					return false, err
+				}
 				for binding, clusterRole := range map[string]string{
 					"osv-proxy-runner":                 in.runners.ProxyRunner,
 					"legacy-proxy-runner":              in.runners.StdioProxyRunner,
 					"vendor-tools-remote-proxy-runner": in.runners.RemoteProxyRunner,
+					"catalog-registry-api":             in.runners.RegistryAPI,
 				} {
 					rb, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, binding, metav1.GetOptions{})
 					if err != nil {
@@ -365,7 +377,7 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 					}
 				}
 				return true, nil
-			}, "the osv MCPServer's Deployment and RunConfig, and the runner bindings to the chart's ClusterRoles")
+			}, "the osv MCPServer's Deployment and RunConfig, the examples' StatefulSet and registry API, and the bindings to the chart's ClusterRoles")
 			roles, err := env.Kube.RbacV1().Roles(watched).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
 			if err != nil {
 				t.Fatal(err)

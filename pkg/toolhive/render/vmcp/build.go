@@ -99,6 +99,9 @@ type Input struct {
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
+	// EmbeddingService is the URL of the ready EmbeddingServer
+	// spec.embeddingServerRef names, "" without a reference.
+	EmbeddingService string
 }
 
 // Output are the children of one VirtualMCPServer, and what the build

@@ -168,6 +168,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 			}
 		}
 	}
+	optimizerEmbeddingService(cfg, v, refs.EmbeddingService)
 	if err := compositeTools(cfg, refs.CompositeTools); err != nil {
 		return "", w, err
 	}
