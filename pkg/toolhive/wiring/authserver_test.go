@@ -227,9 +227,9 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		t.Errorf("env %s", b)
 	}
 	for raw, want := range map[string]string{
-		`{"authorizationEndpoint":"a","tokenEndpoint":"t","dcrConfig":{}}`: `upstream "gh": oauth2Config.dcrConfig: exactly one of discoveryUrl or registrationEndpoint must be set`,
+		`{"authorizationEndpoint":"a","tokenEndpoint":"t","dcrConfig":{}}`:                                        `upstream "gh": oauth2Config.dcrConfig: exactly one of discoveryUrl or registrationEndpoint must be set`,
 		`{"authorizationEndpoint":"a","tokenEndpoint":"t","clientId":"c","identityFromToken":{"subjectPath":""}}`: "oauth2Config.identityFromToken.subjectPath must not be empty",
-		`{"authorizationEndpoint":"a","tokenEndpoint":"t"}`: "oauth2Config: exactly one of clientId or dcrConfig must be set",
+		`{"authorizationEndpoint":"a","tokenEndpoint":"t"}`:                                                       "oauth2Config: exactly one of clientId or dcrConfig must be set",
 	} {
 		c := embeddedConfig(t, `{"issuer":"https://auth","upstreamProviders":[{"name":"gh","type":"oauth2","oauth2Config":`+raw+`}]}`)
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
