@@ -15,7 +15,7 @@ func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", StdioProxyRunner: "rel-stdio-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner",
 		RegistryAPI: "rel-registry-api"}
 	rules := rbac.WorkloadRules(runners)
-	for _, name := range runners.Names() {
+	for _, name := range runners.WithDefaults().Names() {
 		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
 			t.Errorf("cannot bind %s", name)
 		}

@@ -163,6 +163,13 @@ func TestAuthServerRefRefusals(t *testing.T) {
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "must equal its resourceUrl"},
 		{"conflict", func(s *thv1.MCPServer) { s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "as"} }, authServerConfig("as", authServerJSON),
 			thv1.ConditionReady, thv1.ReasonInvalidSpec, "conflicts with spec.externalAuthConfigRef"},
+		// ToolHive v0.63.0: the TLS listener's port is 8443.
+		{"tls listener port", func(s *thv1.MCPServer) { s.Spec.ProxyPort = 8443 }, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+
+			`,"tlsListener":{"certificateSecretRef":{"name":"tls","key":"tls.crt"},"privateKeySecretRef":{"name":"tls","key":"tls.key"}}}`),
+			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "proxyPort 8443 conflicts with the embedded auth server TLS listener port"},
+		{"spiffe", nil, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+`,"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org",`+
+			`"methods":["spiffe_jwt"],"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}]}`),
+			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "SPIFFE client authentication is not yet enforced"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			muts := []func(*thv1.MCPServer){withAuthServer}

@@ -96,9 +96,10 @@ type TokenLifespanConfig struct {
 // UpstreamConfig is the identity provider the authorization server
 // delegates the user's login to.
 type UpstreamConfig struct {
-	Name       string              `json:"name,omitempty"`
-	Type       string              `json:"type"`
-	OIDCConfig *OIDCUpstreamConfig `json:"oidc_config,omitempty"`
+	Name         string                `json:"name,omitempty"`
+	Type         string                `json:"type"`
+	OIDCConfig   *OIDCUpstreamConfig   `json:"oidc_config,omitempty"`
+	OAuth2Config *OAuth2UpstreamConfig `json:"oauth2_config,omitempty"`
 }
 
 // OIDCUpstreamConfig is an OIDC upstream. The client secret is the
@@ -111,12 +112,70 @@ type OIDCUpstreamConfig struct {
 	ClientSecretEnvVar            string            `json:"client_secret_env_var,omitempty"`
 	RedirectURI                   string            `json:"redirect_uri,omitempty"`
 	Scopes                        []string          `json:"scopes,omitempty"`
+	UserInfoOverride              *UserInfoConfig   `json:"userinfo_override,omitempty"`
 	AdditionalAuthorizationParams map[string]string `json:"additional_authorization_params,omitempty"`
 	AdditionalTokenParams         map[string]string `json:"additional_token_params,omitempty"`
 	OmitScopeOnRefresh            bool              `json:"omit_scope_on_refresh,omitempty"`
 	SubjectClaim                  string            `json:"subject_claim,omitempty"`
 	DCRConfig                     *DCRConfig        `json:"dcr_config,omitempty"`
 	AllowPrivateIPs               bool              `json:"allow_private_ips,omitempty"`
+}
+
+// OAuth2UpstreamConfig is ToolHive's authserver.OAuth2UpstreamRunConfig:
+// an upstream that is not an OIDC provider, with its endpoints named, and
+// how the user's identity is read (from a userinfo endpoint, from the
+// token response, or else synthesized by the server). ClientID is
+// written empty with a registration at run time (DCRConfig).
+type OAuth2UpstreamConfig struct {
+	AuthorizationEndpoint         string                `json:"authorization_endpoint"`
+	TokenEndpoint                 string                `json:"token_endpoint"`
+	ClientID                      string                `json:"client_id"`
+	ClientSecretEnvVar            string                `json:"client_secret_env_var,omitempty"`
+	TokenEndpointAuthMethod       string                `json:"token_endpoint_auth_method,omitempty"`
+	RedirectURI                   string                `json:"redirect_uri,omitempty"`
+	Scopes                        []string              `json:"scopes,omitempty"`
+	UserInfo                      *UserInfoConfig       `json:"userinfo,omitempty"`
+	TokenResponseMapping          *TokenResponseMapping `json:"token_response_mapping,omitempty"`
+	IdentityFromToken             *IdentityFromToken    `json:"identity_from_token,omitempty"`
+	AdditionalAuthorizationParams map[string]string     `json:"additional_authorization_params,omitempty"`
+	AdditionalTokenParams         map[string]string     `json:"additional_token_params,omitempty"`
+	OmitScopeOnRefresh            bool                  `json:"omit_scope_on_refresh,omitempty"`
+	DCRConfig                     *DCRConfig            `json:"dcr_config,omitempty"`
+	AllowPrivateIPs               bool                  `json:"allow_private_ips,omitempty"`
+	InsecureAllowHTTP             bool                  `json:"insecure_allow_http,omitempty"`
+}
+
+// UserInfoConfig is ToolHive's UserInfoRunConfig: where the user's
+// claims are fetched, and which of them are the subject, name and email.
+type UserInfoConfig struct {
+	EndpointURL       string                `json:"endpoint_url"`
+	HTTPMethod        string                `json:"http_method,omitempty"`
+	AdditionalHeaders map[string]string     `json:"additional_headers,omitempty"`
+	FieldMapping      *UserInfoFieldMapping `json:"field_mapping,omitempty"`
+}
+
+// UserInfoFieldMapping is ToolHive's UserInfoFieldMappingRunConfig.
+type UserInfoFieldMapping struct {
+	SubjectFields []string `json:"subject_fields,omitempty"`
+	NameFields    []string `json:"name_fields,omitempty"`
+	EmailFields   []string `json:"email_fields,omitempty"`
+}
+
+// TokenResponseMapping is ToolHive's TokenResponseMappingRunConfig: the
+// dot paths of a token response that does not follow the standard.
+type TokenResponseMapping struct {
+	AccessTokenPath  string `json:"access_token_path"`
+	ScopePath        string `json:"scope_path,omitempty"`
+	RefreshTokenPath string `json:"refresh_token_path,omitempty"`
+	ExpiresInPath    string `json:"expires_in_path,omitempty"`
+}
+
+// IdentityFromToken is ToolHive's IdentityFromTokenRunConfig: the dot
+// paths of the user's identity in the token response.
+type IdentityFromToken struct {
+	SubjectPath string `json:"subject_path"`
+	NamePath    string `json:"name_path,omitempty"`
+	EmailPath   string `json:"email_path,omitempty"`
 }
 
 // DCRConfig is ToolHive's authserver.DCRUpstreamConfig: the upstream

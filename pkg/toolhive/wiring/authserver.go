@@ -46,8 +46,9 @@ const (
 	EnvUpstreamDCRTokenPrefix     = "TOOLHIVE_UPSTREAM_DCR_INITIAL_ACCESS_TOKEN"
 	// authServerFileMode: the files are readable by their owner only.
 	authServerFileMode int32 = 0o400
-	// upstreamTypeOIDC is the only upstream type hivekeeper wires.
-	upstreamTypeOIDC = "oidc"
+	// upstreamTypes are the upstream types ToolHive's server has.
+	upstreamTypeOIDC   = thv1.UpstreamProviderTypeOIDC
+	upstreamTypeOAuth2 = thv1.UpstreamProviderTypeOAuth2
 	// callbackPath is appended to the resource URL when an upstream does
 	// not name its redirect URI.
 	callbackPath = "/oauth/callback"
@@ -89,9 +90,43 @@ type tokenLifespans struct {
 }
 
 type upstreamProvider struct {
-	Name       string        `json:"name"`
-	Type       string        `json:"type"`
-	OIDCConfig *oidcUpstream `json:"oidcConfig,omitempty"`
+	Name         string          `json:"name"`
+	Type         string          `json:"type"`
+	OIDCConfig   *oidcUpstream   `json:"oidcConfig,omitempty"`
+	OAuth2Config *oauth2Upstream `json:"oauth2Config,omitempty"`
+}
+
+// params are the upstream's extra authorization and token request
+// parameters, of whichever block it has.
+func (u upstreamProvider) params() (authz, token map[string]string) {
+	switch {
+	case u.OIDCConfig != nil:
+		return u.OIDCConfig.AdditionalAuthorizationParams, u.OIDCConfig.AdditionalTokenParams
+	case u.OAuth2Config != nil:
+		return u.OAuth2Config.AdditionalAuthorizationParams, u.OAuth2Config.AdditionalTokenParams
+	}
+	return nil, nil
+}
+
+// oauth2Upstream is an OAuth2 upstream without a CA bundle, which
+// hivekeeper does not mount.
+type oauth2Upstream struct {
+	AuthorizationEndpoint         string                        `json:"authorizationEndpoint"`
+	TokenEndpoint                 string                        `json:"tokenEndpoint"`
+	UserInfo                      *thv1.UserInfoConfig          `json:"userInfo,omitempty"`
+	ClientID                      string                        `json:"clientId,omitempty"`
+	ClientSecretRef               *thv1.SecretKeyRef            `json:"clientSecretRef,omitempty"`
+	TokenEndpointAuthMethod       string                        `json:"tokenEndpointAuthMethod,omitempty"`
+	RedirectURI                   string                        `json:"redirectUri,omitempty"`
+	Scopes                        []string                      `json:"scopes,omitempty"`
+	TokenResponseMapping          *thv1.TokenResponseMapping    `json:"tokenResponseMapping,omitempty"`
+	IdentityFromToken             *thv1.IdentityFromTokenConfig `json:"identityFromToken,omitempty"`
+	AdditionalAuthorizationParams map[string]string             `json:"additionalAuthorizationParams,omitempty"`
+	AdditionalTokenParams         map[string]string             `json:"additionalTokenParams,omitempty"`
+	OmitScopeOnRefresh            bool                          `json:"omitScopeOnRefresh,omitempty"`
+	InsecureAllowHTTP             bool                          `json:"insecureAllowHTTP,omitempty"`
+	AllowPrivateIPs               bool                          `json:"allowPrivateIPs,omitempty"`
+	DCRConfig                     *thv1.DCRUpstreamConfig       `json:"dcrConfig,omitempty"`
 }
 
 type oidcUpstream struct {
@@ -101,6 +136,7 @@ type oidcUpstream struct {
 	ClientSecretRef               *thv1.SecretKeyRef      `json:"clientSecretRef,omitempty"`
 	RedirectURI                   string                  `json:"redirectUri,omitempty"`
 	Scopes                        []string                `json:"scopes,omitempty"`
+	UserInfoOverride              *thv1.UserInfoConfig    `json:"userInfoOverride,omitempty"`
 	AdditionalAuthorizationParams map[string]string       `json:"additionalAuthorizationParams,omitempty"`
 	AdditionalTokenParams         map[string]string       `json:"additionalTokenParams,omitempty"`
 	OmitScopeOnRefresh            bool                    `json:"omitScopeOnRefresh,omitempty"`
@@ -163,11 +199,14 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 		}
 		path := fmt.Sprintf("%s.upstreamProviders[%d]", base, i)
 		extra(path, um, jsonKeys(reflect.TypeFor[upstreamProvider]()))
-		if t, _ := um["type"].(string); t != upstreamTypeOIDC {
+		if t, _ := um["type"].(string); t != upstreamTypeOIDC && t != upstreamTypeOAuth2 {
 			out = append(out, fmt.Sprintf("%s.type=%s", path, t))
 		}
 		if oc, ok := um["oidcConfig"].(map[string]any); ok {
 			extra(path+".oidcConfig", oc, jsonKeys(reflect.TypeFor[oidcUpstream]()))
+		}
+		if oc, ok := um["oauth2Config"].(map[string]any); ok {
+			extra(path+".oauth2Config", oc, jsonKeys(reflect.TypeFor[oauth2Upstream]()))
 		}
 	}
 	return out
@@ -405,14 +444,18 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 	}
 	for _, u := range spec.UpstreamProviders {
 		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
-		if o := u.OIDCConfig; o != nil {
-			oc, env, err := oidcUpstreamConfig(u.Name, o, oidc.ResourceURL)
-			if err != nil {
-				return AuthServerWiring{}, fmt.Errorf("upstream %q: %w", u.Name, err)
-			}
-			up.OIDCConfig = oc
-			w.Env = append(w.Env, env...)
+		var env []corev1.EnvVar
+		var err error
+		switch {
+		case u.Type == upstreamTypeOIDC && u.OIDCConfig != nil:
+			up.OIDCConfig, env, err = oidcUpstreamConfig(u.Name, u.OIDCConfig, oidc.ResourceURL)
+		case u.Type == upstreamTypeOAuth2 && u.OAuth2Config != nil:
+			up.OAuth2Config, env, err = oauth2UpstreamConfig(u.Name, u.OAuth2Config, oidc.ResourceURL)
 		}
+		if err != nil {
+			return AuthServerWiring{}, fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		w.Env = append(w.Env, env...)
 		c.Upstreams = append(c.Upstreams, up)
 	}
 	if st := spec.Storage; st != nil && st.MaxDCRClients != nil {
@@ -439,36 +482,101 @@ func oidcUpstreamConfig(name string, o *oidcUpstream, resourceURL string) (*sche
 	if err := validateOIDCDCR(o.ClientID, o.ClientSecretRef, o.DCRConfig); err != nil {
 		return nil, nil, err
 	}
-	redirect := o.RedirectURI
-	if redirect == "" {
-		redirect = strings.TrimRight(resourceURL, "/") + callbackPath
+	c, err := upstreamClientOf(name, "oidcConfig", o.ClientSecretRef, o.DCRConfig)
+	if err != nil {
+		return nil, nil, err
 	}
-	oc := &schema.OIDCUpstreamConfig{
-		IssuerURL: o.IssuerURL, ClientID: o.ClientID, RedirectURI: redirect, Scopes: o.Scopes,
+	return &schema.OIDCUpstreamConfig{
+		IssuerURL: o.IssuerURL, ClientID: o.ClientID, ClientSecretEnvVar: c.secretEnv, RedirectURI: redirectURI(o.RedirectURI, resourceURL),
+		Scopes: o.Scopes, UserInfoOverride: userInfo(o.UserInfoOverride),
 		AdditionalAuthorizationParams: o.AdditionalAuthorizationParams, AdditionalTokenParams: o.AdditionalTokenParams,
-		OmitScopeOnRefresh: o.OmitScopeOnRefresh, SubjectClaim: o.SubjectClaim, AllowPrivateIPs: o.AllowPrivateIPs,
+		OmitScopeOnRefresh: o.OmitScopeOnRefresh, SubjectClaim: o.SubjectClaim, DCRConfig: c.dcr, AllowPrivateIPs: o.AllowPrivateIPs,
+	}, c.env, nil
+}
+
+// oauth2UpstreamConfig is an OAuth2 upstream's RunConfig block and the
+// variables of its secrets, after ToolHive's checks of its client and of
+// the identity read from its token response.
+func oauth2UpstreamConfig(name string, o *oauth2Upstream, resourceURL string) (*schema.OAuth2UpstreamConfig, []corev1.EnvVar, error) {
+	if err := validateOAuth2Client(o.ClientID, o.ClientSecretRef, o.DCRConfig, o.IdentityFromToken); err != nil {
+		return nil, nil, err
 	}
-	var env []corev1.EnvVar
-	if r := o.ClientSecretRef; r != nil {
-		oc.ClientSecretEnvVar = upstreamEnvName(EnvUpstreamClientSecretPrefix, name)
-		env = append(env, SecretEnv(oc.ClientSecretEnvVar, r.Name, r.Key))
+	c, err := upstreamClientOf(name, "oauth2Config", o.ClientSecretRef, o.DCRConfig)
+	if err != nil {
+		return nil, nil, err
 	}
-	if d := o.DCRConfig; d != nil {
-		oc.DCRConfig = &schema.DCRConfig{DiscoveryURL: d.DiscoveryURL, RegistrationEndpoint: d.RegistrationEndpoint, RotationKey: d.RotationKey,
-			RegistrationProbe: d.RegistrationProbe, SoftwareID: d.SoftwareID, SoftwareStatement: d.SoftwareStatement}
-		if p := d.RegistrationProbeInterval; p != nil {
-			interval, err := time.ParseDuration(*p)
-			if err != nil {
-				return nil, nil, fmt.Errorf("oidcConfig.dcrConfig.registrationProbeInterval %q is not a duration", *p)
-			}
-			oc.DCRConfig.RegistrationProbeInterval = interval.String()
+	oc := &schema.OAuth2UpstreamConfig{
+		AuthorizationEndpoint: o.AuthorizationEndpoint, TokenEndpoint: o.TokenEndpoint, ClientID: o.ClientID, ClientSecretEnvVar: c.secretEnv,
+		TokenEndpointAuthMethod: o.TokenEndpointAuthMethod, RedirectURI: redirectURI(o.RedirectURI, resourceURL), Scopes: o.Scopes,
+		UserInfo: userInfo(o.UserInfo), AdditionalAuthorizationParams: o.AdditionalAuthorizationParams,
+		AdditionalTokenParams: o.AdditionalTokenParams, OmitScopeOnRefresh: o.OmitScopeOnRefresh, DCRConfig: c.dcr,
+		AllowPrivateIPs: o.AllowPrivateIPs, InsecureAllowHTTP: o.InsecureAllowHTTP,
+	}
+	if m := o.TokenResponseMapping; m != nil {
+		oc.TokenResponseMapping = &schema.TokenResponseMapping{AccessTokenPath: m.AccessTokenPath, ScopePath: m.ScopePath,
+			RefreshTokenPath: m.RefreshTokenPath, ExpiresInPath: m.ExpiresInPath}
+	}
+	if i := o.IdentityFromToken; i != nil {
+		oc.IdentityFromToken = &schema.IdentityFromToken{SubjectPath: i.SubjectPath, NamePath: i.NamePath, EmailPath: i.EmailPath}
+	}
+	return oc, c.env, nil
+}
+
+// redirectURI is an upstream's redirect URI: its own, or the callback
+// path under the resource URL.
+func redirectURI(own, resourceURL string) string {
+	if own != "" {
+		return own
+	}
+	return strings.TrimRight(resourceURL, "/") + callbackPath
+}
+
+// userInfo is a userinfo endpoint's block, nil for none.
+func userInfo(u *thv1.UserInfoConfig) *schema.UserInfoConfig {
+	if u == nil {
+		return nil
+	}
+	out := &schema.UserInfoConfig{EndpointURL: u.EndpointURL, HTTPMethod: u.HTTPMethod, AdditionalHeaders: u.AdditionalHeaders}
+	if m := u.FieldMapping; m != nil {
+		out.FieldMapping = &schema.UserInfoFieldMapping{SubjectFields: m.SubjectFields, NameFields: m.NameFields, EmailFields: m.EmailFields}
+	}
+	return out
+}
+
+// upstreamClient is how an upstream's client authenticates: the variable
+// of its client secret, its registration at run time, and the variables
+// both need, in that order.
+type upstreamClient struct {
+	secretEnv string
+	dcr       *schema.DCRConfig
+	env       []corev1.EnvVar
+}
+
+// upstreamClientOf wires an upstream's client secret and registration;
+// field is where the upstream's block is ("oidcConfig", "oauth2Config").
+func upstreamClientOf(name, field string, secret *thv1.SecretKeyRef, d *thv1.DCRUpstreamConfig) (upstreamClient, error) {
+	var c upstreamClient
+	if secret != nil {
+		c.secretEnv = upstreamEnvName(EnvUpstreamClientSecretPrefix, name)
+		c.env = append(c.env, SecretEnv(c.secretEnv, secret.Name, secret.Key))
+	}
+	if d == nil {
+		return c, nil
+	}
+	c.dcr = &schema.DCRConfig{DiscoveryURL: d.DiscoveryURL, RegistrationEndpoint: d.RegistrationEndpoint, RotationKey: d.RotationKey,
+		RegistrationProbe: d.RegistrationProbe, SoftwareID: d.SoftwareID, SoftwareStatement: d.SoftwareStatement}
+	if p := d.RegistrationProbeInterval; p != nil {
+		interval, err := time.ParseDuration(*p)
+		if err != nil {
+			return c, fmt.Errorf("%s.dcrConfig.registrationProbeInterval %q is not a duration", field, *p)
 		}
-		if r := d.InitialAccessTokenRef; r != nil {
-			oc.DCRConfig.InitialAccessTokenEnvVar = upstreamEnvName(EnvUpstreamDCRTokenPrefix, name)
-			env = append(env, SecretEnv(oc.DCRConfig.InitialAccessTokenEnvVar, r.Name, r.Key))
-		}
+		c.dcr.RegistrationProbeInterval = interval.String()
 	}
-	return oc, env, nil
+	if r := d.InitialAccessTokenRef; r != nil {
+		c.dcr.InitialAccessTokenEnvVar = upstreamEnvName(EnvUpstreamDCRTokenPrefix, name)
+		c.env = append(c.env, SecretEnv(c.dcr.InitialAccessTokenEnvVar, r.Name, r.Key))
+	}
+	return c, nil
 }
 
 // Upper bounds of a dynamic client registration's strings, the schema's,
@@ -481,28 +589,55 @@ const (
 // validateOIDCDCR is ToolHive's check of an OIDC upstream's client (its
 // messages): exactly one of clientId and dcrConfig, no client secret
 // with a registration (the registration returns it), at most one
-// registration endpoint source, and the schema's length limits.
+// registration endpoint source (the issuer's discovery otherwise), and
+// the schema's length limits.
 func validateOIDCDCR(clientID string, secret *thv1.SecretKeyRef, d *thv1.DCRUpstreamConfig) error {
-	if (clientID != "") == (d != nil) {
-		return fmt.Errorf("oidcConfig: exactly one of clientId or dcrConfig must be set")
+	return validateClient("oidcConfig", clientID, secret, d, false)
+}
+
+// validateOAuth2Client is the same check of an OAuth2 upstream's client,
+// which must name exactly one registration endpoint source (it has no
+// issuer to discover from), and of the identity read from its token
+// response.
+func validateOAuth2Client(clientID string, secret *thv1.SecretKeyRef, d *thv1.DCRUpstreamConfig, id *thv1.IdentityFromTokenConfig) error {
+	if err := validateClient("oauth2Config", clientID, secret, d, true); err != nil {
+		return err
 	}
-	switch {
-	case d == nil:
+	if id != nil && id.SubjectPath == "" {
+		return fmt.Errorf("oauth2Config.identityFromToken.subjectPath must not be empty when identityFromToken is set")
+	}
+	return nil
+}
+
+// validateClient checks the client of the upstream block field;
+// oneEndpoint requires exactly one registration endpoint source rather
+// than at most one.
+func validateClient(field, clientID string, secret *thv1.SecretKeyRef, d *thv1.DCRUpstreamConfig, oneEndpoint bool) error {
+	if (clientID != "") == (d != nil) {
+		return fmt.Errorf("%s: exactly one of clientId or dcrConfig must be set", field)
+	}
+	if d == nil {
 		return nil
-	case secret != nil:
-		return fmt.Errorf("oidcConfig: clientSecretRef must not be set when dcrConfig is set; " +
-			"the client_secret is obtained at runtime via Dynamic Client Registration")
-	case d.DiscoveryURL != "" && d.RegistrationEndpoint != "":
-		return fmt.Errorf("oidcConfig.dcrConfig: at most one of discoveryUrl or registrationEndpoint may be set")
+	}
+	if secret != nil {
+		return fmt.Errorf("%s: clientSecretRef must not be set when dcrConfig is set; "+
+			"the client_secret is obtained at runtime via Dynamic Client Registration", field)
+	}
+	discovery, endpoint := d.DiscoveryURL != "", d.RegistrationEndpoint != ""
+	switch {
+	case oneEndpoint && discovery == endpoint:
+		return fmt.Errorf("%s.dcrConfig: exactly one of discoveryUrl or registrationEndpoint must be set", field)
+	case discovery && endpoint:
+		return fmt.Errorf("%s.dcrConfig: at most one of discoveryUrl or registrationEndpoint may be set", field)
 	}
 	if l := len(d.DiscoveryURL); l > maxDCRURLLength {
-		return fmt.Errorf("oidcConfig.dcrConfig.discoveryUrl: length %d exceeds maximum %d", l, maxDCRURLLength)
+		return fmt.Errorf("%s.dcrConfig.discoveryUrl: length %d exceeds maximum %d", field, l, maxDCRURLLength)
 	}
 	if l := len(d.RegistrationEndpoint); l > maxDCRURLLength {
-		return fmt.Errorf("oidcConfig.dcrConfig.registrationEndpoint: length %d exceeds maximum %d", l, maxDCRURLLength)
+		return fmt.Errorf("%s.dcrConfig.registrationEndpoint: length %d exceeds maximum %d", field, l, maxDCRURLLength)
 	}
 	if l := len(d.SoftwareStatement); l > maxSoftwareStatementSize {
-		return fmt.Errorf("oidcConfig.dcrConfig.softwareStatement: length %d exceeds maximum %d", l, maxSoftwareStatementSize)
+		return fmt.Errorf("%s.dcrConfig.softwareStatement: length %d exceeds maximum %d", field, l, maxSoftwareStatementSize)
 	}
 	return nil
 }
@@ -613,11 +748,8 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 			"with jwtBearerGrant is configured", base)
 	}
 	for i, u := range spec.UpstreamProviders {
-		if u.OIDCConfig == nil {
-			continue
-		}
-		o := u.OIDCConfig
-		if err := validateUpstreamParams(fmt.Sprintf("%s.upstreamProviders[%d]", base, i), o.AdditionalAuthorizationParams, o.AdditionalTokenParams); err != nil {
+		authz, token := u.params()
+		if err := validateUpstreamParams(fmt.Sprintf("%s.upstreamProviders[%d]", base, i), authz, token); err != nil {
 			return refuse("%v", err)
 		}
 	}
@@ -749,7 +881,11 @@ func ValidateEmbeddedAuthServer(c *thv1.EmbeddedAuthServerConfig) []string {
 			}
 			authz, token = o.AdditionalAuthorizationParams, o.AdditionalTokenParams
 		case u.Type == thv1.UpstreamProviderTypeOAuth2 && u.OAuth2Config != nil && u.OIDCConfig == nil:
-			authz, token = u.OAuth2Config.AdditionalAuthorizationParams, u.OAuth2Config.AdditionalTokenParams
+			o := u.OAuth2Config
+			if err := validateOAuth2Client(o.ClientID, o.ClientSecretRef, o.DCRConfig, o.IdentityFromToken); err != nil {
+				add(fmt.Errorf("%s: %w", prefix, err))
+			}
+			authz, token = o.AdditionalAuthorizationParams, o.AdditionalTokenParams
 		default:
 			add(fmt.Errorf("%s: type must be 'oidc' or 'oauth2'; oidcConfig must be set when type is 'oidc' "+
 				"and oauth2Config must be set when type is 'oauth2' (and the other must not be set)", prefix))

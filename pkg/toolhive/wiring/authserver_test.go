@@ -14,9 +14,10 @@ import (
 func TestUnsupportedAuthServerFields(t *testing.T) {
 	got := unsupportedAuthServerFields("spec.embeddedAuthServer", []byte(`{"issuer":"i","allowConfidentialClientRegistration":false,"delegateClients":[],`+
 		`"trustedIssuers":[{"issuerUrl":"x"}],"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
-		`"oauth2Config":{"tokenEndpoint":"t"}},{"name":"b","type":"oidc","oidcConfig":{"issuerUrl":"u","caBundleRef":{"configMapRef":{"name":"c"}}}}]}`))
-	want := "spec.embeddedAuthServer.trustedIssuers, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config, " +
-		"spec.embeddedAuthServer.upstreamProviders[0].type=oauth2, spec.embeddedAuthServer.upstreamProviders[1].oidcConfig.caBundleRef"
+		`"oauth2Config":{"tokenEndpoint":"t","caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"b","type":"oidc","oidcConfig":{"issuerUrl":"u",`+
+		`"caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"c","type":"saml"}]}`))
+	want := "spec.embeddedAuthServer.trustedIssuers, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config.caBundleRef, " +
+		"spec.embeddedAuthServer.upstreamProviders[1].oidcConfig.caBundleRef, spec.embeddedAuthServer.upstreamProviders[2].type=saml"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("got  %q\nwant %q", strings.Join(got, ", "), want)
 	}
@@ -189,6 +190,52 @@ func TestValidateEmbeddedAuthServer(t *testing.T) {
 		got := strings.Join(ValidateEmbeddedAuthServer(embeddedConfig(t, raw).Spec.EmbeddedAuthServer), "; ")
 		if got != want {
 			t.Errorf("%s:\n got %q\nwant %q", raw, got, want)
+		}
+	}
+}
+
+// An OAuth2 upstream is written as ToolHive v0.63.0's operator writes it
+// (its buildOAuth2UpstreamRunConfig): its endpoints, tokenEndpointAuthMethod,
+// userinfo, token response mapping, identity from the token, extra
+// parameters, the client secret's variable; and refused where its
+// checks refuse it.
+func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp"}
+	c := embeddedConfig(t, `{"issuer":"https://auth","upstreamProviders":[{"name":"gh","type":"oauth2","oauth2Config":{
+		"authorizationEndpoint":"https://github.com/login/oauth/authorize","tokenEndpoint":"https://github.com/login/oauth/access_token",
+		"clientId":"c","clientSecretRef":{"name":"gh","key":"secret"},"tokenEndpointAuthMethod":"client_secret_post","scopes":["read:user"],
+		"userInfo":{"endpointUrl":"https://api.github.com/user","httpMethod":"GET","additionalHeaders":{"Accept":"application/json"},
+		"fieldMapping":{"subjectFields":["id"],"nameFields":["name","login"]}},
+		"tokenResponseMapping":{"accessTokenPath":"authed_user.access_token","scopePath":"authed_user.scope"},
+		"additionalTokenParams":{"audience":"x"},"omitScopeOnRefresh":true,"allowPrivateIPs":true}}]}`)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.Config.Upstreams)
+	want := `[{"name":"gh","type":"oauth2","oauth2_config":{"authorization_endpoint":"https://github.com/login/oauth/authorize",` +
+		`"token_endpoint":"https://github.com/login/oauth/access_token","client_id":"c","client_secret_env_var":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_GH",` +
+		`"token_endpoint_auth_method":"client_secret_post","redirect_uri":"https://mcp/oauth/callback","scopes":["read:user"],` +
+		`"userinfo":{"endpoint_url":"https://api.github.com/user","http_method":"GET","additional_headers":{"Accept":"application/json"},` +
+		`"field_mapping":{"subject_fields":["id"],"name_fields":["name","login"]}},` +
+		`"token_response_mapping":{"access_token_path":"authed_user.access_token","scope_path":"authed_user.scope"},` +
+		`"additional_token_params":{"audience":"x"},"omit_scope_on_refresh":true,"allow_private_ips":true}}]`
+	if string(got) != want {
+		t.Errorf("upstreams\n got %s\nwant %s", got, want)
+	}
+	if b, _ := json.Marshal(w.Env); string(b) != `[{"name":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_GH","valueFrom":{"secretKeyRef":{"name":"gh","key":"secret"}}}]` {
+		t.Errorf("env %s", b)
+	}
+	for raw, want := range map[string]string{
+		`{"authorizationEndpoint":"a","tokenEndpoint":"t","dcrConfig":{}}`:                                        `upstream "gh": oauth2Config.dcrConfig: exactly one of discoveryUrl or registrationEndpoint must be set`,
+		`{"authorizationEndpoint":"a","tokenEndpoint":"t","clientId":"c","identityFromToken":{"subjectPath":""}}`: "oauth2Config.identityFromToken.subjectPath must not be empty",
+		`{"authorizationEndpoint":"a","tokenEndpoint":"t"}`:                                                       "oauth2Config: exactly one of clientId or dcrConfig must be set",
+	} {
+		c := embeddedConfig(t, `{"issuer":"https://auth","upstreamProviders":[{"name":"gh","type":"oauth2","oauth2Config":`+raw+`}]}`)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+		var invalid *InvalidSpecError
+		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
 	}
 }
