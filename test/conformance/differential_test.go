@@ -99,10 +99,6 @@ var notCompared = map[string]string{
 		"tokenExchange's keys in snake_case, which neither ToolHive's CRD nor hivekeeper's knows, so it cannot be created and both operators wait for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +
 		"which only mcpexternalauthconfig_basic.yaml defines, with the same stale snake_case keys; both operators wait for it",
-	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp": "its embeddingServerRef names an EmbeddingServer, " +
-		"a kind neither server is given here; ToolHive's operator fails the vMCP (EmbeddingServerNotFound)",
-	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp": "its embeddingServerRef names an EmbeddingServer, " +
-		"a kind neither server is given here; ToolHive's operator fails the vMCP (EmbeddingServerNotFound)",
 	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its oidcConfigRef names an MCPOIDCConfig " +
 		"the file does not define; both operators wait for it",
 	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp": "its oidcConfigRef names an MCPOIDCConfig " +
@@ -119,9 +115,10 @@ var notCompared = map[string]string{
 // Kinds applied on each side, in creation order: what a workload
 // references comes before it. hivekeeper's side gets only kinds it serves;
 // ToolHive's side also gets the config kinds ToolHive's operator resolves
-// into a RunConfig. Other kinds (EmbeddingServer, ...) do not shape a
-// RunConfig or a vMCP config hivekeeper writes and are left out on both
-// sides.
+// into a RunConfig. Other kinds (MCPRegistry) do not shape a RunConfig or
+// a vMCP config and are left out on both sides. An EmbeddingServer's
+// StatefulSet is marked ready on both sides (markEmbeddingServersReady),
+// so that the vMCPs naming it are deployed.
 var (
 	hivekeeperKinds = []string{
 		"ConfigMap", "Secret", "ServiceAccount",
@@ -129,6 +126,7 @@ var (
 		thv1.KindMCPServerEntry, // a vMCP backend: before the VirtualMCPServer
 		thv1.KindMCPTelemetryConfig, thv1.KindMCPWebhookConfig, thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 		thv1.KindVirtualMCPCompositeToolDefinition,
+		thv1.KindEmbeddingServer,
 		thv1.KindVirtualMCPServer,
 	}
 	toolhiveKinds = []string{
@@ -138,6 +136,7 @@ var (
 		thv1.KindMCPServerEntry, // a vMCP backend: before the VirtualMCPServer
 		thv1.KindMCPServer, thv1.KindMCPRemoteProxy,
 		thv1.KindVirtualMCPCompositeToolDefinition,
+		thv1.KindEmbeddingServer,
 		thv1.KindVirtualMCPServer,
 	}
 )
@@ -249,6 +248,9 @@ func TestDifferentialRunConfig(t *testing.T) {
 			}
 			c.notes = append(c.notes, fmt.Sprintf("%s: refused by both servers' CRDs; on hivekeeper's: %v", id, err))
 		}
+	}
+	for _, c := range cases {
+		markEmbeddingServersReady(t, c.ns, c.hive, env, thv.env)
 	}
 	collectRunConfigs(t, env, thv, cases)
 

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
@@ -166,6 +167,10 @@ func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 		}
 	}
 	t.Logf("%d children of %d EmbeddingServers and MCPRegistries compared", compared, len(owners))
+	// README.md states these numbers.
+	if compared != 50 || len(owners) != 13 {
+		t.Errorf("compared %d children of %d owners; README.md says 50 of 13: update it", compared, len(owners))
+	}
 	for _, a := range allowedChildDifferences {
 		if !used[a.Path] {
 			t.Errorf("allowed child difference %s matched nothing: remove it here and in README.md", a.Path)
@@ -277,4 +282,48 @@ func allowedChild(kind, path string) (childDifference, bool) {
 		}
 	}
 	return childDifference{}, false
+}
+
+// markEmbeddingServersReady plays the StatefulSet controller and kubelet
+// for the EmbeddingServers of objs on every server: once the operator
+// there made an EmbeddingServer's StatefulSet, its replica is reported
+// created and ready, so that the EmbeddingServer turns Ready and the
+// vMCPs naming it are deployed.
+func markEmbeddingServersReady(t *testing.T, ns string, objs []*unstructured.Unstructured, envs ...*framework.Env) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != thv1.KindEmbeddingServer {
+			continue
+		}
+		for _, e := range envs {
+			sts := e.Kube.AppsV1().StatefulSets(ns)
+			framework.Eventually(t, 3*time.Minute, func() (bool, error) {
+				_, err := sts.Patch(context.Background(), o.GetName(), types.MergePatchType,
+					[]byte(`{"status":{"replicas":1,"readyReplicas":1,"availableReplicas":1}}`), metav1.PatchOptions{}, "status")
+				return err == nil, err
+			}, "the StatefulSet of EmbeddingServer %s/%s", ns, o.GetName())
+		}
+	}
+}
+
+// TestAllowedChildDifferencesInREADME keeps README.md's "Differences from
+// ToolHive's operator" the mirror of allowedChildDifferences.
+func TestAllowedChildDifferencesInREADME(t *testing.T) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Differences from ToolHive's operator\n")
+	if !ok {
+		t.Fatal(`README.md has no "### Differences from ToolHive's operator"`)
+	}
+	for _, a := range allowedChildDifferences {
+		if !strings.Contains(section, "| `"+a.Path+"` |") {
+			t.Errorf("allowed child difference %s is not a row of README.md's \"Differences from ToolHive's operator\"", a.Path)
+		}
+	}
 }
