@@ -232,9 +232,9 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 // per watched namespace (or for all), managedFields stripped: the
 // Kubernetes ones holding only workloads' children (by label, or whole
 // with what is no workload's child reduced to its metadata; see
-// framework.Scope), the ToolHive one carrying the reference indexes. Every controller gets the
-// same Deps, so there is one controller per kind whatever the number of
-// namespaces.
+// framework.Scope), the ToolHive one carrying the reference indexes.
+// Every controller gets the same Deps, so there is one controller per kind
+// whatever the number of namespaces.
 func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *framework.Deps {
 	scopes := opts.Namespaces
 	if len(scopes) == 0 {

@@ -35,11 +35,13 @@ func (s *suite) snapshot(log bool) snapshot {
 }
 
 // Paths of the differences that are not a field: an object recreated,
-// the verbs of an operator's writes to an object it did not need to write,
-// a CRD the API server refused.
+// the verbs of an operator's writes to an object it did not need to write
+// (those the API server accepted), a write of hivekeeper's the API server
+// refused, a CRD the API server refused.
 const (
 	pathRecreated = "(recreated)"
 	pathWrites    = "(writes)"
+	pathRefused   = "(refused)"
 	pathApply     = "(apply)"
 )
 
@@ -109,16 +111,25 @@ func (s *suite) compare(direction string, before, after snapshot, user string, c
 	refused := 0
 	perObject := map[string]map[string]bool{}
 	for _, e := range writes {
+		object := direction + " " + s.caseOf(e.ObjectRef.Namespace) + " " + kindOf(e.ObjectRef.Resource) + "/" + e.ObjectRef.Name
 		verb := e.Verb
 		if code := e.ResponseStatus.Code; code >= 300 {
 			verb = fmt.Sprintf("%s→%d", e.Verb, code)
 			refused++
+			byKindVerb[e.Resource()+" "+verb]++
+			// A write of a child hivekeeper had refused is one it should
+			// not have sent (a create of what exists, a patch from a
+			// stale read). ToolHive's operator's conflicts come and go
+			// with timing: counted only.
+			if user == hiveUser && !ownWrite(e) {
+				diffs = append(diffs, toolhive.Difference{Object: object, Path: pathRefused, A: toolhive.None, B: verb})
+			}
+			continue
 		}
 		byKindVerb[e.Resource()+" "+verb]++
 		if ownWrite(e) {
 			continue
 		}
-		object := direction + " " + s.caseOf(e.ObjectRef.Namespace) + " " + kindOf(e.ObjectRef.Resource) + "/" + e.ObjectRef.Name
 		if perObject[object] == nil {
 			perObject[object] = map[string]bool{}
 		}

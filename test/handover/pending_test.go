@@ -674,6 +674,7 @@ var pendingDifferences = []toolhive.Exception{
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/codemode-vmcp-vmcp-config",
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/fetch-runconfig",
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml ConfigMap/osv-runconfig",
+		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml Deployment/fetch",
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml Deployment/osv",
 		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml RoleBinding/fetch-proxy-runner",
@@ -1077,9 +1078,6 @@ var pendingDifferences = []toolhive.Exception{
 		"back-to-toolhive table/36-vmcp-auth-server.yaml ServiceAccount/vas-partner-proxy-runner",
 		"back-to-toolhive table/36-vmcp-auth-server.yaml ServiceAccount/vas-partner-sa",
 		"back-to-toolhive table/36-vmcp-auth-server.yaml ServiceAccount/vas-vmcp-vmcp",
-	}},
-	{Cause: "rewrites", Path: "(writes)", A: "(none)", B: "update,update→409", Objects: []string{
-		"back-to-toolhive examples/virtual-mcps/vmcp_codemode.yaml Deployment/codemode-vmcp",
 	}},
 
 	// vmcp discovered mode: 106 differences. serve outgoingAuth.source discovered (issue #27 step 5): no backends in

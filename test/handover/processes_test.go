@@ -76,18 +76,7 @@ func (s *suite) startHivekeeper(bin string) *hivekeeper {
 		}
 	})
 	began := time.Now()
-	client := &http.Client{Timeout: time.Second}
-	framework.Eventually(t, time.Minute, func() (bool, error) {
-		if err := hk.exited(); err != nil {
-			return false, err
-		}
-		resp, err := client.Get("http://" + health + "/readyz")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}, "hivekeeper to answer /readyz")
+	toolhive.WaitReady(t, "hivekeeper", health, hk.exited)
 	t.Logf("hivekeeper ready in %v", time.Since(began).Round(time.Millisecond))
 	return hk
 }

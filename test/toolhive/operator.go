@@ -97,22 +97,30 @@ func StartOperator(t testing.TB, opts OperatorOptions) *Operator {
 		}
 	})
 
+	WaitReady(t, "ToolHive's operator", probe, op.Exited)
+	if err := op.Exited(); err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// WaitReady waits until a controller process answers 200 on
+// http://<addr>/readyz (its caches synced), failing the test when exited
+// reports it gone.
+func WaitReady(t testing.TB, who, addr string, exited func() error) {
+	t.Helper()
 	client := &http.Client{Timeout: time.Second}
-	framework.Eventually(t, 60*time.Second, func() (bool, error) {
-		if err := op.Exited(); err != nil {
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		if err := exited(); err != nil {
 			return false, err
 		}
-		resp, err := client.Get("http://" + probe + "/readyz")
+		resp, err := client.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return false, err
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
-	}, "ToolHive's operator to answer /readyz")
-	if err := op.Exited(); err != nil {
-		t.Fatal(err)
-	}
-	return op
+	}, "%s to answer /readyz", who)
 }
 
 // Exited returns an error when the operator is no longer running, with
