@@ -53,16 +53,20 @@ func init() {
 	utilruntime.Must(thscheme.AddToScheme(kubescheme.Scheme))
 }
 
-// ChildLabelSelector selects every child hivekeeper creates. The core
-// informers watch only these objects, so a cluster's unrelated ConfigMaps,
-// Deployments and Services never reach hivekeeper's memory.
+// ChildLabelSelector selects every child hivekeeper creates. The
+// Deployment and Service informers watch only these objects, so a
+// cluster's unrelated Deployments and Services never reach hivekeeper's
+// memory. ConfigMaps, ServiceAccounts and RoleBindings are watched whole
+// (framework.Scope.KubeAll), the unrelated ones cached as their metadata
+// only.
 const ChildLabelSelector = "toolhive=true"
 
-// SelectedLabelSelectors are the label selectors of the children that do
-// not carry toolhive=true: those of the kinds ToolHive's operator labels
-// its own way, which hivekeeper labels the same way so that either
-// operator finds the other's children. Each has informer factories of its
-// own (framework.Scope.Selected).
+// SelectedLabelSelectors select the StatefulSets, Deployments and
+// Services that do not carry toolhive=true: those of the kinds ToolHive's
+// operator labels its own way (EmbeddingServer, MCPRegistry), which
+// hivekeeper labels the same way so that either operator finds the
+// other's children. Each has informer factories of its own
+// (framework.Scope.Selected).
 var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector}
 
 // Defaults of the images the controllers deploy.
@@ -138,6 +142,16 @@ func StripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
+// trimForeign is the unfiltered informers' transform: StripManagedFields,
+// then framework.TrimForeign.
+func trimForeign(obj any) (any, error) {
+	obj, err := StripManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	return framework.TrimForeign(obj)
+}
+
 // NewClients builds the clientsets from a rest config. Core types travel
 // as protobuf, as kube-controller-manager's do: it is cheaper to encode and
 // decode than JSON on both sides, for every write and every watch event.
@@ -202,23 +216,17 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 		c.StartAfter(referenced...)
 	}
 	for _, s := range d.Scopes {
-		for _, f := range s.KubeFactories() {
+		for _, f := range s.Factories() {
 			f.Start(ctx.Done())
 		}
-		s.Toolhive.Start(ctx.Done())
 	}
 	go func() {
 		for _, s := range d.Scopes {
-			for _, f := range s.KubeFactories() {
+			for _, f := range s.Factories() {
 				for _, ok := range f.WaitForCacheSync(ctx.Done()) {
 					if !ok {
 						return
 					}
-				}
-			}
-			for _, ok := range s.Toolhive.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
 				}
 			}
 		}
@@ -234,20 +242,20 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	err := g.Wait()
 	for _, s := range d.Scopes {
-		for _, f := range s.KubeFactories() {
+		for _, f := range s.Factories() {
 			f.Shutdown()
 		}
-		s.Toolhive.Shutdown()
 	}
 	return err
 }
 
-// NewDeps builds the controllers' dependencies: one pair of informer
-// factories per watched namespace (or one for all), managedFields
-// stripped, the Kubernetes ones holding only hivekeeper's children, the
-// ToolHive ones carrying the reference indexes. Every controller gets the
-// same Deps, so there is one controller per kind whatever the number of
-// namespaces.
+// NewDeps builds the controllers' dependencies: three informer factories
+// per watched namespace (or for all), managedFields stripped: the
+// Kubernetes ones holding only workloads' children (by label, or whole
+// with what is no workload's child reduced to its metadata; see
+// framework.Scope), the ToolHive one carrying the reference indexes.
+// Every controller gets the same Deps, so there is one controller per kind
+// whatever the number of namespaces.
 func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *framework.Deps {
 	scopes := opts.Namespaces
 	if len(scopes) == 0 {
@@ -269,6 +277,9 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 		s := framework.Scope{
 			Namespace: ns,
 			Kube:      kubeFactory(ChildLabelSelector),
+			KubeAll: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+				kubeinformers.WithNamespace(ns),
+				kubeinformers.WithTransform(trimForeign)),
 			Toolhive: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
 				informers.WithNamespace(ns),
 				informers.WithTransform(StripManagedFields)),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -40,21 +41,39 @@ type Deps struct {
 }
 
 // Scope is the informer factories of one watch scope: a namespace, or all
-// of them (Namespace empty). The Kubernetes factory holds only objects
-// labelled toolhive=true; Selected holds one factory per other label
-// selector, for the kinds whose children ToolHive's operator labels its
-// own way (see naming.EmbeddingServerSelector).
+// of them (Namespace empty).
 type Scope struct {
 	Namespace string
-	Kube      kubeinformers.SharedInformerFactory
-	Toolhive  informers.SharedInformerFactory
-	Selected  map[string]kubeinformers.SharedInformerFactory
+	// Kube holds only objects labelled toolhive=true: the kinds both
+	// hivekeeper and ToolHive's operator label so (Deployments, Services),
+	// and of which a cluster has many that are neither's.
+	Kube kubeinformers.SharedInformerFactory
+	// KubeAll selects no label, its transform TrimForeign keeping only the
+	// metadata of what is no workload's child: the kinds ToolHive's operator
+	// writes without toolhive=true (ConfigMaps, ServiceAccounts,
+	// RoleBindings). hivekeeper must find those children in its cache when
+	// it takes over from that operator, or it would create each, be refused
+	// (AlreadyExists), and read it live before it could leave it alone.
+	KubeAll  kubeinformers.SharedInformerFactory
+	Toolhive informers.SharedInformerFactory
+	// Selected holds one factory per other label selector: the
+	// StatefulSets, Deployments and Services of the kinds whose children
+	// ToolHive's operator labels its own way, without toolhive=true
+	// (naming.EmbeddingServerSelector, naming.RegistrySelector).
+	Selected map[string]kubeinformers.SharedInformerFactory
 }
 
-// KubeFactories are every Kubernetes informer factory of the scope, to
-// start and wait for.
-func (s Scope) KubeFactories() []kubeinformers.SharedInformerFactory {
-	out := []kubeinformers.SharedInformerFactory{s.Kube}
+// Factory is what Start and Shutdown need of an informer factory, the
+// Kubernetes ones and the generated ToolHive one alike.
+type Factory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// Factories are the scope's informer factories, to start and stop.
+func (s Scope) Factories() []Factory {
+	out := []Factory{s.Kube, s.KubeAll, s.Toolhive}
 	for _, sel := range slices.Sorted(maps.Keys(s.Selected)) {
 		out = append(out, s.Selected[sel])
 	}
@@ -70,11 +89,22 @@ type Config struct {
 	Runners          rbac.Runners
 }
 
-// KubeInformer returns one Kubernetes informer kind across every scope.
+// KubeInformer returns one Kubernetes informer kind across every scope,
+// from the factories labelled toolhive=true (Scope.Kube).
 func (d *Deps) KubeInformer(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
+	return d.kubeInformer(func(s Scope) kubeinformers.SharedInformerFactory { return s.Kube }, pick)
+}
+
+// KubeAllInformer is KubeInformer from the unfiltered factories
+// (Scope.KubeAll).
+func (d *Deps) KubeAllInformer(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
+	return d.kubeInformer(func(s Scope) kubeinformers.SharedInformerFactory { return s.KubeAll }, pick)
+}
+
+func (d *Deps) kubeInformer(factory func(Scope) kubeinformers.SharedInformerFactory, pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
 	parts := make([]cache.SharedIndexInformer, len(d.Scopes))
 	for i, s := range d.Scopes {
-		parts[i] = pick(s.Kube)
+		parts[i] = pick(factory(s))
 	}
 	return newInformer(parts)
 }

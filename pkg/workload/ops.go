@@ -30,17 +30,20 @@ type Children struct {
 	Services        framework.ChildOps[*corev1.Service]
 }
 
-// NewChildren wires the child kinds to their informers (toolhive=true
-// objects) and clients. It returns the informers so the caller can
-// register handlers and wait for their caches.
+// NewChildren wires the child kinds to their informers and clients. It
+// returns the informers so the caller can register handlers and wait for
+// their caches.
 func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
-	cmInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	// ToolHive's operator labels its ConfigMaps, ServiceAccounts and
+	// RoleBindings otherwise than toolhive=true: they are read unfiltered,
+	// so a switch from it finds them cached (framework.Scope).
+	cmInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ConfigMaps().Informer()
 	})
-	saInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	saInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ServiceAccounts().Informer()
 	})
-	rbInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	rbInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Rbac().V1().RoleBindings().Informer()
 	})
 	depInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
@@ -130,7 +133,9 @@ func StatefulSetOps(d *framework.Deps, inf *framework.Informer) framework.ChildO
 
 // NamedServiceAccount returns the cached ServiceAccount a spec's
 // serviceAccount names, for CheckServiceAccount: nil when the spec names
-// none, or when the cache (toolhive=true objects only) has no such account.
+// none or no such account exists. An account that is no workload's child
+// is cached as its metadata only (framework.TrimForeign), which is all
+// CheckServiceAccount reads.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
 	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {
