@@ -299,23 +299,26 @@ func allowedChild(kind, path string) (childDifference, bool) {
 }
 
 // markEmbeddingServersReady plays the StatefulSet controller and kubelet
-// for the EmbeddingServers of objs on every server: once the operator
-// there made an EmbeddingServer's StatefulSet, its replica is reported
-// created and ready, so that the EmbeddingServer turns Ready and the
-// vMCPs naming it are deployed.
-func markEmbeddingServersReady(t *testing.T, ns string, objs []*unstructured.Unstructured, envs ...*framework.Env) {
+// for the EmbeddingServers of objs on hivekeeper's server and ToolHive's:
+// once the operator there made an EmbeddingServer's StatefulSet, its
+// replica is reported created and ready, so that the EmbeddingServer turns
+// Ready and the vMCPs naming it are deployed.
+func markEmbeddingServersReady(t *testing.T, ns string, objs []*unstructured.Unstructured, hive, thv *framework.Env) {
 	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() != thv1.KindEmbeddingServer {
 			continue
 		}
-		for _, e := range envs {
+		for side, e := range map[string]*framework.Env{"hivekeeper's": hive, "ToolHive's": thv} {
+			if _, err := e.Toolhive.ToolhiveV1beta1().EmbeddingServers(ns).Get(context.Background(), o.GetName(), metav1.GetOptions{}); err != nil {
+				t.Fatalf("EmbeddingServer %s/%s on %s server: %v", ns, o.GetName(), side, err)
+			}
 			sts := e.Kube.AppsV1().StatefulSets(ns)
 			framework.Eventually(t, 3*time.Minute, func() (bool, error) {
 				_, err := sts.Patch(context.Background(), o.GetName(), types.MergePatchType,
 					[]byte(`{"status":{"replicas":1,"readyReplicas":1,"availableReplicas":1}}`), metav1.PatchOptions{}, "status")
 				return err == nil, err
-			}, "the StatefulSet of EmbeddingServer %s/%s", ns, o.GetName())
+			}, "the StatefulSet of EmbeddingServer %s/%s on %s server", ns, o.GetName(), side)
 		}
 	}
 }

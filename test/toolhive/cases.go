@@ -146,6 +146,7 @@ func Resource(o *unstructured.Unstructured) (schema.GroupVersionResource, error)
 		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
 		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
 		"MCPServerEntry": "mcpserverentries", "VirtualMCPCompositeToolDefinition": "virtualmcpcompositetooldefinitions",
+		"EmbeddingServer": "embeddingservers", "MCPRegistry": "mcpregistries",
 	}[o.GetKind()]
 	if plural == "" {
 		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not one the suites apply", o.GetKind())
