@@ -62,11 +62,12 @@ func init() {
 // only.
 const ChildLabelSelector = "toolhive=true"
 
-// SelectedLabelSelectors are the label selectors of the children that do
-// not carry toolhive=true: those of the kinds ToolHive's operator labels
-// its own way, which hivekeeper labels the same way so that either
-// operator finds the other's children. Each has informer factories of its
-// own (framework.Scope.Selected).
+// SelectedLabelSelectors select the StatefulSets, Deployments and
+// Services that do not carry toolhive=true: those of the kinds ToolHive's
+// operator labels its own way (EmbeddingServer, MCPRegistry), which
+// hivekeeper labels the same way so that either operator finds the
+// other's children. Each has informer factories of its own
+// (framework.Scope.Selected).
 var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector}
 
 // Defaults of the images the controllers deploy.

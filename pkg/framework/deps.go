@@ -57,9 +57,10 @@ type Scope struct {
 	// (AlreadyExists), and read it live before it could leave it alone.
 	KubeAll  kubeinformers.SharedInformerFactory
 	Toolhive informers.SharedInformerFactory
-	// Selected holds one factory per other label selector, for the kinds
-	// whose children ToolHive's operator labels its own way (see
-	// naming.EmbeddingServerSelector).
+	// Selected holds one factory per other label selector: the
+	// StatefulSets, Deployments and Services of the kinds whose children
+	// ToolHive's operator labels its own way, without toolhive=true
+	// (naming.EmbeddingServerSelector, naming.RegistrySelector).
 	Selected map[string]kubeinformers.SharedInformerFactory
 }
 

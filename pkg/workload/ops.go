@@ -30,8 +30,9 @@ type Children struct {
 	Services        framework.ChildOps[*corev1.Service]
 }
 
-// NewChildren wires the child kinds to their informers and clients. It returns the informers so the caller can
-// register handlers and wait for their caches.
+// NewChildren wires the child kinds to their informers and clients. It
+// returns the informers so the caller can register handlers and wait for
+// their caches.
 func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 	// ToolHive's operator labels its ConfigMaps, ServiceAccounts and
 	// RoleBindings otherwise than toolhive=true: they are read unfiltered,

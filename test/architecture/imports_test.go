@@ -20,7 +20,7 @@ const module = "github.com/hivekeeper/hivekeeper/"
 // tools, which may use anything). The order is the one
 // docs/architecture.md draws:
 //
-//	cmd → app → controller/<kind> → workload → framework → toolhive/render/{proxy, vmcp}
+//	cmd → app → controller/<kind> → workload → framework → toolhive/render/*
 //	    → {drift, toolhive/wiring} → {toolhive/naming, toolhive/schema}
 //	    → {index, rbac, metrics, secureserving} → {apis, generated}
 //

@@ -60,7 +60,6 @@ var (
 		return statusWant{"Pending", "OIDCConfigRefValidated=False", "OIDCConfigRefNotFound", "MCPOIDCConfig " + name + " not found"},
 			statusWant{"Pending", thv1.ConditionOIDCConfigRefValidated + "=False", thv1.ReasonOIDCConfigRefNotFound, name}
 	}
-	noEmbeddingServer = statusWant{"Failed", "EmbeddingServerReady=False", "EmbeddingServerNotFound", "optimizer-embedding"}
 )
 
 // notCompared lists the workloads skipped, by case and workload ID.
@@ -88,18 +87,6 @@ var notCompared = map[string]skipped{
 			"with the same stale snake_case keys; both operators wait for it",
 		ToolHive:   thvNotReady("MCPExternalAuthConfig oauth-token-exchange not found"),
 		Hivekeeper: hiveNoExtAuth("oauth-token-exchange"),
-	},
-	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp": {
-		Why: "its embeddingServerRef names an EmbeddingServer, a kind neither server is given here; ToolHive's operator fails " +
-			"the vMCP, hivekeeper (which does not read the reference) deploys it",
-		ToolHive:   noEmbeddingServer,
-		Hivekeeper: hiveWaiting,
-	},
-	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp": {
-		Why: "its embeddingServerRef names an EmbeddingServer, a kind neither server is given here; ToolHive's operator fails " +
-			"the vMCP, hivekeeper (which does not read the reference) deploys it",
-		ToolHive:   noEmbeddingServer,
-		Hivekeeper: hiveWaiting,
 	},
 	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": func() skipped {
 		thv, hive := noOIDCConfig("inline-auth-oidc-config")
@@ -266,6 +253,9 @@ func TestDifferentialRunConfig(t *testing.T) {
 	// it: MCPServers created in its first moments were seen left without a
 	// status or a child for minutes.
 	thv.start(t)
+	for _, c := range cases {
+		markEmbeddingServersReady(t, c.Namespace, c.Objects, env, thv.env)
+	}
 	collectRunConfigs(t, env, thv, cases)
 	settleAndRead(t, env, thv.env, cases)
 	if *record {
@@ -349,6 +339,7 @@ func differentialCases(t *testing.T) []*diffCase {
 	}
 	var cases []*diffCase
 	for _, tc := range all {
+		addEmbeddingServers(t, tc)
 		c := &diffCase{Case: tc, notes: tc.Left}
 		for _, wl := range tc.Workloads {
 			w := &diffWorkload{Workload: wl}

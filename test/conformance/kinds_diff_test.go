@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -16,33 +17,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
-// toolhiveRegistryAPIImage is the registry API image ToolHive's operator
-// deploys when its chart sets none (TOOLHIVE_REGISTRY_API_IMAGE unset, as
-// startToolHiveServer and start run it); hivekeeper is given the same here, so
-// that the Deployments compare.
-const toolhiveRegistryAPIImage = "ghcr.io/stacklok/thv-registry-api:latest"
+// chartRegistryAPIImage is the registry API image the pinned release's
+// chart gives ToolHive's operator (TOOLHIVE_REGISTRY_API_IMAGE, which
+// toolhive.StartOperator sets); hivekeeper is given the same, so that the
+// Deployments compare.
+func chartRegistryAPIImage(t *testing.T) string {
+	t.Helper()
+	env, err := toolhive.ChartEnv(toolhiveModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TOOLHIVE_REGISTRY_API_IMAGE="); ok {
+			return v
+		}
+	}
+	t.Fatal("the chart sets no TOOLHIVE_REGISTRY_API_IMAGE")
+	return ""
+}
 
 // childDifference is a child field where hivekeeper deliberately writes
-// something other than ToolHive's operator, mirrored in README.md's
-// differences. Path is a child ("Kind" or "Kind/path") and everything
-// under it.
+// something other than ToolHive's operator, mirrored in
+// docs/compatibility.md's differences. Path is a child of an Owner kind
+// ("Kind" or "Kind/path") and everything under it.
 type childDifference struct {
-	Path, Reason string
+	Owner, Path, Reason string
 }
 
 var allowedChildDifferences = []childDifference{
-	{"Role", "ToolHive's operator writes the registry API's rules into a Role per MCPRegistry, which its creator must hold itself; " +
+	{thv1.KindMCPRegistry, "Role", "ToolHive's operator writes the registry API's rules into a Role per MCPRegistry, which its creator must hold itself; " +
 		"hivekeeper binds the chart's ClusterRole (rbac.RegistryAPIRules, the same rules) and creates no Role"},
-	{"RoleBinding/roleRef", "the registry API's RoleBinding names the chart's ClusterRole, not a Role of its own"},
-	{"ConfigMap/metadata.labels", "hivekeeper labels the registry's ConfigMap toolhive.stacklok.io/registry-name, the label it watches " +
-		"a registry's children by, which ToolHive's operator puts on all of them but the ConfigMap (which it labels not at all)"},
+	{thv1.KindMCPRegistry, "RoleBinding/roleRef", "the registry API's RoleBinding names the chart's ClusterRole, not a Role of its own"},
 }
 
 // kindChild is one child of an EmbeddingServer or MCPRegistry.
@@ -101,7 +115,7 @@ func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("only %d manifests: %v", len(files), files)
 	}
-	env.StartControllers(t, app.Options{Workers: 2, RegistryAPIImage: toolhiveRegistryAPIImage})
+	env.StartControllers(t, app.Options{Workers: 2, RegistryAPIImage: chartRegistryAPIImage(t)})
 	type owner struct{ file, ns, kind, name string }
 	var owners []owner
 	namespaces := map[string]string{}
@@ -167,9 +181,13 @@ func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 		}
 	}
 	t.Logf("%d children of %d EmbeddingServers and MCPRegistries compared", compared, len(owners))
+	// docs/compatibility.md states these numbers.
+	if compared != 50 || len(owners) != 13 {
+		t.Errorf("compared %d children of %d owners; docs/compatibility.md says 50 of 13: update it", compared, len(owners))
+	}
 	for _, a := range allowedChildDifferences {
 		if !used[a.Path] {
-			t.Errorf("allowed child difference %s matched nothing: remove it here and in README.md", a.Path)
+			t.Errorf("allowed child difference %s matched nothing: remove it here and in docs/compatibility.md", a.Path)
 		}
 	}
 }
@@ -278,4 +296,75 @@ func allowedChild(kind, path string) (childDifference, bool) {
 		}
 	}
 	return childDifference{}, false
+}
+
+// markEmbeddingServersReady plays the StatefulSet controller and kubelet
+// for the EmbeddingServers of objs on hivekeeper's server and ToolHive's:
+// once the operator there made an EmbeddingServer's StatefulSet, its
+// replica is reported created and ready, so that the EmbeddingServer turns
+// Ready and the vMCPs naming it are deployed.
+func markEmbeddingServersReady(t *testing.T, ns string, objs []*unstructured.Unstructured, hive, thv *framework.Env) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != thv1.KindEmbeddingServer {
+			continue
+		}
+		for side, e := range map[string]*framework.Env{"hivekeeper's": hive, "ToolHive's": thv} {
+			if _, err := e.Toolhive.ToolhiveV1beta1().EmbeddingServers(ns).Get(context.Background(), o.GetName(), metav1.GetOptions{}); err != nil {
+				t.Fatalf("EmbeddingServer %s/%s on %s server: %v", ns, o.GetName(), side, err)
+			}
+			sts := e.Kube.AppsV1().StatefulSets(ns)
+			framework.Eventually(t, 3*time.Minute, func() (bool, error) {
+				_, err := sts.Patch(context.Background(), o.GetName(), types.MergePatchType,
+					[]byte(`{"status":{"replicas":1,"readyReplicas":1,"availableReplicas":1}}`), metav1.PatchOptions{}, "status")
+				return err == nil, err
+			}, "the StatefulSet of EmbeddingServer %s/%s on %s server", ns, o.GetName(), side)
+		}
+	}
+}
+
+// TestAllowedChildDifferencesDocumented keeps docs/compatibility.md's "The
+// differential test" the mirror of allowedChildDifferences: each is a row
+// of its table of children.
+func TestAllowedChildDifferencesDocumented(t *testing.T) {
+	section, err := toolhive.DifferencesSection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range allowedChildDifferences {
+		if !strings.Contains(section, "| "+a.Owner+" | `"+a.Path+"` |") {
+			t.Errorf("allowed child difference %s is not a row of docs/compatibility.md's \"The differential test\"", a.Path)
+		}
+	}
+}
+
+// addEmbeddingServers adds the EmbeddingServers of a case's manifest to
+// its objects, before its VirtualMCPServers: toolhive.Kinds leaves them
+// out (the handover suite's load has none), and a vMCP naming one is
+// deployed by either operator only once it is ready
+// (markEmbeddingServersReady).
+func addEmbeddingServers(t *testing.T, c *toolhive.Case) {
+	t.Helper()
+	rel, example := strings.CutPrefix(c.Name, "examples/")
+	file := filepath.Join(toolhive.ExamplesDir(toolhiveModule), rel)
+	if !example {
+		file = filepath.Join("testdata", c.Name)
+	}
+	objs, err := framework.ReadManifests(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != thv1.KindEmbeddingServer {
+			continue
+		}
+		at := slices.IndexFunc(c.Objects, func(x *unstructured.Unstructured) bool { return x.GetKind() == thv1.KindVirtualMCPServer })
+		if at < 0 {
+			at = len(c.Objects)
+		}
+		c.Objects = slices.Insert(c.Objects, at, o)
+		c.Left = slices.DeleteFunc(c.Left, func(note string) bool {
+			return strings.HasPrefix(note, thv1.KindEmbeddingServer+" "+o.GetName()+":")
+		})
+	}
 }

@@ -53,29 +53,34 @@ func New(d *framework.Deps) (*Controller, error) {
 	registries := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPRegistries().Informer()
 	})
-	picks := []func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer{
-		func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	// The ConfigMap, ServiceAccount and RoleBinding are read from the
+	// informers of every object of their kinds, as the workloads' are; the
+	// Deployment and Service, which ToolHive's operator labels without
+	// toolhive=true, by the registry's own label.
+	children := []*framework.Informer{
+		d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().ConfigMaps().Informer()
-		},
-		func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		}),
+		d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().ServiceAccounts().Informer()
-		},
-		func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		}),
+		d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Rbac().V1().RoleBindings().Informer()
-		},
+		}),
+	}
+	for _, pick := range []func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer{
 		func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Apps().V1().Deployments().Informer()
 		},
 		func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().Services().Informer()
 		},
-	}
-	children := make([]*framework.Informer, len(picks))
-	for i, pick := range picks {
-		var err error
-		if children[i], err = d.SelectedInformer(naming.RegistrySelector, pick); err != nil {
+	} {
+		inf, err := d.SelectedInformer(naming.RegistrySelector, pick)
+		if err != nil {
 			return nil, err
 		}
+		children = append(children, inf)
 	}
 	c := &Controller{
 		toolhive:        d.Toolhive,

@@ -7,8 +7,10 @@
 // Helm chart: every spec change gets ToolHive's MCPRegistryDeprecated
 // Warning event.
 //
-// The children carry ToolHive's labels and are watched by them
-// (naming.RegistrySelector); the finalizer is ToolHive's too. The
+// The children carry ToolHive's labels; the Deployment and Service are
+// watched by them (naming.RegistrySelector), the ConfigMap, ServiceAccount
+// and RoleBinding with every object of their kinds, as the workloads'
+// are. The finalizer is ToolHive's too. The
 // registry API's permissions are the chart's ClusterRole
 // (rbac.RegistryAPIRules), bound in the registry's namespace: the
 // controller holds none of them. sync.go is the only file that writes.

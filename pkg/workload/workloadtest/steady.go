@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -68,9 +69,9 @@ func Quiesce(t testing.TB, quiet, timeout time.Duration, controllers ...string) 
 }
 
 // Versions returns "resource/name" → resourceVersion of every object in
-// namespace that hivekeeper writes: the children (label toolhive=true, or
-// the labels of an EmbeddingServer's or MCPRegistry's) and the ToolHive
-// custom resources.
+// namespace that hivekeeper writes: the children (label toolhive=true, the
+// labels of an EmbeddingServer's or MCPRegistry's, or, for the kinds read
+// whole, a ToolHive kind as controller) and the ToolHive custom resources.
 func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespace string) (map[string]string, error) {
 	out := map[string]string{}
 	all := metav1.ListOptions{}
@@ -78,33 +79,37 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 	type lister struct {
 		resource string
 		list     func() (runtime.Object, error)
+		// children keeps only the workloads' children of an unfiltered
+		// list (framework.IsWorkloadChild).
+		children bool
 	}
-	var lists []lister
+	lists := []lister{
+		{resource: "configmaps", list: func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, all) }, children: true},
+		{resource: "serviceaccounts", list: func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, all) }, children: true},
+		{resource: "rolebindings", list: func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, all) }, children: true},
+	}
 	for _, sel := range []string{"toolhive=true", naming.EmbeddingServerSelector, naming.RegistrySelector} {
 		children := metav1.ListOptions{LabelSelector: sel}
 		lists = append(lists,
-			lister{"configmaps", func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, children) }},
-			lister{"serviceaccounts", func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, children) }},
-			lister{"services", func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
-			lister{"rolebindings", func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, children) }},
-			lister{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
-			lister{"statefulsets", func() (runtime.Object, error) { return kube.AppsV1().StatefulSets(namespace).List(ctx, children) }})
+			lister{resource: "services", list: func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
+			lister{resource: "deployments", list: func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
+			lister{resource: "statefulsets", list: func() (runtime.Object, error) { return kube.AppsV1().StatefulSets(namespace).List(ctx, children) }})
 	}
 	lists = append(lists, []lister{
-		{"embeddingservers", func() (runtime.Object, error) { return t.EmbeddingServers(namespace).List(ctx, all) }},
-		{"mcpregistries", func() (runtime.Object, error) { return t.MCPRegistries(namespace).List(ctx, all) }},
-		{"mcpservers", func() (runtime.Object, error) { return t.MCPServers(namespace).List(ctx, all) }},
-		{"mcpremoteproxies", func() (runtime.Object, error) { return t.MCPRemoteProxies(namespace).List(ctx, all) }},
-		{"virtualmcpservers", func() (runtime.Object, error) { return t.VirtualMCPServers(namespace).List(ctx, all) }},
-		{"mcpoidcconfigs", func() (runtime.Object, error) { return t.MCPOIDCConfigs(namespace).List(ctx, all) }},
-		{"mcpgroups", func() (runtime.Object, error) { return t.MCPGroups(namespace).List(ctx, all) }},
-		{"mcptoolconfigs", func() (runtime.Object, error) { return t.MCPToolConfigs(namespace).List(ctx, all) }},
-		{"mcpauthzconfigs", func() (runtime.Object, error) { return t.MCPAuthzConfigs(namespace).List(ctx, all) }},
-		{"mcpexternalauthconfigs", func() (runtime.Object, error) { return t.MCPExternalAuthConfigs(namespace).List(ctx, all) }},
-		{"mcptelemetryconfigs", func() (runtime.Object, error) { return t.MCPTelemetryConfigs(namespace).List(ctx, all) }},
-		{"mcpwebhookconfigs", func() (runtime.Object, error) { return t.MCPWebhookConfigs(namespace).List(ctx, all) }},
-		{"mcpserverentries", func() (runtime.Object, error) { return t.MCPServerEntries(namespace).List(ctx, all) }},
-		{"virtualmcpcompositetooldefinitions", func() (runtime.Object, error) {
+		{resource: "embeddingservers", list: func() (runtime.Object, error) { return t.EmbeddingServers(namespace).List(ctx, all) }},
+		{resource: "mcpregistries", list: func() (runtime.Object, error) { return t.MCPRegistries(namespace).List(ctx, all) }},
+		{resource: "mcpservers", list: func() (runtime.Object, error) { return t.MCPServers(namespace).List(ctx, all) }},
+		{resource: "mcpremoteproxies", list: func() (runtime.Object, error) { return t.MCPRemoteProxies(namespace).List(ctx, all) }},
+		{resource: "virtualmcpservers", list: func() (runtime.Object, error) { return t.VirtualMCPServers(namespace).List(ctx, all) }},
+		{resource: "mcpoidcconfigs", list: func() (runtime.Object, error) { return t.MCPOIDCConfigs(namespace).List(ctx, all) }},
+		{resource: "mcpgroups", list: func() (runtime.Object, error) { return t.MCPGroups(namespace).List(ctx, all) }},
+		{resource: "mcptoolconfigs", list: func() (runtime.Object, error) { return t.MCPToolConfigs(namespace).List(ctx, all) }},
+		{resource: "mcpauthzconfigs", list: func() (runtime.Object, error) { return t.MCPAuthzConfigs(namespace).List(ctx, all) }},
+		{resource: "mcpexternalauthconfigs", list: func() (runtime.Object, error) { return t.MCPExternalAuthConfigs(namespace).List(ctx, all) }},
+		{resource: "mcptelemetryconfigs", list: func() (runtime.Object, error) { return t.MCPTelemetryConfigs(namespace).List(ctx, all) }},
+		{resource: "mcpwebhookconfigs", list: func() (runtime.Object, error) { return t.MCPWebhookConfigs(namespace).List(ctx, all) }},
+		{resource: "mcpserverentries", list: func() (runtime.Object, error) { return t.MCPServerEntries(namespace).List(ctx, all) }},
+		{resource: "virtualmcpcompositetooldefinitions", list: func() (runtime.Object, error) {
 			return t.VirtualMCPCompositeToolDefinitions(namespace).List(ctx, all)
 		}},
 	}...)
@@ -121,6 +126,9 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 			m, err := meta.Accessor(item)
 			if err != nil {
 				return nil, err
+			}
+			if l.children && !framework.IsWorkloadChild(m) {
+				continue // a user's ConfigMap, the default ServiceAccount, ...
 			}
 			out[l.resource+"/"+m.GetName()] = m.GetResourceVersion()
 		}

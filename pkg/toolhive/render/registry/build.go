@@ -4,7 +4,9 @@
 // ServiceAccount and the RoleBinding of its permissions, its Deployment
 // (the configuration, the spec's volumes and, with pgpassSecretRef, a
 // PostgreSQL password file prepared by an init container) and its
-// Service. They carry ToolHive's labels, which hivekeeper watches them by.
+// Service. They carry ToolHive's labels; hivekeeper watches the
+// Deployment and Service by them, the others with every ConfigMap,
+// ServiceAccount and RoleBinding.
 package registry
 
 import (
@@ -92,10 +94,10 @@ func Build(r *thv1.MCPRegistry, in Input) (*Output, error) {
 	apiName, account := naming.RegistryAPIName(n), naming.RegistryAPIAccountName(n)
 	apiLabels, accountLabels := naming.RegistryLabels(n, apiName), naming.RegistryLabels(n, account)
 	out := &Output{
-		// The ConfigMap carries the registry's label only so that
-		// hivekeeper's informers (naming.RegistrySelector) see it.
+		// Unlabelled, as ToolHive's operator writes it: ConfigMaps are
+		// watched whole (framework.Scope.KubeAll).
 		ConfigMap: &corev1.ConfigMap{
-			ObjectMeta: meta(naming.RegistryConfigMapName(n), map[string]string{naming.LabelRegistryName: n},
+			ObjectMeta: meta(naming.RegistryConfigMapName(n), nil,
 				map[string]string{schema.ChecksumAnnotation: wiring.ConfigHash([]byte(r.Spec.ConfigYAML))}),
 			Data: map[string]string{naming.RegistryConfigKey: r.Spec.ConfigYAML},
 		},
