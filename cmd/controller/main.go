@@ -49,6 +49,7 @@ type options struct {
 	burst                int
 	runnerImage          string
 	vmcpImage            string
+	usageMetrics         bool
 	runners              rbac.Runners
 	metricsAddr          string
 	metricsSecure        bool
@@ -93,6 +94,7 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", false, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does unless its environment turns it off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI variable, or its config): set it when switching from an operator that wrote it, so no RunConfig changes.")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to each MCPServer's proxy runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
@@ -170,6 +172,7 @@ func run() error {
 		Workers:      o.workers,
 		RunnerImage:  o.runnerImage,
 		VMCPImage:    o.vmcpImage,
+		UsageMetrics: o.usageMetrics,
 		ResyncPeriod: o.resync,
 		Runners:      o.runners,
 		FanInWindow:  o.fanInWindow,

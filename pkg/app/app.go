@@ -71,6 +71,10 @@ type Options struct {
 	RunnerImage string
 	// VMCPImage is the vMCP image.
 	VMCPImage string
+	// UsageMetrics writes the runner's anonymous usage metrics middleware
+	// into every RunConfig, as ToolHive's operator does unless its
+	// environment turns it off.
+	UsageMetrics bool
 	// ResyncPeriod of the informers; 0 disables periodic resync.
 	ResyncPeriod time.Duration
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
@@ -229,7 +233,8 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config:      framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults(),
+			UsageMetrics: opts.UsageMetrics},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {

@@ -47,12 +47,14 @@ type Scope struct {
 	Toolhive  informers.SharedInformerFactory
 }
 
-// Config is what the controllers deploy: images and the runner
-// ClusterRoles their RoleBindings grant.
+// Config is what the controllers deploy: images, the runner
+// ClusterRoles their RoleBindings grant, and whether the RunConfigs turn
+// on the runner's usage metrics.
 type Config struct {
-	RunnerImage string
-	VMCPImage   string
-	Runners     rbac.Runners
+	RunnerImage  string
+	VMCPImage    string
+	Runners      rbac.Runners
+	UsageMetrics bool
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope.

@@ -36,11 +36,10 @@ type allowedDifference struct {
 
 // allowedDifferences is the whole list, for every manifest.
 var allowedDifferences = []allowedDifference{
-	{"env_vars.MCP_TRANSPORT", "the runner sets it on the MCP container it deploys, overriding the RunConfig's value; a remote proxy deploys no container"},
-	{"env_vars.MCP_PORT", "the runner sets it to target_port on the MCP container it deploys, overriding the RunConfig's value"},
-	{"env_vars.FASTMCP_PORT", "the runner sets it to target_port on the MCP container it deploys, overriding the RunConfig's value"},
-	{"permission_profile", "ToolHive's Kubernetes runtime ignores permission profiles; with neither spec.permissionProfile nor spec.volumes, " +
-		"ToolHive's operator writes its builder's default (network, outbound allowed) and hivekeeper writes none"},
+	{"permission_profile_name_or_path", "spec.permissionProfile: ToolHive's v0.47.0 operator names the profile; from v0.63.0 on it ignores " +
+		"the field (its Kubernetes runtime never applied a profile), and so does hivekeeper"},
+	{"permission_profile.name", "the same: ToolHive's v0.47.0 operator writes the named builtin profile, v0.63.0 and hivekeeper the default, network"},
+	{"permission_profile.network.outbound.insecure_allow_all", "the same: the default network profile allows all outbound traffic, the none profile none"},
 }
 
 // allowedVMCPDifferences are the vMCP config.yaml fields where hivekeeper
@@ -93,8 +92,8 @@ var notCompared = map[string]string{
 	"table/16-tool-annotations.yaml MCPServer annotated-server": "its MCPToolConfig has an override with only annotations, which the runner " +
 		"refuses; ToolHive's operator fails the server, hivekeeper leaves that override out (README, Compatibility)",
 	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap": "its permission profile is a ConfigMap's, which ToolHive's " +
-		"operator reads from a file in its own pod, where the proxy's mount of the ConfigMap does not exist; hivekeeper names the file " +
-		"and mounts the ConfigMap in the proxy pod (README, Compatibility)",
+		"v0.47.0 operator reads from a file in its own pod, where the proxy's mount of the ConfigMap does not exist, and fails the server; " +
+		"from v0.63.0 on it ignores spec.permissionProfile, as hivekeeper does (README, Compatibility)",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig keycloak-token-exchange spells " +
 		"tokenExchange's keys in snake_case, which neither ToolHive's CRD nor hivekeeper's knows, so it cannot be created and both operators wait for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +

@@ -49,7 +49,8 @@ func TestExternalAuthBearerToken(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	if len(rc.RemoteAuth) != 1 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" {
+	// The keys ToolHive's remote.Config writes empty come with it.
+	if len(rc.RemoteAuth) != 4 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" || rc.RemoteAuth["use_pkce"] != false {
 		t.Errorf("remote_auth_config: %v", rc.RemoteAuth)
 	}
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})

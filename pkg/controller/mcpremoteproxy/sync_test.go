@@ -131,10 +131,14 @@ func TestChildrenShape(t *testing.T) {
 	if rc["remote_url"] != "https://remote.example.com/sse" || rc["transport"] != "sse" || rc["port"] != 9090.0 || rc["host"] != "0.0.0.0" {
 		t.Errorf("runconfig %v", rc)
 	}
-	for _, absent := range []string{"image", "mcpserver_generation", "target_port"} {
+	for _, absent := range []string{"mcpserver_generation", "target_port"} {
 		if _, ok := rc[absent]; ok {
 			t.Errorf("runconfig has %s: %v", absent, rc)
 		}
+	}
+	// ToolHive's runner.RunConfig always writes its image, "" for a remote.
+	if img, ok := rc["image"]; !ok || img != "" {
+		t.Errorf("runconfig image %v, want \"\"", img)
 	}
 	// ToolHive's token validator config has no JSON tags: Go field names.
 	if oidc, _ := rc["oidc_config"].(map[string]any); oidc["CACertPath"] != "/config/certs/idp-ca/ca.crt" || oidc["ResourceURL"] != "https://mcp.example.com" ||

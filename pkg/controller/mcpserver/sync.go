@@ -67,7 +67,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
 	status.WebhookConfigHash = refs.WebhooksHash
 	status.AuthServerConfigHash = refs.AuthServerHash
-	r.Unsupported(wiring.ExternalAuthNoEffect(refs.ExtAuth))
+	r.Unsupported(slices.Concat(wiring.ExternalAuthNoEffect(refs.ExtAuth), wiring.PermissionProfileNoEffect(s.Spec.PermissionProfile)))
 	if !ok {
 		return status, 0, nil
 	}
@@ -88,6 +88,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		Webhooks:          refs.Webhooks,
 		AuthServer:        refs.AuthServer,
 		RunnerImage:       c.Config.RunnerImage,
+		UsageMetrics:      c.Config.UsageMetrics,
 		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
 		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {

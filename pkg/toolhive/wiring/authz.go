@@ -8,6 +8,7 @@ import (
 	"github.com/cedar-policy/cedar-go"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // authzVersion is the version of the runner's authorization file format.
@@ -16,15 +17,6 @@ const authzVersion = "1.0"
 // authzKeys maps each authorizer backend the runner registers to the key
 // its configuration sits under in the runner's authorization config.
 var authzKeys = map[string]string{thv1.AuthzTypeCedar: "cedar", thv1.AuthzTypeHTTP: "pdp"}
-
-// cedarOptions are the runner's Cedar options, with its keys.
-type cedarOptions struct {
-	Policies        []string `json:"policies"`
-	EntitiesJSON    string   `json:"entities_json"`
-	GroupClaimName  string   `json:"group_claim_name,omitempty"`
-	RoleClaimName   string   `json:"role_claim_name,omitempty"`
-	GroupEntityType string   `json:"group_entity_type,omitempty"`
-}
 
 // pdpOptions are the parts of the runner's httpv1 options it requires.
 type pdpOptions struct {
@@ -47,7 +39,7 @@ func ValidateAuthzConfig(c *thv1.MCPAuthzConfig) []string {
 	}
 	switch c.Spec.Type {
 	case thv1.AuthzTypeCedar:
-		var o cedarOptions
+		var o schema.CedarOptions
 		if err := json.Unmarshal(c.Spec.Config.Raw, &o); err != nil {
 			return []string{"spec.config: " + err.Error()}
 		}
@@ -112,13 +104,16 @@ func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.Ra
 		if errs := validateCedar("spec.authzConfig.inline", inline.Inline.Policies, inline.Inline.EntitiesJSON); len(errs) > 0 {
 			return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: strings.Join(errs, "; ")}
 		}
-		typ, options = thv1.AuthzTypeCedar, cedarOptions{
+		// In the order of ToolHive's Cedar types, as its operator encodes
+		// an inline config.
+		return json.Marshal(schema.CedarAuthzConfig{Version: authzVersion, Type: thv1.AuthzTypeCedar, Options: &schema.CedarOptions{
 			Policies: inline.Inline.Policies, EntitiesJSON: inline.Inline.EntitiesJSON,
 			GroupClaimName: inline.GroupClaimName, RoleClaimName: inline.RoleClaimName, GroupEntityType: inline.GroupEntityType,
-		}
+		}})
 	default:
 		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 			Message: "spec.authzConfig: type configMap is not supported by hivekeeper; use type inline or an MCPAuthzConfig (spec.authzConfigRef)"}
 	}
+	// A referenced config is a map to ToolHive's operator: its keys sorted.
 	return json.Marshal(map[string]any{"version": authzVersion, "type": typ, authzKeys[typ]: options})
 }

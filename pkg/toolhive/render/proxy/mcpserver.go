@@ -92,7 +92,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth, authServer)
+	rc, err := buildRunConfig(s, in, oidc, telemetry, webhooks, authz, rt, extAuth, authServer)
 	if err != nil {
 		return nil, err
 	}
@@ -145,10 +145,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// permission profile, the OIDC CA bundle, the telemetry CA bundle
-		// and the embedded authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// OIDC CA bundle, the telemetry CA bundle and the embedded
+		// authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
@@ -166,7 +166,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, in Input, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := schema.ValidateEnvName(e.Name); err != nil {
@@ -200,12 +200,24 @@ func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.
 		AuthzConfig:         authz,
 	}
 	rc.SetContainerLabels()
+	rc.SetTransportEnv()
 	oidc.ApplyTo(rc)
 	extAuth.ApplyTo(rc)
 	authServer.ApplyTo(rc)
 	telemetry.ApplyTo(rc)
 	webhooks.ApplyTo(rc)
-	wiring.ApplyToolConfig(rc, tools)
+	wiring.ApplyToolConfig(rc, in.Tools)
 	rt.applyTo(rc)
+	return marshalRunConfig(rc, in.UsageMetrics)
+}
+
+// marshalRunConfig derives the middleware chain and encodes the
+// RunConfig. A chain ToolHive's runner would refuse (a credential
+// re-added after the embedded authorization server strips it) is the
+// spec's error.
+func marshalRunConfig(rc *schema.RunConfig, usageMetrics bool) (string, error) {
+	if err := rc.PopulateMiddlewareConfigs(usageMetrics); err != nil {
+		return "", invalidSpec("%v", err)
+	}
 	return schema.Marshal(rc)
 }

@@ -40,6 +40,11 @@ type Input struct {
 	// Webhooks is the referenced MCPWebhookConfig (an MCPServer's only).
 	Webhooks    *thv1.MCPWebhookConfig
 	RunnerImage string
+	// UsageMetrics adds the runner's anonymous usage metrics middleware
+	// to the RunConfig, as ToolHive's operator does unless its own
+	// environment turns them off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI
+	// variable, or usage metrics disabled in its config).
+	UsageMetrics bool
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role or
 	// --remote-proxy-runner-cluster-role).

@@ -111,7 +111,9 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if redis := wiring.SessionRedis(p.Spec.SessionStorage); redis != nil {
 		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: redis}
 	}
-	rc, err := schema.Marshal(runCfg)
+	runCfg.PermissionProfile = schema.DefaultPermissionProfile()
+	runCfg.SetTransportEnv()
+	rc, err := marshalRunConfig(runCfg, in.UsageMetrics)
 	if err != nil {
 		return nil, err
 	}
