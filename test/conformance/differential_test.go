@@ -28,8 +28,8 @@ import (
 
 // allowedDifference is a RunConfig field where hivekeeper deliberately
 // writes something other than ToolHive's operator for the same manifest.
-// Each entry is mirrored in README.md ("Differences from ToolHive's
-// operator"); Path covers the field and everything under it.
+// Each entry is mirrored in docs/compatibility.md ("The differential
+// test"); Path covers the field and everything under it.
 type allowedDifference struct {
 	Path, Reason string
 }
@@ -44,7 +44,7 @@ var allowedDifferences = []allowedDifference{
 
 // allowedVMCPDifferences are the vMCP config.yaml fields where hivekeeper
 // deliberately writes something other than ToolHive's operator, mirrored
-// in README.md like allowedDifferences.
+// in docs/compatibility.md like allowedDifferences.
 var allowedVMCPDifferences = []allowedDifference{
 	{"outgoingAuth.source", "hivekeeper lists the group's backends itself (always source inline), so the vMCP pod needs no access to the " +
 		"Kubernetes API; ToolHive's operator defaults to discovered, where vmcp lists them at run time"},
@@ -90,10 +90,10 @@ var pendingIssue15 = []pendingDifference{}
 // they are reported as skipped instead of being waited for.
 var notCompared = map[string]string{
 	"table/16-tool-annotations.yaml MCPServer annotated-server": "its MCPToolConfig has an override with only annotations, which the runner " +
-		"refuses; ToolHive's operator fails the server, hivekeeper leaves that override out (README, Compatibility)",
+		"refuses; ToolHive's operator fails the server, hivekeeper leaves that override out (docs/compatibility.md)",
 	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap": "its permission profile is a ConfigMap's, which ToolHive's " +
 		"v0.47.0 operator reads from a file in its own pod, where the proxy's mount of the ConfigMap does not exist, and fails the server; " +
-		"from v0.63.0 on it ignores spec.permissionProfile, as hivekeeper does (README, Compatibility)",
+		"from v0.63.0 on it ignores spec.permissionProfile, as hivekeeper does (docs/compatibility.md)",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig keycloak-token-exchange spells " +
 		"tokenExchange's keys in snake_case, which neither ToolHive's CRD nor hivekeeper's knows, so it cannot be created and both operators wait for it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "it references MCPExternalAuthConfig oauth-token-exchange, " +
@@ -276,7 +276,7 @@ func TestDifferentialRunConfig(t *testing.T) {
 	}
 	for _, a := range slices.Concat(allowedDifferences, allowedVMCPDifferences) {
 		if !used["allowed "+a.Path] {
-			t.Errorf("allowed difference %s matched nothing: remove it here and in README.md", a.Path)
+			t.Errorf("allowed difference %s matched nothing: remove it here and in docs/compatibility.md", a.Path)
 		}
 	}
 	for _, p := range pendingIssue15 {
@@ -655,28 +655,28 @@ func TestCovers(t *testing.T) {
 	}
 }
 
-// TestAllowedDifferencesInREADME keeps README.md's "Differences from
-// ToolHive's operator" the mirror of allowedDifferences: every allowed
-// path is named there, in backticks.
-func TestAllowedDifferencesInREADME(t *testing.T) {
+// TestAllowedDifferencesDocumented keeps docs/compatibility.md's "The
+// differential test" the mirror of allowedDifferences: every allowed path
+// is named there, in backticks.
+func TestAllowedDifferencesDocumented(t *testing.T) {
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "compatibility.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n### Differences from ToolHive's operator\n")
+	_, section, ok := strings.Cut(string(doc), "\n### The differential test\n")
 	if !ok {
-		t.Fatal(`README.md has no "### Differences from ToolHive's operator"`)
+		t.Fatal(`docs/compatibility.md has no "### The differential test"`)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
 	for _, a := range slices.Concat(allowedDifferences, allowedVMCPDifferences) {
 		if !strings.Contains(section, "`"+a.Path+"`") {
-			t.Errorf("allowed difference %s is not in README.md's \"Differences from ToolHive's operator\"", a.Path)
+			t.Errorf("allowed difference %s is not in docs/compatibility.md's \"The differential test\"", a.Path)
 		}
 	}
 }

@@ -62,7 +62,7 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// The flags DESIGN.md promises, named as users know them from
+// The flags the README documents, named as users know them from
 // kube-controller-manager and kubebuilder operators.
 var documentedFlags = []string{
 	"--kubeconfig", "--namespaces", "--leader-elect", "--leader-elect-namespace",
