@@ -38,6 +38,7 @@ const (
 	FieldContainerEnv        = "spec.template.spec.containers.env"
 	FieldContainerResources  = "spec.template.spec.containers.resources"
 	FieldContainerMounts     = "spec.template.spec.containers.volumeMounts"
+	FieldContainerStartup    = "spec.template.spec.containers.startupProbe"
 	FieldContainerLiveness   = "spec.template.spec.containers.livenessProbe"
 	FieldContainerReadiness  = "spec.template.spec.containers.readinessProbe"
 	FieldContainerSecurity   = "spec.template.spec.containers.securityContext"
@@ -190,6 +191,7 @@ func DiffPodSpec(want, have *corev1.PodSpec) []string {
 		d.check(semantic(normEnv(wc.Env), normEnv(hc.Env)), FieldContainerEnv)
 		d.check(semantic(wc.Resources, hc.Resources), FieldContainerResources)
 		d.check(semantic(wc.VolumeMounts, hc.VolumeMounts), FieldContainerMounts)
+		d.check(semantic(normProbe(wc.StartupProbe), normProbe(hc.StartupProbe)), FieldContainerStartup)
 		d.check(semantic(normProbe(wc.LivenessProbe), normProbe(hc.LivenessProbe)), FieldContainerLiveness)
 		d.check(semantic(normProbe(wc.ReadinessProbe), normProbe(hc.ReadinessProbe)), FieldContainerReadiness)
 		d.check(semantic(wc.SecurityContext, hc.SecurityContext), FieldContainerSecurity)

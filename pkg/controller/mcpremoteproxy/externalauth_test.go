@@ -62,7 +62,7 @@ func TestExternalAuthBearerToken(t *testing.T) {
 	for _, e := range env {
 		names = append(names, e.Name)
 	}
-	if got, want := strings.Join(names, ","), "TOOLHIVE_SECRET_api-bearer-token,TOOLHIVE_SECRETS_PROVIDER,XDG_CONFIG_HOME,HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS"; got != want {
+	if got, want := strings.Join(names, ","), "TOOLHIVE_SECRET_api-bearer-token,XDG_CONFIG_HOME,HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS,TOOLHIVE_SECRETS_PROVIDER"; got != want {
 		t.Errorf("env = %s, want %s", got, want)
 	}
 	if r := env[0].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "api-bearer-token" || r.SecretKeyRef.Key != "token" || env[0].Value != "" {

@@ -164,7 +164,7 @@ func TestChildrenShape(t *testing.T) {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
-	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
+	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "--foreground=true", "placeholder-for-remote-proxy"}) {
 		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
 	}
 	var env []string
@@ -352,7 +352,7 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	acts, _ = f.sync("remote")
 	wt.AssertActions(t, acts)
 	dep, _ = f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
-	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "https://mcp.example.com/mcp" {
+	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "--foreground=true" {
 		t.Errorf("repair lost a foreign label or kept the drift: %v %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Args)
 	}
 	if dep.Annotations["owner.example.com/ticket"] != "OPS-1" || dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
@@ -543,8 +543,10 @@ func TestTelemetryConfig(t *testing.T) {
 			names = append(names, e.Name)
 		}
 		hasCA := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "otel-ca-bundle-collector-ca" })
-		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") != (option == "otel") || hasCA != (option == "otel") ||
-			!slices.Contains(names, wiring.EnvOTelResourceAttributes) {
+		// No telemetry env on a remote proxy, as ToolHive's operator sets
+		// none (its runner reads none); the CA bundle is mounted.
+		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") || hasCA != (option == "otel") ||
+			slices.Contains(names, wiring.EnvOTelResourceAttributes) {
 			t.Errorf("%s: env %q, CA volume %v", option, names, hasCA)
 		}
 		if got := f.get("remote"); got.Status.TelemetryConfigHash != "hash-otel" {

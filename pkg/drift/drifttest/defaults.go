@@ -64,7 +64,7 @@ func DefaultDeployment(d *appsv1.Deployment) {
 		c.ImagePullPolicy = corev1.PullAlways
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-		for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
 			if pr == nil {
 				continue
 			}

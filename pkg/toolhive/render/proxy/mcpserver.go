@@ -122,25 +122,26 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
 			naming.AnnotationMCPServerGeneration: generation,
 		}, ov.TemplateAnnotations),
-		RunnerImage: in.RunnerImage,
-		Args:        args,
-		ProxyPort:   naming.MCPServerProxyPort(s),
-		Resources:   resources,
-		// ToolHive's operator adds the telemetry env first, then the
-		// external auth secrets, then the OIDC client secret.
-		EnvBeforeOverrides: slices.Concat(telemetry.Env, extAuth.Env, oidc.Env),
-		OverrideEnv:        ov.Env,
-		// The authorization server's secrets come last, as ToolHive's
-		// operator adds them.
-		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
-			Name: naming.EnvMCPServerGeneration,
-			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-				// Explicit: the server defaults it, and a comparison
-				// against the live object would otherwise see drift.
-				APIVersion: "v1",
-				FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
-			}},
-		}}, authServer.Env),
+		RunnerImage:    in.RunnerImage,
+		Args:           args,
+		ProxyPort:      naming.MCPServerProxyPort(s),
+		ReadinessDelay: readinessDelayMCPServer,
+		Resources:      resources,
+		// In ToolHive's operator's order: the telemetry env, the external
+		// auth secrets, the OIDC client secret, the overrides, the Redis
+		// password (after the overrides, so a plain override does not
+		// replace it), the generation, the authorization server's
+		// secrets, then what the runner requires.
+		Env: wiring.RequiredEnv(slices.Concat(telemetry.Env, extAuth.Env, oidc.Env, wiring.OverrideEnv(ov.Env), rt.ProxyEnv,
+			[]corev1.EnvVar{{
+				Name: naming.EnvMCPServerGeneration,
+				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+					// Explicit: the server defaults it, and a comparison
+					// against the live object would otherwise see drift.
+					APIVersion: "v1",
+					FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
+				}},
+			}}, authServer.Env)),
 		ServiceAccountName: naming.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,

@@ -193,7 +193,7 @@ func TestMCPServerDriftDetectsOwnedFields(t *testing.T) {
 		{drift.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
 		{drift.FieldContainerArgs, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"run"} }},
 		{drift.FieldContainerEnv, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil }},
-		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = nil }},
 		{drift.FieldVolumes, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 		}},
@@ -202,6 +202,8 @@ func TestMCPServerDriftDetectsOwnedFields(t *testing.T) {
 		{drift.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{drift.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{drift.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},
+		{drift.FieldContainerStartup, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].StartupProbe.FailureThreshold = 3 }},
+		{drift.FieldContainerLiveness, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].LivenessProbe.TimeoutSeconds = 3 }},
 		{drift.FieldContainerMissing, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "renamed" }},
 	}
 	for _, tc := range cases {

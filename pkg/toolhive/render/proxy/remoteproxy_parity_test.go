@@ -211,7 +211,7 @@ func TestRemoteProxyDriftDetectsOwnedFields(t *testing.T) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == wiring.EnvSecretsProvider })
 		}},
-		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = nil }},
 	}
 	for _, tc := range cases {
 		live := d.Deployment.DeepCopy()
