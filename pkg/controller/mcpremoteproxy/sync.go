@@ -94,7 +94,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 	// collection: once its binding is gone it grants nothing, and
 	// hivekeeper holds no permission on Roles.
 	want := workload.Desired{RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
-		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment}
+		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment,
+		AuthzConfigMap: desired.AuthzConfigMap, StaleAuthzConfigMap: naming.AuthzInlineName(p.Name)}
 	if desired.RunnerServiceAccount == nil {
 		want.StaleRoleBinding = naming.RemoteProxyRunnerName(p.Name)
 		want.StaleServiceAccount = want.StaleRoleBinding

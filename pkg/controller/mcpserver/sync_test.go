@@ -1138,3 +1138,50 @@ func rollsOnce(t *testing.T, f *fixture, server string, change func()) {
 	acts, _ = f.sync(server)
 	assertActions(t, acts)
 }
+
+// Inline authorization is also written where ToolHive's operator writes
+// it: ConfigMap <name>-authz-inline, mounted at /etc/toolhive/authz.
+// Turning it off removes the mount and, once the Deployment no longer
+// mounts it, the ConfigMap; then nothing more is written.
+func TestInlineAuthzConfigMap(t *testing.T) {
+	inline := func(s *thv1.MCPServer) {
+		s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline,
+			Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}}}
+	}
+	f := newFixture(t, newServer("fetch", inline))
+	f.converge("fetch")
+	ctx := context.Background()
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.AuthzInlineName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Data["authz.json"]; got != `{"cedar":{"entities_json":"[]","policies":["permit(principal, action, resource);"]},"type":"cedarv1","version":"1.0"}` {
+		t.Errorf("authz.json %s", got)
+	}
+	if cm.Labels[wiring.LabelAuthz] != "inline" || cm.Labels[naming.LabelInstance] != "fetch" {
+		t.Errorf("labels %v", cm.Labels)
+	}
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if !slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == naming.AuthzInlineName("fetch")
+	}) {
+		t.Errorf("volumes %v", dep.Spec.Template.Spec.Volumes)
+	}
+
+	s, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	s.Spec.AuthzConfig = nil
+	s.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch configmaps", "patch deployments", "delete configmaps", "patch mcpservers/status")
+	f.converge("fetch")
+	if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.AuthzInlineName("fetch"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the inline authorization ConfigMap stayed: %v", err)
+	}
+}

@@ -3,11 +3,16 @@ package wiring
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cedar-policy/cedar-go"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
@@ -116,4 +121,67 @@ func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.Ra
 	}
 	// A referenced config is a map to ToolHive's operator: its keys sorted.
 	return json.Marshal(map[string]any{"version": authzVersion, "type": typ, authzKeys[typ]: options})
+}
+
+// Where ToolHive's operator also writes an inline authorization config: a
+// ConfigMap labelled toolhive.stacklok.io/authz=inline, mounted read-only
+// in the proxy container. The runner reads the RunConfig's authz_config,
+// not this file; it is written so that the pod is the one ToolHive's
+// operator runs.
+const (
+	LabelAuthz         = "toolhive.stacklok.io/authz"
+	labelAuthzInline   = "inline"
+	authzInlineKey     = "authz.json"
+	authzInlineVolume  = "authz-config"
+	authzInlineMount   = "/etc/toolhive/authz"
+	defaultEntitiesDoc = "[]"
+)
+
+// AuthzFileWiring is the inline authorization ConfigMap's data, and the
+// proxy pod's volume and mount of it.
+type AuthzFileWiring struct {
+	Data    map[string]string
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
+}
+
+// InlineAuthzFile is what an inline authorization config adds to a proxy
+// named name, as ToolHive's operator writes it: the policies and the
+// entities ("[]" when none) under the runner's Cedar keys, compact JSON
+// with sorted keys (the claim settings are not in it), in ConfigMap
+// AuthzInlineName(name), key authz.json. A workload without inline
+// authorization gets nothing.
+func InlineAuthzFile(inline *thv1.InlineAuthz, name string) (AuthzFileWiring, error) {
+	if inline == nil || inline.Type != thv1.AuthzConfigTypeInline || inline.Inline == nil {
+		return AuthzFileWiring{}, nil
+	}
+	entities := inline.Inline.EntitiesJSON
+	if entities == "" {
+		entities = defaultEntitiesDoc
+	}
+	data, err := json.Marshal(map[string]any{"version": authzVersion, "type": thv1.AuthzTypeCedar,
+		authzKeys[thv1.AuthzTypeCedar]: map[string]any{"policies": inline.Inline.Policies, "entities_json": entities}})
+	if err != nil {
+		return AuthzFileWiring{}, fmt.Errorf("encoding the inline authorization config: %w", err)
+	}
+	cm := naming.AuthzInlineName(name)
+	return AuthzFileWiring{
+		Data: map[string]string{authzInlineKey: string(data)},
+		Volumes: []corev1.Volume{{Name: authzInlineVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm},
+			Items:                []corev1.KeyToPath{{Key: authzInlineKey, Path: authzInlineKey}},
+		}}}},
+		Mounts: []corev1.VolumeMount{{Name: authzInlineVolume, MountPath: authzInlineMount, ReadOnly: true}},
+	}, nil
+}
+
+// ConfigMap is the inline authorization ConfigMap with meta, nil when
+// the workload has no inline authorization.
+func (w AuthzFileWiring) ConfigMap(meta metav1.ObjectMeta) *corev1.ConfigMap {
+	if w.Data == nil {
+		return nil
+	}
+	meta.Labels = maps.Clone(meta.Labels)
+	meta.Labels[LabelAuthz] = labelAuthzInline
+	return &corev1.ConfigMap{ObjectMeta: meta, Data: w.Data}
 }

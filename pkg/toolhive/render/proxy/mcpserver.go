@@ -72,6 +72,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	authzFile, err := wiring.InlineAuthzFile(s.Spec.AuthzConfig, n)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := resolveRuntime(s)
 	if err != nil {
 		return nil, err
@@ -100,6 +104,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 
 	d := &Output{
 		RunConfig:            cm,
+		AuthzConfigMap:       authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil)),
 		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
 		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
 	}
@@ -146,10 +151,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// OIDC CA bundle, the telemetry CA bundle and the embedded
-		// authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// inline authorization config, the OIDC CA bundle, the telemetry
+		// CA bundle and the embedded authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{

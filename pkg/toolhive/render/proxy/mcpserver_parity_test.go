@@ -168,6 +168,9 @@ func assertMCPServerNoDrift(t *testing.T, name string, d *Output) {
 	if d.BackendServiceAccount != nil {
 		checks["backend-sa"] = drift.DiffServiceAccount(d.BackendServiceAccount, roundTrip(d.BackendServiceAccount))
 	}
+	if d.AuthzConfigMap != nil {
+		checks["authz-configmap"] = drift.DiffConfigMap(d.AuthzConfigMap, roundTrip(d.AuthzConfigMap))
+	}
 	for child, fields := range checks {
 		if len(fields) != 0 {
 			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)

@@ -63,7 +63,10 @@ type Input struct {
 // user then owns the permissions); BackendServiceAccount is an MCPServer's
 // backend pod account, nil when its spec names one.
 type Output struct {
-	RunConfig             *corev1.ConfigMap
+	RunConfig *corev1.ConfigMap
+	// AuthzConfigMap holds an inline authorization config, nil without
+	// one (wiring.InlineAuthzFile).
+	AuthzConfigMap        *corev1.ConfigMap
 	RunnerServiceAccount  *corev1.ServiceAccount
 	RunnerRoleBinding     *rbacv1.RoleBinding
 	BackendServiceAccount *corev1.ServiceAccount

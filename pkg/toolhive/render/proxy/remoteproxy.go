@@ -72,6 +72,10 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	authzFile, err := wiring.InlineAuthzFile(p.Spec.AuthzConfig, n)
+	if err != nil {
+		return nil, err
+	}
 	extAuth, err := wiring.ExternalAuth(in.ExtAuth, thv1.KindMCPRemoteProxy)
 	if err != nil {
 		return nil, err
@@ -122,7 +126,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	}
 	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
 
-	d := &Output{RunConfig: cm}
+	d := &Output{RunConfig: cm, AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil))}
 	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
 		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
 		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
@@ -160,10 +164,10 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		ServiceAccountName: remoteProxyServiceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		// ToolHive's operator mounts the telemetry CA bundle before the
-		// OIDC one on a remote proxy.
-		ExtraVolumes: slices.Concat(telemetry.Volumes, oidc.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(telemetry.Mounts, oidc.Mounts, authServer.Mounts),
+		// ToolHive's operator mounts the inline authorization config, then
+		// the telemetry CA bundle before the OIDC one on a remote proxy.
+		ExtraVolumes: slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, authServer.Mounts),
 	})
 
 	// The user's podTemplateSpec is merged last, into the pod built

@@ -147,6 +147,9 @@ func assertRemoteProxyNoDrift(t *testing.T, name string, d *Output) {
 		"deployment-raw": drift.DiffDeploymentWithPodTemplate(d.Deployment, d.Deployment),
 		"service":        drift.DiffService(d.Service, svc),
 	}
+	if d.AuthzConfigMap != nil {
+		checks["authz-configmap"] = drift.DiffConfigMap(d.AuthzConfigMap, drifttest.RoundTrip(d.AuthzConfigMap))
+	}
 	if d.RunnerServiceAccount != nil {
 		checks["runner-sa"] = drift.DiffServiceAccount(d.RunnerServiceAccount, drifttest.RoundTrip(d.RunnerServiceAccount))
 		checks["rolebinding"] = drift.DiffRoleBinding(d.RunnerRoleBinding, drifttest.RoundTrip(d.RunnerRoleBinding))
@@ -239,6 +242,9 @@ var remotePodTemplates = map[string]*runtime.RawExtension{
 // childrenOf returns the built children as a flat list.
 func childrenOf(d *Output) []runtime.Object {
 	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
+	if d.AuthzConfigMap != nil {
+		out = append(out, d.AuthzConfigMap)
+	}
 	if d.RunnerServiceAccount != nil {
 		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)
 	}
