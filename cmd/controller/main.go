@@ -49,8 +49,10 @@ type options struct {
 	burst                int
 	runnerImage          string
 	vmcpImage            string
+	registryAPIImage     string
 	usageMetrics         bool
 	runners              rbac.Runners
+	redis                redisFlags
 	metricsAddr          string
 	metricsSecure        bool
 	profiling            bool
@@ -94,9 +96,13 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
 	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", false, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does unless its environment turns it off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI variable, or its config): set it when switching from an operator that wrote it, so no RunConfig changes.")
-	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to each MCPServer's proxy runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.StdioProxyRunner, "stdio-proxy-runner-cluster-role", rbac.DefaultStdioProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each stdio MCPServer: the other's rules and pods/attach; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.RegistryAPI, "registry-api-cluster-role", rbac.DefaultRegistryAPIClusterRole, "ClusterRole bound to each MCPRegistry's registry API ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	o.redis.register(fs)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview). Off: plain HTTP, for local runs.")
 	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Folder with tls.crt and tls.key for --metrics-secure, reloaded when they change. Empty: a self-signed certificate made at start.")
@@ -127,6 +133,10 @@ func run() error {
 	}
 	if err := setupLogging(o.logFormat, klogFlags); err != nil {
 		return err
+	}
+	defaultRedis, err := o.redis.defaultRedis()
+	if err != nil {
+		return fmt.Errorf("invalid global Redis configuration: %w", err)
 	}
 	defer klog.Flush()
 
@@ -168,14 +178,16 @@ func run() error {
 	servers := startServers(ctx, o, &ready, electionHealth, metricsServing)
 
 	appOpts := app.Options{
-		Namespaces:   o.namespaces,
-		Workers:      o.workers,
-		RunnerImage:  o.runnerImage,
-		VMCPImage:    o.vmcpImage,
-		UsageMetrics: o.usageMetrics,
-		ResyncPeriod: o.resync,
-		Runners:      o.runners,
-		FanInWindow:  o.fanInWindow,
+		Namespaces:       o.namespaces,
+		Workers:          o.workers,
+		RunnerImage:      o.runnerImage,
+		VMCPImage:        o.vmcpImage,
+		RegistryAPIImage: o.registryAPIImage,
+		UsageMetrics:     o.usageMetrics,
+		ResyncPeriod:     o.resync,
+		Runners:          o.runners,
+		DefaultRedis:     defaultRedis,
+		FanInWindow:      o.fanInWindow,
 	}
 	if o.fanInWindow == 0 {
 		// The flag's 0 means no window; Options' zero means the default.

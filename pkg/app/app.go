@@ -24,10 +24,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/hivekeeper/hivekeeper/pkg/controller/embeddingserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpauthzconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpexternalauthconfig"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpgroup"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpoidcconfig"
+	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpregistry"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpremoteproxy"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserver"
 	"github.com/hivekeeper/hivekeeper/pkg/controller/mcpserverentry"
@@ -42,6 +44,8 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 func init() {
@@ -50,15 +54,28 @@ func init() {
 	utilruntime.Must(thscheme.AddToScheme(kubescheme.Scheme))
 }
 
-// ChildLabelSelector selects every child hivekeeper creates. The core
-// informers watch only these objects, so a cluster's unrelated ConfigMaps,
-// Deployments and Services never reach hivekeeper's memory.
+// ChildLabelSelector selects every child hivekeeper creates. The
+// Deployment and Service informers watch only these objects, so a
+// cluster's unrelated Deployments and Services never reach hivekeeper's
+// memory. ConfigMaps, ServiceAccounts and RoleBindings are watched whole
+// (framework.Scope.KubeAll), the unrelated ones cached as their metadata
+// only.
 const ChildLabelSelector = "toolhive=true"
+
+// SelectedLabelSelectors are the label selectors of the children that do
+// not carry toolhive=true: those of the kinds ToolHive's operator labels
+// its own way, which hivekeeper labels the same way so that either
+// operator finds the other's children. Each has informer factories of its
+// own (framework.Scope.Selected).
+var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector}
 
 // Defaults of the images the controllers deploy.
 const (
 	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"
 	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.63.0"
+	// DefaultRegistryAPIImage is the registry API image of ToolHive's
+	// operator chart at the same release.
+	DefaultRegistryAPIImage = "ghcr.io/stacklok/thv-registry-api:v1.5.3"
 )
 
 // Options configure the controllers.
@@ -71,6 +88,8 @@ type Options struct {
 	RunnerImage string
 	// VMCPImage is the vMCP image.
 	VMCPImage string
+	// RegistryAPIImage is the MCPRegistry's registry API image.
+	RegistryAPIImage string
 	// UsageMetrics writes the runner's anonymous usage metrics middleware
 	// into every RunConfig, as ToolHive's operator does unless its
 	// environment turns it off.
@@ -80,6 +99,9 @@ type Options struct {
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
 	// an empty name means its default.
 	Runners rbac.Runners
+	// DefaultRedis is the session storage Redis of a workload whose spec
+	// names none (see wiring.SessionStorage); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// WriteGate is asked before every write; nil allows every write. The
 	// binary sets it under leader election.
 	WriteGate framework.WriteGate
@@ -110,9 +132,11 @@ func Controllers() []framework.Descriptor {
 		framework.Describe(mcpwebhookconfig.Name, mcpwebhookconfig.New).AsReferenced(),
 		framework.Describe(virtualmcpcompositetooldefinition.Name, virtualmcpcompositetooldefinition.New).AsReferenced(),
 		framework.Describe(mcpserverentry.Name, mcpserverentry.New).AsReferenced(),
+		framework.Describe(embeddingserver.Name, embeddingserver.New).AsReferenced(),
 		framework.Describe(mcpserver.Name, mcpserver.New),
 		framework.Describe(mcpremoteproxy.Name, mcpremoteproxy.New),
 		framework.Describe(virtualmcpserver.Name, virtualmcpserver.New),
+		framework.Describe(mcpregistry.Name, mcpregistry.New),
 	}
 }
 
@@ -123,6 +147,16 @@ func StripManagedFields(obj any) (any, error) {
 		a.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// trimForeign is the unfiltered informers' transform: StripManagedFields,
+// then framework.TrimForeign.
+func trimForeign(obj any) (any, error) {
+	obj, err := StripManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	return framework.TrimForeign(obj)
 }
 
 // NewClients builds the clientsets from a rest config. Core types travel
@@ -159,6 +193,9 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	if opts.VMCPImage == "" {
 		opts.VMCPImage = DefaultVMCPImage
 	}
+	if opts.RegistryAPIImage == "" {
+		opts.RegistryAPIImage = DefaultRegistryAPIImage
+	}
 	opts.Runners = opts.Runners.WithDefaults()
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
@@ -186,19 +223,17 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 		c.StartAfter(referenced...)
 	}
 	for _, s := range d.Scopes {
-		s.Kube.Start(ctx.Done())
-		s.Toolhive.Start(ctx.Done())
+		for _, f := range s.Factories() {
+			f.Start(ctx.Done())
+		}
 	}
 	go func() {
 		for _, s := range d.Scopes {
-			for _, ok := range s.Kube.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
-				}
-			}
-			for _, ok := range s.Toolhive.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
+			for _, f := range s.Factories() {
+				for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+					if !ok {
+						return
+					}
 				}
 			}
 		}
@@ -214,18 +249,20 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	err := g.Wait()
 	for _, s := range d.Scopes {
-		s.Kube.Shutdown()
-		s.Toolhive.Shutdown()
+		for _, f := range s.Factories() {
+			f.Shutdown()
+		}
 	}
 	return err
 }
 
-// NewDeps builds the controllers' dependencies: one pair of informer
-// factories per watched namespace (or one for all), managedFields
-// stripped, the Kubernetes ones holding only hivekeeper's children, the
-// ToolHive ones carrying the reference indexes. Every controller gets the
-// same Deps, so there is one controller per kind whatever the number of
-// namespaces.
+// NewDeps builds the controllers' dependencies: three informer factories
+// per watched namespace (or for all), managedFields stripped: the
+// Kubernetes ones holding only workloads' children (by label, or whole
+// with what is no workload's child reduced to its metadata; see
+// framework.Scope), the ToolHive one carrying the reference indexes.
+// Every controller gets the same Deps, so there is one controller per kind
+// whatever the number of namespaces.
 func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *framework.Deps {
 	scopes := opts.Namespaces
 	if len(scopes) == 0 {
@@ -233,20 +270,30 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults(),
-			UsageMetrics: opts.UsageMetrics},
+		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
+			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
-		s := framework.Scope{
-			Namespace: ns,
-			Kube: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+		kubeFactory := func(selector string) kubeinformers.SharedInformerFactory {
+			return kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),
 				kubeinformers.WithTransform(StripManagedFields),
-				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ChildLabelSelector })),
+				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+		}
+		s := framework.Scope{
+			Namespace: ns,
+			Kube:      kubeFactory(ChildLabelSelector),
+			KubeAll: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+				kubeinformers.WithNamespace(ns),
+				kubeinformers.WithTransform(trimForeign)),
 			Toolhive: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
 				informers.WithNamespace(ns),
 				informers.WithTransform(StripManagedFields)),
+			Selected: map[string]kubeinformers.SharedInformerFactory{},
+		}
+		for _, sel := range SelectedLabelSelectors {
+			s.Selected[sel] = kubeFactory(sel)
 		}
 		// Before any informer starts; the indexes are the same for every
 		// controller that asks.

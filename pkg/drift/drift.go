@@ -1,6 +1,8 @@
 package drift
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -316,4 +318,45 @@ func NormalizeVolumes(vols []corev1.Volume) []corev1.Volume {
 		out[i] = *v
 	}
 	return out
+}
+
+// FieldRules is reported when a Role's rules differ.
+const FieldRules = "rules"
+
+// DiffRole compares a Role: metadata as a subset, rules exactly.
+func DiffRole(want, have *rbacv1.Role) []string {
+	d := diffs(DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations))
+	d.check(semantic(want.Rules, have.Rules), FieldRules)
+	return d
+}
+
+// FieldServiceAccountPullSecrets is reported when a ServiceAccount's image
+// pull secrets differ from the ones hivekeeper sets.
+const FieldServiceAccountPullSecrets = "imagePullSecrets"
+
+// DiffServiceAccountWithPullSecrets is DiffServiceAccount for an account
+// hivekeeper gives image pull secrets (an MCPRegistry's, as ToolHive's
+// operator does): the list is compared when hivekeeper sets one, and left
+// to others when it sets none.
+func DiffServiceAccountWithPullSecrets(want, have *corev1.ServiceAccount) []string {
+	d := diffs(DiffServiceAccount(want, have))
+	if len(want.ImagePullSecrets) > 0 {
+		d.check(semantic(want.ImagePullSecrets, have.ImagePullSecrets), FieldServiceAccountPullSecrets)
+	}
+	return d
+}
+
+// DiffDeploymentWholePod compares a Deployment whose pod hivekeeper builds
+// whole, a podTemplateSpec merged in (an MCPRegistry's):
+// DiffDeploymentWithPodTemplate, with the init containers, scheduling
+// fields and pull policies compared by value whether or not a template is
+// there (see diffWholePodSpec).
+func DiffDeploymentWholePod(want, have *appsv1.Deployment) []string {
+	d := diffs(DiffDeploymentWithPodTemplate(want, have))
+	for _, f := range diffWholePodSpec(&want.Spec.Template.Spec, &have.Spec.Template.Spec) {
+		if !slices.Contains(d, f) {
+			d = append(d, f)
+		}
+	}
+	return d
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // The patch bodies below are JSON merge patches that carry only what
@@ -116,4 +118,41 @@ func DeploymentPatch(want, have *appsv1.Deployment, prune []string, adopt bool) 
 		spec["replicas"] = *want.Spec.Replicas
 	}
 	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, prune, adopt), "spec": spec})
+}
+
+// RolePatch is the owned-field patch of a Role.
+func RolePatch(want, have *rbacv1.Role, adopt bool) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, nil, adopt), "rules": want.Rules})
+}
+
+// ServiceAccountPatchWithPullSecrets is ServiceAccountPatch with the image
+// pull secrets hivekeeper sets, when it sets any.
+func ServiceAccountPatchWithPullSecrets(want, have *corev1.ServiceAccount, adopt bool) ([]byte, error) {
+	body := map[string]any{"metadata": metaPatch(want, have, nil, adopt)}
+	if len(want.ImagePullSecrets) > 0 {
+		body["imagePullSecrets"] = want.ImagePullSecrets
+	}
+	return json.Marshal(body)
+}
+
+// DeploymentPatchWholePod is DeploymentPatch for a Deployment whose pod
+// hivekeeper builds whole (DiffDeploymentWholePod): the pod spec keys the
+// live pod has and the built one lacks are sent as null, so that an init
+// container, volume or scheduling field the spec no longer asks for goes;
+// the podTemplateSpec hash goes with the template.
+func DeploymentPatchWholePod(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+	body, err := DeploymentPatch(want, have, []string{naming.AnnotationPodTemplateSpecHash}, adopt)
+	if err != nil {
+		return nil, err
+	}
+	podSpec, err := wholePodSpecPatch(&want.Spec.Template.Spec, &have.Spec.Template.Spec)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := decodeMap(body)
+	if err != nil {
+		return nil, err
+	}
+	patch["spec"].(map[string]any)["template"].(map[string]any)["spec"] = podSpec
+	return json.Marshal(patch)
 }

@@ -1,9 +1,9 @@
 // Package index holds the reference indexes hivekeeper's controllers use
 // instead of listing a namespace: which config (MCPOIDCConfig,
 // MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig,
-// MCPWebhookConfig, VirtualMCPCompositeToolDefinition) each workload
-// references, and which MCPGroup each workload (MCPServerEntries included)
-// belongs to.
+// MCPWebhookConfig, VirtualMCPCompositeToolDefinition, EmbeddingServer)
+// each workload references, and which MCPGroup each workload
+// (MCPServerEntries included) belongs to.
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -46,6 +46,9 @@ const (
 	ByCompositeToolDefinition = "toolhive.stacklok.dev/composite-tool-definition"
 	// ByGroup: the MCPGroup a workload belongs to.
 	ByGroup = "toolhive.stacklok.dev/group"
+	// ByEmbeddingServer: the EmbeddingServer whose URL a VirtualMCPServer's
+	// optimizer uses (spec.embeddingServerRef).
+	ByEmbeddingServer = "toolhive.stacklok.dev/embedding-server"
 )
 
 // Workload is one row of the table: a workload kind and, per index, how to
@@ -95,6 +98,7 @@ var Workloads = []Workload{
 			ByToolConfig:              refs(thv1.VMCPToolConfigNames),
 			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
 			ByCompositeToolDefinition: refs(thv1.VMCPCompositeToolNames),
+			ByEmbeddingServer:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.EmbeddingServerRef) }),
 		},
 	},
 	{
@@ -134,7 +138,7 @@ func refs[T any](names func(T) []string) func(obj any) []string {
 
 // named is a reference by name; nameOf reads it, "" for none.
 type named interface {
-	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.WebhookConfigReference | *thv1.GroupRef | *thv1.AuthServerRef
+	*thv1.OIDCConfigReference | *thv1.ToolConfigReference | *thv1.AuthzConfigReference | *thv1.ExternalAuthConfigReference | *thv1.TelemetryConfigReference | *thv1.WebhookConfigReference | *thv1.GroupRef | *thv1.AuthServerRef | *thv1.EmbeddingServerRef
 }
 
 func nameOf[R named](r R) string {
@@ -155,6 +159,8 @@ func nameOf[R named](r R) string {
 	case *thv1.WebhookConfigReference:
 		return v.Name
 	case *thv1.GroupRef:
+		return v.Name
+	case *thv1.EmbeddingServerRef:
 		return v.Name
 	case *thv1.AuthServerRef:
 		if v.Kind != thv1.KindMCPExternalAuthConfig {

@@ -13,6 +13,7 @@
 package rbac
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -24,40 +25,57 @@ import (
 const ToolhiveGroup = "toolhive.stacklok.dev"
 
 // ToolhiveResources are the custom resources hivekeeper reconciles.
-var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions"}
+var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions", "embeddingservers", "mcpregistries"}
 
 // Default names of the runner ClusterRoles: what the chart creates for the
 // release name "hivekeeper", and what the controller binds unless told
-// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role).
+// otherwise (--proxy-runner-cluster-role,
+// --stdio-proxy-runner-cluster-role, --remote-proxy-runner-cluster-role,
+// --registry-api-cluster-role).
 const (
 	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
+	DefaultStdioProxyRunnerClusterRole  = "hivekeeper-stdio-proxy-runner"
 	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
+	DefaultRegistryAPIClusterRole       = "hivekeeper-registry-api"
 )
 
-// Runners names the ClusterRoles the controller binds to the runner
-// ServiceAccounts.
+// Runners names the ClusterRoles the controller binds to the ServiceAccounts
+// of what it deploys that calls the Kubernetes API: the proxy runners and
+// an MCPRegistry's registry API.
 type Runners struct {
-	// ProxyRunner is bound to each MCPServer's <name>-proxy-runner.
+	// ProxyRunner is bound to the <name>-proxy-runner of each MCPServer
+	// whose transport is sse or streamable-http.
 	ProxyRunner string
+	// StdioProxyRunner is bound to it instead for a stdio MCPServer: the
+	// runner attaches to the server's stdin and stdout.
+	StdioProxyRunner string
 	// RemoteProxyRunner is bound to each MCPRemoteProxy's
 	// <name>-remote-proxy-runner.
 	RemoteProxyRunner string
+	// RegistryAPI is bound to each MCPRegistry's <name>-registry-api.
+	RegistryAPI string
 }
 
 // DefaultRunners are the default runner ClusterRole names.
 func DefaultRunners() Runners {
-	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole}
+	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, StdioProxyRunner: DefaultStdioProxyRunnerClusterRole,
+		RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole, RegistryAPI: DefaultRegistryAPIClusterRole}
 }
 
 // WithDefaults fills the names left empty with their defaults.
 func (r Runners) WithDefaults() Runners {
-	if r.ProxyRunner == "" {
-		r.ProxyRunner = DefaultProxyRunnerClusterRole
-	}
-	if r.RemoteProxyRunner == "" {
-		r.RemoteProxyRunner = DefaultRemoteProxyRunnerClusterRole
-	}
+	d := DefaultRunners()
+	r.ProxyRunner = cmp.Or(r.ProxyRunner, d.ProxyRunner)
+	r.StdioProxyRunner = cmp.Or(r.StdioProxyRunner, d.StdioProxyRunner)
+	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, d.RemoteProxyRunner)
+	r.RegistryAPI = cmp.Or(r.RegistryAPI, d.RegistryAPI)
 	return r
+}
+
+// Names are the runner ClusterRoles' names, the only ones the controller
+// may bind.
+func (r Runners) Names() []string {
+	return []string{r.ProxyRunner, r.StdioProxyRunner, r.RemoteProxyRunner, r.RegistryAPI}
 }
 
 // ClusterRoles are the runner ClusterRoles with their rules, as the chart
@@ -65,7 +83,9 @@ func (r Runners) WithDefaults() Runners {
 func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{
 		{ObjectMeta: metav1.ObjectMeta{Name: r.ProxyRunner}, Rules: ProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.StdioProxyRunner}, Rules: StdioProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.RegistryAPI}, Rules: RegistryAPIRules()},
 	}
 }
 
@@ -74,6 +94,7 @@ func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 // Role in each watched namespace. runners names the only ClusterRoles it may
 // bind.
 func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
+	runners = runners.WithDefaults()
 	// get/list/watch feed the informers; create, patch and delete are the
 	// only writes (children are never updated whole).
 	children := []string{"get", "list", "watch", "create", "patch", "delete"}
@@ -93,10 +114,10 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		// The runner RoleBindings reference these ClusterRoles, and only
 		// these: bind is what lets a RoleBinding grant a role its creator
 		// does not hold itself.
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{runners.ProxyRunner, runners.RemoteProxyRunner}, Verbs: []string{"bind"}},
-		// The finalizer reads, then deletes the StatefulSet the proxy
-		// runner created; hivekeeper never writes one otherwise.
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "delete"}},
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.Names(), Verbs: []string{"bind"}},
+		// An EmbeddingServer's StatefulSet; the MCPServer finalizer also
+		// reads, then deletes the StatefulSet the proxy runner created.
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(children)},
 		// An immediate restart deletes the proxy pods in one request.
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"deletecollection"}},
 		// Events about the custom resources, recorded in their namespace.
@@ -113,20 +134,27 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 //   - services: get (workload info), create and patch (server-side apply of
 //     the headless and the MCP Service);
 //   - pods: list (the pod to attach to, read logs of, or describe);
-//   - pods/attach: create (SPDY attach, a POST, for stdio servers);
 //   - pods/log: get (the monitor reads the last lines when the server exits).
 //
 // Nothing else: it never lists or updates StatefulSets, never deletes one
 // (removal is the finalizer's), and reads its RunConfig from the mounted
-// ConfigMap file, not the API.
+// ConfigMap file, not the API. A stdio server's runner also attaches
+// (StdioProxyRunnerRules).
 func ProxyRunnerRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "watch", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 	}
+}
+
+// StdioProxyRunnerRules are ProxyRunnerRules and pods/attach: create (SPDY
+// attach, a POST) to the server's stdin and stdout. ToolHive's operator
+// grants the attach to stdio servers' runners only since v0.63.0, last in
+// their Role.
+func StdioProxyRunnerRules() []rbacv1.PolicyRule {
+	return append(ProxyRunnerRules(), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}})
 }
 
 // RemoteProxyRunnerRules are what the proxy runner calls for an
@@ -139,6 +167,34 @@ func ProxyRunnerRules() []rbacv1.PolicyRule {
 // controller's own permissions.
 func RemoteProxyRunnerRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{}
+}
+
+// RegistryAPIRules are what ToolHive's registry API server (an
+// MCPRegistry's Deployment) may do in its namespace, ToolHive's rules in
+// ToolHive's order:
+//   - read MCPServers, MCPRemoteProxies and VirtualMCPServers: a
+//     configuration with a kubernetes source lists them as the registry's
+//     entries;
+//   - read Services, and Gateway API HTTPRoutes and Gateways: where an
+//     entry is reached, in the cluster or through an ingress;
+//   - read and write ConfigMaps and Leases: its leader election, when it
+//     runs more than one replica;
+//   - create and patch Events (events.k8s.io) about that election.
+//
+// No Secret (credentials are mounted files) and nothing outside the
+// namespace: the ClusterRole is bound by a RoleBinding in the registry's
+// namespace only. ToolHive's operator writes these rules into a Role of
+// its own per registry, which its creator must hold itself; hivekeeper
+// binds the chart's ClusterRole instead and holds none of them.
+func RegistryAPIRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"mcpservers", "mcpremoteproxies", "virtualmcpservers"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "gateways"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
 }
 
 func withSuffix(resources []string, suffix string) []string {
@@ -216,15 +272,15 @@ var NeverAllowed = []Request{
 	{Verb: "create", Resource: "serviceaccounts/token"},
 	{Verb: "list", Resource: "nodes"},
 	{Verb: "list", Resource: "namespaces"},
-	{Verb: "create", APIGroup: "apps", Resource: "statefulsets"},
 	{Verb: "update", APIGroup: "apps", Resource: "statefulsets"},
-	{Verb: "patch", APIGroup: "apps", Resource: "statefulsets"},
-	{Verb: "list", APIGroup: "apps", Resource: "statefulsets"},
 	{Verb: "create", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
 	{Verb: "update", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
 	{Verb: "delete", APIGroup: ToolhiveGroup, Resource: "mcpservers"},
 	{Verb: "create", APIGroup: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 	{Verb: "update", APIGroup: "coordination.k8s.io", Resource: "leases", Name: "someone-elses-lease"},
+	// Nothing the registry API may do but what the controller does anyway.
+	{Verb: "list", APIGroup: "gateway.networking.k8s.io", Resource: "httproutes"},
+	{Verb: "delete", APIGroup: "coordination.k8s.io", Resource: "leases"},
 	// Nothing is ever updated whole.
 	{Verb: "update", Resource: "configmaps"},
 	{Verb: "update", APIGroup: "apps", Resource: "deployments"},

@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"slices"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,19 +38,35 @@ func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 // calls ToolHive's proxy runner makes.
 func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	controllerRules := rbac.WorkloadRules(rbac.DefaultRunners())
-	for _, r := range rbac.Expand(rbac.ProxyRunnerRules()) {
-		// Services are the controller's own children as well, and the
-		// finalizer reads the runner's StatefulSet before deleting it.
-		ownUse := r.Resource == "services" || r == rbac.Request{Verb: "get", APIGroup: "apps", Resource: "statefulsets"}
+	for _, r := range rbac.Expand(rbac.StdioProxyRunnerRules()) {
+		// Services and StatefulSets (an EmbeddingServer's) are the
+		// controller's own children as well.
+		ownUse := r.Resource == "services" || r.Resource == "statefulsets"
 		if !ownUse && rbac.Allows(controllerRules, r) {
 			t.Errorf("the controller holds the runner's %+v", r)
 		}
 	}
-	if n := len(rbac.Expand(rbac.ProxyRunnerRules())); n != 10 {
-		t.Errorf("proxy runner rules expand to %d requests, want the 10 ToolHive's runner makes: %+v", n, rbac.Expand(rbac.ProxyRunnerRules()))
+	if n := len(rbac.Expand(rbac.StdioProxyRunnerRules())); n != 10 {
+		t.Errorf("stdio proxy runner rules expand to %d requests, want the 10 ToolHive's runner makes: %+v", n, rbac.Expand(rbac.StdioProxyRunnerRules()))
+	}
+	// Only a stdio server's runner attaches (ToolHive v0.63.0's operator).
+	attach := rbac.Request{Verb: "create", Resource: "pods/attach"}
+	if rbac.Allows(rbac.ProxyRunnerRules(), attach) || !rbac.Allows(rbac.StdioProxyRunnerRules(), attach) {
+		t.Errorf("pods/attach: the stdio runner's role and only it must allow it")
 	}
 	if rules := rbac.RemoteProxyRunnerRules(); rules == nil || len(rules) != 0 {
 		t.Errorf("remote proxy runner rules = %#v, want an empty, non-nil list", rules)
+	}
+	// The registry API's rules are granted by binding, never held.
+	for _, r := range rbac.Expand(rbac.RegistryAPIRules()) {
+		ownUse := r.Resource == "services" || r.Resource == "configmaps" ||
+			(r.APIGroup == rbac.ToolhiveGroup && slices.Contains([]string{"get", "list", "watch"}, r.Verb))
+		if !ownUse && rbac.Allows(controllerRules, r) {
+			t.Errorf("the controller holds the registry API's %+v", r)
+		}
+	}
+	if n := len(rbac.Expand(rbac.RegistryAPIRules())); n != 34 {
+		t.Errorf("registry API rules expand to %d requests, want ToolHive's 34", n)
 	}
 }
 

@@ -149,7 +149,8 @@ func indexerOf[T ConfigObject](t *testing.T, client *fake.Clientset, kind Config
 // when a workload names it both ways), which holds its deletion.
 func TestExternalAuthConfigControllerListsAuthServerReferrers(t *testing.T) {
 	cfg := &thv1.MCPExternalAuthConfig{ObjectMeta: curated(), Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
-		EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](`{"issuer":"https://a.example.com"}`)}}
+		EmbeddedAuthServer: toolhivetest.Decode[thv1.EmbeddedAuthServerConfig](`{"issuer":"https://a.example.com",` +
+			`"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c"}}]}`)}}
 	testProxyConfigController(t, ExternalAuthConfigs, cfg, func(s *thv1.MCPServerSpec, p *thv1.MCPRemoteProxySpec) {
 		s.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "curated"}
 		s.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "curated"}

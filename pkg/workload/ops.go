@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -28,98 +30,111 @@ type Children struct {
 	Services        framework.ChildOps[*corev1.Service]
 }
 
-// NewChildren wires the child kinds to their informers and clients. It
-// returns the informers so the caller can register handlers and wait for
-// their caches.
+// NewChildren wires the child kinds to their informers and clients. It returns the informers so the caller can
+// register handlers and wait for their caches.
 func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
-	kube := d.Kube
-	inf := func(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *framework.Informer {
-		return d.KubeInformer(pick)
-	}
-	cmInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	// ToolHive's operator labels its ConfigMaps, ServiceAccounts and
+	// RoleBindings otherwise than toolhive=true: they are read unfiltered,
+	// so a switch from it finds them cached (framework.Scope).
+	cmInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ConfigMaps().Informer()
 	})
-	saInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	saInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ServiceAccounts().Informer()
 	})
-	rbInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	rbInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Rbac().V1().RoleBindings().Informer()
 	})
-	depInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	depInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Apps().V1().Deployments().Informer()
 	})
-	svcInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	svcInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().Services().Informer()
 	})
-	// Each kind is read through FreshReads, so a sync sees this
-	// controller's own writes before their watch events arrive.
-	cmGet, cmWritten := framework.FreshReads[*corev1.ConfigMap](cmInf.Indexer(), corev1.Resource("configmaps"))
-	saGet, saWritten := framework.FreshReads[*corev1.ServiceAccount](saInf.Indexer(), corev1.Resource("serviceaccounts"))
-	rbGet, rbWritten := framework.FreshReads[*rbacv1.RoleBinding](rbInf.Indexer(), rbacv1.Resource("rolebindings"))
-	depGet, depWritten := framework.FreshReads[*appsv1.Deployment](depInf.Indexer(), appsv1.Resource("deployments"))
-	svcGet, svcWritten := framework.FreshReads[*corev1.Service](svcInf.Indexer(), corev1.Resource("services"))
 	c := &Children{
-		ConfigMaps: framework.ChildOps[*corev1.ConfigMap]{
-			Resource: "configmaps",
-			Get:      cmGet,
-			Written:  cmWritten,
-			Client: func(ns string) framework.ChildClient[*corev1.ConfigMap] {
-				return kube.CoreV1().ConfigMaps(ns)
-			},
-			Diff:      drift.DiffConfigMap,
-			PatchBody: drift.ConfigMapPatch,
-		},
-		ServiceAccounts: framework.ChildOps[*corev1.ServiceAccount]{
-			Resource: "serviceaccounts",
-			Get:      saGet,
-			Written:  saWritten,
-			Client: func(ns string) framework.ChildClient[*corev1.ServiceAccount] {
-				return kube.CoreV1().ServiceAccounts(ns)
-			},
-			Diff:      drift.DiffServiceAccount,
-			PatchBody: drift.ServiceAccountPatch,
-		},
-		RoleBindings: framework.ChildOps[*rbacv1.RoleBinding]{
-			Resource: "rolebindings",
-			Get:      rbGet,
-			Written:  rbWritten,
-			Client: func(ns string) framework.ChildClient[*rbacv1.RoleBinding] {
-				return kube.RbacV1().RoleBindings(ns)
-			},
-			Diff:          drift.DiffRoleBinding,
-			NeedsRecreate: drift.RoleBindingNeedsRecreate,
-			PatchBody:     drift.RoleBindingPatch,
-		},
-		Deployments: framework.ChildOps[*appsv1.Deployment]{
-			Resource: "deployments",
-			Get:      depGet,
-			Written:  depWritten,
-			Client: func(ns string) framework.ChildClient[*appsv1.Deployment] {
-				return kube.AppsV1().Deployments(ns)
-			},
-			Diff:          drift.DiffDeployment,
-			NeedsRecreate: drift.DeploymentNeedsRecreate,
-			PatchBody: func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
-				return drift.DeploymentPatch(want, have, nil, adopt)
-			},
-		},
-		Services: framework.ChildOps[*corev1.Service]{
-			Resource: "services",
-			Get:      svcGet,
-			Written:  svcWritten,
-			Client: func(ns string) framework.ChildClient[*corev1.Service] {
-				return kube.CoreV1().Services(ns)
-			},
-			Diff:      drift.DiffService,
-			PatchBody: drift.ServicePatch,
-		},
+		ConfigMaps:      ConfigMapOps(d, cmInf),
+		ServiceAccounts: ServiceAccountOps(d, saInf),
+		RoleBindings:    RoleBindingOps(d, rbInf),
+		Deployments:     DeploymentOps(d, depInf),
+		Services:        ServiceOps(d, svcInf),
 	}
 	return c, []*framework.Informer{cmInf, saInf, rbInf, depInf, svcInf}
 }
 
+// childObject is a child kind: a typed object the informers cache.
+type childObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+// newOps wires one child kind to its informer, read through FreshReads so
+// that a sync sees this controller's own writes before their watch events
+// arrive, and to its typed client.
+func newOps[T childObject](inf *framework.Informer, gr schema.GroupResource, client func(ns string) framework.ChildClient[T],
+	diff func(want, have T) []string, patch func(want, have T, adopt bool) ([]byte, error)) framework.ChildOps[T] {
+	get, written := framework.FreshReads[T](inf.Indexer(), gr)
+	return framework.ChildOps[T]{Resource: gr.Resource, Get: get, Written: written, Client: client, Diff: diff, PatchBody: patch}
+}
+
+// ConfigMapOps are the ChildOps of ConfigMaps read from inf.
+func ConfigMapOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*corev1.ConfigMap] {
+	return newOps(inf, corev1.Resource("configmaps"), func(ns string) framework.ChildClient[*corev1.ConfigMap] {
+		return d.Kube.CoreV1().ConfigMaps(ns)
+	}, drift.DiffConfigMap, drift.ConfigMapPatch)
+}
+
+// ServiceAccountOps are the ChildOps of ServiceAccounts read from inf.
+func ServiceAccountOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*corev1.ServiceAccount] {
+	return newOps(inf, corev1.Resource("serviceaccounts"), func(ns string) framework.ChildClient[*corev1.ServiceAccount] {
+		return d.Kube.CoreV1().ServiceAccounts(ns)
+	}, drift.DiffServiceAccount, drift.ServiceAccountPatch)
+}
+
+// RoleBindingOps are the ChildOps of RoleBindings read from inf; a
+// binding whose roleRef drifted is recreated.
+func RoleBindingOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*rbacv1.RoleBinding] {
+	ops := newOps(inf, rbacv1.Resource("rolebindings"), func(ns string) framework.ChildClient[*rbacv1.RoleBinding] {
+		return d.Kube.RbacV1().RoleBindings(ns)
+	}, drift.DiffRoleBinding, drift.RoleBindingPatch)
+	ops.NeedsRecreate = drift.RoleBindingNeedsRecreate
+	return ops
+}
+
+// DeploymentOps are the ChildOps of Deployments read from inf; one whose
+// selector drifted is recreated.
+func DeploymentOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*appsv1.Deployment] {
+	ops := newOps(inf, appsv1.Resource("deployments"), func(ns string) framework.ChildClient[*appsv1.Deployment] {
+		return d.Kube.AppsV1().Deployments(ns)
+	}, drift.DiffDeployment, func(want, have *appsv1.Deployment, adopt bool) ([]byte, error) {
+		return drift.DeploymentPatch(want, have, nil, adopt)
+	})
+	ops.NeedsRecreate = drift.DeploymentNeedsRecreate
+	return ops
+}
+
+// ServiceOps are the ChildOps of Services read from inf.
+func ServiceOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*corev1.Service] {
+	return newOps(inf, corev1.Resource("services"), func(ns string) framework.ChildClient[*corev1.Service] {
+		return d.Kube.CoreV1().Services(ns)
+	}, drift.DiffService, drift.ServicePatch)
+}
+
+// StatefulSetOps are the ChildOps of StatefulSets read from inf: their pod
+// is built whole (drift.DiffStatefulSet), and one whose immutable fields
+// drifted is recreated.
+func StatefulSetOps(d *framework.Deps, inf *framework.Informer) framework.ChildOps[*appsv1.StatefulSet] {
+	ops := newOps(inf, appsv1.Resource("statefulsets"), func(ns string) framework.ChildClient[*appsv1.StatefulSet] {
+		return d.Kube.AppsV1().StatefulSets(ns)
+	}, drift.DiffStatefulSet, drift.StatefulSetPatch)
+	ops.NeedsRecreate = drift.StatefulSetNeedsRecreate
+	return ops
+}
+
 // NamedServiceAccount returns the cached ServiceAccount a spec's
 // serviceAccount names, for CheckServiceAccount: nil when the spec names
-// none, or when the cache (toolhive=true objects only) has no such account.
+// none or no such account exists. An account that is no workload's child
+// is cached as its metadata only (framework.TrimForeign), which is all
+// CheckServiceAccount reads.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
 	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {

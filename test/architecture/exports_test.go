@@ -35,7 +35,9 @@ func TestControllerPackagesExportOnlyTheirContract(t *testing.T) {
 // builders (Build*), their Input and Output, and, where the controller
 // needs more of the translation than a build, the names below with why.
 var renderExports = map[string][]string{
-	"proxy": {"Input", "Output"},
+	"embedding": {"Output"},
+	"registry":  {"Input", "Output"},
+	"proxy":     {"Input", "Output"},
 	"vmcp": {"Input", "Output",
 		// The type of Output.AuthConditions.
 		"AuthCondition",

@@ -22,7 +22,9 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/embedding"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/registry"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
@@ -31,7 +33,7 @@ func TestGolden(t *testing.T) {
 	files := map[string][]byte{}
 	runners := rbac.Runners{}.WithDefaults()
 	for _, w := range workloadsOf(t, thv1.KindMCPServer) {
-		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole = runnerImage, runners.ProxyRunner
+		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole, w.Proxy.StdioRunnerClusterRole = runnerImage, runners.ProxyRunner, runners.StdioProxyRunner
 		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildMCPServer(w.Obj.(*thv1.MCPServer), w.Proxy) })
 	}
 	for _, w := range workloadsOf(t, thv1.KindMCPRemoteProxy) {
@@ -41,7 +43,29 @@ func TestGolden(t *testing.T) {
 	for _, w := range workloadsOf(t, thv1.KindVirtualMCPServer) {
 		recordVMCP(t, files, w)
 	}
+	for _, w := range workloadsOf(t, thv1.KindEmbeddingServer) {
+		d, err := embedding.Build(w.Obj.(*thv1.EmbeddingServer))
+		recordChildren(t, files, w, err, func() []runtime.Object { return []runtime.Object{d.StatefulSet, d.Service} })
+	}
+	for _, w := range workloadsOf(t, thv1.KindMCPRegistry) {
+		d, err := registry.Build(w.Obj.(*thv1.MCPRegistry), registry.Input{Image: registryAPIImage, ClusterRole: runners.RegistryAPI})
+		recordChildren(t, files, w, err, func() []runtime.Object {
+			return []runtime.Object{d.ConfigMap, d.ServiceAccount, d.RoleBinding, d.Deployment, d.Service}
+		})
+	}
 	checkRecorded(t, files)
+}
+
+// recordChildren records the children of a kind that references nothing
+// (an EmbeddingServer, an MCPRegistry), or its build error.
+func recordChildren(t *testing.T, files map[string][]byte, w workloadCase, err error, children func() []runtime.Object) {
+	if err != nil {
+		files[filepath.Join(w.Dir, "error.txt")] = recordError(err)
+		return
+	}
+	for _, o := range children() {
+		recordChild(t, files, w.Dir, o)
+	}
 }
 
 // recordProxy records a proxy's RunConfig and children.

@@ -23,6 +23,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
@@ -33,8 +34,9 @@ const goldenNamespace = "golden"
 
 // runnerImage and vmcpImage are the images golden builds run.
 const (
-	runnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:golden"
-	vmcpImage   = "ghcr.io/stacklok/toolhive/vmcp:golden"
+	runnerImage      = "ghcr.io/stacklok/toolhive/proxyrunner:golden"
+	vmcpImage        = "ghcr.io/stacklok/toolhive/vmcp:golden"
+	registryAPIImage = "ghcr.io/stacklok/thv-registry-api:golden"
 )
 
 // updateEnv, set to 1, makes the golden tests rewrite their files
@@ -226,6 +228,14 @@ func resolveGolden(w *workloadCase, objs []runtime.Object) {
 		w.VMCP.ExtAuth = resolveAll[*thv1.MCPExternalAuthConfig](objs, names(index.ByExternalAuthConfig, w.Obj), missing, thv1.KindMCPExternalAuthConfig)
 		w.VMCP.CompositeTools = resolveAll[*thv1.VirtualMCPCompositeToolDefinition](objs, names(index.ByCompositeToolDefinition, w.Obj), missing,
 			thv1.KindVirtualMCPCompositeToolDefinition)
+		// An EmbeddingServer of the set counts as ready, at its URL.
+		if name := first(index.ByEmbeddingServer); name != "" {
+			if e, ok := find[*thv1.EmbeddingServer](objs, name); ok {
+				w.VMCP.EmbeddingService = naming.EmbeddingServerURL(e)
+			} else {
+				missing(thv1.KindEmbeddingServer, name)
+			}
+		}
 		w.VMCP.MemberAuth = map[string]*thv1.MCPExternalAuthConfig{}
 		for _, memberKind := range []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy, thv1.KindMCPServerEntry} {
 			member, _ := index.WorkloadFor(memberKind)

@@ -182,3 +182,41 @@ func (f *fixture) runConfig(name string) string {
 	}
 	return cm.Data[schema.Key]
 }
+
+// An inline Cedar policy over 8 KiB, or one that does not parse, is
+// refused before anything is deployed, as ToolHive v0.63.0's operator
+// refuses it (pkg/validation/cedar_validation.go): ConfigurationValid and
+// Ready False with AuthzPolicySyntaxInvalid, phase Failed, one Warning
+// event, the status the only write. A policy of exactly 8 KiB deploys.
+func TestRemoteProxyInlineCedarChecks(t *testing.T) {
+	permit := "permit(principal, action, resource);"
+	pad := func(n int) string { return permit + "\n//" + strings.Repeat("x", n-len(permit)-3) }
+	for _, c := range []struct {
+		name, policy, mentions string
+	}{
+		{"too-large", pad(8193), "cedar policy at index 1 rejected: policy is too large (8193 bytes, max 8192)"},
+		{"syntax", "permit(principal, action resource);", "cedar policy at index 1 has invalid syntax"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+				p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, Inline: &thv1.InlineCedar{Policies: []string{permit, c.policy}}}
+			}))
+			acts, err := f.sync("remote")
+			if err != nil {
+				t.Fatalf("a refused spec is not retried: %v", err)
+			}
+			wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+			assertRefused(t, f.get("remote"), thv1.ReasonAuthzPolicySyntaxInvalid, c.mentions)
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonAuthzPolicySyntaxInvalid) {
+				t.Errorf("events %q", evs)
+			}
+		})
+	}
+	f := newFixture(t, newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, Inline: &thv1.InlineCedar{Policies: []string{pad(8192)}}}
+	}))
+	f.converge("remote")
+	if cv := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionConfigurationValid); cv == nil || cv.Status != metav1.ConditionTrue {
+		t.Errorf("an 8 KiB policy: ConfigurationValid %+v", cv)
+	}
+}

@@ -22,12 +22,16 @@ func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.Conditi
 	return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready"
 }
 
-// checkSpec runs the checks nothing may be deployed without: the remote
-// URL gate and spec.headerForward. It returns the ConfigurationValid
-// reason and message of the first failure, or two empty strings.
+// checkSpec runs the checks nothing may be deployed without, in
+// ToolHive's order: the remote URL gate, the inline Cedar policies, then
+// spec.headerForward. It returns the ConfigurationValid reason and
+// message of the first failure, or two empty strings.
 func checkSpec(p *thv1.MCPRemoteProxy) (reason, message string) {
 	if err := wiring.CheckRemoteURL(p.Spec.RemoteURL, p.Spec.AllowPrivateEndpoint); err != nil {
 		return thv1.ReasonRemoteURLInvalid, "spec." + err.Error()
+	}
+	if err := wiring.CheckRemoteProxyCedar(p.Spec.AuthzConfig); err != nil {
+		return thv1.ReasonAuthzPolicySyntaxInvalid, err.Error()
 	}
 	if hf := p.Spec.HeaderForward; hf != nil {
 		if err := wiring.CheckHeaderForward(p.Name, hf); err != nil {

@@ -118,8 +118,10 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 // Turning the runtime fields on rolls the proxy exactly once: one
 // ConfigMap write, one Deployment patch carrying the new checksum, env and
 // volume, and nothing on the next syncs. Turning them off does the same.
+// The server speaks streamable HTTP from the start: a change from stdio
+// would also rebind its runner to the ClusterRole without pods/attach.
 func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
-	f := newFixture(t, newServer("fetch"))
+	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportStreamableHTTP }))
 	f.converge("fetch")
 	ctx := context.Background()
 	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
@@ -269,20 +271,14 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 }
 
 // spec.permissionProfile changes nothing, as for ToolHive's operator from
-// v0.63.0 on: the server is deployed with the default profile, and the
-// field is reported as one hivekeeper does not act on.
-func TestPermissionProfileIsReportedUnsupported(t *testing.T) {
+// v0.63.0 on: the server is deployed with the default profile.
+func TestPermissionProfileHasNoEffect(t *testing.T) {
 	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) {
 		s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "p.json"}
 	}))
 	f.converge("fetch")
-	rc, _ := readRunConfig(t, f, "fetch")
-	if !reflect.DeepEqual(rc.PermissionProfile, schema.DefaultPermissionProfile()) {
-		t.Errorf("permission profile %+v", rc.PermissionProfile)
-	}
-	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionUnsupportedFields)
-	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "spec.permissionProfile") {
-		t.Errorf("UnsupportedFields %+v", c)
+	rc, raw := readRunConfig(t, f, "fetch")
+	if !reflect.DeepEqual(rc.PermissionProfile, schema.DefaultPermissionProfile()) || strings.Contains(raw, "permission_profile_name_or_path") {
+		t.Errorf("permission profile %+v in %s", rc.PermissionProfile, raw)
 	}
 }

@@ -219,12 +219,10 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 	}
 }
 
-// spec.embeddingServerRef and the replaced sections of spec.config are
-// reported, once, and the vMCP still runs; the condition goes with the
-// fields.
+// The replaced sections of spec.config are reported, once, and the vMCP
+// still runs; the condition goes with the fields.
 func TestVMCPUnsupportedFields(t *testing.T) {
 	v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
-		v.Spec.EmbeddingServerRef = &thv1.EmbeddingServerRef{Name: "embeddings"}
 		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"telemetry":{"endpoint":"otel:4317"},"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	f := newFixture(t, v, toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
@@ -236,8 +234,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
 	c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
-		!strings.Contains(c.Message, "spec.embeddingServerRef (EmbeddingServer embeddings") ||
-		!strings.HasSuffix(c.Message, ", spec.config.telemetry (replaced by spec.telemetryConfigRef)") {
+		!strings.HasSuffix(c.Message, ": spec.config.telemetry (replaced by spec.telemetryConfigRef)") {
 		t.Errorf("UnsupportedFields %+v", c)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
@@ -250,7 +247,6 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 	}
 
 	f.update("agg", func(v *thv1.VirtualMCPServer) {
-		v.Spec.EmbeddingServerRef = nil
 		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"}}`)
 	})
 	acts, err = f.sync("agg")

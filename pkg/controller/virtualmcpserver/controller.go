@@ -71,6 +71,8 @@ type Controller struct {
 	// memberAuth reads the MCPExternalAuthConfigs members name in their
 	// own externalAuthConfigRef.
 	memberAuth thlisters.MCPExternalAuthConfigLister
+	// embeddings reads the EmbeddingServers of spec.embeddingServerRef.
+	embeddings thlisters.EmbeddingServerLister
 }
 
 // memberKind is one backend kind of a group: its kind name and the
@@ -134,7 +136,61 @@ func New(d *framework.Deps) (*Controller, error) {
 	if err := c.watchMemberAuth(d); err != nil {
 		return nil, err
 	}
+	if err := c.watchEmbeddingServers(d); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// watchEmbeddingServers re-syncs the servers naming an EmbeddingServer in
+// spec.embeddingServerRef (index.ByEmbeddingServer: O(referrers)) when it
+// appears, goes away, or changes what they read of it (embeddingView):
+// its readiness comes from its StatefulSet through its own controller, so
+// nothing is polled, and its other status writes enqueue nothing.
+func (c *Controller) watchEmbeddingServers(d *framework.Deps) error {
+	servers := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Toolhive().V1beta1().EmbeddingServers().Informer()
+	})
+	c.embeddings = thlisters.NewEmbeddingServerLister(servers.Indexer())
+	synced, err := servers.AddEventHandler(c.embeddingHandler())
+	if err != nil {
+		return err
+	}
+	c.AddSynced(synced)
+	return nil
+}
+
+// embeddingHandler enqueues the referrers of an EmbeddingServer that was
+// added or deleted, or whose embeddingView changed.
+func (c *Controller) embeddingHandler() cache.ResourceEventHandlerFuncs {
+	referrers := func(obj any) {
+		if m, ok := framework.MetaFromObj(obj); ok {
+			c.enqueueByIndex(index.ByEmbeddingServer, m.GetNamespace(), index.Key(m.GetNamespace(), m.GetName()))
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    referrers,
+		DeleteFunc: referrers,
+		UpdateFunc: func(oldObj, newObj any) {
+			if viewEmbedding(oldObj) != viewEmbedding(newObj) {
+				referrers(newObj)
+			}
+		},
+	}
+}
+
+// embeddingView is what a vMCP reads of an EmbeddingServer.
+type embeddingView struct {
+	ready, failed bool
+	url           string
+}
+
+func viewEmbedding(obj any) embeddingView {
+	e, ok := obj.(*thv1.EmbeddingServer)
+	if !ok {
+		return embeddingView{}
+	}
+	return embeddingView{ready: embeddingReady(e), failed: e.Status.Phase == thv1.EmbeddingServerPhaseFailed, url: e.Status.URL}
 }
 
 // watchMemberAuth re-syncs the servers aggregating a member whose own

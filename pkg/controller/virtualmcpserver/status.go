@@ -46,3 +46,41 @@ func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr 
 		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
 	}
 }
+
+// embeddingReady is ToolHive's test of an EmbeddingServer a vMCP may use:
+// phase Ready with a ready replica.
+func embeddingReady(e *thv1.EmbeddingServer) bool {
+	return e.Status.Phase == thv1.EmbeddingServerPhaseReady && e.Status.ReadyReplicas > 0
+}
+
+// embeddingService resolves spec.embeddingServerRef as ToolHive's operator
+// does: without a reference there is nothing to wait for; a missing
+// EmbeddingServer fails the vMCP (EmbeddingServerNotFound, one Warning
+// event); one not ready yet, or failed, keeps it Pending with nothing
+// written (EmbeddingServerNotReady); a ready one is its URL, which
+// config.yaml's optimizer calls. Its events re-sync the vMCP through the
+// index, so the wait is not polled.
+func embeddingService(r *workload.Report, v *thv1.VirtualMCPServer, e *thv1.EmbeddingServer) (url string, ok bool) {
+	ref := v.Spec.EmbeddingServerRef
+	switch {
+	case ref == nil:
+		r.Remove(thv1.ConditionEmbeddingServerReady)
+		return "", true
+	case e == nil:
+		msg := fmt.Sprintf("Referenced EmbeddingServer %s not found", ref.Name)
+		r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionFalse, thv1.ReasonEmbeddingServerNotFound, msg)
+		r.Fail(thv1.ReasonEmbeddingServerNotFound, msg)
+		return "", false
+	case e.Status.Phase == thv1.EmbeddingServerPhaseFailed:
+		msg := fmt.Sprintf("EmbeddingServer %s has failed", ref.Name)
+		r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionFalse, thv1.ReasonEmbeddingServerNotReady, msg)
+		r.Pending(thv1.ReasonEmbeddingServerNotReady, msg)
+		return "", false
+	case !embeddingReady(e):
+		r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionFalse, thv1.ReasonEmbeddingServerNotReady, "EmbeddingServer is not yet ready")
+		r.Pending(thv1.ReasonEmbeddingServerNotReady, "Waiting for EmbeddingServer to become ready")
+		return "", false
+	}
+	r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionTrue, thv1.ReasonEmbeddingServerReady, "EmbeddingServer is ready")
+	return e.Status.URL, true
+}

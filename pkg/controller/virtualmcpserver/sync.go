@@ -63,7 +63,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
-	in.OIDC, in.Image = oidc, c.Config.VMCPImage
+	if in.EmbeddingService, ok = embeddingService(r, v, c.embeddingServer(v)); !ok {
+		return status, 0, nil
+	}
+	in.OIDC, in.Image, in.DefaultRedis = oidc, c.Config.VMCPImage, c.Config.DefaultRedis
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
 	var err error
 	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
@@ -171,4 +174,17 @@ func reportBackendAuth(r *workload.Report, current []metav1.Condition, condition
 			r.SetFalse(c.Type, c.Reason, c.Message)
 		}
 	}
+}
+
+// embeddingServer is the EmbeddingServer spec.embeddingServerRef names,
+// from the lister; nil for none or a missing one.
+func (c *Controller) embeddingServer(v *thv1.VirtualMCPServer) *thv1.EmbeddingServer {
+	if v.Spec.EmbeddingServerRef == nil {
+		return nil
+	}
+	e, err := c.embeddings.EmbeddingServers(v.Namespace).Get(v.Spec.EmbeddingServerRef.Name)
+	if err != nil {
+		return nil
+	}
+	return e
 }

@@ -43,7 +43,33 @@ func DefaultDeployment(d *appsv1.Deployment) {
 	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%")),
 	}}
-	t := &d.Spec.Template
+	defaultPodTemplate(&d.Spec.Template)
+}
+
+// DefaultStatefulSet applies the API server's defaults and the marks other
+// controllers leave on a StatefulSet.
+func DefaultStatefulSet(s *appsv1.StatefulSet) {
+	if s.Spec.Replicas == nil {
+		s.Spec.Replicas = ptr.To[int32](1)
+	}
+	s.Spec.RevisionHistoryLimit = ptr.To[int32](10)
+	s.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](0)}}
+	s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	for i := range s.Spec.VolumeClaimTemplates {
+		c := &s.Spec.VolumeClaimTemplates[i]
+		c.APIVersion, c.Kind = "v1", "PersistentVolumeClaim"
+		c.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+		c.Status.Phase = corev1.ClaimPending
+	}
+	defaultPodTemplate(&s.Spec.Template)
+}
+
+// defaultPodTemplate applies the API server's pod defaults and the marks
+// other controllers leave on a pod template.
+func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 	if t.Annotations == nil {
 		t.Annotations = map[string]string{}
 	}
@@ -59,32 +85,43 @@ func DefaultDeployment(d *appsv1.Deployment) {
 	for i := range p.Volumes {
 		defaultVolume(&p.Volumes[i])
 	}
+	for i := range p.InitContainers {
+		defaultContainer(&p.InitContainers[i])
+	}
 	for i := range p.Containers {
-		c := &p.Containers[i]
+		defaultContainer(&p.Containers[i])
+	}
+}
+
+// defaultContainer applies the API server's container defaults: the pull
+// policy when none is set, the termination message, probe and fieldRef
+// defaults.
+func defaultContainer(c *corev1.Container) {
+	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = corev1.PullAlways
-		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-		for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
-			if pr == nil {
-				continue
-			}
-			// The API server's probe defaults.
-			for _, f := range []struct {
-				field *int32
-				def   int32
-			}{{&pr.SuccessThreshold, 1}, {&pr.TimeoutSeconds, 1}, {&pr.PeriodSeconds, 10}, {&pr.FailureThreshold, 3}} {
-				if *f.field == 0 {
-					*f.field = f.def
-				}
-			}
-			if pr.HTTPGet != nil && pr.HTTPGet.Scheme == "" {
-				pr.HTTPGet.Scheme = corev1.URISchemeHTTP
+	}
+	c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+		if pr == nil {
+			continue
+		}
+		// The API server's probe defaults.
+		for _, f := range []struct {
+			field *int32
+			def   int32
+		}{{&pr.SuccessThreshold, 1}, {&pr.TimeoutSeconds, 1}, {&pr.PeriodSeconds, 10}, {&pr.FailureThreshold, 3}} {
+			if *f.field == 0 {
+				*f.field = f.def
 			}
 		}
-		for j := range c.Env {
-			if fr := c.Env[j].ValueFrom; fr != nil && fr.FieldRef != nil && fr.FieldRef.APIVersion == "" {
-				fr.FieldRef.APIVersion = "v1"
-			}
+		if pr.HTTPGet != nil && pr.HTTPGet.Scheme == "" {
+			pr.HTTPGet.Scheme = corev1.URISchemeHTTP
+		}
+	}
+	for j := range c.Env {
+		if fr := c.Env[j].ValueFrom; fr != nil && fr.FieldRef != nil && fr.FieldRef.APIVersion == "" {
+			fr.FieldRef.APIVersion = "v1"
 		}
 	}
 }

@@ -89,3 +89,27 @@ const AnnotationPodTemplateSpecHash = "toolhive.stacklok.io/podtemplatespec-hash
 // defaults fields inside volume sources (defaultMode, token expiry, host
 // path type, ...) and a comparison of the lists would see drift forever.
 const AnnotationPodVolumesHash = "toolhive.stacklok.io/podvolumes-hash"
+
+// The EmbeddingServer's contract: its container (a podTemplateSpec
+// addresses it by name), port default, and where the model cache is
+// mounted (HF_HOME points there).
+const (
+	EmbeddingContainerName           = "embedding"
+	DefaultEmbeddingServerPort int32 = 8080
+	EmbeddingModelCacheVolume        = "model-cache"
+	EmbeddingModelCachePath          = "/data"
+)
+
+// The MCPRegistry's contract: the registry API container (a
+// podTemplateSpec addresses it by name), its port, its configuration file
+// and the volume it is read from.
+const (
+	RegistryAPIContainerName       = "registry-api"
+	RegistryAPIPort          int32 = 8080
+	RegistryConfigKey              = "config.yaml"
+	RegistryConfigVolume           = "registry-server-config"
+	RegistryConfigMountPath        = "/config"
+	// AnnotationRegistryConfigHash on the registry API's pod template is
+	// the hash of the whole MCPRegistry spec: any spec change rolls it.
+	AnnotationRegistryConfigHash = "toolhive.stacklok.dev/config-hash"
+)

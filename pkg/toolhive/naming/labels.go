@@ -66,3 +66,48 @@ func ObjectMeta(name, namespace string, labels, annotations map[string]string, o
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}
 }
+
+// Labels of the children of the two kinds whose children ToolHive's
+// operator labels its own way. hivekeeper labels them the same way, and
+// watches them by these selectors rather than toolhive=true: the same
+// objects, whichever operator made them.
+const (
+	LabelComponent    = "app.kubernetes.io/component"
+	LabelManagedBy    = "app.kubernetes.io/managed-by"
+	LabelRegistryName = "toolhive.stacklok.io/registry-name"
+	// ManagedByToolHive is the managed-by value of ToolHive's operator,
+	// kept so that a child reads the same under either operator.
+	ManagedByToolHive = "toolhive-operator"
+	// EmbeddingServerSelector selects an EmbeddingServer's StatefulSet and
+	// Service.
+	EmbeddingServerSelector = LabelName + "=embeddingserver"
+	// RegistrySelector selects an MCPRegistry's children (any registry).
+	RegistrySelector = LabelRegistryName
+)
+
+// EmbeddingServerLabels are the labels of an EmbeddingServer's children,
+// and the StatefulSet's selector.
+func EmbeddingServerLabels(name string) map[string]string {
+	return map[string]string{
+		LabelName:      "embeddingserver",
+		LabelInstance:  name,
+		LabelComponent: "embedding-server",
+		LabelManagedBy: ManagedByToolHive,
+	}
+}
+
+// RegistryLabels are the labels of an MCPRegistry's children; resource is
+// the name of the child set they label (the API's, or its account's).
+func RegistryLabels(registry, resource string) map[string]string {
+	return map[string]string{
+		LabelName:         resource,
+		LabelComponent:    "registry-api",
+		LabelManagedBy:    ManagedByToolHive,
+		LabelRegistryName: registry,
+	}
+}
+
+// RegistrySelectorLabels select the registry API's pods.
+func RegistrySelectorLabels(registry string) map[string]string {
+	return map[string]string{LabelName: RegistryAPIName(registry), LabelComponent: "registry-api"}
+}

@@ -144,3 +144,34 @@ func RemoteProxyURL(p *thv1.MCPRemoteProxy) string {
 	}
 	return base + "/mcp"
 }
+
+// EmbeddingServerPort is an EmbeddingServer's port with its default.
+func EmbeddingServerPort(e *thv1.EmbeddingServer) int32 {
+	if e.Spec.Port > 0 {
+		return e.Spec.Port
+	}
+	return DefaultEmbeddingServerPort
+}
+
+// EmbeddingServerURL is the in-cluster address of an EmbeddingServer, its
+// status.url: its Service, which has the server's own name.
+func EmbeddingServerURL(e *thv1.EmbeddingServer) string {
+	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d", e.Name, e.Namespace, EmbeddingServerPort(e))
+}
+
+// RegistryAPIName names an MCPRegistry's registry API Deployment and
+// Service.
+func RegistryAPIName(n string) string { return n + "-api" }
+
+// RegistryAPIAccountName names the registry API's ServiceAccount, Role
+// and RoleBinding.
+func RegistryAPIAccountName(n string) string { return n + "-registry-api" }
+
+// RegistryConfigMapName is an MCPRegistry's configuration ConfigMap.
+func RegistryConfigMapName(n string) string { return n + "-registry-server-config" }
+
+// RegistryAPIURL is the in-cluster address of an MCPRegistry's API, its
+// status.url, as ToolHive's operator writes it (the Service's short name).
+func RegistryAPIURL(r *thv1.MCPRegistry) string {
+	return fmt.Sprintf("http://%s.%s:%d", RegistryAPIName(r.Name), r.Namespace, RegistryAPIPort)
+}

@@ -89,6 +89,7 @@ type (
 		Config     *RateLimitConfig `json:"config"`
 		RedisAddr  string           `json:"redis_addr,omitempty"`
 		RedisDB    int32            `json:"redis_db,omitempty"`
+		RedisTLS   *RedisTLSConfig  `json:"redis_tls,omitempty"`
 	}
 	webhookParams struct {
 		Webhooks   []WebhookConfig `json:"webhooks"`
@@ -183,7 +184,7 @@ func (rc *RunConfig) PopulateMiddlewareConfigs(usageMetrics bool) error {
 		}
 		redis := rc.ScalingConfig.SessionRedis
 		add(MiddlewareRateLimit, rateLimitParams{Namespace: rc.RateLimitNamespace, ServerName: rc.Name,
-			Config: rc.RateLimitConfig, RedisAddr: redis.Address, RedisDB: redis.DB})
+			Config: rc.RateLimitConfig, RedisAddr: redis.Address, RedisDB: redis.DB, RedisTLS: redis.TLS})
 	}
 	if len(rc.MutatingWebhooks) > 0 {
 		add(MiddlewareMutatingWebhook, webhookParams{Webhooks: rc.MutatingWebhooks, ServerName: rc.Name, Transport: rc.Transport})

@@ -91,8 +91,12 @@ type RunConfig struct {
 	RateLimitNamespace string           `json:"rate_limit_namespace,omitempty"`
 	TrustProxyHeaders  bool             `json:"trust_proxy_headers,omitempty"`
 	// MaxRequestBodySize caps request bodies; zero is the runner's default.
-	MaxRequestBodySize int64  `json:"max_request_body_size,omitempty"`
-	ProxyMode          string `json:"proxy_mode,omitempty"`
+	MaxRequestBodySize int64 `json:"max_request_body_size,omitempty"`
+	// ProxyReadTimeout bounds how long the proxy reads one request, a Go
+	// duration as time.Duration prints it ("1m0s"); empty is the
+	// runner's default (30s).
+	ProxyReadTimeout string `json:"proxy_read_timeout,omitempty"`
+	ProxyMode        string `json:"proxy_mode,omitempty"`
 	// ThvCABundle and JWKSAuthTokenFile repeat the OIDC CA bundle and JWKS
 	// token paths at the top level, where ToolHive's operator also writes
 	// them.
@@ -282,6 +286,17 @@ type SessionRedisConfig struct {
 	Address   string `json:"address,omitempty"`
 	DB        int32  `json:"db,omitempty"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// TLS, when present, connects over TLS; empty ({}) verifies the
+	// server with the system roots.
+	TLS *RedisTLSConfig `json:"tls,omitempty"`
+}
+
+// RedisTLSConfig is ToolHive's redisconfig.TLSConfig, with its camelCase
+// keys in the snake_case RunConfig as in the vMCP's config.yaml.
+// CACertFile is the path of a mounted CA bundle, never its content.
+type RedisTLSConfig struct {
+	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
+	CACertFile         string `json:"caCertFile,omitempty"`
 }
 
 // RateLimitConfig is ToolHive's ratelimit RateLimitConfig, the CRD type

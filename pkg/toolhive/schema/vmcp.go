@@ -160,6 +160,13 @@ func MarshalVMCPConfig(cfg map[string]any) (string, error) {
 // authorization server's configuration vmcp reads beside config.yaml: the
 // YAML of the same block the proxy runner reads from its RunConfig.
 func MarshalAuthServerConfig(c *EmbeddedAuthServerConfig) (string, error) {
+	if c.RegistrationRateLimit != nil {
+		cc := *c
+		r := *c.RegistrationRateLimit
+		r.yamlFloat = true
+		cc.RegistrationRateLimit = &r
+		c = &cc
+	}
 	out, err := yaml.Marshal(c)
 	return string(out), err
 }

@@ -2,7 +2,6 @@ package wiring
 
 import (
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"net/url"
 	"path"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/dump"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
@@ -163,14 +161,9 @@ func webhookVolumeName(id string) string {
 }
 
 // toolhiveHash is the hash ToolHive's operator derives webhook mount
-// names from: FNV-1a (32 bit, lower-case hex without padding) of the
-// value's apimachinery dump.ForHash rendering. The paths it yields are in
+// names from (ConfigHash of the identifier). The paths it yields are in
 // the RunConfig, so they must be ToolHive's to the character.
-func toolhiveHash(v string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(dump.ForHash(v)))
-	return fmt.Sprintf("%x", h.Sum32())
-}
+func toolhiveHash(v string) string { return ConfigHash(v) }
 
 // ValidateWebhookConfig returns every problem of an MCPWebhookConfig that
 // the runner would otherwise only report when it starts (and then fails)

@@ -27,6 +27,17 @@ func (f *Fixture) ApplyServerBehaviour() {
 			f.T.Fatal(err)
 		}
 	}
+	sets, err := f.Kube.AppsV1().StatefulSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	for i := range sets.Items {
+		s := drifttest.RoundTrip(&sets.Items[i])
+		drifttest.DefaultStatefulSet(s)
+		if _, err := f.Kube.AppsV1().StatefulSets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			f.T.Fatal(err)
+		}
+	}
 	svcs, err := f.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		f.T.Fatal(err)

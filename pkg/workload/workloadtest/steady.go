@@ -14,6 +14,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // The helpers below prove invariant 2 on a real API server: after
@@ -67,22 +68,31 @@ func Quiesce(t testing.TB, quiet, timeout time.Duration, controllers ...string) 
 }
 
 // Versions returns "resource/name" → resourceVersion of every object in
-// namespace that hivekeeper writes: the children (label toolhive=true) and
-// the ToolHive custom resources.
+// namespace that hivekeeper writes: the children (label toolhive=true, or
+// the labels of an EmbeddingServer's or MCPRegistry's) and the ToolHive
+// custom resources.
 func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespace string) (map[string]string, error) {
 	out := map[string]string{}
-	children := metav1.ListOptions{LabelSelector: "toolhive=true"}
 	all := metav1.ListOptions{}
 	c, t := kube.CoreV1(), th.ToolhiveV1beta1()
-	lists := []struct {
+	type lister struct {
 		resource string
 		list     func() (runtime.Object, error)
-	}{
-		{"configmaps", func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, children) }},
-		{"serviceaccounts", func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, children) }},
-		{"services", func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
-		{"rolebindings", func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, children) }},
-		{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
+	}
+	var lists []lister
+	for _, sel := range []string{"toolhive=true", naming.EmbeddingServerSelector, naming.RegistrySelector} {
+		children := metav1.ListOptions{LabelSelector: sel}
+		lists = append(lists,
+			lister{"configmaps", func() (runtime.Object, error) { return c.ConfigMaps(namespace).List(ctx, children) }},
+			lister{"serviceaccounts", func() (runtime.Object, error) { return c.ServiceAccounts(namespace).List(ctx, children) }},
+			lister{"services", func() (runtime.Object, error) { return c.Services(namespace).List(ctx, children) }},
+			lister{"rolebindings", func() (runtime.Object, error) { return kube.RbacV1().RoleBindings(namespace).List(ctx, children) }},
+			lister{"deployments", func() (runtime.Object, error) { return kube.AppsV1().Deployments(namespace).List(ctx, children) }},
+			lister{"statefulsets", func() (runtime.Object, error) { return kube.AppsV1().StatefulSets(namespace).List(ctx, children) }})
+	}
+	lists = append(lists, []lister{
+		{"embeddingservers", func() (runtime.Object, error) { return t.EmbeddingServers(namespace).List(ctx, all) }},
+		{"mcpregistries", func() (runtime.Object, error) { return t.MCPRegistries(namespace).List(ctx, all) }},
 		{"mcpservers", func() (runtime.Object, error) { return t.MCPServers(namespace).List(ctx, all) }},
 		{"mcpremoteproxies", func() (runtime.Object, error) { return t.MCPRemoteProxies(namespace).List(ctx, all) }},
 		{"virtualmcpservers", func() (runtime.Object, error) { return t.VirtualMCPServers(namespace).List(ctx, all) }},
@@ -97,7 +107,7 @@ func Versions(ctx context.Context, kube kubernetes.Interface, th versioned.Inter
 		{"virtualmcpcompositetooldefinitions", func() (runtime.Object, error) {
 			return t.VirtualMCPCompositeToolDefinitions(namespace).List(ctx, all)
 		}},
-	}
+	}...)
 	for _, l := range lists {
 		list, err := l.list()
 		if err != nil {

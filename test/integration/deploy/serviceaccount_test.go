@@ -84,11 +84,17 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 		if v, ok := strings.CutPrefix(a, "--proxy-runner-cluster-role="); ok {
 			in.runners.ProxyRunner = v
 		}
+		if v, ok := strings.CutPrefix(a, "--stdio-proxy-runner-cluster-role="); ok {
+			in.runners.StdioProxyRunner = v
+		}
 		if v, ok := strings.CutPrefix(a, "--remote-proxy-runner-cluster-role="); ok {
 			in.runners.RemoteProxyRunner = v
 		}
+		if v, ok := strings.CutPrefix(a, "--registry-api-cluster-role="); ok {
+			in.runners.RegistryAPI = v
+		}
 	}
-	if in.runners.ProxyRunner == "" || in.runners.RemoteProxyRunner == "" {
+	if in.runners.ProxyRunner == "" || in.runners.StdioProxyRunner == "" || in.runners.RemoteProxyRunner == "" || in.runners.RegistryAPI == "" {
 		t.Fatalf("the Deployment names no runner ClusterRoles: %+v", in.runners)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -189,7 +195,7 @@ func TestServiceAccountPermissions(t *testing.T) {
 			clusterRole := func(name string) rbacv1.RoleRef {
 				return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
 			}
-			for _, cr := range []string{in.runners.ProxyRunner, in.runners.RemoteProxyRunner} {
+			for _, cr := range in.runners.Names() {
 				if err := bind(watched, "x-"+cr, clusterRole(cr)); err != nil {
 					t.Errorf("%s: binding %s as the ServiceAccount: %v", mode, cr, err)
 				}
@@ -339,7 +345,8 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 			}
 			// MCPServer osv's children, written as the ServiceAccount; the
 			// runners are bound to the chart's ClusterRoles, and the legacy
-			// binding to a Role was replaced by one to the ClusterRole.
+			// binding to a Role was replaced by one to the ClusterRole (the
+			// stdio one: the legacy server's transport is the default).
 			framework.Eventually(t, 30*time.Second, func() (bool, error) {
 				if _, err := env.Kube.AppsV1().Deployments(watched).Get(ctx, "osv", metav1.GetOptions{}); err != nil {
 					return false, err
@@ -347,10 +354,19 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 				if _, err := env.Kube.CoreV1().ConfigMaps(watched).Get(ctx, "osv-runconfig", metav1.GetOptions{}); err != nil {
 					return false, err
 				}
+				// The example EmbeddingServer's StatefulSet and the example
+				// MCPRegistry's Deployment, written as the ServiceAccount too.
+				if _, err := env.Kube.AppsV1().StatefulSets(watched).Get(ctx, "embeddings", metav1.GetOptions{}); err != nil {
+					return false, err
+				}
+				if _, err := env.Kube.AppsV1().Deployments(watched).Get(ctx, "catalog-api", metav1.GetOptions{}); err != nil {
+					return false, err
+				}
 				for binding, clusterRole := range map[string]string{
 					"osv-proxy-runner":                 in.runners.ProxyRunner,
-					"legacy-proxy-runner":              in.runners.ProxyRunner,
+					"legacy-proxy-runner":              in.runners.StdioProxyRunner,
 					"vendor-tools-remote-proxy-runner": in.runners.RemoteProxyRunner,
+					"catalog-registry-api":             in.runners.RegistryAPI,
 				} {
 					rb, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, binding, metav1.GetOptions{})
 					if err != nil {
@@ -361,7 +377,7 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 					}
 				}
 				return true, nil
-			}, "the osv MCPServer's Deployment and RunConfig, and the runner bindings to the chart's ClusterRoles")
+			}, "the osv MCPServer's Deployment and RunConfig, the examples' StatefulSet and registry API, and the bindings to the chart's ClusterRoles")
 			roles, err := env.Kube.RbacV1().Roles(watched).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
 			if err != nil {
 				t.Fatal(err)

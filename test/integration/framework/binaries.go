@@ -152,6 +152,23 @@ func ToolHiveSource(release string) (version, dir string, err error) {
 	return version, strings.TrimSpace(string(out)), nil
 }
 
+// GoModuleSource returns the folder of module at version in the Go module
+// cache, downloaded by hack/toolhive-source.sh with ToolHive's toolchain:
+// the modules ToolHive's types come from besides its own.
+func GoModuleSource(module, version string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "toolhive-source.sh"), version, module)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/toolhive-source.sh %s %s: %w", version, module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // apiServerBinaries are what Start always runs.
 var apiServerBinaries = []string{"kube-apiserver", "etcd"}
 

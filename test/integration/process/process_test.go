@@ -69,7 +69,9 @@ var documentedFlags = []string{
 	"--metrics-bind-address", "--health-probe-bind-address", "--kube-api-qps",
 	"--kube-api-burst", "--workers", "--runner-image", "--vmcp-image", "--log-format",
 	"--metrics-secure", "--metrics-cert-path", "--proxy-runner-cluster-role",
-	"--remote-proxy-runner-cluster-role", "--profiling",
+	"--stdio-proxy-runner-cluster-role", "--remote-proxy-runner-cluster-role", "--profiling",
+	"--default-redis-addr", "--default-redis-secret-name", "--default-redis-secret-key",
+	"--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name", "--default-redis-tls-ca-secret-key",
 }
 
 func testHelp(t *testing.T, bin string) {

@@ -57,15 +57,24 @@ app.kubernetes.io/part-of: hivekeeper
 {{- end }}
 
 {{/*
-The ClusterRoles bound to the proxy runners' ServiceAccounts
-(runner-rbac.yaml). The controller may bind them and nothing else.
+The ClusterRoles bound to the proxy runners' and the registry APIs'
+ServiceAccounts (runner-rbac.yaml). The controller may bind them and
+nothing else.
 */}}
 {{- define "hivekeeper.proxyRunnerClusterRole" -}}
 {{ include "hivekeeper.fullname" . }}-proxy-runner
 {{- end }}
 
+{{- define "hivekeeper.stdioProxyRunnerClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-stdio-proxy-runner
+{{- end }}
+
 {{- define "hivekeeper.remoteProxyRunnerClusterRole" -}}
 {{ include "hivekeeper.fullname" . }}-remote-proxy-runner
+{{- end }}
+
+{{- define "hivekeeper.registryAPIClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-registry-api
 {{- end }}
 
 {{/*
@@ -78,18 +87,20 @@ declares the same rules and a test compares them.
 # The ToolHive custom resources: watched, and patched (finalizers,
 # annotations) with an optimistic lock; never updated whole.
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions"]
+  resources: ["mcpservers", "mcpoidcconfigs", "mcpremoteproxies", "virtualmcpservers", "mcpgroups", "mcptoolconfigs", "mcpauthzconfigs", "mcpexternalauthconfigs", "mcptelemetryconfigs", "mcpwebhookconfigs", "mcpserverentries", "virtualmcpcompositetooldefinitions", "embeddingservers", "mcpregistries"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers/status", "mcpoidcconfigs/status", "mcpremoteproxies/status", "virtualmcpservers/status", "mcpgroups/status", "mcptoolconfigs/status", "mcpauthzconfigs/status", "mcpexternalauthconfigs/status", "mcptelemetryconfigs/status", "mcpwebhookconfigs/status", "mcpserverentries/status", "virtualmcpcompositetooldefinitions/status"]
+  resources: ["mcpservers/status", "mcpoidcconfigs/status", "mcpremoteproxies/status", "virtualmcpservers/status", "mcpgroups/status", "mcptoolconfigs/status", "mcpauthzconfigs/status", "mcpexternalauthconfigs/status", "mcptelemetryconfigs/status", "mcpwebhookconfigs/status", "mcpserverentries/status", "virtualmcpcompositetooldefinitions/status", "embeddingservers/status", "mcpregistries/status"]
   verbs: ["patch"]
 # Setting blockOwnerDeletion on a child's ownerReference needs update on the
 # owner's finalizers (OwnerReferencesPermissionEnforcement).
 - apiGroups: ["toolhive.stacklok.dev"]
-  resources: ["mcpservers/finalizers", "mcpoidcconfigs/finalizers", "mcpremoteproxies/finalizers", "virtualmcpservers/finalizers", "mcpgroups/finalizers", "mcptoolconfigs/finalizers", "mcpauthzconfigs/finalizers", "mcpexternalauthconfigs/finalizers", "mcptelemetryconfigs/finalizers", "mcpwebhookconfigs/finalizers", "mcpserverentries/finalizers", "virtualmcpcompositetooldefinitions/finalizers"]
+  resources: ["mcpservers/finalizers", "mcpoidcconfigs/finalizers", "mcpremoteproxies/finalizers", "virtualmcpservers/finalizers", "mcpgroups/finalizers", "mcptoolconfigs/finalizers", "mcpauthzconfigs/finalizers", "mcpexternalauthconfigs/finalizers", "mcptelemetryconfigs/finalizers", "mcpwebhookconfigs/finalizers", "mcpserverentries/finalizers", "virtualmcpcompositetooldefinitions/finalizers", "embeddingservers/finalizers", "mcpregistries/finalizers"]
   verbs: ["update"]
-# Children: RunConfig and vMCP ConfigMaps, runner/vMCP ServiceAccounts,
-# proxy Deployments and Services, the runners' RoleBindings. Created,
+# Children: RunConfig, vMCP and registry ConfigMaps, runner/vMCP/registry
+# API ServiceAccounts, proxy, vMCP and registry API Deployments and
+# Services, the EmbeddingServers' Services, the runners' and registry APIs'
+# RoleBindings. Created,
 # patched and deleted, never updated whole. Services are also deleted when
 # the proxy runner created them (finalizer cleanup).
 - apiGroups: [""]
@@ -101,18 +112,18 @@ declares the same rules and a test compares them.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["rolebindings"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# The runners' RoleBindings reference these ClusterRoles and only these:
-# bind lets a binding grant a role its creator does not hold itself, so the
-# controller holds none of the runners' permissions.
+# The runners' and registry APIs' RoleBindings reference these
+# ClusterRoles and only these: bind lets a binding grant a role its creator
+# does not hold itself, so the controller holds none of their permissions.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["clusterroles"]
-  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}]
+  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.stdioProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.registryAPIClusterRole" . | quote }}]
   verbs: ["bind"]
-# The finalizer reads, then deletes the StatefulSet the proxy runner
-# created; the controller never writes one otherwise.
+# An EmbeddingServer's StatefulSet; the MCPServer finalizer also reads,
+# then deletes, the StatefulSet the proxy runner created.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 # An immediate restart deletes the proxy pods in one request.
 - apiGroups: [""]
   resources: ["pods"]

@@ -84,6 +84,9 @@ const (
 	// Event: the finalizer left an object in place that was not the proxy
 	// runner's.
 	ReasonCleanupSkipped = "CleanupSkipped"
+	// Event (Warning, ToolHive's): spec.permissionProfile is set, and
+	// ignored, as ToolHive v0.63.0's operator ignores it.
+	ReasonPermissionProfileUnsupported = "PermissionProfileUnsupported"
 )
 
 // Reasons of an MCPGroup's Ready condition.
@@ -120,6 +123,9 @@ const (
 	// ReasonHeaderForwardInvalid: spec.headerForward names a header the
 	// runner refuses or cannot send, or two that collide.
 	ReasonHeaderForwardInvalid = "HeaderForwardInvalid"
+	// ReasonAuthzPolicySyntaxInvalid: an inline Cedar policy is over
+	// 8 KiB or does not parse.
+	ReasonAuthzPolicySyntaxInvalid = "AuthzPolicySyntaxInvalid"
 )
 
 // Finalizers.

@@ -35,6 +35,16 @@ func mcpServerReplicas(s *thv1.MCPServer) *int32 {
 	return &r
 }
 
+// runnerClusterRole is the ClusterRole of an MCPServer's runner: only a
+// stdio server's may attach to its pod, as ToolHive's operator (v0.63.0)
+// grants pods/attach to stdio servers alone.
+func runnerClusterRole(s *thv1.MCPServer, in Input) string {
+	if naming.MCPServerTransport(s) == thv1.TransportStdio {
+		return in.StdioRunnerClusterRole
+	}
+	return in.RunnerClusterRole
+}
+
 // BuildMCPServer computes every child of an MCPServer. It is pure: the
 // same inputs give the same objects, and the drift comparators compare
 // against exactly these objects.
@@ -76,7 +86,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := resolveRuntime(s)
+	rt, err := resolveRuntime(s, in.DefaultRedis)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +102,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s))
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +116,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		RunConfig:            cm,
 		AuthzConfigMap:       authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil)),
 		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), runnerClusterRole(s, in)),
 	}
 	if !custom {
 		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
@@ -137,7 +147,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		// password (after the overrides, so a plain override does not
 		// replace it), the generation, the authorization server's
 		// secrets, then what the runner requires.
-		Env: wiring.RequiredEnv(slices.Concat(telemetry.Env, extAuth.Env, oidc.Env, wiring.OverrideEnv(ov.Env), rt.ProxyEnv,
+		Env: wiring.RequiredEnv(slices.Concat(telemetry.Env, extAuth.Env, oidc.Env, wiring.OverrideEnv(ov.Env), rt.Session.Env,
 			[]corev1.EnvVar{{
 				Name: naming.EnvMCPServerGeneration,
 				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
@@ -152,9 +162,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
 		// inline authorization config, the OIDC CA bundle, the telemetry
-		// CA bundle and the embedded authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// CA bundle, the session storage Redis CA bundle and the embedded
+		// authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{

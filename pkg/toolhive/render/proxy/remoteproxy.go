@@ -88,7 +88,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p))
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +115,9 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	telemetry.ApplyTo(runCfg)
 	wiring.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = wiring.Audit(p.Spec.Audit)
-	if redis := wiring.SessionRedis(p.Spec.SessionStorage); redis != nil {
-		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: redis}
+	session := wiring.SessionStorage(p.Spec.SessionStorage, in.DefaultRedis, wiring.FallbackWhenAbsent)
+	if session.Redis != nil {
+		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: session.Redis}
 	}
 	runCfg.PermissionProfile = schema.DefaultPermissionProfile()
 	runCfg.SetTransportEnv()
@@ -142,8 +143,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	// the runner requires, then the authorization server's secrets. No
 	// telemetry env: ToolHive's operator sets none on a remote proxy, and
 	// its runner reads none.
-	env := wiring.RequiredEnv(slices.Concat(oidc.Env, extAuth.Env, headerEnv, wiring.OverrideEnv(ov.Env),
-		wiring.RedisPasswordEnv(p.Spec.SessionStorage)))
+	env := wiring.RequiredEnv(slices.Concat(oidc.Env, extAuth.Env, headerEnv, wiring.OverrideEnv(ov.Env), session.Env))
 	d.Deployment = proxyDeployment(proxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
@@ -165,9 +165,11 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the inline authorization config, then
-		// the telemetry CA bundle before the OIDC one on a remote proxy.
-		ExtraVolumes: slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, authServer.Mounts),
+		// the telemetry CA bundle before the OIDC one on a remote proxy,
+		// then the session storage Redis CA bundle before the
+		// authorization server's volumes.
+		ExtraVolumes: slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, session.Mounts, authServer.Mounts),
 	})
 
 	// The user's podTemplateSpec is merged last, into the pod built

@@ -75,15 +75,11 @@ var replacedConfigSections = []struct{ section, by string }{
 }
 
 // UnsupportedFields names the spec fields hivekeeper stores without acting
-// on, for the UnsupportedFields condition: a reference to a kind it does
-// not serve, and sections of spec.config that other fields replace (which
-// ToolHive's operator ignores too; it warns of spec.config.telemetry only).
+// on, for the UnsupportedFields condition: sections of spec.config that
+// other fields replace (which ToolHive's operator ignores too; it warns of
+// spec.config.telemetry only).
 func UnsupportedFields(v *thv1.VirtualMCPServer) []string {
 	var out []string
-	if r := v.Spec.EmbeddingServerRef; r != nil {
-		out = append(out, fmt.Sprintf("spec.embeddingServerRef (EmbeddingServer %s: hivekeeper does not serve EmbeddingServers; "+
-			"the vMCP runs without its managed embedding service)", r.Name))
-	}
 	cfg, _ := decodeConfig(v) // an undecodable config is the build's error
 	for _, r := range replacedConfigSections {
 		if val, set := cfg[r.section]; set && val != nil {

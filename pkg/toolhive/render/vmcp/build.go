@@ -55,7 +55,7 @@ func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []cor
 	return slices.Concat([]corev1.EnvVar{
 		{Name: naming.EnvVMCPName, Value: v.Name},
 		{Name: naming.EnvVMCPNamespace, Value: v.Namespace},
-	}, oidc.Env, w.Env, wiring.RedisPasswordEnv(v.Spec.SessionStorage))
+	}, oidc.Env, w.Env, w.SessionEnv)
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -93,9 +93,15 @@ type Input struct {
 	// backend is left out, see resolveBackendAuth).
 	MemberAuth map[string]*thv1.MCPExternalAuthConfig
 	Image      string
+	// DefaultRedis is the Redis a vMCP without one of its own falls back
+	// to (--default-redis-*); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
+	// EmbeddingService is the URL of the ready EmbeddingServer
+	// spec.embeddingServerRef names, "" without a reference.
+	EmbeddingService string
 }
 
 // Output are the children of one VirtualMCPServer, and what the build

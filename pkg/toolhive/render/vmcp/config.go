@@ -29,6 +29,8 @@ type configWiring struct {
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
 	Auth    *backendAuth
+	// SessionEnv is the session storage Redis password's variable.
+	SessionEnv []corev1.EnvVar
 	// AuthServerConfig is authserver-config.yaml, "" for none.
 	AuthServerConfig string
 }
@@ -166,6 +168,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 			}
 		}
 	}
+	optimizerEmbeddingService(cfg, v, refs.EmbeddingService)
 	if err := compositeTools(cfg, refs.CompositeTools); err != nil {
 		return "", w, err
 	}
@@ -188,9 +191,16 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 			a["component"] = v.Name
 		}
 	}
-	if st := sessionStorage(v.Spec.SessionStorage); st != nil {
+	// Session storage is always the spec's (or the default Redis), never
+	// spec.config's: ToolHive's converter recomputes it too. Its CA
+	// bundle is the last volume, as ToolHive's operator mounts it.
+	session := wiring.SessionStorage(v.Spec.SessionStorage, refs.DefaultRedis, wiring.FallbackUnlessRedis)
+	delete(cfg, keySessionStorage)
+	if st := sessionStorage(session.Redis); st != nil {
 		cfg[keySessionStorage] = st
 	}
+	w.SessionEnv = session.Env
+	w.Volumes, w.Mounts = append(w.Volumes, session.Volumes...), append(w.Mounts, session.Mounts...)
 	backends := make([]schema.VMCPBackend, 0, len(w.Auth.Served))
 	for _, m := range w.Auth.Served {
 		backends = append(backends, m.VMCPBackend)
@@ -591,12 +601,12 @@ func defaultStep(s any) {
 	}
 }
 
-// sessionStorage is config.yaml's sessionStorage for spec.sessionStorage,
-// as ToolHive's converter writes it: the Redis connection without the
-// password (which vmcp reads from THV_SESSION_REDIS_PASSWORD), nil for
+// sessionStorage is config.yaml's sessionStorage for the Redis session
+// storage wires, as ToolHive's converter writes it: the connection
+// without the password (which vmcp reads from THV_SESSION_REDIS_PASSWORD),
+// and its TLS block when there is one ({} for the system roots); nil for
 // memory or none.
-func sessionStorage(st *thv1.SessionStorageConfig) map[string]any {
-	r := wiring.SessionRedis(st)
+func sessionStorage(r *schema.SessionRedisConfig) map[string]any {
 	if r == nil {
 		return nil
 	}
@@ -606,6 +616,9 @@ func sessionStorage(st *thv1.SessionStorageConfig) map[string]any {
 	}
 	if r.KeyPrefix != "" {
 		out["keyPrefix"] = r.KeyPrefix
+	}
+	if r.TLS != nil {
+		out["tls"] = r.TLS
 	}
 	return out
 }
