@@ -88,10 +88,14 @@ func DiffConfigMap(want, have *corev1.ConfigMap) []string {
 	return d
 }
 
-// DiffServiceAccount compares a ServiceAccount's labels only: its secrets
-// and image pull secrets belong to other controllers.
+// DiffServiceAccount compares a ServiceAccount's labels, and its image
+// pull secrets when hivekeeper sets some: as ToolHive's operator, it
+// leaves an account's pull secrets (and its secrets) to other controllers
+// (OpenShift's, say) when it has none to set.
 func DiffServiceAccount(want, have *corev1.ServiceAccount) []string {
-	return DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations)
+	d := diffs(DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations))
+	d.check(len(want.ImagePullSecrets) == 0 || semantic(want.ImagePullSecrets, have.ImagePullSecrets), FieldImagePullSecrets)
+	return d
 }
 
 // DiffRoleBinding compares a RoleBinding. A different roleRef cannot be

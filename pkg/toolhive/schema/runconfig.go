@@ -420,11 +420,13 @@ func ValidateEnvName(name string) error {
 	return nil
 }
 
-// Checksum is the hex SHA-256 over a ConfigMap's content: its data keys in
-// sorted order (key then value), then its labels sorted, then its
-// annotations sorted excluding ChecksumAnnotation itself. It is computed
-// from the desired in-memory ConfigMap, never from a cache read, so it
-// changes exactly when what hivekeeper writes changes.
+// Checksum is the content checksum of a ConfigMap as ToolHive's operator
+// computes it: the hex SHA-256 of its data (each key, then its value, keys
+// in sorted order), then its labels the same way, then its annotations
+// but ChecksumAnnotation itself, all concatenated without separators. It
+// is computed from the desired in-memory ConfigMap, never from a cache
+// read, so it changes exactly when what hivekeeper writes changes, and it
+// is the checksum ToolHive's operator writes for the same ConfigMap.
 func Checksum(data, labels, annotations map[string]string) string {
 	h := sha256.New()
 	write := func(m map[string]string, skip string) {
@@ -436,12 +438,8 @@ func Checksum(data, labels, annotations map[string]string) string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			// A separator that cannot occur in keys keeps "ab"+"c" and
-			// "a"+"bc" apart.
 			h.Write([]byte(k))
-			h.Write([]byte{0})
 			h.Write([]byte(m[k]))
-			h.Write([]byte{0})
 		}
 	}
 	write(data, "")

@@ -1,10 +1,15 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"os"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestMarshalWritesToolHiveEncoding pins the encoding of ToolHive's
@@ -109,9 +114,10 @@ func TestChecksum(t *testing.T) {
 	if got := Checksum(data, labels, map[string]string{"x": "y"}); got == base {
 		t.Error("an annotation change must change the checksum")
 	}
-	// Key/value boundaries are unambiguous.
-	if Checksum(map[string]string{"ab": "c"}, nil, nil) == Checksum(map[string]string{"a": "bc"}, nil, nil) {
-		t.Error("boundary collision")
+	// ToolHive's encoding: keys and values concatenated, no separator.
+	sum := sha256.Sum256([]byte("runconfig.json{}app" + "mcpserver"))
+	if got := Checksum(data, labels, nil); got != hex.EncodeToString(sum[:]) {
+		t.Errorf("checksum %s, want ToolHive's %x", got, sum)
 	}
 	// Map order never matters.
 	for range 20 {
@@ -189,5 +195,29 @@ func TestRegistrationRateEncodings(t *testing.T) {
 		if c.RegistrationRateLimit.yamlFloat {
 			t.Errorf("MarshalAuthServerConfig changed its argument")
 		}
+	}
+}
+
+// TestChecksumOfToolHivesConfigMap recomputes the checksum ToolHive's
+// operator wrote on a RunConfig ConfigMap it created (recorded by the
+// differential test) from that ConfigMap's data and labels.
+func TestChecksumOfToolHivesConfigMap(t *testing.T) {
+	raw, err := os.ReadFile("../../../test/conformance/testdata/toolhive-v0.47.0/table/01-stdio-minimal/ConfigMap.fetch-runconfig.yaml")
+	if err != nil {
+		t.Skipf("no recording: %v", err)
+	}
+	var cm struct {
+		Data     map[string]string `json:"data"`
+		Metadata struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(raw, &cm); err != nil {
+		t.Fatal(err)
+	}
+	want := cm.Metadata.Annotations[ChecksumAnnotation]
+	if got := Checksum(cm.Data, cm.Metadata.Labels, cm.Metadata.Annotations); want == "" || got != want {
+		t.Errorf("checksum %s, ToolHive's operator wrote %s", got, want)
 	}
 }

@@ -31,9 +31,12 @@ func ConfigMap(meta metav1.ObjectMeta, data map[string]string) *corev1.ConfigMap
 	return cm
 }
 
-// ServiceAccount builds a ServiceAccount.
-func ServiceAccount(meta metav1.ObjectMeta) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: meta}
+// ServiceAccount builds a ServiceAccount with the pull secrets its pods
+// use, as ToolHive's operator copies the proxy's
+// (resourceOverrides.proxyDeployment.imagePullSecrets) onto the accounts
+// it writes.
+func ServiceAccount(meta metav1.ObjectMeta, pullSecrets []corev1.LocalObjectReference) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: meta, ImagePullSecrets: slices.Clone(pullSecrets)}
 }
 
 // RoleBinding binds the ClusterRole clusterRole, in the binding's

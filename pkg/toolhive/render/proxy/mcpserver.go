@@ -110,22 +110,25 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
-
-	d := &Output{
-		RunConfig:            cm,
-		AuthzConfigMap:       authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil)),
-		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), runnerClusterRole(s, in)),
-	}
-	if !custom {
-		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
-	}
-
 	ov, err := wiring.UnpackOverrides(s.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPServer, n), nil), map[string]string{schema.Key: rc})
+
+	d := &Output{
+		RunConfig:      cm,
+		AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil)),
+		// The runner's account and binding, and the backend's account,
+		// carry no label, as ToolHive's operator writes them (and clears
+		// the labels of those it finds).
+		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), nil, nil), ov.ImagePullSecrets),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), nil, nil), runnerClusterRole(s, in)),
+	}
+	if !custom {
+		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, nil, nil), ov.ImagePullSecrets)
+	}
+
 	generation := strconv.FormatInt(s.Generation, 10)
 	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
 	d.Deployment = proxyDeployment(proxyDeploymentSpec{

@@ -125,18 +125,20 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
-
-	d := &Output{RunConfig: cm, AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil))}
-	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
-		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
-		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
-	}
-
 	ov, err := wiring.UnpackOverrides(p.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPRemoteProxy, n), nil), map[string]string{schema.Key: rc})
+
+	d := &Output{RunConfig: cm, AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil))}
+	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
+		// No label on the runner's account and binding, as ToolHive's
+		// operator writes them.
+		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), nil, nil), ov.ImagePullSecrets)
+		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), nil, nil), in.RunnerClusterRole)
+	}
+
 	// In ToolHive's operator's order: the OIDC client secret, the
 	// external auth secrets, the header values from Secrets (after the
 	// secrets provider switch), the overrides, the Redis password, what

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -180,9 +181,20 @@ func assertRemoteProxyNoDrift(t *testing.T, name string, d *Output) {
 		if ref := metav1.GetControllerOf(m); ref == nil || ref.Kind != thv1.KindMCPRemoteProxy || ref.UID != "uid-remote" {
 			t.Errorf("%s: %s has controller %+v", name, m.GetName(), ref)
 		}
+	}
+	// The labels ToolHive's operator gives each child: the workload's on
+	// the Deployment and Service, its own on the RunConfig, none on the
+	// runner's account and binding.
+	for _, m := range []metav1.Object{d.Deployment, d.Service} {
 		if m.GetLabels()[naming.LabelApp] != naming.AppMCPRemoteProxy || m.GetLabels()[naming.LabelToolhive] != "true" {
 			t.Errorf("%s: %s labels %v", name, m.GetName(), m.GetLabels())
 		}
+	}
+	if !maps.Equal(d.RunConfig.Labels, naming.RunConfigLabels(thv1.KindMCPRemoteProxy, "remote")) {
+		t.Errorf("%s: RunConfig labels %v", name, d.RunConfig.Labels)
+	}
+	if d.RunnerServiceAccount != nil && (len(d.RunnerServiceAccount.Labels) != 0 || len(d.RunnerRoleBinding.Labels) != 0) {
+		t.Errorf("%s: runner account or binding labelled: %v %v", name, d.RunnerServiceAccount.Labels, d.RunnerRoleBinding.Labels)
 	}
 }
 

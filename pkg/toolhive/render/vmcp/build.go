@@ -179,7 +179,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
 	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
-		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
+		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil), nil)
 	}
 	d.Deployment = &appsv1.Deployment{
 		ObjectMeta: meta(n, labels, wiring.SetPodVolumesHash(nil, vols.Hash)),
