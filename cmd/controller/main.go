@@ -50,6 +50,7 @@ type options struct {
 	runnerImage          string
 	vmcpImage            string
 	registryAPIImage     string
+	usageMetrics         bool
 	runners              rbac.Runners
 	redis                redisFlags
 	metricsAddr          string
@@ -96,6 +97,7 @@ func run() error {
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
 	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
+	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", false, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does unless its environment turns it off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI variable, or its config): set it when switching from an operator that wrote it, so no RunConfig changes.")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.StdioProxyRunner, "stdio-proxy-runner-cluster-role", rbac.DefaultStdioProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each stdio MCPServer: the other's rules and pods/attach; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
@@ -181,6 +183,7 @@ func run() error {
 		RunnerImage:      o.runnerImage,
 		VMCPImage:        o.vmcpImage,
 		RegistryAPIImage: o.registryAPIImage,
+		UsageMetrics:     o.usageMetrics,
 		ResyncPeriod:     o.resync,
 		Runners:          o.runners,
 		DefaultRedis:     defaultRedis,

@@ -91,6 +91,10 @@ type Options struct {
 	VMCPImage string
 	// RegistryAPIImage is the MCPRegistry's registry API image.
 	RegistryAPIImage string
+	// UsageMetrics writes the runner's anonymous usage metrics middleware
+	// into every RunConfig, as ToolHive's operator does unless its
+	// environment turns it off.
+	UsageMetrics bool
 	// ResyncPeriod of the informers; 0 disables periodic resync.
 	ResyncPeriod time.Duration
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
@@ -268,7 +272,7 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
 		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
-			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis},
+			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {

@@ -40,6 +40,7 @@ const (
 	FieldContainerEnv        = "spec.template.spec.containers.env"
 	FieldContainerResources  = "spec.template.spec.containers.resources"
 	FieldContainerMounts     = "spec.template.spec.containers.volumeMounts"
+	FieldContainerStartup    = "spec.template.spec.containers.startupProbe"
 	FieldContainerLiveness   = "spec.template.spec.containers.livenessProbe"
 	FieldContainerReadiness  = "spec.template.spec.containers.readinessProbe"
 	FieldContainerSecurity   = "spec.template.spec.containers.securityContext"
@@ -87,10 +88,14 @@ func DiffConfigMap(want, have *corev1.ConfigMap) []string {
 	return d
 }
 
-// DiffServiceAccount compares a ServiceAccount's labels only: its secrets
-// and image pull secrets belong to other controllers.
+// DiffServiceAccount compares a ServiceAccount's labels, and its image
+// pull secrets when hivekeeper sets some: as ToolHive's operator, it
+// leaves an account's pull secrets (and its secrets) to other controllers
+// (OpenShift's, say) when it has none to set.
 func DiffServiceAccount(want, have *corev1.ServiceAccount) []string {
-	return DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations)
+	d := diffs(DiffMeta(want.Labels, have.Labels, want.Annotations, have.Annotations))
+	d.check(len(want.ImagePullSecrets) == 0 || semantic(want.ImagePullSecrets, have.ImagePullSecrets), FieldImagePullSecrets)
+	return d
 }
 
 // DiffRoleBinding compares a RoleBinding. A different roleRef cannot be
@@ -192,6 +197,7 @@ func DiffPodSpec(want, have *corev1.PodSpec) []string {
 		d.check(semantic(normEnv(wc.Env), normEnv(hc.Env)), FieldContainerEnv)
 		d.check(semantic(wc.Resources, hc.Resources), FieldContainerResources)
 		d.check(semantic(wc.VolumeMounts, hc.VolumeMounts), FieldContainerMounts)
+		d.check(semantic(normProbe(wc.StartupProbe), normProbe(hc.StartupProbe)), FieldContainerStartup)
 		d.check(semantic(normProbe(wc.LivenessProbe), normProbe(hc.LivenessProbe)), FieldContainerLiveness)
 		d.check(semantic(normProbe(wc.ReadinessProbe), normProbe(hc.ReadinessProbe)), FieldContainerReadiness)
 		d.check(semantic(wc.SecurityContext, hc.SecurityContext), FieldContainerSecurity)

@@ -65,9 +65,14 @@ func ConfigMapPatch(want, have *corev1.ConfigMap, adopt bool) ([]byte, error) {
 	})
 }
 
-// ServiceAccountPatch is the owned-field patch of a ServiceAccount.
+// ServiceAccountPatch is the owned-field patch of a ServiceAccount: its
+// image pull secrets only when hivekeeper sets some (DiffServiceAccount).
 func ServiceAccountPatch(want, have *corev1.ServiceAccount, adopt bool) ([]byte, error) {
-	return json.Marshal(map[string]any{"metadata": metaPatch(want, have, nil, adopt)})
+	body := map[string]any{"metadata": metaPatch(want, have, nil, adopt)}
+	if len(want.ImagePullSecrets) > 0 {
+		body["imagePullSecrets"] = want.ImagePullSecrets
+	}
+	return json.Marshal(body)
 }
 
 // RoleBindingPatch is the owned-field patch of a RoleBinding.

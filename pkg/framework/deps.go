@@ -82,14 +82,16 @@ func (s Scope) Factories() []Factory {
 }
 
 // Config is what the controllers deploy: images, the runner
-// ClusterRoles their RoleBindings grant, and the Redis a workload without
-// session storage of its own falls back to (nil for none).
+// ClusterRoles their RoleBindings grant, the Redis a workload without
+// session storage of its own falls back to (nil for none), and whether
+// the RunConfigs turn on the runner's usage metrics.
 type Config struct {
 	RunnerImage      string
 	VMCPImage        string
 	RegistryAPIImage string
 	Runners          rbac.Runners
 	DefaultRedis     *wiring.DefaultRedis
+	UsageMetrics     bool
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope,

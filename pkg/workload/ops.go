@@ -156,9 +156,14 @@ type Desired struct {
 	RunnerServiceAccount *corev1.ServiceAccount
 	RunnerRoleBinding    *rbacv1.RoleBinding
 	PodServiceAccount    *corev1.ServiceAccount
-	ConfigMap            *corev1.ConfigMap
-	Service              *corev1.Service
-	Deployment           *appsv1.Deployment
+	// AuthzConfigMap is a proxy's inline authorization config; when it
+	// is nil, one named StaleAuthzConfigMap that this workload controls is
+	// deleted.
+	AuthzConfigMap      *corev1.ConfigMap
+	StaleAuthzConfigMap string
+	ConfigMap           *corev1.ConfigMap
+	Service             *corev1.Service
+	Deployment          *appsv1.Deployment
 	// Stale names children made earlier that are no longer wanted (the
 	// runner's binding and account once the spec names its own account):
 	// they are deleted after the Deployment, so that no pod is left
@@ -174,6 +179,7 @@ func (c *Children) Ensure(ctx context.Context, w *framework.Writer, owner types.
 		ensureIf(ctx, w, c.ServiceAccounts, d.RunnerServiceAccount, owner),
 		ensureIf(ctx, w, c.RoleBindings, d.RunnerRoleBinding, owner),
 		ensureIf(ctx, w, c.ServiceAccounts, d.PodServiceAccount, owner),
+		ensureIf(ctx, w, c.ConfigMaps, d.AuthzConfigMap, owner),
 		ensureIf(ctx, w, c.ConfigMaps, d.ConfigMap, owner),
 		ensureIf(ctx, w, c.Services, d.Service, owner),
 	}
@@ -185,6 +191,11 @@ func (c *Children) Ensure(ctx context.Context, w *framework.Writer, owner types.
 	dep, err := framework.EnsureChild(ctx, w, c.Deployments, d.Deployment, owner)
 	if err != nil {
 		return nil, err
+	}
+	if d.AuthzConfigMap == nil && d.StaleAuthzConfigMap != "" {
+		if err := framework.DeleteStaleChild(ctx, w, c.ConfigMaps, ns, d.StaleAuthzConfigMap, owner); err != nil {
+			return nil, err
+		}
 	}
 	if d.StaleRoleBinding != "" {
 		if err := framework.DeleteStaleChild(ctx, w, c.RoleBindings, ns, d.StaleRoleBinding, owner); err != nil {

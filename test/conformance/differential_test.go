@@ -71,8 +71,9 @@ var notCompared = map[string]skipped{
 		Hivekeeper: hiveWaiting,
 	},
 	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap": {
-		Why: "its permission profile is a ConfigMap's, which ToolHive's operator reads from a file in its own pod, where the " +
-			"proxy's mount of the ConfigMap does not exist; hivekeeper names the file and mounts the ConfigMap in the proxy pod (docs/compatibility.md)",
+		Why: "its permission profile is a ConfigMap's, which ToolHive's v0.47.0 operator reads from a file in its own pod, where the " +
+			"proxy's mount of the ConfigMap does not exist, and fails the server; from v0.63.0 on it ignores spec.permissionProfile, " +
+			"as hivekeeper does (docs/compatibility.md)",
 		ToolHive:   thvNotReady("failed to read permission profile: open /etc/toolhive/profiles/fetch.json"),
 		Hivekeeper: hiveWaiting,
 	},

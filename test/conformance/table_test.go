@@ -107,8 +107,10 @@ var expectations = map[string]map[string]any{
 		"header_forward.add_headers_from_secret.X-API-Key": "HEADER_FORWARD_X_API_KEY_REMOTE_HEADERS",
 	},
 	"runtime-all": {
-		"volumes":                         []any{"/srv/data:/data:ro", "/var/cache/mcp:/cache"},
-		"permission_profile_name_or_path": "none", "permission_profile.name": "none",
+		// spec.permissionProfile (none) has no effect, as for ToolHive's
+		// operator from v0.63.0 on: the default network profile.
+		"volumes":                 []any{"/srv/data:/data:ro", "/var/cache/mcp:/cache"},
+		"permission_profile.name": "network",
 		"permission_profile.read": []any{"/srv/data:/data"}, "permission_profile.write": []any{"/var/cache/mcp:/cache"},
 		"audit_config.maxDataSize": 1024.0, "audit_config.detectApplicationErrors": true,
 		"max_request_body_size": 1048576.0, "scaling_config.backend_replicas": 2.0,
@@ -127,11 +129,10 @@ var expectations = map[string]map[string]any{
 		"permission_profile.read": []any{"/etc/mcp:/config"}, "permission_profile.write": []any{"/srv/work:/work"},
 	},
 	"profile-network": {
-		"permission_profile_name_or_path": "network", "permission_profile.name": "network",
-		"scaling_config.backend_replicas": 0.0,
+		"permission_profile.name": "network", "scaling_config.backend_replicas": 0.0,
 	},
 	"profile-configmap": {
-		"permission_profile_name_or_path": "/etc/toolhive/profiles/fetch.json", "volumes": []any{"/srv/data:/data"},
+		"permission_profile.name": "network", "permission_profile.write": []any{"/srv/data:/data"}, "volumes": []any{"/srv/data:/data"},
 	},
 	"remote-audit": {
 		"audit_config.maxDataSize": 1024.0, "scaling_config.session_redis.address": "redis.example.com:6379",
@@ -244,12 +245,11 @@ var absent = map[string][]string{
 	"annotated-server": {"tools_override.search"},
 	// Audit off and memory sessions write nothing; only the backend
 	// replicas make a scaling_config.
-	"profile-network": {"audit_config", "scaling_config.session_redis", "rate_limit_config", "max_request_body_size"},
-	// A configmap profile's content is not read, so none is written.
-	"profile-configmap": {"permission_profile"},
-	// No permission profile and no volumes: hivekeeper writes no profile
-	// (docs/compatibility.md, The differential test).
-	"http-ports": {"permission_profile", "permission_profile_name_or_path"},
+	"profile-network": {"audit_config", "scaling_config.session_redis", "rate_limit_config", "max_request_body_size", "permission_profile_name_or_path"},
+	// A permission profile is named by no spec, as for ToolHive's operator
+	// from v0.63.0 on.
+	"profile-configmap": {"permission_profile_name_or_path"},
+	"runtime-all":       {"permission_profile_name_or_path"},
 	// Unauthenticated and headerInjection configure nothing in the
 	// RunConfig, and a token exchange's client secret is never in it.
 	"extauth-exchange":         {"token_exchange_config.client_secret", "remote_auth_config"},

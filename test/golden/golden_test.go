@@ -80,7 +80,7 @@ func recordProxy(t *testing.T, files map[string][]byte, w workloadCase, build fu
 		return
 	}
 	files[filepath.Join(w.Dir, schema.Key)] = []byte(d.RunConfig.Data[schema.Key])
-	for _, o := range []runtime.Object{d.RunConfig, d.RunnerServiceAccount, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service} {
+	for _, o := range []runtime.Object{d.RunConfig, d.AuthzConfigMap, d.RunnerServiceAccount, d.RunnerRoleBinding, d.BackendServiceAccount, d.Deployment, d.Service} {
 		recordChild(t, files, w.Dir, o)
 	}
 }

@@ -49,7 +49,8 @@ func TestExternalAuthBearerToken(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	if len(rc.RemoteAuth) != 1 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" {
+	// The keys ToolHive's remote.Config writes empty come with it.
+	if len(rc.RemoteAuth) != 4 || rc.RemoteAuth["bearer_token"] != "api-bearer-token,target=bearer_token" || rc.RemoteAuth["use_pkce"] != false {
 		t.Errorf("remote_auth_config: %v", rc.RemoteAuth)
 	}
 	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
@@ -61,7 +62,7 @@ func TestExternalAuthBearerToken(t *testing.T) {
 	for _, e := range env {
 		names = append(names, e.Name)
 	}
-	if got, want := strings.Join(names, ","), "TOOLHIVE_SECRET_api-bearer-token,TOOLHIVE_SECRETS_PROVIDER,XDG_CONFIG_HOME,HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS"; got != want {
+	if got, want := strings.Join(names, ","), "TOOLHIVE_SECRET_api-bearer-token,XDG_CONFIG_HOME,HOME,TOOLHIVE_RUNTIME,UNSTRUCTURED_LOGS,TOOLHIVE_SECRETS_PROVIDER"; got != want {
 		t.Errorf("env = %s, want %s", got, want)
 	}
 	if r := env[0].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "api-bearer-token" || r.SecretKeyRef.Key != "token" || env[0].Value != "" {

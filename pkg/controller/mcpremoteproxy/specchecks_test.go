@@ -2,7 +2,6 @@ package mcpremoteproxy
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -93,9 +94,8 @@ func TestAllowPrivateEndpointDeploys(t *testing.T) {
 				cv.Status != metav1.ConditionTrue || cv.Reason != thv1.ReasonConfigurationValid {
 				t.Errorf("ConfigurationValid = %+v, want True", cv)
 			}
-			dep := f.deployment("remote")
-			if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, []string{"run", url}) {
-				t.Errorf("args %v", args)
+			if rc := f.runConfig("remote"); !strings.Contains(rc, `"remote_url": "`+url+`"`) {
+				t.Errorf("runconfig %s", rc)
 			}
 			if evs := f.Events(); len(evs) != 0 {
 				t.Errorf("events %q", evs)
@@ -136,8 +136,11 @@ func TestRefusedSpecLeavesExistingChildrenAlone(t *testing.T) {
 			wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
 			assertRefused(t, f.get("remote"), thv1.ReasonRemoteURLInvalid, "spec.remoteUrl")
 			after := f.deployment("remote")
-			if after.ResourceVersion != before.ResourceVersion || after.Spec.Template.Spec.Containers[0].Args[1] != good {
+			if after.ResourceVersion != before.ResourceVersion {
 				t.Errorf("the running Deployment was changed: %v", after.Spec.Template.Spec.Containers[0].Args)
+			}
+			if rc := f.runConfig("remote"); !strings.Contains(rc, `"remote_url": "`+good+`"`) {
+				t.Errorf("the RunConfig was changed: %s", rc)
 			}
 			if evs := f.Events(); len(evs) != 1 {
 				t.Errorf("events %q, want one", evs)
@@ -168,6 +171,16 @@ func (f *fixture) deployment(name string) *appsv1.Deployment {
 		f.T.Fatal(err)
 	}
 	return d
+}
+
+// runConfig reads the proxy's RunConfig from the fake clientset.
+func (f *fixture) runConfig(name string) string {
+	f.T.Helper()
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return cm.Data[schema.Key]
 }
 
 // An inline Cedar policy over 8 KiB, or one that does not parse, is

@@ -75,6 +75,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
+		UsageMetrics:           c.Config.UsageMetrics,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
 		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, wiring.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})
@@ -94,7 +95,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 	// collection: once its binding is gone it grants nothing, and
 	// hivekeeper holds no permission on Roles.
 	want := workload.Desired{RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
-		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment}
+		ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment,
+		AuthzConfigMap: desired.AuthzConfigMap, StaleAuthzConfigMap: naming.AuthzInlineName(p.Name)}
 	if desired.RunnerServiceAccount == nil {
 		want.StaleRoleBinding = naming.RemoteProxyRunnerName(p.Name)
 		want.StaleServiceAccount = want.StaleRoleBinding

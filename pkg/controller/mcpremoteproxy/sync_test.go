@@ -131,10 +131,14 @@ func TestChildrenShape(t *testing.T) {
 	if rc["remote_url"] != "https://remote.example.com/sse" || rc["transport"] != "sse" || rc["port"] != 9090.0 || rc["host"] != "0.0.0.0" {
 		t.Errorf("runconfig %v", rc)
 	}
-	for _, absent := range []string{"image", "mcpserver_generation", "target_port"} {
+	for _, absent := range []string{"mcpserver_generation", "target_port"} {
 		if _, ok := rc[absent]; ok {
 			t.Errorf("runconfig has %s: %v", absent, rc)
 		}
+	}
+	// ToolHive's runner.RunConfig always writes its image, "" for a remote.
+	if img, ok := rc["image"]; !ok || img != "" {
+		t.Errorf("runconfig image %v, want \"\"", img)
 	}
 	// ToolHive's token validator config has no JSON tags: Go field names.
 	if oidc, _ := rc["oidc_config"].(map[string]any); oidc["CACertPath"] != "/config/certs/idp-ca/ca.crt" || oidc["ResourceURL"] != "https://mcp.example.com" ||
@@ -160,7 +164,7 @@ func TestChildrenShape(t *testing.T) {
 		t.Errorf("operator keys did not win: %v / %v", tpl.Labels, dep.Labels)
 	}
 	c := tpl.Spec.Containers[0]
-	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "https://remote.example.com/sse"}) {
+	if c.Name != naming.ProxyContainerName || c.Image != "runner:test" || !slices.Equal(c.Args, []string{"run", "--foreground=true", "placeholder-for-remote-proxy"}) {
 		t.Errorf("container %s %s %v", c.Name, c.Image, c.Args)
 	}
 	var env []string
@@ -348,7 +352,7 @@ func TestDriftIsRepairedOnceAndCounted(t *testing.T) {
 	acts, _ = f.sync("remote")
 	wt.AssertActions(t, acts)
 	dep, _ = f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
-	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "https://mcp.example.com/mcp" {
+	if dep.Labels["team"] != "someone-else" || dep.Spec.Template.Spec.Containers[0].Args[1] != "--foreground=true" {
 		t.Errorf("repair lost a foreign label or kept the drift: %v %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Args)
 	}
 	if dep.Annotations["owner.example.com/ticket"] != "OPS-1" || dep.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
@@ -539,8 +543,10 @@ func TestTelemetryConfig(t *testing.T) {
 			names = append(names, e.Name)
 		}
 		hasCA := slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "otel-ca-bundle-collector-ca" })
-		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") != (option == "otel") || hasCA != (option == "otel") ||
-			!slices.Contains(names, wiring.EnvOTelResourceAttributes) {
+		// No telemetry env on a remote proxy, as ToolHive's operator sets
+		// none (its runner reads none); the CA bundle is mounted.
+		if slices.Contains(names, "TOOLHIVE_OTEL_HEADER_AUTHORIZATION") || hasCA != (option == "otel") ||
+			slices.Contains(names, wiring.EnvOTelResourceAttributes) {
 			t.Errorf("%s: env %q, CA volume %v", option, names, hasCA)
 		}
 		if got := f.get("remote"); got.Status.TelemetryConfigHash != "hash-otel" {

@@ -48,7 +48,7 @@ func TestExternalAuthTokenExchange(t *testing.T) {
 	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"audience":"backend","client_id":"proxy","header_strategy":"replace","scopes":["read"],` +
+	want := `{"audience":"backend","client_id":"proxy","client_secret":"","header_strategy":"replace","scopes":["read"],` +
 		`"subject_token_type":"urn:ietf:params:oauth:token-type:access_token","token_url":"https://idp.example.com/token"}`
 	if got, _ := json.Marshal(rc.TE); string(got) != want {
 		t.Errorf("token_exchange_config = %s\nwant %s", got, want)

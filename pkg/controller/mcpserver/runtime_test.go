@@ -25,7 +25,6 @@ func withEverything(s *thv1.MCPServer) {
 		{Name: "data", HostPath: "/srv/data", MountPath: "/data", ReadOnly: true},
 		{Name: "cache", HostPath: "/var/cache", MountPath: "/cache"},
 	}
-	s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "fetch.json"}
 	s.Spec.Audit = &thv1.AuditConfig{Enabled: true}
 	s.Spec.MaxRequestBodySize = 1 << 20
 	s.Spec.BackendReplicas = ptr.To[int32](2)
@@ -51,18 +50,18 @@ func readRunConfig(t *testing.T, f *fixture, name string) (schema.RunConfig, str
 	return rc, cm.Data[schema.Key]
 }
 
-// The runtime fields reach the RunConfig in ToolHive's encoding, the
-// Redis password reaches the proxy only as a secretKeyRef, and the
-// configmap profile is mounted where the RunConfig names it.
+// The runtime fields reach the RunConfig in ToolHive's encoding, and the
+// Redis password reaches the proxy only as a secretKeyRef.
 func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	f := newFixture(t, newServer("fetch", withEverything))
 	f.converge("fetch")
 	rc, raw := readRunConfig(t, f, "fetch")
 	want := schema.RunConfig{
-		Volumes:                     []string{"/srv/data:/data:ro", "/var/cache:/cache"},
-		PermissionProfileNameOrPath: "/etc/toolhive/profiles/fetch.json",
-		AuditConfig:                 schema.DefaultAuditConfig(),
-		MaxRequestBodySize:          1 << 20,
+		Volumes: []string{"/srv/data:/data:ro", "/var/cache:/cache"},
+		PermissionProfile: &schema.PermissionProfile{Name: "network", Read: []string{"/srv/data:/data"}, Write: []string{"/var/cache:/cache"},
+			Network: schema.DefaultPermissionProfile().Network},
+		AuditConfig:        schema.DefaultAuditConfig(),
+		MaxRequestBodySize: 1 << 20,
 		ScalingConfig: &schema.ScalingConfig{BackendReplicas: ptr.To[int32](2),
 			SessionRedis: &schema.SessionRedisConfig{Address: "redis:6379", DB: 3, KeyPrefix: "mcp:"}},
 		RateLimitConfig: &schema.RateLimitConfig{
@@ -72,7 +71,7 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 		RateLimitNamespace: testNS,
 	}
 	got := schema.RunConfig{
-		Volumes: rc.Volumes, PermissionProfileNameOrPath: rc.PermissionProfileNameOrPath, PermissionProfile: rc.PermissionProfile,
+		Volumes: rc.Volumes, PermissionProfile: rc.PermissionProfile,
 		AuditConfig: rc.AuditConfig, MaxRequestBodySize: rc.MaxRequestBodySize, ScalingConfig: rc.ScalingConfig,
 		RateLimitConfig: rc.RateLimitConfig, RateLimitNamespace: rc.RateLimitNamespace,
 	}
@@ -104,22 +103,6 @@ func TestRuntimeFieldsInRunConfigAndProxy(t *testing.T) {
 	// After any override env, before the generation, as ToolHive orders it.
 	if i := strings.Index(strings.Join(names, ","), wiring.EnvSessionRedisPassword+","+naming.EnvMCPServerGeneration); i < 0 {
 		t.Errorf("env order %q", names)
-	}
-	var vol *corev1.Volume
-	for i, v := range dep.Spec.Template.Spec.Volumes {
-		if v.Name == naming.PermissionProfileVolume {
-			vol = &dep.Spec.Template.Spec.Volumes[i]
-		}
-	}
-	if vol == nil || vol.ConfigMap == nil || vol.ConfigMap.Name != "profiles" {
-		t.Fatalf("permission profile volume %+v", dep.Spec.Template.Spec.Volumes)
-	}
-	var mounted bool
-	for _, m := range c.VolumeMounts {
-		mounted = mounted || (m.Name == naming.PermissionProfileVolume && m.MountPath == naming.PermissionProfileMountPath && m.ReadOnly)
-	}
-	if !mounted {
-		t.Errorf("permission profile mounts %+v", c.VolumeMounts)
 	}
 	for _, v := range dep.Spec.Template.Spec.Volumes {
 		if v.HostPath != nil {
@@ -184,11 +167,6 @@ func TestRuntimeFieldsRollTheProxyOnce(t *testing.T) {
 	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
 		if e.Name == wiring.EnvSessionRedisPassword {
 			t.Errorf("the Redis password env stayed after sessionStorage went")
-		}
-	}
-	for _, v := range dep.Spec.Template.Spec.Volumes {
-		if v.Name == naming.PermissionProfileVolume {
-			t.Errorf("the permission profile volume stayed after permissionProfile went")
 		}
 	}
 }
@@ -270,15 +248,6 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 		"volume-windows-target": func(s *thv1.MCPServer) {
 			s.Spec.Volumes = []thv1.Volume{{Name: "v", HostPath: "/a", MountPath: `\b`}}
 		},
-		"builtin-unknown": func(s *thv1.MCPServer) {
-			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeBuiltin, Name: "/etc/passwd"}
-		},
-		"configmap-no-key": func(s *thv1.MCPServer) {
-			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "p"}
-		},
-		"configmap-key-path": func(s *thv1.MCPServer) {
-			s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "p", Key: "../x"}
-		},
 		"negative-body-size": func(s *thv1.MCPServer) { s.Spec.MaxRequestBodySize = -1 },
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -298,5 +267,18 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 				t.Fatalf("second sync: %v %s", err, describe(acts))
 			}
 		})
+	}
+}
+
+// spec.permissionProfile changes nothing, as for ToolHive's operator from
+// v0.63.0 on: the server is deployed with the default profile.
+func TestPermissionProfileHasNoEffect(t *testing.T) {
+	f := newFixture(t, newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "p.json"}
+	}))
+	f.converge("fetch")
+	rc, raw := readRunConfig(t, f, "fetch")
+	if !reflect.DeepEqual(rc.PermissionProfile, schema.DefaultPermissionProfile()) || strings.Contains(raw, "permission_profile_name_or_path") {
+		t.Errorf("permission profile %+v in %s", rc.PermissionProfile, raw)
 	}
 }

@@ -95,6 +95,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
+		UsageMetrics:           c.Config.UsageMetrics,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().ProxyRunner,
 		StdioRunnerClusterRole: c.Config.Runners.WithDefaults().StdioProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
@@ -106,6 +107,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 	dep, err := c.Children.Ensure(ctx, c.Writer, s.UID, s.Namespace, workload.Desired{
 		RunnerServiceAccount: desired.RunnerServiceAccount, RunnerRoleBinding: desired.RunnerRoleBinding,
 		PodServiceAccount: desired.BackendServiceAccount, ConfigMap: desired.RunConfig, Service: desired.Service, Deployment: desired.Deployment,
+		AuthzConfigMap: desired.AuthzConfigMap, StaleAuthzConfigMap: naming.AuthzInlineName(s.Name),
 	})
 	if err != nil {
 		return nil, err

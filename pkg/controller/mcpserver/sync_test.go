@@ -568,20 +568,21 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 }
 
 // TestChildWithoutLabelIsReadLiveAndAdopted: a child the cache does not
-// hold yet (a kind cached by label, or one created a moment ago) makes the
-// create fail with AlreadyExists. The child is then read from the API
-// server: when its controller reference is this server's it is taken back
-// with its labels restored; anything else is a conflict, left untouched.
+// hold yet (a kind cached by label, here the Service, or one created a
+// moment ago) makes the create fail with AlreadyExists. The child is then
+// read from the API server: when its controller reference is this
+// server's it is taken back with its labels restored; anything else is a
+// conflict, left untouched.
 func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 	s := newServer("fetch")
-	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
-		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: naming.ProxyRunnerName("fetch"), Namespace: testNS,
-			UID: "sa-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
+	sa := func(refs ...metav1.OwnerReference) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: naming.MCPServerServiceName("fetch"), Namespace: testNS,
+			UID: "svc-uid", ResourceVersion: "5", Labels: map[string]string{"kept": "yes"}, OwnerReferences: refs}}
 	}
 	ours := naming.OwnerRef(s, gvk)
 	cases := []struct {
 		name  string
-		child *corev1.ServiceAccount
+		child *corev1.Service
 		adopt bool
 	}{
 		{"ours", sa(ours), true},
@@ -602,7 +603,8 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 				if err != nil || len(requeues.After()) != 1 {
 					t.Fatalf("err = %v, requeues %v: want one requeue after a ChildConflict", err, requeues.After())
 				}
-				assertActions(t, acts, "create serviceaccounts", "patch mcpservers/status")
+				assertActions(t, acts, "create serviceaccounts", "create rolebindings", "create serviceaccounts", "create configmaps",
+					"create services", "patch mcpservers/status")
 				got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
 					t.Fatalf("Ready = %+v, want reason %s", cond, thv1.ReasonChildConflict)
@@ -613,10 +615,12 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The failed create, the re-labelling patch, then the rest.
-			if v := workloadtest.Verbs(acts); len(v) < 2 || v[0] != "create serviceaccounts" || v[1] != "patch serviceaccounts" {
+			v := workloadtest.Verbs(acts)
+			i := slices.Index(v, "create services")
+			if i < 0 || i+1 >= len(v) || v[i+1] != "patch services" {
 				t.Fatalf("actions %v, want the create then the adopting patch", v)
 			}
-			body := patchBody(t, acts[1])
+			body := patchBody(t, acts[i+1])
 			md := body["metadata"].(map[string]any)
 			labels := md["labels"].(map[string]any)
 			if labels[naming.LabelToolhive] != "true" || labels[naming.LabelToolhiveName] != "fetch" {
@@ -634,32 +638,34 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 
 // TestChildrenWithoutLabelAreFoundInTheCache: ToolHive's operator labels
 // the runner's ServiceAccount and RoleBinding, the pod's ServiceAccount and
-// the RunConfig ConfigMap otherwise than toolhive=true, with the server as
-// their controller. Their kinds are cached unfiltered, so a sync after a
-// switch finds them: no create is sent (nor refused), only what differs is
-// patched, and then nothing. An unlabelled orphan of a child's name is
-// cached too, as a conflict: nothing is written to it, not even a create.
+// the RunConfig ConfigMap otherwise than toolhive=true (the accounts and
+// binding not at all), with the server as their controller, and hivekeeper
+// writes the same labels. Their kinds are cached unfiltered, so a sync
+// after a switch finds them: no create is sent (nor refused), and nothing
+// is written. An unlabelled orphan of a child's name is cached too, as a
+// conflict: nothing is written to it, not even a create.
 func TestChildrenWithoutLabelAreFoundInTheCache(t *testing.T) {
 	ctx := context.Background()
 	t.Run("controlled by this server", func(t *testing.T) {
 		f := newFixture(t, newServer("fetch"))
 		f.converge("fetch")
-		// As ToolHive's operator leaves them: its labels, not hivekeeper's.
+		// As ToolHive's operator leaves them: its labels, or none.
 		for _, c := range []struct {
-			name string
-			gvr  k8sschema.GroupVersionResource
+			name   string
+			gvr    k8sschema.GroupVersionResource
+			labels map[string]string
 		}{
-			{naming.ProxyRunnerName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")},
-			{naming.BackendServiceAccountName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")},
-			{naming.ProxyRunnerName("fetch"), rbacv1.SchemeGroupVersion.WithResource("rolebindings")},
-			{naming.RunConfigName("fetch"), corev1.SchemeGroupVersion.WithResource("configmaps")},
+			{naming.ProxyRunnerName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts"), nil},
+			{naming.BackendServiceAccountName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts"), nil},
+			{naming.ProxyRunnerName("fetch"), rbacv1.SchemeGroupVersion.WithResource("rolebindings"), nil},
+			{naming.RunConfigName("fetch"), corev1.SchemeGroupVersion.WithResource("configmaps"), naming.RunConfigLabels(thv1.KindMCPServer, "fetch")},
 		} {
 			obj, err := f.kube.Tracker().Get(c.gvr, testNS, c.name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			m, _ := meta.Accessor(obj)
-			m.SetLabels(map[string]string{"toolhive.stacklok.io/managed-by": "toolhive-operator"})
+			m.SetLabels(c.labels)
 			if err := f.kube.Tracker().Update(c.gvr, obj, testNS); err != nil {
 				t.Fatal(err)
 			}
@@ -669,22 +675,9 @@ func TestChildrenWithoutLabelAreFoundInTheCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertActions(t, acts, "patch serviceaccounts", "patch rolebindings", "patch serviceaccounts", "patch configmaps")
-		for _, a := range acts {
-			md := patchBody(t, a)["metadata"].(map[string]any)
-			labels, _ := md["labels"].(map[string]any)
-			if labels[naming.LabelToolhive] != "true" || md["resourceVersion"] == nil {
-				t.Errorf("%s: want hivekeeper's labels, locked to the resourceVersion: %v", describe([]core.Action{a}), md)
-			}
-			if _, refs := md["ownerReferences"]; refs {
-				t.Errorf("%s: rewrites the owner references of a child already the server's: %v", describe([]core.Action{a}), md)
-			}
-		}
-		f.applyServerBehaviour()
-		f.refresh()
-		if acts, err := f.sync("fetch"); err != nil || len(acts) != 0 {
-			t.Errorf("after taking them over: actions %s, err %v; want none", describe(acts), err)
-		}
+		// Found where ToolHive's operator left them, labelled as hivekeeper
+		// labels them: nothing to write.
+		assertActions(t, acts)
 	})
 	t.Run("an unlabelled orphan", func(t *testing.T) {
 		orphan := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: naming.ProxyRunnerName("fetch"), Namespace: testNS, UID: "sa-uid"}}
@@ -1208,4 +1201,51 @@ func rollsOnce(t *testing.T, f *fixture, server string, change func()) {
 	}
 	acts, _ = f.sync(server)
 	assertActions(t, acts)
+}
+
+// Inline authorization is also written where ToolHive's operator writes
+// it: ConfigMap <name>-authz-inline, mounted at /etc/toolhive/authz.
+// Turning it off removes the mount and, once the Deployment no longer
+// mounts it, the ConfigMap; then nothing more is written.
+func TestInlineAuthzConfigMap(t *testing.T) {
+	inline := func(s *thv1.MCPServer) {
+		s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline,
+			Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}}}
+	}
+	f := newFixture(t, newServer("fetch", inline))
+	f.converge("fetch")
+	ctx := context.Background()
+	cm, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.AuthzInlineName("fetch"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Data["authz.json"]; got != `{"cedar":{"entities_json":"[]","policies":["permit(principal, action, resource);"]},"type":"cedarv1","version":"1.0"}` {
+		t.Errorf("authz.json %s", got)
+	}
+	if cm.Labels[wiring.LabelAuthz] != "inline" || cm.Labels[naming.LabelInstance] != "fetch" {
+		t.Errorf("labels %v", cm.Labels)
+	}
+	dep, _ := f.kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	if !slices.ContainsFunc(dep.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == naming.AuthzInlineName("fetch")
+	}) {
+		t.Errorf("volumes %v", dep.Spec.Template.Spec.Volumes)
+	}
+
+	s, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+	s.Spec.AuthzConfig = nil
+	s.Generation++
+	if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	acts, err := f.sync("fetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, acts, "patch configmaps", "patch deployments", "delete configmaps", "patch mcpservers/status")
+	f.converge("fetch")
+	if _, err := f.kube.CoreV1().ConfigMaps(testNS).Get(ctx, naming.AuthzInlineName("fetch"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the inline authorization ConfigMap stayed: %v", err)
+	}
 }

@@ -102,7 +102,7 @@ func defaultContainer(c *corev1.Container) {
 	}
 	c.TerminationMessagePath = corev1.TerminationMessagePathDefault
 	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-	for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+	for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
 		if pr == nil {
 			continue
 		}

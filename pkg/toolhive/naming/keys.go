@@ -63,13 +63,6 @@ const (
 	EnvVMCPNamespace = "VMCP_NAMESPACE"
 )
 
-// Where a configmap permission profile is mounted in the proxy pod, as
-// ToolHive's operator mounts it; the RunConfig names the key's file there.
-const (
-	PermissionProfileVolume    = "permission-profile"
-	PermissionProfileMountPath = "/etc/toolhive/profiles"
-)
-
 // The condition types of a VirtualMCPServer's outgoing auth, ToolHive's:
 // one per backend whose strategy comes from the spec
 // (BackendAuthConfig-<name>) or from the member's own

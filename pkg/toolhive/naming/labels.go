@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
 // Label keys every child carries.
@@ -26,6 +28,23 @@ func Labels(app, name string) map[string]string {
 		LabelInstance:     name,
 		LabelToolhive:     "true",
 		LabelToolhiveName: name,
+	}
+}
+
+// RunConfigLabels are the labels of a RunConfig ConfigMap, ToolHive's
+// operator's: its component, the workload (keyed by its kind, kind being
+// thv1.KindMCPServer or thv1.KindMCPRemoteProxy) and the managing operator. They
+// enter the content checksum, so they are the same whichever operator
+// writes the ConfigMap.
+func RunConfigLabels(kind, name string) map[string]string {
+	workloadKey := "toolhive.stacklok.io/mcp-server"
+	if kind == thv1.KindMCPRemoteProxy {
+		workloadKey = "toolhive.stacklok.io/mcp-remote-proxy"
+	}
+	return map[string]string{
+		"toolhive.stacklok.io/component":  "run-config",
+		workloadKey:                       name,
+		"toolhive.stacklok.io/managed-by": "toolhive-operator",
 	}
 }
 

@@ -15,6 +15,10 @@ import (
 // RunConfigName is the RunConfig ConfigMap of an MCPServer or MCPRemoteProxy.
 func RunConfigName(n string) string { return n + "-runconfig" }
 
+// AuthzInlineName is the ConfigMap that holds an MCPServer's or
+// MCPRemoteProxy's inline authorization config.
+func AuthzInlineName(n string) string { return n + "-authz-inline" }
+
 // ProxyRunnerName names an MCPServer's proxy-runner ServiceAccount and
 // RoleBinding.
 func ProxyRunnerName(n string) string { return n + "-proxy-runner" }

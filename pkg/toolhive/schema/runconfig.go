@@ -7,7 +7,6 @@
 package schema
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -27,34 +26,77 @@ const Key = "runconfig.json"
 const ChecksumAnnotation = "toolhive.stacklok.dev/content-checksum"
 
 // RunConfig is the subset of ToolHive's runner.RunConfig (at the release
-// pinned in hack/versions.env) that hivekeeper renders. Top-level keys are
-// ToolHive's snake_case JSON tags and empty values are omitted; the
-// conformance suite decodes every RunConfig strictly with ToolHive's own
-// type, so a key the runner does not know fails a test.
+// pinned in hack/versions.env) that hivekeeper renders, in ToolHive's
+// encoding: its fields in the order of ToolHive's struct, and a key
+// omitted exactly where ToolHive's tag omits it (schema_version, image,
+// name, transport, host, port and permission_profile are always written,
+// empty or not). Marshal's bytes are then the bytes ToolHive's operator
+// writes for the same content. The conformance suite decodes every
+// RunConfig strictly with ToolHive's own type, so a key the runner does
+// not know fails a test.
 type RunConfig struct {
-	SchemaVersion       string            `json:"schema_version,omitempty"`
-	Name                string            `json:"name,omitempty"`
-	ContainerName       string            `json:"container_name,omitempty"`
-	BaseName            string            `json:"base_name,omitempty"`
-	Image               string            `json:"image,omitempty"`
-	RemoteURL           string            `json:"remote_url,omitempty"`
-	HeaderForward       *HeaderForward    `json:"header_forward,omitempty"`
-	MCPServerGeneration int64             `json:"mcpserver_generation,omitempty"`
-	CmdArgs             []string          `json:"cmd_args,omitempty"`
-	Transport           string            `json:"transport,omitempty"`
-	Host                string            `json:"host,omitempty"`
-	Port                int32             `json:"port,omitempty"`
-	TargetPort          int32             `json:"target_port,omitempty"`
-	ProxyMode           string            `json:"proxy_mode,omitempty"`
-	TrustProxyHeaders   bool              `json:"trust_proxy_headers,omitempty"`
-	EndpointPrefix      string            `json:"endpoint_prefix,omitempty"`
-	EnvVars             map[string]string `json:"env_vars,omitempty"`
+	SchemaVersion       string `json:"schema_version"`
+	MCPServerGeneration int64  `json:"mcpserver_generation,omitempty"`
+	// Image is "" for a remote proxy, and written all the same.
+	Image     string `json:"image"`
+	RemoteURL string `json:"remote_url,omitempty"`
+	// RemoteAuthConfig is how a remote proxy authenticates to its remote
+	// server, from an MCPExternalAuthConfig of type bearerToken.
+	RemoteAuthConfig *RemoteAuthConfig `json:"remote_auth_config,omitempty"`
+	CmdArgs          []string          `json:"cmd_args,omitempty"`
+	Name             string            `json:"name"`
+	ContainerName    string            `json:"container_name,omitempty"`
+	BaseName         string            `json:"base_name,omitempty"`
+	Transport        string            `json:"transport"`
+	Host             string            `json:"host"`
+	Port             int32             `json:"port"`
+	TargetPort       int32             `json:"target_port,omitempty"`
+	// PermissionProfile is written for every workload, null when unset:
+	// ToolHive's builder sets its default, the network profile, where the
+	// spec names none. Its Kubernetes runtime applies none of it.
+	PermissionProfile *PermissionProfile `json:"permission_profile"`
+	// EnvVars are spec.env plus the transport variables ToolHive's builder
+	// sets (SetTransportEnv).
+	EnvVars map[string]string `json:"env_vars,omitempty"`
+	// Volumes are "<host>:<container>[:ro]" mounts; PermissionProfile
+	// repeats them as its read and write mounts.
+	Volumes []string `json:"volumes,omitempty"`
 	// ContainerLabels are the labels the runner puts on the workload it
 	// deploys (StatefulSet, pods, Services) and reads back: it takes the
 	// transport from toolhive-transport, and skips its start-up initialize
 	// probe only when that says stdio. Set them with SetContainerLabels.
 	ContainerLabels map[string]string `json:"container_labels,omitempty"`
 	OIDCConfig      *OIDCConfig       `json:"oidc_config,omitempty"`
+	// TokenExchangeConfig makes the proxy exchange the caller's token
+	// (RFC 8693) before it forwards a request, from an
+	// MCPExternalAuthConfig of type tokenExchange.
+	TokenExchangeConfig *TokenExchangeConfig `json:"token_exchange_config,omitempty"`
+	// AWSStsConfig makes the proxy exchange the caller's token for AWS
+	// credentials and sign requests with them, from an
+	// MCPExternalAuthConfig of type awsSts.
+	AWSStsConfig *AWSStsConfig `json:"aws_sts_config,omitempty"`
+	// AuthzConfig is the runner's authorization config (its format version,
+	// the authorizer type and that authorizer's options), from the
+	// workload's inline Cedar policies or its MCPAuthzConfig, as the bytes
+	// ToolHive's operator marshals it to.
+	AuthzConfig json.RawMessage `json:"authz_config,omitempty"`
+	// AuditConfig, when present, installs the runner's audit middleware.
+	AuditConfig *AuditConfig `json:"audit_config,omitempty"`
+	// TelemetryConfig is what the runner exports and serves, from a
+	// referenced MCPTelemetryConfig.
+	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`
+	// RateLimitConfig is ToolHive's CRD type embedded as is (camelCase
+	// keys); RateLimitNamespace scopes its Redis keys.
+	RateLimitConfig    *RateLimitConfig `json:"rate_limit_config,omitempty"`
+	RateLimitNamespace string           `json:"rate_limit_namespace,omitempty"`
+	TrustProxyHeaders  bool             `json:"trust_proxy_headers,omitempty"`
+	// MaxRequestBodySize caps request bodies; zero is the runner's default.
+	MaxRequestBodySize int64 `json:"max_request_body_size,omitempty"`
+	// ProxyReadTimeout bounds how long the proxy reads one request, a Go
+	// duration as time.Duration prints it ("1m0s"); empty is the
+	// runner's default (30s).
+	ProxyReadTimeout string `json:"proxy_read_timeout,omitempty"`
+	ProxyMode        string `json:"proxy_mode,omitempty"`
 	// ThvCABundle and JWKSAuthTokenFile repeat the OIDC CA bundle and JWKS
 	// token paths at the top level, where ToolHive's operator also writes
 	// them.
@@ -65,52 +107,21 @@ type RunConfig struct {
 	// presents overridden names and descriptions.
 	ToolsFilter   []string                `json:"tools_filter,omitempty"`
 	ToolsOverride map[string]ToolOverride `json:"tools_override,omitempty"`
-	// AuthzConfig is the runner's authorization config (its format version,
-	// the authorizer type and that authorizer's options), from the
-	// workload's inline Cedar policies or its MCPAuthzConfig.
-	AuthzConfig json.RawMessage `json:"authz_config,omitempty"`
-	// Volumes are "<host>:<container>[:ro]" mounts; PermissionProfile
-	// repeats them as its read and write mounts. ToolHive's Kubernetes
-	// runtime applies neither: they are recorded as ToolHive's operator
-	// records them.
-	Volumes                     []string           `json:"volumes,omitempty"`
-	PermissionProfileNameOrPath string             `json:"permission_profile_name_or_path,omitempty"`
-	PermissionProfile           *PermissionProfile `json:"permission_profile,omitempty"`
-	// AuditConfig, when present, installs the runner's audit middleware.
-	AuditConfig *AuditConfig `json:"audit_config,omitempty"`
-	// MaxRequestBodySize caps request bodies; zero is the runner's default.
-	MaxRequestBodySize int64 `json:"max_request_body_size,omitempty"`
-	// ProxyReadTimeout bounds how long the proxy reads one request, a Go
-	// duration as time.Duration prints it ("1m0s"); empty is the
-	// runner's default (30s).
-	ProxyReadTimeout string         `json:"proxy_read_timeout,omitempty"`
-	ScalingConfig    *ScalingConfig `json:"scaling_config,omitempty"`
-	// RateLimitConfig is ToolHive's CRD type embedded as is (camelCase
-	// keys); RateLimitNamespace scopes its Redis keys.
-	RateLimitConfig    *RateLimitConfig `json:"rate_limit_config,omitempty"`
-	RateLimitNamespace string           `json:"rate_limit_namespace,omitempty"`
-	// RemoteAuthConfig is how a remote proxy authenticates to its remote
-	// server, from an MCPExternalAuthConfig of type bearerToken.
-	RemoteAuthConfig *RemoteAuthConfig `json:"remote_auth_config,omitempty"`
-	// TokenExchangeConfig makes the proxy exchange the caller's token
-	// (RFC 8693) before it forwards a request, from an
-	// MCPExternalAuthConfig of type tokenExchange.
-	TokenExchangeConfig *TokenExchangeConfig `json:"token_exchange_config,omitempty"`
-	// AWSStsConfig makes the proxy exchange the caller's token for AWS
-	// credentials and sign requests with them, from an
-	// MCPExternalAuthConfig of type awsSts.
-	AWSStsConfig *AWSStsConfig `json:"aws_sts_config,omitempty"`
-	// TelemetryConfig is what the runner exports and serves, from a
-	// referenced MCPTelemetryConfig.
-	TelemetryConfig *TelemetryConfig `json:"telemetry_config,omitempty"`
-	// EmbeddedAuthServerConfig runs an OAuth authorization server in the
-	// proxy, from an MCPExternalAuthConfig of type embeddedAuthServer.
-	EmbeddedAuthServerConfig *EmbeddedAuthServerConfig `json:"embedded_auth_server_config,omitempty"`
+	// MiddlewareConfigs is the runner's middleware chain, derived from the
+	// fields above by PopulateMiddlewareConfigs, as ToolHive's operator
+	// writes it.
+	MiddlewareConfigs []MiddlewareConfig `json:"middleware_configs,omitempty"`
 	// ValidatingWebhooks and MutatingWebhooks are the webhooks the runner
 	// calls on every MCP request (mutating first), from a referenced
 	// MCPWebhookConfig.
 	ValidatingWebhooks []WebhookConfig `json:"validating_webhooks,omitempty"`
 	MutatingWebhooks   []WebhookConfig `json:"mutating_webhooks,omitempty"`
+	EndpointPrefix     string          `json:"endpoint_prefix,omitempty"`
+	HeaderForward      *HeaderForward  `json:"header_forward,omitempty"`
+	// EmbeddedAuthServerConfig runs an OAuth authorization server in the
+	// proxy, from an MCPExternalAuthConfig of type embeddedAuthServer.
+	EmbeddedAuthServerConfig *EmbeddedAuthServerConfig `json:"embedded_auth_server_config,omitempty"`
+	ScalingConfig            *ScalingConfig            `json:"scaling_config,omitempty"`
 }
 
 // WebhookConfig is ToolHive's webhook.Config. Timeout is a
@@ -141,17 +152,31 @@ type WebhookTLSConfig struct {
 // parameter "<secret>,target=bearer_token", which the runner resolves
 // through its secrets provider (TOOLHIVE_SECRET_<secret> with the
 // environment provider, a secretKeyRef variable of the proxy container).
+// use_pkce and the two cache expiries have no omitempty that applies in
+// ToolHive's type, so they are written with their zero values
+// (false, and time.Time's zero instant).
 type RemoteAuthConfig struct {
-	BearerToken string `json:"bearer_token,omitempty"`
+	UsePKCE            bool      `json:"use_pkce"`
+	BearerToken        string    `json:"bearer_token,omitempty"`
+	CachedTokenExpiry  unsetTime `json:"cached_token_expiry"`
+	CachedSecretExpiry unsetTime `json:"cached_secret_expiry"`
 }
 
+// unsetTime is a time ToolHive's types hold as a time.Time that is never
+// set here: it encodes as time.Time's zero instant.
+type unsetTime struct{}
+
+// MarshalJSON writes time.Time's zero instant.
+func (unsetTime) MarshalJSON() ([]byte, error) { return []byte(`"0001-01-01T00:00:00Z"`), nil }
+
 // TokenExchangeConfig is ToolHive's tokenexchange.Config. The client
-// secret is never here: the runner reads it from
-// TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET, a secretKeyRef variable of the
-// proxy container.
+// secret is never here (client_secret is always written, empty): the
+// runner reads it from TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET, a
+// secretKeyRef variable of the proxy container.
 type TokenExchangeConfig struct {
 	TokenURL                string   `json:"token_url"`
-	ClientID                string   `json:"client_id,omitempty"`
+	ClientID                string   `json:"client_id"`
+	ClientSecret            string   `json:"client_secret"`
 	Audience                string   `json:"audience"`
 	Scopes                  []string `json:"scopes,omitempty"`
 	SubjectTokenType        string   `json:"subject_token_type,omitempty"`
@@ -218,33 +243,24 @@ type InboundNetworkPermissions struct {
 	AllowHost []string `json:"allow_host,omitempty"`
 }
 
-// Built-in permission profile names the runner knows; ProfileStdio is
-// its alias of ProfileNone.
-const (
-	ProfileNone    = "none"
-	ProfileNetwork = "network"
-	ProfileStdio   = "stdio"
-)
+// ProfileNetwork is the name of the runner's built-in network profile.
+const ProfileNetwork = "network"
 
-// BuiltinProfile is the built-in profile of that name as ToolHive's
-// builder loads it: none allows no outbound traffic, network allows all.
-// Any name but network is none, as for the runner.
-func BuiltinProfile(name string) *PermissionProfile {
-	p := &PermissionProfile{Name: ProfileNone, Network: &NetworkPermissions{
-		Outbound: &OutboundNetworkPermissions{}, Inbound: &InboundNetworkPermissions{},
+// DefaultPermissionProfile is the profile ToolHive's builder writes when
+// nothing names another: the built-in network profile, outbound traffic
+// allowed. ToolHive's operator (from v0.63.0 on) never names another:
+// spec.permissionProfile has no effect on Kubernetes.
+func DefaultPermissionProfile() *PermissionProfile {
+	return &PermissionProfile{Name: ProfileNetwork, Network: &NetworkPermissions{
+		Outbound: &OutboundNetworkPermissions{InsecureAllowAll: true}, Inbound: &InboundNetworkPermissions{},
 	}}
-	if name == ProfileNetwork {
-		p.Name = ProfileNetwork
-		p.Network.Outbound.InsecureAllowAll = true
-	}
-	return p
 }
 
 // AuditConfig is the part of ToolHive's audit.Config its operator sets:
 // audit.DefaultConfig(), whose keys are camelCase.
 type AuditConfig struct {
-	MaxDataSize             int   `json:"maxDataSize,omitempty"`
 	DetectApplicationErrors *bool `json:"detectApplicationErrors,omitempty"`
+	MaxDataSize             int   `json:"maxDataSize,omitempty"`
 }
 
 // DefaultAuditConfig is ToolHive's audit.DefaultConfig(): request and
@@ -314,21 +330,24 @@ type ToolOverride struct {
 
 // OIDCConfig is ToolHive's auth.TokenValidatorConfig: how the proxy
 // validates incoming tokens. That type has no JSON tags, so its keys are
-// its Go field names, not snake_case. Secrets never appear here: the
-// client secret reaches the proxy as TOOLHIVE_OIDC_CLIENT_SECRET from a
-// secretKeyRef, which the runner reads when ClientSecret is empty.
+// its Go field names, not snake_case, and every one is written, empty or
+// not (Scopes as null when there are none). Secrets never appear here:
+// ClientSecret is always empty, and the client secret reaches the proxy
+// as TOOLHIVE_OIDC_CLIENT_SECRET from a secretKeyRef, which the runner
+// reads when ClientSecret is empty.
 type OIDCConfig struct {
-	Issuer            string   `json:"Issuer,omitempty"`
-	Audience          string   `json:"Audience,omitempty"`
-	JWKSURL           string   `json:"JWKSURL,omitempty"`
-	ClientID          string   `json:"ClientID,omitempty"`
-	CACertPath        string   `json:"CACertPath,omitempty"`
-	AuthTokenFile     string   `json:"AuthTokenFile,omitempty"`
-	AllowPrivateIP    bool     `json:"AllowPrivateIP,omitempty"`
-	InsecureAllowHTTP bool     `json:"InsecureAllowHTTP,omitempty"`
-	IntrospectionURL  string   `json:"IntrospectionURL,omitempty"`
-	ResourceURL       string   `json:"ResourceURL,omitempty"`
-	Scopes            []string `json:"Scopes,omitempty"`
+	Issuer            string
+	Audience          string
+	JWKSURL           string
+	ClientID          string
+	ClientSecret      string
+	CACertPath        string
+	AuthTokenFile     string
+	AllowPrivateIP    bool
+	InsecureAllowHTTP bool
+	IntrospectionURL  string
+	ResourceURL       string
+	Scopes            []string
 }
 
 // The runner's container labels: their keys and the value of LabelToolHive
@@ -355,18 +374,38 @@ func (rc *RunConfig) SetContainerLabels() {
 	}
 }
 
-// Marshal renders the RunConfig as the runner reads it: JSON indented with
-// two spaces. encoding/json sorts map keys, so equal configs give equal
-// bytes.
+// Transport variables ToolHive's builder adds to env_vars.
+const (
+	EnvMCPTransport = "MCP_TRANSPORT"
+	EnvMCPPort      = "MCP_PORT"
+	EnvFastMCPPort  = "FASTMCP_PORT"
+)
+
+// SetTransportEnv adds the variables ToolHive's builder sets for the
+// transport to env_vars, over any of spec.env's: MCP_TRANSPORT always,
+// and for sse and streamable-http with a target port, MCP_PORT and
+// FASTMCP_PORT set to it. The runner sets the same on the MCP container it
+// deploys; a remote proxy has no target port, so only MCP_TRANSPORT.
+func (rc *RunConfig) SetTransportEnv() {
+	if rc.EnvVars == nil {
+		rc.EnvVars = map[string]string{}
+	}
+	rc.EnvVars[EnvMCPTransport] = rc.Transport
+	if rc.TargetPort > 0 && (rc.Transport == "sse" || rc.Transport == "streamable-http") {
+		port := strconv.Itoa(int(rc.TargetPort))
+		rc.EnvVars[EnvMCPPort], rc.EnvVars[EnvFastMCPPort] = port, port
+	}
+}
+
+// Marshal renders the RunConfig as ToolHive's operator does: JSON
+// indented with two spaces, <, > and & escaped, map keys sorted, no
+// final newline.
 func Marshal(rc *RunConfig) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rc); err != nil {
+	out, err := json.MarshalIndent(rc, "", "  ")
+	if err != nil {
 		return "", fmt.Errorf("encoding RunConfig: %w", err)
 	}
-	return strings.TrimSuffix(buf.String(), "\n"), nil
+	return string(out), nil
 }
 
 // ValidateEnvName rejects environment keys the runner cannot pass on: an
@@ -381,11 +420,13 @@ func ValidateEnvName(name string) error {
 	return nil
 }
 
-// Checksum is the hex SHA-256 over a ConfigMap's content: its data keys in
-// sorted order (key then value), then its labels sorted, then its
-// annotations sorted excluding ChecksumAnnotation itself. It is computed
-// from the desired in-memory ConfigMap, never from a cache read, so it
-// changes exactly when what hivekeeper writes changes.
+// Checksum is the content checksum of a ConfigMap as ToolHive's operator
+// computes it: the hex SHA-256 of its data (each key, then its value, keys
+// in sorted order), then its labels the same way, then its annotations
+// but ChecksumAnnotation itself, all concatenated without separators. It
+// is computed from the desired in-memory ConfigMap, never from a cache
+// read, so it changes exactly when what hivekeeper writes changes, and it
+// is the checksum ToolHive's operator writes for the same ConfigMap.
 func Checksum(data, labels, annotations map[string]string) string {
 	h := sha256.New()
 	write := func(m map[string]string, skip string) {
@@ -397,12 +438,8 @@ func Checksum(data, labels, annotations map[string]string) string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			// A separator that cannot occur in keys keeps "ab"+"c" and
-			// "a"+"bc" apart.
 			h.Write([]byte(k))
-			h.Write([]byte{0})
 			h.Write([]byte(m[k]))
-			h.Write([]byte{0})
 		}
 	}
 	write(data, "")

@@ -1,30 +1,97 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"os"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
-func TestMarshalIndentsTwoSpacesAndOmitsEmpty(t *testing.T) {
+// TestMarshalWritesToolHiveEncoding pins the encoding of ToolHive's
+// operator: keys in the order of runner.RunConfig, the keys its type
+// always writes present even when empty, map keys sorted, two-space
+// indent, no final newline.
+func TestMarshalWritesToolHiveEncoding(t *testing.T) {
 	out, err := Marshal(&RunConfig{SchemaVersion: SchemaVersion, Name: "a", Port: 8080, EnvVars: map[string]string{"B": "2", "A": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\n  \"schema_version\": \"v0.1.0\",\n  \"name\": \"a\",\n  \"port\": 8080,\n  \"env_vars\": {\n    \"A\": \"1\",\n    \"B\": \"2\"\n  }\n}"
+	want := `{
+  "schema_version": "v0.1.0",
+  "image": "",
+  "name": "a",
+  "transport": "",
+  "host": "",
+  "port": 8080,
+  "permission_profile": null,
+  "env_vars": {
+    "A": "1",
+    "B": "2"
+  }
+}`
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
-	var back RunConfig
+	var back map[string]any
 	if err := json.Unmarshal([]byte(out), &back); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestMarshalDoesNotEscapeHTML(t *testing.T) {
+// TestMarshalEscapesHTML: ToolHive's operator encodes with
+// json.MarshalIndent, which escapes <, > and &.
+func TestMarshalEscapesHTML(t *testing.T) {
 	out, _ := Marshal(&RunConfig{CmdArgs: []string{"a<b>&c"}})
-	if !strings.Contains(out, "a<b>&c") {
-		t.Fatalf("args were escaped: %s", out)
+	if !strings.Contains(out, `"a\u003cb\u003e\u0026c"`) {
+		t.Fatalf("args were not escaped as ToolHive escapes them: %s", out)
+	}
+}
+
+// TestOIDCAndRemoteAuthWriteEveryKey: the keys ToolHive's types write
+// without omitempty are written empty.
+func TestOIDCAndRemoteAuthWriteEveryKey(t *testing.T) {
+	out, err := Marshal(&RunConfig{
+		OIDCConfig:          &OIDCConfig{Issuer: "https://idp"},
+		RemoteAuthConfig:    &RemoteAuthConfig{BearerToken: "tok,target=bearer_token"},
+		TokenExchangeConfig: &TokenExchangeConfig{TokenURL: "https://sts", Audience: "api"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"JWKSURL": ""`, `"ClientSecret": ""`, `"AllowPrivateIP": false`, `"Scopes": null`,
+		`"use_pkce": false`, `"cached_token_expiry": "0001-01-01T00:00:00Z"`, `"cached_secret_expiry": "0001-01-01T00:00:00Z"`,
+		`"client_id": ""`, `"client_secret": ""`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s missing from\n%s", want, out)
+		}
+	}
+}
+
+func TestSetTransportEnv(t *testing.T) {
+	for _, c := range []struct {
+		transport string
+		target    int32
+		want      map[string]string
+	}{
+		{"stdio", 8080, map[string]string{"MCP_TRANSPORT": "stdio"}},
+		{"sse", 9000, map[string]string{"MCP_TRANSPORT": "sse", "MCP_PORT": "9000", "FASTMCP_PORT": "9000", "OTHER": "x"}},
+		{"streamable-http", 0, map[string]string{"MCP_TRANSPORT": "streamable-http"}},
+	} {
+		rc := &RunConfig{Transport: c.transport, TargetPort: c.target}
+		if c.transport == "sse" {
+			rc.EnvVars = map[string]string{"MCP_PORT": "1", "OTHER": "x"}
+		}
+		rc.SetTransportEnv()
+		if !maps.Equal(rc.EnvVars, c.want) {
+			t.Errorf("%s: env %v, want %v", c.transport, rc.EnvVars, c.want)
+		}
 	}
 }
 
@@ -47,9 +114,10 @@ func TestChecksum(t *testing.T) {
 	if got := Checksum(data, labels, map[string]string{"x": "y"}); got == base {
 		t.Error("an annotation change must change the checksum")
 	}
-	// Key/value boundaries are unambiguous.
-	if Checksum(map[string]string{"ab": "c"}, nil, nil) == Checksum(map[string]string{"a": "bc"}, nil, nil) {
-		t.Error("boundary collision")
+	// ToolHive's encoding: keys and values concatenated, no separator.
+	sum := sha256.Sum256([]byte("runconfig.json{}app" + "mcpserver"))
+	if got := Checksum(data, labels, nil); got != hex.EncodeToString(sum[:]) {
+		t.Errorf("checksum %s, want ToolHive's %x", got, sum)
 	}
 	// Map order never matters.
 	for range 20 {
@@ -127,5 +195,29 @@ func TestRegistrationRateEncodings(t *testing.T) {
 		if c.RegistrationRateLimit.yamlFloat {
 			t.Errorf("MarshalAuthServerConfig changed its argument")
 		}
+	}
+}
+
+// TestChecksumOfToolHivesConfigMap recomputes the checksum ToolHive's
+// operator wrote on a RunConfig ConfigMap it created (recorded by the
+// differential test) from that ConfigMap's data and labels.
+func TestChecksumOfToolHivesConfigMap(t *testing.T) {
+	raw, err := os.ReadFile("../../../test/conformance/testdata/toolhive-v0.47.0/table/01-stdio-minimal/ConfigMap.fetch-runconfig.yaml")
+	if err != nil {
+		t.Skipf("no recording: %v", err)
+	}
+	var cm struct {
+		Data     map[string]string `json:"data"`
+		Metadata struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(raw, &cm); err != nil {
+		t.Fatal(err)
+	}
+	want := cm.Metadata.Annotations[ChecksumAnnotation]
+	if got := Checksum(cm.Data, cm.Metadata.Labels, cm.Metadata.Annotations); want == "" || got != want {
+		t.Errorf("checksum %s, ToolHive's operator wrote %s", got, want)
 	}
 }

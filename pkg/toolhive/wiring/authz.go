@@ -3,11 +3,17 @@ package wiring
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cedar-policy/cedar-go"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // authzVersion is the version of the runner's authorization file format.
@@ -16,15 +22,6 @@ const authzVersion = "1.0"
 // authzKeys maps each authorizer backend the runner registers to the key
 // its configuration sits under in the runner's authorization config.
 var authzKeys = map[string]string{thv1.AuthzTypeCedar: "cedar", thv1.AuthzTypeHTTP: "pdp"}
-
-// cedarOptions are the runner's Cedar options, with its keys.
-type cedarOptions struct {
-	Policies        []string `json:"policies"`
-	EntitiesJSON    string   `json:"entities_json"`
-	GroupClaimName  string   `json:"group_claim_name,omitempty"`
-	RoleClaimName   string   `json:"role_claim_name,omitempty"`
-	GroupEntityType string   `json:"group_entity_type,omitempty"`
-}
 
 // pdpOptions are the parts of the runner's httpv1 options it requires.
 type pdpOptions struct {
@@ -47,7 +44,7 @@ func ValidateAuthzConfig(c *thv1.MCPAuthzConfig) []string {
 	}
 	switch c.Spec.Type {
 	case thv1.AuthzTypeCedar:
-		var o cedarOptions
+		var o schema.CedarOptions
 		if err := json.Unmarshal(c.Spec.Config.Raw, &o); err != nil {
 			return []string{"spec.config: " + err.Error()}
 		}
@@ -112,13 +109,79 @@ func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.Ra
 		if errs := validateCedar("spec.authzConfig.inline", inline.Inline.Policies, inline.Inline.EntitiesJSON); len(errs) > 0 {
 			return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: strings.Join(errs, "; ")}
 		}
-		typ, options = thv1.AuthzTypeCedar, cedarOptions{
+		// In the order of ToolHive's Cedar types, as its operator encodes
+		// an inline config.
+		return json.Marshal(schema.CedarAuthzConfig{Version: authzVersion, Type: thv1.AuthzTypeCedar, Options: &schema.CedarOptions{
 			Policies: inline.Inline.Policies, EntitiesJSON: inline.Inline.EntitiesJSON,
 			GroupClaimName: inline.GroupClaimName, RoleClaimName: inline.RoleClaimName, GroupEntityType: inline.GroupEntityType,
-		}
+		}})
 	default:
 		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
 			Message: "spec.authzConfig: type configMap is not supported by hivekeeper; use type inline or an MCPAuthzConfig (spec.authzConfigRef)"}
 	}
+	// A referenced config is a map to ToolHive's operator: its keys sorted.
 	return json.Marshal(map[string]any{"version": authzVersion, "type": typ, authzKeys[typ]: options})
+}
+
+// Where ToolHive's operator also writes an inline authorization config: a
+// ConfigMap labelled toolhive.stacklok.io/authz=inline, mounted read-only
+// in the proxy container. The runner reads the RunConfig's authz_config,
+// not this file; it is written so that the pod is the one ToolHive's
+// operator runs.
+const (
+	LabelAuthz         = "toolhive.stacklok.io/authz"
+	labelAuthzInline   = "inline"
+	authzInlineKey     = "authz.json"
+	authzInlineVolume  = "authz-config"
+	authzInlineMount   = "/etc/toolhive/authz"
+	defaultEntitiesDoc = "[]"
+)
+
+// AuthzFileWiring is the inline authorization ConfigMap's data, and the
+// proxy pod's volume and mount of it.
+type AuthzFileWiring struct {
+	Data    map[string]string
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
+}
+
+// InlineAuthzFile is what an inline authorization config adds to a proxy
+// named name, as ToolHive's operator writes it: the policies and the
+// entities ("[]" when none) under the runner's Cedar keys, compact JSON
+// with sorted keys (the claim settings are not in it), in ConfigMap
+// AuthzInlineName(name), key authz.json. A workload without inline
+// authorization gets nothing.
+func InlineAuthzFile(inline *thv1.InlineAuthz, name string) (AuthzFileWiring, error) {
+	if inline == nil || inline.Type != thv1.AuthzConfigTypeInline || inline.Inline == nil {
+		return AuthzFileWiring{}, nil
+	}
+	entities := inline.Inline.EntitiesJSON
+	if entities == "" {
+		entities = defaultEntitiesDoc
+	}
+	data, err := json.Marshal(map[string]any{"version": authzVersion, "type": thv1.AuthzTypeCedar,
+		authzKeys[thv1.AuthzTypeCedar]: map[string]any{"policies": inline.Inline.Policies, "entities_json": entities}})
+	if err != nil {
+		return AuthzFileWiring{}, fmt.Errorf("encoding the inline authorization config: %w", err)
+	}
+	cm := naming.AuthzInlineName(name)
+	return AuthzFileWiring{
+		Data: map[string]string{authzInlineKey: string(data)},
+		Volumes: []corev1.Volume{{Name: authzInlineVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm},
+			Items:                []corev1.KeyToPath{{Key: authzInlineKey, Path: authzInlineKey}},
+		}}}},
+		Mounts: []corev1.VolumeMount{{Name: authzInlineVolume, MountPath: authzInlineMount, ReadOnly: true}},
+	}, nil
+}
+
+// ConfigMap is the inline authorization ConfigMap with meta, nil when
+// the workload has no inline authorization.
+func (w AuthzFileWiring) ConfigMap(meta metav1.ObjectMeta) *corev1.ConfigMap {
+	if w.Data == nil {
+		return nil
+	}
+	meta.Labels = maps.Clone(meta.Labels)
+	meta.Labels[LabelAuthz] = labelAuthzInline
+	return &corev1.ConfigMap{ObjectMeta: meta, Data: w.Data}
 }

@@ -63,7 +63,9 @@ func TestAuthzRunConfig(t *testing.T) {
 		want   string
 	}{
 		{"none", nil, nil, ""},
-		{"inline", inline, nil, `{"cedar":{"policies":[` + quote(permitList) + `],"entities_json":"[]","group_claim_name":"groups"},"type":"cedarv1","version":"1.0"}`},
+		// In the order of ToolHive's Cedar types.
+		{"inline", inline, nil, `{"version":"1.0","type":"cedarv1","cedar":{"policies":[` + quote(permitList) + `],"entities_json":"[]","group_claim_name":"groups"}}`},
+		// A reference is a map to ToolHive's operator: its keys sorted.
 		{"cedar reference", nil, authzConfig("a", "cedarv1", `{"policies":["p"], "entities_json":"[]"}`),
 			`{"cedar":{"entities_json":"[]","policies":["p"]},"type":"cedarv1","version":"1.0"}`},
 		{"http reference", nil, authzConfig("a", "httpv1", `{"http":{"url":"u"},"claim_mapping":"mpe"}`),

@@ -147,8 +147,7 @@ func TestExternalAuth(t *testing.T) {
 		{"bearerToken", thv1.KindMCPRemoteProxy, extAuthConfig("b", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("api-bearer-token", "token")}}),
 			ExternalAuthWiring{RemoteAuth: &schema.RemoteAuthConfig{BearerToken: "api-bearer-token,target=bearer_token"},
-				Env:             []corev1.EnvVar{secretVar("TOOLHIVE_SECRET_api-bearer-token", "api-bearer-token", "token")},
-				SecretsProvider: true}},
+				Env: []corev1.EnvVar{secretVar("TOOLHIVE_SECRET_api-bearer-token", "api-bearer-token", "token")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ExternalAuth(tc.cfg, tc.kind)

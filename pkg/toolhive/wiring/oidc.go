@@ -80,14 +80,16 @@ type OIDCWiring struct {
 	Env      []corev1.EnvVar
 }
 
-// CABundleVolume returns the volume and mount of a CA bundle ConfigMap.
-func CABundleVolume(ref *thv1.ConfigMapKeyRef) (corev1.Volume, corev1.VolumeMount) {
+// CABundleVolume returns the volume and mount of a CA bundle ConfigMap,
+// as ToolHive's operator builds them: only the bundle's key is projected,
+// and the reference's optional is not carried.
+func CABundleVolume(ref *thv1.ConfigMapKeyRef, key string) (corev1.Volume, corev1.VolumeMount) {
 	name := CABundleVolumePrefix + ref.Name
 	return corev1.Volume{
 			Name: name,
 			VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
-				Optional:             ref.Optional,
+				Items:                []corev1.KeyToPath{{Key: key, Path: key}},
 			}},
 		}, corev1.VolumeMount{
 			Name: name, MountPath: path.Join(CABundleMountRoot, ref.Name), ReadOnly: true,
@@ -135,7 +137,7 @@ func OIDC(cfg *thv1.MCPOIDCConfig, ref *thv1.OIDCConfigReference, defaultResourc
 			if key == "" {
 				key = DefaultCAKey
 			}
-			vol, mount := CABundleVolume(cm)
+			vol, mount := CABundleVolume(cm, key)
 			w.Volumes = append(w.Volumes, vol)
 			w.Mounts = append(w.Mounts, mount)
 			r.CABundlePath = path.Join(mount.MountPath, key)

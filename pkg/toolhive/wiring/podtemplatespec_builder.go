@@ -3,61 +3,31 @@ package wiring
 import (
 	"encoding/json"
 
+	corev1 "k8s.io/api/core/v1"
+
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
-// BackendPodPatch renders the patch the runner applies to the backend pod:
-// the user's podTemplateSpec, the service account, and each secret as a
-// secretKeyRef env var on the "mcp" container. It works on the generic
-// JSON so that fields hivekeeper does not model pass through untouched,
-// and it checks the result decodes as a PodTemplateSpec.
+// BackendPodPatch renders the patch the runner applies to the backend pod
+// as ToolHive's operator renders it: the user's podTemplateSpec decoded as
+// a PodTemplateSpec (a field the type does not know is dropped), the
+// service account set, each secret appended as a secretKeyRef variable to
+// the "mcp" container (added when the template has none), and the whole
+// encoded as the type encodes it, "metadata":{} and "containers":[]
+// included.
 func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
-	invalid := PodTemplateInvalid
-	if _, err := DecodePodTemplate(s.Spec.PodTemplateSpec); err != nil {
+	tpl, err := DecodePodTemplate(s.Spec.PodTemplateSpec)
+	if err != nil {
 		return "", err
 	}
-	var tpl map[string]any
-	if pt := s.Spec.PodTemplateSpec; pt != nil && len(pt.Raw) > 0 {
-		if err := json.Unmarshal(pt.Raw, &tpl); err != nil {
-			return "", invalid("not a JSON object: %v", err)
-		}
-	}
 	if tpl == nil {
-		// Absent, or JSON null in any spelling: an empty patch.
-		tpl = map[string]any{}
+		tpl = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{}}}
 	}
-	spec, ok := tpl["spec"].(map[string]any)
-	if tpl["spec"] != nil && !ok {
-		return "", invalid("spec must be an object")
-	}
-	if spec == nil {
-		spec = map[string]any{}
-		tpl["spec"] = spec
-	}
-	spec["serviceAccountName"] = serviceAccount
-
+	tpl.Spec.ServiceAccountName = serviceAccount
 	if len(s.Spec.Secrets) > 0 {
-		containers, ok := spec["containers"].([]any)
-		if spec["containers"] != nil && !ok {
-			return "", invalid("spec.containers must be a list")
-		}
-		idx := -1
-		for i, c := range containers {
-			if cm, ok := c.(map[string]any); ok && cm["name"] == naming.MCPContainerName {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			containers = append(containers, map[string]any{"name": naming.MCPContainerName})
-			idx = len(containers) - 1
-		}
-		mcp := containers[idx].(map[string]any)
-		env, ok := mcp["env"].([]any)
-		if mcp["env"] != nil && !ok {
-			return "", invalid("env of container %q must be a list", naming.MCPContainerName)
-		}
+		env := make([]corev1.EnvVar, 0, len(s.Spec.Secrets))
 		for _, sec := range s.Spec.Secrets {
 			name := sec.TargetEnvName
 			if name == "" {
@@ -66,30 +36,24 @@ func BackendPodPatch(s *thv1.MCPServer, serviceAccount string) (string, error) {
 			if err := schema.ValidateEnvName(name); err != nil {
 				return "", &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec.secrets: " + err.Error()}
 			}
-			entry := map[string]any{
-				"name": name,
-				"valueFrom": map[string]any{"secretKeyRef": map[string]any{
-					"name": sec.Name, "key": sec.Key,
-				}},
-			}
-			replaced := false
-			for i, e := range env {
-				if em, ok := e.(map[string]any); ok && em["name"] == name {
-					env[i], replaced = entry, true
-				}
-			}
-			if !replaced {
-				env = append(env, entry)
+			env = append(env, SecretEnv(name, sec.Name, sec.Key))
+		}
+		idx := -1
+		for i := range tpl.Spec.Containers {
+			if tpl.Spec.Containers[i].Name == naming.MCPContainerName {
+				idx = i
+				break
 			}
 		}
-		mcp["env"] = env
-		spec["containers"] = containers
+		if idx < 0 {
+			tpl.Spec.Containers = append(tpl.Spec.Containers, corev1.Container{Name: naming.MCPContainerName})
+			idx = len(tpl.Spec.Containers) - 1
+		}
+		tpl.Spec.Containers[idx].Env = append(tpl.Spec.Containers[idx].Env, env...)
 	}
-	// encoding/json sorts map keys: equal inputs give equal bytes, so the
-	// Deployment args never churn.
 	out, err := json.Marshal(tpl)
 	if err != nil {
-		return "", invalid("%v", err)
+		return "", PodTemplateInvalid("%v", err)
 	}
 	return string(out), nil
 }

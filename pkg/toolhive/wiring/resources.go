@@ -2,6 +2,8 @@ package wiring
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,9 +31,12 @@ func ConfigMap(meta metav1.ObjectMeta, data map[string]string) *corev1.ConfigMap
 	return cm
 }
 
-// ServiceAccount builds a ServiceAccount.
-func ServiceAccount(meta metav1.ObjectMeta) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: meta}
+// ServiceAccount builds a ServiceAccount with the pull secrets its pods
+// use, as ToolHive's operator copies the proxy's
+// (resourceOverrides.proxyDeployment.imagePullSecrets) onto the accounts
+// it writes.
+func ServiceAccount(meta metav1.ObjectMeta, pullSecrets []corev1.LocalObjectReference) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: meta, ImagePullSecrets: slices.Clone(pullSecrets)}
 }
 
 // RoleBinding binds the ClusterRole clusterRole, in the binding's
@@ -120,10 +125,12 @@ func Resources(r thv1.ResourceRequirements) (corev1.ResourceRequirements, error)
 }
 
 // RestrictedContainerSecurityContext is the restricted security context of
-// the proxy container: non-root, no privilege escalation, read-only root
-// filesystem, no capabilities, the runtime's default seccomp profile.
+// the proxy container: not privileged, non-root, no privilege escalation,
+// read-only root filesystem, no capabilities, the runtime's default
+// seccomp profile, every field as ToolHive's operator sets it.
 func RestrictedContainerSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
 		RunAsNonRoot:             ptr.To(true),
 		RunAsUser:                ptr.To(RunnerUID),
 		RunAsGroup:               ptr.To(RunnerUID),
@@ -149,7 +156,7 @@ func RestrictedPodSecurityContext() *corev1.PodSecurityContext {
 // HTTPProbe is a probe on path at the named port. Every field the API
 // server would default is set explicitly, so the live probe equals the
 // built one.
-func HTTPProbe(path, port string, initialDelay, period int32) *corev1.Probe {
+func HTTPProbe(path, port string, initialDelay, period, timeout, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path:   path,
@@ -158,9 +165,9 @@ func HTTPProbe(path, port string, initialDelay, period int32) *corev1.Probe {
 		}},
 		InitialDelaySeconds: initialDelay,
 		PeriodSeconds:       period,
-		TimeoutSeconds:      3,
+		TimeoutSeconds:      timeout,
 		SuccessThreshold:    1,
-		FailureThreshold:    3,
+		FailureThreshold:    failures,
 	}
 }
 
@@ -173,24 +180,39 @@ var runnerDefaultEnv = []corev1.EnvVar{
 	{Name: "UNSTRUCTURED_LOGS", Value: "false"},
 }
 
-// ProxyEnv assembles the proxy container's environment in its fixed order.
-func ProxyEnv(before []corev1.EnvVar, overrides []thv1.NameValue, after []corev1.EnvVar) []corev1.EnvVar {
-	env := make([]corev1.EnvVar, 0, len(before)+len(overrides)+len(after)+len(runnerDefaultEnv))
-	env = append(env, before...)
+// OverrideEnv is spec.resourceOverrides.proxyDeployment.env as variables
+// of the proxy container.
+func OverrideEnv(overrides []thv1.NameValue) []corev1.EnvVar {
+	var env []corev1.EnvVar
 	for _, o := range overrides {
 		env = append(env, corev1.EnvVar{Name: o.Name, Value: o.Value})
 	}
-	env = append(env, after...)
+	return env
+}
+
+// RequiredEnv appends what the runner needs to env, as ToolHive's operator
+// does last: each of runnerDefaultEnv that env does not name, in that
+// order, then TOOLHIVE_SECRETS_PROVIDER=environment when a variable is a
+// secret the runner resolves through that provider (TOOLHIVE_SECRET_*),
+// even if env sets the provider already: the last value is the one the
+// container gets.
+func RequiredEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	seen := map[string]bool{}
+	secrets := false
 	for _, e := range env {
 		seen[e.Name] = true
+		secrets = secrets || (strings.HasPrefix(e.Name, EnvSecretPrefix) && e.Name != EnvSecretsProvider)
 	}
+	out := slices.Clone(env)
 	for _, d := range runnerDefaultEnv {
 		if !seen[d.Name] {
-			env = append(env, d)
+			out = append(out, d)
 		}
 	}
-	return env
+	if secrets {
+		out = append(out, corev1.EnvVar{Name: EnvSecretsProvider, Value: SecretsProviderFromEnv})
+	}
+	return out
 }
 
 // SecretEnv is a variable of the proxy container holding one Secret key,

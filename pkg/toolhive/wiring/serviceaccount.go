@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // CheckServiceAccount refuses a spec.serviceAccount that names an account
@@ -20,13 +19,13 @@ import (
 //
 // sa is the live account the spec names, read from the ServiceAccount
 // lister (nil when it does not exist yet, which is allowed). An account is
-// hivekeeper's when it carries the toolhive=true label and a controller
-// owner reference to a ToolHive kind; any other account is allowed. own is the one hivekeeper-managed
-// name this workload may name: the account hivekeeper would create for this
-// same pod when the spec names none ("" when there is none), owned by
-// ownerUID.
+// managed, hivekeeper's or ToolHive's operator's, when its controller owner
+// reference is to a ToolHive kind: neither labels the accounts it writes.
+// Any other account is allowed. own is the one managed name this workload
+// may name: the account hivekeeper would create for this same pod when the
+// spec names none ("" when there is none), owned by ownerUID.
 func CheckServiceAccount(sa *corev1.ServiceAccount, ownerUID types.UID, own string) error {
-	if sa == nil || sa.Labels[naming.LabelToolhive] != "true" {
+	if sa == nil {
 		return nil
 	}
 	ref := metav1.GetControllerOf(sa)

@@ -34,7 +34,9 @@ func TestCheckServiceAccount(t *testing.T) {
 		refused bool
 	}{
 		{"not in the cache: the user's own account", nil, false},
-		{"no toolhive label", owned("bar-sa", map[string]string{"team": "a"}, thv1.KindMCPServer, "other"), false},
+		// Neither operator labels the accounts it writes: the controller
+		// decides.
+		{"no label, another server's account", owned("bar-sa", nil, thv1.KindMCPServer, "other"), true},
 		{"label but no owner", owned("bar-sa", ours, "", ""), false},
 		{"label and a foreign controller", owned("bar-sa", ours, "Deployment", "other"), false},
 		{"another server's backend account", owned("bar-sa", ours, thv1.KindMCPServer, "other"), true},

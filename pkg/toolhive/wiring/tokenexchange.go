@@ -38,11 +38,10 @@ type ExternalAuthWiring struct {
 	RemoteAuth    *schema.RemoteAuthConfig
 	AWSSts        *schema.AWSStsConfig
 	// Env are secretKeyRef variables, in the order ToolHive's operator
-	// adds them (token exchange client secret, then bearer token).
+	// adds them (token exchange client secret, then bearer token). A
+	// bearer token's variable makes RequiredEnv switch the runner's
+	// secrets provider to the environment.
 	Env []corev1.EnvVar
-	// SecretsProvider says the runner must resolve a secret parameter
-	// from the environment (EnvSecretsProvider=environment).
-	SecretsProvider bool
 }
 
 // ApplyTo sets the wiring's RunConfig fields.
@@ -118,7 +117,6 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		r := s.BearerToken.TokenSecretRef
 		w.RemoteAuth = &schema.RemoteAuthConfig{BearerToken: r.Name + ",target=" + bearerTokenTarget}
 		w.Env = append(w.Env, SecretEnv(EnvSecretPrefix+r.Name, r.Name, r.Key))
-		w.SecretsProvider = true
 		return w, nil
 	case thv1.ExternalAuthTypeAWSSts:
 		if kind != thv1.KindMCPRemoteProxy {

@@ -156,11 +156,11 @@ func TestHandEditsOfChildren(t *testing.T) {
 		t.Errorf("churn writes: %s, want none", m2.series(churnTotal, all))
 	}
 
-	// The toolhive=true label removed by hand: ConfigMaps are cached
-	// whatever their labels (ToolHive's operator labels its own otherwise),
-	// so hivekeeper sees the label drift and restores it with one patch,
-	// without trying to create the ConfigMap first.
-	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, cmName)
+	// A label removed by hand: ConfigMaps are cached whatever their labels
+	// (the RunConfig carries ToolHive's, not toolhive=true), so hivekeeper
+	// sees the label drift and restores it with one patch, without trying
+	// to create the ConfigMap first.
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, cmName, "toolhive.stacklok.io/component")
 	m3 := settle(t, hk, 2*time.Second)
 	relabel := map[string]string{"resource": "configmaps", "verb": "patch"}
 	relabelPatches := m3.sum(writesTotal, relabel) - m2.sum(writesTotal, relabel)

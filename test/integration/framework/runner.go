@@ -56,11 +56,11 @@ func (e *Env) CreateRunnerObjects(t testing.TB, ns, n string, labels map[string]
 	return out
 }
 
-// UnlabelChild removes the toolhive=true label from a child of hivekeeper,
-// as a hand edit would, and waits until the label is back. It returns the
-// child's UID before and after: taking the child back must keep the same
-// object.
-func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, ns, name string) (before, after types.UID) {
+// UnlabelChild removes the label key from a child of hivekeeper, as a hand
+// edit would, and waits until the label is back with its value. It
+// returns the child's UID before and after: taking the child back must
+// keep the same object.
+func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, ns, name, key string) (before, after types.UID) {
 	t.Helper()
 	ctx := context.Background()
 	client := e.Dynamic.Resource(resource).Namespace(ns)
@@ -69,7 +69,8 @@ func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, n
 		t.Fatal(err)
 	}
 	before = obj.GetUID()
-	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, naming.LabelToolhive)
+	value := obj.GetLabels()[key]
+	unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, key)
 	if _, err := client.Patch(ctx, name, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func (e *Env) UnlabelChild(t testing.TB, resource schema.GroupVersionResource, n
 			return false, err
 		}
 		after = obj.GetUID()
-		return obj.GetLabels()[naming.LabelToolhive] == "true", fmt.Errorf("labels %v", obj.GetLabels())
-	}, "the %s label of %s %s/%s to be restored", naming.LabelToolhive, resource.Resource, ns, name)
+		return value != "" && obj.GetLabels()[key] == value, fmt.Errorf("labels %v", obj.GetLabels())
+	}, "the %s label of %s %s/%s to be restored", key, resource.Resource, ns, name)
 	return before, after
 }

@@ -143,7 +143,7 @@ func TestChildrenStatusAndSteadyState(t *testing.T) {
 	}
 	tpl := dep.Spec.Template
 	if tpl.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] ||
-		!slices.Equal(tpl.Spec.Containers[0].Args, []string{"run", "https://remote.example.com/sse"}) ||
+		!slices.Equal(tpl.Spec.Containers[0].Args, []string{"run", "--foreground=true", "placeholder-for-remote-proxy"}) ||
 		tpl.Spec.ServiceAccountName != "remote-remote-proxy-runner" {
 		t.Errorf("deployment template %+v", tpl)
 	}

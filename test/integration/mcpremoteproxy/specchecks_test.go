@@ -124,8 +124,9 @@ func TestRemoteURLGate(t *testing.T) {
 	patchSpec(t, env, ns, name, `{"allowPrivateEndpoint":true}`)
 	waitConfigurationValid(t, env, ns, name, metav1.ConditionTrue, thv1.ReasonConfigurationValid)
 	dep := waitDeployment(t, env, ns, name)
-	if args := dep.Spec.Template.Spec.Containers[0].Args; len(args) != 2 || args[1] != private {
-		t.Fatalf("args %v", args)
+	if cm, err := env.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), naming.RunConfigName(name), metav1.GetOptions{}); err != nil ||
+		!strings.Contains(cm.Data[schema.Key], `"remote_url": "`+private+`"`) {
+		t.Fatalf("runconfig %v %v", cm, err)
 	}
 	workloadtest.Quiesce(t, quiet, settle, allControllers...)
 	dep = waitDeployment(t, env, ns, name)

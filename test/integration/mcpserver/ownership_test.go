@@ -22,7 +22,7 @@ import (
 func TestChildWithoutLabelIsTakenBack(t *testing.T) {
 	env, ns := convergedServer(t, "fetch")
 	ctx := context.Background()
-	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, naming.MCPServerServiceName("fetch"))
+	before, after := env.UnlabelChild(t, corev1.SchemeGroupVersion.WithResource("services"), ns, naming.MCPServerServiceName("fetch"), naming.LabelToolhive)
 	if after != before {
 		t.Errorf("the Service was replaced instead of taken back: UID %s -> %s", before, after)
 	}

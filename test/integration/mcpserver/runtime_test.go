@@ -74,12 +74,12 @@ func TestRuntimeFieldsConvergeWithoutWrites(t *testing.T) {
 	cm, _ := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName("fetch"), metav1.GetOptions{})
 	rc := cm.Data[schema.Key]
 	for _, want := range []string{`"refillPeriod": "1m30s"`, `"rate_limit_namespace": "` + ns + `"`, `"backend_replicas": 0`,
-		`"permission_profile_name_or_path": "/etc/toolhive/profiles/fetch.json"`, `"/srv/data:/data"`} {
+		`"type": "ratelimit"`, `"/srv/data:/data"`} {
 		if !strings.Contains(rc, want) {
 			t.Errorf("RunConfig lacks %s:\n%s", want, rc)
 		}
 	}
-	if strings.Contains(rc, "audit_config") || strings.Contains(rc, "redis-auth") {
+	if strings.Contains(rc, "audit_config") || strings.Contains(rc, "redis-auth") || strings.Contains(rc, "fetch.json") {
 		t.Errorf("RunConfig has audit (enabled defaults to false) or the password's Secret:\n%s", rc)
 	}
 	dep, _ := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})

@@ -5,7 +5,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -16,7 +15,6 @@ const (
 	healthPath         = "/health"
 	runConfigVolume    = "runconfig"
 	runConfigMountPath = "/etc/runconfig"
-	tmpVolume          = "tmp"
 )
 
 // proxyDeploymentSpec is everything that varies between the proxy
@@ -37,35 +35,41 @@ type proxyDeploymentSpec struct {
 	// Args follow the runner's "run" subcommand.
 	Args      []string
 	ProxyPort int32
-	Resources corev1.ResourceRequirements
-	// EnvBeforeOverrides, the override env, then EnvAfterOverrides are
-	// concatenated in that order; then the runner defaults are added when
-	// absent.
-	EnvBeforeOverrides []corev1.EnvVar
-	OverrideEnv        []thv1.NameValue
-	EnvAfterOverrides  []corev1.EnvVar
+	// ReadinessDelay is the readiness probe's initial delay: ToolHive's
+	// operator gives a remote proxy longer than an MCPServer.
+	ReadinessDelay int32
+	Resources      corev1.ResourceRequirements
+	// Env is the proxy container's environment, whole and in order.
+	Env                []corev1.EnvVar
 	ServiceAccountName string
 	RunConfigMapName   string
 	ImagePullSecrets   []corev1.LocalObjectReference
 	// ExtraVolumes and ExtraMounts (e.g. an OIDC CA bundle) are added
-	// after the runconfig and tmp volumes.
+	// after the runconfig volume.
 	ExtraVolumes []corev1.Volume
 	ExtraMounts  []corev1.VolumeMount
 }
 
-// proxyDeployment builds the proxy runner Deployment.
+// The probes of the proxy container, as ToolHive's operator sets them: a
+// startup probe gives the runner 90 seconds to come up before liveness
+// counts.
+const (
+	readinessDelayMCPServer   int32 = 5
+	readinessDelayRemoteProxy int32 = 15
+)
+
+// proxyDeployment builds the proxy runner Deployment. The root
+// filesystem is read-only and nothing is writable: the runner, in
+// ToolHive's Kubernetes runtime, writes no file.
 func proxyDeployment(s proxyDeploymentSpec) *appsv1.Deployment {
 	volumes := []corev1.Volume{
 		{Name: runConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.RunConfigMapName},
 		}}},
-		// The root filesystem is read-only and HOME is /tmp.
-		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	volumes = append(volumes, s.ExtraVolumes...)
 	mounts := []corev1.VolumeMount{
 		{Name: runConfigVolume, MountPath: runConfigMountPath, ReadOnly: true},
-		{Name: tmpVolume, MountPath: "/tmp"},
 	}
 	mounts = append(mounts, s.ExtraMounts...)
 
@@ -88,11 +92,12 @@ func proxyDeployment(s proxyDeploymentSpec) *appsv1.Deployment {
 						Ports: []corev1.ContainerPort{{
 							Name: proxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
 						}},
-						Env:             wiring.ProxyEnv(s.EnvBeforeOverrides, s.OverrideEnv, s.EnvAfterOverrides),
+						Env:             s.Env,
 						Resources:       s.Resources,
 						VolumeMounts:    mounts,
-						LivenessProbe:   wiring.HTTPProbe(healthPath, proxyPortName, 30, 10),
-						ReadinessProbe:  wiring.HTTPProbe(healthPath, proxyPortName, 5, 5),
+						StartupProbe:    wiring.HTTPProbe(healthPath, proxyPortName, 0, 5, 3, 18),
+						LivenessProbe:   wiring.HTTPProbe(healthPath, proxyPortName, 30, 10, 5, 3),
+						ReadinessProbe:  wiring.HTTPProbe(healthPath, proxyPortName, s.ReadinessDelay, 5, 3, 3),
 						SecurityContext: wiring.RestrictedContainerSecurityContext(),
 					}},
 					Volumes: volumes,

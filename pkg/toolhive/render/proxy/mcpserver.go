@@ -82,6 +82,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	authzFile, err := wiring.InlineAuthzFile(s.Spec.AuthzConfig, n)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := resolveRuntime(s, in.DefaultRedis)
 	if err != nil {
 		return nil, err
@@ -102,25 +106,29 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := buildRunConfig(s, oidc, telemetry, webhooks, in.Tools, authz, rt, extAuth, authServer)
+	rc, err := buildRunConfig(s, in, oidc, telemetry, webhooks, authz, rt, extAuth, authServer)
 	if err != nil {
 		return nil, err
 	}
-	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
-
-	d := &Output{
-		RunConfig:            cm,
-		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), runnerClusterRole(s, in)),
-	}
-	if !custom {
-		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
-	}
-
 	ov, err := wiring.UnpackOverrides(s.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPServer, n), nil), map[string]string{schema.Key: rc})
+
+	d := &Output{
+		RunConfig:      cm,
+		AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil)),
+		// The runner's account and binding, and the backend's account,
+		// carry no label, as ToolHive's operator writes them (and clears
+		// the labels of those it finds).
+		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), nil, nil), ov.ImagePullSecrets),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), nil, nil), runnerClusterRole(s, in)),
+	}
+	if !custom {
+		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, nil, nil), ov.ImagePullSecrets)
+	}
+
 	generation := strconv.FormatInt(s.Generation, 10)
 	args := []string{"--k8s-pod-patch=" + podPatch, s.Spec.Image}
 	d.Deployment = proxyDeployment(proxyDeploymentSpec{
@@ -132,34 +140,35 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
 			naming.AnnotationMCPServerGeneration: generation,
 		}, ov.TemplateAnnotations),
-		RunnerImage: in.RunnerImage,
-		Args:        args,
-		ProxyPort:   naming.MCPServerProxyPort(s),
-		Resources:   resources,
-		// ToolHive's operator adds the telemetry env first, then the
-		// external auth secrets, then the OIDC client secret.
-		EnvBeforeOverrides: slices.Concat(telemetry.Env, extAuth.Env, oidc.Env),
-		OverrideEnv:        ov.Env,
-		// The authorization server's secrets come last, as ToolHive's
-		// operator adds them.
-		EnvAfterOverrides: slices.Concat(rt.Session.Env, []corev1.EnvVar{{
-			Name: naming.EnvMCPServerGeneration,
-			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-				// Explicit: the server defaults it, and a comparison
-				// against the live object would otherwise see drift.
-				APIVersion: "v1",
-				FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
-			}},
-		}}, authServer.Env),
+		RunnerImage:    in.RunnerImage,
+		Args:           args,
+		ProxyPort:      naming.MCPServerProxyPort(s),
+		ReadinessDelay: readinessDelayMCPServer,
+		Resources:      resources,
+		// In ToolHive's operator's order: the telemetry env, the external
+		// auth secrets, the OIDC client secret, the overrides, the Redis
+		// password (after the overrides, so a plain override does not
+		// replace it), the generation, the authorization server's
+		// secrets, then what the runner requires.
+		Env: wiring.RequiredEnv(slices.Concat(telemetry.Env, extAuth.Env, oidc.Env, wiring.OverrideEnv(ov.Env), rt.Session.Env,
+			[]corev1.EnvVar{{
+				Name: naming.EnvMCPServerGeneration,
+				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+					// Explicit: the server defaults it, and a comparison
+					// against the live object would otherwise see drift.
+					APIVersion: "v1",
+					FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
+				}},
+			}}, authServer.Env)),
 		ServiceAccountName: naming.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// permission profile, the OIDC CA bundle, the telemetry CA bundle,
-		// the session storage Redis CA bundle and the embedded
+		// inline authorization config, the OIDC CA bundle, the telemetry
+		// CA bundle, the session storage Redis CA bundle and the embedded
 		// authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
+		ExtraVolumes: slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
@@ -177,7 +186,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 // same manifest. The container and base names are the server's name: a
 // Kubernetes name is already what ToolHive's name sanitising would keep,
 // and the runner names the StatefulSet after the container name.
-func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, tools *thv1.MCPToolConfig, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
+func buildRunConfig(s *thv1.MCPServer, in Input, oidc wiring.OIDCWiring, telemetry wiring.TelemetryWiring, webhooks wiring.WebhookWiring, authz json.RawMessage, rt runtimeOptions, extAuth wiring.ExternalAuthWiring, authServer wiring.AuthServerWiring) (string, error) {
 	var env map[string]string
 	for _, e := range s.Spec.Env {
 		if err := schema.ValidateEnvName(e.Name); err != nil {
@@ -211,12 +220,24 @@ func buildRunConfig(s *thv1.MCPServer, oidc wiring.OIDCWiring, telemetry wiring.
 		AuthzConfig:         authz,
 	}
 	rc.SetContainerLabels()
+	rc.SetTransportEnv()
 	oidc.ApplyTo(rc)
 	extAuth.ApplyTo(rc)
 	authServer.ApplyTo(rc)
 	telemetry.ApplyTo(rc)
 	webhooks.ApplyTo(rc)
-	wiring.ApplyToolConfig(rc, tools)
+	wiring.ApplyToolConfig(rc, in.Tools)
 	rt.applyTo(rc)
+	return marshalRunConfig(rc, in.UsageMetrics)
+}
+
+// marshalRunConfig derives the middleware chain and encodes the
+// RunConfig. A chain ToolHive's runner would refuse (a credential
+// re-added after the embedded authorization server strips it) is the
+// spec's error.
+func marshalRunConfig(rc *schema.RunConfig, usageMetrics bool) (string, error) {
+	if err := rc.PopulateMiddlewareConfigs(usageMetrics); err != nil {
+		return "", invalidSpec("%v", err)
+	}
 	return schema.Marshal(rc)
 }

@@ -183,6 +183,9 @@ func assertMCPServerNoDrift(t *testing.T, name string, d *Output) {
 	if d.BackendServiceAccount != nil {
 		checks["backend-sa"] = drift.DiffServiceAccount(d.BackendServiceAccount, roundTrip(d.BackendServiceAccount))
 	}
+	if d.AuthzConfigMap != nil {
+		checks["authz-configmap"] = drift.DiffConfigMap(d.AuthzConfigMap, roundTrip(d.AuthzConfigMap))
+	}
 	for child, fields := range checks {
 		if len(fields) != 0 {
 			t.Errorf("%s: %s drifted right after build: %v", name, child, fields)
@@ -208,7 +211,7 @@ func TestMCPServerDriftDetectsOwnedFields(t *testing.T) {
 		{drift.FieldContainerImage, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "other" }},
 		{drift.FieldContainerArgs, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args = []string{"run"} }},
 		{drift.FieldContainerEnv, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil }},
-		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:1] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = nil }},
 		{drift.FieldVolumes, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Volumes[0].ConfigMap.DefaultMode = ptr.To[int32](0o600)
 		}},
@@ -217,6 +220,8 @@ func TestMCPServerDriftDetectsOwnedFields(t *testing.T) {
 		{drift.FieldReplicas, func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{drift.FieldServiceAccountName, func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "default" }},
 		{drift.FieldContainerSecurity, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].SecurityContext = nil }},
+		{drift.FieldContainerStartup, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].StartupProbe.FailureThreshold = 3 }},
+		{drift.FieldContainerLiveness, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].LivenessProbe.TimeoutSeconds = 3 }},
 		{drift.FieldContainerMissing, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "renamed" }},
 	}
 	for _, tc := range cases {

@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -21,22 +19,18 @@ func invalidSpec(format string, a ...any) error {
 }
 
 // runtimeOptions are the RunConfig fields and proxy pod parts that
-// spec.volumes, permissionProfile, audit, maxRequestBodySize,
-// backendReplicas, sessionStorage and rateLimiting contribute.
+// spec.volumes, audit, maxRequestBodySize, backendReplicas,
+// sessionStorage and rateLimiting contribute.
 type runtimeOptions struct {
-	Volumes                     []string
-	PermissionProfileNameOrPath string
-	PermissionProfile           *schema.PermissionProfile
-	Audit                       *schema.AuditConfig
-	MaxRequestBodySize          int64
-	ProxyReadTimeout            string
-	Scaling                     *schema.ScalingConfig
-	RateLimit                   *schema.RateLimitConfig
-	RateLimitNamespace          string
+	Volumes            []string
+	PermissionProfile  *schema.PermissionProfile
+	Audit              *schema.AuditConfig
+	MaxRequestBodySize int64
+	ProxyReadTimeout   string
+	Scaling            *schema.ScalingConfig
+	RateLimit          *schema.RateLimitConfig
+	RateLimitNamespace string
 
-	// ProxyVolumes and ProxyMounts are the configmap permission profile's.
-	ProxyVolumes []corev1.Volume
-	ProxyMounts  []corev1.VolumeMount
 	// Session is the session storage's Redis: its password variable and
 	// its CA bundle's volume.
 	Session wiring.SessionStorageWiring
@@ -45,7 +39,6 @@ type runtimeOptions struct {
 // applyTo sets the RunConfig fields.
 func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 	rc.Volumes = o.Volumes
-	rc.PermissionProfileNameOrPath = o.PermissionProfileNameOrPath
 	rc.PermissionProfile = o.PermissionProfile
 	rc.AuditConfig = o.Audit
 	rc.MaxRequestBodySize = o.MaxRequestBodySize
@@ -76,9 +69,8 @@ func resolveRuntime(s *thv1.MCPServer, defaultRedis *wiring.DefaultRedis) (runti
 		return o, err
 	}
 	o.Volumes = vols
-	if err := o.resolvePermissionProfile(s.Spec.PermissionProfile); err != nil {
-		return o, err
-	}
+	o.PermissionProfile = schema.DefaultPermissionProfile()
+	addMounts(o.PermissionProfile, o.Volumes)
 
 	redis := o.Session.Redis
 	if s.Spec.BackendReplicas != nil || redis != nil {
@@ -144,43 +136,6 @@ func volumeSpecs(vols []thv1.Volume) ([]string, error) {
 		out = append(out, spec)
 	}
 	return out, nil
-}
-
-// resolvePermissionProfile sets the permission profile fields. A builtin
-// profile is named and written out; a configmap one is named by the path
-// of its key where the proxy pod mounts the ConfigMap, and its content is
-// not read (ToolHive's runner does not read it either). The volumes are
-// added to the written profile as the runner's builder adds them. With
-// neither a profile nor volumes nothing is written, where ToolHive's
-// operator writes its builder's default (README, Differences).
-func (o *runtimeOptions) resolvePermissionProfile(ref *thv1.PermissionProfileRef) error {
-	switch {
-	case ref == nil:
-		if len(o.Volumes) > 0 {
-			o.PermissionProfile = schema.BuiltinProfile(schema.ProfileNetwork)
-		}
-	case ref.Type == thv1.PermissionProfileTypeConfigMap:
-		if ref.Key == "" || strings.ContainsAny(ref.Key, `/\`) {
-			return invalidSpec("spec.permissionProfile.key must name a key of ConfigMap %s", ref.Name)
-		}
-		o.PermissionProfileNameOrPath = path.Join(naming.PermissionProfileMountPath, ref.Key)
-		o.ProxyVolumes = []corev1.Volume{{Name: naming.PermissionProfileVolume, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}},
-		}}}
-		o.ProxyMounts = []corev1.VolumeMount{{Name: naming.PermissionProfileVolume, MountPath: naming.PermissionProfileMountPath, ReadOnly: true}}
-	default: // builtin, the schema's default
-		switch ref.Name {
-		case schema.ProfileNone, schema.ProfileStdio, schema.ProfileNetwork:
-		default:
-			return invalidSpec("spec.permissionProfile.name %q is not a builtin profile (none or network)", ref.Name)
-		}
-		o.PermissionProfileNameOrPath = ref.Name
-		o.PermissionProfile = schema.BuiltinProfile(ref.Name)
-	}
-	if o.PermissionProfile != nil {
-		addMounts(o.PermissionProfile, o.Volumes)
-	}
-	return nil
 }
 
 // addMounts adds each volume to the profile's read or write mounts as

@@ -11,41 +11,32 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// The permission profile and its mounts follow ToolHive's builder: a
-// builtin profile by name, volumes joined to it (read-only ones as read
-// mounts), a second volume at a container path already mounted left out,
-// and with no profile but volumes the builder's default, network.
+// The permission profile and its mounts follow ToolHive's operator from
+// v0.63.0 on: always the builder's default, network, whatever
+// spec.permissionProfile says, with the volumes joined to it (read-only
+// ones as read mounts) and a second volume at a container path already
+// mounted left out.
 func TestPermissionProfileAndMounts(t *testing.T) {
-	none := schema.BuiltinProfile(schema.ProfileNone)
-	network := schema.BuiltinProfile(schema.ProfileNetwork)
 	for name, tc := range map[string]struct {
-		ref        *thv1.PermissionProfileRef
-		vols       []thv1.Volume
-		nameOrPath string
-		read       []string
-		write      []string
-		base       *schema.PermissionProfile
+		ref   *thv1.PermissionProfileRef
+		vols  []thv1.Volume
+		read  []string
+		write []string
 	}{
 		"nothing": {},
-		"none":    {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "none"}, nameOrPath: "none", base: none},
-		// The schema's default type.
-		"untyped-network": {ref: &thv1.PermissionProfileRef{Name: "network"}, nameOrPath: "network", base: network},
-		"stdio-alias":     {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "stdio"}, nameOrPath: "stdio", base: none},
-		"volumes-default": {
+		"none":    {ref: &thv1.PermissionProfileRef{Type: "builtin", Name: "none"}},
+		"volumes": {
 			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a", ReadOnly: true}, {Name: "b", HostPath: "/h/b", MountPath: "/b"},
 				{Name: "b2", HostPath: "/h/b2", MountPath: "/b/"}},
-			read: []string{"/h/a:/a"}, write: []string{"/h/b:/b"}, base: network,
+			read: []string{"/h/a:/a"}, write: []string{"/h/b:/b"},
 		},
 		"configmap-with-volumes": {
-			ref:        &thv1.PermissionProfileRef{Type: "configmap", Name: "cm", Key: "p.json"},
-			vols:       []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a"}},
-			nameOrPath: "/etc/toolhive/profiles/p.json",
+			ref:   &thv1.PermissionProfileRef{Type: "configmap", Name: "cm", Key: "p.json"},
+			vols:  []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "/a"}},
+			write: []string{"/h/a:/a"},
 		},
 		// ToolHive reads a trailing ":ro" as read-only whatever made it.
-		"mount-named-ro": {
-			ref:  &thv1.PermissionProfileRef{Type: "builtin", Name: "none"},
-			vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "ro"}}, nameOrPath: "none", read: []string{"/h/a"}, base: none,
-		},
+		"mount-named-ro": {vols: []thv1.Volume{{Name: "a", HostPath: "/h/a", MountPath: "ro"}}, read: []string{"/h/a"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer("x", func(s *thv1.MCPServer) { s.Spec.PermissionProfile, s.Spec.Volumes = tc.ref, tc.vols })
@@ -53,15 +44,8 @@ func TestPermissionProfileAndMounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.PermissionProfileNameOrPath != tc.nameOrPath {
-				t.Errorf("name or path %q, want %q", o.PermissionProfileNameOrPath, tc.nameOrPath)
-			}
-			var want *schema.PermissionProfile
-			if tc.base != nil {
-				p := *tc.base
-				p.Read, p.Write = tc.read, tc.write
-				want = &p
-			}
+			want := schema.DefaultPermissionProfile()
+			want.Read, want.Write = tc.read, tc.write
 			if !reflect.DeepEqual(o.PermissionProfile, want) {
 				g, _ := json.Marshal(o.PermissionProfile)
 				w, _ := json.Marshal(want)
@@ -69,11 +53,8 @@ func TestPermissionProfileAndMounts(t *testing.T) {
 			}
 		})
 	}
-	// The builtin profiles as toolhive-core encodes them.
-	if got := mustJSON(t, none); got != `{"name":"none","network":{"outbound":{},"inbound":{}}}` {
-		t.Errorf("none: %s", got)
-	}
-	if got := mustJSON(t, network); got != `{"name":"network","network":{"outbound":{"insecure_allow_all":true},"inbound":{}}}` {
+	// The network profile as toolhive-core encodes it.
+	if got := mustJSON(t, schema.DefaultPermissionProfile()); got != `{"name":"network","network":{"outbound":{"insecure_allow_all":true},"inbound":{}}}` {
 		t.Errorf("network: %s", got)
 	}
 }

@@ -44,6 +44,11 @@ type Input struct {
 	// DefaultRedis is the Redis a workload without one of its own falls
 	// back to (--default-redis-*); nil for none.
 	DefaultRedis *wiring.DefaultRedis
+	// UsageMetrics adds the runner's anonymous usage metrics middleware
+	// to the RunConfig, as ToolHive's operator does unless its own
+	// environment turns them off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI
+	// variable, or usage metrics disabled in its config).
+	UsageMetrics bool
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role or
 	// --remote-proxy-runner-cluster-role); StdioRunnerClusterRole is a
@@ -64,7 +69,10 @@ type Input struct {
 // user then owns the permissions); BackendServiceAccount is an MCPServer's
 // backend pod account, nil when its spec names one.
 type Output struct {
-	RunConfig             *corev1.ConfigMap
+	RunConfig *corev1.ConfigMap
+	// AuthzConfigMap holds an inline authorization config, nil without
+	// one (wiring.InlineAuthzFile).
+	AuthzConfigMap        *corev1.ConfigMap
 	RunnerServiceAccount  *corev1.ServiceAccount
 	RunnerRoleBinding     *rbacv1.RoleBinding
 	BackendServiceAccount *corev1.ServiceAccount

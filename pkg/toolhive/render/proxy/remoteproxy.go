@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -13,6 +12,10 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
+
+// remoteProxyPlaceholder is the server argument of a remote proxy's
+// runner, as ToolHive's operator writes it.
+const remoteProxyPlaceholder = "placeholder-for-remote-proxy"
 
 // remoteProxyGVK is the owner kind of every child.
 var remoteProxyGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRemoteProxy)
@@ -69,6 +72,10 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	authzFile, err := wiring.InlineAuthzFile(p.Spec.AuthzConfig, n)
+	if err != nil {
+		return nil, err
+	}
 	extAuth, err := wiring.ExternalAuth(in.ExtAuth, thv1.KindMCPRemoteProxy)
 	if err != nil {
 		return nil, err
@@ -112,32 +119,33 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if session.Redis != nil {
 		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: session.Redis}
 	}
-	rc, err := schema.Marshal(runCfg)
+	runCfg.PermissionProfile = schema.DefaultPermissionProfile()
+	runCfg.SetTransportEnv()
+	rc, err := marshalRunConfig(runCfg, in.UsageMetrics)
 	if err != nil {
 		return nil, err
 	}
-	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), labels, nil), map[string]string{schema.Key: rc})
-
-	d := &Output{RunConfig: cm}
-	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
-		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), labels, nil))
-		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), labels, nil), in.RunnerClusterRole)
-	}
-
 	ov, err := wiring.UnpackOverrides(p.Spec.ResourceOverrides)
 	if err != nil {
 		return nil, err
 	}
-	// The telemetry env comes first, as on an MCPServer. The external
-	// auth secrets, then header values from Secrets come after the OIDC
-	// client secret and before the overrides, where ToolHive's operator
-	// puts them. headerEnv starts with the secrets
-	// provider switch; a bearer token needs it too, once.
-	env := slices.Concat(telemetry.Env, oidc.Env, extAuth.Env)
-	if len(headerEnv) == 0 && extAuth.SecretsProvider {
-		headerEnv = []corev1.EnvVar{{Name: wiring.EnvSecretsProvider, Value: wiring.SecretsProviderFromEnv}}
+	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPRemoteProxy, n), nil), map[string]string{schema.Key: rc})
+
+	d := &Output{RunConfig: cm, AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil))}
+	if _, custom := wiring.CustomServiceAccount(p.Spec.ServiceAccount); !custom {
+		// No label on the runner's account and binding, as ToolHive's
+		// operator writes them.
+		d.RunnerServiceAccount = wiring.ServiceAccount(meta(naming.RemoteProxyRunnerName(n), nil, nil), ov.ImagePullSecrets)
+		d.RunnerRoleBinding = wiring.RoleBinding(meta(naming.RemoteProxyRunnerName(n), nil, nil), in.RunnerClusterRole)
 	}
-	env = append(env, headerEnv...)
+
+	// In ToolHive's operator's order: the OIDC client secret, the
+	// external auth secrets, the header values from Secrets (after the
+	// secrets provider switch), the overrides, the Redis password, what
+	// the runner requires, then the authorization server's secrets. No
+	// telemetry env: ToolHive's operator sets none on a remote proxy, and
+	// its runner reads none.
+	env := wiring.RequiredEnv(slices.Concat(oidc.Env, extAuth.Env, headerEnv, wiring.OverrideEnv(ov.Env), session.Env))
 	d.Deployment = proxyDeployment(proxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
@@ -147,24 +155,23 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 			naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation],
 		}, ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
-		// The runner's "run" takes the server to run as its argument; a
-		// URL makes it a proxy to that remote server. The RunConfig
-		// carries the same URL as remote_url.
-		Args:               []string{p.Spec.RemoteURL},
+		// The runner's "run" takes the server to run as its argument,
+		// which it ignores when the RunConfig names a remote_url: ToolHive's
+		// operator passes a placeholder, in the foreground.
+		Args:               []string{"--foreground=true", remoteProxyPlaceholder},
 		ProxyPort:          naming.RemoteProxyPort(p),
+		ReadinessDelay:     readinessDelayRemoteProxy,
 		Resources:          resources,
-		EnvBeforeOverrides: env,
-		OverrideEnv:        ov.Env,
-		// The authorization server's secrets come last, as ToolHive's
-		// operator adds them.
-		EnvAfterOverrides:  slices.Concat(session.Env, authServer.Env),
+		Env:                slices.Concat(env, authServer.Env),
 		ServiceAccountName: remoteProxyServiceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		// The session storage Redis CA bundle comes before the
-		// authorization server's volumes, as ToolHive's operator mounts it.
-		ExtraVolumes: slices.Concat(oidc.Volumes, telemetry.Volumes, session.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(oidc.Mounts, telemetry.Mounts, session.Mounts, authServer.Mounts),
+		// ToolHive's operator mounts the inline authorization config, then
+		// the telemetry CA bundle before the OIDC one on a remote proxy,
+		// then the session storage Redis CA bundle before the
+		// authorization server's volumes.
+		ExtraVolumes: slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, session.Mounts, authServer.Mounts),
 	})
 
 	// The user's podTemplateSpec is merged last, into the pod built

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -157,6 +158,9 @@ func assertRemoteProxyNoDrift(t *testing.T, name string, d *Output) {
 		"deployment-raw": drift.DiffDeploymentWithPodTemplate(d.Deployment, d.Deployment),
 		"service":        drift.DiffService(d.Service, svc),
 	}
+	if d.AuthzConfigMap != nil {
+		checks["authz-configmap"] = drift.DiffConfigMap(d.AuthzConfigMap, drifttest.RoundTrip(d.AuthzConfigMap))
+	}
 	if d.RunnerServiceAccount != nil {
 		checks["runner-sa"] = drift.DiffServiceAccount(d.RunnerServiceAccount, drifttest.RoundTrip(d.RunnerServiceAccount))
 		checks["rolebinding"] = drift.DiffRoleBinding(d.RunnerRoleBinding, drifttest.RoundTrip(d.RunnerRoleBinding))
@@ -177,9 +181,20 @@ func assertRemoteProxyNoDrift(t *testing.T, name string, d *Output) {
 		if ref := metav1.GetControllerOf(m); ref == nil || ref.Kind != thv1.KindMCPRemoteProxy || ref.UID != "uid-remote" {
 			t.Errorf("%s: %s has controller %+v", name, m.GetName(), ref)
 		}
+	}
+	// The labels ToolHive's operator gives each child: the workload's on
+	// the Deployment and Service, its own on the RunConfig, none on the
+	// runner's account and binding.
+	for _, m := range []metav1.Object{d.Deployment, d.Service} {
 		if m.GetLabels()[naming.LabelApp] != naming.AppMCPRemoteProxy || m.GetLabels()[naming.LabelToolhive] != "true" {
 			t.Errorf("%s: %s labels %v", name, m.GetName(), m.GetLabels())
 		}
+	}
+	if !maps.Equal(d.RunConfig.Labels, naming.RunConfigLabels(thv1.KindMCPRemoteProxy, "remote")) {
+		t.Errorf("%s: RunConfig labels %v", name, d.RunConfig.Labels)
+	}
+	if d.RunnerServiceAccount != nil && (len(d.RunnerServiceAccount.Labels) != 0 || len(d.RunnerRoleBinding.Labels) != 0) {
+		t.Errorf("%s: runner account or binding labelled: %v %v", name, d.RunnerServiceAccount.Labels, d.RunnerRoleBinding.Labels)
 	}
 }
 
@@ -221,7 +236,7 @@ func TestRemoteProxyDriftDetectsOwnedFields(t *testing.T) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == wiring.EnvSecretsProvider })
 		}},
-		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = d.Spec.Template.Spec.Volumes[:2] }},
+		{drift.FieldVolumes, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes = nil }},
 	}
 	for _, tc := range cases {
 		live := d.Deployment.DeepCopy()
@@ -249,6 +264,9 @@ var remotePodTemplates = map[string]*runtime.RawExtension{
 // childrenOf returns the built children as a flat list.
 func childrenOf(d *Output) []runtime.Object {
 	out := []runtime.Object{d.RunConfig, d.Deployment, d.Service}
+	if d.AuthzConfigMap != nil {
+		out = append(out, d.AuthzConfigMap)
+	}
 	if d.RunnerServiceAccount != nil {
 		out = append(out, d.RunnerServiceAccount, d.RunnerRoleBinding)
 	}

@@ -76,7 +76,7 @@ func TestPodTemplateIsMergedIntoTheProxyPod(t *testing.T) {
 	for _, v := range ps.Volumes {
 		vols = append(vols, v.Name)
 	}
-	for _, want := range []string{runConfigVolume, tmpVolume, "corp-ca", "cache", "host-certs", "podinfo"} {
+	for _, want := range []string{runConfigVolume, "corp-ca", "cache", "host-certs", "podinfo"} {
 		if !slices.Contains(vols, want) {
 			t.Errorf("volume %q missing from %v", want, vols)
 		}
@@ -105,7 +105,7 @@ func TestPodTemplateIsMergedIntoTheProxyPod(t *testing.T) {
 	for _, m := range c.VolumeMounts {
 		mounts = append(mounts, m.MountPath)
 	}
-	for _, want := range []string{runConfigMountPath, "/tmp", "/etc/corp-ca", "/var/cache/mcp"} {
+	for _, want := range []string{runConfigMountPath, "/etc/corp-ca", "/var/cache/mcp"} {
 		if !slices.Contains(mounts, want) {
 			t.Errorf("mount %s missing from %v", want, mounts)
 		}

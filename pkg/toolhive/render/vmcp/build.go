@@ -179,7 +179,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
 	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
-		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
+		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil), nil)
 	}
 	d.Deployment = &appsv1.Deployment{
 		ObjectMeta: meta(n, labels, wiring.SetPodVolumesHash(nil, vols.Hash)),
@@ -204,8 +204,8 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 						}},
 						Env:             env(v, oidc, cw),
 						VolumeMounts:    vols.Mounts,
-						LivenessProbe:   wiring.HTTPProbe(healthPath, portName, 30, 10),
-						ReadinessProbe:  wiring.HTTPProbe(healthPath, portName, 5, 5),
+						LivenessProbe:   wiring.HTTPProbe(healthPath, portName, 30, 10, 3, 3),
+						ReadinessProbe:  wiring.HTTPProbe(healthPath, portName, 5, 5, 3, 3),
 						SecurityContext: wiring.RestrictedContainerSecurityContext(),
 					}},
 					Volumes: vols.Volumes,
