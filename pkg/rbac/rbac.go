@@ -13,6 +13,7 @@
 package rbac
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -28,36 +29,45 @@ var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxi
 
 // Default names of the runner ClusterRoles: what the chart creates for the
 // release name "hivekeeper", and what the controller binds unless told
-// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role).
+// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role,
+// --vmcp-discovered-cluster-role, --vmcp-inline-cluster-role).
 const (
 	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
 	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
+	DefaultVMCPDiscoveredClusterRole    = "hivekeeper-vmcp-discovered"
+	DefaultVMCPInlineClusterRole        = "hivekeeper-vmcp-inline"
 )
 
-// Runners names the ClusterRoles the controller binds to the runner
-// ServiceAccounts.
+// Runners names the ClusterRoles the controller binds to the
+// ServiceAccounts of what it runs: the proxy runners and the vMCPs.
 type Runners struct {
 	// ProxyRunner is bound to each MCPServer's <name>-proxy-runner.
 	ProxyRunner string
 	// RemoteProxyRunner is bound to each MCPRemoteProxy's
 	// <name>-remote-proxy-runner.
 	RemoteProxyRunner string
+	// VMCPDiscovered is bound to the <name>-vmcp of each VirtualMCPServer
+	// whose vmcp discovers the group's members (outgoingAuth.source
+	// discovered), VMCPInline to the others'.
+	VMCPDiscovered, VMCPInline string
 }
 
 // DefaultRunners are the default runner ClusterRole names.
-func DefaultRunners() Runners {
-	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole}
-}
+func DefaultRunners() Runners { return Runners{}.WithDefaults() }
 
 // WithDefaults fills the names left empty with their defaults.
 func (r Runners) WithDefaults() Runners {
-	if r.ProxyRunner == "" {
-		r.ProxyRunner = DefaultProxyRunnerClusterRole
-	}
-	if r.RemoteProxyRunner == "" {
-		r.RemoteProxyRunner = DefaultRemoteProxyRunnerClusterRole
-	}
+	r.ProxyRunner = cmp.Or(r.ProxyRunner, DefaultProxyRunnerClusterRole)
+	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, DefaultRemoteProxyRunnerClusterRole)
+	r.VMCPDiscovered = cmp.Or(r.VMCPDiscovered, DefaultVMCPDiscoveredClusterRole)
+	r.VMCPInline = cmp.Or(r.VMCPInline, DefaultVMCPInlineClusterRole)
 	return r
+}
+
+// Names are the ClusterRoles the controller may bind (those named).
+func (r Runners) Names() []string {
+	return slices.DeleteFunc([]string{r.ProxyRunner, r.RemoteProxyRunner, r.VMCPDiscovered, r.VMCPInline},
+		func(n string) bool { return n == "" })
 }
 
 // ClusterRoles are the runner ClusterRoles with their rules, as the chart
@@ -66,6 +76,8 @@ func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{
 		{ObjectMeta: metav1.ObjectMeta{Name: r.ProxyRunner}, Rules: ProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPDiscovered}, Rules: VMCPDiscoveredRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPInline}, Rules: VMCPInlineRules()},
 	}
 }
 
@@ -90,10 +102,15 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts", "services"}, Verbs: slices.Clone(children)},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: slices.Clone(children)},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: slices.Clone(children)},
-		// The runner RoleBindings reference these ClusterRoles, and only
-		// these: bind is what lets a RoleBinding grant a role its creator
-		// does not hold itself.
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{runners.ProxyRunner, runners.RemoteProxyRunner}, Verbs: []string{"bind"}},
+		// The runner and vMCP RoleBindings reference these ClusterRoles,
+		// and only these: bind is what lets a RoleBinding grant a role its
+		// creator does not hold itself.
+		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.Names(), Verbs: []string{"bind"}},
+		// A vMCP's session HMAC key is created once, where it is missing
+		// (<name>-hmac-secret, as ToolHive's operator names it). Create
+		// lets the controller write a Secret, never read one: it learns
+		// that the key exists from the 409 of a second create.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		// The finalizer reads, then deletes the StatefulSet the proxy
 		// runner created; hivekeeper never writes one otherwise.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "delete"}},
@@ -126,6 +143,43 @@ func ProxyRunnerRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+	}
+}
+
+// VMCPDiscoveredRules are what ToolHive's vmcp (at the release pinned in
+// hack/versions.env) calls in its namespace when it discovers its group's
+// members itself (outgoingAuth.source discovered), read from its source
+// (pkg/vmcp/cli, pkg/vmcp/k8s, pkg/vmcp/workloads, pkg/groups,
+// pkg/vmcp/status):
+//   - mcpservers, mcpremoteproxies, mcpserverentries,
+//     mcpexternalauthconfigs: get at start (a direct client), list and
+//     watch after (the informers of its backend watcher);
+//   - configmaps (an entry's CA bundle) and secrets (a member's token
+//     exchange client secret or header value): the same;
+//   - mcpgroups: get (that its group exists, at start);
+//   - virtualmcpservers: get, and virtualmcpservers/status: update (its
+//     status reporter writes status.runtime).
+//
+// Narrower than the Role ToolHive's operator writes, which also grants
+// list and watch on mcpgroups, mcptoolconfigs (vmcp reads none) and patch
+// on the status (vmcp only updates it).
+func VMCPDiscoveredRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: slices.Clone(read)},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"mcpservers", "mcpremoteproxies", "mcpserverentries", "mcpexternalauthconfigs"}, Verbs: slices.Clone(read)},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"mcpgroups", "virtualmcpservers"}, Verbs: []string{"get"}},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers/status"}, Verbs: []string{"update"}},
+	}
+}
+
+// VMCPInlineRules are what vmcp calls when config.yaml lists its backends
+// (outgoingAuth.source inline): only its status reporter's get of its
+// VirtualMCPServer and update of its status.
+func VMCPInlineRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers"}, Verbs: []string{"get"}},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers/status"}, Verbs: []string{"update"}},
 	}
 }
 
@@ -198,8 +252,8 @@ type Request struct {
 // against them, and the deploy test the installed chart, on a real API
 // server.
 var NeverAllowed = []Request{
-	{Verb: "create", Resource: "secrets"},
 	{Verb: "update", Resource: "secrets"},
+	{Verb: "patch", Resource: "secrets"},
 	{Verb: "delete", Resource: "secrets"},
 	// No Secret read at all: the remote-proxy runner's role once needed it.
 	{Verb: "get", Resource: "secrets"},

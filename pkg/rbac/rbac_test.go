@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -11,9 +12,10 @@ import (
 // The controller binds the runner ClusterRoles and nothing else: bind is
 // limited by name, so it cannot hand out cluster-admin or any other role.
 func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
-	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner"}
+	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner",
+		VMCPDiscovered: "rel-vmcp-discovered", VMCPInline: "rel-vmcp-inline"}
 	rules := rbac.WorkloadRules(runners)
-	for _, name := range []string{runners.ProxyRunner, runners.RemoteProxyRunner} {
+	for _, name := range []string{runners.ProxyRunner, runners.RemoteProxyRunner, runners.VMCPDiscovered, runners.VMCPInline} {
 		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
 			t.Errorf("cannot bind %s", name)
 		}
@@ -50,6 +52,15 @@ func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	}
 	if rules := rbac.RemoteProxyRunnerRules(); rules == nil || len(rules) != 0 {
 		t.Errorf("remote proxy runner rules = %#v, want an empty, non-nil list", rules)
+	}
+	// What vmcp reads to discover the members (Secrets among them) the
+	// controller holds none of; it reads the ToolHive kinds and
+	// ConfigMaps for its own syncs.
+	for _, r := range rbac.Expand(rbac.VMCPDiscoveredRules()) {
+		ownUse := r.APIGroup == rbac.ToolhiveGroup && !strings.HasSuffix(r.Resource, "/status") || r.Resource == "configmaps"
+		if !ownUse && rbac.Allows(controllerRules, r) {
+			t.Errorf("the controller holds vmcp's %+v", r)
+		}
 	}
 }
 

@@ -483,7 +483,7 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return err == nil && dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] == cm.Annotations[thschema.ChecksumAnnotation], err
+			return err == nil && dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == cm.Annotations[thschema.ChecksumAnnotation], err
 		}, "vMCP "+ns+"/"+name+" with all its backends")
 	}
 	dir := t.TempDir()

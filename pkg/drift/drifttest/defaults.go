@@ -61,7 +61,9 @@ func DefaultDeployment(d *appsv1.Deployment) {
 	}
 	for i := range p.Containers {
 		c := &p.Containers[i]
-		c.ImagePullPolicy = corev1.PullAlways
+		if c.ImagePullPolicy == "" {
+			c.ImagePullPolicy = corev1.PullAlways
+		}
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 		for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {

@@ -66,3 +66,14 @@ func ObjectMeta(name, namespace string, labels, annotations map[string]string, o
 		OwnerReferences: []metav1.OwnerReference{owner},
 	}
 }
+
+// VMCPHMACSecretLabels are the labels of a VirtualMCPServer's session HMAC
+// Secret, ToolHive's.
+func VMCPHMACSecretLabels(name string) map[string]string {
+	return map[string]string{
+		LabelName:                      AppVirtualMCPServer,
+		LabelInstance:                  name,
+		"app.kubernetes.io/component":  "session-security",
+		"app.kubernetes.io/managed-by": "toolhive-operator",
+	}
+}

@@ -2,6 +2,8 @@ package wiring
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -191,6 +193,30 @@ func ProxyEnv(before []corev1.EnvVar, overrides []thv1.NameValue, after []corev1
 		}
 	}
 	return env
+}
+
+// RequiredEnv is env followed by what ToolHive's operator adds to every
+// container it runs (its EnsureRequiredEnvVars): the default variables it
+// does not name, and TOOLHIVE_SECRETS_PROVIDER=environment when a
+// TOOLHIVE_SECRET_* variable carries a secret the runtime resolves from
+// the environment.
+func RequiredEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	seen := map[string]bool{}
+	secrets := false
+	for _, e := range env {
+		seen[e.Name] = true
+		secrets = secrets || (strings.HasPrefix(e.Name, EnvSecretPrefix) && e.Name != EnvSecretsProvider)
+	}
+	out := slices.Clone(env)
+	for _, d := range runnerDefaultEnv {
+		if !seen[d.Name] {
+			out = append(out, d)
+		}
+	}
+	if secrets {
+		out = append(out, corev1.EnvVar{Name: EnvSecretsProvider, Value: SecretsProviderFromEnv})
+	}
+	return out
 }
 
 // SecretEnv is a variable of the proxy container holding one Secret key,

@@ -13,7 +13,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // option dimensions of the parity table.
@@ -168,7 +167,7 @@ func assertNoDrift(t *testing.T, name string, d *Output) {
 			mounts = append(mounts, m)
 		}
 	}
-	if h, _ := wiring.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if h, _ := podVolumesHash(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
 }
