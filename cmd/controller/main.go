@@ -50,6 +50,7 @@ type options struct {
 	runnerImage          string
 	vmcpImage            string
 	runners              rbac.Runners
+	redis                redisFlags
 	metricsAddr          string
 	metricsSecure        bool
 	profiling            bool
@@ -93,10 +94,12 @@ func run() error {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
-	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to each MCPServer's proxy runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	fs.StringVar(&o.runners.StdioProxyRunner, "stdio-proxy-runner-cluster-role", rbac.DefaultStdioProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each stdio MCPServer: the other's rules and pods/attach; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.VMCPDiscovered, "vmcp-discovered-cluster-role", rbac.DefaultVMCPDiscoveredClusterRole, "ClusterRole bound to the ServiceAccount of each VirtualMCPServer whose vmcp discovers its group's members (outgoingAuth.source discovered); it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.VMCPInline, "vmcp-inline-cluster-role", rbac.DefaultVMCPInlineClusterRole, "ClusterRole bound to the ServiceAccount of each VirtualMCPServer with outgoingAuth.source inline; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
+	o.redis.register(fs)
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics server; \"0\" disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false, "Serve /metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview). Off: plain HTTP, for local runs.")
 	fs.StringVar(&o.metricsCertPath, "metrics-cert-path", "", "Folder with tls.crt and tls.key for --metrics-secure, reloaded when they change. Empty: a self-signed certificate made at start.")
@@ -127,6 +130,10 @@ func run() error {
 	}
 	if err := setupLogging(o.logFormat, klogFlags); err != nil {
 		return err
+	}
+	defaultRedis, err := o.redis.defaultRedis()
+	if err != nil {
+		return fmt.Errorf("invalid global Redis configuration: %w", err)
 	}
 	defer klog.Flush()
 
@@ -174,6 +181,7 @@ func run() error {
 		VMCPImage:    o.vmcpImage,
 		ResyncPeriod: o.resync,
 		Runners:      o.runners,
+		DefaultRedis: defaultRedis,
 		FanInWindow:  o.fanInWindow,
 	}
 	if o.fanInWindow == 0 {

@@ -42,6 +42,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 func init() {
@@ -50,9 +51,12 @@ func init() {
 	utilruntime.Must(thscheme.AddToScheme(kubescheme.Scheme))
 }
 
-// ChildLabelSelector selects every child hivekeeper creates. The core
-// informers watch only these objects, so a cluster's unrelated ConfigMaps,
-// Deployments and Services never reach hivekeeper's memory.
+// ChildLabelSelector selects every child hivekeeper creates. The
+// Deployment and Service informers watch only these objects, so a
+// cluster's unrelated Deployments and Services never reach hivekeeper's
+// memory. ConfigMaps, ServiceAccounts and RoleBindings are watched whole
+// (framework.Scope.KubeAll), the unrelated ones cached as their metadata
+// only.
 const ChildLabelSelector = "toolhive=true"
 
 // Defaults of the images the controllers deploy.
@@ -76,6 +80,9 @@ type Options struct {
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
 	// an empty name means its default.
 	Runners rbac.Runners
+	// DefaultRedis is the session storage Redis of a workload whose spec
+	// names none (see wiring.SessionStorage); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// WriteGate is asked before every write; nil allows every write. The
 	// binary sets it under leader election.
 	WriteGate framework.WriteGate
@@ -119,6 +126,16 @@ func StripManagedFields(obj any) (any, error) {
 		a.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// trimForeign is the unfiltered informers' transform: StripManagedFields,
+// then framework.TrimForeign.
+func trimForeign(obj any) (any, error) {
+	obj, err := StripManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
+	return framework.TrimForeign(obj)
 }
 
 // NewClients builds the clientsets from a rest config. Core types travel
@@ -182,19 +199,17 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 		c.StartAfter(referenced...)
 	}
 	for _, s := range d.Scopes {
-		s.Kube.Start(ctx.Done())
-		s.Toolhive.Start(ctx.Done())
+		for _, f := range s.Factories() {
+			f.Start(ctx.Done())
+		}
 	}
 	go func() {
 		for _, s := range d.Scopes {
-			for _, ok := range s.Kube.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
-				}
-			}
-			for _, ok := range s.Toolhive.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return
+			for _, f := range s.Factories() {
+				for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+					if !ok {
+						return
+					}
 				}
 			}
 		}
@@ -210,18 +225,20 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	err := g.Wait()
 	for _, s := range d.Scopes {
-		s.Kube.Shutdown()
-		s.Toolhive.Shutdown()
+		for _, f := range s.Factories() {
+			f.Shutdown()
+		}
 	}
 	return err
 }
 
-// NewDeps builds the controllers' dependencies: one pair of informer
-// factories per watched namespace (or one for all), managedFields
-// stripped, the Kubernetes ones holding only hivekeeper's children, the
-// ToolHive ones carrying the reference indexes. Every controller gets the
-// same Deps, so there is one controller per kind whatever the number of
-// namespaces.
+// NewDeps builds the controllers' dependencies: three informer factories
+// per watched namespace (or for all), managedFields stripped: the
+// Kubernetes ones holding only workloads' children (by label, or whole
+// with what is no workload's child reduced to its metadata; see
+// framework.Scope), the ToolHive one carrying the reference indexes.
+// Every controller gets the same Deps, so there is one controller per kind
+// whatever the number of namespaces.
 func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) *framework.Deps {
 	scopes := opts.Namespaces
 	if len(scopes) == 0 {
@@ -229,7 +246,8 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	}
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
-		Config:      framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults()},
+		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, Runners: opts.Runners.WithDefaults(),
+			DefaultRedis: opts.DefaultRedis},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
@@ -239,6 +257,9 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 				kubeinformers.WithNamespace(ns),
 				kubeinformers.WithTransform(StripManagedFields),
 				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ChildLabelSelector })),
+			KubeAll: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
+				kubeinformers.WithNamespace(ns),
+				kubeinformers.WithTransform(trimForeign)),
 			Toolhive: informers.NewSharedInformerFactoryWithOptions(th, opts.ResyncPeriod,
 				informers.WithNamespace(ns),
 				informers.WithTransform(StripManagedFields)),

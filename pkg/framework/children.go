@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
 // ChildOps tells EnsureChild how to read, write and compare one kind of
@@ -80,14 +81,17 @@ func (w *Writer) Drift(ctx context.Context, resource string, obj klog.ObjectRef,
 // EnsureChild converges one child: it creates the child when missing,
 // patches the owned fields when they drifted, and does nothing at all when
 // the live child already matches. It returns the live (or created) child.
-// An orphan of the same name is adopted; a child controlled by anything
-// else is left alone and reported as a ChildConflictError.
+// An orphan of the same name labelled toolhive=true is adopted; anything
+// else of that name, controlled by another owner or an unlabelled orphan,
+// is left alone and reported as a ChildConflictError.
 //
-// The cache holds only children labelled toolhive=true. A child that lost
-// that label (someone edited it) is missing from the cache, so the create
-// fails with AlreadyExists; the child is then read from the API server and
-// taken back, labels restored, when its controller reference is this
-// owner's. Anything else of that name is a conflict.
+// A kind whose cache holds only children labelled toolhive=true
+// (Scope.Kube) misses one that lost the label (someone edited it), so the
+// create fails with AlreadyExists; the child is then read from the API
+// server and taken back, labels restored, when its controller reference is
+// this owner's. The kinds ToolHive's operator writes without that label
+// are cached whole (Scope.KubeAll): a child it wrote is found here, so
+// taking over from it costs no write where the bytes already match.
 func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T], want T, ownerUID types.UID) (T, error) {
 	var zero T
 	ns, name := want.GetNamespace(), want.GetName()
@@ -109,7 +113,7 @@ func EnsureChild[T metav1.Object](ctx context.Context, w *Writer, ops ChildOps[T
 		return zero, err
 	}
 	ref := metav1.GetControllerOf(have)
-	if ref != nil && ref.UID != ownerUID {
+	if (ref != nil && ref.UID != ownerUID) || (ref == nil && have.GetLabels()[naming.LabelToolhive] != "true") {
 		return zero, newConflict(ops.Resource, have)
 	}
 	adopt := ref == nil

@@ -1,10 +1,10 @@
 package framework
 
 import (
-	"time"
-
 	"context"
 	"fmt"
+	"reflect"
+	"time"
 
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -15,6 +15,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Deps is everything a controller is built from. pkg/app makes one for
@@ -39,27 +40,60 @@ type Deps struct {
 }
 
 // Scope is the informer factories of one watch scope: a namespace, or all
-// of them (Namespace empty). The Kubernetes factory holds only objects
-// labelled toolhive=true.
+// of them (Namespace empty).
 type Scope struct {
 	Namespace string
-	Kube      kubeinformers.SharedInformerFactory
-	Toolhive  informers.SharedInformerFactory
+	// Kube holds only objects labelled toolhive=true: the kinds both
+	// hivekeeper and ToolHive's operator label so (Deployments, Services),
+	// and of which a cluster has many that are neither's.
+	Kube kubeinformers.SharedInformerFactory
+	// KubeAll selects no label, its transform TrimForeign keeping only the
+	// metadata of what is no workload's child: the kinds ToolHive's operator
+	// writes without toolhive=true (ConfigMaps, ServiceAccounts,
+	// RoleBindings). hivekeeper must find those children in its cache when
+	// it takes over from that operator, or it would create each, be refused
+	// (AlreadyExists), and read it live before it could leave it alone.
+	KubeAll  kubeinformers.SharedInformerFactory
+	Toolhive informers.SharedInformerFactory
 }
 
-// Config is what the controllers deploy: images and the runner
-// ClusterRoles their RoleBindings grant.
+// Factory is what Start and Shutdown need of an informer factory, the
+// Kubernetes ones and the generated ToolHive one alike.
+type Factory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// Factories are the scope's informer factories, to start and stop.
+func (s Scope) Factories() []Factory { return []Factory{s.Kube, s.KubeAll, s.Toolhive} }
+
+// Config is what the controllers deploy: images, the runner
+// ClusterRoles their RoleBindings grant, and the Redis a workload without
+// session storage of its own falls back to (nil for none).
 type Config struct {
-	RunnerImage string
-	VMCPImage   string
-	Runners     rbac.Runners
+	RunnerImage  string
+	VMCPImage    string
+	Runners      rbac.Runners
+	DefaultRedis *wiring.DefaultRedis
 }
 
-// KubeInformer returns one Kubernetes informer kind across every scope.
+// KubeInformer returns one Kubernetes informer kind across every scope,
+// from the factories labelled toolhive=true (Scope.Kube).
 func (d *Deps) KubeInformer(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
+	return d.kubeInformer(func(s Scope) kubeinformers.SharedInformerFactory { return s.Kube }, pick)
+}
+
+// KubeAllInformer is KubeInformer from the unfiltered factories
+// (Scope.KubeAll).
+func (d *Deps) KubeAllInformer(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
+	return d.kubeInformer(func(s Scope) kubeinformers.SharedInformerFactory { return s.KubeAll }, pick)
+}
+
+func (d *Deps) kubeInformer(factory func(Scope) kubeinformers.SharedInformerFactory, pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *Informer {
 	parts := make([]cache.SharedIndexInformer, len(d.Scopes))
 	for i, s := range d.Scopes {
-		parts[i] = pick(s.Kube)
+		parts[i] = pick(factory(s))
 	}
 	return newInformer(parts)
 }

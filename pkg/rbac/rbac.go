@@ -29,10 +29,12 @@ var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxi
 
 // Default names of the runner ClusterRoles: what the chart creates for the
 // release name "hivekeeper", and what the controller binds unless told
-// otherwise (--proxy-runner-cluster-role, --remote-proxy-runner-cluster-role,
+// otherwise (--proxy-runner-cluster-role,
+// --stdio-proxy-runner-cluster-role, --remote-proxy-runner-cluster-role,
 // --vmcp-discovered-cluster-role, --vmcp-inline-cluster-role).
 const (
 	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
+	DefaultStdioProxyRunnerClusterRole  = "hivekeeper-stdio-proxy-runner"
 	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
 	DefaultVMCPDiscoveredClusterRole    = "hivekeeper-vmcp-discovered"
 	DefaultVMCPInlineClusterRole        = "hivekeeper-vmcp-inline"
@@ -41,8 +43,12 @@ const (
 // Runners names the ClusterRoles the controller binds to the
 // ServiceAccounts of what it runs: the proxy runners and the vMCPs.
 type Runners struct {
-	// ProxyRunner is bound to each MCPServer's <name>-proxy-runner.
+	// ProxyRunner is bound to the <name>-proxy-runner of each MCPServer
+	// whose transport is sse or streamable-http.
 	ProxyRunner string
+	// StdioProxyRunner is bound to it instead for a stdio MCPServer: the
+	// runner attaches to the server's stdin and stdout.
+	StdioProxyRunner string
 	// RemoteProxyRunner is bound to each MCPRemoteProxy's
 	// <name>-remote-proxy-runner.
 	RemoteProxyRunner string
@@ -53,20 +59,27 @@ type Runners struct {
 }
 
 // DefaultRunners are the default runner ClusterRole names.
-func DefaultRunners() Runners { return Runners{}.WithDefaults() }
+func DefaultRunners() Runners {
+	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, StdioProxyRunner: DefaultStdioProxyRunnerClusterRole,
+		RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole,
+		VMCPDiscovered:    DefaultVMCPDiscoveredClusterRole, VMCPInline: DefaultVMCPInlineClusterRole}
+}
 
 // WithDefaults fills the names left empty with their defaults.
 func (r Runners) WithDefaults() Runners {
-	r.ProxyRunner = cmp.Or(r.ProxyRunner, DefaultProxyRunnerClusterRole)
-	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, DefaultRemoteProxyRunnerClusterRole)
-	r.VMCPDiscovered = cmp.Or(r.VMCPDiscovered, DefaultVMCPDiscoveredClusterRole)
-	r.VMCPInline = cmp.Or(r.VMCPInline, DefaultVMCPInlineClusterRole)
+	d := DefaultRunners()
+	r.ProxyRunner = cmp.Or(r.ProxyRunner, d.ProxyRunner)
+	r.StdioProxyRunner = cmp.Or(r.StdioProxyRunner, d.StdioProxyRunner)
+	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, d.RemoteProxyRunner)
+	r.VMCPDiscovered = cmp.Or(r.VMCPDiscovered, d.VMCPDiscovered)
+	r.VMCPInline = cmp.Or(r.VMCPInline, d.VMCPInline)
 	return r
 }
 
-// Names are the ClusterRoles the controller may bind (those named).
+// Names are the names of the ClusterRoles the controller binds, the only
+// ones it may bind (those named).
 func (r Runners) Names() []string {
-	return slices.DeleteFunc([]string{r.ProxyRunner, r.RemoteProxyRunner, r.VMCPDiscovered, r.VMCPInline},
+	return slices.DeleteFunc([]string{r.ProxyRunner, r.StdioProxyRunner, r.RemoteProxyRunner, r.VMCPDiscovered, r.VMCPInline},
 		func(n string) bool { return n == "" })
 }
 
@@ -75,6 +88,7 @@ func (r Runners) Names() []string {
 func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{
 		{ObjectMeta: metav1.ObjectMeta{Name: r.ProxyRunner}, Rules: ProxyRunnerRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.StdioProxyRunner}, Rules: StdioProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPDiscovered}, Rules: VMCPDiscoveredRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPInline}, Rules: VMCPInlineRules()},
@@ -130,20 +144,27 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 //   - services: get (workload info), create and patch (server-side apply of
 //     the headless and the MCP Service);
 //   - pods: list (the pod to attach to, read logs of, or describe);
-//   - pods/attach: create (SPDY attach, a POST, for stdio servers);
 //   - pods/log: get (the monitor reads the last lines when the server exits).
 //
 // Nothing else: it never lists or updates StatefulSets, never deletes one
 // (removal is the finalizer's), and reads its RunConfig from the mounted
-// ConfigMap file, not the API.
+// ConfigMap file, not the API. A stdio server's runner also attaches
+// (StdioProxyRunnerRules).
 func ProxyRunnerRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: []string{"get", "watch", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 	}
+}
+
+// StdioProxyRunnerRules are ProxyRunnerRules and pods/attach: create (SPDY
+// attach, a POST) to the server's stdin and stdout. ToolHive's operator
+// grants the attach to stdio servers' runners only since v0.63.0, last in
+// their Role.
+func StdioProxyRunnerRules() []rbacv1.PolicyRule {
+	return append(ProxyRunnerRules(), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}})
 }
 
 // VMCPDiscoveredRules are what ToolHive's vmcp (at the release pinned in

@@ -39,7 +39,7 @@ func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 // calls ToolHive's proxy runner makes.
 func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	controllerRules := rbac.WorkloadRules(rbac.DefaultRunners())
-	for _, r := range rbac.Expand(rbac.ProxyRunnerRules()) {
+	for _, r := range rbac.Expand(rbac.StdioProxyRunnerRules()) {
 		// Services are the controller's own children as well, and the
 		// finalizer reads the runner's StatefulSet before deleting it.
 		ownUse := r.Resource == "services" || r == rbac.Request{Verb: "get", APIGroup: "apps", Resource: "statefulsets"}
@@ -47,8 +47,13 @@ func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 			t.Errorf("the controller holds the runner's %+v", r)
 		}
 	}
-	if n := len(rbac.Expand(rbac.ProxyRunnerRules())); n != 10 {
-		t.Errorf("proxy runner rules expand to %d requests, want the 10 ToolHive's runner makes: %+v", n, rbac.Expand(rbac.ProxyRunnerRules()))
+	if n := len(rbac.Expand(rbac.StdioProxyRunnerRules())); n != 10 {
+		t.Errorf("stdio proxy runner rules expand to %d requests, want the 10 ToolHive's runner makes: %+v", n, rbac.Expand(rbac.StdioProxyRunnerRules()))
+	}
+	// Only a stdio server's runner attaches (ToolHive v0.63.0's operator).
+	attach := rbac.Request{Verb: "create", Resource: "pods/attach"}
+	if rbac.Allows(rbac.ProxyRunnerRules(), attach) || !rbac.Allows(rbac.StdioProxyRunnerRules(), attach) {
+		t.Errorf("pods/attach: the stdio runner's role and only it must allow it")
 	}
 	if rules := rbac.RemoteProxyRunnerRules(); rules == nil || len(rules) != 0 {
 		t.Errorf("remote proxy runner rules = %#v, want an empty, non-nil list", rules)

@@ -52,8 +52,9 @@ func TestPrimaryStatusWritesDoNotRequeue(t *testing.T) {
 	if err := index.AddToInformers(f); err != nil {
 		t.Fatal(err)
 	}
+	kf := kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0)
 	d := &framework.Deps{Kube: k8sfake.NewClientset(), Toolhive: client,
-		Scopes: []framework.Scope{{Kube: kubeinformers.NewSharedInformerFactory(k8sfake.NewClientset(), 0), Toolhive: f}}}
+		Scopes: []framework.Scope{{Kube: kf, KubeAll: kf, Toolhive: f}}}
 	primary := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Toolhive().V1beta1().MCPServers().Informer()
 	})

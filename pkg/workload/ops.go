@@ -33,22 +33,22 @@ type Children struct {
 // their caches.
 func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 	kube := d.Kube
-	inf := func(pick func(kubeinformers.SharedInformerFactory) cache.SharedIndexInformer) *framework.Informer {
-		return d.KubeInformer(pick)
-	}
-	cmInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	// ToolHive's operator labels its ConfigMaps, ServiceAccounts and
+	// RoleBindings otherwise than toolhive=true: they are read unfiltered,
+	// so a switch from it finds them cached (framework.Scope).
+	cmInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ConfigMaps().Informer()
 	})
-	saInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	saInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().ServiceAccounts().Informer()
 	})
-	rbInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	rbInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Rbac().V1().RoleBindings().Informer()
 	})
-	depInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	depInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Apps().V1().Deployments().Informer()
 	})
-	svcInf := inf(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	svcInf := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().Services().Informer()
 	})
 	// Each kind is read through FreshReads, so a sync sees this
@@ -119,7 +119,9 @@ func NewChildren(d *framework.Deps) (*Children, []*framework.Informer) {
 
 // NamedServiceAccount returns the cached ServiceAccount a spec's
 // serviceAccount names, for CheckServiceAccount: nil when the spec names
-// none, or when the cache (toolhive=true objects only) has no such account.
+// none or no such account exists. An account that is no workload's child
+// is cached as its metadata only (framework.TrimForeign), which is all
+// CheckServiceAccount reads.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
 	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {

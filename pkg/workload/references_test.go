@@ -56,7 +56,7 @@ func TestDeleteStaleChild(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{Kind: "X", Name: "y", UID: "someone", Controller: ptr.To(true)}}}}
 	kube := k8sfake.NewClientset(owned, foreign)
 	f := kubeinformers.NewSharedInformerFactory(kube, 0)
-	ch, _ := NewChildren(&framework.Deps{Kube: kube, Scopes: []framework.Scope{{Kube: f}}})
+	ch, _ := NewChildren(&framework.Deps{Kube: kube, Scopes: []framework.Scope{{Kube: f, KubeAll: f}}})
 	for _, o := range []any{owned, foreign} {
 		if err := f.Core().V1().ServiceAccounts().Informer().GetIndexer().Add(o); err != nil {
 			t.Fatal(err)

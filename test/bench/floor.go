@@ -170,7 +170,7 @@ const floorNS = "floor"
 //   - creates: the same children created again by plain client-go on
 //     c.concurrency clients, one kind after another (Services timed
 //     apart);
-//   - spec: what any controller that follows BEHAVIOUR.md must send for
+//   - spec: what any controller that writes these children must send for
 //     the same MCPServers (the finalizer patch, the six creates, the status
 //     patch, in that order per MCPServer, on c.concurrency clients), with
 //     no watches and no work of its own. Cold ÷ spec floor is hivekeeper's
@@ -231,7 +231,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 }
 
 // specFloor stores copies of the cold start's MCPServers (untimed), then
-// times the requests BEHAVIOUR.md makes a controller send for each: the
+// times the requests any controller writing these children sends for each: the
 // finalizer merge patch carrying resourceVersion, its children (copies
 // in childResources order, the Deployment last), and the status merge
 // patch with the status hivekeeper wrote.

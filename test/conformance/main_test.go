@@ -9,13 +9,13 @@
 // (ToolHive's example manifests are applied by test/integration/crds, which
 // needs no ToolHive binary.)
 // ToolHive's own operator, given the same manifests on an API server of
-// its own, writes the same RunConfigs but for a listed few differences.
+// its own, writes the same bytes but for the differences listed exactly
+// (allowedBytes, deliberate; pendingBytes, the work list).
 // A test that compared hivekeeper's builder with hivekeeper's comparator
 // would prove consistency; these prove compatibility.
 package conformance_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -24,12 +24,8 @@ import (
 	"testing"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
-
-// ToolHiveBinariesEnv names the folder holding ToolHive's thv-proxyrunner,
-// vmcp and thv-operator (hack/toolhive-binaries.sh prints it). Without it, or under
-// -short, the suite skips with the reason.
-const ToolHiveBinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 
 var (
 	toolhiveBin    string // folder of thv-proxyrunner, vmcp and thv-operator
@@ -41,7 +37,7 @@ var (
 func TestMain(m *testing.M) {
 	code := func() int {
 		flag.Parse()
-		if dir := os.Getenv(ToolHiveBinariesEnv); dir != "" && !testing.Short() {
+		if dir := os.Getenv(toolhive.BinariesEnv); dir != "" && !testing.Short() {
 			toolhiveBin = dir
 			tmp, err := os.MkdirTemp("", "hivekeeper-thvcheck-")
 			if err != nil {
@@ -61,17 +57,12 @@ func TestMain(m *testing.M) {
 			}
 			// The build brought ToolHive's module into the cache; its
 			// examples are read from there, never copied.
-			cmd = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/stacklok/toolhive")
-			cmd.Dir = "thvcheck"
-			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-			out, err := cmd.Output()
-			if err != nil || len(bytes.TrimSpace(out)) == 0 {
-				fmt.Fprintf(os.Stderr, "conformance: locating ToolHive's module: %v %s\n", err, out)
+			if toolhiveModule, err = toolhive.ModuleDir(); err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 				return 1
 			}
-			toolhiveModule = string(bytes.TrimSpace(out))
 		} else if !testing.Short() {
-			skipReason = "conformance: " + ToolHiveBinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
+			skipReason = "conformance: " + toolhive.BinariesEnv + " is not set (make test sets it from hack/toolhive-binaries.sh)"
 		}
 		return framework.Run(m)
 	}()

@@ -25,12 +25,12 @@ import (
 // the same API server defaulting.
 func comparePodTemplates(t *testing.T, hive, thv *framework.Env, c *diffCase, w *diffWorkload) {
 	t.Helper()
-	if w.kind != thv1.KindMCPRemoteProxy || w.skipReason != "" {
+	if w.Kind != thv1.KindMCPRemoteProxy || w.skip != nil {
 		return
 	}
 	var tpl map[string]any
-	for _, o := range c.hive {
-		if o.GetKind() == w.kind && o.GetName() == w.name {
+	for _, o := range c.Objects {
+		if o.GetKind() == w.Kind && o.GetName() == w.Name {
 			tpl, _, _ = unstructured.NestedMap(o.Object, "spec", "podTemplateSpec")
 		}
 	}
@@ -40,7 +40,7 @@ func comparePodTemplates(t *testing.T, hive, thv *framework.Env, c *diffCase, w 
 	read := func(e *framework.Env) any {
 		var got map[string]any
 		framework.Eventually(t, 30*time.Second, func() (bool, error) {
-			d, err := e.Kube.AppsV1().Deployments(c.ns).Get(context.Background(), w.name, metav1.GetOptions{})
+			d, err := e.Kube.AppsV1().Deployments(c.Namespace).Get(context.Background(), w.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
@@ -52,18 +52,18 @@ func comparePodTemplates(t *testing.T, hive, thv *framework.Env, c *diffCase, w 
 				return false, err
 			}
 			return true, json.Unmarshal(b, &got)
-		}, "Deployment %s/%s", c.ns, w.name)
+		}, "Deployment %s/%s", c.Namespace, w.Name)
 		return project(tpl, got)
 	}
 	a, b := read(thv), read(hive)
 	if !reflect.DeepEqual(a, b) {
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
-		t.Errorf("%s: the pod template fields podTemplateSpec sets differ:\nToolHive's operator: %s\nhivekeeper:          %s", w.id(), ja, jb)
+		t.Errorf("%s: the pod template fields podTemplateSpec sets differ:\nToolHive's operator: %s\nhivekeeper:          %s", w.ID(), ja, jb)
 		return
 	}
 	j, _ := json.Marshal(a)
-	t.Logf("%s: the Deployments' pod templates agree on every field podTemplateSpec sets: %s", w.id(), j)
+	t.Logf("%s: the Deployments' pod templates agree on every field podTemplateSpec sets: %s", w.ID(), j)
 }
 
 // project returns the parts of live that the user's template names: for

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -25,6 +24,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	thschema "github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // expectations are what a manifest of the table asks for, stated as the
@@ -248,7 +248,7 @@ var absent = map[string][]string{
 	// A configmap profile's content is not read, so none is written.
 	"profile-configmap": {"permission_profile"},
 	// No permission profile and no volumes: hivekeeper writes no profile
-	// (README, Differences from ToolHive's operator).
+	// (docs/compatibility.md, The differential test).
 	"http-ports": {"permission_profile", "permission_profile_name_or_path"},
 	// Unauthenticated and headerInjection configure nothing in the
 	// RunConfig, and a token exchange's client secret is never in it.
@@ -345,37 +345,8 @@ func createStrict(env *framework.Env, ns string, o *unstructured.Unstructured) (
 
 // createWith creates o in ns with the given field validation.
 func createWith(env *framework.Env, ns string, o *unstructured.Unstructured, validation string) (*unstructured.Unstructured, error) {
-	o.SetNamespace(ns)
-	gvr, err := resourceFor(o)
-	if err != nil {
-		return nil, err
-	}
-	return env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), o, metav1.CreateOptions{FieldValidation: validation})
+	return toolhive.Create(context.Background(), env.Dynamic, ns, o, validation)
 }
-
-// resourceFor maps the kinds the table and ToolHive's examples use.
-func resourceFor(o *unstructured.Unstructured) (schema.GroupVersionResource, error) {
-	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	plural := map[string]string{
-		"ConfigMap": "configmaps", "Secret": "secrets", "ServiceAccount": "serviceaccounts",
-		"MCPServer": "mcpservers", "MCPOIDCConfig": "mcpoidcconfigs", "MCPRemoteProxy": "mcpremoteproxies",
-		"VirtualMCPServer": "virtualmcpservers", "MCPGroup": "mcpgroups", "MCPToolConfig": "mcptoolconfigs",
-		"MCPAuthzConfig": "mcpauthzconfigs", "MCPTelemetryConfig": "mcptelemetryconfigs",
-		"MCPExternalAuthConfig": "mcpexternalauthconfigs", "MCPWebhookConfig": "mcpwebhookconfigs",
-		"MCPServerEntry": "mcpserverentries", "VirtualMCPCompositeToolDefinition": "virtualmcpcompositetooldefinitions",
-	}[o.GetKind()]
-	if plural == "" {
-		return schema.GroupVersionResource{}, errUnsupported(o.GetKind())
-	}
-	return gv.WithResource(plural), nil
-}
-
-type errUnsupported string
-
-func (e errUnsupported) Error() string { return "kind " + string(e) + " is not one this suite applies" }
 
 // waitFor polls get until the object exists and returns it.
 func waitFor[T any](t *testing.T, get func() (T, error), what string) T {

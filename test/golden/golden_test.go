@@ -31,7 +31,7 @@ func TestGolden(t *testing.T) {
 	files := map[string][]byte{}
 	runners := rbac.Runners{}.WithDefaults()
 	for _, w := range workloadsOf(t, thv1.KindMCPServer) {
-		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole = runnerImage, runners.ProxyRunner
+		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole, w.Proxy.StdioRunnerClusterRole = runnerImage, runners.ProxyRunner, runners.StdioProxyRunner
 		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildMCPServer(w.Obj.(*thv1.MCPServer), w.Proxy) })
 	}
 	for _, w := range workloadsOf(t, thv1.KindMCPRemoteProxy) {

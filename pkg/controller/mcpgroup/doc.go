@@ -1,5 +1,5 @@
 // Package mcpgroup is the MCPGroup controller, the only writer of
-// MCPGroup.status (BEHAVIOUR.md invariant 7).
+// MCPGroup.status: one writer, so two controllers never clobber its lists.
 //
 // A group's status is a pure function of which MCPServers,
 // MCPRemoteProxies and MCPServerEntries in its namespace name it in

@@ -74,6 +74,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 	desired, err := proxy.BuildRemoteProxy(p, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
+		DefaultRedis:           c.Config.DefaultRedis,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
 		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, wiring.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})

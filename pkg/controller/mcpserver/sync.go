@@ -50,6 +50,12 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if s.DeletionTimestamp != nil {
 		return nil, 0, c.finalize(ctx, s)
 	}
+	// ToolHive's operator ignores spec.permissionProfile since v0.63.0
+	// and says so once per spec change, before its finalizer.
+	if s.Spec.PermissionProfile != nil && s.Generation != s.Status.ObservedGeneration {
+		c.Recorder.Event(s, corev1.EventTypeWarning, thv1.ReasonPermissionProfileUnsupported,
+			"spec.permissionProfile is deprecated and unsupported by the Kubernetes operator; it has no effect")
+	}
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		mod := s.DeepCopy()
 		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
@@ -85,11 +91,13 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 // a restart request; it returns the proxy Deployment.
 func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
-		Webhooks:          refs.Webhooks,
-		AuthServer:        refs.AuthServer,
-		RunnerImage:       c.Config.RunnerImage,
-		RunnerClusterRole: c.Config.Runners.WithDefaults().ProxyRunner,
-		ServiceAccount:    c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
+		Webhooks:               refs.Webhooks,
+		AuthServer:             refs.AuthServer,
+		RunnerImage:            c.Config.RunnerImage,
+		DefaultRedis:           c.Config.DefaultRedis,
+		RunnerClusterRole:      c.Config.Runners.WithDefaults().ProxyRunner,
+		StdioRunnerClusterRole: c.Config.Runners.WithDefaults().StdioProxyRunner,
+		ServiceAccount:         c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 
@@ -566,11 +567,11 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 	}
 }
 
-// TestChildWithoutLabelIsReadLiveAndAdopted: a child whose toolhive=true
-// label was removed is invisible to the filtered cache, so the create
-// fails with AlreadyExists. The child is then read from the API server:
-// when its controller reference is this server's it is taken back with its
-// labels restored; anything else is a conflict, left untouched.
+// TestChildWithoutLabelIsReadLiveAndAdopted: a child the cache does not
+// hold yet (a kind cached by label, or one created a moment ago) makes the
+// create fail with AlreadyExists. The child is then read from the API
+// server: when its controller reference is this server's it is taken back
+// with its labels restored; anything else is a conflict, left untouched.
 func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 	s := newServer("fetch")
 	sa := func(refs ...metav1.OwnerReference) *corev1.ServiceAccount {
@@ -631,6 +632,76 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 	}
 }
 
+// TestChildrenWithoutLabelAreFoundInTheCache: ToolHive's operator labels
+// the runner's ServiceAccount and RoleBinding, the pod's ServiceAccount and
+// the RunConfig ConfigMap otherwise than toolhive=true, with the server as
+// their controller. Their kinds are cached unfiltered, so a sync after a
+// switch finds them: no create is sent (nor refused), only what differs is
+// patched, and then nothing. An unlabelled orphan of a child's name is
+// cached too, as a conflict: nothing is written to it, not even a create.
+func TestChildrenWithoutLabelAreFoundInTheCache(t *testing.T) {
+	ctx := context.Background()
+	t.Run("controlled by this server", func(t *testing.T) {
+		f := newFixture(t, newServer("fetch"))
+		f.converge("fetch")
+		// As ToolHive's operator leaves them: its labels, not hivekeeper's.
+		for _, c := range []struct {
+			name string
+			gvr  k8sschema.GroupVersionResource
+		}{
+			{naming.ProxyRunnerName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")},
+			{naming.BackendServiceAccountName("fetch"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")},
+			{naming.ProxyRunnerName("fetch"), rbacv1.SchemeGroupVersion.WithResource("rolebindings")},
+			{naming.RunConfigName("fetch"), corev1.SchemeGroupVersion.WithResource("configmaps")},
+		} {
+			obj, err := f.kube.Tracker().Get(c.gvr, testNS, c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := meta.Accessor(obj)
+			m.SetLabels(map[string]string{"toolhive.stacklok.io/managed-by": "toolhive-operator"})
+			if err := f.kube.Tracker().Update(c.gvr, obj, testNS); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.refresh()
+		acts, err := f.sync("fetch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertActions(t, acts, "patch serviceaccounts", "patch rolebindings", "patch serviceaccounts", "patch configmaps")
+		for _, a := range acts {
+			md := patchBody(t, a)["metadata"].(map[string]any)
+			labels, _ := md["labels"].(map[string]any)
+			if labels[naming.LabelToolhive] != "true" || md["resourceVersion"] == nil {
+				t.Errorf("%s: want hivekeeper's labels, locked to the resourceVersion: %v", describe([]core.Action{a}), md)
+			}
+			if _, refs := md["ownerReferences"]; refs {
+				t.Errorf("%s: rewrites the owner references of a child already the server's: %v", describe([]core.Action{a}), md)
+			}
+		}
+		f.applyServerBehaviour()
+		f.refresh()
+		if acts, err := f.sync("fetch"); err != nil || len(acts) != 0 {
+			t.Errorf("after taking them over: actions %s, err %v; want none", describe(acts), err)
+		}
+	})
+	t.Run("an unlabelled orphan", func(t *testing.T) {
+		orphan := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: naming.ProxyRunnerName("fetch"), Namespace: testNS, UID: "sa-uid"}}
+		f := newFixture(t, newServer("fetch"), orphan)
+		requeues := workloadtest.SpyRequeues(f.c.Loop)
+		acts, err := f.sync("fetch")
+		if err != nil || len(requeues.After()) != 1 {
+			t.Fatalf("err = %v, requeues %v: want one requeue after a ChildConflict", err, requeues.After())
+		}
+		assertActions(t, acts, "patch mcpservers/status")
+		got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+		if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
+			t.Fatalf("Ready = %+v, want reason %s", cond, thv1.ReasonChildConflict)
+		}
+	})
+}
+
 // An older hivekeeper bound the runner to a Role of its own. roleRef is
 // immutable, so the binding is deleted (locked to its UID) and created again
 // bound to the ClusterRole; the old Role is left alone: hivekeeper holds no
@@ -667,7 +738,7 @@ func TestRunnerBindingToALegacyRoleIsRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hivekeeper-proxy-runner"}); rb.RoleRef != want {
+	if want := (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "hivekeeper-stdio-proxy-runner"}); rb.RoleRef != want {
 		t.Errorf("roleRef %+v, want %+v", rb.RoleRef, want)
 	}
 	if _, err := f.kube.RbacV1().Roles(testNS).Get(context.Background(), "fetch-proxy-runner", metav1.GetOptions{}); err != nil {

@@ -66,7 +66,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
-	in.OIDC, in.Image = oidc, c.Config.VMCPImage
+	in.OIDC, in.Image, in.DefaultRedis = oidc, c.Config.VMCPImage, c.Config.DefaultRedis
 	runners := c.Config.Runners.WithDefaults()
 	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)

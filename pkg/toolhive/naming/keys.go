@@ -10,7 +10,7 @@ const (
 // The keys of the pod contract that outlive one controller: the template
 // annotations that roll a pod when what it read at start changes, the
 // environment the runner reads, and the container names and ports a
-// podTemplateSpec or a test addresses. They are BEHAVIOUR.md's keys; the
+// podTemplateSpec or a test addresses. They are ToolHive's keys; the
 // controllers build with them and the integration, fault and conformance
 // suites look them up here.
 const (

@@ -7,7 +7,7 @@ import (
 )
 
 // The names of the children of every workload kind, and how an MCPServer is
-// addressed. They are the contract of BEHAVIOUR.md, kept in one place: the
+// addressed. They are ToolHive's names, which its runtime and users rely on, kept in one place: the
 // VirtualMCPServer controller addresses MCPServers, tests and the
 // benchmark look children up by these names, and the CRDs' name limits are
 // derived from them.

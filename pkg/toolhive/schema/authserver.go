@@ -16,12 +16,43 @@ type EmbeddedAuthServerConfig struct {
 	HMACSecretFiles              []string             `json:"hmac_secret_files,omitempty"`
 	TokenLifespans               *TokenLifespanConfig `json:"token_lifespans,omitempty"`
 	// Upstreams is always written, [] for none, as ToolHive does.
-	Upstreams                     []UpstreamConfig `json:"upstreams"`
-	ScopesSupported               []string         `json:"scopes_supported,omitempty"`
-	BaselineClientScopes          []string         `json:"baseline_client_scopes,omitempty"`
-	AllowedAudiences              []string         `json:"allowed_audiences"`
-	DisableUpstreamTokenInjection bool             `json:"disable_upstream_token_injection,omitempty"`
-	InsecureAllowHTTP             bool             `json:"insecure_allow_http,omitempty"`
+	Upstreams            []UpstreamConfig `json:"upstreams"`
+	ScopesSupported      []string         `json:"scopes_supported,omitempty"`
+	BaselineClientScopes []string         `json:"baseline_client_scopes,omitempty"`
+	AllowedAudiences     []string         `json:"allowed_audiences"`
+	// Storage is written only for in-memory storage with a cap on
+	// registered clients, as ToolHive's operator writes it.
+	Storage                       *AuthServerStorage `json:"storage,omitempty"`
+	DisableUpstreamTokenInjection bool               `json:"disable_upstream_token_injection,omitempty"`
+	InsecureAllowHTTP             bool               `json:"insecure_allow_http,omitempty"`
+	// TLSListener names the certificate and key files of the server's
+	// TLS listener on port 8443.
+	TLSListener           *TLSListenerConfig     `json:"tls_listener,omitempty"`
+	RegistrationRateLimit *RegistrationRateLimit `json:"registration_rate_limit,omitempty"`
+}
+
+// AuthServerStorage is ToolHive's storage.RunConfig, in memory.
+// MaxDCRClients caps the clients registered at /oauth/register; 0 is no
+// cap, nil the server's default.
+type AuthServerStorage struct {
+	Type          string `json:"type,omitempty"`
+	MaxDCRClients *int   `json:"max_dcr_clients,omitempty"`
+}
+
+// TLSListenerConfig is ToolHive's authserver.TLSListenerRunConfig.
+type TLSListenerConfig struct {
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+}
+
+// RegistrationRateLimit is ToolHive's RegistrationRateLimitRunConfig: a
+// token bucket on /oauth/register, Burst registrations at once and
+// RequestsPerSecond after. The rate is a float64, written as encoding/json
+// writes one in the RunConfig ("1000000") and as ToolHive's YAML encoder
+// writes one in authserver-config.yaml ("1e+06").
+type RegistrationRateLimit struct {
+	RequestsPerSecond float64 `json:"requests_per_second"`
+	Burst             int     `json:"burst"`
 }
 
 // SigningKeyConfig names the signing key files: the first key signs, the
@@ -50,6 +81,8 @@ type UpstreamConfig struct {
 
 // OIDCUpstreamConfig is an OIDC upstream. The client secret is the
 // variable ClientSecretEnvVar of the proxy container.
+// ClientID is written empty when the client is registered at run time
+// (DCRConfig), as ToolHive writes it.
 type OIDCUpstreamConfig struct {
 	IssuerURL                     string            `json:"issuer_url"`
 	ClientID                      string            `json:"client_id"`
@@ -57,6 +90,25 @@ type OIDCUpstreamConfig struct {
 	RedirectURI                   string            `json:"redirect_uri,omitempty"`
 	Scopes                        []string          `json:"scopes,omitempty"`
 	AdditionalAuthorizationParams map[string]string `json:"additional_authorization_params,omitempty"`
+	AdditionalTokenParams         map[string]string `json:"additional_token_params,omitempty"`
+	OmitScopeOnRefresh            bool              `json:"omit_scope_on_refresh,omitempty"`
 	SubjectClaim                  string            `json:"subject_claim,omitempty"`
+	DCRConfig                     *DCRConfig        `json:"dcr_config,omitempty"`
 	AllowPrivateIPs               bool              `json:"allow_private_ips,omitempty"`
+}
+
+// DCRConfig is ToolHive's authserver.DCRUpstreamConfig: the upstream
+// client is registered at run time (RFC 7591). The initial access token
+// is never here: InitialAccessTokenEnvVar names the variable that carries
+// it from its Secret. RegistrationProbeInterval is a Go duration as Go
+// prints it ("5m0s").
+type DCRConfig struct {
+	DiscoveryURL              string `json:"discovery_url,omitempty"`
+	RegistrationEndpoint      string `json:"registration_endpoint,omitempty"`
+	RotationKey               string `json:"rotation_key,omitempty"`
+	RegistrationProbe         string `json:"registration_probe,omitempty"`
+	RegistrationProbeInterval string `json:"registration_probe_interval,omitempty"`
+	InitialAccessTokenEnvVar  string `json:"initial_access_token_env_var,omitempty"`
+	SoftwareID                string `json:"software_id,omitempty"`
+	SoftwareStatement         string `json:"software_statement,omitempty"`
 }

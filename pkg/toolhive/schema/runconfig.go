@@ -79,8 +79,12 @@ type RunConfig struct {
 	// AuditConfig, when present, installs the runner's audit middleware.
 	AuditConfig *AuditConfig `json:"audit_config,omitempty"`
 	// MaxRequestBodySize caps request bodies; zero is the runner's default.
-	MaxRequestBodySize int64          `json:"max_request_body_size,omitempty"`
-	ScalingConfig      *ScalingConfig `json:"scaling_config,omitempty"`
+	MaxRequestBodySize int64 `json:"max_request_body_size,omitempty"`
+	// ProxyReadTimeout bounds how long the proxy reads one request, a Go
+	// duration as time.Duration prints it ("1m0s"); empty is the
+	// runner's default (30s).
+	ProxyReadTimeout string         `json:"proxy_read_timeout,omitempty"`
+	ScalingConfig    *ScalingConfig `json:"scaling_config,omitempty"`
 	// RateLimitConfig is ToolHive's CRD type embedded as is (camelCase
 	// keys); RateLimitNamespace scopes its Redis keys.
 	RateLimitConfig    *RateLimitConfig `json:"rate_limit_config,omitempty"`
@@ -266,6 +270,17 @@ type SessionRedisConfig struct {
 	Address   string `json:"address,omitempty"`
 	DB        int32  `json:"db,omitempty"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// TLS, when present, connects over TLS; empty ({}) verifies the
+	// server with the system roots.
+	TLS *RedisTLSConfig `json:"tls,omitempty"`
+}
+
+// RedisTLSConfig is ToolHive's redisconfig.TLSConfig, with its camelCase
+// keys in the snake_case RunConfig as in the vMCP's config.yaml.
+// CACertFile is the path of a mounted CA bundle, never its content.
+type RedisTLSConfig struct {
+	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
+	CACertFile         string `json:"caCertFile,omitempty"`
 }
 
 // RateLimitConfig is ToolHive's ratelimit RateLimitConfig, the CRD type

@@ -95,3 +95,34 @@ func TestSetContainerLabels(t *testing.T) {
 		t.Errorf("container_labels missing from %s", out)
 	}
 }
+
+// The registration rate is a float64: encoding/json prints it in the
+// RunConfig, a YAML encoder (ToolHive's 'g' format) in
+// authserver-config.yaml, which differ for integral values from 1e6 and
+// for small ones.
+func TestRegistrationRateEncodings(t *testing.T) {
+	for rate, want := range map[float64][2]string{
+		1:                   {"1", "1"},
+		0.2:                 {"0.2", "0.2"},
+		0.16666666666666666: {"0.16666666666666666", "0.16666666666666666"},
+		1e6:                 {"1000000", "1e+06"},
+		1234567:             {"1234567", "1.234567e+06"},
+		0.00001:             {"0.00001", "1e-05"},
+	} {
+		c := &EmbeddedAuthServerConfig{RegistrationRateLimit: &RegistrationRateLimit{RequestsPerSecond: rate, Burst: 2}}
+		js, err := Marshal(&RunConfig{EmbeddedAuthServerConfig: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := `"requests_per_second": ` + want[0] + `,`; !strings.Contains(js, w) {
+			t.Errorf("%v: RunConfig lacks %s:\n%s", rate, w, js)
+		}
+		y, err := MarshalAuthServerConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := "    requests_per_second: " + want[1] + "\n"; !strings.Contains(y, w) {
+			t.Errorf("%v: YAML lacks %q:\n%s", rate, w, y)
+		}
+	}
+}

@@ -26,11 +26,22 @@ type VMCPConfig struct {
 	Audit             *thv1.VMCPAudit             `json:"audit,omitempty"`
 	Optimizer         *thv1.VMCPOptimizer         `json:"optimizer,omitempty"`
 	CodeMode          *thv1.VMCPCodeMode          `json:"codeMode,omitempty"`
-	SessionStorage    *thv1.VMCPSessionStorage    `json:"sessionStorage,omitempty"`
+	SessionStorage    *VMCPSessionStorage         `json:"sessionStorage,omitempty"`
 	RateLimiting      *VMCPRateLimiting           `json:"rateLimiting,omitempty"`
 	// PassthroughHeaders is a list ToolHive's converter may set to an
 	// empty one, which its encoder leaves out as well.
 	PassthroughHeaders []string `json:"passthroughHeaders,omitempty"`
+}
+
+// VMCPSessionStorage is config.yaml's sessionStorage: the Redis
+// connection without its password, and its TLS ({} for the system
+// roots).
+type VMCPSessionStorage struct {
+	Provider  string          `json:"provider"`
+	Address   string          `json:"address,omitempty"`
+	DB        int32           `json:"db,omitempty"`
+	KeyPrefix string          `json:"keyPrefix,omitempty"`
+	TLS       *RedisTLSConfig `json:"tls,omitempty"`
 }
 
 // VMCPOutgoingAuth is config.yaml's outgoingAuth. Its strategies are

@@ -51,7 +51,9 @@ func RefsFor(namespace, oidcKind string) ParityRefs {
 			EmbeddedAuthServer: Decode[thv1.EmbeddedAuthServerConfig](`{"issuer":"https://auth.example.com",` +
 				`"signingKeySecretRefs":[{"name":"keys","key":"k0"},{"name":"keys","key":"k1"}],"hmacSecretRefs":[{"name":"hmac","key":"h"}],` +
 				`"tokenLifespans":{"accessTokenLifespan":"1h"},"upstreamProviders":[{"name":"idp","type":"oidc",` +
-				`"oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c","clientSecretRef":{"name":"idp","key":"secret"}}}]}`)}}
+				`"oidcConfig":{"issuerUrl":"https://idp.example.com","dcrConfig":{"initialAccessTokenRef":{"name":"idp","key":"iat"}}}}],` +
+				`"tlsListener":{"certificateSecretRef":{"name":"tls-cert","key":"tls.crt"},"privateKeySecretRef":{"name":"tls-key","key":"tls.key"}},` +
+				`"registrationRateLimit":{"maxTokens":5,"refillPeriod":"1m"},"storage":{"type":"memory","maxDCRClients":100}}`)}}
 		r.AuthServerRef = &thv1.AuthServerRef{Kind: thv1.KindMCPExternalAuthConfig, Name: "as"}
 	}
 	return r

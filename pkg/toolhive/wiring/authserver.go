@@ -7,9 +7,11 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -28,9 +30,20 @@ const (
 	AuthServerHMACVolumePrefix = "authserver-hmac-secret-"
 	AuthServerKeysMountPath    = "/etc/toolhive/authserver/keys"
 	AuthServerHMACMountPath    = "/etc/toolhive/authserver/hmac"
+	// The TLS listener's certificate and key are one projected volume,
+	// a directory the kubelet keeps up to date when the Secrets change.
+	AuthServerTLSVolume    = "authserver-tls-listener"
+	AuthServerTLSMountPath = "/etc/toolhive/authserver/tls"
+	authServerTLSCertFile  = "tls.crt"
+	authServerTLSKeyFile   = "tls.key"
+	// AuthServerTLSPort is where ToolHive's runner starts the TLS
+	// listener; a proxy may not listen there too.
+	AuthServerTLSPort int32 = 8443
 	// EnvUpstreamClientSecretPrefix + "_" + the upstream's name in upper
-	// case with '-' as '_'.
+	// case with '-' as '_'; EnvUpstreamDCRTokenPrefix names the initial
+	// access token of its dynamic client registration the same way.
 	EnvUpstreamClientSecretPrefix = "TOOLHIVE_UPSTREAM_CLIENT_SECRET"
+	EnvUpstreamDCRTokenPrefix     = "TOOLHIVE_UPSTREAM_DCR_INITIAL_ACCESS_TOKEN"
 	// authServerFileMode: the files are readable by their owner only.
 	authServerFileMode int32 = 0o400
 	// upstreamTypeOIDC is the only upstream type hivekeeper wires.
@@ -48,15 +61,25 @@ func hmacFile(i int) string       { return fmt.Sprintf("hmac-%d", i) }
 // beyond it, which refuses the workload rather than run an authorization
 // server other than the one asked for.
 type embeddedAuthServerSpec struct {
-	Issuer                        string              `json:"issuer"`
-	AuthorizationEndpointBaseURL  string              `json:"authorizationEndpointBaseUrl,omitempty"`
-	SigningKeySecretRefs          []thv1.SecretKeyRef `json:"signingKeySecretRefs,omitempty"`
-	HMACSecretRefs                []thv1.SecretKeyRef `json:"hmacSecretRefs,omitempty"`
-	TokenLifespans                *tokenLifespans     `json:"tokenLifespans,omitempty"`
-	UpstreamProviders             []upstreamProvider  `json:"upstreamProviders,omitempty"`
-	DisableUpstreamTokenInjection bool                `json:"disableUpstreamTokenInjection,omitempty"`
-	InsecureAllowHTTP             bool                `json:"insecureAllowHTTP,omitempty"`
-	BaselineClientScopes          []string            `json:"baselineClientScopes,omitempty"`
+	Issuer                        string                  `json:"issuer"`
+	AuthorizationEndpointBaseURL  string                  `json:"authorizationEndpointBaseUrl,omitempty"`
+	SigningKeySecretRefs          []thv1.SecretKeyRef     `json:"signingKeySecretRefs,omitempty"`
+	HMACSecretRefs                []thv1.SecretKeyRef     `json:"hmacSecretRefs,omitempty"`
+	TokenLifespans                *tokenLifespans         `json:"tokenLifespans,omitempty"`
+	TLSListener                   *thv1.TLSListenerConfig `json:"tlsListener,omitempty"`
+	UpstreamProviders             []upstreamProvider      `json:"upstreamProviders,omitempty"`
+	Storage                       *authServerStorage      `json:"storage,omitempty"`
+	DisableUpstreamTokenInjection bool                    `json:"disableUpstreamTokenInjection,omitempty"`
+	InsecureAllowHTTP             bool                    `json:"insecureAllowHTTP,omitempty"`
+	BaselineClientScopes          []string                `json:"baselineClientScopes,omitempty"`
+	RegistrationRateLimit         *thv1.RateLimitBucket   `json:"registrationRateLimit,omitempty"`
+}
+
+// authServerStorage is the in-memory storage and its cap on registered
+// clients; a redis type is refused (unsupportedAuthServerFields).
+type authServerStorage struct {
+	Type          string `json:"type,omitempty"`
+	MaxDCRClients *int32 `json:"maxDCRClients,omitempty"`
 }
 
 type tokenLifespans struct {
@@ -72,14 +95,17 @@ type upstreamProvider struct {
 }
 
 type oidcUpstream struct {
-	IssuerURL                     string             `json:"issuerUrl"`
-	ClientID                      string             `json:"clientId"`
-	ClientSecretRef               *thv1.SecretKeyRef `json:"clientSecretRef,omitempty"`
-	RedirectURI                   string             `json:"redirectUri,omitempty"`
-	Scopes                        []string           `json:"scopes,omitempty"`
-	AdditionalAuthorizationParams map[string]string  `json:"additionalAuthorizationParams,omitempty"`
-	SubjectClaim                  string             `json:"subjectClaim,omitempty"`
-	AllowPrivateIPs               bool               `json:"allowPrivateIPs,omitempty"`
+	IssuerURL                     string                  `json:"issuerUrl"`
+	ClientID                      string                  `json:"clientId,omitempty"`
+	DCRConfig                     *thv1.DCRUpstreamConfig `json:"dcrConfig,omitempty"`
+	ClientSecretRef               *thv1.SecretKeyRef      `json:"clientSecretRef,omitempty"`
+	RedirectURI                   string                  `json:"redirectUri,omitempty"`
+	Scopes                        []string                `json:"scopes,omitempty"`
+	AdditionalAuthorizationParams map[string]string       `json:"additionalAuthorizationParams,omitempty"`
+	AdditionalTokenParams         map[string]string       `json:"additionalTokenParams,omitempty"`
+	OmitScopeOnRefresh            bool                    `json:"omitScopeOnRefresh,omitempty"`
+	SubjectClaim                  string                  `json:"subjectClaim,omitempty"`
+	AllowPrivateIPs               bool                    `json:"allowPrivateIPs,omitempty"`
 }
 
 // decodeAuthServer reads an embedded authorization server block as the
@@ -122,9 +148,9 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 			}
 		}
 	}
-	extra(base, top, append(jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()), "storage"))
+	extra(base, top, jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()))
 	if st, ok := top["storage"].(map[string]any); ok {
-		extra(base+".storage", st, []string{"type"})
+		extra(base+".storage", st, jsonKeys(reflect.TypeFor[authServerStorage]()))
 		if t, _ := st["type"].(string); t != "" && t != storageMemory {
 			out = append(out, fmt.Sprintf("%s.storage.type=%s", base, t))
 		}
@@ -211,14 +237,15 @@ func (w AuthServerWiring) ApplyTo(rc *schema.RunConfig) {
 // externalAuthConfigRef of type embeddedAuthServer (extAuth); both at once
 // is a conflict. oidc is the workload's resolved OIDC configuration: the
 // tokens the server mints are for its resource URL, which must also be
-// the audience the proxy checks.
+// the audience the proxy checks. proxyPort is the workload's: the
+// server's TLS listener takes port 8443.
 //
 // What ToolHive refuses is refused with its condition and reason
 // (AuthServerRefValidated for authServerRef, Ready for the legacy
-// externalAuthConfigRef path); a config that sets what hivekeeper does
-// not apply (redis storage, OAuth2 upstreams, delegation grants, ...) is
-// refused the same way and names the fields.
-func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+// externalAuthConfigRef path) and its message; a config that sets what
+// hivekeeper does not apply (redis storage, OAuth2 upstreams, delegation
+// grants, ...) is refused the same way and names the fields.
+func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32) (AuthServerWiring, error) {
 	extEmbedded := extAuth != nil && extAuth.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer
 	cfg, field, cond, invalidReason := authServer, "spec.authServerRef", thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig
 	switch {
@@ -244,6 +271,9 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 	if cfg.Spec.EmbeddedAuthServer == nil {
 		return refuse(cond, invalidReason, "type %s without spec.embeddedAuthServer", thv1.ExternalAuthTypeEmbeddedAuthServer)
 	}
+	if cfg.Spec.EmbeddedAuthServer.TLSListener != nil && proxyPort == AuthServerTLSPort {
+		return refuse(cond, invalidReason, "proxyPort %d conflicts with the embedded auth server TLS listener port; choose a different proxyPort", proxyPort)
+	}
 	spec, raw, err := decodeAuthServer(cfg.Spec.EmbeddedAuthServer)
 	if err != nil {
 		return refuse(cond, invalidReason, "spec.embeddedAuthServer: %v", err)
@@ -254,6 +284,15 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 			reason = thv1.ReasonInvalidSpec
 		}
 		return refuse(cond, reason, "an %s supports only one upstream provider (found %d); use a VirtualMCPServer for several", kind, n)
+	}
+	// ToolHive's operator checks these first when it builds the
+	// server's configuration, whose failures its message names.
+	const building = "failed to build embedded auth server config: "
+	if err := validateTLSListener(cfg.Spec.EmbeddedAuthServer); err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
+	if err := spiffeNotEnforced(cfg.Spec.EmbeddedAuthServer); err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
 	}
 	if u := unsupportedAuthServerFields("spec.embeddedAuthServer", raw); len(u) > 0 {
 		return refuse(cond, invalidReason, "not supported by hivekeeper: %s", strings.Join(u, ", "))
@@ -272,12 +311,59 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 			return refuse(cond, invalidReason, "secret reference %d: name and key are required", i)
 		}
 	}
-	return wireAuthServer(&spec, oidc), nil
+	w, err := wireAuthServer(&spec, oidc)
+	if err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
+	return w, nil
+}
+
+// validateTLSListener is ToolHive's check of tlsListener (its messages):
+// both Secret references complete, and a listener wherever SPIFFE X.509
+// client authentication is configured, which needs it.
+func validateTLSListener(c *thv1.EmbeddedAuthServerConfig) error {
+	if l := c.TLSListener; l != nil {
+		if l.CertificateSecretRef == nil || l.PrivateKeySecretRef == nil {
+			return fmt.Errorf("tlsListener.certificateSecretRef and tlsListener.privateKeySecretRef are required")
+		}
+		for _, f := range []struct {
+			field string
+			ref   *thv1.SecretKeyRef
+		}{{"certificateSecretRef", l.CertificateSecretRef}, {"privateKeySecretRef", l.PrivateKeySecretRef}} {
+			if f.ref.Name == "" || f.ref.Key == "" {
+				return fmt.Errorf("tlsListener.%[1]s.name and tlsListener.%[1]s.key are required", f.field)
+			}
+		}
+		return nil
+	}
+	if c.InboundGrants == nil {
+		return nil
+	}
+	for _, a := range c.InboundGrants.SPIFFEClientAuth {
+		if slices.Contains(a.Methods, thv1.SPIFFEMethodX509) {
+			return fmt.Errorf("tlsListener is required when SPIFFE X.509 client authentication is configured")
+		}
+	}
+	return nil
+}
+
+// spiffeNotEnforced refuses SPIFFE trust domains as ToolHive's
+// authorization server refuses them at the release pinned (and its
+// operator before deploying it): nothing yet verifies a SPIFFE identity
+// against their trust bundles, a file bundle source included.
+func spiffeNotEnforced(c *thv1.EmbeddedAuthServerConfig) error {
+	if len(c.SPIFFETrustDomains) == 0 {
+		return nil
+	}
+	return fmt.Errorf("invalid embedded auth server delegate clients or trusted issuers: spiffe_trust_domains: SPIFFE client " +
+		"authentication is not yet enforced by this build (no X.509-SVID or JWT-SVID is verified against the configured trust " +
+		"bundle); remove this configuration until a verification consumer lands")
 }
 
 // wireAuthServer builds the RunConfig block and the pod's secrets of a
-// supported, validated spec.
-func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServerWiring {
+// supported spec, and refuses what ToolHive's operator refuses while it
+// builds them, with its messages.
+func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServerWiring, error) {
 	w := AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{
 		SchemaVersion:                 schema.AuthServerSchemaVersion,
 		Issuer:                        spec.Issuer,
@@ -290,11 +376,15 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServer
 		InsecureAllowHTTP:             spec.InsecureAllowHTTP,
 	}}
 	c := w.Config
+	if l := spec.TLSListener; l != nil {
+		c.TLSListener = &schema.TLSListenerConfig{
+			CertFile: path.Join(AuthServerTLSMountPath, authServerTLSCertFile), KeyFile: path.Join(AuthServerTLSMountPath, authServerTLSKeyFile),
+		}
+		w.Volumes, w.Mounts = tlsListenerVolume(l)
+	}
 	secretFile := func(volume, secret, key, file, dir string) {
-		w.Volumes = append(w.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: file}}, DefaultMode: ptr.To(authServerFileMode),
-		}}})
-		w.Mounts = append(w.Mounts, corev1.VolumeMount{Name: volume, MountPath: dir + "/" + file, SubPath: file, ReadOnly: true})
+		v, m := secretFileVolume(volume, secret, key, dir, file)
+		w.Volumes, w.Mounts = append(w.Volumes, v...), append(w.Mounts, m...)
 	}
 	for i, r := range spec.SigningKeySecretRefs {
 		secretFile(fmt.Sprintf("%s%d", AuthServerKeysVolumePrefix, i), r.Name, r.Key, signingKeyFile(i), AuthServerKeysMountPath)
@@ -316,23 +406,150 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) AuthServer
 	for _, u := range spec.UpstreamProviders {
 		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
 		if o := u.OIDCConfig; o != nil {
-			redirect := o.RedirectURI
-			if redirect == "" {
-				redirect = strings.TrimRight(oidc.ResourceURL, "/") + callbackPath
+			oc, env, err := oidcUpstreamConfig(u.Name, o, oidc.ResourceURL)
+			if err != nil {
+				return AuthServerWiring{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
-			up.OIDCConfig = &schema.OIDCUpstreamConfig{
-				IssuerURL: o.IssuerURL, ClientID: o.ClientID, RedirectURI: redirect, Scopes: o.Scopes,
-				AdditionalAuthorizationParams: o.AdditionalAuthorizationParams, SubjectClaim: o.SubjectClaim, AllowPrivateIPs: o.AllowPrivateIPs,
-			}
-			if r := o.ClientSecretRef; r != nil {
-				env := EnvUpstreamClientSecretPrefix + "_" + strings.ToUpper(strings.ReplaceAll(u.Name, "-", "_"))
-				up.OIDCConfig.ClientSecretEnvVar = env
-				w.Env = append(w.Env, SecretEnv(env, r.Name, r.Key))
-			}
+			up.OIDCConfig = oc
+			w.Env = append(w.Env, env...)
 		}
 		c.Upstreams = append(c.Upstreams, up)
 	}
-	return w
+	if st := spec.Storage; st != nil && st.MaxDCRClients != nil {
+		c.Storage = &schema.AuthServerStorage{Type: storageMemory, MaxDCRClients: ptr.To(int(*st.MaxDCRClients))}
+	}
+	var err error
+	if c.RegistrationRateLimit, err = registrationRateLimit(spec.RegistrationRateLimit); err != nil {
+		return AuthServerWiring{}, err
+	}
+	return w, nil
+}
+
+// upstreamEnvName is the variable of an upstream's secret: prefix, then
+// the upstream's name in upper case with '-' as '_'.
+func upstreamEnvName(prefix, upstream string) string {
+	return prefix + "_" + strings.ToUpper(strings.ReplaceAll(upstream, "-", "_"))
+}
+
+// oidcUpstreamConfig is an OIDC upstream's RunConfig block and the
+// variables of its secrets (the client secret, then a registration's
+// initial access token), after ToolHive's check of its client: a client
+// ID or a dynamic client registration, not both.
+func oidcUpstreamConfig(name string, o *oidcUpstream, resourceURL string) (*schema.OIDCUpstreamConfig, []corev1.EnvVar, error) {
+	if err := validateOIDCDCR(o.ClientID, o.ClientSecretRef, o.DCRConfig); err != nil {
+		return nil, nil, err
+	}
+	redirect := o.RedirectURI
+	if redirect == "" {
+		redirect = strings.TrimRight(resourceURL, "/") + callbackPath
+	}
+	oc := &schema.OIDCUpstreamConfig{
+		IssuerURL: o.IssuerURL, ClientID: o.ClientID, RedirectURI: redirect, Scopes: o.Scopes,
+		AdditionalAuthorizationParams: o.AdditionalAuthorizationParams, AdditionalTokenParams: o.AdditionalTokenParams,
+		OmitScopeOnRefresh: o.OmitScopeOnRefresh, SubjectClaim: o.SubjectClaim, AllowPrivateIPs: o.AllowPrivateIPs,
+	}
+	var env []corev1.EnvVar
+	if r := o.ClientSecretRef; r != nil {
+		oc.ClientSecretEnvVar = upstreamEnvName(EnvUpstreamClientSecretPrefix, name)
+		env = append(env, SecretEnv(oc.ClientSecretEnvVar, r.Name, r.Key))
+	}
+	if d := o.DCRConfig; d != nil {
+		oc.DCRConfig = &schema.DCRConfig{DiscoveryURL: d.DiscoveryURL, RegistrationEndpoint: d.RegistrationEndpoint, RotationKey: d.RotationKey,
+			RegistrationProbe: d.RegistrationProbe, SoftwareID: d.SoftwareID, SoftwareStatement: d.SoftwareStatement}
+		if p := d.RegistrationProbeInterval; p != nil {
+			interval, err := time.ParseDuration(*p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("oidcConfig.dcrConfig.registrationProbeInterval %q is not a duration", *p)
+			}
+			oc.DCRConfig.RegistrationProbeInterval = interval.String()
+		}
+		if r := d.InitialAccessTokenRef; r != nil {
+			oc.DCRConfig.InitialAccessTokenEnvVar = upstreamEnvName(EnvUpstreamDCRTokenPrefix, name)
+			env = append(env, SecretEnv(oc.DCRConfig.InitialAccessTokenEnvVar, r.Name, r.Key))
+		}
+	}
+	return oc, env, nil
+}
+
+// Upper bounds of a dynamic client registration's strings, the schema's,
+// checked again for objects stored before it had them.
+const (
+	maxDCRURLLength          = 2048
+	maxSoftwareStatementSize = 16384
+)
+
+// validateOIDCDCR is ToolHive's check of an OIDC upstream's client (its
+// messages): exactly one of clientId and dcrConfig, no client secret
+// with a registration (the registration returns it), at most one
+// registration endpoint source, and the schema's length limits.
+func validateOIDCDCR(clientID string, secret *thv1.SecretKeyRef, d *thv1.DCRUpstreamConfig) error {
+	if (clientID != "") == (d != nil) {
+		return fmt.Errorf("oidcConfig: exactly one of clientId or dcrConfig must be set")
+	}
+	switch {
+	case d == nil:
+		return nil
+	case secret != nil:
+		return fmt.Errorf("oidcConfig: clientSecretRef must not be set when dcrConfig is set; " +
+			"the client_secret is obtained at runtime via Dynamic Client Registration")
+	case d.DiscoveryURL != "" && d.RegistrationEndpoint != "":
+		return fmt.Errorf("oidcConfig.dcrConfig: at most one of discoveryUrl or registrationEndpoint may be set")
+	}
+	if l := len(d.DiscoveryURL); l > maxDCRURLLength {
+		return fmt.Errorf("oidcConfig.dcrConfig.discoveryUrl: length %d exceeds maximum %d", l, maxDCRURLLength)
+	}
+	if l := len(d.RegistrationEndpoint); l > maxDCRURLLength {
+		return fmt.Errorf("oidcConfig.dcrConfig.registrationEndpoint: length %d exceeds maximum %d", l, maxDCRURLLength)
+	}
+	if l := len(d.SoftwareStatement); l > maxSoftwareStatementSize {
+		return fmt.Errorf("oidcConfig.dcrConfig.softwareStatement: length %d exceeds maximum %d", l, maxSoftwareStatementSize)
+	}
+	return nil
+}
+
+// registrationRateLimit is registrationRateLimit as ToolHive's operator
+// converts it: maxTokens registrations at once, then maxTokens per
+// refillPeriod; nil leaves the server's default.
+func registrationRateLimit(b *thv1.RateLimitBucket) (*schema.RegistrationRateLimit, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if b.MaxTokens < 1 {
+		return nil, fmt.Errorf("registrationRateLimit.maxTokens must be >= 1, got %d", b.MaxTokens)
+	}
+	refill, err := time.ParseDuration(b.RefillPeriod)
+	if err != nil {
+		return nil, fmt.Errorf("registrationRateLimit.refillPeriod %q is not a duration", b.RefillPeriod)
+	}
+	if refill <= 0 {
+		return nil, fmt.Errorf("registrationRateLimit.refillPeriod must be positive, got %s", refill)
+	}
+	return &schema.RegistrationRateLimit{RequestsPerSecond: float64(b.MaxTokens) / refill.Seconds(), Burst: int(b.MaxTokens)}, nil
+}
+
+// tlsListenerVolume is the TLS listener's projected volume: the
+// certificate and key as tls.crt and tls.key, from one Secret or two
+// (the certificate's first), readable by their owner only, and its
+// mount as a directory.
+func tlsListenerVolume(l *thv1.TLSListenerConfig) ([]corev1.Volume, []corev1.VolumeMount) {
+	cert, key := l.CertificateSecretRef, l.PrivateKeySecretRef
+	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cert.Name},
+		Items:                []corev1.KeyToPath{{Key: cert.Key, Path: authServerTLSCertFile}},
+	}}}
+	keyItem := corev1.KeyToPath{Key: key.Key, Path: authServerTLSKeyFile}
+	if cert.Name == key.Name {
+		sources[0].Secret.Items = append(sources[0].Secret.Items, keyItem)
+	} else {
+		sources = append(sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: key.Name}, Items: []corev1.KeyToPath{keyItem},
+		}})
+	}
+	return []corev1.Volume{{Name: AuthServerTLSVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: sources, DefaultMode: ptr.To(authServerFileMode),
+		}}}}, []corev1.VolumeMount{{
+			Name: AuthServerTLSVolume, MountPath: AuthServerTLSMountPath, ReadOnly: true,
+		}}
 }
 
 // defaultUpstreamName is the name ToolHive's authorization server gives
@@ -378,9 +595,15 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 	if spec.Issuer == "" {
 		return refuse("%s.issuer is required", base)
 	}
+	if err := validateTLSListener(cfg); err != nil {
+		return refuse("%s: %v", base, err)
+	}
 	if u, err := url.Parse(spec.Issuer); err == nil && u.Scheme == "http" && u.Host != "" && !isLoopbackHost(u.Hostname()) && !spec.InsecureAllowHTTP {
 		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
 			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
+	}
+	if err := spiffeNotEnforced(cfg); err != nil {
+		return refuse("%s: %v", base, err)
 	}
 	if u := unsupportedAuthServerFields(base, raw); len(u) > 0 {
 		return refuse("%s: not supported by hivekeeper: %s", base, strings.Join(u, ", "))
@@ -393,11 +616,9 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 		if u.OIDCConfig == nil {
 			continue
 		}
-		for _, k := range slices.Sorted(maps.Keys(u.OIDCConfig.AdditionalAuthorizationParams)) {
-			if slices.Contains(reservedAuthorizationParams, k) {
-				return refuse("%s.upstreamProviders[%d].additionalAuthorizationParams: reserved parameter %q is managed by the framework "+
-					"and cannot be overridden", base, i, k)
-			}
+		o := u.OIDCConfig
+		if err := validateUpstreamParams(fmt.Sprintf("%s.upstreamProviders[%d]", base, i), o.AdditionalAuthorizationParams, o.AdditionalTokenParams); err != nil {
+			return refuse("%v", err)
 		}
 	}
 	for i, r := range slices.Concat(spec.SigningKeySecretRefs, spec.HMACSecretRefs) {
@@ -418,7 +639,11 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 	case oidc.Audience != "" && oidc.Audience != oidc.ResourceURL:
 		return refuse(integration+"incomingAuth.oidc.audience %q not in auth server's allowed audiences [%s]", oidc.Audience, oidc.ResourceURL)
 	}
-	return wireAuthServer(&spec, oidc), nil
+	w, err := wireAuthServer(&spec, oidc)
+	if err != nil {
+		return refuse("%s: %v", base, err)
+	}
+	return w, nil
 }
 
 // reservedAuthorizationParams are the authorization request parameters
@@ -426,6 +651,56 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 // additionalAuthorizationParams may not override.
 var reservedAuthorizationParams = []string{"response_type", "client_id", "redirect_uri", "scope", "state",
 	"code_challenge", "code_challenge_method", "nonce"}
+
+// reservedTokenParams are the token request parameters it sets itself
+// (both grants it sends, and client authentication), which
+// additionalTokenParams may not override.
+var reservedTokenParams = []string{"grant_type", "code", "redirect_uri", "client_id", "client_secret", "code_verifier",
+	"refresh_token", "scope", "client_assertion", "client_assertion_type"}
+
+// validateUpstreamParams is ToolHive's check of an upstream's extra
+// request parameters (its messages, prefixed with where the upstream is):
+// no reserved authorization parameter, then no reserved token parameter
+// and a "resource" token parameter that is an absolute URI without a
+// fragment (RFC 8707). Keys are checked in sorted order, so the one
+// reported does not change from one sync to the next.
+func validateUpstreamParams(prefix string, authz, token map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(authz)) {
+		if slices.Contains(reservedAuthorizationParams, k) {
+			return fmt.Errorf("%s.additionalAuthorizationParams: reserved parameter %q is managed by the framework and cannot be overridden", prefix, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(token)) {
+		if slices.Contains(reservedTokenParams, k) {
+			return fmt.Errorf("%s.additionalTokenParams: reserved token parameter %q is managed by the framework and cannot be overridden", prefix, k)
+		}
+		if k == "resource" {
+			if err := validateResourceParam(token[k]); err != nil {
+				return fmt.Errorf("%s.additionalTokenParams: %w", prefix, err)
+			}
+		}
+	}
+	return nil
+}
+
+// validateResourceParam is ToolHive's RFC 8707 check of a "resource"
+// token parameter: an absolute URI without a fragment.
+func validateResourceParam(v string) error {
+	const param = "resource"
+	if v == "" {
+		return fmt.Errorf("token parameter %q must not be empty", param)
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("token parameter %q must be an absolute URI: %w", param, err)
+	case !u.IsAbs():
+		return fmt.Errorf("token parameter %q must be an absolute URI, got %q", param, v)
+	case u.Fragment != "" || strings.Contains(v, "#"):
+		return fmt.Errorf("token parameter %q must not contain a fragment, got %q", param, v)
+	}
+	return nil
+}
 
 // isLoopbackHost reports whether host is localhost or a loopback address,
 // where ToolHive allows an http:// issuer.
@@ -435,4 +710,51 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ValidateEmbeddedAuthServer returns what ToolHive's operator refuses in
+// an MCPExternalAuthConfig's embeddedAuthServer before any workload uses
+// it (its messages, under spec.embeddedAuthServer): neither an upstream
+// nor an inbound grant, an incomplete TLS listener or none where SPIFFE
+// X.509 needs one, and per upstream a duplicate name, a block that does
+// not match its type, a client that is not exactly one of clientId and
+// dcrConfig, and reserved extra parameters. What hivekeeper does not
+// apply is not invalid: a workload that uses it says so.
+func ValidateEmbeddedAuthServer(c *thv1.EmbeddedAuthServerConfig) []string {
+	const base = "spec.embeddedAuthServer"
+	var errs []string
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, base+": "+err.Error())
+		}
+	}
+	jwtBearer := slices.ContainsFunc(c.TrustedIssuers, func(t thv1.TrustedIssuerConfig) bool { return t.JWTBearerGrant != nil })
+	if len(c.UpstreamProviders) == 0 && len(c.DelegateClients) == 0 && c.InboundGrants == nil && !jwtBearer {
+		add(fmt.Errorf("at least one upstream provider or inbound grant family is required"))
+	}
+	add(validateTLSListener(c))
+	seen := map[string]bool{}
+	for i, u := range c.UpstreamProviders {
+		prefix := fmt.Sprintf("upstreamProviders[%d]", i)
+		if seen[u.Name] {
+			add(fmt.Errorf("%s: duplicate name %q", prefix, u.Name))
+		}
+		seen[u.Name] = true
+		var authz, token map[string]string
+		switch {
+		case u.Type == thv1.UpstreamProviderTypeOIDC && u.OIDCConfig != nil && u.OAuth2Config == nil:
+			o := u.OIDCConfig
+			if err := validateOIDCDCR(o.ClientID, o.ClientSecretRef, o.DCRConfig); err != nil {
+				add(fmt.Errorf("%s: %w", prefix, err))
+			}
+			authz, token = o.AdditionalAuthorizationParams, o.AdditionalTokenParams
+		case u.Type == thv1.UpstreamProviderTypeOAuth2 && u.OAuth2Config != nil && u.OIDCConfig == nil:
+			authz, token = u.OAuth2Config.AdditionalAuthorizationParams, u.OAuth2Config.AdditionalTokenParams
+		default:
+			add(fmt.Errorf("%s: type must be 'oidc' or 'oauth2'; oidcConfig must be set when type is 'oidc' "+
+				"and oauth2Config must be set when type is 'oauth2' (and the other must not be set)", prefix))
+		}
+		add(validateUpstreamParams(prefix, authz, token))
+	}
+	return errs
 }

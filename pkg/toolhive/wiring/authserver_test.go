@@ -47,13 +47,148 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 		{"legacy unsupported", nil, embedded(`{"issuer":"i","storage":{"type":"redis"}}`),
 			thv1.ConditionReady, thv1.ReasonInvalidSpec, "spec.externalAuthConfigRef: MCPExternalAuthConfig as: not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, tc.authServer, tc.extAuth, oidc)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, tc.authServer, tc.extAuth, oidc, 8080)
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || invalid.Condition != tc.cond || invalid.Reason != tc.reason || !strings.Contains(invalid.Message, tc.inMessage) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil); err != nil || w.Config != nil {
+	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil, 8080); err != nil || w.Config != nil {
 		t.Errorf("no embedded server: %+v %v", w, err)
+	}
+}
+
+// embeddedConfig is an MCPExternalAuthConfig of type embeddedAuthServer
+// with the block raw (JSON).
+func embeddedConfig(t *testing.T, raw string) *thv1.MCPExternalAuthConfig {
+	t.Helper()
+	c := extAuthConfig("as", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeEmbeddedAuthServer,
+		EmbeddedAuthServer: &thv1.EmbeddedAuthServerConfig{}})
+	if err := json.Unmarshal([]byte(raw), c.Spec.EmbeddedAuthServer); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The fields ToolHive v0.63.0 added are written as its operator writes
+// them (its cu/authserver.go): the TLS listener's paths and projected
+// volume (first of the server's volumes), the registration rate as
+// maxTokens/refillPeriod, the client cap of in-memory storage, and an
+// OIDC upstream registered at run time with its initial access token's
+// variable after the client secret's place.
+func TestEmbeddedAuthServerV063Fields(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
+	c := embeddedConfig(t, `{"issuer":"https://auth","signingKeySecretRefs":[{"name":"keys","key":"k"}],
+		"tlsListener":{"certificateSecretRef":{"name":"tls","key":"tls.crt"},"privateKeySecretRef":{"name":"tls","key":"tls.key"}},
+		"registrationRateLimit":{"maxTokens":3,"refillPeriod":"18s"},"storage":{"type":"memory","maxDCRClients":0},
+		"upstreamProviders":[{"name":"corp-idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","omitScopeOnRefresh":true,
+		"additionalTokenParams":{"resource":"https://api","audience":"x"},
+		"dcrConfig":{"registrationEndpoint":"https://idp/register","rotationKey":"r1","registrationProbe":"tokenEndpoint",
+		"registrationProbeInterval":"90s","initialAccessTokenRef":{"name":"iat","key":"token"},"softwareId":"sw"}}}]}`)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.Config)
+	want := `{"schema_version":"v0.1.0","issuer":"https://auth","signing_key_config":{"key_dir":"/etc/toolhive/authserver/keys","signing_key_file":"key-0.pem"},` +
+		`"upstreams":[{"name":"corp-idp","type":"oidc","oidc_config":{"issuer_url":"https://idp","client_id":"","redirect_uri":"https://mcp/oauth/callback",` +
+		`"additional_token_params":{"audience":"x","resource":"https://api"},"omit_scope_on_refresh":true,` +
+		`"dcr_config":{"registration_endpoint":"https://idp/register","rotation_key":"r1","registration_probe":"tokenEndpoint",` +
+		`"registration_probe_interval":"1m30s","initial_access_token_env_var":"TOOLHIVE_UPSTREAM_DCR_INITIAL_ACCESS_TOKEN_CORP_IDP","software_id":"sw"}}}],` +
+		`"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],"storage":{"type":"memory","max_dcr_clients":0},` +
+		`"tls_listener":{"cert_file":"/etc/toolhive/authserver/tls/tls.crt","key_file":"/etc/toolhive/authserver/tls/tls.key"},` +
+		`"registration_rate_limit":{"requests_per_second":0.16666666666666666,"burst":3}}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	for what, pair := range map[string][2]any{
+		"volumes": {w.Volumes, `[{"name":"authserver-tls-listener","projected":{"sources":[{"secret":{"name":"tls","items":[{"key":"tls.crt","path":"tls.crt"},` +
+			`{"key":"tls.key","path":"tls.key"}]}}],"defaultMode":256}},{"name":"authserver-signing-key-0","secret":{"secretName":"keys",` +
+			`"items":[{"key":"k","path":"key-0.pem"}],"defaultMode":256}}]`},
+		"mounts": {w.Mounts, `[{"name":"authserver-tls-listener","readOnly":true,"mountPath":"/etc/toolhive/authserver/tls"},` +
+			`{"name":"authserver-signing-key-0","readOnly":true,"mountPath":"/etc/toolhive/authserver/keys/key-0.pem","subPath":"key-0.pem"}]`},
+		"env": {w.Env, `[{"name":"TOOLHIVE_UPSTREAM_DCR_INITIAL_ACCESS_TOKEN_CORP_IDP","valueFrom":{"secretKeyRef":{"name":"iat","key":"token"}}}]`},
+	} {
+		if b, _ := json.Marshal(pair[0]); string(b) != pair[1] {
+			t.Errorf("%s\n got %s\nwant %s", what, b, pair[1])
+		}
+	}
+
+	// Two Secrets: two sources, the certificate's first. Memory storage
+	// without a cap, and no rate limit, write nothing.
+	c = embeddedConfig(t, `{"issuer":"https://auth","storage":{"type":"memory"},
+		"tlsListener":{"certificateSecretRef":{"name":"cert","key":"c"},"privateKeySecretRef":{"name":"key","key":"k"}},
+		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c"}}]}`)
+	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(w.Volumes[0].Projected.Sources); string(b) != `[{"secret":{"name":"cert","items":[{"key":"c","path":"tls.crt"}]}},`+
+		`{"secret":{"name":"key","items":[{"key":"k","path":"tls.key"}]}}]` {
+		t.Errorf("sources %s", b)
+	}
+	if w.Config.Storage != nil || w.Config.RegistrationRateLimit != nil {
+		t.Errorf("storage %+v, rate limit %+v: want neither", w.Config.Storage, w.Config.RegistrationRateLimit)
+	}
+}
+
+// What ToolHive v0.63.0's operator refuses when it builds the server for
+// a proxy, with its messages: the TLS listener's port taken by the
+// proxy, an incomplete listener, SPIFFE X.509 without one, SPIFFE trust
+// domains at all (not enforced yet), a client that is not exactly one of
+// clientId and dcrConfig, a non-positive registration rate.
+func TestEmbeddedAuthServerV063Refusals(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp"}
+	const up = `"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c"}}]`
+	const listener = `"tlsListener":{"certificateSecretRef":{"name":"t","key":"c"},"privateKeySecretRef":{"name":"t","key":"k"}}`
+	for _, tc := range []struct {
+		name, raw string
+		port      int32
+		want      string
+	}{
+		{"port", `{"issuer":"i",` + listener + `,` + up + `}`, 8443,
+			"spec.authServerRef: MCPExternalAuthConfig as: proxyPort 8443 conflicts with the embedded auth server TLS listener port; choose a different proxyPort"},
+		{"listener", `{"issuer":"i","tlsListener":{"certificateSecretRef":{"name":"t"},"privateKeySecretRef":{"name":"t","key":"k"}},` + up + `}`, 8080,
+			"failed to build embedded auth server config: tlsListener.certificateSecretRef.name and tlsListener.certificateSecretRef.key are required"},
+		{"x509", `{"issuer":"i",` + up + `,"inboundGrants":{"spiffeClientAuth":[{"trustDomainRef":"td","principalPattern":"p","clientId":"c","methods":["spiffe_x509"]}]}}`, 8080,
+			"failed to build embedded auth server config: tlsListener is required when SPIFFE X.509 client authentication is configured"},
+		{"spiffe", `{"issuer":"i",` + listener + `,` + up + `,"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org","methods":["spiffe_jwt"],` +
+			`"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}]}`, 8080,
+			"failed to build embedded auth server config: invalid embedded auth server delegate clients or trusted issuers: spiffe_trust_domains: SPIFFE client authentication is not yet enforced"},
+		{"dcr-and-client", `{"issuer":"i","upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c","dcrConfig":{}}}]}`, 8080,
+			`failed to build embedded auth server config: upstream "idp": oidcConfig: exactly one of clientId or dcrConfig must be set`},
+		{"dcr-secret", `{"issuer":"i","upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","dcrConfig":{},"clientSecretRef":{"name":"s","key":"k"}}}]}`, 8080,
+			`upstream "idp": oidcConfig: clientSecretRef must not be set when dcrConfig is set`},
+		{"rate", `{"issuer":"i",` + up + `,"registrationRateLimit":{"maxTokens":1,"refillPeriod":"0s"}}`, 8080,
+			"failed to build embedded auth server config: registrationRateLimit.refillPeriod must be positive, got 0s"},
+		{"redis", `{"issuer":"i",` + up + `,"storage":{"type":"redis","maxDCRClients":5}}`, 8080, "not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
+	} {
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, tc.raw), nil, oidc, tc.port)
+		var invalid *InvalidSpecError
+		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.Contains(invalid.Message, tc.want) {
+			t.Errorf("%s: %v\nwant %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The config's Valid condition refuses what ToolHive's MCPExternalAuthConfig
+// validation refuses of an embedded server, its reserved token parameters
+// included.
+func TestValidateEmbeddedAuthServer(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"issuer":"i"}`: "spec.embeddedAuthServer: at least one upstream provider or inbound grant family is required",
+		`{"issuer":"i","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"u","clientId":"c","additionalTokenParams":{"code_verifier":"x"}}}]}`: "spec.embeddedAuthServer: upstreamProviders[0].additionalTokenParams: " +
+			`reserved token parameter "code_verifier" is managed by the framework and cannot be overridden`,
+		`{"issuer":"i","upstreamProviders":[{"name":"a","type":"oauth2","oauth2Config":{"authorizationEndpoint":"a","tokenEndpoint":"t","clientId":"c","additionalTokenParams":{"resource":"api#x"}}}]}`: "spec.embeddedAuthServer: upstreamProviders[0].additionalTokenParams: " +
+			`token parameter "resource" must be an absolute URI, got "api#x"`,
+		`{"issuer":"i","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"u","clientId":"c","additionalTokenParams":{"resource":"https://api#x"}}}]}`: "spec.embeddedAuthServer: upstreamProviders[0].additionalTokenParams: " +
+			`token parameter "resource" must not contain a fragment, got "https://api#x"`,
+		`{"issuer":"i","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"u"}},{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"u","clientId":"c"}}]}`: "spec.embeddedAuthServer: upstreamProviders[0]: oidcConfig: exactly one of clientId or dcrConfig must be set; " +
+			`spec.embeddedAuthServer: upstreamProviders[1]: duplicate name "a"`,
+		`{"issuer":"i","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"u","clientId":"c","additionalTokenParams":{"resource":"https://api","audience":"b"}}}]}`: "",
+	} {
+		got := strings.Join(ValidateEmbeddedAuthServer(embeddedConfig(t, raw).Spec.EmbeddedAuthServer), "; ")
+		if got != want {
+			t.Errorf("%s:\n got %q\nwant %q", raw, got, want)
+		}
 	}
 }

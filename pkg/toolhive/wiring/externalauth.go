@@ -108,6 +108,9 @@ func ValidateExternalAuthConfig(c *thv1.MCPExternalAuthConfig) []string {
 	if a := s.AWSSts; a != nil && s.Type == thv1.ExternalAuthTypeAWSSts {
 		errs = append(errs, validateAWSSts(a)...)
 	}
+	if e := s.EmbeddedAuthServer; e != nil && s.Type == thv1.ExternalAuthTypeEmbeddedAuthServer {
+		errs = append(errs, ValidateEmbeddedAuthServer(e)...)
+	}
 	if bt := s.BearerToken; bt != nil && s.Type == thv1.ExternalAuthTypeBearerToken {
 		secretRef("spec.bearerToken.tokenSecretRef", bt.TokenSecretRef)
 		if r := bt.TokenSecretRef; r != nil && strings.ContainsAny(r.Name, ",=") {

@@ -19,10 +19,9 @@ import (
 // the author of the spec was never granted.
 //
 // sa is the live account the spec names, read from the ServiceAccount
-// lister: it holds only objects labelled toolhive=true, so nil means the
-// account is not hivekeeper's (or does not exist yet), and that is allowed.
-// An account is hivekeeper's when it carries that label and a controller
-// owner reference to a ToolHive kind. own is the one hivekeeper-managed
+// lister (nil when it does not exist yet, which is allowed). An account is
+// hivekeeper's when it carries the toolhive=true label and a controller
+// owner reference to a ToolHive kind; any other account is allowed. own is the one hivekeeper-managed
 // name this workload may name: the account hivekeeper would create for this
 // same pod when the spec names none ("" when there is none), owned by
 // ownerUID.

@@ -72,7 +72,7 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
 	return &framework.Deps{
 		Kube: f.Kube, Toolhive: f.Toolhive,
-		Scopes:   []framework.Scope{{Kube: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
+		Scopes:   []framework.Scope{{Kube: f.KubeInformers, KubeAll: f.KubeInformers, Toolhive: f.ToolhiveInformers}},
 		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(toolhivetest.Now), Config: cfg,
 	}
 }
@@ -90,29 +90,38 @@ func (f *Fixture) Refresh() {
 	f.T.Helper()
 	ctx := context.Background()
 	lo := metav1.ListOptions{}
-	replace := func(inf cache.SharedIndexInformer, list runtime.Object, err error) {
-		if err != nil {
-			f.T.Fatal(err)
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			f.T.Fatal(err)
-		}
-		objs := make([]any, len(items))
-		for i := range items {
-			objs[i] = items[i]
-		}
-		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
-			f.T.Fatal(err)
+	// transformed fills a cache through its informers' transform.
+	transformed := func(transform cache.TransformFunc) func(cache.SharedIndexInformer, runtime.Object, error) {
+		return func(inf cache.SharedIndexInformer, list runtime.Object, err error) {
+			if err != nil {
+				f.T.Fatal(err)
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				f.T.Fatal(err)
+			}
+			objs := make([]any, len(items))
+			for i := range items {
+				if objs[i], err = transform(items[i]); err != nil {
+					f.T.Fatal(err)
+				}
+			}
+			if err := inf.GetIndexer().Replace(objs, ""); err != nil {
+				f.T.Fatal(err)
+			}
 		}
 	}
+	replace := transformed(func(obj any) (any, error) { return obj, nil })
+	// The kinds of Scope.KubeAll hold foreign objects as metadata, as
+	// app.NewDeps's transform leaves them.
+	replaceAll := transformed(framework.TrimForeign)
 	k, kf := f.Kube, f.KubeInformers
 	l1, e1 := k.CoreV1().ConfigMaps("").List(ctx, lo)
-	replace(kf.Core().V1().ConfigMaps().Informer(), l1, e1)
+	replaceAll(kf.Core().V1().ConfigMaps().Informer(), l1, e1)
 	l2, e2 := k.CoreV1().ServiceAccounts("").List(ctx, lo)
-	replace(kf.Core().V1().ServiceAccounts().Informer(), l2, e2)
+	replaceAll(kf.Core().V1().ServiceAccounts().Informer(), l2, e2)
 	l4, e4 := k.RbacV1().RoleBindings("").List(ctx, lo)
-	replace(kf.Rbac().V1().RoleBindings().Informer(), l4, e4)
+	replaceAll(kf.Rbac().V1().RoleBindings().Informer(), l4, e4)
 	l5, e5 := k.AppsV1().Deployments("").List(ctx, lo)
 	replace(kf.Apps().V1().Deployments().Informer(), l5, e5)
 	l6, e6 := k.CoreV1().Services("").List(ctx, lo)

@@ -61,7 +61,7 @@ func named(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *
 }
 
 // chartRunners are the runner ClusterRoles of a release named "hivekeeper".
-var chartRunners = rbac.Runners{ProxyRunner: "hivekeeper-proxy-runner", RemoteProxyRunner: "hivekeeper-remote-proxy-runner"}
+var chartRunners = rbac.DefaultRunners()
 
 // The chart grants exactly what pkg/rbac declares: cluster-wide by default.
 func TestChartClusterRoleIsTheDeclaredRules(t *testing.T) {
@@ -92,7 +92,7 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
-			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", StdioProxyRunner: "hk-stdio-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner"}
 			want := map[string][]rbacv1.PolicyRule{}
 			for _, cr := range runners.ClusterRoles() {
 				want[cr.Name] = cr.Rules
@@ -108,7 +108,8 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 				}
 			}
 			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
-			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
+			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--stdio-proxy-runner-cluster-role=hk-stdio-proxy-runner",
+				"--remote-proxy-runner-cluster-role=hk-remote-proxy-runner"} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %q lack %q", args, a)
 				}
@@ -127,7 +128,7 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 		// metrics reader is for scrapers, and the secure metrics endpoint
 		// needs the cluster-scoped token and access reviews.
 		switch o.GetName() {
-		case chartRunners.ProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
+		case chartRunners.ProxyRunner, chartRunners.StdioProxyRunner, chartRunners.RemoteProxyRunner, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
 		default:
 			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}
@@ -316,5 +317,43 @@ func TestChartAdmissionPolicy(t *testing.T) {
 	exprs, _, _ := unstructured.NestedSlice(scoped.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
 	if len(exprs) != 1 || fmt.Sprint(exprs[0].(map[string]any)["values"]) != "[team-a team-b]" {
 		t.Errorf("namespace-list binding selects %v", exprs)
+	}
+}
+
+// defaultRedis becomes the --default-redis-* flags, each only when its
+// value is set (the password Secret's key and the CA only with their
+// Secret), and none by default.
+func TestChartDefaultRedis(t *testing.T) {
+	argsOf := func(set ...string) []string {
+		var args []string
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		objs := render(t, "hivekeeper", "hivekeeper-system", args...)
+		var out []string
+		for _, a := range decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--default-redis") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		set  []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"defaultRedis.existingSecret=s"}, nil},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecretKey=k"}, []string{"--default-redis-addr=redis:6379"}},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecret=s", "defaultRedis.tls.enabled=true"},
+			[]string{"--default-redis-addr=redis:6379", "--default-redis-secret-name=s", "--default-redis-tls-enabled"}},
+		{[]string{"defaultRedis.addr=redis:6379", "defaultRedis.existingSecret=s", "defaultRedis.existingSecretKey=pw",
+			"defaultRedis.tls.enabled=true", "defaultRedis.tls.caCertSecretRef.name=ca"},
+			[]string{"--default-redis-addr=redis:6379", "--default-redis-secret-name=s", "--default-redis-secret-key=pw",
+				"--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca", "--default-redis-tls-ca-secret-key=ca.crt"}},
+	} {
+		if got := argsOf(tc.set...); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: args %q, want %q", tc.set, got, tc.want)
+		}
 	}
 }

@@ -84,11 +84,14 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 		if v, ok := strings.CutPrefix(a, "--proxy-runner-cluster-role="); ok {
 			in.runners.ProxyRunner = v
 		}
+		if v, ok := strings.CutPrefix(a, "--stdio-proxy-runner-cluster-role="); ok {
+			in.runners.StdioProxyRunner = v
+		}
 		if v, ok := strings.CutPrefix(a, "--remote-proxy-runner-cluster-role="); ok {
 			in.runners.RemoteProxyRunner = v
 		}
 	}
-	if in.runners.ProxyRunner == "" || in.runners.RemoteProxyRunner == "" {
+	if in.runners.ProxyRunner == "" || in.runners.StdioProxyRunner == "" || in.runners.RemoteProxyRunner == "" {
 		t.Fatalf("the Deployment names no runner ClusterRoles: %+v", in.runners)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -189,7 +192,7 @@ func TestServiceAccountPermissions(t *testing.T) {
 			clusterRole := func(name string) rbacv1.RoleRef {
 				return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
 			}
-			for _, cr := range []string{in.runners.ProxyRunner, in.runners.RemoteProxyRunner} {
+			for _, cr := range in.runners.Names() {
 				if err := bind(watched, "x-"+cr, clusterRole(cr)); err != nil {
 					t.Errorf("%s: binding %s as the ServiceAccount: %v", mode, cr, err)
 				}
@@ -339,7 +342,8 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 			}
 			// MCPServer osv's children, written as the ServiceAccount; the
 			// runners are bound to the chart's ClusterRoles, and the legacy
-			// binding to a Role was replaced by one to the ClusterRole.
+			// binding to a Role was replaced by one to the ClusterRole (the
+			// stdio one: the legacy server's transport is the default).
 			framework.Eventually(t, 30*time.Second, func() (bool, error) {
 				if _, err := env.Kube.AppsV1().Deployments(watched).Get(ctx, "osv", metav1.GetOptions{}); err != nil {
 					return false, err
@@ -349,7 +353,7 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 				}
 				for binding, clusterRole := range map[string]string{
 					"osv-proxy-runner":                 in.runners.ProxyRunner,
-					"legacy-proxy-runner":              in.runners.ProxyRunner,
+					"legacy-proxy-runner":              in.runners.StdioProxyRunner,
 					"vendor-tools-remote-proxy-runner": in.runners.RemoteProxyRunner,
 				} {
 					rb, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, binding, metav1.GetOptions{})

@@ -362,6 +362,22 @@ func (s *Server) ConfigForUser(user string, groups ...string) *rest.Config {
 	}
 }
 
+// WriteKubeconfigForUser writes a kubeconfig to path that authenticates as
+// user in groups by a client certificate (see ConfigForUser): a process
+// given it is told apart from the others in an audit log by its user.
+func (s *Server) WriteKubeconfigForUser(path, user string, groups ...string) error {
+	certPEM, keyPEM, err := s.ca.clientCert(user, groups)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hivekeeper-test"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthorityData: s.ca.certPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["hivekeeper-test"] = &clientcmdapi.Context{Cluster: "hivekeeper-test", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "hivekeeper-test"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
 // EtcdPID and APIServerPID return the processes' PIDs (0 when not running),
 // for tests that prove nothing outlives Stop.
 func (s *Server) EtcdPID() int {

@@ -62,14 +62,16 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// The flags DESIGN.md promises, named as users know them from
+// The flags the README documents, named as users know them from
 // kube-controller-manager and kubebuilder operators.
 var documentedFlags = []string{
 	"--kubeconfig", "--namespaces", "--leader-elect", "--leader-elect-namespace",
 	"--metrics-bind-address", "--health-probe-bind-address", "--kube-api-qps",
 	"--kube-api-burst", "--workers", "--runner-image", "--vmcp-image", "--log-format",
 	"--metrics-secure", "--metrics-cert-path", "--proxy-runner-cluster-role",
-	"--remote-proxy-runner-cluster-role", "--profiling",
+	"--stdio-proxy-runner-cluster-role", "--remote-proxy-runner-cluster-role", "--profiling",
+	"--default-redis-addr", "--default-redis-secret-name", "--default-redis-secret-key",
+	"--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name", "--default-redis-tls-ca-secret-key",
 }
 
 func testHelp(t *testing.T, bin string) {

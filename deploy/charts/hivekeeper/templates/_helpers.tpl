@@ -64,6 +64,10 @@ The ClusterRoles bound to the proxy runners' ServiceAccounts
 {{ include "hivekeeper.fullname" . }}-proxy-runner
 {{- end }}
 
+{{- define "hivekeeper.stdioProxyRunnerClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-stdio-proxy-runner
+{{- end }}
+
 {{- define "hivekeeper.remoteProxyRunnerClusterRole" -}}
 {{ include "hivekeeper.fullname" . }}-remote-proxy-runner
 {{- end }}
@@ -114,7 +118,7 @@ declares the same rules and a test compares them.
 # itself, so the controller holds none of their permissions.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["clusterroles"]
-  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.vmcpDiscoveredClusterRole" . | quote }}, {{ include "hivekeeper.vmcpInlineClusterRole" . | quote }}]
+  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.stdioProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.vmcpDiscoveredClusterRole" . | quote }}, {{ include "hivekeeper.vmcpInlineClusterRole" . | quote }}]
   verbs: ["bind"]
 # A vMCP's session HMAC key Secret is created once, where it is missing;
 # create writes a Secret, it never reads one.

@@ -84,6 +84,9 @@ const (
 	// Event: the finalizer left an object in place that was not the proxy
 	// runner's.
 	ReasonCleanupSkipped = "CleanupSkipped"
+	// Event (Warning, ToolHive's): spec.permissionProfile is set, and
+	// ignored, as ToolHive v0.63.0's operator ignores it.
+	ReasonPermissionProfileUnsupported = "PermissionProfileUnsupported"
 )
 
 // Reasons of an MCPGroup's Ready condition.

@@ -35,6 +35,16 @@ func mcpServerReplicas(s *thv1.MCPServer) *int32 {
 	return &r
 }
 
+// runnerClusterRole is the ClusterRole of an MCPServer's runner: only a
+// stdio server's may attach to its pod, as ToolHive's operator (v0.63.0)
+// grants pods/attach to stdio servers alone.
+func runnerClusterRole(s *thv1.MCPServer, in Input) string {
+	if naming.MCPServerTransport(s) == thv1.TransportStdio {
+		return in.StdioRunnerClusterRole
+	}
+	return in.RunnerClusterRole
+}
+
 // BuildMCPServer computes every child of an MCPServer. It is pure: the
 // same inputs give the same objects, and the drift comparators compare
 // against exactly these objects.
@@ -72,7 +82,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := resolveRuntime(s)
+	rt, err := resolveRuntime(s, in.DefaultRedis)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +98,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s))
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +111,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	d := &Output{
 		RunConfig:            cm,
 		RunnerServiceAccount: wiring.ServiceAccount(meta(naming.ProxyRunnerName(n), labels, nil)),
-		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), in.RunnerClusterRole),
+		RunnerRoleBinding:    wiring.RoleBinding(meta(naming.ProxyRunnerName(n), labels, nil), runnerClusterRole(s, in)),
 	}
 	if !custom {
 		d.BackendServiceAccount = wiring.ServiceAccount(meta(backendSA, labels, nil))
@@ -132,7 +142,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		OverrideEnv:        ov.Env,
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
-		EnvAfterOverrides: slices.Concat(rt.ProxyEnv, []corev1.EnvVar{{
+		EnvAfterOverrides: slices.Concat(rt.Session.Env, []corev1.EnvVar{{
 			Name: naming.EnvMCPServerGeneration,
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 				// Explicit: the server defaults it, and a comparison
@@ -145,10 +155,11 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
 		// ToolHive's operator mounts the webhook Secrets first, then the
-		// permission profile, the OIDC CA bundle, the telemetry CA bundle
-		// and the embedded authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// permission profile, the OIDC CA bundle, the telemetry CA bundle,
+		// the session storage Redis CA bundle and the embedded
+		// authorization server's keys.
+		ExtraVolumes: slices.Concat(webhooks.Volumes, rt.ProxyVolumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(webhooks.Mounts, rt.ProxyMounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{

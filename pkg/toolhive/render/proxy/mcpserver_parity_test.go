@@ -15,6 +15,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // option dimensions of the parity table.
@@ -56,6 +57,14 @@ var (
 			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379",
 				PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
 		},
+		"redis-tls-ca": func(s *thv1.MCPServerSpec) {
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6380",
+				TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.pem"}}}
+		},
+		// With the default Redis of runtimeDefaultRedis.
+		"memory-default-redis": func(s *thv1.MCPServerSpec) {
+			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
+		},
 		"everything": func(s *thv1.MCPServerSpec) {
 			s.PermissionProfile = &thv1.PermissionProfileRef{Type: thv1.PermissionProfileTypeConfigMap, Name: "profiles", Key: "p.json"}
 			s.Volumes = testVolumes
@@ -67,6 +76,12 @@ var (
 			s.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 10, RefillPeriod: "1m"},
 				Tools: []thv1.ToolRateLimitConfig{{Name: "fetch", Shared: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "30s"}}}}
 		},
+	}
+	// runtimeDefaultRedis is the default Redis a runtime set is built
+	// with (none for the others).
+	runtimeDefaultRedis = map[string]*wiring.DefaultRedis{
+		"memory-default-redis": {Addr: "redis.infra:6379", SecretName: "redis", SecretKey: "redis-password",
+			TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}},
 	}
 	// webhooksByOIDC pairs each webhook option with an OIDC kind rather
 	// than multiplying the table.
@@ -136,7 +151,7 @@ func TestMCPServerBuildDriftParity(t *testing.T) {
 									s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
 								}
 								d, err := BuildMCPServer(s, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
-									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test"})
+									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test", DefaultRedis: runtimeDefaultRedis[rtName]})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}

@@ -29,6 +29,7 @@ type runtimeOptions struct {
 	PermissionProfile           *schema.PermissionProfile
 	Audit                       *schema.AuditConfig
 	MaxRequestBodySize          int64
+	ProxyReadTimeout            string
 	Scaling                     *schema.ScalingConfig
 	RateLimit                   *schema.RateLimitConfig
 	RateLimitNamespace          string
@@ -36,8 +37,9 @@ type runtimeOptions struct {
 	// ProxyVolumes and ProxyMounts are the configmap permission profile's.
 	ProxyVolumes []corev1.Volume
 	ProxyMounts  []corev1.VolumeMount
-	// ProxyEnv is the Redis password's.
-	ProxyEnv []corev1.EnvVar
+	// Session is the session storage's Redis: its password variable and
+	// its CA bundle's volume.
+	Session wiring.SessionStorageWiring
 }
 
 // applyTo sets the RunConfig fields.
@@ -47,6 +49,7 @@ func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 	rc.PermissionProfile = o.PermissionProfile
 	rc.AuditConfig = o.Audit
 	rc.MaxRequestBodySize = o.MaxRequestBodySize
+	rc.ProxyReadTimeout = o.ProxyReadTimeout
 	rc.ScalingConfig = o.Scaling
 	rc.RateLimitConfig = o.RateLimit
 	rc.RateLimitNamespace = o.RateLimitNamespace
@@ -56,11 +59,11 @@ func (o *runtimeOptions) applyTo(rc *schema.RunConfig) {
 // does for the same manifest (createRunConfigFromMCPServer,
 // populateScalingConfig and the proxy Deployment's env and volumes), and
 // re-checks what the schema refuses, for objects stored before it did.
-func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
+func resolveRuntime(s *thv1.MCPServer, defaultRedis *wiring.DefaultRedis) (runtimeOptions, error) {
 	o := runtimeOptions{
 		Audit:              wiring.Audit(s.Spec.Audit),
 		MaxRequestBodySize: s.Spec.MaxRequestBodySize,
-		ProxyEnv:           wiring.RedisPasswordEnv(s.Spec.SessionStorage),
+		Session:            wiring.SessionStorage(s.Spec.SessionStorage, defaultRedis, wiring.FallbackUnlessRedis),
 	}
 	if o.MaxRequestBodySize < 0 {
 		return o, invalidSpec("spec.maxRequestBodySize may not be negative")
@@ -69,12 +72,15 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 	if err != nil {
 		return o, err
 	}
+	if o.ProxyReadTimeout, err = proxyReadTimeout(s.Spec.ProxyReadTimeout); err != nil {
+		return o, err
+	}
 	o.Volumes = vols
 	if err := o.resolvePermissionProfile(s.Spec.PermissionProfile); err != nil {
 		return o, err
 	}
 
-	redis := wiring.SessionRedis(s.Spec.SessionStorage)
+	redis := o.Session.Redis
 	if s.Spec.BackendReplicas != nil || redis != nil {
 		o.Scaling = &schema.ScalingConfig{SessionRedis: redis}
 		if s.Spec.BackendReplicas != nil {
@@ -84,7 +90,7 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 	if rl := s.Spec.RateLimiting; rl != nil {
 		if redis == nil {
 			// The runner refuses to start without Redis for the buckets.
-			return o, invalidSpec("spec.rateLimiting requires spec.sessionStorage with provider redis")
+			return o, invalidSpec("spec.rateLimiting requires spec.sessionStorage with provider redis (or hivekeeper's default Redis)")
 		}
 		if o.RateLimit, err = rateLimit(rl); err != nil {
 			return o, err
@@ -92,6 +98,26 @@ func resolveRuntime(s *thv1.MCPServer) (runtimeOptions, error) {
 		o.RateLimitNamespace = s.Namespace
 	}
 	return o, nil
+}
+
+// proxyReadTimeout is spec.proxyReadTimeout as the RunConfig carries it:
+// the duration as Go prints it ("90s" is "1m30s"), and nothing for zero,
+// which leaves the runner's default, as ToolHive's builder writes it. A
+// negative duration is refused as that builder refuses it.
+func proxyReadTimeout(v *string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	d, err := time.ParseDuration(*v)
+	switch {
+	case err != nil:
+		return "", invalidSpec("spec.proxyReadTimeout %q is not a duration", *v)
+	case d < 0:
+		return "", invalidSpec("spec.proxyReadTimeout: proxy-read-timeout must be non-negative, got %s", d)
+	case d == 0:
+		return "", nil
+	}
+	return d.String(), nil
 }
 
 // volumeSpecs renders spec.volumes as the runner records them,

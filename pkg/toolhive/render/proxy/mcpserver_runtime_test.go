@@ -49,7 +49,7 @@ func TestPermissionProfileAndMounts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer("x", func(s *thv1.MCPServer) { s.Spec.PermissionProfile, s.Spec.Volumes = tc.ref, tc.vols })
-			o, err := resolveRuntime(s)
+			o, err := resolveRuntime(s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,4 +133,32 @@ func FuzzBuildRuntime(f *testing.F) {
 			t.Errorf("the Redis password's Secret %q is in the RunConfig", secretName)
 		}
 	})
+}
+
+// spec.proxyReadTimeout reaches the RunConfig as ToolHive's builder
+// writes it: time.Duration's String, nothing for zero, and a negative one
+// refuses the server.
+func TestProxyReadTimeout(t *testing.T) {
+	for in, want := range map[string]string{"30s": "30s", "1m": "1m0s", "90s": "1m30s", "500ms": "500ms", "0s": "", "0": ""} {
+		s := newServer("x", func(s *thv1.MCPServer) { s.Spec.ProxyReadTimeout = &in })
+		d, err := BuildMCPServer(s, Input{RunnerImage: "runner:test"})
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var rc map[string]any
+		if err := json.Unmarshal([]byte(d.RunConfig.Data[schema.Key]), &rc); err != nil {
+			t.Fatal(err)
+		}
+		got, set := rc["proxy_read_timeout"]
+		if want == "" && set || want != "" && got != want {
+			t.Errorf("%s: proxy_read_timeout %v (set %v), want %q", in, got, set, want)
+		}
+	}
+	for _, in := range []string{"-1s", "soon"} {
+		s := newServer("x", func(s *thv1.MCPServer) { s.Spec.ProxyReadTimeout = &in })
+		var invalid *wiring.InvalidSpecError
+		if _, err := BuildMCPServer(s, Input{RunnerImage: "runner:test"}); !errorsAs(err, &invalid) || !strings.Contains(invalid.Message, "spec.proxyReadTimeout") {
+			t.Errorf("%s: error %v, want an InvalidSpecError naming spec.proxyReadTimeout", in, err)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // proxyHost is the address the runner listens on in its pod.
@@ -40,10 +41,15 @@ type Input struct {
 	// Webhooks is the referenced MCPWebhookConfig (an MCPServer's only).
 	Webhooks    *thv1.MCPWebhookConfig
 	RunnerImage string
+	// DefaultRedis is the Redis a workload without one of its own falls
+	// back to (--default-redis-*); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role or
-	// --remote-proxy-runner-cluster-role).
-	RunnerClusterRole string
+	// --remote-proxy-runner-cluster-role); StdioRunnerClusterRole is a
+	// stdio MCPServer's instead (--stdio-proxy-runner-cluster-role).
+	RunnerClusterRole      string
+	StdioRunnerClusterRole string
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount

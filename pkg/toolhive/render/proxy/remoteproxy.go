@@ -81,7 +81,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p))
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +108,9 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	telemetry.ApplyTo(runCfg)
 	wiring.ApplyToolConfig(runCfg, in.Tools)
 	runCfg.AuditConfig = wiring.Audit(p.Spec.Audit)
-	if redis := wiring.SessionRedis(p.Spec.SessionStorage); redis != nil {
-		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: redis}
+	session := wiring.SessionStorage(p.Spec.SessionStorage, in.DefaultRedis, wiring.FallbackWhenAbsent)
+	if session.Redis != nil {
+		runCfg.ScalingConfig = &schema.ScalingConfig{SessionRedis: session.Redis}
 	}
 	rc, err := schema.Marshal(runCfg)
 	if err != nil {
@@ -156,12 +157,14 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		OverrideEnv:        ov.Env,
 		// The authorization server's secrets come last, as ToolHive's
 		// operator adds them.
-		EnvAfterOverrides:  slices.Concat(wiring.RedisPasswordEnv(p.Spec.SessionStorage), authServer.Env),
+		EnvAfterOverrides:  slices.Concat(session.Env, authServer.Env),
 		ServiceAccountName: remoteProxyServiceAccountName(p),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
-		ExtraVolumes:       slices.Concat(oidc.Volumes, telemetry.Volumes, authServer.Volumes),
-		ExtraMounts:        slices.Concat(oidc.Mounts, telemetry.Mounts, authServer.Mounts),
+		// The session storage Redis CA bundle comes before the
+		// authorization server's volumes, as ToolHive's operator mounts it.
+		ExtraVolumes: slices.Concat(oidc.Volumes, telemetry.Volumes, session.Volumes, authServer.Volumes),
+		ExtraMounts:  slices.Concat(oidc.Mounts, telemetry.Mounts, session.Mounts, authServer.Mounts),
 	})
 
 	// The user's podTemplateSpec is merged last, into the pod built

@@ -56,10 +56,19 @@ var (
 		"redis-password-audit": func(s *thv1.MCPRemoteProxySpec) {
 			s.Audit = &thv1.AuditConfig{Enabled: true}
 			s.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379", DB: 2,
-				KeyPrefix: "rp:", PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"}}
+				KeyPrefix: "rp:", PasswordRef: &thv1.SecretKeyRef{Name: "redis", Key: "password"},
+				TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}}
 		},
 	}
 )
+
+// remoteDefaultRedis is the default Redis a runtime set is built with: a
+// proxy without session storage falls back to it, one with memory
+// sessions does not.
+var remoteDefaultRedis = map[string]*wiring.DefaultRedis{
+	"audit":           runtimeDefaultRedis["memory-default-redis"],
+	"memory-sessions": runtimeDefaultRedis["memory-default-redis"],
+}
 
 // TestRemoteProxyBuildDriftParity is invariant 3: for every option combination, the
 // built children fed back as live — after a JSON round trip and the API
@@ -119,7 +128,8 @@ func TestRemoteProxyBuildDriftParity(t *testing.T) {
 										telemetry = toolhivetest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 										p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 									}
-									d, err := BuildRemoteProxy(p, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, AuthServer: refs.AuthServer, RunnerImage: "runner:test"})
+									d, err := BuildRemoteProxy(p, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, AuthServer: refs.AuthServer, RunnerImage: "runner:test",
+										DefaultRedis: remoteDefaultRedis[rtName]})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

@@ -81,7 +81,7 @@ func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []cor
 		{Name: naming.EnvVMCPNamespace, Value: v.Namespace},
 	}, oidc.Env, w.AuthEnv, w.HeaderEnv,
 		[]corev1.EnvVar{wiring.SecretEnv(naming.EnvVMCPSessionHMACSecret, naming.VMCPHMACSecretName(v.Name), naming.VMCPHMACSecretKey)},
-		wiring.RedisPasswordEnv(v.Spec.SessionStorage), w.TelemetryEnv, w.AuthServer.Env))
+		w.Session.Env, w.TelemetryEnv, w.AuthServer.Env))
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -136,6 +136,9 @@ type Input struct {
 	// ClusterRoles are the ClusterRoles the vMCP's RoleBinding binds, by
 	// outgoing auth source.
 	ClusterRoles ClusterRoles
+	// DefaultRedis is the Redis a vMCP without one of its own falls back
+	// to (--default-redis-*); nil for none.
+	DefaultRedis *wiring.DefaultRedis
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
@@ -298,7 +301,8 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 
 // podVolumes resolves the volumes hivekeeper builds once, in ToolHive's
 // order: the configuration volume, the OIDC CA bundle, the entries' CA
-// bundles, telemetry's and the embedded authorization server's. All of
+// bundles, telemetry's, the embedded authorization server's and session
+// storage's Redis CA bundle. All of
 // them feed the hash annotation, hashed as ToolHive's operator hashes
 // them (podVolumesHash); the podTemplateSpec's volumes are merged into
 // the pod afterwards and stand in its own hash.
@@ -307,8 +311,8 @@ func podVolumes(configMap string, oidc wiring.OIDCWiring, w configWiring) (wirin
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: naming.VMCPConfigVolume, MountPath: naming.VMCPConfigMountPath, ReadOnly: true}}
-	vols = slices.Concat(vols, oidc.Volumes, w.EntryVolumes, w.TelemetryVolumes, w.AuthServer.Volumes)
-	mounts = slices.Concat(mounts, oidc.Mounts, w.EntryMounts, w.TelemetryMounts, w.AuthServer.Mounts)
+	vols = slices.Concat(vols, oidc.Volumes, w.EntryVolumes, w.TelemetryVolumes, w.AuthServer.Volumes, w.Session.Volumes)
+	mounts = slices.Concat(mounts, oidc.Mounts, w.EntryMounts, w.TelemetryMounts, w.AuthServer.Mounts, w.Session.Mounts)
 	pv, err := wiring.NewPodVolumes(vols, mounts)
 	if err != nil {
 		return wiring.PodVolumes{}, wiring.PodTemplateInvalid("%v", err)

@@ -35,6 +35,9 @@ type configWiring struct {
 	TelemetryVolumes []corev1.Volume
 	TelemetryMounts  []corev1.VolumeMount
 	Auth             *backendAuth
+	// Session is session storage: its Redis, password variable and CA
+	// bundle volume.
+	Session wiring.SessionStorageWiring
 	// AuthServerConfig is authserver-config.yaml, "" for none.
 	AuthServerConfig string
 }
@@ -172,7 +175,10 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 	if cfg.Audit != nil && cfg.Audit.Component == "" {
 		cfg.Audit.Component = v.Name
 	}
-	cfg.SessionStorage = sessionStorage(v.Spec.SessionStorage)
+	// Session storage is always the spec's (or the default Redis), never
+	// spec.config's: ToolHive's converter recomputes it too.
+	w.Session = wiring.SessionStorage(v.Spec.SessionStorage, refs.DefaultRedis, wiring.FallbackUnlessRedis)
+	cfg.SessionStorage = sessionStorage(w.Session.Redis)
 	out, err := schema.MarshalVMCPConfig(cfg)
 	if err != nil {
 		return "", w, invalidConfig("%v", err)
@@ -614,14 +620,14 @@ func defaultStep(s *schema.VMCPWorkflowStep) {
 	}
 }
 
-// sessionStorage is config.yaml's sessionStorage for spec.sessionStorage,
-// as ToolHive's converter writes it: the Redis connection without the
-// password (which vmcp reads from THV_SESSION_REDIS_PASSWORD), nil for
+// sessionStorage is config.yaml's sessionStorage for the Redis session
+// storage wires, as ToolHive's converter writes it: the connection
+// without the password (which vmcp reads from THV_SESSION_REDIS_PASSWORD),
+// and its TLS block when there is one ({} for the system roots); nil for
 // memory or none.
-func sessionStorage(st *thv1.SessionStorageConfig) *thv1.VMCPSessionStorage {
-	r := wiring.SessionRedis(st)
+func sessionStorage(r *schema.SessionRedisConfig) *schema.VMCPSessionStorage {
 	if r == nil {
 		return nil
 	}
-	return &thv1.VMCPSessionStorage{Provider: thv1.SessionStorageProviderRedis, Address: r.Address, DB: r.DB, KeyPrefix: r.KeyPrefix}
+	return &schema.VMCPSessionStorage{Provider: thv1.SessionStorageProviderRedis, Address: r.Address, DB: r.DB, KeyPrefix: r.KeyPrefix, TLS: r.TLS}
 }

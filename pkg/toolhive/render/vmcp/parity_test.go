@@ -3,6 +3,7 @@ package vmcp
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // option dimensions of the parity table.
@@ -20,8 +22,13 @@ var (
 	authKinds    = []string{"anonymous", "oidc-inline-ca", "oidc-inline-no-ca", "oidc-kubernetes", "oidc-authserver"}
 	podTemplates = map[string]string{"none": "", "volumes": userVolumesTemplate, "full": fullTemplate}
 	podExtras    = map[string]func(*thv1.VirtualMCPServer){
-		"none":  func(*thv1.VirtualMCPServer) {},
-		"redis": withRedis,
+		"none": func(*thv1.VirtualMCPServer) {},
+		// Verified with a CA bundle: a Secret volume the config names.
+		"redis-tls": func(v *thv1.VirtualMCPServer) {
+			withRedis(v)
+			v.Spec.SessionStorage.TLS = &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}
+		},
+		// With parityDefaultRedis, which a memory provider falls back to.
 		"memory": func(v *thv1.VirtualMCPServer) {
 			v.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderMemory}
 		},
@@ -44,6 +51,16 @@ var (
 		"entries": {newEntry("far", testGroup, withEntryExtras), newEntry("near", testGroup),
 			newMember("own", testGroup, withAuthRef("member-hdr")), newMember("dropped", testGroup, withAuthRef("member-missing"))},
 	}
+	// parityAuthServerJSON adds to authServerJSON what ToolHive v0.63.0
+	// added to the server: a TLS listener (a projected volume), a
+	// registration limit, a client cap and an upstream registered at run
+	// time (its initial access token's variable).
+	parityAuthServerJSON = strings.TrimSuffix(authServerJSON, "]}") + `,{"name":"dcr","type":"oidc","oidcConfig":{"issuerUrl":"https://dcr.example.com",` +
+		`"dcrConfig":{"discoveryUrl":"https://dcr.example.com/.well-known/openid-configuration","initialAccessTokenRef":{"name":"dcr","key":"iat"}}}}],` +
+		`"tlsListener":{"certificateSecretRef":{"name":"tls","key":"tls.crt"},"privateKeySecretRef":{"name":"tls","key":"tls.key"}},` +
+		`"registrationRateLimit":{"maxTokens":5,"refillPeriod":"1m"},"storage":{"type":"memory","maxDCRClients":100}}`
+	parityDefaultRedis = &wiring.DefaultRedis{Addr: "redis.infra:6379", SecretName: "redis", SecretKey: "redis-password",
+		TLS: &thv1.RedisTLSConfig{CACertSecretRef: &thv1.SecretKeyRef{Name: "redis-ca", Key: "ca.crt"}}}
 	// "refs" is withRefs: every reference config.yaml is built from, with
 	// secret env variables and the telemetry CA volume.
 	configs = map[string]string{"none": "", "passthrough": `{"aggregation":{"conflictResolution":"prefix"},"operational":{"maxDataSize":9007199254740993}}`,
@@ -81,6 +98,9 @@ func TestBuildDriftParity(t *testing.T) {
 											extra(v)
 										})
 										in := Input{Members: backends, Image: testImage}
+										if exName == "memory" {
+											in.DefaultRedis = parityDefaultRedis
+										}
 										if cfgName == "refs" {
 											withRefs(v)
 											r := resolvedRefs()
@@ -101,7 +121,7 @@ func TestBuildDriftParity(t *testing.T) {
 											// Its Secret volumes and variables beside the
 											// others; authorization by reference kept.
 											authz := v.Spec.IncomingAuth.AuthzConfigRef
-											withAuthServer(authServerJSON)(v)
+											withAuthServer(parityAuthServerJSON)(v)
 											v.Spec.IncomingAuth.AuthzConfigRef = authz
 											in.OIDC = newOIDCConfig("auth", "idp-ca")
 										}

@@ -1,0 +1,522 @@
+package handover_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
+)
+
+// The identities of the two operators: each gets a client certificate of
+// its own (in system:masters, so neither needs RBAC set up), which is how
+// the audit log tells their writes apart from each other and from the
+// suite's own (the admin token).
+const (
+	thvUser  = "toolhive-operator"
+	hiveUser = "hivekeeper"
+	// thvNamespace is ToolHive's operator's own namespace.
+	thvNamespace = "toolhive-system"
+	// quiet is how long an operator must not write before it counts as
+	// settled (with empty work queues).
+	quiet = 3 * time.Second
+)
+
+// suite is the cluster and what the test knows of it.
+type suite struct {
+	t        *testing.T
+	srv      *framework.Server
+	env      *framework.Env
+	audit    *framework.AuditLog
+	dir      string
+	module   string
+	binaries string
+	// runnerImage and vmcpImage are the ones the chart gives ToolHive's
+	// operator; hivekeeper gets the same.
+	runnerImage, vmcpImage string
+	cases                  []*toolhive.Case
+	kubeconfig             map[string]string // by user
+	// resources are the kinds snapshotted: every child kind and every
+	// custom resource kind of the load.
+	resources []schema.GroupVersionResource
+}
+
+// TestHandover switches a cluster from ToolHive's operator to hivekeeper
+// and back, and fails on every difference neither allowedDifferences
+// (deliberate, in docs/compatibility.md) nor pendingDifferences (the work list) names
+// exactly, and on every entry of theirs no difference matched.
+func TestHandover(t *testing.T) {
+	s := newSuite(t)
+	built := buildHivekeeper(t)
+
+	// The load goes in first: ToolHive's operator misses objects created
+	// in the moments after it starts (some MCPServers created then are
+	// never reconciled), and a cluster that has custom resources before
+	// the operator is one a switch creates anyway.
+	s.applyLoad()
+	thv := s.startToolHive()
+	s.waitDeployments()
+	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
+	s.playKubelet()
+	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
+	before := s.snapshot(true)
+	thv.Stop(t)
+
+	// To hivekeeper: its CRDs as docs/install.md applies them on an
+	// upgrade (helm install leaves CRDs that exist alone), then the binary
+	// with the images ToolHive's operator ran.
+	if err := s.audit.Mark(); err != nil {
+		t.Fatal(err)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdErrs := s.applyCRDs(filepath.Join(root, "deploy", "charts", "hivekeeper", "crds"))
+	hk := s.startHivekeeper(built())
+	s.settle("hivekeeper", hiveUser, hk.exited, hk.metricsURL)
+	after := s.snapshot(true)
+	toHive := s.compare("to-hivekeeper", before, after, hiveUser, crdErrs)
+	hk.crossCheck(t, s.writesBy(hiveUser))
+	hk.stop(t)
+
+	// And back: ToolHive's CRDs as its chart's files, its operator again.
+	if err := s.audit.Mark(); err != nil {
+		t.Fatal(err)
+	}
+	crdErrs = s.applyCRDs(toolhive.CRDDir(s.module))
+	thv = s.startToolHive()
+	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
+	back := s.snapshot(true)
+	toThv := s.compare("back-to-toolhive", after, back, thvUser, crdErrs)
+	s.roundTrip(before, back)
+
+	judge := toolhive.NewJudge()
+	judge.Add("allowedDifferences", allowedDifferences(s.cases))
+	judge.Add("pendingDifferences", pendingDifferences)
+	var pending []toolhive.Difference
+	for _, d := range append(toHive, toThv...) {
+		if judge.Verdict(t, d, "allowedDifferences", *updatePending, "before", "after") {
+			pending = append(pending, d)
+		}
+	}
+	if *updatePending {
+		if err := pendingList.Write(pending); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s:\n%s", pendingList.File, pendingList.Summary(pending))
+	}
+	judge.FailStale(t, "allowedDifferences", *updatePending)
+}
+
+// newSuite starts the API server with ToolHive's CRDs and an audit log of
+// every write, and reads the load; it skips without the binaries.
+func newSuite(t *testing.T) *suite {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("handover: runs ToolHive's operator and hivekeeper on a real API server; skipped with -short")
+	}
+	bins, err := framework.FindBinaries()
+	if err != nil {
+		t.Skipf("handover: no test API server binaries: %v", err)
+	}
+	s := &suite{t: t, dir: t.TempDir(), binaries: os.Getenv(toolhive.BinariesEnv), kubeconfig: map[string]string{}}
+	if s.binaries == "" {
+		t.Skipf("handover: %s is not set (make test sets it from hack/toolhive-binaries.sh)", toolhive.BinariesEnv)
+	}
+	if s.module, err = toolhive.ModuleDir(); err != nil {
+		t.Fatal(err)
+	}
+	if s.runnerImage, s.vmcpImage, err = toolhive.Images(s.module); err != nil {
+		t.Fatal(err)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cases, err = toolhive.Cases(filepath.Join(root, "test", "conformance", "testdata", "table"), s.module); err != nil {
+		t.Fatal(err)
+	}
+	auditArgs, auditLog, err := framework.AuditWrites(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.audit = &framework.AuditLog{Path: auditLog}
+	began := time.Now()
+	s.srv, err = framework.Start(framework.Options{BinDir: bins, CRDDir: toolhive.CRDDir(s.module), ExtraAPIServerArgs: auditArgs})
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.srv.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	if s.env, err = framework.NewEnv(s.srv); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{thvUser, hiveUser} {
+		s.kubeconfig[user] = filepath.Join(s.dir, user+".kubeconfig")
+		if err := s.srv.WriteKubeconfigForUser(s.kubeconfig[user], user, "system:masters"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	namespaces := []string{thvNamespace}
+	for _, c := range s.cases {
+		namespaces = append(namespaces, c.Namespace)
+	}
+	for _, ns := range namespaces {
+		if _, err := s.env.Kube.CoreV1().Namespaces().Create(context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+	}
+	s.resources = append([]schema.GroupVersionResource(nil), toolhive.ChildResources...)
+	custom, err := commonVersions(toolhive.CRDDir(s.module), filepath.Join(root, "deploy", "charts", "hivekeeper", "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.resources = append(s.resources, custom...)
+	t.Logf("API server %s with ToolHive's CRDs and an audit log ready in %v; %d cases, %d workloads",
+		s.srv.URL, time.Since(began).Round(time.Millisecond), len(s.cases), s.workloads())
+	return s
+}
+
+func (s *suite) workloads() int {
+	n := 0
+	for _, c := range s.cases {
+		n += len(c.Workloads)
+	}
+	return n
+}
+
+// commonVersions returns, for every custom resource kind of the load
+// (toolhive.Kinds) both sets of CRDs define, the resource at a version
+// both serve (v1beta1 where both do): the snapshots read each custom
+// resource at one version before and after a switch. Kinds the load never
+// creates (EmbeddingServer, MCPRegistry, whose every list draws a
+// deprecation warning) are not read.
+func commonVersions(dirA, dirB string) ([]schema.GroupVersionResource, error) {
+	served := func(dir string) (map[string][]string, error) {
+		crds, err := framework.ReadManifests(dir)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string][]string{}
+		for _, crd := range crds {
+			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+			if !slices.Contains(toolhive.Kinds, kind) {
+				continue
+			}
+			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			for _, v := range versions {
+				vm, _ := v.(map[string]any)
+				if vm["served"] == true {
+					out[plural] = append(out[plural], vm["name"].(string))
+				}
+			}
+		}
+		return out, nil
+	}
+	a, err := served(dirA)
+	if err != nil {
+		return nil, err
+	}
+	b, err := served(dirB)
+	if err != nil {
+		return nil, err
+	}
+	var out []schema.GroupVersionResource
+	for _, plural := range sortedKeys(a) {
+		var common []string
+		for _, v := range a[plural] {
+			if slices.Contains(b[plural], v) {
+				common = append(common, v)
+			}
+		}
+		if len(common) == 0 {
+			continue
+		}
+		version := common[0]
+		if slices.Contains(common, "v1beta1") {
+			version = "v1beta1"
+		}
+		out = append(out, schema.GroupVersionResource{Group: toolhive.Group, Version: version, Resource: plural})
+	}
+	return out, nil
+}
+
+// startToolHive starts ToolHive's operator as its chart runs it.
+func (s *suite) startToolHive() *toolhive.Operator {
+	s.t.Helper()
+	began := time.Now()
+	op := toolhive.StartOperator(s.t, toolhive.OperatorOptions{
+		Binaries: s.binaries, Module: s.module, Kubeconfig: s.kubeconfig[thvUser], Namespace: thvNamespace, Dir: s.dir,
+	})
+	s.t.Logf("ToolHive's operator ready in %v", time.Since(began).Round(time.Millisecond))
+	return op
+}
+
+// applyLoad creates every case's objects, as a user would with kubectl:
+// strictly, but a config object ToolHive's own CRD refuses strictly (an
+// example that lags behind it) without the fields it does not know, and
+// one it refuses anyway is left out (the workloads referencing it wait).
+func (s *suite) applyLoad() {
+	s.t.Helper()
+	ctx := context.Background()
+	left := 0
+	for _, c := range s.cases {
+		for _, o := range c.Objects {
+			_, err := toolhive.Create(ctx, s.env.Dynamic, c.Namespace, o, metav1.FieldValidationStrict)
+			if err != nil && !toolhive.IsWorkload(o.GetKind()) && strings.Contains(err.Error(), "strict decoding error") {
+				_, err = toolhive.Create(ctx, s.env.Dynamic, c.Namespace, o, metav1.FieldValidationIgnore)
+			}
+			if err != nil && !toolhive.IsWorkload(o.GetKind()) {
+				s.t.Logf("%s: %s %s left out: %v", c.Name, o.GetKind(), o.GetName(), err)
+				left++
+				continue
+			}
+			if err != nil {
+				s.t.Fatalf("%s: creating %s %s: %v", c.Name, o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	s.t.Logf("load applied (%d config objects ToolHive's CRDs refuse left out)", left)
+}
+
+// toolhiveDeploysNothing are the workloads of the load ToolHive's
+// operator writes no Deployment for, with the reason; it deploys every
+// other one.
+var toolhiveDeploysNothing = map[string]string{
+	"table/16-tool-annotations.yaml MCPServer annotated-server":                              "it fails the server: a tool override with only annotations",
+	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap":                 "it fails the server: it reads the profile from its own pod",
+	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private":                     "it refuses a private remote URL",
+	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch":             "its MCPExternalAuthConfig cannot be created",
+	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth":     "its MCPExternalAuthConfig is in another file",
+	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp":  "its EmbeddingServer does not exist",
+	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp":   "its EmbeddingServer does not exist",
+	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its MCPOIDCConfig is not in the file",
+	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp":       "its MCPOIDCConfig is not in the file",
+	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp":  "its OIDC client secret is not in the file",
+}
+
+// waitDeployments waits until ToolHive's operator wrote the Deployment of
+// every workload but toolhiveDeploysNothing's, and checks it wrote none
+// of those: a quiet moment alone can be a retry's back-off. It takes a
+// while: the operator writes one child per reconcile and requeues through
+// controller-runtime's default rate limiter (10 per second for the whole
+// queue), and its one MCPServer worker also keeps rewriting statuses.
+func (s *suite) waitDeployments() {
+	s.t.Helper()
+	ctx := context.Background()
+	began := time.Now()
+	framework.Eventually(s.t, 20*time.Minute, func() (bool, error) {
+		var missing []string
+		for _, c := range s.cases {
+			for _, w := range c.Workloads {
+				if toolhiveDeploysNothing[c.Name+" "+w.ID()] != "" {
+					continue
+				}
+				if _, err := s.env.Kube.AppsV1().Deployments(c.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err != nil {
+					missing = append(missing, c.Name+" "+w.ID())
+				}
+			}
+		}
+		return len(missing) == 0, fmt.Errorf("no Deployment yet for %d workloads: %v", len(missing), missing[:min(len(missing), 5)])
+	}, "ToolHive's operator to deploy the load")
+	s.t.Logf("ToolHive's operator deployed the load in %v", time.Since(began).Round(time.Millisecond))
+	for _, c := range s.cases {
+		for _, w := range c.Workloads {
+			if toolhiveDeploysNothing[c.Name+" "+w.ID()] == "" {
+				continue
+			}
+			if _, err := s.env.Kube.AppsV1().Deployments(c.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); err == nil {
+				s.t.Errorf("toolhiveDeploysNothing: %s %s has a Deployment", c.Name, w.ID())
+			}
+		}
+	}
+}
+
+// settle waits until nothing of the load changed for quiet (every
+// child's resourceVersion and every custom resource but its status stay);
+// with metricsURL, also until the operator sent no write for quiet and
+// the work queues its /metrics shows are empty. ToolHive's operator is never idle: it keeps requeueing
+// its MCPServers and sending status updates, most of which change nothing
+// (the API server keeps the object as it is, but they are requests), so it
+// settles on what it writes only.
+func (s *suite) settle(who, user string, exited func() error, metricsURL string) {
+	s.t.Helper()
+	began := time.Now()
+	seen, last, changed := 0, map[string]string{}, time.Now()
+	framework.Eventually(s.t, 10*time.Minute, func() (bool, error) {
+		if err := exited(); err != nil {
+			return false, err
+		}
+		if fp := s.fingerprint(); !maps.Equal(fp, last) {
+			var moved []string
+			for k, rv := range fp {
+				if last[k] != rv {
+					moved = append(moved, k)
+				}
+			}
+			sort.Strings(moved)
+			last, changed = fp, time.Now()
+			return false, fmt.Errorf("%d objects still change: %s (status of the first: %s)", len(moved),
+				strings.Join(moved[:min(len(moved), 10)], ", "), s.statusOf(moved[0]))
+		}
+		writes := s.writesBy(user)
+		if n := len(writes); metricsURL != "" && n != seen {
+			latest := map[string]int{}
+			for _, e := range writes[seen:] {
+				latest[e.Verb+" "+e.Resource()+" "+e.ObjectRef.Namespace+"/"+e.ObjectRef.Name]++
+			}
+			seen, changed = n, time.Now()
+			return false, fmt.Errorf("still writing: %v", latest)
+		}
+		if time.Since(changed) < quiet {
+			return false, nil
+		}
+		if metricsURL == "" {
+			return true, nil
+		}
+		m, err := scrape(metricsURL)
+		if err != nil {
+			return false, err
+		}
+		depth := m.sum("workqueue_depth", nil)
+		return depth == 0, fmt.Errorf("work queues hold %v items", depth)
+	}, "%s to settle", who)
+	s.t.Logf("%s settled in %v after %d writes", who, time.Since(began).Round(time.Millisecond), len(s.writesBy(user)))
+}
+
+// statusOf returns the status of an object of the load, named as a
+// fingerprint names it, for a message.
+func (s *suite) statusOf(name string) string {
+	for caseName, objs := range s.snapshot(false) {
+		for k, o := range objs {
+			if caseName+" "+k == name {
+				b, _ := json.Marshal(o.Object["status"])
+				return string(b)
+			}
+		}
+	}
+	return "gone"
+}
+
+// fingerprint is the resourceVersion of every child of the load and what
+// an operator sets of every custom resource but its status: ToolHive's
+// operator flips a condition of some MCPServers back and forth for ever
+// (ExternalAuthConfigValidated of a token exchange reference), so their
+// resourceVersions never settle.
+func (s *suite) fingerprint() map[string]string {
+	s.t.Helper()
+	fp := map[string]string{}
+	for name, objs := range s.snapshot(false) {
+		for k, o := range objs {
+			if isCustom(o) {
+				fp[name+" "+k] = toolhive.Show(toolhive.Clean(o))
+			} else {
+				fp[name+" "+k] = o.GetResourceVersion()
+			}
+		}
+	}
+	return fp
+}
+
+// writesBy returns the writes user made since the audit log's mark.
+func (s *suite) writesBy(user string) []framework.AuditEvent {
+	s.t.Helper()
+	events, err := s.audit.Read()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var out []framework.AuditEvent
+	for _, e := range events {
+		if e.User.Username == user {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// applyCRDs applies every CRD in dir as `kubectl apply --server-side
+// --force-conflicts -f dir` does, the way docs/install.md applies
+// hivekeeper's CRDs over existing ones, and waits until each is
+// Established. It returns the error of each CRD the API server refused,
+// by name: the switch goes on with the CRD as it was.
+func (s *suite) applyCRDs(dir string) map[string]string {
+	s.t.Helper()
+	ctx := context.Background()
+	objs, err := framework.ReadManifests(dir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	refused := map[string]string{}
+	for _, crd := range objs {
+		_, err := s.env.Dynamic.Resource(framework.CRDResource).Apply(ctx, crd.GetName(), crd,
+			metav1.ApplyOptions{FieldManager: "kubectl", Force: true})
+		if err != nil {
+			refused[crd.GetName()] = err.Error()
+			s.t.Logf("applying CRD %s from %s: %v", crd.GetName(), dir, err)
+			continue
+		}
+		framework.Eventually(s.t, time.Minute, func() (bool, error) {
+			got, err := s.env.Dynamic.Resource(framework.CRDResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			return err == nil && framework.CRDEstablished(got), err
+		}, "CRD %s Established", crd.GetName())
+	}
+	s.t.Logf("applied %d CRDs from %s, %d refused", len(objs)-len(refused), dir, len(refused))
+	return refused
+}
+
+// buildHivekeeper starts building the binary, as the chart's image has
+// it, while ToolHive's operator works; the function returned waits for
+// the build and returns the binary's path.
+func buildHivekeeper(t *testing.T) func() string {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "hivekeeper")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/controller")
+	cmd.Dir = root
+	var log framework.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return func() string {
+		t.Helper()
+		waited = true
+		if err := <-done; err != nil {
+			t.Fatalf("go build ./cmd/controller: %v\n%s", err, log.String())
+		}
+		return bin
+	}
+}
