@@ -67,6 +67,18 @@ func ObjectMeta(name, namespace string, labels, annotations map[string]string, o
 	}
 }
 
+// VMCPConfigLabels are the labels of a VirtualMCPServer's configuration
+// ConfigMap, ToolHive's. They feed the ConfigMap's content checksum, so
+// they are exactly ToolHive's: the pod template annotation carrying it is
+// then the same from either operator.
+func VMCPConfigLabels(name string) map[string]string {
+	return map[string]string{
+		"toolhive.stacklok.io/component":          "vmcp-config",
+		"toolhive.stacklok.io/virtual-mcp-server": name,
+		"toolhive.stacklok.io/managed-by":         "toolhive-operator",
+	}
+}
+
 // VMCPHMACSecretLabels are the labels of a VirtualMCPServer's session HMAC
 // Secret, ToolHive's.
 func VMCPHMACSecretLabels(name string) map[string]string {

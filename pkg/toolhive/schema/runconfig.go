@@ -12,7 +12,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -381,28 +382,22 @@ func ValidateEnvName(name string) error {
 	return nil
 }
 
-// Checksum is the hex SHA-256 over a ConfigMap's content: its data keys in
-// sorted order (key then value), then its labels sorted, then its
-// annotations sorted excluding ChecksumAnnotation itself. It is computed
-// from the desired in-memory ConfigMap, never from a cache read, so it
-// changes exactly when what hivekeeper writes changes.
+// Checksum is the hex SHA-256 over a ConfigMap's content, as ToolHive's
+// operator computes it: each data key then its value, keys sorted, then
+// the labels the same way, then the annotations but ChecksumAnnotation
+// itself, with nothing between them. The same content gives ToolHive's
+// checksum, so a pod template carrying it does not roll at a switch from
+// one operator to the other. It is computed from the desired in-memory
+// ConfigMap, never from a cache read, so it changes exactly when what
+// hivekeeper writes changes.
 func Checksum(data, labels, annotations map[string]string) string {
 	h := sha256.New()
 	write := func(m map[string]string, skip string) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k != skip {
-				keys = append(keys, k)
+				h.Write([]byte(k))
+				h.Write([]byte(m[k]))
 			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			// A separator that cannot occur in keys keeps "ab"+"c" and
-			// "a"+"bc" apart.
-			h.Write([]byte(k))
-			h.Write([]byte{0})
-			h.Write([]byte(m[k]))
-			h.Write([]byte{0})
 		}
 	}
 	write(data, "")

@@ -47,9 +47,17 @@ func TestChecksum(t *testing.T) {
 	if got := Checksum(data, labels, map[string]string{"x": "y"}); got == base {
 		t.Error("an annotation change must change the checksum")
 	}
-	// Key/value boundaries are unambiguous.
-	if Checksum(map[string]string{"ab": "c"}, nil, nil) == Checksum(map[string]string{"a": "bc"}, nil, nil) {
-		t.Error("boundary collision")
+	// ToolHive's operator's checksum of the config.yaml it wrote for a
+	// vMCP of an anonymous, two-member group, with its labels.
+	cfg := "name: tools-vmcp\ngroupRef: tools\nincomingAuth:\n    type: anonymous\noutgoingAuth:\n    source: discovered\n" +
+		"aggregation:\n    conflictResolution: prefix\n    conflictResolutionConfig:\n        prefixFormat: '{workload}_'\n" +
+		"operational:\n    timeouts:\n        default: 30s\n    failureHandling:\n        healthCheckInterval: 30s\n" +
+		"        unhealthyThreshold: 3\n        statusReportingInterval: 30s\n        partialFailureMode: fail\n" +
+		"        circuitBreaker:\n            failureThreshold: 5\n            timeout: 1m0s\n"
+	vmcpLabels := map[string]string{"toolhive.stacklok.io/component": "vmcp-config", "toolhive.stacklok.io/virtual-mcp-server": "tools-vmcp",
+		"toolhive.stacklok.io/managed-by": "toolhive-operator"}
+	if got, want := Checksum(map[string]string{"config.yaml": cfg}, vmcpLabels, nil), "9e74bccc49ff681b19bcdf9ef2191524b0956c93fa612e2deba4258b4567c397"; got != want {
+		t.Errorf("checksum %s, want ToolHive's %s", got, want)
 	}
 	// Map order never matters.
 	for range 20 {

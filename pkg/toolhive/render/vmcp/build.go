@@ -213,7 +213,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	if cw.AuthServerConfig != "" {
 		data[naming.VMCPAuthServerConfigKey] = cw.AuthServerConfig
 	}
-	cm := wiring.ConfigMap(meta(naming.VMCPConfigMapName(n), labels, nil), data)
+	cm := wiring.ConfigMap(meta(naming.VMCPConfigMapName(n), naming.VMCPConfigLabels(n), nil), data)
 
 	vols, err := podVolumes(cm.Name, oidc, cw)
 	if err != nil {
@@ -228,13 +228,14 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
 	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
-		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil))
+		// Unlabelled, as ToolHive's operator writes them.
+		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), nil, nil))
 		d.ServiceAccount.ImagePullSecrets = slices.Clone(pullSecrets)
 		role := in.ClusterRoles.Discovered
 		if !Discovers(v) {
 			role = in.ClusterRoles.Inline
 		}
-		d.RoleBinding = wiring.RoleBinding(meta(naming.VMCPServiceAccountName(n), labels, nil), role)
+		d.RoleBinding = wiring.RoleBinding(meta(naming.VMCPServiceAccountName(n), nil, nil), role)
 	}
 	annotations := map[string]string{naming.AnnotationPodVolumesHash: vols.Hash}
 	if h := imagePullSecretsHash(pullSecrets); h != "" {
