@@ -31,17 +31,20 @@ var ToolhiveResources = []string{"mcpservers", "mcpoidcconfigs", "mcpremoteproxi
 // release name "hivekeeper", and what the controller binds unless told
 // otherwise (--proxy-runner-cluster-role,
 // --stdio-proxy-runner-cluster-role, --remote-proxy-runner-cluster-role,
-// --registry-api-cluster-role).
+// --registry-api-cluster-role, --vmcp-discovered-cluster-role,
+// --vmcp-inline-cluster-role).
 const (
 	DefaultProxyRunnerClusterRole       = "hivekeeper-proxy-runner"
 	DefaultStdioProxyRunnerClusterRole  = "hivekeeper-stdio-proxy-runner"
 	DefaultRemoteProxyRunnerClusterRole = "hivekeeper-remote-proxy-runner"
 	DefaultRegistryAPIClusterRole       = "hivekeeper-registry-api"
+	DefaultVMCPDiscoveredClusterRole    = "hivekeeper-vmcp-discovered"
+	DefaultVMCPInlineClusterRole        = "hivekeeper-vmcp-inline"
 )
 
 // Runners names the ClusterRoles the controller binds to the ServiceAccounts
-// of what it deploys that calls the Kubernetes API: the proxy runners and
-// an MCPRegistry's registry API.
+// of what it deploys that calls the Kubernetes API: the proxy runners, the
+// vMCPs and an MCPRegistry's registry API.
 type Runners struct {
 	// ProxyRunner is bound to the <name>-proxy-runner of each MCPServer
 	// whose transport is sse or streamable-http.
@@ -54,12 +57,17 @@ type Runners struct {
 	RemoteProxyRunner string
 	// RegistryAPI is bound to each MCPRegistry's <name>-registry-api.
 	RegistryAPI string
+	// VMCPDiscovered is bound to the <name>-vmcp of each VirtualMCPServer
+	// whose vmcp discovers the group's members (outgoingAuth.source
+	// discovered), VMCPInline to the others'.
+	VMCPDiscovered, VMCPInline string
 }
 
 // DefaultRunners are the default runner ClusterRole names.
 func DefaultRunners() Runners {
 	return Runners{ProxyRunner: DefaultProxyRunnerClusterRole, StdioProxyRunner: DefaultStdioProxyRunnerClusterRole,
-		RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole, RegistryAPI: DefaultRegistryAPIClusterRole}
+		RemoteProxyRunner: DefaultRemoteProxyRunnerClusterRole, RegistryAPI: DefaultRegistryAPIClusterRole,
+		VMCPDiscovered: DefaultVMCPDiscoveredClusterRole, VMCPInline: DefaultVMCPInlineClusterRole}
 }
 
 // WithDefaults fills the names left empty with their defaults.
@@ -69,13 +77,15 @@ func (r Runners) WithDefaults() Runners {
 	r.StdioProxyRunner = cmp.Or(r.StdioProxyRunner, d.StdioProxyRunner)
 	r.RemoteProxyRunner = cmp.Or(r.RemoteProxyRunner, d.RemoteProxyRunner)
 	r.RegistryAPI = cmp.Or(r.RegistryAPI, d.RegistryAPI)
+	r.VMCPDiscovered = cmp.Or(r.VMCPDiscovered, d.VMCPDiscovered)
+	r.VMCPInline = cmp.Or(r.VMCPInline, d.VMCPInline)
 	return r
 }
 
-// Names are the runner ClusterRoles' names, the only ones the controller
-// may bind.
+// Names are the names of the ClusterRoles the controller binds, the only
+// ones it may bind (those named).
 func (r Runners) Names() []string {
-	return []string{r.ProxyRunner, r.StdioProxyRunner, r.RemoteProxyRunner, r.RegistryAPI}
+	return []string{r.ProxyRunner, r.StdioProxyRunner, r.RemoteProxyRunner, r.RegistryAPI, r.VMCPDiscovered, r.VMCPInline}
 }
 
 // ClusterRoles are the runner ClusterRoles with their rules, as the chart
@@ -86,6 +96,8 @@ func (r Runners) ClusterRoles() []*rbacv1.ClusterRole {
 		{ObjectMeta: metav1.ObjectMeta{Name: r.StdioProxyRunner}, Rules: StdioProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RemoteProxyRunner}, Rules: RemoteProxyRunnerRules()},
 		{ObjectMeta: metav1.ObjectMeta{Name: r.RegistryAPI}, Rules: RegistryAPIRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPDiscovered}, Rules: VMCPDiscoveredRules()},
+		{ObjectMeta: metav1.ObjectMeta{Name: r.VMCPInline}, Rules: VMCPInlineRules()},
 	}
 }
 
@@ -111,11 +123,17 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts", "services"}, Verbs: slices.Clone(children)},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: slices.Clone(children)},
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: slices.Clone(children)},
-		// The runner RoleBindings reference these ClusterRoles, and only
-		// these: bind is what lets a RoleBinding grant a role its creator
-		// does not hold itself. A name left empty is its default: an
-		// empty list of names would allow binding every role.
+		// The runner, vMCP and registry API RoleBindings reference these
+		// ClusterRoles, and only these: bind is what lets a RoleBinding
+		// grant a role its creator does not hold itself. A name left empty
+		// is its default: an empty list of names would allow binding every
+		// role.
 		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: runners.WithDefaults().Names(), Verbs: []string{"bind"}},
+		// A vMCP's session HMAC key is created once, where it is missing
+		// (<name>-hmac-secret, as ToolHive's operator names it). Create
+		// lets the controller write a Secret, never read one: it learns
+		// that the key exists from the 409 of a second create.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 		// An EmbeddingServer's StatefulSet; the MCPServer finalizer also
 		// reads, then deletes the StatefulSet the proxy runner created.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(children)},
@@ -156,6 +174,43 @@ func ProxyRunnerRules() []rbacv1.PolicyRule {
 // their Role.
 func StdioProxyRunnerRules() []rbacv1.PolicyRule {
 	return append(ProxyRunnerRules(), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/attach"}, Verbs: []string{"create"}})
+}
+
+// VMCPDiscoveredRules are what ToolHive's vmcp (at the release pinned in
+// hack/versions.env) calls in its namespace when it discovers its group's
+// members itself (outgoingAuth.source discovered), read from its source
+// (pkg/vmcp/cli, pkg/vmcp/k8s, pkg/vmcp/workloads, pkg/groups,
+// pkg/vmcp/status):
+//   - mcpservers, mcpremoteproxies, mcpserverentries,
+//     mcpexternalauthconfigs: get at start (a direct client), list and
+//     watch after (the informers of its backend watcher);
+//   - configmaps (an entry's CA bundle) and secrets (a member's token
+//     exchange client secret or header value): the same;
+//   - mcpgroups: get (that its group exists, at start);
+//   - virtualmcpservers: get, and virtualmcpservers/status: update (its
+//     status reporter writes status.runtime).
+//
+// Narrower than the Role ToolHive's operator writes, which also grants
+// list and watch on mcpgroups, mcptoolconfigs (vmcp reads none) and patch
+// on the status (vmcp only updates it).
+func VMCPDiscoveredRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: slices.Clone(read)},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"mcpservers", "mcpremoteproxies", "mcpserverentries", "mcpexternalauthconfigs"}, Verbs: slices.Clone(read)},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"mcpgroups", "virtualmcpservers"}, Verbs: []string{"get"}},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers/status"}, Verbs: []string{"update"}},
+	}
+}
+
+// VMCPInlineRules are what vmcp calls when config.yaml lists its backends
+// (outgoingAuth.source inline): only its status reporter's get of its
+// VirtualMCPServer and update of its status.
+func VMCPInlineRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers"}, Verbs: []string{"get"}},
+		{APIGroups: []string{ToolhiveGroup}, Resources: []string{"virtualmcpservers/status"}, Verbs: []string{"update"}},
+	}
 }
 
 // RemoteProxyRunnerRules are what the proxy runner calls for an
@@ -255,8 +310,8 @@ type Request struct {
 // against them, and the deploy test the installed chart, on a real API
 // server.
 var NeverAllowed = []Request{
-	{Verb: "create", Resource: "secrets"},
 	{Verb: "update", Resource: "secrets"},
+	{Verb: "patch", Resource: "secrets"},
 	{Verb: "delete", Resource: "secrets"},
 	// No Secret read at all: the remote-proxy runner's role once needed it.
 	{Verb: "get", Resource: "secrets"},

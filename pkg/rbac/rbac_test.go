@@ -2,6 +2,7 @@ package rbac_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,7 +14,7 @@ import (
 // limited by name, so it cannot hand out cluster-admin or any other role.
 func TestWorkloadRulesBindOnlyTheRunnerClusterRoles(t *testing.T) {
 	runners := rbac.Runners{ProxyRunner: "rel-proxy-runner", StdioProxyRunner: "rel-stdio-proxy-runner", RemoteProxyRunner: "rel-remote-proxy-runner",
-		RegistryAPI: "rel-registry-api"}
+		RegistryAPI: "rel-registry-api", VMCPDiscovered: "rel-vmcp-discovered", VMCPInline: "rel-vmcp-inline"}
 	rules := rbac.WorkloadRules(runners)
 	for _, name := range runners.WithDefaults().Names() {
 		if !rbac.Allows(rules, rbac.Request{Verb: "bind", APIGroup: rbacv1.GroupName, Resource: "clusterroles", Name: name}) {
@@ -68,6 +69,15 @@ func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	}
 	if n := len(rbac.Expand(rbac.RegistryAPIRules())); n != 34 {
 		t.Errorf("registry API rules expand to %d requests, want ToolHive's 34", n)
+	}
+	// What vmcp reads to discover the members (Secrets among them) the
+	// controller holds none of; it reads the ToolHive kinds and
+	// ConfigMaps for its own syncs.
+	for _, r := range rbac.Expand(rbac.VMCPDiscoveredRules()) {
+		ownUse := r.APIGroup == rbac.ToolhiveGroup && !strings.HasSuffix(r.Resource, "/status") || r.Resource == "configmaps"
+		if !ownUse && rbac.Allows(controllerRules, r) {
+			t.Errorf("the controller holds vmcp's %+v", r)
+		}
 	}
 }
 

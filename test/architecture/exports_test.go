@@ -47,7 +47,16 @@ var renderExports = map[string][]string{
 		"MemberView", "ViewMember",
 		// The spec fields the vMCP stores without acting on, reported
 		// before the references resolve (so before any build).
-		"UnsupportedFields"},
+		"UnsupportedFields",
+		// The type of Input.ClusterRoles.
+		"ClusterRoles",
+		// Whether vmcp discovers the members itself: the sync waits for
+		// a first backend only when it does not.
+		"Discovers",
+		// The session HMAC key's Secret, created by the sync alone and
+		// only where missing (never a desired state to converge), from
+		// a key of HMACKeySize random bytes the sync draws.
+		"HMACSecret", "HMACKeySize"},
 }
 
 func TestRenderPackagesExportOnlyTheirBuilders(t *testing.T) {

@@ -71,6 +71,92 @@ var allowedBytes = []allowedDifference{
 		},
 	},
 	{
+		Field: "vMCP roleRef",
+		Reason: "hivekeeper binds a vMCP's ServiceAccount to one of two ClusterRoles the chart creates once, the narrowest set vmcp " +
+			"calls in its mode (bind on them is all the controller holds: it never reads a Secret); ToolHive's operator writes a Role " +
+			"per vMCP, which needs the Secret reads it grants",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			var out []toolhive.Exception
+			for _, v := range vmcps(cases) {
+				object := []string{v.caseName + " RoleBinding/" + v.binding}
+				out = append(out,
+					toolhive.Exception{Cause: "vmcp ClusterRole", Path: "roleRef.kind", A: toolhive.Show("Role"), B: toolhive.Show("ClusterRole"), Objects: object},
+					toolhive.Exception{Cause: "vmcp ClusterRole", Path: "roleRef.name", A: toolhive.Show(v.binding), B: toolhive.Show(v.clusterRole), Objects: object})
+			}
+			return out
+		},
+	},
+	{
+		Field:  "vMCP Role",
+		Reason: "the same choice: hivekeeper writes no Role per vMCP; ToolHive's operator's is the one it recorded (testdata/toolhive-<release>)",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			var out []toolhive.Exception
+			for _, v := range vmcps(cases) {
+				role := recorded(t, v.caseName, "Role", v.binding)
+				out = append(out, toolhive.Exception{Cause: "vmcp ClusterRole", Path: toolhive.WholeObject, A: toolhive.Show(role), B: toolhive.None,
+					Objects: []string{v.caseName + " Role/" + v.binding}})
+			}
+			return out
+		},
+	},
+	{
+		Field: "backends[].metadata.workload_status",
+		Reason: "ToolHive v0.47.0's operator records an inline backend's phase in config.yaml, so every phase change of a member " +
+			"rolls the vMCP; ToolHive v0.63.0's no longer does, and hivekeeper writes what v0.63.0 writes. The content and pod " +
+			"template checksums of those configs follow (`vMCP config checksum`)",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			var out []toolhive.Exception
+			for _, e := range []struct{ object, backend, phase string }{
+				{"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config", "cfg-fetch", "Pending"},
+				{"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config", "cfg-github", "Pending"},
+				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config", "context7", "Valid"},
+				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config", "github-mcp", "Pending"},
+				{"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config", "ent-far", "Valid"},
+				{"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config", "ent-local", "Pending"},
+			} {
+				out = append(out, exactly(`data["config.yaml"].backends[name=`+e.backend+`].metadata.workload_status`,
+					toolhive.Show(e.phase), toolhive.None, e.object)(t, cases)...)
+			}
+			return out
+		},
+	},
+	{
+		Field:  "vMCP config checksum",
+		Reason: "the checksums of the inline vMCP configs that differ by their backends' workload_status alone",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			var out []toolhive.Exception
+			for _, e := range []struct{ caseName, vmcp, thv, hive string }{
+				{"table/24-vmcp-config.yaml", "cfg-vmcp", "41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061",
+					"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"},
+				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml", "eng-tools", "6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b",
+					"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"},
+				{"table/35-vmcp-entries.yaml", "ent-vmcp", "876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73",
+					"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"},
+			} {
+				out = append(out,
+					exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, toolhive.Show(e.thv), toolhive.Show(e.hive),
+						e.caseName+" ConfigMap/"+naming.VMCPConfigMapName(e.vmcp))(t, cases)[0],
+					exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, toolhive.Show(e.thv), toolhive.Show(e.hive),
+						e.caseName+" Deployment/"+e.vmcp)(t, cases)[0])
+			}
+			return out
+		},
+	},
+	{
+		Field: "vMCP member secret variables",
+		Reason: "in inline mode ToolHive v0.47.0's operator names a member's MCPExternalAuthConfig secret variable in config.yaml " +
+			"but does not mount it, so vmcp fails to start; ToolHive v0.63.0's mounts it in both modes, and so does hivekeeper",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			return append(
+				exactly("spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY]", toolhive.None,
+					`{"name":"TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY","value… (sha256:6b49957996d8, 121 bytes)`,
+					"table/35-vmcp-entries.yaml Deployment/ent-vmcp")(t, cases),
+				exactly("spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE]", toolhive.None,
+					`{"name":"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE"… (sha256:aacabacba8d6, 131 bytes)`,
+					"table/35-vmcp-entries.yaml Deployment/ent-vmcp")(t, cases)...)
+		},
+	},
+	{
 		Field: "outgoingAuth.default.type",
 		Reason: "for a default of type discovered ToolHive's operator writes strategy type discovered, which vmcp validate refuses; " +
 			"hivekeeper writes unauthenticated, what ToolHive's converter maps discovered to",
@@ -157,6 +243,35 @@ func recordRoot(t *testing.T) string {
 
 // recorded reads an object ToolHive's operator wrote for a case, as -record
 // wrote it.
+// vmcpRole is a vMCP's RoleBinding and the ClusterRole hivekeeper binds.
+type vmcpRole struct{ caseName, binding, clusterRole string }
+
+// vmcps are the compared VirtualMCPServers with an account of their own.
+func vmcps(cases []*diffCase) []vmcpRole {
+	var out []vmcpRole
+	for _, c := range cases {
+		for _, w := range c.workloads {
+			if w.skip != nil || w.Kind != thv1.KindVirtualMCPServer {
+				continue
+			}
+			for _, o := range c.Objects {
+				if o.GetKind() != thv1.KindVirtualMCPServer || o.GetName() != w.Name {
+					continue
+				}
+				if sa, _, _ := unstructured.NestedString(o.Object, "spec", "serviceAccount"); sa != "" {
+					continue
+				}
+				role := rbac.DefaultVMCPDiscoveredClusterRole
+				if src, _, _ := unstructured.NestedString(o.Object, "spec", "outgoingAuth", "source"); src == thv1.OutgoingAuthSourceInline {
+					role = rbac.DefaultVMCPInlineClusterRole
+				}
+				out = append(out, vmcpRole{c.Name, naming.VMCPServiceAccountName(w.Name), role})
+			}
+		}
+	}
+	return out
+}
+
 func recorded(t *testing.T, caseName, kind, name string) map[string]any {
 	file := filepath.Join(recordRoot(t), strings.TrimSuffix(caseName, filepath.Ext(caseName)), kind+"."+name+".yaml")
 	raw, err := os.ReadFile(file)

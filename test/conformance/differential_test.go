@@ -107,9 +107,10 @@ var notCompared = map[string]skipped{
 	},
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp": {
 		Why: "its MCPOIDCConfig's client secret names a Secret the file does not define, which ToolHive's operator reads and " +
-			"waits for; its group has no members, so hivekeeper waits too (NoBackends)",
+			"waits for; hivekeeper never reads a Secret and deploys the vMCP (discovered mode, so its empty group is no reason " +
+			"to wait), whose pod waits for the Secret the kubelet cannot find",
 		ToolHive:   statusWant{"Pending", "AuthConfigured=False", "AuthInvalid", `Secret "oidc-secret" not found`},
-		Hivekeeper: statusWant{"Pending", "Ready=False", thv1.ReasonNoBackends, "my-services"},
+		Hivekeeper: statusWant{"Pending", "Ready=False", thv1.ReasonDeploymentNotReady, "waiting for vMCP pods"},
 	},
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": {
 		Why: "its remoteUrl is a private address and it does not set allowPrivateEndpoint; both operators refuse it " +

@@ -454,7 +454,7 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}
-			return err == nil && dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] == cm.Annotations[thschema.ChecksumAnnotation], err
+			return err == nil && dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == cm.Annotations[thschema.ChecksumAnnotation], err
 		}, "vMCP "+ns+"/"+name+" with all its backends")
 	}
 	dir := t.TempDir()
@@ -551,26 +551,31 @@ var vmcpExpectations = map[string]map[string]any{
 		"outgoingAuth.backends.ent-far.headerInjection.headerValueEnv":  "TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY",
 		"backends": []any{
 			map[string]any{"name": "ent-far", "url": "https://mcp.remote.example/mcp", "transport": "streamable-http", "type": "entry",
-				"caBundlePath": "/etc/toolhive/ca-bundles/ent-far/ca.crt"},
-			map[string]any{"name": "ent-local", "url": "http://mcp-ent-local-proxy.NAMESPACE.svc.cluster.local:8080/mcp", "transport": "streamable-http"},
+				"caBundlePath": "/etc/toolhive/ca-bundles/ent-far/ca.crt", "metadata": map[string]any{"group": "ent", "namespace": "NAMESPACE",
+					"remote_url": "https://mcp.remote.example/mcp", "tool_type": "mcp", "workload_type": "server_entry"}},
+			map[string]any{"name": "ent-local", "url": "http://mcp-ent-local-proxy.NAMESPACE.svc.cluster.local:8080/mcp", "transport": "streamable-http",
+				"metadata": map[string]any{"group": "ent", "namespace": "NAMESPACE", "tool_type": "mcp", "workload_type": "mcp_server"}},
 		},
 	},
 	"vas-vmcp": {
 		"outgoingAuth.backends.vas-aws.type":                            "aws_sts",
 		"outgoingAuth.backends.vas-aws.awsSts.region":                   "eu-west-1",
-		"outgoingAuth.backends.vas-aws.awsSts.subjectProviderName":      "corp-idp",
 		"outgoingAuth.backends.vas-partner.type":                        "upstream_inject",
 		"outgoingAuth.backends.vas-partner.upstreamInject.providerName": "partner",
 		"incomingAuth.oidc.issuer":                                      "https://auth.example.com",
 		"incomingAuth.oidc.resource":                                    "https://vmcp.example.com/mcp",
 		"incomingAuth.authz.primaryUpstreamProvider":                    "corp-idp",
 		"outgoingAuth.default.type":                                     "token_exchange",
-		"outgoingAuth.default.tokenExchange.subjectProviderName":        "corp-idp",
-		"outgoingAuth.default.tokenExchange.clientSecretEnv":            "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE",
+		// Discovered mode: the operator names no subject provider, vmcp
+		// names the first upstream when it starts.
+		"outgoingAuth.source": "discovered",
+		"outgoingAuth.default.tokenExchange.subjectProviderName":   nil,
+		"outgoingAuth.backends.vas-aws.awsSts.subjectProviderName": nil,
+		"outgoingAuth.default.tokenExchange.clientSecretEnv":       "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_VAS_EXCHANGE",
 	},
 	"cfg-inline-authz": {
 		"incomingAuth.authz":           map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
-		"outgoingAuth":                 map[string]any{"source": "inline"},
+		"outgoingAuth":                 map[string]any{"source": "discovered"},
 		"aggregation":                  map[string]any{"conflictResolution": "prefix", "conflictResolutionConfig": map[string]any{"prefixFormat": "{workload}_"}},
 		"operational.timeouts.default": "30s",
 	},
@@ -578,7 +583,7 @@ var vmcpExpectations = map[string]map[string]any{
 
 // vmcpBackendCount is the number of backends a vMCP's config settles
 // with, for the cases whose members join asynchronously.
-var vmcpBackendCount = map[string]int{"ent-vmcp": 2, "vas-vmcp": 3}
+var vmcpBackendCount = map[string]int{"ent-vmcp": 2}
 
 // vmcpAuthServerExpectations are values of a VirtualMCPServer's
 // authserver-config.yaml, by dotted path.

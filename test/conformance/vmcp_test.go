@@ -28,10 +28,11 @@ import (
 // Deployment would run it, on the config hivekeeper generated:
 //
 //   - it answers its health endpoint (/health, 200 with status ok);
-//   - it runs on the backends hivekeeper listed, not on API discovery:
-//     /readyz reports static mode, and /status names the group and
-//     exactly the group's two MCPServers with the transports their proxies
-//     expose;
+//   - it discovers the group's members through the API (outgoingAuth
+//     source discovered, the default), with the permissions of the
+//     account hivekeeper bound: /readyz reports dynamic mode, and /status
+//     names the group and exactly the group's two MCPServers with the
+//     transports their proxies expose;
 //   - it authenticates with the OIDC block hivekeeper rendered into
 //     incomingAuth: initialize with a token the test issuer signed for the
 //     reference's audience is answered (200, server name = the
@@ -52,10 +53,11 @@ func TestVMCPServes(t *testing.T) {
 		t.Errorf("/health: %+v, want status ok", health)
 	}
 
+	waitVMCPBackends(t, base, "events", "fetch")
 	var ready struct{ Status, Mode string }
 	getJSON(t, base+"/readyz", &ready)
-	if ready.Status != "ready" || ready.Mode != "static" {
-		t.Errorf("/readyz: %+v, want ready in static mode (the backends hivekeeper listed)", ready)
+	if ready.Status != "ready" || ready.Mode != "dynamic" {
+		t.Errorf("/readyz: %+v, want ready in dynamic mode (vmcp discovers the members)", ready)
 	}
 	var status struct {
 		GroupRef string `json:"group_ref"`
@@ -151,6 +153,14 @@ func TestVMCPAggregatesServerAndRemoteProxy(t *testing.T) {
 // its new one (cluster addresses by loopback stand-ins); each must occur.
 func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...string) int {
 	t.Helper()
+	port, _ := startVMCPOutput(t, env, ns, name, replace...)
+	return port
+}
+
+// startVMCPOutput is startVMCP that also returns vmcp's output as it
+// grows.
+func startVMCPOutput(t *testing.T, env *framework.Env, ns, name string, replace ...string) (int, *framework.SyncBuffer) {
+	t.Helper()
 	cm := waitConfigMap(t, env, ns, naming.VMCPConfigMapName(name))
 	c, tmpl := deploymentContainer(t, env, ns, name, naming.VMCPContainerName)
 	dir := t.TempDir()
@@ -200,8 +210,7 @@ func startVMCP(t *testing.T, env *framework.Env, ns, name string, replace ...str
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"KUBERNETES_SERVICE_HOST=" + api.Hostname(), "KUBERNETES_SERVICE_PORT=" + api.Port()},
 		containerEnv(t, env, ns, c, tmpl.Annotations)...)
-	startProcess(t, "vmcp", cmd)
-	return port
+	return port, startProcess(t, "vmcp", cmd)
 }
 
 // podFiles writes what the kubelet projects into a pod for its service

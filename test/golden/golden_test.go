@@ -93,6 +93,8 @@ func recordVMCP(t *testing.T, files map[string][]byte, w workloadCase) {
 		return
 	}
 	w.VMCP.Image = vmcpImage
+	runners := rbac.Runners{}.WithDefaults()
+	w.VMCP.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	d, err := vmcp.Build(w.Obj.(*thv1.VirtualMCPServer), w.VMCP)
 	if err != nil {
 		files[filepath.Join(w.Dir, "error.txt")] = recordError(err)
@@ -103,7 +105,7 @@ func recordVMCP(t *testing.T, files map[string][]byte, w workloadCase) {
 			files[filepath.Join(w.Dir, key)] = []byte(v)
 		}
 	}
-	for _, o := range []runtime.Object{d.Config, d.ServiceAccount, d.Deployment, d.Service} {
+	for _, o := range []runtime.Object{d.Config, d.ServiceAccount, d.RoleBinding, d.Deployment, d.Service} {
 		recordChild(t, files, w.Dir, o)
 	}
 	report := struct {

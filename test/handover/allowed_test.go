@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
@@ -26,6 +28,14 @@ var allowedAtSwitch = []allowed{
 		Cost: "each runner RoleBinding is deleted and created again at each switch (a roleRef cannot change in place); " +
 			"no pod restarts, the runner's permissions do not lapse for longer than the two requests",
 		entries: runnerBindings,
+	},
+	{
+		Field: "vMCP roleRef",
+		Reason: "hivekeeper binds a vMCP's ServiceAccount to one of two ClusterRoles the chart creates once, the narrowest set vmcp " +
+			"calls in its mode (the controller never reads a Secret); ToolHive's operator binds a Role of its own per vMCP",
+		Cost: "each vMCP RoleBinding is deleted and created again at the switch to hivekeeper (a roleRef cannot change in place); " +
+			"none back, ToolHive's operator keeps the binding as it finds it; no pod restarts",
+		entries: vmcpBindings,
 	},
 	{
 		Field: "outgoingAuth.default.type",
@@ -86,6 +96,8 @@ func runnerBindings(cases []*toolhive.Case) []toolhive.Exception {
 			switch {
 			case waiting[c.Name+" "+w.ID()] != "":
 				continue
+			case w.Kind == "MCPServer" && stdio(c, w.Name):
+				binding, clusterRole = w.Name+"-proxy-runner", "hivekeeper-stdio-proxy-runner"
 			case w.Kind == "MCPServer":
 				binding, clusterRole = w.Name+"-proxy-runner", "hivekeeper-proxy-runner"
 			case w.Kind == "MCPRemoteProxy":
@@ -103,6 +115,68 @@ func runnerBindings(cases []*toolhive.Case) []toolhive.Exception {
 		}
 	}
 	return out
+}
+
+// vmcpBindings are, for every VirtualMCPServer of the load with an account
+// of its own, its RoleBinding recreated at the switch to hivekeeper, its
+// roleRef moving from ToolHive's Role to hivekeeper's ClusterRole of its
+// mode. Switching back changes no roleRef.
+func vmcpBindings(cases []*toolhive.Case) []toolhive.Exception {
+	var out []toolhive.Exception
+	for _, c := range cases {
+		for _, o := range c.Objects {
+			if o.GetKind() != "VirtualMCPServer" || notBoth[c.Name+" VirtualMCPServer "+o.GetName()] != "" {
+				continue
+			}
+			if sa, _, _ := unstructured.NestedString(o.Object, "spec", "serviceAccount"); sa != "" {
+				continue
+			}
+			clusterRole := "hivekeeper-vmcp-discovered"
+			if src, _, _ := unstructured.NestedString(o.Object, "spec", "outgoingAuth", "source"); src == "inline" {
+				clusterRole = "hivekeeper-vmcp-inline"
+			}
+			binding := o.GetName() + "-vmcp"
+			object := []string{"to-hivekeeper " + c.Name + " RoleBinding/" + binding}
+			out = append(out,
+				toolhive.Exception{Path: pathRecreated, A: "the uid before", B: "a new uid", Objects: object},
+				toolhive.Exception{Path: "roleRef.kind", A: toolhive.Show("Role"), B: toolhive.Show("ClusterRole"), Objects: object},
+				toolhive.Exception{Path: "roleRef.name", A: toolhive.Show(binding), B: toolhive.Show(clusterRole), Objects: object},
+				toolhive.Exception{Path: pathWrites, A: toolhive.None, B: "create,delete", Objects: object},
+			)
+		}
+	}
+	return out
+}
+
+// notBoth are the VirtualMCPServers of the load whose RoleBinding one of
+// the operators does not write, so no switch recreates it, with the
+// reason.
+var notBoth = map[string]string{
+	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its MCPOIDCConfig is not in " +
+		"the file: both operators wait for it",
+	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp": "its MCPOIDCConfig is not in the " +
+		"file: both operators wait for it",
+	"examples/virtual-mcps/composite_tool_with_elicitations.yaml VirtualMCPServer vmcp-interactive-deploy": "its composite " +
+		"tool definition is not valid: hivekeeper waits for it",
+	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp": "its EmbeddingServer is not " +
+		"run: ToolHive's operator fails the vMCP, hivekeeper runs it without",
+	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp": "its EmbeddingServer is not " +
+		"run: ToolHive's operator fails the vMCP, hivekeeper runs it without",
+	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp": "its MCPOIDCConfig's client " +
+		"secret is missing: ToolHive's operator reads it and waits, hivekeeper (which reads no Secret) runs the vMCP",
+}
+
+// stdio reports whether the case's MCPServer name runs a stdio server
+// (the transport's default), whose runner hivekeeper binds to the stdio
+// runner ClusterRole.
+func stdio(c *toolhive.Case, name string) bool {
+	for _, o := range c.Objects {
+		if o.GetKind() == "MCPServer" && o.GetName() == name {
+			t, _, _ := unstructured.NestedString(o.Object, "spec", "transport")
+			return t == "" || t == "stdio"
+		}
+	}
+	return false
 }
 
 // waiting are the workloads whose runner RoleBinding hivekeeper leaves

@@ -9,23 +9,10 @@ import "regexp"
 // a switch). A difference takes the first cause that matches it, so the
 // narrow ones come first.
 var OutputCauses = []Cause{
-	// What a vMCP needs in discovered mode, ToolHive's operator's default.
-	NewCause("vmcp discovered mode", "serve outgoingAuth.source discovered (issue #27 step 5): no backends in config.yaml, "+
-		"vmcp lists the group itself with a Role, RoleBinding and ServiceAccount <name>-vmcp, as ToolHive's operator writes them",
-		`^(Role|RoleBinding|ServiceAccount)$`, `.*`, `/[^ ]*-vmcp$`),
-	NewCause("vmcp discovered mode", "", "ConfigMap",
-		`^data\["config\.yaml"\]\.(outgoingAuth\.source|backends|backends\[name=[^]]*\]\.metadata|outgoingAuth\..*subjectProviderName)$`, ""),
-	NewCause("vmcp session HMAC secret", "ToolHive's operator generates Secret <name>-hmac-secret per vMCP and passes it as "+
-		"VMCP_SESSION_HMAC_SECRET; hivekeeper writes neither", "", `.*`, `Secret/.*-hmac-secret$`),
-	NewCause("vmcp session HMAC secret", "", "Deployment", `env\[name=VMCP_SESSION_HMAC_SECRET\]$`, ""),
-	NewCause("vmcp durations", "encode composite tool timeouts as Go's time.Duration prints them (1m0s, not 1m)", "ConfigMap",
-		`^data\["config\.yaml"\]\.compositeTools.*timeout$`, ""),
-	NewCause("vmcp pod", "the vMCP Deployment as ToolHive's operator builds it: readiness on /readyz, config mounted at "+
-		"/etc/vmcp-config, default resources, HOME, XDG_CONFIG_HOME, TOOLHIVE_RUNTIME and UNSTRUCTURED_LOGS env, the "+
-		"podvolumes and imagepullsecrets hashes", "Deployment",
-		`(readinessProbe\.httpGet\.path|volumeMounts\[name=vmcp-config\]\.mountPath|resources|env\[name=(HOME|XDG_CONFIG_HOME|TOOLHIVE_RUNTIME|UNSTRUCTURED_LOGS)\]|podvolumes-hash"\]|imagepullsecrets-hash"\])`, ""),
-	NewCause("authserver-config encoding", "write authserver-config.yaml with ToolHive's key order (its struct's, not sorted)",
-		"ConfigMap", `^data\["authserver-config\.yaml"\] \(encoding\)$`, ""),
+	// What ToolHive v0.63.0 changed, which hivekeeper follows.
+	NewCause("vmcp backend phase (v0.63.0)", "none: hivekeeper writes what ToolHive v0.63.0's operator writes, no phase in an "+
+		"inline backend's metadata (allowed in the differential); against v0.47.0 an inline vMCP's config.yaml changes at a switch",
+		"ConfigMap", `^data\["config\.yaml"\]\.backends\[name=[^]]*\]\.metadata\.workload_status$`, ""),
 
 	// The RunConfig.
 	NewCause("runconfig middleware_configs", "write middleware_configs as ToolHive's operator does (the list the runner would "+

@@ -22,7 +22,9 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	v := newVMCP("agg", withAuthServer(authServerJSON), func(v *thv1.VirtualMCPServer) {
 		v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline,
 			Inline: &thv1.InlineCedar{Policies: []string{"permit(principal, action, resource);"}}}
-		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{
+		// Inline, where ToolHive's operator names the subject provider
+		// (in discovered mode vmcp does).
+		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Source: thv1.OutgoingAuthSourceInline,
 			Default:  &thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "exchange"}},
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeExternalAuthConfigRef, ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "own-subject"}}},
 		}
@@ -36,8 +38,8 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts,
-		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertActions(t, acts, "create secrets", "create serviceaccounts", "create rolebindings", "create configmaps", "create services",
+		"create deployments", "patch virtualmcpservers/status")
 	ctx := context.Background()
 	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(ctx, "agg-vmcp-config", metav1.GetOptions{})
 	if err != nil {
@@ -67,10 +69,10 @@ func TestAuthServerConfigRendersAndMountsSecrets(t *testing.T) {
 	// first upstream's token, one that names its own keeps it; Cedar reads
 	// the first upstream's claims.
 	var cfg struct {
-		IncomingAuth schema.VMCPIncomingAuth `json:"incomingAuth"`
+		IncomingAuth thv1.VMCPIncomingAuth `json:"incomingAuth"`
 		OutgoingAuth struct {
-			Default  schema.VMCPBackendStrategy            `json:"default"`
-			Backends map[string]schema.VMCPBackendStrategy `json:"backends"`
+			Default  thv1.VMCPBackendAuthStrategy            `json:"default"`
+			Backends map[string]thv1.VMCPBackendAuthStrategy `json:"backends"`
 		} `json:"outgoingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data[naming.VMCPConfigKey]), &cfg); err != nil {
@@ -175,7 +177,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 			"uses http:// with a non-localhost host"},
 		{"no upstream", `{"issuer":"https://idp.example.com"}`, nil, "requires at least one upstream provider"},
 		{"unsupported", `{"issuer":"https://idp.example.com","storage":{"type":"redis"},"upstreamProviders":[{"name":"a","type":"oauth2","oauth2Config":{"tokenEndpoint":"t"}}]}`, nil,
-			"not supported by hivekeeper: spec.authServerConfig.storage.type=redis, spec.authServerConfig.upstreamProviders[0].oauth2Config, spec.authServerConfig.upstreamProviders[0].type=oauth2"},
+			"not supported by hivekeeper: spec.authServerConfig.storage.type=redis"},
 		{"reserved parameter", strings.Replace(authServerJSON, `"clientId":"gh"`, `"clientId":"gh","additionalAuthorizationParams":{"state":"x","prompt":"login"}`, 1), nil,
 			`spec.authServerConfig.upstreamProviders[1].additionalAuthorizationParams: reserved parameter "state"`},
 		{"issuer mismatch", strings.Replace(authServerJSON, "https://idp.example.com", "https://login.example.com", 1), nil,
@@ -230,8 +232,8 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts,
-		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertActions(t, acts, "create secrets", "create serviceaccounts", "create rolebindings", "create configmaps",
+		"create services", "create deployments", "patch virtualmcpservers/status")
 	c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionUnsupportedFields)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonFieldsNotSupported ||
 		!strings.HasSuffix(c.Message, ": spec.config.telemetry (replaced by spec.telemetryConfigRef)") {

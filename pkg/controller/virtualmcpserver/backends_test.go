@@ -66,7 +66,7 @@ func drainQueue(f *fixture) []string {
 // headers in ToolHive's variables: one ConfigMap and one Deployment
 // patch, then nothing.
 func TestEntryJoinsAsBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServerEntries(testNS).Create(context.Background(), newEntry("far", testGroup, withEntryExtras), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,8 @@ func TestEntryJoinsAsBackend(t *testing.T) {
 		}
 	}
 	want := map[string]any{"name": "far", "url": "https://mcp.remote.example/far", "transport": "streamable-http", "type": "entry",
-		"caBundlePath": "/etc/toolhive/ca-bundles/far/bundle.pem"}
+		"caBundlePath": "/etc/toolhive/ca-bundles/far/bundle.pem", "metadata": map[string]any{"group": testGroup, "namespace": testNS,
+			"remote_url": "https://mcp.remote.example/far", "tool_type": "mcp", "workload_type": "server_entry"}}
 	if got, _ := json.Marshal(far); string(got) != mustJSONString(t, want) {
 		t.Errorf("entry backend %s, want %s", got, mustJSONString(t, want))
 	}
@@ -134,7 +135,7 @@ func mustJSONString(t *testing.T, v any) string {
 // URL change rolls the vMCP once.
 func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 	entry := newEntry("far", testGroup)
-	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), entry)
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup), entry)
 	f.converge("agg")
 	drainQueue(f)
 
@@ -195,7 +196,7 @@ func TestEntryChangesRollOnceAndStatusWritesNothing(t *testing.T) {
 // An entry whose checks failed is not a backend, as in ToolHive; alone in
 // its group, the vMCP waits for a backend.
 func TestFailedEntryIsNoBackend(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup),
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup),
 		newEntry("bad", testGroup, func(e *thv1.MCPServerEntry) { e.Status.Phase = thv1.MCPServerEntryPhaseFailed }))
 	acts, err := f.sync("agg")
 	if err != nil {
@@ -215,7 +216,7 @@ func TestMemberAuthConfigIsItsStrategyAndRollsOnce(t *testing.T) {
 	hdr := newExtAuth("hdr", headerInjection)
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"over": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), toolhivetest.NewGroup(testNS, testGroup), hdr,
+	}, inline), toolhivetest.NewGroup(testNS, testGroup), hdr,
 		newMember("own", testGroup, withAuthRef("hdr")), newMember("over", testGroup, withAuthRef("hdr")), newMember("plain", testGroup))
 	f.converge("agg")
 	out := configOf(t, f)["outgoingAuth"].(map[string]any)
@@ -272,7 +273,7 @@ func TestBackendAuthDropsOnlyThatBackend(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Backends: map[string]thv1.BackendAuth{"inline-bad": {Type: thv1.BackendAuthTypeExternalAuthConfigRef,
 			ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "bearer"}}}}
-	}), toolhivetest.NewGroup(testNS, testGroup), bearer, invalid,
+	}, inline), toolhivetest.NewGroup(testNS, testGroup), bearer, invalid,
 		newMember("bearer-member", testGroup, withAuthRef("bearer")), newMember("missing", testGroup, withAuthRef("later")),
 		newMember("invalid", testGroup, withAuthRef("broken")), newMember("inline-bad", testGroup), newMember("fine", testGroup))
 	f.converge("agg")
@@ -327,7 +328,7 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
 		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeDiscovered},
 			Backends: map[string]thv1.BackendAuth{"a": {Type: thv1.BackendAuthTypeDiscovered}}}
-	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	}, inline), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	for _, typ := range []string{"DefaultAuthConfig", "BackendAuthConfig-a"} {
 		if !meta.IsStatusConditionTrue(f.get("agg").Status.Conditions, typ) {

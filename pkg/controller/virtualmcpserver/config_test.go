@@ -44,7 +44,7 @@ func TestToolConfigChangeRollsOnce(t *testing.T) {
 		t.Errorf("the new filter is not in config.yaml:\n%s", cm.Data[naming.VMCPConfigKey])
 	}
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "agg", metav1.GetOptions{})
-	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
 		t.Errorf("the pod template's checksum does not follow the config")
 	}
 	f.Refresh()

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -62,7 +63,9 @@ type Controller struct {
 	*workload.Base
 
 	toolhive versioned.Interface
-	servers  thlisters.VirtualMCPServerLister
+	// kube creates the session HMAC key's Secret.
+	kube    kubernetes.Interface
+	servers thlisters.VirtualMCPServerLister
 	// serverIndex carries ByAggregatedGroup; members is the MCPServer
 	// indexer, whose index.ByGroup index lists a group's backends without
 	// listing the namespace.
@@ -98,6 +101,7 @@ func New(d *framework.Deps) (*Controller, error) {
 	}
 	c := &Controller{
 		toolhive:    d.Toolhive,
+		kube:        d.Kube,
 		servers:     thlisters.NewVirtualMCPServerLister(vmcps.Indexer()),
 		serverIndex: vmcps.Indexer(),
 	}

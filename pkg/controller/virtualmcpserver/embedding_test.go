@@ -110,7 +110,8 @@ func TestEmbeddingServerReadyPointsTheOptimizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts, "create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertActions(t, acts, "create secrets", "create serviceaccounts", "create rolebindings", "create configmaps", "create services",
+		"create deployments", "patch virtualmcpservers/status")
 	if opt := f.optimizer(); len(opt) != 1 || opt["embeddingService"] != "http://embed.team-a.svc.cluster.local:8080" {
 		t.Errorf("optimizer %v", opt)
 	}

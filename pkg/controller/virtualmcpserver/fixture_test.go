@@ -106,6 +106,7 @@ func refObjects() []runtime.Object { return toolhivetest.VMCPRefObjects(testNS) 
 
 var (
 	withOIDC              = toolhivetest.WithIncomingOIDC
+	inline                = toolhivetest.WithInlineBackends
 	withPodTemplate       = toolhivetest.WithVMCPPodTemplate
 	withRedis             = toolhivetest.WithVMCPRedis
 	withEntryExtras       = toolhivetest.WithEntryExtras

@@ -2,15 +2,18 @@ package virtualmcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
@@ -67,6 +70,8 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		return status, 0, nil
 	}
 	in.OIDC, in.Image, in.DefaultRedis = oidc, c.Config.VMCPImage, c.Config.DefaultRedis
+	runners := c.Config.Runners.WithDefaults()
+	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
 	var err error
 	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
@@ -78,11 +83,13 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if err == nil {
 		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
 		reportBackendAuth(r, status.Conditions, desired.AuthConditions)
-		if len(desired.Backends) == 0 {
-			// vmcp given no backends switches to discovering them through
-			// the Kubernetes API, which it has no access to. Nothing is
-			// written; the first member's event re-syncs this server
-			// through the index.
+		if len(desired.Backends) == 0 && !vmcp.Discovers(v) {
+			// In inline mode vmcp serves the backends config.yaml lists,
+			// and given none it would switch to discovering them, which
+			// its role does not allow (ToolHive's operator refuses such a
+			// config too). Nothing is written; the first member's event
+			// re-syncs this server through the index. In discovered mode
+			// vmcp finds the members itself, and serves from the first.
 			msg := fmt.Sprintf("MCPGroup %q has no MCPServers, MCPRemoteProxies or valid MCPServerEntries to aggregate; the vMCP is deployed once it has one", v.Spec.GroupRef.Name)
 			if d := desired.Dropped; len(d) > 0 {
 				msg += fmt.Sprintf(" (left out for their outgoing auth: %s)", strings.Join(d, ", "))
@@ -93,10 +100,15 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	var dep *appsv1.Deployment
 	if err == nil {
-		want := workload.Desired{PodServiceAccount: desired.ServiceAccount, ConfigMap: desired.Config, Service: desired.Service, Deployment: desired.Deployment}
+		err = c.ensureHMACSecret(ctx, v)
+	}
+	if err == nil {
+		want := workload.Desired{RunnerServiceAccount: desired.ServiceAccount, RunnerRoleBinding: desired.RoleBinding,
+			ConfigMap: desired.Config, Service: desired.Service, Deployment: desired.Deployment}
 		if desired.ServiceAccount == nil {
-			// The account made before the spec named its own.
+			// The account and binding made before the spec named its own.
 			want.StaleServiceAccount = naming.VMCPServiceAccountName(v.Name)
+			want.StaleRoleBinding = naming.VMCPServiceAccountName(v.Name)
 		}
 		dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want)
 	}
@@ -105,6 +117,46 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		r.Ready(deploymentPhase(dep, groupFound, v.Spec.GroupRef.Name, len(desired.Backends)))
 	}
 	return status, requeueAfter, err
+}
+
+// ensureHMACSecret makes sure the Secret of the vMCP's session HMAC key
+// exists before a pod that reads it is created. The key is generated once
+// and never rewritten (a new key would end every session), and the
+// controller never reads a Secret: it creates one only while its
+// Deployment does not yet read the key — at the first sync, or when the
+// Deployment predates the key — and takes a 409 as the Secret being there
+// already, such as the one ToolHive's operator created, which is kept as
+// it is. A converged server sends nothing.
+func (c *Controller) ensureHMACSecret(ctx context.Context, v *thv1.VirtualMCPServer) error {
+	if dep, err := c.Children.Deployments.Get(v.Namespace, v.Name); err == nil && readsHMACSecret(dep, v.Name) {
+		return nil
+	}
+	key := make([]byte, vmcp.HMACKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("generating the session HMAC key: %w", err)
+	}
+	_, err := framework.CreateChild(ctx, c.Writer, v.UID, "secrets", c.kube.CoreV1().Secrets(v.Namespace).Create, vmcp.HMACSecret(v, key))
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// readsHMACSecret reports whether a live Deployment's vmcp container reads
+// the session HMAC key from the Secret of the server name.
+func readsHMACSecret(dep *appsv1.Deployment, name string) bool {
+	for _, ctr := range dep.Spec.Template.Spec.Containers {
+		if ctr.Name != naming.VMCPContainerName {
+			continue
+		}
+		for _, e := range ctr.Env {
+			if e.Name == naming.EnvVMCPSessionHMACSecret && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+				e.ValueFrom.SecretKeyRef.Name == naming.VMCPHMACSecretName(name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // firstName is the one name of a single reference, "" for none.

@@ -2,6 +2,8 @@ package virtualmcpserver
 
 import (
 	"context"
+	"encoding/base64"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
@@ -31,8 +34,8 @@ func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts,
-		"create serviceaccounts", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertActions(t, acts, "create secrets", "create serviceaccounts", "create rolebindings", "create configmaps",
+		"create services", "create deployments", "patch virtualmcpservers/status")
 	wt.AssertNoActionOn(t, acts, "mcpoidcconfigs")
 	wt.AssertNoActionOn(t, acts, "mcpservers")
 	wt.AssertNoActionOn(t, acts, "mcpgroups")
@@ -57,7 +60,7 @@ func TestCreateThenSteadyStateMakesNoWrites(t *testing.T) {
 }
 
 func TestChildrenShape(t *testing.T) {
-	v := newVMCP("agg", withOIDC("auth"), func(v *thv1.VirtualMCPServer) {
+	v := newVMCP("agg", withOIDC("auth"), inline, func(v *thv1.VirtualMCPServer) {
 		v.Spec.ServiceType = thv1.ServiceTypeLoadBalancer
 		v.Spec.SessionAffinity = thv1.SessionAffinityNone
 		v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"aggregation":{"conflictResolution":"prefix"},` +
@@ -78,24 +81,25 @@ func TestChildrenShape(t *testing.T) {
 	}
 	raw := cm.Data[naming.VMCPConfigKey]
 	var cfg struct {
-		Name         string               `json:"name"`
-		GroupRef     string               `json:"groupRef"`
-		Backends     []schema.VMCPBackend `json:"backends"`
-		Aggregation  map[string]any       `json:"aggregation"`
+		Name         string                   `json:"name"`
+		GroupRef     string                   `json:"groupRef"`
+		Backends     []thv1.VMCPStaticBackend `json:"backends"`
+		Aggregation  map[string]any           `json:"aggregation"`
 		IncomingAuth struct {
-			Type  string                `json:"type"`
-			Authz map[string]any        `json:"authz"`
-			OIDC  schema.VMCPOIDCConfig `json:"oidc"`
+			Type  string         `json:"type"`
+			Authz map[string]any `json:"authz"`
+			OIDC  thv1.VMCPOIDC  `json:"oidc"`
 		} `json:"incomingAuth"`
 	}
 	if err := yaml.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatalf("config.yaml does not parse: %v\n%s", err, raw)
 	}
-	wantBackends := []schema.VMCPBackend{
-		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE},
-		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP},
+	md := map[string]string{"group": testGroup, "namespace": testNS, "tool_type": "mcp", "workload_type": "mcp_server"}
+	wantBackends := []thv1.VMCPStaticBackend{
+		{Name: "alpha", URL: "http://mcp-alpha-proxy.team-a.svc.cluster.local:9090/sse", Transport: thv1.TransportSSE, Metadata: md},
+		{Name: "zeta", URL: "http://mcp-zeta-proxy.team-a.svc.cluster.local:8080/mcp", Transport: thv1.TransportStreamableHTTP, Metadata: md},
 	}
-	if cfg.Name != "agg" || cfg.GroupRef != testGroup || !slices.Equal(cfg.Backends, wantBackends) {
+	if cfg.Name != "agg" || cfg.GroupRef != testGroup || !reflect.DeepEqual(cfg.Backends, wantBackends) {
 		t.Errorf("config name %q group %q backends %+v\n%s", cfg.Name, cfg.GroupRef, cfg.Backends, raw)
 	}
 	// As in ToolHive's operator, incomingAuth, outgoingAuth and telemetry
@@ -103,8 +107,7 @@ func TestChildrenShape(t *testing.T) {
 	if cfg.Aggregation["conflictResolution"] != "prefix" || cfg.IncomingAuth.Authz != nil || strings.Contains(raw, "ignored:4317") {
 		t.Errorf("spec.config's incomingAuth or telemetry were read:\n%s", raw)
 	}
-	// Sections vmcp requires are defaulted; outgoing auth is inline, so
-	// vmcp never needs the Kubernetes API.
+	// Sections vmcp requires are defaulted.
 	if !strings.Contains(raw, "prefixFormat: '{workload}_'") || !strings.Contains(raw, "source: inline") || !strings.Contains(raw, "partialFailureMode: fail") {
 		t.Errorf("defaults missing:\n%s", raw)
 	}
@@ -127,17 +130,31 @@ func TestChildrenShape(t *testing.T) {
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
-	if len(pod.Containers) != 1 || c.Name != naming.VMCPContainerName || c.Image != testImage ||
-		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
-		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/health" {
+	// The container as ToolHive's operator builds it.
+	if len(pod.Containers) != 1 || c.Name != naming.VMCPContainerName || c.Image != testImage || c.ImagePullPolicy != corev1.PullIfNotPresent ||
+		!slices.Equal(c.Args, []string{"serve", "--config=/etc/vmcp-config/config.yaml", "--host=0.0.0.0", "--port=4483"}) ||
+		c.Ports[0].ContainerPort != 4483 || c.Ports[0].Name != "http" || c.ReadinessProbe.HTTPGet.Path != "/readyz" ||
+		c.LivenessProbe.HTTPGet.Path != "/health" || c.LivenessProbe.TimeoutSeconds != 5 || c.ReadinessProbe.InitialDelaySeconds != 15 ||
+		c.Resources.Limits.Memory().String() != "512Mi" || c.Resources.Requests.Cpu().String() != "100m" ||
+		ptr.Deref(pod.TerminationGracePeriodSeconds, 0) != 30 {
 		t.Errorf("container %+v", c)
 	}
-	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+	if sc := c.SecurityContext; !ptr.Deref(sc.RunAsNonRoot, false) || !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) ||
+		ptr.Deref(sc.Privileged, true) {
 		t.Errorf("security context %+v", sc)
 	}
-	if len(c.Env) != 3 || c.Env[0] != (corev1.EnvVar{Name: naming.EnvVMCPName, Value: "agg"}) || c.Env[1] != (corev1.EnvVar{Name: naming.EnvVMCPNamespace, Value: testNS}) ||
-		c.Env[2].Name != naming.EnvVMCPOIDCClientSecret || c.Env[2].ValueFrom.SecretKeyRef.Name != "idp" {
-		t.Errorf("env %+v", c.Env)
+	var env []string
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			env = append(env, e.Name+"<-"+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+		} else {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	if want := []string{"VMCP_NAME=agg", "VMCP_NAMESPACE=" + testNS, "VMCP_OIDC_CLIENT_SECRET<-idp/secret",
+		"VMCP_SESSION_HMAC_SECRET<-agg-hmac-secret/hmac-secret", "XDG_CONFIG_HOME=/tmp", "HOME=/tmp", "TOOLHIVE_RUNTIME=kubernetes",
+		"UNSTRUCTURED_LOGS=false"}; !slices.Equal(env, want) {
+		t.Errorf("env\n got %q\nwant %q", env, want)
 	}
 	var vols []string
 	for _, vol := range pod.Volumes {
@@ -146,10 +163,10 @@ func TestChildrenShape(t *testing.T) {
 	if !slices.Equal(vols, []string{naming.VMCPConfigVolume, "oidc-ca-bundle-idp-ca"}) || c.VolumeMounts[1].MountPath != "/config/certs/idp-ca" {
 		t.Errorf("volumes %v mounts %+v", vols, c.VolumeMounts)
 	}
-	if h, _ := wiring.HashPodVolumes(pod.Volumes, c.VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
-		t.Errorf("podvolumes hash %q, want %q", dep.Annotations[naming.AnnotationPodVolumesHash], h)
+	if len(dep.Annotations[naming.AnnotationPodVolumesHash]) != 64 {
+		t.Errorf("podvolumes hash %q", dep.Annotations[naming.AnnotationPodVolumesHash])
 	}
-	if dep.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
+	if dep.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != cm.Annotations[schema.ChecksumAnnotation] {
 		t.Errorf("template annotations %v", dep.Spec.Template.Annotations)
 	}
 	if pod.ServiceAccountName != "agg-vmcp" {
@@ -157,6 +174,17 @@ func TestChildrenShape(t *testing.T) {
 	}
 	if _, err := f.Kube.CoreV1().ServiceAccounts(testNS).Get(ctx, "agg-vmcp", metav1.GetOptions{}); err != nil {
 		t.Errorf("service account: %v", err)
+	}
+	// Inline mode: vmcp reads its own VirtualMCPServer and writes its
+	// status, nothing else.
+	rb, err := f.Kube.RbacV1().RoleBindings(testNS).Get(ctx, "agg-vmcp", metav1.GetOptions{})
+	if err != nil || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != rbac.DefaultVMCPInlineClusterRole || rb.Subjects[0].Name != "agg-vmcp" {
+		t.Errorf("role binding %+v: %v", rb, err)
+	}
+	hmac, err := f.Kube.CoreV1().Secrets(testNS).Get(ctx, "agg-hmac-secret", metav1.GetOptions{})
+	if key, _ := base64.StdEncoding.DecodeString(string(hmac.Data["hmac-secret"])); err != nil || len(key) != 32 ||
+		hmac.Labels["app.kubernetes.io/component"] != "session-security" || !metav1.IsControlledBy(hmac, f.get("agg")) {
+		t.Errorf("HMAC secret %+v: %v", hmac, err)
 	}
 	svc, err := f.Kube.CoreV1().Services(testNS).Get(ctx, "vmcp-agg", metav1.GetOptions{})
 	if err != nil {
@@ -184,13 +212,13 @@ func TestCustomServiceAccountCreatesNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt.AssertActions(t, acts, "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
+	wt.AssertActions(t, acts, "create secrets", "create configmaps", "create services", "create deployments", "patch virtualmcpservers/status")
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
 	if dep.Spec.Template.Spec.ServiceAccountName != "mine" {
 		t.Errorf("serviceAccountName %s", dep.Spec.Template.Spec.ServiceAccountName)
 	}
 	// The config volume alone is hashed too, as ToolHive's operator does.
-	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); h == "" || dep.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if len(dep.Annotations[naming.AnnotationPodVolumesHash]) != 64 {
 		t.Errorf("pod volumes hash of a pod with only its config volume: %v", dep.Annotations)
 	}
 }
@@ -291,7 +319,7 @@ func TestUserVolumeChangesAndRemovalOfEveryVolume(t *testing.T) {
 	f.ApplyServerBehaviour()
 	f.Refresh()
 	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{})
-	if h, _ := wiring.HashPodVolumes(dep.Spec.Template.Spec.Volumes, dep.Spec.Template.Spec.Containers[0].VolumeMounts); dep.Annotations[naming.AnnotationPodVolumesHash] != h || len(dep.Spec.Template.Spec.Volumes) != 1 {
+	if len(dep.Annotations[naming.AnnotationPodVolumesHash]) != 64 || len(dep.Spec.Template.Spec.Volumes) != 1 {
 		t.Fatalf("annotations %v volumes %+v", dep.Annotations, dep.Spec.Template.Spec.Volumes)
 	}
 	for i := range 2 {
@@ -429,10 +457,49 @@ func TestMembershipChangesEnqueueAggregators(t *testing.T) {
 	}
 }
 
-// A new member reaches config.yaml and rolls the vMCP (the config
-// checksum), and nothing else.
-func TestNewMemberUpdatesConfig(t *testing.T) {
+// In discovered mode (ToolHive's default) a member joining or leaving is
+// no write at all: vmcp lists the group's members itself, so neither
+// config.yaml nor the Deployment changes and no pod restarts.
+func TestMembershipInDiscoveredModeWritesNothing(t *testing.T) {
 	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	if strings.Contains(configOfRaw(t, f), "backends") {
+		t.Fatalf("config.yaml lists backends in discovered mode:\n%s", configOfRaw(t, f))
+	}
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Create(context.Background(), newMember("b", testGroup), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts)
+	if err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	acts, err = f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts)
+}
+
+// configOfRaw is the live config.yaml of agg.
+func configOfRaw(t *testing.T, f *fixture) string {
+	t.Helper()
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[naming.VMCPConfigKey]
+}
+
+// In inline mode a new member reaches config.yaml and rolls the vMCP (the
+// config checksum), and nothing else.
+func TestNewMemberUpdatesConfig(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Create(context.Background(), newMember("b", testGroup), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -491,12 +558,21 @@ func TestPhaseFromDeployment(t *testing.T) {
 	}
 }
 
-// An empty group deploys nothing: vmcp given no backends would switch to
-// discovering them through the Kubernetes API, which it cannot reach. The
-// status says why, and a steady state writes nothing.
+// In inline mode an empty group deploys nothing: vmcp given no backends
+// would switch to discovering them through the Kubernetes API, which its
+// role does not allow. The status says why, and a steady state writes
+// nothing. In discovered mode the vMCP is deployed and serves the members
+// as they come.
 func TestEmptyGroupDeploysNothing(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
-	acts, err := f.sync("agg")
+	f := newFixture(t, newVMCP("agg", inline), newVMCP("disc"), toolhivetest.NewGroup(testNS, testGroup), newMember("elsewhere", "other"))
+	acts, err := f.sync("disc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "create secrets", "create serviceaccounts", "create rolebindings", "create configmaps",
+		"create services", "create deployments", "patch virtualmcpservers/status")
+	f.Refresh()
+	acts, err = f.sync("agg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +644,7 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 		t.Errorf("annotations %v, want both hashes", dep.Annotations)
 	}
 	cm, _ := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.VMCPConfigMapName("agg"), metav1.GetOptions{})
-	if cfg := cm.Data[naming.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n  address: redis:6379\n  db: 2\n  keyPrefix: 'vmcp:'\n  provider: redis\n") || strings.Contains(cfg, "password") {
+	if cfg := cm.Data[naming.VMCPConfigKey]; !strings.Contains(cfg, "sessionStorage:\n    provider: redis\n    address: redis:6379\n    db: 2\n    keyPrefix: 'vmcp:'\n") || strings.Contains(cfg, "password") {
 		t.Errorf("config.yaml session storage:\n%s", cfg)
 	}
 	for i := range 2 {
@@ -596,7 +672,7 @@ func TestPodFieldsReachTheDeployment(t *testing.T) {
 // joining, changing its URL or leaving updates config.yaml and rolls the
 // vMCP once, and its status writes enqueue nothing.
 func TestRemoteProxyMembersAreBackends(t *testing.T) {
-	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
 	f.converge("agg")
 	rp := newRemoteMember("r", testGroup)
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPRemoteProxies(testNS).Create(context.Background(), rp, metav1.CreateOptions{}); err != nil {

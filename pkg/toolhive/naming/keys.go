@@ -14,8 +14,12 @@ const (
 // controllers build with them and the integration, fault and conformance
 // suites look them up here.
 const (
-	// AnnotationRunConfigChecksum on a proxy pod template rolls the proxy
-	// when its RunConfig changes (MCPServer and MCPRemoteProxy).
+	// AnnotationRunConfigChecksum on a pod template rolls the pod when the
+	// configuration it read at start changes: a proxy's RunConfig
+	// (MCPServer and MCPRemoteProxy), a vMCP's config.yaml (vmcp reads
+	// it once at start, so a new backend or auth setting only takes
+	// effect in a new pod). ToolHive's operator uses this one key for
+	// both.
 	AnnotationRunConfigChecksum = "toolhive.stacklok.dev/runconfig-checksum"
 	// AnnotationMCPServerGeneration on an MCPServer's proxy pod template
 	// carries the generation the pod was built for.
@@ -34,11 +38,6 @@ const (
 	// DefaultProxyPort is the proxy port when the spec leaves it unset.
 	DefaultProxyPort int32 = 8080
 
-	// AnnotationVMCPConfigChecksum on a vMCP pod template rolls the vMCP
-	// when its configuration changes: vmcp reads config.yaml once at
-	// start, so a new backend or auth setting only takes effect in a new
-	// pod.
-	AnnotationVMCPConfigChecksum = "toolhive.stacklok.dev/vmcp-config-checksum"
 	// VMCPContainerName is the vMCP container; podTemplateSpec mounts
 	// target it.
 	VMCPContainerName = "vmcp"
@@ -52,7 +51,7 @@ const (
 	// VMCPConfigVolume is the volume of a vMCP's configuration ConfigMap,
 	// mounted read-only at VMCPConfigMountPath.
 	VMCPConfigVolume    = "vmcp-config"
-	VMCPConfigMountPath = "/etc/vmcp"
+	VMCPConfigMountPath = "/etc/vmcp-config"
 	// EnvVMCPOIDCClientSecret carries an inline MCPOIDCConfig's client
 	// secret into the vmcp container; config.yaml names it in
 	// clientSecretEnv.
@@ -61,6 +60,16 @@ const (
 	// where it runs, as ToolHive's operator does.
 	EnvVMCPName      = "VMCP_NAME"
 	EnvVMCPNamespace = "VMCP_NAMESPACE"
+	// EnvVMCPSessionHMACSecret carries the key that signs the vMCP's
+	// session tokens, from key VMCPHMACSecretKey of the Secret
+	// VMCPHMACSecretName: every replica, and every pod after a restart,
+	// accepts the sessions the others issued.
+	EnvVMCPSessionHMACSecret = "VMCP_SESSION_HMAC_SECRET"
+	VMCPHMACSecretKey        = "hmac-secret"
+	// AnnotationHMACSecretPurpose on the HMAC Secret says what it is for,
+	// as ToolHive's operator says it.
+	AnnotationHMACSecretPurpose = "toolhive.stacklok.dev/purpose"
+	HMACSecretPurpose           = "hmac-secret-for-session-token-binding"
 )
 
 // The condition types of a VirtualMCPServer's outgoing auth, ToolHive's:
@@ -82,6 +91,10 @@ const (
 // fields all over a pod spec, and a comparison of them would see drift
 // forever.
 const AnnotationPodTemplateSpecHash = "toolhive.stacklok.io/podtemplatespec-hash"
+
+// AnnotationImagePullSecretsHash is the vMCP Deployment annotation that
+// stands for its pull secrets (ToolHive's key), absent without any.
+const AnnotationImagePullSecretsHash = "toolhive.stacklok.io/imagepullsecrets-hash"
 
 // AnnotationPodVolumesHash is the Deployment annotation that stands for the
 // pod's resolved volumes and mounts. Drift of those is detected by

@@ -130,3 +130,26 @@ func RegistryLabels(registry, resource string) map[string]string {
 func RegistrySelectorLabels(registry string) map[string]string {
 	return map[string]string{LabelName: RegistryAPIName(registry), LabelComponent: "registry-api"}
 }
+
+// VMCPConfigLabels are the labels of a VirtualMCPServer's configuration
+// ConfigMap, ToolHive's. They feed the ConfigMap's content checksum, so
+// they are exactly ToolHive's: the pod template annotation carrying it is
+// then the same from either operator.
+func VMCPConfigLabels(name string) map[string]string {
+	return map[string]string{
+		"toolhive.stacklok.io/component":          "vmcp-config",
+		"toolhive.stacklok.io/virtual-mcp-server": name,
+		"toolhive.stacklok.io/managed-by":         "toolhive-operator",
+	}
+}
+
+// VMCPHMACSecretLabels are the labels of a VirtualMCPServer's session HMAC
+// Secret, ToolHive's.
+func VMCPHMACSecretLabels(name string) map[string]string {
+	return map[string]string{
+		LabelName:                      AppVirtualMCPServer,
+		LabelInstance:                  name,
+		"app.kubernetes.io/component":  "session-security",
+		"app.kubernetes.io/managed-by": "toolhive-operator",
+	}
+}

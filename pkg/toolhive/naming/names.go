@@ -49,6 +49,10 @@ func VMCPServerURL(v *thv1.VirtualMCPServer) string {
 // VMCPConfigMapName is a VirtualMCPServer's configuration ConfigMap.
 func VMCPConfigMapName(n string) string { return n + "-vmcp-config" }
 
+// VMCPHMACSecretName is the Secret of a VirtualMCPServer's session HMAC
+// key.
+func VMCPHMACSecretName(n string) string { return n + "-hmac-secret" }
+
 // VMCPServiceAccountName is the ServiceAccount hivekeeper creates for a
 // VirtualMCPServer whose spec names none.
 func VMCPServiceAccountName(n string) string { return n + "-vmcp" }

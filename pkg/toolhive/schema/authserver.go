@@ -1,11 +1,5 @@
 package schema
 
-import (
-	"encoding/json"
-	"fmt"
-	"strconv"
-)
-
 // AuthServerSchemaVersion is the schema_version of ToolHive's embedded
 // authorization server configuration at the pinned release.
 const AuthServerSchemaVersion = "v0.1.0"
@@ -53,28 +47,12 @@ type TLSListenerConfig struct {
 
 // RegistrationRateLimit is ToolHive's RegistrationRateLimitRunConfig: a
 // token bucket on /oauth/register, Burst registrations at once and
-// RequestsPerSecond after.
+// RequestsPerSecond after. The rate is a float64, written as encoding/json
+// writes one in the RunConfig ("1000000") and as ToolHive's YAML encoder
+// writes one in authserver-config.yaml ("1e+06").
 type RegistrationRateLimit struct {
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	Burst             int     `json:"burst"`
-	// yamlFloat prints RequestsPerSecond as a YAML encoder prints a
-	// float (see MarshalAuthServerConfig).
-	yamlFloat bool
-}
-
-// MarshalJSON writes the rate as encoding/json writes a float64 in the
-// RunConfig ("1000000"), or, for authserver-config.yaml, as ToolHive's
-// YAML encoder writes one ("1e+06"): the YAML is converted from this
-// JSON, and an integral number in it would lose its float form.
-func (r RegistrationRateLimit) MarshalJSON() ([]byte, error) {
-	rate, err := json.Marshal(r.RequestsPerSecond)
-	if err != nil {
-		return nil, err
-	}
-	if r.yamlFloat {
-		rate = strconv.AppendFloat(nil, r.RequestsPerSecond, 'g', -1, 64)
-	}
-	return fmt.Appendf(nil, `{"requests_per_second":%s,"burst":%d}`, rate, r.Burst), nil
 }
 
 // SigningKeyConfig names the signing key files: the first key signs, the

@@ -11,7 +11,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -420,26 +421,22 @@ func ValidateEnvName(name string) error {
 	return nil
 }
 
-// Checksum is the content checksum of a ConfigMap as ToolHive's operator
-// computes it: the hex SHA-256 of its data (each key, then its value, keys
-// in sorted order), then its labels the same way, then its annotations
-// but ChecksumAnnotation itself, all concatenated without separators. It
-// is computed from the desired in-memory ConfigMap, never from a cache
-// read, so it changes exactly when what hivekeeper writes changes, and it
-// is the checksum ToolHive's operator writes for the same ConfigMap.
+// Checksum is the hex SHA-256 over a ConfigMap's content, as ToolHive's
+// operator computes it: each data key then its value, keys sorted, then
+// the labels the same way, then the annotations but ChecksumAnnotation
+// itself, with nothing between them. The same content gives ToolHive's
+// checksum, so a pod template carrying it does not roll at a switch from
+// one operator to the other. It is computed from the desired in-memory
+// ConfigMap, never from a cache read, so it changes exactly when what
+// hivekeeper writes changes.
 func Checksum(data, labels, annotations map[string]string) string {
 	h := sha256.New()
 	write := func(m map[string]string, skip string) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k != skip {
-				keys = append(keys, k)
+				h.Write([]byte(k))
+				h.Write([]byte(m[k]))
 			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			h.Write([]byte(k))
-			h.Write([]byte(m[k]))
 		}
 	}
 	write(data, "")

@@ -1,172 +1,173 @@
 package schema
 
 import (
-	"sigs.k8s.io/yaml"
-
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
-// VMCPBackend is one aggregated member in config.yaml (vmcp's
-// StaticBackendConfig).
+// VMCPConfig is config.yaml, ToolHive's vmcp config.Config: its sections
+// in the order of ToolHive's struct, written with MarshalYAML, so equal
+// content gives ToolHive's operator's bytes. Sections spec.config passes
+// through unchanged are the API's own types, which follow ToolHive's
+// field order; the others are built by the translation.
+type VMCPConfig struct {
+	Name  string `json:"name,omitempty"`
+	Group string `json:"groupRef,omitempty"`
+	// Backends are written in inline (static) mode only; in discovered
+	// mode vmcp lists the group's members itself.
+	Backends          []thv1.VMCPStaticBackend    `json:"backends,omitempty"`
+	IncomingAuth      *thv1.VMCPIncomingAuth      `json:"incomingAuth,omitempty"`
+	OutgoingAuth      *VMCPOutgoingAuth           `json:"outgoingAuth,omitempty"`
+	Aggregation       *thv1.VMCPAggregation       `json:"aggregation,omitempty"`
+	CompositeTools    []VMCPCompositeTool         `json:"compositeTools,omitempty"`
+	CompositeToolRefs []thv1.VMCPCompositeToolRef `json:"compositeToolRefs,omitempty"`
+	Operational       *thv1.VMCPOperational       `json:"operational,omitempty"`
+	Metadata          map[string]string           `json:"metadata,omitempty"`
+	Telemetry         *TelemetryConfig            `json:"telemetry,omitempty"`
+	Audit             *thv1.VMCPAudit             `json:"audit,omitempty"`
+	Optimizer         *thv1.VMCPOptimizer         `json:"optimizer,omitempty"`
+	CodeMode          *thv1.VMCPCodeMode          `json:"codeMode,omitempty"`
+	SessionStorage    *VMCPSessionStorage         `json:"sessionStorage,omitempty"`
+	RateLimiting      *VMCPRateLimiting           `json:"rateLimiting,omitempty"`
+	// PassthroughHeaders is a list ToolHive's converter may set to an
+	// empty one, which its encoder leaves out as well.
+	PassthroughHeaders []string `json:"passthroughHeaders,omitempty"`
+}
+
+// VMCPSessionStorage is config.yaml's sessionStorage: the Redis
+// connection without its password, and its TLS ({} for the system
+// roots).
+type VMCPSessionStorage struct {
+	Provider  string          `json:"provider"`
+	Address   string          `json:"address,omitempty"`
+	DB        int32           `json:"db,omitempty"`
+	KeyPrefix string          `json:"keyPrefix,omitempty"`
+	TLS       *RedisTLSConfig `json:"tls,omitempty"`
+}
+
+// VMCPOutgoingAuth is config.yaml's outgoingAuth. Its strategies are
+// pointers in ToolHive's type; the encoding is the same.
+type VMCPOutgoingAuth struct {
+	Source   string                                   `json:"source"`
+	Default  *thv1.VMCPBackendAuthStrategy            `json:"default,omitempty"`
+	Backends map[string]*thv1.VMCPBackendAuthStrategy `json:"backends,omitempty"`
+}
+
+// VMCPBackend is what config.yaml and the pod take from one group member:
+// comparable, so the controller can tell whether a member's update
+// reaches the vMCP.
 type VMCPBackend struct {
 	// Name is the member's name.
-	Name string `json:"name"`
+	Name string
 	// URL is the MCP endpoint of its proxy Service, or an entry's remote
 	// URL.
-	URL string `json:"url"`
+	URL string
 	// Transport is what its proxy exposes (streamable-http or sse), or
 	// what an entry's remote server speaks.
-	Transport string `json:"transport"`
+	Transport string
 	// Type is "entry" for an MCPServerEntry, empty otherwise.
-	Type string `json:"type,omitempty"`
+	Type string
 	// CABundlePath is where an entry's CA bundle is mounted.
-	CABundlePath string `json:"caBundlePath,omitempty"`
+	CABundlePath string
 }
 
-// VMCPOIDCConfig is the incomingAuth.oidc block of config.yaml, in the keys of
-// ToolHive's vmcp config at the pinned release. The client secret itself
-// is never here; ClientSecretEnv names the environment variable that
-// carries it from its Secret.
-type VMCPOIDCConfig struct {
-	Issuer                          string   `json:"issuer"`
-	ClientID                        string   `json:"clientId"`
-	ClientSecretEnv                 string   `json:"clientSecretEnv,omitempty"`
-	Audience                        string   `json:"audience"`
-	Resource                        string   `json:"resource,omitempty"`
-	JWKSURL                         string   `json:"jwksUrl,omitempty"`
-	IntrospectionURL                string   `json:"introspectionUrl,omitempty"`
-	Scopes                          []string `json:"scopes,omitempty"`
-	ProtectedResourceAllowPrivateIP bool     `json:"protectedResourceAllowPrivateIp,omitempty"`
-	JWKSAllowPrivateIP              bool     `json:"jwksAllowPrivateIp,omitempty"`
-	InsecureAllowHTTP               bool     `json:"insecureAllowHttp,omitempty"`
-	CABundlePath                    string   `json:"caBundlePath,omitempty"`
+// VMCPCompositeTool is a composite tool of config.yaml, ToolHive's
+// CompositeToolConfig: decoded from the JSON of a spec's tool, its
+// durations written as Go prints them and its nested step and output
+// properties typed, as ToolHive's type decodes them.
+type VMCPCompositeTool struct {
+	Name        string                `json:"name"`
+	Description string                `json:"description,omitempty"`
+	Parameters  map[string]any        `json:"parameters,omitempty"`
+	Timeout     Duration              `json:"timeout,omitempty"`
+	Steps       []VMCPWorkflowStep    `json:"steps"`
+	Output      *VMCPCompositeOutput  `json:"output,omitempty"`
+	Annotations *thv1.ToolAnnotations `json:"annotations,omitempty"`
 }
 
-// VMCPAuthzConfig is the incomingAuth.authz block: Cedar policies, as vmcp's
-// incoming authorization (Cedar only) reads them.
-type VMCPAuthzConfig struct {
-	Type            string   `json:"type"`
-	Policies        []string `json:"policies,omitempty"`
-	EntitiesJSON    string   `json:"entitiesJson,omitempty"`
-	GroupClaimName  string   `json:"groupClaimName,omitempty"`
-	RoleClaimName   string   `json:"roleClaimName,omitempty"`
-	GroupEntityType string   `json:"groupEntityType,omitempty"`
-	// PrimaryUpstreamProvider is the embedded authorization server's
-	// upstream whose claims Cedar reads (see applyAuthServer).
-	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
+// VMCPWorkflowStep is one step of a composite tool.
+type VMCPWorkflowStep struct {
+	ID             string                   `json:"id"`
+	Type           string                   `json:"type,omitempty"`
+	Tool           string                   `json:"tool,omitempty"`
+	Arguments      map[string]any           `json:"arguments,omitempty"`
+	Condition      string                   `json:"condition,omitempty"`
+	DependsOn      []string                 `json:"dependsOn,omitempty"`
+	OnError        *VMCPStepErrorHandling   `json:"onError,omitempty"`
+	Message        string                   `json:"message,omitempty"`
+	Schema         map[string]any           `json:"schema,omitempty"`
+	Timeout        Duration                 `json:"timeout,omitempty"`
+	OnDecline      *VMCPElicitationResponse `json:"onDecline,omitempty"`
+	OnCancel       *VMCPElicitationResponse `json:"onCancel,omitempty"`
+	DefaultResults map[string]any           `json:"defaultResults,omitempty"`
+	Collection     string                   `json:"collection,omitempty"`
+	ItemVar        string                   `json:"itemVar,omitempty"`
+	MaxParallel    int                      `json:"maxParallel,omitempty"`
+	MaxIterations  int                      `json:"maxIterations,omitempty"`
+	InnerStep      *VMCPWorkflowStep        `json:"step,omitempty"`
 }
 
-// VMCPIncomingAuth is config.yaml's incomingAuth.
-type VMCPIncomingAuth struct {
-	Type  string           `json:"type"`
-	OIDC  *VMCPOIDCConfig  `json:"oidc,omitempty"`
-	Authz *VMCPAuthzConfig `json:"authz,omitempty"`
+// VMCPStepErrorHandling is what a step does when it fails.
+type VMCPStepErrorHandling struct {
+	Action     string   `json:"action,omitempty"`
+	RetryCount int      `json:"retryCount,omitempty"`
+	RetryDelay Duration `json:"retryDelay,omitempty"`
 }
 
-// VMCPBackendStrategy is one strategy of outgoingAuth, in vmcp's keys.
-type VMCPBackendStrategy struct {
-	Type            string               `json:"type"`
-	HeaderInjection *VMCPHeaderInjection `json:"headerInjection,omitempty"`
-	TokenExchange   *VMCPTokenExchange   `json:"tokenExchange,omitempty"`
-	// AwsSts is the MCPExternalAuthConfig's awsSts block as it is: vmcp's
-	// aws_sts strategy has the same keys.
-	AwsSts         *thv1.AWSStsConfig  `json:"awsSts,omitempty"`
-	UpstreamInject *VMCPUpstreamInject `json:"upstreamInject,omitempty"`
+// VMCPElicitationResponse is what a step does when the user declines or
+// cancels an elicitation.
+type VMCPElicitationResponse struct {
+	Action string `json:"action,omitempty"`
 }
 
-// VMCPUpstreamInject names the upstream provider of the vMCP's embedded
-// authorization server whose token the backend is sent.
-type VMCPUpstreamInject struct {
-	ProviderName string `json:"providerName"`
+// VMCPCompositeOutput is a composite tool's output schema.
+type VMCPCompositeOutput struct {
+	Properties map[string]VMCPOutputProperty `json:"properties"`
+	Required   []string                      `json:"required,omitempty"`
 }
 
-type VMCPHeaderInjection struct {
-	HeaderName     string `json:"headerName"`
-	HeaderValueEnv string `json:"headerValueEnv,omitempty"`
+// VMCPOutputProperty is one output property. Description is written even
+// when empty, as ToolHive's type writes it.
+type VMCPOutputProperty struct {
+	Type        string                        `json:"type"`
+	Description string                        `json:"description"`
+	Value       string                        `json:"value,omitempty"`
+	Properties  map[string]VMCPOutputProperty `json:"properties,omitempty"`
+	Default     any                           `json:"default,omitempty"`
 }
 
-type VMCPTokenExchange struct {
-	TokenURL            string   `json:"tokenUrl"`
-	ClientID            string   `json:"clientId,omitempty"`
-	ClientSecretEnv     string   `json:"clientSecretEnv,omitempty"`
-	Audience            string   `json:"audience,omitempty"`
-	Scopes              []string `json:"scopes,omitempty"`
-	SubjectTokenType    string   `json:"subjectTokenType,omitempty"`
-	SubjectProviderName string   `json:"subjectProviderName,omitempty"`
+// VMCPRateLimiting is config.yaml's rateLimiting.
+type VMCPRateLimiting struct {
+	Shared  *VMCPRateBucket     `json:"shared,omitempty"`
+	PerUser *VMCPRateBucket     `json:"perUser,omitempty"`
+	Tools   []VMCPToolRateLimit `json:"tools,omitempty"`
 }
 
-// VMCPAggregation is config.yaml's aggregation, with the fields ToolHive's
-// converter carries over (others are dropped, as there).
-type VMCPAggregation struct {
-	ConflictResolution       string                  `json:"conflictResolution"`
-	ConflictResolutionConfig *VMCPConflictResolution `json:"conflictResolutionConfig,omitempty"`
-	Tools                    []*VMCPWorkloadTools    `json:"tools,omitempty"`
-	ExcludeAllTools          bool                    `json:"excludeAllTools,omitempty"`
-	DefaultToolVisibility    string                  `json:"defaultToolVisibility,omitempty"`
+// VMCPRateBucket is a token bucket. ToolHive's refill period is a
+// Kubernetes duration object, which its YAML encoder writes as an object
+// with one key, duration.
+type VMCPRateBucket struct {
+	MaxTokens    int32              `json:"maxTokens"`
+	RefillPeriod VMCPRefillDuration `json:"refillPeriod"`
 }
 
-type VMCPConflictResolution struct {
-	PrefixFormat  string   `json:"prefixFormat,omitempty"`
-	PriorityOrder []string `json:"priorityOrder,omitempty"`
+// VMCPRefillDuration is a refill period as ToolHive's YAML encoder writes
+// it.
+type VMCPRefillDuration struct {
+	Duration Duration `json:"duration"`
 }
 
-// VMCPWorkloadTools are one workload's tool settings. ToolConfigRef is read
-// and never written: the referenced MCPToolConfig is merged in.
-type VMCPWorkloadTools struct {
-	Workload      string                       `json:"workload"`
-	ToolConfigRef *thv1.ToolConfigReference    `json:"toolConfigRef,omitempty"`
-	Filter        []string                     `json:"filter,omitempty"`
-	Overrides     map[string]thv1.ToolOverride `json:"overrides,omitempty"`
-	ExcludeAll    bool                         `json:"excludeAll,omitempty"`
+// VMCPToolRateLimit limits one tool.
+type VMCPToolRateLimit struct {
+	Name    string          `json:"name"`
+	Shared  *VMCPRateBucket `json:"shared,omitempty"`
+	PerUser *VMCPRateBucket `json:"perUser,omitempty"`
 }
 
-// VMCPOperational is config.yaml's operational section. Durations are
-// Go durations, written as Go formats them ("1m0s"), as vmcp encodes them.
-type VMCPOperational struct {
-	LogLevel        string               `json:"logLevel,omitempty"`
-	Timeouts        *VMCPTimeouts        `json:"timeouts,omitempty"`
-	FailureHandling *VMCPFailureHandling `json:"failureHandling,omitempty"`
-}
-
-type VMCPTimeouts struct {
-	Default     string            `json:"default,omitempty"`
-	PerWorkload map[string]string `json:"perWorkload,omitempty"`
-}
-
-type VMCPFailureHandling struct {
-	HealthCheckInterval     string              `json:"healthCheckInterval,omitempty"`
-	UnhealthyThreshold      int                 `json:"unhealthyThreshold,omitempty"`
-	HealthCheckTimeout      string              `json:"healthCheckTimeout,omitempty"`
-	StatusReportingInterval string              `json:"statusReportingInterval,omitempty"`
-	PartialFailureMode      string              `json:"partialFailureMode,omitempty"`
-	CircuitBreaker          *VMCPCircuitBreaker `json:"circuitBreaker,omitempty"`
-}
-
-type VMCPCircuitBreaker struct {
-	Enabled          bool   `json:"enabled,omitempty"`
-	FailureThreshold int    `json:"failureThreshold,omitempty"`
-	Timeout          string `json:"timeout,omitempty"`
-}
-
-// MarshalVMCPConfig is config.yaml as vmcp reads it. Its keys are sorted
-// at every level, so equal configurations give equal bytes and the pod's
-// checksum annotation does not churn.
-func MarshalVMCPConfig(cfg map[string]any) (string, error) {
-	out, err := yaml.Marshal(cfg)
-	return string(out), err
-}
+// MarshalVMCPConfig is config.yaml as ToolHive's operator writes it.
+func MarshalVMCPConfig(c *VMCPConfig) (string, error) { return MarshalYAML(c) }
 
 // MarshalAuthServerConfig is authserver-config.yaml, the embedded
-// authorization server's configuration vmcp reads beside config.yaml: the
-// YAML of the same block the proxy runner reads from its RunConfig.
-func MarshalAuthServerConfig(c *EmbeddedAuthServerConfig) (string, error) {
-	if c.RegistrationRateLimit != nil {
-		cc := *c
-		r := *c.RegistrationRateLimit
-		r.yamlFloat = true
-		cc.RegistrationRateLimit = &r
-		c = &cc
-	}
-	out, err := yaml.Marshal(c)
-	return string(out), err
-}
+// authorization server's configuration vmcp reads beside config.yaml, as
+// ToolHive's operator writes it: the YAML of the same block the proxy
+// runner reads from its RunConfig, in its struct's order.
+func MarshalAuthServerConfig(c *EmbeddedAuthServerConfig) (string, error) { return MarshalYAML(c) }

@@ -29,6 +29,15 @@ func NewVirtualMCPServer(ns, group, name string, mut ...func(*thv1.VirtualMCPSer
 	return v
 }
 
+// WithInlineBackends makes the server list its backends in config.yaml
+// (outgoingAuth.source inline), where its default has vmcp discover them.
+func WithInlineBackends(v *thv1.VirtualMCPServer) {
+	if v.Spec.OutgoingAuth == nil {
+		v.Spec.OutgoingAuth = &thv1.OutgoingAuth{}
+	}
+	v.Spec.OutgoingAuth.Source = thv1.OutgoingAuthSourceInline
+}
+
 // WithIncomingOIDC makes the server authenticate with the MCPOIDCConfig cfg.
 func WithIncomingOIDC(cfg string) func(*thv1.VirtualMCPServer) {
 	return func(v *thv1.VirtualMCPServer) {

@@ -214,7 +214,7 @@ func TestCompositeToolChangeWithHundredReferrers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	delta, took := rollReferrers(t, env, ns, naming.AnnotationVMCPConfigChecksum, "v-", func() {
+	delta, took := rollReferrers(t, env, ns, naming.AnnotationRunConfigChecksum, "v-", func() {
 		if _, err := th.VirtualMCPCompositeToolDefinitions(ns).Patch(ctx, "shared", types.MergePatchType,
 			[]byte(`{"spec":{"timeout":"2m"}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)

@@ -260,7 +260,7 @@ func deployments(t *testing.T, env *framework.Env, ns string) map[string]string 
 	}
 	out := map[string]string{}
 	for _, d := range list.Items {
-		out[d.Name] = d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum]
+		out[d.Name] = d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 	}
 	return out
 }

@@ -230,7 +230,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		checksum = d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum]
+		checksum = d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum]
 		return checksum != "", nil
 	}, "the vMCP Deployment")
 
@@ -239,7 +239,7 @@ func TestCompositeToolDefinitionLifecycle(t *testing.T) {
 	must(t, err)
 	framework.Eventually(t, timeout, func() (bool, error) {
 		d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "v", metav1.GetOptions{})
-		return err == nil && d.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] != checksum, err
+		return err == nil && d.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] != checksum, err
 	}, "the vMCP to roll")
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 3*resync,
 		virtualmcpcompositetooldefinition.Name, virtualmcpserver.Name)

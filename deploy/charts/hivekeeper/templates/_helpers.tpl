@@ -77,6 +77,14 @@ nothing else.
 {{ include "hivekeeper.fullname" . }}-registry-api
 {{- end }}
 
+{{- define "hivekeeper.vmcpDiscoveredClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-vmcp-discovered
+{{- end }}
+
+{{- define "hivekeeper.vmcpInlineClusterRole" -}}
+{{ include "hivekeeper.fullname" . }}-vmcp-inline
+{{- end }}
+
 {{/*
 What the controller may do in a namespace it watches: granted cluster-wide
 by a ClusterRole when watchNamespaces is empty, else by a Role in each
@@ -112,13 +120,19 @@ declares the same rules and a test compares them.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["rolebindings"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# The runners' and registry APIs' RoleBindings reference these
-# ClusterRoles and only these: bind lets a binding grant a role its creator
-# does not hold itself, so the controller holds none of their permissions.
+# The RoleBindings of the runners, the vMCPs and the registry APIs
+# reference these ClusterRoles and only these: bind lets a binding grant a
+# role its creator does not hold itself, so the controller holds none of
+# their permissions.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["clusterroles"]
-  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.stdioProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.registryAPIClusterRole" . | quote }}]
+  resourceNames: [{{ include "hivekeeper.proxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.stdioProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.remoteProxyRunnerClusterRole" . | quote }}, {{ include "hivekeeper.registryAPIClusterRole" . | quote }}, {{ include "hivekeeper.vmcpDiscoveredClusterRole" . | quote }}, {{ include "hivekeeper.vmcpInlineClusterRole" . | quote }}]
   verbs: ["bind"]
+# A vMCP's session HMAC key Secret is created once, where it is missing;
+# create writes a Secret, it never reads one.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 # An EmbeddingServer's StatefulSet; the MCPServer finalizer also reads,
 # then deletes, the StatefulSet the proxy runner created.
 - apiGroups: ["apps"]

@@ -47,30 +47,84 @@ const (
 	reasonAuthFailed    = "ConversionFailed"
 )
 
-// member is one group member that can be a backend: its config.yaml
-// entry and what else of it the vMCP needs.
+// member is one group member that can be a backend: its backend entry
+// and what else of it the vMCP needs.
 type member struct {
 	schema.VMCPBackend
 	// AuthConfig is the member's own spec.externalAuthConfigRef, "" for
 	// none: the strategy of its backend unless spec.outgoingAuth.backends
 	// names it.
 	AuthConfig string
+	// Metadata is what ToolHive's discovery records of the member, written
+	// with its backend in inline mode.
+	Metadata map[string]string
 	// Entry is the member when it is an MCPServerEntry (its CA bundle and
 	// headers reach the pod), nil otherwise.
 	Entry *thv1.MCPServerEntry
+	// Serves is false for a member that is no backend (being deleted; an
+	// entry whose checks failed), which ToolHive's operator still mounts
+	// the CA bundle and headers of when it is an entry.
+	Serves bool
+}
+
+// The metadata of a backend that ToolHive's discovery records, and the
+// workload types it names.
+const (
+	metaGroup        = "group"
+	metaNamespace    = "namespace"
+	metaToolType     = "tool_type"
+	metaWorkloadType = "workload_type"
+	metaRemoteURL    = "remote_url"
+	toolTypeMCP      = "mcp"
+)
+
+// backendMetadata is the metadata ToolHive's discovery gives a member's
+// backend (staticBackends adds the group): its annotations but
+// Kubernetes' own, then the tool and workload type, its remote URL (a
+// remote proxy's or an entry's) and namespace. The workload's phase, which ToolHive
+// v0.47.0 also recorded, is left out as ToolHive v0.63.0 leaves it out,
+// so a member's phase change does not roll the vMCP.
+func backendMetadata(obj metav1.Object, workloadType, remoteURL string) map[string]string {
+	out := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		if !kubernetesAnnotation(k) {
+			out[k] = v
+		}
+	}
+	out[metaToolType] = toolTypeMCP
+	out[metaWorkloadType] = workloadType
+	if remoteURL != "" {
+		out[metaRemoteURL] = remoteURL
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		out[metaNamespace] = ns
+	}
+	return out
+}
+
+// kubernetesAnnotation reports whether an annotation is one of
+// Kubernetes' own, which ToolHive's discovery does not record.
+func kubernetesAnnotation(key string) bool {
+	for _, p := range []string{"kubectl.kubernetes.io/", "kubernetes.io/", "deployment.kubernetes.io/", "k8s.io/"} {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // entryBackend is an MCPServerEntry's backend: its remote URL as written
 // (vmcp connects to it directly, there is no proxy), its transport, type
 // entry and, with a CA bundle, the path it is mounted at. Like ToolHive,
 // only an entry whose checks passed (phase Valid) is a backend.
-func entryBackend(e *thv1.MCPServerEntry) (member, bool) {
+func entryBackend(e *thv1.MCPServerEntry) member {
 	b := schema.VMCPBackend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport, Type: backendTypeEntry}
 	if ca := entryCABundle(e); ca != nil {
 		b.CABundlePath = path.Join(caBundleBase, e.Name, caBundleKey(ca))
 	}
-	ok := e.DeletionTimestamp == nil && e.Status.Phase == thv1.MCPServerEntryPhaseValid
-	return member{VMCPBackend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e}, ok
+	return member{VMCPBackend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e,
+		Metadata: backendMetadata(e, "server_entry", e.Spec.RemoteURL),
+		Serves:   e.DeletionTimestamp == nil && e.Status.Phase == thv1.MCPServerEntryPhaseValid}
 }
 
 func authRefName(r *thv1.ExternalAuthConfigReference) string {
@@ -110,14 +164,15 @@ func caBundleVolumeName(entry string) string {
 	return "ca-bundle-" + cut + "-" + hex.EncodeToString(sum[:4])
 }
 
-// entryWiring is what the served entries need in the pod: each CA
+// entryWiring is what the group's entries need in the pod, valid or not,
+// as ToolHive's operator mounts them for every entry of the group: each CA
 // bundle's ConfigMap mounted read-only under caBundleBase, and each
 // headerForward as ToolHive's vmcp reads it from the environment (one
 // JSON variable per entry, one secretKeyRef variable per header from a
 // Secret; values of Secrets never appear elsewhere). Variables are sorted
 // by name.
-func entryWiring(served []member) (env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount, err error) {
-	for _, m := range served {
+func entryWiring(members []member) (env []corev1.EnvVar, vols []corev1.Volume, mounts []corev1.VolumeMount, err error) {
+	for _, m := range members {
 		e := m.Entry
 		if e == nil {
 			continue
@@ -180,9 +235,11 @@ type AuthCondition struct {
 // section, the variables its secrets need, the backends that are served
 // and the conditions to report.
 type backendAuth struct {
-	Section map[string]any
+	Section *schema.VMCPOutgoingAuth
 	Env     []corev1.EnvVar
-	// Served are the members whose backend is written, sorted by name.
+	// Served are the members that are backends, sorted by name: in inline
+	// mode the ones config.yaml lists, in discovered mode the ones vmcp's
+	// own discovery keeps.
 	Served []member
 	// Dropped names the members left out because their strategy could
 	// not be built, sorted.
@@ -190,43 +247,69 @@ type backendAuth struct {
 	Conditions []AuthCondition
 }
 
-// resolveBackendAuth builds outgoingAuth as ToolHive's operator does for
-// static backends: the default strategy from spec.outgoingAuth.default;
-// each member's own externalAuthConfigRef (memberConfigs, found ones
-// only) as its backend's strategy; spec.outgoingAuth.backends over both.
+// resolveBackendAuth builds outgoingAuth as ToolHive's operator does:
 //
-// A per-backend strategy that cannot be built (a config missing, not
-// valid, or of a type hivekeeper does not apply) leaves that backend out
-// of the served set, as ToolHive's operator does (a backend absent from
-// outgoingAuth.backends would fall through to the default strategy, an
-// identity it was not given), and is reported by its condition; the
-// others are served. A default that cannot be built fails the whole
-// config, as ToolHive's converter fails it: every backend would be
+//   - the default strategy from spec.outgoingAuth.default and the
+//     strategies of spec.outgoingAuth.backends, in both modes (a spec
+//     strategy of type discovered is unauthenticated);
+//   - in inline mode also each member's own externalAuthConfigRef (found
+//     ones only) as its backend's strategy, under the spec's, with an
+//     embedded authorization server's first upstream (firstUpstream) as
+//     the subject provider of token exchange and AWS STS strategies that
+//     name none. In discovered mode vmcp reads the members' configs and
+//     names the subject provider itself.
+//
+// A member whose own strategy cannot be built (a config missing, not
+// valid, or of a type hivekeeper does not apply) is left out of the
+// served set, as ToolHive's operator leaves it out of config.yaml in
+// inline mode (a backend absent from outgoingAuth.backends would fall
+// through to the default strategy, an identity it was not given) and its
+// vmcp's discovery leaves it out in discovered mode; its condition says
+// why. A spec strategy that cannot be built does the same in inline mode;
+// in discovered mode, where vmcp would serve that backend anyway, it fails
+// the whole config, as ToolHive's converter fails it, and so does a
+// default that cannot be built in either mode: every backend would be
 // called with less authentication than asked.
-func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig) (*backendAuth, error) {
-	out := &backendAuth{Section: map[string]any{"source": thv1.OutgoingAuthSourceInline}}
-	env := map[string]corev1.EnvVar{}
+//
+// The variables of the secrets are ToolHive's, in its order: those of the
+// members' configs (a member the spec overrides excepted), sorted, then
+// those of the spec's backends, sorted, then the default's; none at all
+// without spec.outgoingAuth.
+func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig, firstUpstream string) (*backendAuth, error) {
+	inline := !Discovers(v)
+	out := &backendAuth{Section: &schema.VMCPOutgoingAuth{Source: outgoingAuthSource(v)}}
+	inject := func(s *thv1.VMCPBackendAuthStrategy) *thv1.VMCPBackendAuthStrategy {
+		if inline && firstUpstream != "" {
+			if te := s.TokenExchange; te != nil && te.SubjectProviderName == "" {
+				te.SubjectProviderName = firstUpstream
+			}
+			if sts := s.AwsSts; sts != nil && sts.SubjectProviderName == "" {
+				sts.SubjectProviderName = firstUpstream
+			}
+		}
+		return s
+	}
 	o := v.Spec.OutgoingAuth
 	if o == nil {
 		o = &thv1.OutgoingAuth{}
 	}
 	if o.Default != nil {
-		s, err := specStrategy("spec.outgoingAuth.default", o.Default, specConfigs, env)
+		s, err := specStrategy("spec.outgoingAuth.default", o.Default, specConfigs)
 		if err != nil {
 			return nil, err
 		}
-		out.Section["default"] = s
+		out.Section.Default = inject(s)
 		out.Conditions = append(out.Conditions, AuthCondition{Type: naming.ConditionDefaultAuthConfig, Reason: reasonAuthConverted,
 			Message: "the default strategy is built", OK: true})
 	}
-	strategies := map[string]*schema.VMCPBackendStrategy{}
+	strategies := map[string]*thv1.VMCPBackendAuthStrategy{}
 	failed := map[string]bool{}
 	for _, m := range members {
 		if m.AuthConfig == "" {
 			continue
 		}
 		cond := naming.ConditionDiscoveredAuthConfigPrefix + m.Name
-		s, reason, err := memberStrategy(m, memberConfigs, env)
+		s, reason, err := memberStrategy(m, memberConfigs)
 		if err != nil {
 			failed[m.Name] = true
 			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reason, Message: err.Error()})
@@ -235,31 +318,38 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
 			Message: fmt.Sprintf("the strategy of backend %s is built from its MCPExternalAuthConfig %s", m.Name, m.AuthConfig)})
 		if _, overridden := o.Backends[m.Name]; !overridden {
-			strategies[m.Name] = s
+			strategies[m.Name] = inject(s)
 		}
 	}
+	spec := map[string]*thv1.VMCPBackendAuthStrategy{}
 	for _, name := range slices.Sorted(maps.Keys(o.Backends)) {
 		b := o.Backends[name]
 		cond := naming.ConditionBackendAuthConfigPrefix + name
-		s, err := specStrategy(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b, specConfigs, env)
+		s, err := specStrategy(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b, specConfigs)
+		if err != nil && !inline {
+			return nil, err
+		}
 		if err != nil {
 			failed[name] = true
 			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthFailed,
 				Message: fmt.Sprintf("backend %s is not served: %v", name, err)})
 			continue
 		}
-		strategies[name] = s
+		spec[name] = inject(s)
+		strategies[name] = spec[name]
 		out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthConverted, OK: true,
 			Message: fmt.Sprintf("the strategy of backend %s is built", name)})
 	}
-	if len(strategies) > 0 {
-		backends := make(map[string]any, len(strategies))
-		for n, s := range strategies {
-			backends[n] = s
-		}
-		out.Section["backends"] = backends
+	switch {
+	case inline && len(strategies) > 0:
+		out.Section.Backends = strategies
+	case !inline && len(spec) > 0:
+		out.Section.Backends = spec
 	}
 	for _, m := range members {
+		if !m.Serves {
+			continue
+		}
 		// A failure is overcome by a strategy from the other source (a
 		// spec entry over a broken member config).
 		if failed[m.Name] && strategies[m.Name] == nil {
@@ -268,18 +358,56 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 		}
 		out.Served = append(out.Served, m)
 	}
-	for _, n := range slices.Sorted(maps.Keys(env)) {
-		out.Env = append(out.Env, env[n])
+	if v.Spec.OutgoingAuth != nil {
+		out.Env = authSecretEnv(o, members, specConfigs, memberConfigs)
 	}
 	return out, nil
 }
 
+// authSecretEnv are the variables of the outgoing auth secrets, as
+// ToolHive's operator mounts them: the members' own configs (each once;
+// a member the spec overrides excepted), sorted, then the configs of
+// spec.outgoingAuth.backends (each once), sorted, then the default's. A
+// config that is missing adds nothing.
+func authSecretEnv(o *thv1.OutgoingAuth, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig) []corev1.EnvVar {
+	var fromMembers, fromBackends []corev1.EnvVar
+	seen := map[string]bool{}
+	for _, m := range members {
+		if _, overridden := o.Backends[m.Name]; m.AuthConfig == "" || overridden || seen[m.AuthConfig] {
+			continue
+		}
+		seen[m.AuthConfig] = true
+		if cfg := memberConfigs[m.AuthConfig]; cfg != nil {
+			fromMembers = append(fromMembers, secretEnv(cfg)...)
+		}
+	}
+	seen = map[string]bool{}
+	for _, b := range o.Backends {
+		if r := b.ExternalAuthConfigRef; r != nil && !seen[r.Name] {
+			seen[r.Name] = true
+			if cfg := specConfigs[r.Name]; cfg != nil {
+				fromBackends = append(fromBackends, secretEnv(cfg)...)
+			}
+		}
+	}
+	byName := func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortStableFunc(fromMembers, byName)
+	slices.SortStableFunc(fromBackends, byName)
+	out := slices.Concat(fromMembers, fromBackends)
+	if d := o.Default; d != nil && d.ExternalAuthConfigRef != nil {
+		if cfg := specConfigs[d.ExternalAuthConfigRef.Name]; cfg != nil {
+			out = append(out, secretEnv(cfg)...)
+		}
+	}
+	return out
+}
+
 // specStrategy converts a strategy of spec.outgoingAuth. Its configs were
 // resolved before the build (a missing one makes the server wait).
-func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, error) {
+func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCPExternalAuthConfig) (*thv1.VMCPBackendAuthStrategy, error) {
 	switch b.Type {
 	case thv1.BackendAuthTypeDiscovered:
-		return &schema.VMCPBackendStrategy{Type: strategyUnauth}, nil
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyUnauth}, nil
 	case thv1.BackendAuthTypeExternalAuthConfigRef:
 	default:
 		return nil, invalidSpec("%s.type: %q is not discovered or externalAuthConfigRef", path, b.Type)
@@ -291,13 +419,13 @@ func specStrategy(path string, b *thv1.BackendAuth, configs map[string]*thv1.MCP
 	if cfg == nil {
 		return nil, invalidSpec("%s: MCPExternalAuthConfig %q not resolved", path, b.ExternalAuthConfigRef.Name)
 	}
-	return strategyOf(path, cfg, env)
+	return strategyOf(path, cfg)
 }
 
 // memberStrategy converts a member's own MCPExternalAuthConfig, with the
 // condition reason of a failure: ToolHive's ConversionFailed, or the
 // config's own Valid=False reason, which ToolHive mirrors.
-func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, string, error) {
+func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig) (*thv1.VMCPBackendAuthStrategy, string, error) {
 	cfg := configs[m.AuthConfig]
 	if cfg == nil {
 		return nil, reasonAuthFailed, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q is not found", m.Name, m.AuthConfig)
@@ -309,44 +437,59 @@ func memberStrategy(m member, configs map[string]*thv1.MCPExternalAuthConfig, en
 		}
 		return nil, reason, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q is not valid: %s", m.Name, m.AuthConfig, c.Message)
 	}
-	// The secret variables of a config that fails are not added.
-	own := map[string]corev1.EnvVar{}
-	s, err := strategyOf(fmt.Sprintf("backend %s is not served: its externalAuthConfigRef", m.Name), cfg, own)
+	s, err := strategyOf(fmt.Sprintf("backend %s is not served: its externalAuthConfigRef", m.Name), cfg)
 	if err != nil {
 		return nil, reasonAuthFailed, err
 	}
-	maps.Copy(env, own)
 	return s, "", nil
 }
 
+// staticBackends are config.yaml's backends in inline mode, as ToolHive's
+// operator lists them: the served members sorted by name, each with the
+// metadata of its discovery and, for an entry, its CA bundle path (the
+// type entry is hivekeeper's: vmcp accepts caBundlePath only on such a
+// backend).
+func staticBackends(v *thv1.VirtualMCPServer, served []member) []thv1.VMCPStaticBackend {
+	out := make([]thv1.VMCPStaticBackend, 0, len(served))
+	for _, m := range served {
+		md := maps.Clone(m.Metadata)
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[metaGroup] = v.Spec.GroupRef.Name
+		out = append(out, thv1.VMCPStaticBackend{Name: m.Name, URL: m.URL, Transport: m.Transport, Type: m.Type,
+			CABundlePath: m.CABundlePath, Metadata: md})
+	}
+	return out
+}
+
 // MemberView is what of a group member a vMCP depends on: its backend
-// entry, the MCPExternalAuthConfig it names, and an entry's CA bundle and
-// headers (as JSON, to compare). Two views are equal exactly when the
-// member's change reaches nothing of the vMCP's, so the controller's
-// handlers compare them to drop a member's status writes.
+// entry and metadata, the MCPExternalAuthConfig it names, and an entry's
+// CA bundle and headers (as JSON, to compare). Two views are equal
+// exactly when the member's change reaches nothing of the vMCP's, so the
+// controller's handlers compare them to drop a member's status writes.
 type MemberView struct {
 	schema.VMCPBackend
 	authConfig string
-	entry      string
-	ok         bool
+	extras     string
+	serves     bool
 }
 
 // ViewMember projects a member of any backend kind onto its MemberView.
 func ViewMember(obj any) MemberView {
 	m, ok := memberBackend(obj)
-	v := MemberView{VMCPBackend: m.VMCPBackend, authConfig: m.AuthConfig, ok: ok}
+	v := MemberView{VMCPBackend: m.VMCPBackend, authConfig: m.AuthConfig, serves: ok && m.Serves}
+	extras := []any{m.Metadata}
 	if m.Entry != nil {
-		raw, _ := json.Marshal([]any{m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef})
-		v.entry = string(raw)
+		extras = append(extras, m.Entry.Spec.HeaderForward, m.Entry.Spec.CABundleRef)
 	}
+	raw, _ := json.Marshal(extras)
+	v.extras = string(raw)
 	return v
 }
 
-// AuthConfig is the MCPExternalAuthConfig a member that is a backend names
-// in its own externalAuthConfigRef, "" for none (or no backend).
+// AuthConfig is the MCPExternalAuthConfig a member names in its own
+// externalAuthConfigRef, "" for none.
 func (v MemberView) AuthConfig() string {
-	if !v.ok {
-		return ""
-	}
 	return v.authConfig
 }

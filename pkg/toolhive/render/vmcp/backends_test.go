@@ -25,7 +25,7 @@ func TestCABundleVolumeName(t *testing.T) {
 // A name taken by an MCPServer and an MCPRemoteProxy of the group is one
 // backend, the MCPServer's: vmcp identifies backends by name.
 func TestBackendNameTakenTwiceIsTheMCPServers(t *testing.T) {
-	got := backendsOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
+	got := membersOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
 	if len(got) != 2 || got[0].URL != "http://mcp-x-proxy.team-a.svc.cluster.local:8080/mcp" || got[1].Name != "y" {
 		t.Fatalf("backends %+v", got)
 	}

@@ -2,13 +2,20 @@ package vmcp
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"path"
 	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -16,13 +23,28 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// Names, keys and values of the VirtualMCPServer contract.
+// Names, keys and values of the VirtualMCPServer contract, ToolHive's.
 const (
 	// portName names the container and Service port.
 	portName   = "http"
-	healthPath = "/health"
 	listenHost = "0.0.0.0"
+	// The probes: liveness on /health, readiness on /readyz, which vmcp
+	// answers only once its backends are known (in discovered mode, once
+	// its caches of the group's members are synced).
+	livenessPath  = "/health"
+	readinessPath = "/readyz"
+	// logLevelDebug in spec.config.operational.logLevel adds --debug.
+	logLevelDebug = "debug"
+	// terminationGrace lets in-flight requests finish.
+	terminationGrace int64 = 30
 )
+
+// The vmcp container's default resources, ToolHive's; a podTemplateSpec
+// may override them.
+var vmcpResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+}
 
 // vmcpGVK is the owner kind of every child.
 var vmcpGVK = thv1.SchemeGroupVersion.WithKind(thv1.KindVirtualMCPServer)
@@ -47,26 +69,42 @@ func backendURL(s *thv1.MCPServer) string {
 	return naming.MCPServerAddress(s) + p
 }
 
-// env is the vmcp container's environment: who it is, the OIDC client
-// secret when there is one, what config.yaml names by variable (backend
-// auth secrets, telemetry), and the Redis password of session storage.
-// Secrets come only as secretKeyRefs.
+// env is the vmcp container's environment in ToolHive's order: who it is,
+// the OIDC client secret, the outgoing auth secrets, the entries'
+// headers, the session HMAC secret, the Redis password, telemetry's and
+// the embedded authorization server's variables, then the variables
+// every ToolHive container gets (wiring.RequiredEnv). Secrets come only as
+// secretKeyRefs.
 func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []corev1.EnvVar {
-	return slices.Concat([]corev1.EnvVar{
+	return wiring.RequiredEnv(slices.Concat([]corev1.EnvVar{
 		{Name: naming.EnvVMCPName, Value: v.Name},
 		{Name: naming.EnvVMCPNamespace, Value: v.Namespace},
-	}, oidc.Env, w.Env, w.SessionEnv)
+	}, oidc.Env, w.AuthEnv, w.HeaderEnv,
+		[]corev1.EnvVar{wiring.SecretEnv(naming.EnvVMCPSessionHMACSecret, naming.VMCPHMACSecretName(v.Name), naming.VMCPHMACSecretKey)},
+		w.Session.Env, w.TelemetryEnv, w.AuthServer.Env))
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
-// unless told otherwise, which a Service cannot reach.
-func args() []string {
-	return []string{
+// unless told otherwise, which a Service cannot reach; it logs at debug
+// level only when told at start.
+func args(v *thv1.VirtualMCPServer) []string {
+	out := []string{
 		"serve",
 		"--config=" + path.Join(naming.VMCPConfigMountPath, naming.VMCPConfigKey),
 		"--host=" + listenHost,
 		"--port=" + strconv.Itoa(int(naming.VMCPPort)),
 	}
+	if c := v.Spec.Config; c != nil && c.Operational != nil && c.Operational.LogLevel == logLevelDebug {
+		out = append(out, "--debug")
+	}
+	return out
+}
+
+// probe is a probe of the vmcp container as ToolHive's operator builds
+// it: every field the API server would default is set, so the live probe
+// equals the built one.
+func probe(path string, initialDelay, period, timeout int32) *corev1.Probe {
+	return wiring.HTTPProbe(path, portName, initialDelay, period, timeout, 3)
 }
 
 // Input is everything a build depends on besides the server: the
@@ -93,6 +131,9 @@ type Input struct {
 	// backend is left out, see resolveBackendAuth).
 	MemberAuth map[string]*thv1.MCPExternalAuthConfig
 	Image      string
+	// ClusterRoles are the ClusterRoles the vMCP's RoleBinding binds, by
+	// outgoing auth source.
+	ClusterRoles ClusterRoles
 	// DefaultRedis is the Redis a vMCP without one of its own falls back
 	// to (--default-redis-*); nil for none.
 	DefaultRedis *wiring.DefaultRedis
@@ -104,12 +145,20 @@ type Input struct {
 	EmbeddingService string
 }
 
+// ClusterRoles name the pre-created ClusterRoles a vMCP's account is
+// bound to in its namespace: what vmcp calls to discover the group's
+// members and report its status, or only the latter.
+type ClusterRoles struct {
+	Discovered, Inline string
+}
+
 // Output are the children of one VirtualMCPServer, and what the build
-// found out about its backends. ServiceAccount is nil when the spec names
-// its own.
+// found out about its backends. ServiceAccount and RoleBinding are nil
+// when the spec names its own account.
 type Output struct {
 	Config         *corev1.ConfigMap
 	ServiceAccount *corev1.ServiceAccount
+	RoleBinding    *rbacv1.RoleBinding
 	Deployment     *appsv1.Deployment
 	Service        *corev1.Service
 	// Volumes are the pod's volumes as resolved once for this build; the
@@ -124,11 +173,11 @@ type Output struct {
 	AuthConditions []AuthCondition
 }
 
-// Build computes every child of a VirtualMCPServer. It is pure: the same
-// inputs give the same objects, and the drift comparators compare against
-// exactly these objects. A volume that cannot be resolved fails the whole
-// build, so the live Deployment is never replaced by a pod with some of
-// its volumes missing.
+// Build computes every child of a VirtualMCPServer as ToolHive's operator
+// builds it. It is pure: the same inputs give the same objects, and the
+// drift comparators compare against exactly these objects. A volume that
+// cannot be resolved fails the whole build, so the live Deployment is
+// never replaced by a pod with some of its volumes missing.
 func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	n, ns := v.Name, v.Namespace
 	labels := naming.Labels(naming.AppVirtualMCPServer, n)
@@ -157,7 +206,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	if _, err := wiring.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
-	config, cw, err := renderConfig(v, oidc, backendsOf(in.Members), in)
+	config, cw, err := renderConfig(v, oidc, membersOf(in.Members), in)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +214,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	if cw.AuthServerConfig != "" {
 		data[naming.VMCPAuthServerConfigKey] = cw.AuthServerConfig
 	}
-	cm := wiring.ConfigMap(meta(naming.VMCPConfigMapName(n), labels, nil), data)
+	cm := wiring.ConfigMap(meta(naming.VMCPConfigMapName(n), naming.VMCPConfigLabels(n), nil), data)
 
 	vols, err := podVolumes(cm.Name, oidc, cw)
 	if err != nil {
@@ -176,39 +225,55 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	for _, b := range cw.Auth.Served {
 		d.Backends = append(d.Backends, b.Name)
 	}
+	pullSecrets := slices.Clone(v.Spec.ImagePullSecrets)
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
 	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {
-		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), labels, nil), nil)
+		// Unlabelled, as ToolHive's operator writes them.
+		d.ServiceAccount = wiring.ServiceAccount(meta(naming.VMCPServiceAccountName(n), nil, nil), pullSecrets)
+		role := in.ClusterRoles.Discovered
+		if !Discovers(v) {
+			role = in.ClusterRoles.Inline
+		}
+		d.RoleBinding = wiring.RoleBinding(meta(naming.VMCPServiceAccountName(n), nil, nil), role)
 	}
+	annotations := map[string]string{naming.AnnotationPodVolumesHash: vols.Hash}
+	if h := imagePullSecretsHash(pullSecrets); h != "" {
+		annotations[naming.AnnotationImagePullSecretsHash] = h
+	}
+	container := corev1.Container{
+		Name:            naming.VMCPContainerName,
+		Image:           in.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            args(v),
+		Env:             env(v, oidc, cw),
+		VolumeMounts:    vols.Mounts,
+		Ports: []corev1.ContainerPort{{
+			Name: portName, ContainerPort: naming.VMCPPort, Protocol: corev1.ProtocolTCP,
+		}},
+		LivenessProbe:   probe(livenessPath, 30, 10, 5),
+		ReadinessProbe:  probe(readinessPath, 15, 5, 3),
+		SecurityContext: wiring.RestrictedContainerSecurityContext(),
+		Resources:       *vmcpResources.DeepCopy(),
+	}
+	container.SecurityContext.Privileged = ptr.To(false)
 	d.Deployment = &appsv1.Deployment{
-		ObjectMeta: meta(n, labels, wiring.SetPodVolumesHash(nil, vols.Hash)),
+		ObjectMeta: meta(n, labels, annotations),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: wiring.CopyInt32(v.Spec.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      labels,
-					Annotations: map[string]string{naming.AnnotationVMCPConfigChecksum: cm.Annotations[schema.ChecksumAnnotation]},
+					Annotations: map[string]string{naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation]},
 				},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: serviceAccountName(v),
-					ImagePullSecrets:   slices.Clone(v.Spec.ImagePullSecrets),
-					SecurityContext:    wiring.RestrictedPodSecurityContext(),
-					Containers: []corev1.Container{{
-						Name:  naming.VMCPContainerName,
-						Image: in.Image,
-						Args:  args(),
-						Ports: []corev1.ContainerPort{{
-							Name: portName, ContainerPort: naming.VMCPPort, Protocol: corev1.ProtocolTCP,
-						}},
-						Env:             env(v, oidc, cw),
-						VolumeMounts:    vols.Mounts,
-						LivenessProbe:   wiring.HTTPProbe(healthPath, portName, 30, 10, 3, 3),
-						ReadinessProbe:  wiring.HTTPProbe(healthPath, portName, 5, 5, 3, 3),
-						SecurityContext: wiring.RestrictedContainerSecurityContext(),
-					}},
-					Volumes: vols.Volumes,
+					TerminationGracePeriodSeconds: ptr.To(terminationGrace),
+					ServiceAccountName:            serviceAccountName(v),
+					ImagePullSecrets:              pullSecrets,
+					SecurityContext:               wiring.RestrictedPodSecurityContext(),
+					Containers:                    []corev1.Container{container},
+					Volumes:                       vols.Volumes,
 				},
 			},
 		},
@@ -235,21 +300,82 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	return d, nil
 }
 
-// podVolumes resolves the volumes hivekeeper builds once: the
-// configuration volume and the OIDC and telemetry CA bundles. All of them
-// feed the hash annotation, as in ToolHive's operator; the
-// podTemplateSpec's volumes are merged into the pod afterwards and stand
-// in its own hash.
+// podVolumes resolves the volumes hivekeeper builds once, in ToolHive's
+// order: the configuration volume, the OIDC CA bundle, the entries' CA
+// bundles, telemetry's, the embedded authorization server's and session
+// storage's Redis CA bundle. All of
+// them feed the hash annotation, hashed as ToolHive's operator hashes
+// them (podVolumesHash); the podTemplateSpec's volumes are merged into
+// the pod afterwards and stand in its own hash.
 func podVolumes(configMap string, oidc wiring.OIDCWiring, w configWiring) (wiring.PodVolumes, error) {
 	vols := []corev1.Volume{{Name: naming.VMCPConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 	}}}}
 	mounts := []corev1.VolumeMount{{Name: naming.VMCPConfigVolume, MountPath: naming.VMCPConfigMountPath, ReadOnly: true}}
-	pv, err := wiring.NewPodVolumes(slices.Concat(vols, oidc.Volumes, w.Volumes), slices.Concat(mounts, oidc.Mounts, w.Mounts))
+	vols = slices.Concat(vols, oidc.Volumes, w.EntryVolumes, w.TelemetryVolumes, w.AuthServer.Volumes, w.Session.Volumes)
+	mounts = slices.Concat(mounts, oidc.Mounts, w.EntryMounts, w.TelemetryMounts, w.AuthServer.Mounts, w.Session.Mounts)
+	pv, err := wiring.NewPodVolumes(vols, mounts)
 	if err != nil {
 		return wiring.PodVolumes{}, wiring.PodTemplateInvalid("%v", err)
 	}
+	if pv.Hash, err = podVolumesHash(vols, mounts); err != nil {
+		return wiring.PodVolumes{}, wiring.PodTemplateInvalid("%v", err)
+	}
 	return pv, nil
+}
+
+// podVolumesHash is ToolHive's hash of a vMCP's volumes: the hex SHA-256
+// of the JSON of the volumes sorted by name and the mounts sorted by
+// name, path and sub-path, as one object with keys Volumes and
+// VolumeMounts.
+func podVolumesHash(vols []corev1.Volume, mounts []corev1.VolumeMount) (string, error) {
+	v := slices.Clone(vols)
+	slices.SortStableFunc(v, func(a, b corev1.Volume) int { return cmp.Compare(a.Name, b.Name) })
+	m := slices.Clone(mounts)
+	slices.SortStableFunc(m, func(a, b corev1.VolumeMount) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.MountPath, b.MountPath), cmp.Compare(a.SubPath, b.SubPath))
+	})
+	raw, err := json.Marshal(struct {
+		Volumes      []corev1.Volume
+		VolumeMounts []corev1.VolumeMount
+	}{v, m})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// imagePullSecretsHash is ToolHive's hash of the pull secrets: the hex
+// SHA-256 of their JSON sorted by name, "" for none.
+func imagePullSecretsHash(refs []corev1.LocalObjectReference) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	sorted := slices.Clone(refs)
+	slices.SortFunc(sorted, func(a, b corev1.LocalObjectReference) int { return cmp.Compare(a.Name, b.Name) })
+	raw, _ := json.Marshal(sorted)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// HMACKeySize is the size of the vMCP's session HMAC key, in bytes.
+const HMACKeySize = 32
+
+// HMACSecret is the Secret <name>-hmac-secret that signs the vMCP's
+// session tokens, as ToolHive's operator creates it: key (HMACKeySize
+// random bytes, which the caller draws), base64-encoded, under the key
+// hmac-secret, owned by the server. It is created once and never
+// rewritten: a new value would invalidate every session, so the
+// controller creates it only where it is absent and keeps the one
+// ToolHive's operator made.
+func HMACSecret(v *thv1.VirtualMCPServer, key []byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: naming.ObjectMeta(naming.VMCPHMACSecretName(v.Name), v.Namespace, naming.VMCPHMACSecretLabels(v.Name),
+			map[string]string{naming.AnnotationHMACSecretPurpose: naming.HMACSecretPurpose}, naming.OwnerRef(v, vmcpGVK)),
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{naming.VMCPHMACSecretKey: []byte(base64.StdEncoding.EncodeToString(key))},
+	}
 }
 
 // validateMergedVolumes checks the merged pod's volumes and the vmcp
@@ -271,40 +397,43 @@ func validateMergedVolumes(pod *corev1.PodSpec) error {
 
 // memberBackend is the seam between the member kinds and config.yaml: how
 // one member of the group, of any backend kind, becomes its backend entry,
-// and false for a member that is not one (being deleted: its proxy is going
-// away; an entry whose checks failed). vmcp connects to exactly the URL
-// given, so a proxy's carries the path of its transport. A new backend
-// kind is one case here and one line in the controller's backendKinds.
+// and false for an object of no backend kind. vmcp connects to exactly
+// the URL given, so a proxy's carries the path of its transport. A member
+// being deleted (its proxy is going away) or an entry whose checks failed
+// is no backend (Serves false). A new backend kind is one case here and
+// one line in the controller's backendKinds.
 func memberBackend(obj any) (member, bool) {
 	switch m := obj.(type) {
 	case *thv1.MCPServer:
 		return member{VMCPBackend: schema.VMCPBackend{Name: m.Name, URL: backendURL(m), Transport: naming.MCPServerProxyMode(m)},
-			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
+			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef), Metadata: backendMetadata(m, "mcp_server", ""),
+			Serves: m.DeletionTimestamp == nil}, true
 	case *thv1.MCPRemoteProxy:
 		// The proxy's status.url, which ToolHive's vmcp discovery reads.
 		return member{VMCPBackend: schema.VMCPBackend{Name: m.Name, URL: naming.RemoteProxyURL(m), Transport: naming.RemoteProxyTransport(m)},
-			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef)}, m.DeletionTimestamp == nil
+			AuthConfig: authRefName(m.Spec.ExternalAuthConfigRef), Metadata: backendMetadata(m, "remote_proxy", m.Spec.RemoteURL),
+			Serves: m.DeletionTimestamp == nil}, true
 	case *thv1.MCPServerEntry:
-		return entryBackend(m)
+		return entryBackend(m), true
 	}
 	return member{}, false
 }
 
-// backendsOf maps the group's members to backend candidates, sorted by
+// membersOf maps the group's members to backend candidates, sorted by
 // name so the rendered configuration does not depend on index order.
 // Members are given kind by kind (MCPServers first); a name already taken
 // by a member of an earlier kind is left out, since vmcp identifies
 // backends by name.
-func backendsOf(members []any) []member {
-	out := make([]member, 0, len(members))
+func membersOf(objs []any) []member {
+	out := make([]member, 0, len(objs))
 	seen := map[string]bool{}
-	for _, m := range members {
-		b, ok := memberBackend(m)
-		if !ok || seen[b.Name] {
+	for _, o := range objs {
+		m, ok := memberBackend(o)
+		if !ok || seen[m.Name] {
 			continue
 		}
-		seen[b.Name] = true
-		out = append(out, b)
+		seen[m.Name] = true
+		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b member) int { return cmp.Compare(a.Name, b.Name) })
 	return out

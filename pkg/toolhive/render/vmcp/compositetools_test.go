@@ -52,7 +52,7 @@ func TestCompositeToolsRendered(t *testing.T) {
 	if refs, _ := cfg["compositeToolRefs"].([]any); len(refs) != 2 {
 		t.Errorf("compositeToolRefs %v", cfg["compositeToolRefs"])
 	}
-	if plain.Deployment.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] == withTools.Deployment.Spec.Template.Annotations[naming.AnnotationVMCPConfigChecksum] {
+	if plain.Deployment.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] == withTools.Deployment.Spec.Template.Annotations[naming.AnnotationRunConfigChecksum] {
 		t.Error("the pod checksum does not cover the composite tools")
 	}
 

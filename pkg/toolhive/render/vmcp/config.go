@@ -1,14 +1,12 @@
 package vmcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,39 +16,31 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// configWiring is what the vMCP pod needs beside config.yaml for it: the
-// variables that carry secrets from secretKeyRefs (config.yaml names only
-// the variables) and entries' headers, the entries' and telemetry CA
-// bundle volumes, the embedded authorization server's Secret volumes and
-// its configuration; and how outgoing auth was resolved against the
-// members.
+// configWiring is what the vMCP pod needs beside config.yaml for it, in
+// ToolHive's order of the container's environment: the variables of
+// outgoing auth secrets (config.yaml names only the variables), those of
+// the entries' headers, telemetry's and the embedded authorization
+// server's; the entries' and telemetry CA bundle volumes and the
+// authorization server's Secret volumes; and how outgoing auth was
+// resolved against the members.
 type configWiring struct {
-	Env     []corev1.EnvVar
-	Volumes []corev1.Volume
-	Mounts  []corev1.VolumeMount
-	Auth    *backendAuth
-	// SessionEnv is the session storage Redis password's variable.
-	SessionEnv []corev1.EnvVar
+	AuthEnv      []corev1.EnvVar
+	HeaderEnv    []corev1.EnvVar
+	TelemetryEnv []corev1.EnvVar
+	AuthServer   wiring.AuthServerWiring
+	// EntryVolumes/EntryMounts are the entries' CA bundles, TelemetryVolumes
+	// and TelemetryMounts the collector's.
+	EntryVolumes     []corev1.Volume
+	EntryMounts      []corev1.VolumeMount
+	TelemetryVolumes []corev1.Volume
+	TelemetryMounts  []corev1.VolumeMount
+	Auth             *backendAuth
+	// Session is session storage: its Redis, password variable and CA
+	// bundle volume.
+	Session wiring.SessionStorageWiring
 	// AuthServerConfig is authserver-config.yaml, "" for none.
 	AuthServerConfig string
 }
-
-// The names of config.yaml's sections, as ToolHive's vmcp config spells them.
-const (
-	keyName               = "name"
-	keyGroupRef           = "groupRef"
-	keyBackends           = "backends"
-	keySessionStorage     = "sessionStorage"
-	keyIncomingAuth       = "incomingAuth"
-	keyOutgoingAuth       = "outgoingAuth"
-	keyAggregation        = "aggregation"
-	keyOperational        = "operational"
-	keyTelemetry          = "telemetry"
-	keyAudit              = "audit"
-	keyPassthroughHeaders = "passthroughHeaders"
-	keyCompositeTools     = "compositeTools"
-	keyCompositeToolRefs  = "compositeToolRefs"
-)
 
 // Values of config.yaml, as ToolHive's vmcp reads them.
 const (
@@ -70,142 +60,126 @@ const (
 	envHeaderInjectionPrefix     = "TOOLHIVE_HEADER_INJECTION_VALUE_"
 )
 
-// Operational defaults vmcp fills in for what spec.config.operational
-// leaves unset (ToolHive's DefaultOperationalConfig at the pinned release).
+// Operational defaults vmcp's configuration fills in for what
+// spec.config.operational leaves unset (ToolHive's
+// DefaultOperationalConfig, merged into what is set), and the CRD schema's
+// for fields of objects the spec sets, which ToolHive's API server
+// applies before its operator reads the spec (hivekeeper's CRD declares
+// the same; the builder applies them too, so a spec read without an API
+// server builds the same bytes).
 const (
-	defaultTimeout                 = 30 * time.Second
-	defaultHealthCheckInterval     = 30 * time.Second
+	defaultTimeout                 = "30s"
+	defaultHealthCheckInterval     = "30s"
 	defaultUnhealthyThreshold      = 3
-	defaultStatusReportingInterval = 30 * time.Second
+	defaultStatusReportingInterval = "30s"
 	defaultPartialFailureMode      = "fail"
 	defaultBreakerThreshold        = 5
-	defaultBreakerTimeout          = 60 * time.Second
-	// defaultHealthCheckTimeout, and the defaults of schemaDefaults, are
-	// those of ToolHive's CRD schema for spec.config, which its API server
-	// applies before its operator reads the spec; hivekeeper's schema
-	// keeps spec.config raw, so the builder applies them.
-	defaultHealthCheckTimeout = 10 * time.Second
+	defaultBreakerTimeout          = "60s"
+	defaultHealthCheckTimeout      = "10s"
+	defaultCodeModeStepLimit       = 100000
+	defaultCodeModeConcurrency     = 10
+	defaultCodeModeToolTimeout     = "30s"
+	defaultEmbeddingTimeout        = "30s"
 )
 
-// schemaDefaults are the defaults ToolHive's CRD schema gives fields of
-// objects spec.config sets: section -> field -> value. (Step defaults are
-// in defaultSteps.)
-var schemaDefaults = map[string]map[string]any{
-	"codeMode":  {"stepLimit": 100000, "parallelMaxConcurrency": 10, "toolCallTimeout": "30s"},
-	"optimizer": {"embeddingServiceTimeout": "30s"},
+// outgoingAuthSource is spec.outgoingAuth.source with ToolHive's default,
+// discovered.
+func outgoingAuthSource(v *thv1.VirtualMCPServer) string {
+	if o := v.Spec.OutgoingAuth; o != nil && o.Source != "" {
+		return o.Source
+	}
+	return thv1.OutgoingAuthSourceDiscovered
 }
 
-// renderConfig builds config.yaml as ToolHive's operator builds it for the
-// same spec, section by section:
+// Discovers reports whether vmcp finds the group's members itself
+// (outgoingAuth.source discovered, ToolHive's default) rather than
+// reading them from config.yaml (inline).
+func Discovers(v *thv1.VirtualMCPServer) bool {
+	return outgoingAuthSource(v) == thv1.OutgoingAuthSourceDiscovered
+}
+
+// renderConfig builds config.yaml as ToolHive's operator (its converter,
+// then its controller's outgoing auth) builds it for the same spec,
+// section by section:
 //
-//   - spec.config is the start; sections hivekeeper does not read
-//     (optimizer, metadata, compositeTools, ...) are passed as written;
+//   - spec.config is the start: sections nothing replaces (backends,
+//     compositeToolRefs, metadata, optimizer, codeMode, rateLimiting) are
+//     passed as written;
 //   - name and groupRef are the server's; passthroughHeaders are
 //     spec.passthroughHeaders when set;
 //   - incomingAuth is rebuilt from spec.incomingAuth: type, the resolved
 //     OIDC block, and authorization (inline Cedar policies or a cedarv1
-//     MCPAuthzConfig) — spec.config.incomingAuth is not read;
-//   - outgoingAuth is rebuilt from spec.outgoingAuth and the members' own
-//     externalAuthConfigRefs (resolveBackendAuth: MCPExternalAuthConfigs
-//     converted, their secrets named by variable, a backend whose
-//     strategy cannot be built left out); spec.config.outgoingAuth is
-//     not read;
+//     MCPAuthzConfig);
+//   - outgoingAuth is built from spec.outgoingAuth; in inline mode also
+//     from the members' own externalAuthConfigRefs, with the backends
+//     served listed (resolveBackendAuth); in discovered mode vmcp reads
+//     the members and their configs itself;
 //   - aggregation keeps its known fields, defaults conflict resolution to
 //     prefix "{workload}_", and merges each tool's MCPToolConfig into its
 //     filter and overrides;
 //   - compositeTools are the inline ones followed by the referenced
-//     VirtualMCPCompositeToolDefinitions' (compositeToolRefs stays as
-//     written, as ToolHive's converter leaves it);
+//     VirtualMCPCompositeToolDefinitions';
 //   - operational gets vmcp's defaults for what it leaves unset;
-//   - telemetry is the MCPTelemetryConfig's (spec.config.telemetry is not
-//     read); an audit block gets the server's name as its component.
-//
-// Where hivekeeper differs on purpose: outgoingAuth.source is always
-// inline and the served backends are listed (see backendsOf), because hivekeeper
-// lists the group's members itself and the vMCP pod has no access to the
-// Kubernetes API to discover them. Map keys are sorted, so equal inputs
-// give equal bytes and the checksum does not churn.
+//   - telemetry is the MCPTelemetryConfig's and sessionStorage
+//     spec.sessionStorage's (spec.config's are not read); an audit block
+//     gets the server's name as its component.
 func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []member, refs Input) (string, configWiring, error) {
 	var w configWiring
-	cfg, err := decodeConfig(v)
-	if err != nil {
-		return "", w, err
+	spec := thv1.VirtualMCPConfig{}
+	if v.Spec.Config != nil {
+		spec = *v.Spec.Config.DeepCopy()
 	}
-	as, asConfig, err := authServer(v, oidc)
-	if err != nil {
-		return "", w, err
+	cfg := &schema.VMCPConfig{
+		Name: v.Name, Group: v.Spec.GroupRef.Name, Backends: spec.Backends,
+		CompositeToolRefs: spec.CompositeToolRefs, Metadata: spec.Metadata,
+		Audit: spec.Audit, PassthroughHeaders: spec.PassthroughHeaders,
 	}
 	if len(v.Spec.PassthroughHeaders) > 0 {
-		cfg[keyPassthroughHeaders] = v.Spec.PassthroughHeaders
+		cfg.PassthroughHeaders = v.Spec.PassthroughHeaders
 	}
-	cfg[keyName] = v.Name
-	cfg[keyGroupRef] = v.Spec.GroupRef.Name
-	if cfg[keyIncomingAuth], err = incomingAuth(v, oidc, refs.Authz); err != nil {
+	var err error
+	if w.AuthServer, w.AuthServerConfig, err = authServer(v, oidc); err != nil {
 		return "", w, err
 	}
-	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth); err != nil {
+	if cfg.IncomingAuth, err = incomingAuth(v, oidc, refs.Authz, w.AuthServer); err != nil {
 		return "", w, err
 	}
-	cfg[keyOutgoingAuth] = w.Auth.Section
-	var headerEnv []corev1.EnvVar
-	if headerEnv, w.Volumes, w.Mounts, err = entryWiring(w.Auth.Served); err != nil {
+	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth, w.AuthServer.FirstUpstreamName()); err != nil {
 		return "", w, err
 	}
-	w.Env = slices.Concat(w.Auth.Env, headerEnv)
-	applyAuthServer(cfg, as)
-	if cfg[keyAggregation], err = aggregation(cfg[keyAggregation], refs.Tools); err != nil {
+	cfg.OutgoingAuth = w.Auth.Section
+	if !Discovers(v) {
+		cfg.Backends = staticBackends(v, w.Auth.Served)
+	}
+	w.AuthEnv = w.Auth.Env
+	if w.HeaderEnv, w.EntryVolumes, w.EntryMounts, err = entryWiring(members); err != nil {
 		return "", w, err
 	}
-	if cfg[keyOperational], err = operational(cfg[keyOperational]); err != nil {
+	if cfg.Aggregation, err = aggregation(spec.Aggregation, refs.Tools); err != nil {
 		return "", w, err
 	}
-	for section, defaults := range schemaDefaults {
-		if m, ok := cfg[section].(map[string]any); ok {
-			for k, def := range defaults {
-				if _, set := m[k]; !set {
-					m[k] = def
-				}
-			}
-		}
+	if cfg.CompositeTools, err = compositeTools(spec, refs.CompositeTools); err != nil {
+		return "", w, err
 	}
+	cfg.Operational = operational(spec.Operational)
+	cfg.Optimizer, cfg.CodeMode = optimizer(spec.Optimizer), codeMode(spec.CodeMode)
 	optimizerEmbeddingService(cfg, v, refs.EmbeddingService)
-	if err := compositeTools(cfg, refs.CompositeTools); err != nil {
+	if cfg.RateLimiting, err = rateLimiting(spec.RateLimiting); err != nil {
 		return "", w, err
 	}
-	defaultSteps(cfg[keyCompositeTools])
-	delete(cfg, keyTelemetry)
 	tw, err := wiring.Telemetry(refs.Telemetry, v.Spec.TelemetryConfigRef, v.Name, v.Namespace)
 	if err != nil {
 		return "", w, err
 	}
-	if tw.RunConfig != nil {
-		cfg[keyTelemetry] = tw.RunConfig
-		w.Env = append(w.Env, tw.Env...)
-		w.Volumes, w.Mounts = append(w.Volumes, tw.Volumes...), append(w.Mounts, tw.Mounts...)
-	}
-	w.Env = append(w.Env, as.Env...)
-	w.Volumes, w.Mounts = append(w.Volumes, as.Volumes...), append(w.Mounts, as.Mounts...)
-	w.AuthServerConfig = asConfig
-	if a, ok := cfg[keyAudit].(map[string]any); ok {
-		if c, _ := a["component"].(string); c == "" {
-			a["component"] = v.Name
-		}
+	cfg.Telemetry = tw.RunConfig
+	w.TelemetryEnv, w.TelemetryVolumes, w.TelemetryMounts = tw.Env, tw.Volumes, tw.Mounts
+	if cfg.Audit != nil && cfg.Audit.Component == "" {
+		cfg.Audit.Component = v.Name
 	}
 	// Session storage is always the spec's (or the default Redis), never
-	// spec.config's: ToolHive's converter recomputes it too. Its CA
-	// bundle is the last volume, as ToolHive's operator mounts it.
-	session := wiring.SessionStorage(v.Spec.SessionStorage, refs.DefaultRedis, wiring.FallbackUnlessRedis)
-	delete(cfg, keySessionStorage)
-	if st := sessionStorage(session.Redis); st != nil {
-		cfg[keySessionStorage] = st
-	}
-	w.SessionEnv = session.Env
-	w.Volumes, w.Mounts = append(w.Volumes, session.Volumes...), append(w.Mounts, session.Mounts...)
-	backends := make([]schema.VMCPBackend, 0, len(w.Auth.Served))
-	for _, m := range w.Auth.Served {
-		backends = append(backends, m.VMCPBackend)
-	}
-	cfg[keyBackends] = backends
+	// spec.config's: ToolHive's converter recomputes it too.
+	w.Session = wiring.SessionStorage(v.Spec.SessionStorage, refs.DefaultRedis, wiring.FallbackUnlessRedis)
+	cfg.SessionStorage = sessionStorage(w.Session.Redis)
 	out, err := schema.MarshalVMCPConfig(cfg)
 	if err != nil {
 		return "", w, invalidConfig("%v", err)
@@ -224,42 +198,9 @@ func invalidSpec(format string, a ...any) error {
 	return &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: fmt.Sprintf(format, a...)}
 }
 
-// decodeConfig decodes spec.config as an object; numbers stay as written
-// (a float64 would round large integers).
-func decodeConfig(v *thv1.VirtualMCPServer) (map[string]any, error) {
-	if v.Spec.Config == nil {
-		return map[string]any{}, nil
-	}
-	raw, err := json.Marshal(v.Spec.Config)
-	if err != nil {
-		return nil, invalidConfig("%v", err)
-	}
-	cfg, err := decodeObject(raw)
-	if err != nil {
-		return nil, invalidConfig("not a JSON object: %v", err)
-	}
-	if cfg == nil {
-		cfg = map[string]any{}
-	}
-	return cfg, nil
-}
-
-// decodeObject decodes a JSON object with its numbers kept as written (a
-// float64 would round large integers).
-func decodeObject(raw []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out map[string]any
-	return out, dec.Decode(&out)
-}
-
-// recode decodes a section of the decoded spec.config into a typed value;
-// absent is the zero value.
-func recode(section any, into any, path string) error {
-	if section == nil {
-		return nil
-	}
-	raw, err := json.Marshal(section)
+// recode decodes the JSON of from into into.
+func recode(from, into any, path string) error {
+	raw, err := json.Marshal(from)
 	if err == nil {
 		err = json.Unmarshal(raw, into)
 	}
@@ -274,12 +215,14 @@ func recode(section any, into any, path string) error {
 // policies are parsed before anything is written, type configMap is
 // refused, and a referenced MCPAuthzConfig must be cedarv1 (vmcp's
 // incoming authorization is Cedar only, and ToolHive's operator refuses
-// any other type too).
-func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig) (*schema.VMCPIncomingAuth, error) {
+// any other type too). With an embedded authorization server, Cedar reads
+// its claims from the primary upstream: the one
+// spec.authServerConfig.primaryUpstreamProvider names, else the first.
+func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig, as wiring.AuthServerWiring) (*thv1.VMCPIncomingAuth, error) {
 	in := v.Spec.IncomingAuth
-	out := &schema.VMCPIncomingAuth{Type: in.Type}
+	out := &thv1.VMCPIncomingAuth{Type: in.Type}
 	if r := oidc.Resolved; r != nil {
-		out.OIDC = &schema.VMCPOIDCConfig{
+		out.OIDC = &thv1.VMCPOIDC{
 			Issuer: r.Issuer, ClientID: r.ClientID, Audience: r.Audience, Resource: r.ResourceURL,
 			JWKSURL: r.JWKSURL, IntrospectionURL: r.IntrospectionURL, Scopes: r.Scopes,
 			ProtectedResourceAllowPrivateIP: r.ProtectedResourceAllowPrivateIP, JWKSAllowPrivateIP: r.JWKSAllowPrivateIP,
@@ -321,9 +264,20 @@ func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MC
 		return nil, invalidSpec("spec.incomingAuth: the authorization config is not a Cedar config: %v", err)
 	}
 	c := decoded.Cedar
-	out.Authz = &schema.VMCPAuthzConfig{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
-		GroupClaimName: c.GroupClaimName, RoleClaimName: c.RoleClaimName, GroupEntityType: c.GroupEntityType}
+	out.Authz = &thv1.VMCPAuthz{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
+		GroupClaimName: c.GroupClaimName, RoleClaimName: c.RoleClaimName, GroupEntityType: c.GroupEntityType,
+		PrimaryUpstreamProvider: primaryUpstream(v, as)}
 	return out, nil
+}
+
+// primaryUpstream is the upstream whose claims Cedar reads: the one
+// spec.authServerConfig.primaryUpstreamProvider names, else the first
+// upstream, "" without an authorization server or upstreams.
+func primaryUpstream(v *thv1.VirtualMCPServer, as wiring.AuthServerWiring) string {
+	if a := v.Spec.AuthServerConfig; a != nil && a.PrimaryUpstreamProvider != "" {
+		return a.PrimaryUpstreamProvider
+	}
+	return as.FirstUpstreamName()
 }
 
 // subjectTokenTypes are the short forms of subject token types ToolHive's
@@ -346,24 +300,22 @@ func externalAuthEnv(prefix, name string) string {
 }
 
 // strategyOf converts an MCPExternalAuthConfig into a backend strategy as
-// ToolHive's converter does, adding the variable of its secret to env.
-// Types vmcp cannot use from a ConfigMap-only config, or hivekeeper does
-// not build, are refused.
-func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]corev1.EnvVar) (*schema.VMCPBackendStrategy, error) {
+// ToolHive's converter does. Types vmcp cannot use from a ConfigMap-only
+// config, or hivekeeper does not build, are refused.
+func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig) (*thv1.VMCPBackendAuthStrategy, error) {
 	s := &cfg.Spec
 	switch s.Type {
 	case thv1.ExternalAuthTypeUnauthenticated:
-		return &schema.VMCPBackendStrategy{Type: strategyUnauth}, nil
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyUnauth}, nil
 	case thv1.ExternalAuthTypeHeaderInjection:
 		if s.HeaderInjection == nil {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type headerInjection without spec.headerInjection", path, cfg.Name)
 		}
-		hi := &schema.VMCPHeaderInjection{HeaderName: s.HeaderInjection.HeaderName}
-		if r := s.HeaderInjection.ValueSecretRef; r != nil {
+		hi := &thv1.VMCPHeaderInjection{HeaderName: s.HeaderInjection.HeaderName}
+		if s.HeaderInjection.ValueSecretRef != nil {
 			hi.HeaderValueEnv = externalAuthEnv(envHeaderInjectionPrefix, cfg.Name)
-			env[hi.HeaderValueEnv] = wiring.SecretEnv(hi.HeaderValueEnv, r.Name, r.Key)
 		}
-		return &schema.VMCPBackendStrategy{Type: strategyHeaderInject, HeaderInjection: hi}, nil
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyHeaderInject, HeaderInjection: hi}, nil
 	case thv1.ExternalAuthTypeTokenExchange:
 		te := s.TokenExchange
 		if te == nil {
@@ -373,125 +325,150 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig, env map[string]cor
 		if urn, ok := subjectTokenTypes[subject]; ok {
 			subject = urn
 		}
-		tc := &schema.VMCPTokenExchange{TokenURL: te.TokenURL, ClientID: te.ClientID, Audience: te.Audience, Scopes: te.Scopes,
+		tc := &thv1.VMCPTokenExchange{TokenURL: te.TokenURL, ClientID: te.ClientID, Audience: te.Audience, Scopes: te.Scopes,
 			SubjectTokenType: subject, SubjectProviderName: te.SubjectProviderName}
-		if r := te.ClientSecretRef; r != nil {
+		if te.ClientSecretRef != nil {
 			tc.ClientSecretEnv = externalAuthEnv(envTokenExchangeSecretPrefix, cfg.Name)
-			env[tc.ClientSecretEnv] = wiring.SecretEnv(tc.ClientSecretEnv, r.Name, r.Key)
 		}
-		return &schema.VMCPBackendStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyTokenExchange, TokenExchange: tc}, nil
 	case thv1.ExternalAuthTypeAWSSts:
-		if s.AWSSts == nil {
+		src := s.AWSSts
+		if src == nil {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type awsSts without spec.awsSts", path, cfg.Name)
 		}
-		return &schema.VMCPBackendStrategy{Type: strategyAwsSts, AwsSts: s.AWSSts.DeepCopy()}, nil
+		sts := &thv1.VMCPAwsSts{Region: src.Region, Service: src.Service, FallbackRoleArn: src.FallbackRoleArn,
+			RoleClaim: src.RoleClaim, SessionDuration: src.SessionDuration, SessionNameClaim: src.SessionNameClaim,
+			SubjectProviderName: src.SubjectProviderName, RoleMappings: []thv1.VMCPRoleMapping{}}
+		for _, m := range src.RoleMappings {
+			rm := thv1.VMCPRoleMapping{Claim: m.Claim, Matcher: m.Matcher, RoleArn: m.RoleArn}
+			if m.Priority != nil {
+				p := int(*m.Priority)
+				rm.Priority = &p
+			}
+			sts.RoleMappings = append(sts.RoleMappings, rm)
+		}
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyAwsSts, AwsSts: sts}, nil
 	case thv1.ExternalAuthTypeUpstreamInject:
-		var ui schema.VMCPUpstreamInject
+		var ui thv1.VMCPUpstreamInject
 		if s.UpstreamInject != nil {
 			ui.ProviderName = s.UpstreamInject.ProviderName
 		}
 		if ui.ProviderName == "" {
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type upstreamInject without spec.upstreamInject.providerName", path, cfg.Name)
 		}
-		return &schema.VMCPBackendStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
 	default:
 		return nil, invalidSpec("%s: MCPExternalAuthConfig %s is of type %s, which hivekeeper does not apply to vMCP backends "+
 			"(it applies unauthenticated, headerInjection, tokenExchange, awsSts and upstreamInject)", path, cfg.Name, s.Type)
 	}
 }
 
-// aggregation builds the aggregation section from spec.config's. A
-// workload's MCPToolConfig fills its filter when it has none, and adds
-// the overrides of tools it does not override itself.
-func aggregation(section any, tools map[string]*thv1.MCPToolConfig) (*schema.VMCPAggregation, error) {
-	var a schema.VMCPAggregation
-	if err := recode(section, &a, "aggregation"); err != nil {
-		return nil, err
+// secretEnv are the variables that carry an MCPExternalAuthConfig's
+// secret into the vmcp container, as ToolHive's operator mounts them
+// (getExternalAuthConfigSecretEnvVars): token exchange's client secret and
+// header injection's value, none for the other types.
+func secretEnv(cfg *thv1.MCPExternalAuthConfig) []corev1.EnvVar {
+	s := &cfg.Spec
+	switch {
+	case s.Type == thv1.ExternalAuthTypeTokenExchange && s.TokenExchange != nil && s.TokenExchange.ClientSecretRef != nil:
+		r := s.TokenExchange.ClientSecretRef
+		return []corev1.EnvVar{wiring.SecretEnv(externalAuthEnv(envTokenExchangeSecretPrefix, cfg.Name), r.Name, r.Key)}
+	case s.Type == thv1.ExternalAuthTypeHeaderInjection && s.HeaderInjection != nil && s.HeaderInjection.ValueSecretRef != nil:
+		r := s.HeaderInjection.ValueSecretRef
+		return []corev1.EnvVar{wiring.SecretEnv(externalAuthEnv(envHeaderInjectionPrefix, cfg.Name), r.Name, r.Key)}
 	}
+	return nil
+}
+
+// aggregation builds the aggregation section from spec.config's, as
+// ToolHive's converter copies it field by field: conflict resolution
+// defaults to prefix "{workload}_" (an empty config for the other
+// strategies), and a workload's MCPToolConfig fills its filter when it
+// has none and adds the overrides of tools it does not override itself.
+func aggregation(src *thv1.VMCPAggregation, tools map[string]*thv1.MCPToolConfig) (*thv1.VMCPAggregation, error) {
+	if src == nil {
+		return &thv1.VMCPAggregation{ConflictResolution: conflictPrefix,
+			ConflictResolutionConfig: &thv1.VMCPConflictResolution{PrefixFormat: defaultPrefixFormat}}, nil
+	}
+	a := &thv1.VMCPAggregation{ConflictResolution: src.ConflictResolution, ExcludeAllTools: src.ExcludeAllTools,
+		DefaultToolVisibility: src.DefaultToolVisibility}
 	if a.ConflictResolution == "" {
 		a.ConflictResolution = conflictPrefix
 	}
-	if c := a.ConflictResolutionConfig; c != nil {
-		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{PrefixFormat: c.PrefixFormat, PriorityOrder: c.PriorityOrder}
+	switch c := src.ConflictResolutionConfig; {
+	case c != nil:
+		a.ConflictResolutionConfig = &thv1.VMCPConflictResolution{PrefixFormat: c.PrefixFormat, PriorityOrder: c.PriorityOrder}
 		if c.PrefixFormat == "" {
-			// ToolHive's schema default, whatever the strategy.
+			// The CRD schema's default, whatever the strategy.
 			a.ConflictResolutionConfig.PrefixFormat = defaultPrefixFormat
 		}
-	} else if a.ConflictResolution == conflictPrefix {
-		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{PrefixFormat: defaultPrefixFormat}
-	} else {
-		a.ConflictResolutionConfig = &schema.VMCPConflictResolution{}
+	case a.ConflictResolution == conflictPrefix:
+		a.ConflictResolutionConfig = &thv1.VMCPConflictResolution{PrefixFormat: defaultPrefixFormat}
+	default:
+		a.ConflictResolutionConfig = &thv1.VMCPConflictResolution{}
 	}
-	for i, t := range a.Tools {
-		if t == nil {
-			return nil, invalidConfig("aggregation.tools[%d]: null", i)
-		}
-		ref := t.ToolConfigRef
-		t.ToolConfigRef = nil
-		if ref == nil {
-			continue
-		}
-		tc := tools[ref.Name]
-		if tc == nil {
-			return nil, invalidConfig("aggregation.tools[%d].toolConfigRef: MCPToolConfig %q not resolved", i, ref.Name)
-		}
-		if len(t.Filter) == 0 && len(tc.Spec.ToolsFilter) > 0 {
-			t.Filter = slices.Clone(tc.Spec.ToolsFilter)
-		}
-		for name, o := range tc.Spec.ToolsOverride {
-			if _, ok := t.Overrides[name]; ok {
-				continue
+	for i, t := range src.Tools {
+		wt := thv1.VMCPWorkloadTools{Workload: t.Workload, Filter: t.Filter, ExcludeAll: t.ExcludeAll}
+		if len(t.Overrides) > 0 {
+			wt.Overrides = make(map[string]thv1.VMCPToolOverride, len(t.Overrides))
+			for name, o := range t.Overrides {
+				wt.Overrides[name] = *o.DeepCopy()
 			}
-			if t.Overrides == nil {
-				t.Overrides = map[string]thv1.ToolOverride{}
-			}
-			t.Overrides[name] = *o.DeepCopy()
 		}
+		if ref := t.ToolConfigRef; ref != nil {
+			tc := tools[ref.Name]
+			if tc == nil {
+				return nil, invalidConfig("aggregation.tools[%d].toolConfigRef: MCPToolConfig %q not resolved", i, ref.Name)
+			}
+			if len(wt.Filter) == 0 && len(tc.Spec.ToolsFilter) > 0 {
+				wt.Filter = slices.Clone(tc.Spec.ToolsFilter)
+			}
+			for name, o := range tc.Spec.ToolsOverride {
+				if _, ok := wt.Overrides[name]; ok {
+					continue
+				}
+				if wt.Overrides == nil {
+					wt.Overrides = map[string]thv1.VMCPToolOverride{}
+				}
+				wt.Overrides[name] = thv1.VMCPToolOverride{Name: o.Name, Description: o.Description, Annotations: toolAnnotations(o.Annotations)}
+			}
+		}
+		a.Tools = append(a.Tools, wt)
 	}
-	return &a, nil
+	return a, nil
 }
 
-// operational builds the operational section: spec.config's values, each
-// duration normalised, and vmcp's defaults for every unset one.
-func operational(section any) (*schema.VMCPOperational, error) {
-	var o schema.VMCPOperational
-	if err := recode(section, &o, "operational"); err != nil {
-		return nil, err
+// toolAnnotations are an MCPToolConfig's annotation overrides in
+// config.yaml.
+func toolAnnotations(a *thv1.ToolAnnotationsOverride) *thv1.ToolAnnotations {
+	if a == nil {
+		return nil
 	}
-	var bad error
-	dur := func(path string, s *string, def time.Duration) {
-		if *s == "" {
-			if def != 0 {
-				*s = def.String()
-			}
-			return
+	return &thv1.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+		IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+}
+
+// operational is spec.config.operational with vmcp's defaults merged into
+// what it leaves unset (ToolHive's EnsureOperationalDefaults), and the
+// schema's health check timeout for a failureHandling the spec sets.
+func operational(src *thv1.VMCPOperational) *thv1.VMCPOperational {
+	o := &thv1.VMCPOperational{}
+	if src != nil {
+		o = src.DeepCopy()
+		if f := o.FailureHandling; f != nil && f.HealthCheckTimeout == "" {
+			f.HealthCheckTimeout = defaultHealthCheckTimeout
 		}
-		d, err := time.ParseDuration(*s)
-		if err != nil && bad == nil {
-			bad = invalidConfig("operational.%s: %q is not a duration (such as 30s or 1m30s)", path, *s)
-		}
-		*s = d.String()
 	}
 	if o.Timeouts == nil {
-		o.Timeouts = &schema.VMCPTimeouts{}
+		o.Timeouts = &thv1.VMCPTimeouts{}
 	}
-	dur("timeouts.default", &o.Timeouts.Default, defaultTimeout)
-	for k, v := range o.Timeouts.PerWorkload {
-		dur("timeouts.perWorkload."+k, &v, 0)
-		o.Timeouts.PerWorkload[k] = v
-	}
-	// The schema default of healthCheckTimeout applies to a failureHandling
-	// the spec sets; vmcp's own defaults leave it unset.
-	var healthCheckTimeout time.Duration
+	o.Timeouts.Default = defaultDuration(o.Timeouts.Default, defaultTimeout)
 	if o.FailureHandling == nil {
-		o.FailureHandling = &schema.VMCPFailureHandling{}
-	} else {
-		healthCheckTimeout = defaultHealthCheckTimeout
+		o.FailureHandling = &thv1.VMCPFailureHandling{}
 	}
 	f := o.FailureHandling
-	dur("failureHandling.healthCheckInterval", &f.HealthCheckInterval, defaultHealthCheckInterval)
-	dur("failureHandling.healthCheckTimeout", &f.HealthCheckTimeout, healthCheckTimeout)
-	dur("failureHandling.statusReportingInterval", &f.StatusReportingInterval, defaultStatusReportingInterval)
+	f.HealthCheckInterval = defaultDuration(f.HealthCheckInterval, defaultHealthCheckInterval)
+	f.StatusReportingInterval = defaultDuration(f.StatusReportingInterval, defaultStatusReportingInterval)
 	if f.UnhealthyThreshold == 0 {
 		f.UnhealthyThreshold = defaultUnhealthyThreshold
 	}
@@ -499,13 +476,88 @@ func operational(section any) (*schema.VMCPOperational, error) {
 		f.PartialFailureMode = defaultPartialFailureMode
 	}
 	if f.CircuitBreaker == nil {
-		f.CircuitBreaker = &schema.VMCPCircuitBreaker{}
+		f.CircuitBreaker = &thv1.VMCPCircuitBreaker{}
 	}
 	if f.CircuitBreaker.FailureThreshold == 0 {
 		f.CircuitBreaker.FailureThreshold = defaultBreakerThreshold
 	}
-	dur("failureHandling.circuitBreaker.timeout", &f.CircuitBreaker.Timeout, defaultBreakerTimeout)
-	return &o, bad
+	f.CircuitBreaker.Timeout = defaultDuration(f.CircuitBreaker.Timeout, defaultBreakerTimeout)
+	return o
+}
+
+// defaultDuration is d, or def when d is unset or zero (a zero duration
+// is what the merge of defaults fills).
+func defaultDuration(d thv1.VMCPDuration, def string) thv1.VMCPDuration {
+	if v, err := schema.ParseDuration(string(d)); err == nil && v == 0 {
+		return thv1.VMCPDuration(def)
+	}
+	return d
+}
+
+// optimizer is spec.config.optimizer with the schema's default timeout.
+func optimizer(src *thv1.VMCPOptimizer) *thv1.VMCPOptimizer {
+	if src == nil {
+		return nil
+	}
+	o := src.DeepCopy()
+	if o.EmbeddingServiceTimeout == "" {
+		o.EmbeddingServiceTimeout = defaultEmbeddingTimeout
+	}
+	return o
+}
+
+// codeMode is spec.config.codeMode with the schema's defaults.
+func codeMode(src *thv1.VMCPCodeMode) *thv1.VMCPCodeMode {
+	if src == nil {
+		return nil
+	}
+	c := src.DeepCopy()
+	if c.StepLimit == 0 {
+		c.StepLimit = defaultCodeModeStepLimit
+	}
+	if c.ParallelMaxConcurrency == 0 {
+		c.ParallelMaxConcurrency = defaultCodeModeConcurrency
+	}
+	if c.ToolCallTimeout == "" {
+		c.ToolCallTimeout = defaultCodeModeToolTimeout
+	}
+	return c
+}
+
+// rateLimiting is spec.config.rateLimiting in ToolHive's encoding.
+func rateLimiting(src *thv1.RateLimitConfig) (*schema.VMCPRateLimiting, error) {
+	if src == nil {
+		return nil, nil
+	}
+	var out schema.VMCPRateLimiting
+	bucket := func(b *thv1.RateLimitBucket, path string) (*schema.VMCPRateBucket, error) {
+		if b == nil {
+			return nil, nil
+		}
+		d, err := schema.ParseDuration(b.RefillPeriod)
+		if err != nil {
+			return nil, invalidConfig("rateLimiting.%s.refillPeriod: %v", path, err)
+		}
+		return &schema.VMCPRateBucket{MaxTokens: b.MaxTokens, RefillPeriod: schema.VMCPRefillDuration{Duration: d}}, nil
+	}
+	var err error
+	if out.Shared, err = bucket(src.Shared, "shared"); err != nil {
+		return nil, err
+	}
+	if out.PerUser, err = bucket(src.PerUser, "perUser"); err != nil {
+		return nil, err
+	}
+	for i, t := range src.Tools {
+		tl := schema.VMCPToolRateLimit{Name: t.Name}
+		if tl.Shared, err = bucket(t.Shared, fmt.Sprintf("tools[%d].shared", i)); err != nil {
+			return nil, err
+		}
+		if tl.PerUser, err = bucket(t.PerUser, fmt.Sprintf("tools[%d].perUser", i)); err != nil {
+			return nil, err
+		}
+		out.Tools = append(out.Tools, tl)
+	}
+	return &out, nil
 }
 
 // Composite tool step defaults of ToolHive's CRD schema.
@@ -514,90 +566,58 @@ const (
 	defaultErrorAction = "abort"
 )
 
-// defaultSteps gives the steps of inline composite tools (and the step of
-// a forEach) the defaults of ToolHive's schema: type tool, and action abort
-// in onError, onDecline and onCancel when they are set without one. The
-// tools are otherwise passed as written; vmcp validates them.
-// compositeTools appends the referenced definitions to spec.config's
-// inline compositeTools, in compositeToolRefs order, as ToolHive's
-// converter merges them; a tool name used twice is refused, as there (vmcp
+// compositeTools are spec.config's inline composite tools followed by the
+// referenced definitions, in compositeToolRefs order, as ToolHive's
+// converter merges them, each decoded as ToolHive's type decodes it
+// (durations normalised, nested steps typed) with the step defaults of
+// ToolHive's schema; a tool name used twice is refused, as there (vmcp
 // could not tell the tools apart).
-func compositeTools(cfg map[string]any, defs map[string]*thv1.VirtualMCPCompositeToolDefinition) error {
-	var refs []struct {
-		Name string `json:"name"`
-	}
-	if err := recode(cfg[keyCompositeToolRefs], &refs, keyCompositeToolRefs); err != nil {
-		return err
-	}
-	inline, ok := cfg[keyCompositeTools].([]any)
-	if !ok && cfg[keyCompositeTools] != nil {
-		return invalidConfig("%s: not a list", keyCompositeTools)
-	}
-	tools := slices.Clone(inline)
-	for _, ref := range refs {
+func compositeTools(spec thv1.VirtualMCPConfig, defs map[string]*thv1.VirtualMCPCompositeToolDefinition) ([]schema.VMCPCompositeTool, error) {
+	sources := slices.Clone(spec.CompositeTools)
+	for _, ref := range spec.CompositeToolRefs {
 		def := defs[ref.Name]
 		if def == nil {
 			// Resolution makes the server wait first; this is defence.
-			return invalidConfig("%s: VirtualMCPCompositeToolDefinition %q not resolved", keyCompositeToolRefs, ref.Name)
+			return nil, invalidConfig("compositeToolRefs: VirtualMCPCompositeToolDefinition %q not resolved", ref.Name)
 		}
-		tool, err := toMap(def.Spec)
-		if err != nil {
-			return invalidConfig("%s: VirtualMCPCompositeToolDefinition %q: %v", keyCompositeToolRefs, ref.Name, err)
-		}
-		tools = append(tools, tool)
+		sources = append(sources, def.Spec)
 	}
+	var out []schema.VMCPCompositeTool
 	seen := map[string]bool{}
-	for i, t := range tools {
-		m, _ := t.(map[string]any)
-		name, _ := m["name"].(string)
-		if seen[name] {
-			return invalidConfig("%s[%d]: duplicate composite tool name %q (inline and referenced tools share one namespace)", keyCompositeTools, i, name)
+	for i, src := range sources {
+		var tool schema.VMCPCompositeTool
+		if err := recode(src, &tool, fmt.Sprintf("compositeTools[%d]", i)); err != nil {
+			return nil, err
 		}
-		seen[name] = true
+		if seen[tool.Name] {
+			return nil, invalidConfig("compositeTools[%d]: duplicate composite tool name %q (inline and referenced tools share one namespace)", i, tool.Name)
+		}
+		seen[tool.Name] = true
+		for j := range tool.Steps {
+			defaultStep(&tool.Steps[j])
+		}
+		out = append(out, tool)
 	}
-	if len(tools) > 0 {
-		cfg[keyCompositeTools] = tools
-	}
-	return nil
+	return out, nil
 }
 
-// toMap is v as the decoded JSON object spec.config's sections are.
-func toMap(v any) (map[string]any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+// defaultStep gives a step (and the step of a forEach) the defaults of
+// ToolHive's schema: type tool, and action abort in onError, onDecline
+// and onCancel when they are set without one.
+func defaultStep(s *schema.VMCPWorkflowStep) {
+	if s.Type == "" {
+		s.Type = defaultStepType
 	}
-	return decodeObject(raw)
-}
-
-func defaultSteps(tools any) {
-	list, _ := tools.([]any)
-	for _, t := range list {
-		tool, _ := t.(map[string]any)
-		steps, _ := tool["steps"].([]any)
-		for _, s := range steps {
-			defaultStep(s)
+	if s.OnError != nil && s.OnError.Action == "" {
+		s.OnError.Action = defaultErrorAction
+	}
+	for _, r := range []*schema.VMCPElicitationResponse{s.OnDecline, s.OnCancel} {
+		if r != nil && r.Action == "" {
+			r.Action = defaultErrorAction
 		}
 	}
-}
-
-func defaultStep(s any) {
-	step, ok := s.(map[string]any)
-	if !ok {
-		return
-	}
-	if t, _ := step["type"].(string); t == "" {
-		step["type"] = defaultStepType
-	}
-	for _, k := range []string{"onError", "onDecline", "onCancel"} {
-		if h, ok := step[k].(map[string]any); ok {
-			if a, _ := h["action"].(string); a == "" {
-				h["action"] = defaultErrorAction
-			}
-		}
-	}
-	if inner, ok := step["step"]; ok {
-		defaultStep(inner)
+	if s.InnerStep != nil {
+		defaultStep(s.InnerStep)
 	}
 }
 
@@ -606,19 +626,9 @@ func defaultStep(s any) {
 // without the password (which vmcp reads from THV_SESSION_REDIS_PASSWORD),
 // and its TLS block when there is one ({} for the system roots); nil for
 // memory or none.
-func sessionStorage(r *schema.SessionRedisConfig) map[string]any {
+func sessionStorage(r *schema.SessionRedisConfig) *schema.VMCPSessionStorage {
 	if r == nil {
 		return nil
 	}
-	out := map[string]any{"provider": thv1.SessionStorageProviderRedis, "address": r.Address}
-	if r.DB != 0 {
-		out["db"] = r.DB
-	}
-	if r.KeyPrefix != "" {
-		out["keyPrefix"] = r.KeyPrefix
-	}
-	if r.TLS != nil {
-		out["tls"] = r.TLS
-	}
-	return out
+	return &schema.VMCPSessionStorage{Provider: thv1.SessionStorageProviderRedis, Address: r.Address, DB: r.DB, KeyPrefix: r.KeyPrefix, TLS: r.TLS}
 }

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -43,7 +41,7 @@ func TestRenderConfigFromRefs(t *testing.T) {
 	want := map[string]any{
 		"passthroughHeaders":                                  []any{"X-Api-Key"},
 		"incomingAuth.authz":                                  map[string]any{"type": "cedar", "entitiesJson": "[]", "policies": []any{"permit(principal, action, resource);"}, "roleClaimName": "roles"},
-		"outgoingAuth.source":                                 "inline",
+		"outgoingAuth.source":                                 "discovered",
 		"outgoingAuth.default.type":                           "token_exchange",
 		"outgoingAuth.default.tokenExchange.clientSecretEnv":  "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_EXCHANGE",
 		"outgoingAuth.default.tokenExchange.subjectTokenType": "urn:ietf:params:oauth:token-type:id_token",
@@ -78,7 +76,7 @@ func TestRenderConfigFromRefs(t *testing.T) {
 		t.Errorf("a toolConfigRef reached config.yaml:\n%s", out)
 	}
 	var env []string
-	for _, e := range w.Env {
+	for _, e := range slices.Concat(w.AuthEnv, w.TelemetryEnv) {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			env = append(env, e.Name+"="+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
 		}
@@ -88,8 +86,8 @@ func TestRenderConfigFromRefs(t *testing.T) {
 	if !slices.Equal(env, wantEnv) {
 		t.Errorf("secret env %v, want %v", env, wantEnv)
 	}
-	if len(w.Volumes) != 1 || w.Volumes[0].ConfigMap == nil || w.Volumes[0].ConfigMap.Name != "otel-ca" {
-		t.Errorf("telemetry CA volume %+v", w.Volumes)
+	if len(w.TelemetryVolumes) != 1 || w.TelemetryVolumes[0].ConfigMap == nil || w.TelemetryVolumes[0].ConfigMap.Name != "otel-ca" {
+		t.Errorf("telemetry CA volume %+v", w.TelemetryVolumes)
 	}
 }
 
@@ -123,7 +121,7 @@ func TestRenderConfigRefuses(t *testing.T) {
 		}, "spec.outgoingAuth.default: MCPExternalAuthConfig bearer is of type bearerToken"},
 		"bad duration": {func(v *thv1.VirtualMCPServer, _ *Input) {
 			v.Spec.Config = toolhivetest.Decode[thv1.VirtualMCPConfig](`{"operational":{"timeouts":{"default":"soon"}}}`)
-		}, `spec.config: operational.timeouts.default: "soon" is not a duration`},
+		}, `spec.config: Operational: Timeouts: Default: time: invalid duration "soon"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := newVMCP("agg")
@@ -148,15 +146,15 @@ func jsonEq(a, b any) bool {
 // upstream_inject strategies, in ToolHive's keys and with no variable (no
 // secret is involved); an upstreamInject without its provider is refused.
 // With an embedded authorization server, an AWS STS strategy naming no
-// subject provider gets the first upstream, as ToolHive's operator does.
+// subject provider gets the first upstream in inline mode, as ToolHive's
+// operator does; in discovered mode vmcp names it.
 func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
-	env := map[string]corev1.EnvVar{}
 	aws := newExtAuth("aws", func(s *thv1.MCPExternalAuthConfigSpec) {
 		s.Type = thv1.ExternalAuthTypeAWSSts
 		s.AWSSts = &thv1.AWSStsConfig{Region: "eu-west-1", Service: "aoss", FallbackRoleArn: "arn:aws:iam::123456789012:role/fallback",
 			RoleMappings: []thv1.AWSRoleMapping{{Claim: "admins", RoleArn: "arn:aws:iam::123456789012:role/admin"}}}
 	})
-	got, err := strategyOf("p", aws, env)
+	got, err := strategyOf("p", aws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,26 +167,30 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 		s.Type = thv1.ExternalAuthTypeUpstreamInject
 		s.UpstreamInject = &thv1.UpstreamInjectSpec{ProviderName: "partner"}
 	})
-	got, err = strategyOf("p", upstream, env)
+	got, err = strategyOf("p", upstream)
 	if b, _ := json.Marshal(got); err != nil || string(b) != `{"type":"upstream_inject","upstreamInject":{"providerName":"partner"}}` {
 		t.Errorf("upstream_inject strategy %s, %v", b, err)
 	}
-	if len(env) != 0 {
+	if env := slices.Concat(secretEnv(aws), secretEnv(upstream)); len(env) != 0 {
 		t.Errorf("variables %v for strategies without secrets", env)
 	}
 	upstream.Spec.UpstreamInject = &thv1.UpstreamInjectSpec{}
-	if _, err := strategyOf("p", upstream, env); err == nil || !strings.Contains(err.Error(), "providerName") {
+	if _, err := strategyOf("p", upstream); err == nil || !strings.Contains(err.Error(), "providerName") {
 		t.Errorf("upstreamInject without a provider: %v", err)
 	}
 
-	s, err := strategyOf("p", aws, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := map[string]any{keyOutgoingAuth: map[string]any{"default": s}}
-	applyAuthServer(cfg, wiring.AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{Upstreams: []schema.UpstreamConfig{{Name: "corp-idp"}, {Name: "partner"}}}})
-	if s.AwsSts.SubjectProviderName != "corp-idp" {
-		t.Errorf("subject provider %q, want the first upstream", s.AwsSts.SubjectProviderName)
+	for source, want := range map[string]string{thv1.OutgoingAuthSourceInline: "corp-idp", thv1.OutgoingAuthSourceDiscovered: ""} {
+		v := newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+			v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Source: source, Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef,
+				ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "aws"}}}
+		})
+		auth, err := resolveBackendAuth(v, nil, map[string]*thv1.MCPExternalAuthConfig{"aws": aws}, nil, "corp-idp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := auth.Section.Default.AwsSts.SubjectProviderName; got != want {
+			t.Errorf("%s: subject provider %q, want %q", source, got, want)
+		}
 	}
 	if aws.Spec.AWSSts.SubjectProviderName != "" {
 		t.Error("the cached MCPExternalAuthConfig was modified")

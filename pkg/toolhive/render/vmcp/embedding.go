@@ -2,13 +2,7 @@ package vmcp
 
 import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-)
-
-// keyOptimizer and keyEmbeddingService are the optimizer section of
-// config.yaml and the embedding service URL in it.
-const (
-	keyOptimizer        = "optimizer"
-	keyEmbeddingService = "embeddingService"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // optimizerEmbeddingService points the optimizer at the EmbeddingServer
@@ -18,14 +12,12 @@ const (
 // section is added after the API server's defaulting) and its URL
 // replaces any embeddingService written by hand. url is "" without a
 // reference (the build only happens once the referenced server is ready).
-func optimizerEmbeddingService(cfg map[string]any, v *thv1.VirtualMCPServer, url string) {
+func optimizerEmbeddingService(cfg *schema.VMCPConfig, v *thv1.VirtualMCPServer, url string) {
 	if v.Spec.EmbeddingServerRef == nil || url == "" {
 		return
 	}
-	opt, _ := cfg[keyOptimizer].(map[string]any)
-	if opt == nil {
-		opt = map[string]any{}
-		cfg[keyOptimizer] = opt
+	if cfg.Optimizer == nil {
+		cfg.Optimizer = &thv1.VMCPOptimizer{}
 	}
-	opt[keyEmbeddingService] = url
+	cfg.Optimizer.EmbeddingService = url
 }

@@ -187,7 +187,7 @@ func assertNoDrift(t *testing.T, name string, d *Output) {
 			mounts = append(mounts, m)
 		}
 	}
-	if h, _ := wiring.HashPodVolumes(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
+	if h, _ := podVolumesHash(vols, mounts); h != d.Volumes.Hash || d.Deployment.Annotations[naming.AnnotationPodVolumesHash] != h {
 		t.Errorf("%s: annotation %q, hash of the pod's built volumes %q", name, d.Deployment.Annotations[naming.AnnotationPodVolumesHash], h)
 	}
 }
