@@ -40,10 +40,10 @@ for values in "${chart}"/ci/*-values.yaml; do
   grep -q 'readOnlyRootFilesystem: true' "${rendered}" || fail "${name}: restricted securityContext missing"
   case "${name}" in
     default)
-      # The controller's, the three runners', the registry API's, the
-      # metrics reader; the controller's binding and the metrics
-      # auth-delegator binding.
-      [[ $(count ClusterRole "${rendered}") == 6 && $(count ClusterRoleBinding "${rendered}") == 2 ]] || fail "default: want 6 ClusterRoles and 2 bindings"
+      # The controller's, the three runners', the registry API's, the two
+      # vMCP modes', the metrics reader; the controller's binding and the
+      # metrics auth-delegator binding.
+      [[ $(count ClusterRole "${rendered}") == 8 && $(count ClusterRoleBinding "${rendered}") == 2 ]] || fail "default: want 8 ClusterRoles and 2 bindings"
       [[ $(count ValidatingAdmissionPolicy "${rendered}") == 1 && $(count ValidatingAdmissionPolicyBinding "${rendered}") == 1 ]] || fail "default: want the admission policy and its binding"
       grep -q -- '- --metrics-secure$' "${rendered}" || fail "default: --metrics-secure missing"
       [[ $(count Role "${rendered}") == 1 ]] || fail "default: want only the leader-election Role"
@@ -52,9 +52,10 @@ for values in "${chart}"/ci/*-values.yaml; do
       grep -q -- '--namespaces' "${rendered}" && fail "default: must watch all namespaces"
       ;;
     namespaces)
-      # Only the runner, registry API and metrics reader ClusterRoles, which
-      # grant nothing until bound, and the metrics auth-delegator binding.
-      [[ $(count ClusterRole "${rendered}") == 5 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "namespaces: want only the runner, registry API and metrics ClusterRoles"
+      # Only the runner, registry API, vMCP and metrics reader ClusterRoles,
+      # which grant nothing until bound, and the metrics auth-delegator
+      # binding.
+      [[ $(count ClusterRole "${rendered}") == 7 && $(count ClusterRoleBinding "${rendered}") == 1 ]] || fail "namespaces: want only the runner, registry API, vMCP and metrics ClusterRoles"
       grep -q 'key: kubernetes.io/metadata.name' "${rendered}" || fail "namespaces: the admission policy binding must match the watched namespaces"
       [[ $(count Role "${rendered}") == 3 && $(count RoleBinding "${rendered}") == 3 ]] || fail "namespaces: want Roles in team-a, team-b and the leader-election one"
       grep -q -- '"--namespaces=team-a,team-b"' "${rendered}" || fail "namespaces: --namespaces=team-a,team-b missing"
