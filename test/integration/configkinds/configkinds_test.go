@@ -247,7 +247,9 @@ func rollReferrers(t *testing.T, env *framework.Env, ns, annotation, prefix stri
 		}
 		out := map[string]string{}
 		for _, d := range deps.Items {
-			if sum := d.Spec.Template.Annotations[annotation]; sum != "" {
+			// The referrers only: the group's MCPServer carries a checksum
+			// under the same key as a vMCP.
+			if sum := d.Spec.Template.Annotations[annotation]; sum != "" && strings.HasPrefix(d.Name, prefix) {
 				out[d.Name] = sum
 			}
 		}

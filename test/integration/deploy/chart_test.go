@@ -92,7 +92,8 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			objs := render(t, "hivekeeper", "hivekeeper-system", args...)
-			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", StdioProxyRunner: "hk-stdio-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner", RegistryAPI: "hk-registry-api"}
+			runners := rbac.Runners{ProxyRunner: "hk-proxy-runner", StdioProxyRunner: "hk-stdio-proxy-runner", RemoteProxyRunner: "hk-remote-proxy-runner",
+				RegistryAPI: "hk-registry-api", VMCPDiscovered: "hk-vmcp-discovered", VMCPInline: "hk-vmcp-inline"}
 			want := map[string][]rbacv1.PolicyRule{}
 			for _, cr := range runners.ClusterRoles() {
 				want[cr.Name] = cr.Rules
@@ -109,7 +110,8 @@ func TestChartRunnerClusterRoles(t *testing.T) {
 			}
 			args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
 			for _, a := range []string{"--proxy-runner-cluster-role=hk-proxy-runner", "--stdio-proxy-runner-cluster-role=hk-stdio-proxy-runner",
-				"--remote-proxy-runner-cluster-role=hk-remote-proxy-runner", "--registry-api-cluster-role=hk-registry-api"} {
+				"--remote-proxy-runner-cluster-role=hk-remote-proxy-runner", "--registry-api-cluster-role=hk-registry-api",
+				"--vmcp-discovered-cluster-role=hk-vmcp-discovered", "--vmcp-inline-cluster-role=hk-vmcp-inline"} {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %q lack %q", args, a)
 				}
@@ -128,7 +130,8 @@ func TestChartNamespacedRolesAreTheDeclaredRules(t *testing.T) {
 		// metrics reader is for scrapers, and the secure metrics endpoint
 		// needs the cluster-scoped token and access reviews.
 		switch o.GetName() {
-		case chartRunners.ProxyRunner, chartRunners.StdioProxyRunner, chartRunners.RemoteProxyRunner, chartRunners.RegistryAPI, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
+		case chartRunners.ProxyRunner, chartRunners.StdioProxyRunner, chartRunners.RemoteProxyRunner, chartRunners.RegistryAPI,
+			chartRunners.VMCPDiscovered, chartRunners.VMCPInline, "hivekeeper-metrics-reader", "hivekeeper-metrics-auth":
 		default:
 			t.Errorf("namespaced install renders cluster-scoped %s %s", o.GetKind(), o.GetName())
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,8 +94,14 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 		if v, ok := strings.CutPrefix(a, "--registry-api-cluster-role="); ok {
 			in.runners.RegistryAPI = v
 		}
+		if v, ok := strings.CutPrefix(a, "--vmcp-discovered-cluster-role="); ok {
+			in.runners.VMCPDiscovered = v
+		}
+		if v, ok := strings.CutPrefix(a, "--vmcp-inline-cluster-role="); ok {
+			in.runners.VMCPInline = v
+		}
 	}
-	if in.runners.ProxyRunner == "" || in.runners.StdioProxyRunner == "" || in.runners.RemoteProxyRunner == "" || in.runners.RegistryAPI == "" {
+	if slices.Contains(in.runners.Names(), "") {
 		t.Fatalf("the Deployment names no runner ClusterRoles: %+v", in.runners)
 	}
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
@@ -367,6 +374,9 @@ func TestControllersRunAsChartServiceAccount(t *testing.T) {
 					"legacy-proxy-runner":              in.runners.StdioProxyRunner,
 					"vendor-tools-remote-proxy-runner": in.runners.RemoteProxyRunner,
 					"catalog-registry-api":             in.runners.RegistryAPI,
+					// The example vMCP names no outgoing auth source:
+					// discovered, ToolHive's default.
+					"engineering-vmcp": in.runners.VMCPDiscovered,
 				} {
 					rb, err := env.Kube.RbacV1().RoleBindings(watched).Get(ctx, binding, metav1.GetOptions{})
 					if err != nil {

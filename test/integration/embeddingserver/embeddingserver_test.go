@@ -141,9 +141,9 @@ const referrers = 100
 // TestEmbeddingServerReadyWithHundredReferrers: 100 vMCPs naming one
 // EmbeddingServer wait, with nothing written, while it is not ready; its
 // readiness costs exactly the writes each of them needs to be deployed
-// (account, config, Service, Deployment, status) and one status write of
-// the EmbeddingServer; a new URL exactly a config and a Deployment patch
-// each. Ten vMCPs naming another EmbeddingServer are not touched.
+// (session key Secret, account and its binding, config, Service,
+// Deployment, status) and one status write of the EmbeddingServer; a new
+// URL exactly a config and a Deployment patch each. Ten vMCPs naming another EmbeddingServer are not touched.
 func TestEmbeddingServerReadyWithHundredReferrers(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
@@ -200,7 +200,9 @@ func TestEmbeddingServerReadyWithHundredReferrers(t *testing.T) {
 	delta := workloadtest.WritesBetween(before, workloadtest.Quiesce(t, 2*time.Second, 2*time.Minute, writers()...))
 	want := map[string]float64{
 		embeddingserver.Name + " embeddingservers/status patch success":   1,
+		virtualmcpserver.Name + " secrets create success":                 referrers,
 		virtualmcpserver.Name + " serviceaccounts create success":         referrers,
+		virtualmcpserver.Name + " rolebindings create success":            referrers,
 		virtualmcpserver.Name + " configmaps create success":              referrers,
 		virtualmcpserver.Name + " services create success":                referrers,
 		virtualmcpserver.Name + " deployments create success":             referrers,

@@ -42,7 +42,7 @@ func settle(t *testing.T, hk *hivekeeper, quiet time.Duration) samples {
 // TestHandEditsOfChildren edits the proxy Deployment by hand (runner image,
 // the runconfig-checksum template annotation, the replica count with
 // spec.replicas unset), then deletes the Service and the ConfigMap, then
-// removes the ConfigMap's toolhive=true label. hivekeeper repairs the
+// removes a ToolHive label of the ConfigMap. hivekeeper repairs the
 // template with exactly one patch, leaves the replica count alone (hands
 // off), recreates what was deleted, takes the unlabelled ConfigMap back
 // with one patch (no create first), and then writes nothing more.

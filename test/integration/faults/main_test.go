@@ -447,12 +447,16 @@ func observe(env *framework.Env, ns string) (*convergence, error) {
 	for i := range deps.Items {
 		group(c.deployments, &deps.Items[i].ObjectMeta)
 	}
-	cms, err := env.Kube.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	// The RunConfig ConfigMap carries ToolHive's labels, not toolhive=true:
+	// every ConfigMap with a controller is a child.
+	cms, err := env.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range cms.Items {
-		group(c.configMaps, &cms.Items[i].ObjectMeta)
+		if metav1.GetControllerOf(&cms.Items[i]) != nil {
+			group(c.configMaps, &cms.Items[i].ObjectMeta)
+		}
 	}
 	svcs, err := env.Kube.CoreV1().Services(ns).List(ctx, sel)
 	if err != nil {

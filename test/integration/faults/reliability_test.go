@@ -51,7 +51,7 @@ var scenarios = []scenario{
 		"recording a processed restart request is refused (an admission policy), then allowed",
 		"each retry restarts again: the rolling restart stamps the current time, so every refused record is followed by another rollout"},
 	{"TestHandEditsOfChildren",
-		"the proxy Deployment edited by hand (image, checksum annotation, replicas), the Service and ConfigMap deleted, the toolhive=true label removed from the ConfigMap",
+		"the proxy Deployment edited by hand (image, checksum annotation, replicas), the Service and ConfigMap deleted, a label of ToolHive's removed from the RunConfig ConfigMap",
 		"repairs the Deployment with a full update that replaces its pod template and labels (labels other writers added are dropped) and keeps a hand-set replica count; its caches are not filtered by label, so a removed label goes unnoticed"},
 	{"TestServiceCIDRExhausted",
 		"a /29 Service range: more MCPServers than Service addresses",

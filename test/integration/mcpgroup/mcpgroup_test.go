@@ -291,6 +291,9 @@ func TestGroupCreatedAfterMembers(t *testing.T) {
 	_, err := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns).Create(testCtx(t), &thv1.VirtualMCPServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
 		Spec: thv1.VirtualMCPServerSpec{
+			// Inline: hivekeeper lists the backends in config.yaml and the
+			// status (in discovered mode vmcp finds and reports them).
+			OutgoingAuth: &thv1.OutgoingAuth{Source: thv1.OutgoingAuthSourceInline},
 			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
 			GroupRef:     thv1.GroupRef{Name: "late"},
 		},

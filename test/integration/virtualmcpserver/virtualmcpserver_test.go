@@ -122,6 +122,9 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
 		Spec: thv1.VirtualMCPServerSpec{
+			// Inline: hivekeeper lists the backends in config.yaml and the
+			// status (in discovered mode vmcp finds and reports them).
+			OutgoingAuth: &thv1.OutgoingAuth{Source: thv1.OutgoingAuthSourceInline},
 			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthOIDC, OIDCConfigRef: &thv1.OIDCConfigReference{Name: "auth", Audience: "vmcp"}},
 			GroupRef:     thv1.GroupRef{Name: "tools"},
 			PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"spec":{"volumes":[{"name":"scratch","emptyDir":{"sizeLimit":"64Mi"}},` +
@@ -221,6 +224,9 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
 		Spec: thv1.VirtualMCPServerSpec{
+			// Inline: hivekeeper lists the backends in config.yaml and the
+			// status (in discovered mode vmcp finds and reports them).
+			OutgoingAuth: &thv1.OutgoingAuth{Source: thv1.OutgoingAuthSourceInline},
 			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
 			GroupRef:     thv1.GroupRef{Name: "late"},
 		},
@@ -293,6 +299,9 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
 		Spec: thv1.VirtualMCPServerSpec{
+			// Inline: hivekeeper lists the backends in config.yaml and the
+			// status (in discovered mode vmcp finds and reports them).
+			OutgoingAuth:     &thv1.OutgoingAuth{Source: thv1.OutgoingAuthSourceInline},
 			IncomingAuth:     thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
 			GroupRef:         thv1.GroupRef{Name: "tools"},
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "spec-pull"}},
@@ -328,7 +337,7 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, 15*time.Second, configHas(fmt.Sprintf("http://mcp-s1-proxy.%s.svc.cluster.local:8080/mcp", ns), farURL+"/mcp",
-		"sessionStorage:\n  address: redis:6379\n  provider: redis"), "config.yaml with both backends and session storage")
+		"sessionStorage:\n    provider: redis\n    address: redis:6379"), "config.yaml with both backends and session storage")
 	var dep *appsv1.Deployment
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		var err error
