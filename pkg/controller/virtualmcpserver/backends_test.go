@@ -343,3 +343,30 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 		}
 	}
 }
+
+// ToolHive v0.63.0 leaves a backend's phase out of config.yaml (v0.47.0
+// wrote it as workload_status): in inline mode a member going from
+// Pending to Ready and to Failed is no write at all, so no vMCP pod
+// restarts for a backend's runtime state.
+func TestMemberPhaseIsNotBackendMetadata(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup),
+		newMember("a", testGroup, func(s *thv1.MCPServer) { s.Status.Phase = thv1.MCPServerPhasePending }))
+	f.converge("agg")
+	if cfg := configOfRaw(t, f); !strings.Contains(cfg, "workload_type") || strings.Contains(cfg, "workload_status") {
+		t.Fatalf("config.yaml's backend metadata:\n%s", cfg)
+	}
+	for _, phase := range []string{thv1.MCPServerPhaseReady, thv1.MCPServerPhaseFailed} {
+		s, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Status.Phase = phase
+		if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).UpdateStatus(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.Refresh()
+		if acts, _ := f.sync("agg"); len(acts) != 0 {
+			t.Fatalf("member phase %s: %s", phase, wt.Describe(acts))
+		}
+	}
+}
