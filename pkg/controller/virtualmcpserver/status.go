@@ -37,11 +37,14 @@ func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, back
 // authServerCondition keeps AuthServerConfigValidated as ToolHive's
 // operator does: absent without spec.authServerConfig, True once the
 // server was built with it. A refusal sets it False through
-// workload.Base.Settle; another build error leaves it as it was.
+// workload.Base.Settle; another build error leaves it as it was. An
+// upstream filter without a server is such a refusal (ToolHive v0.63.0
+// reports it on this condition), so the condition is not removed then.
 func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr error) {
 	switch {
-	case v.Spec.AuthServerConfig == nil:
+	case v.Spec.AuthServerConfig == nil && v.Spec.AuthServerUpstreamFilter == nil:
 		r.Remove(thv1.ConditionAuthServerConfigValidated)
+	case v.Spec.AuthServerConfig == nil:
 	case buildErr == nil:
 		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
 	}
