@@ -113,15 +113,7 @@ func TestProxyPodEvents(t *testing.T) {
 	if len(cached) != 1 || len(cached[0].Spec.Containers) != 0 {
 		t.Fatalf("cached pods: %+v", cached)
 	}
-	drain := func() []string {
-		var keys []string
-		for f.c.Queue.Len() > 0 {
-			k, _ := f.c.Queue.Get()
-			keys = append(keys, k.String())
-			f.c.Queue.Done(k)
-		}
-		return keys
-	}
+	drain := func() []string { return wt.Drain(f.c.Queue) }
 	drain()
 	handler := f.c.podHandler()
 	handler.OnAdd(pod, false)

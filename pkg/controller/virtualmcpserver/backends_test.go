@@ -50,16 +50,7 @@ func vmcpContainer(t *testing.T, f *fixture) (corev1.PodSpec, corev1.Container) 
 	return dep.Spec.Template.Spec, dep.Spec.Template.Spec.Containers[0]
 }
 
-func drainQueue(f *fixture) []string {
-	var keys []string
-	for f.c.Queue.Len() > 0 {
-		k, _ := f.c.Queue.Get()
-		keys = append(keys, k.String())
-		f.c.Queue.Done(k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func drainQueue(f *fixture) []string { return wt.Drain(f.c.Queue) }
 
 // An MCPServerEntry joining the group is a backend at its remote URL, of
 // type entry, with its CA bundle mounted at ToolHive's path and its

@@ -41,15 +41,7 @@ func TestCABundleRefValidated(t *testing.T) {
 		t.Errorf("%d events for an advisory condition", n)
 	}
 
-	drain := func() int {
-		n := 0
-		for f.c.Queue.Len() > 0 {
-			k, _ := f.c.Queue.Get()
-			f.c.Queue.Done(k)
-			n++
-		}
-		return n
-	}
+	drain := func() int { return len(drainQueue(f)) }
 	drain()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "corp-ca"}, Data: map[string]string{"bundle.pem": "-----BEGIN CERTIFICATE-----"}}
 	trimmed, _ := framework.TrimForeign(cm)
