@@ -48,6 +48,7 @@ func authServerCondition(r *workload.Report, v *thv1.VirtualMCPServer, buildErr 
 	case v.Spec.AuthServerConfig == nil && v.Spec.AuthServerUpstreamFilter == nil:
 		r.Remove(thv1.ConditionAuthServerConfigValidated)
 	case v.Spec.AuthServerConfig == nil:
+		// The filter alone: Settle reports its refusal.
 	case buildErr == nil:
 		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionTrue, thv1.ReasonAuthServerConfigValid, "AuthServerConfig is valid")
 	}
@@ -107,11 +108,12 @@ const maxCABundleConfigMapName = 63 - len(wiring.CABundleVolumePrefix)
 // CABundleRefNotFound when there is no such ConfigMap and with
 // CABundleRefInvalid for a malformed reference or a missing key; absent
 // without a CA bundle. It is advisory, as ToolHive's: the vMCP is
-// deployed all the same, and no event is recorded. cfg is the resolved MCPOIDCConfig (nil for
-// none); configMap reads the namespace's ConfigMaps from the cache, whose
-// copy of a user's ConfigMap keeps its keys (framework.TrimForeign).
-// ToolHive checks it after the other validations pass; hivekeeper as soon
-// as the OIDC configuration resolves, so a later refusal does not hide it.
+// deployed all the same, and no event is recorded. cfg is the resolved
+// MCPOIDCConfig (nil for none); configMap reads the namespace's
+// ConfigMaps from the cache, whose copy of a user's ConfigMap keeps its
+// keys (framework.TrimForeign). ToolHive checks it after the other
+// validations pass; hivekeeper as soon as the OIDC configuration
+// resolves, so a later refusal does not hide it.
 func caBundleCondition(r *workload.Report, namespace string, cfg *thv1.MCPOIDCConfig, configMap func(namespace, name string) (*corev1.ConfigMap, error)) error {
 	ref := caBundleRef(cfg)
 	if ref == nil {
