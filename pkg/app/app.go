@@ -68,7 +68,10 @@ const ChildLabelSelector = "toolhive=true"
 // hivekeeper labels the same way so that either operator finds the
 // other's children. Each has informer factories of its own
 // (framework.Scope.Selected).
-var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector}
+//
+// The MCPRemoteProxies' proxy pods are selected too
+// (naming.RemoteProxyPodSelector), and cached trimmed (framework.TrimPod).
+var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.RemoteProxyPodSelector}
 
 // Defaults of the images the controllers deploy.
 const (
@@ -148,6 +151,16 @@ func StripManagedFields(obj any) (any, error) {
 		a.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// stripOrTrimPod is the labelled informers' transform: a pod reduced to
+// what a status reads of it (framework.TrimPod), anything else
+// StripManagedFields.
+func stripOrTrimPod(obj any) (any, error) {
+	if _, ok := obj.(*corev1.Pod); ok {
+		return framework.TrimPod(obj)
+	}
+	return StripManagedFields(obj)
 }
 
 // trimForeign is the unfiltered informers' transform: StripManagedFields,
@@ -279,7 +292,7 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 		kubeFactory := func(selector string) kubeinformers.SharedInformerFactory {
 			return kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),
-				kubeinformers.WithTransform(StripManagedFields),
+				kubeinformers.WithTransform(stripOrTrimPod),
 				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 		}
 		s := framework.Scope{

@@ -50,7 +50,7 @@ type Scope struct {
 	// and of which a cluster has many that are neither's.
 	Kube kubeinformers.SharedInformerFactory
 	// KubeAll selects no label, its transform TrimForeign keeping only the
-	// metadata of what is no workload's child: the kinds ToolHive's operator
+	// metadata (and a ConfigMap's keys) of what is no workload's child: the kinds ToolHive's operator
 	// writes without toolhive=true (ConfigMaps, ServiceAccounts,
 	// RoleBindings). hivekeeper must find those children in its cache when
 	// it takes over from that operator, or it would create each, be refused

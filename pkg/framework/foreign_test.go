@@ -43,7 +43,7 @@ func TestTrimForeign(t *testing.T) {
 	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: "dashboards", UID: "uid-cm", ResourceVersion: "7",
 		Labels: foreign.Labels, OwnerReferences: foreign.OwnerReferences,
-	}}
+	}, Data: map[string]string{"big.json": ""}, BinaryData: map[string][]byte{"blob": nil}}
 	got, err := TrimForeign(foreign)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("TrimForeign(foreign ConfigMap) = %#v, %v; want %#v", got, err, want)

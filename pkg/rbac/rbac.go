@@ -137,8 +137,12 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		// An EmbeddingServer's StatefulSet; the MCPServer finalizer also
 		// reads, then deletes the StatefulSet the proxy runner created.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(children)},
-		// An immediate restart deletes the proxy pods in one request.
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"deletecollection"}},
+		// An immediate restart deletes the proxy pods in one request; the
+		// MCPRemoteProxies' proxy pods are watched (by label, cached
+		// without their spec) for the containers' states their status
+		// reports, as ToolHive v0.63.0's operator reports them. Never get:
+		// no single pod is read.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "deletecollection"}},
 		// Events about the custom resources, recorded in their namespace.
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
@@ -319,7 +323,6 @@ var NeverAllowed = []Request{
 	{Verb: "watch", Resource: "secrets"},
 	{Verb: "create", Resource: "pods"},
 	{Verb: "get", Resource: "pods"},
-	{Verb: "list", Resource: "pods"},
 	{Verb: "delete", Resource: "pods"},
 	{Verb: "create", Resource: "pods/exec"},
 	{Verb: "create", Resource: "pods/attach"},

@@ -42,8 +42,9 @@ func TestRunnerPermissionsAreNotTheControllers(t *testing.T) {
 	controllerRules := rbac.WorkloadRules(rbac.DefaultRunners())
 	for _, r := range rbac.Expand(rbac.StdioProxyRunnerRules()) {
 		// Services and StatefulSets (an EmbeddingServer's) are the
-		// controller's own children as well.
-		ownUse := r.Resource == "services" || r.Resource == "statefulsets"
+		// controller's own children as well; it lists pods too, to watch
+		// the MCPRemoteProxies' proxy pods.
+		ownUse := r.Resource == "services" || r.Resource == "statefulsets" || r == rbac.Request{Verb: "list", Resource: "pods"}
 		if !ownUse && rbac.Allows(controllerRules, r) {
 			t.Errorf("the controller holds the runner's %+v", r)
 		}

@@ -63,7 +63,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	dep, err := c.converge(ctx, p, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		r.Ready(deploymentPhase(dep))
+		r.Ready(deploymentPhase(dep, c.proxyPods(p)))
 	}
 	return status, requeueAfter, err
 }

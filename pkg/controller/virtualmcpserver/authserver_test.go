@@ -188,6 +188,28 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 			v.Spec.IncomingAuth = thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous}
 		},
 			"requires incomingAuth type oidc"},
+		// spec.authServerUpstreamFilter, checked as ToolHive v0.63.0's
+		// operator checks it, before the integration checks.
+		{"filter naming the first upstream", strings.Replace(authServerJSON, "https://idp.example.com", "https://login.example.com", 1),
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng"}, UpstreamProviders: []string{"corp-idp"}}),
+			`spec.authServerUpstreamFilter: rules[0].upstreamProviders: must not reference the mandatory first upstream "corp-idp"`},
+		{"filter naming an unknown upstream", authServerJSON,
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng"}, UpstreamProviders: []string{"gitlab"}}),
+			`spec.authServerUpstreamFilter: rules[0].upstreamProviders: "gitlab" is not a configured upstream`},
+		{"filter with a duplicate group", authServerJSON,
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng", "eng"}, UpstreamProviders: []string{"github"}}),
+			"spec.authServerUpstreamFilter: rules[0]: groups must not contain duplicate values"},
+		{"filter with an empty default", authServerJSON, func(v *thv1.VirtualMCPServer) {
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng"}, UpstreamProviders: []string{"github"}})(v)
+			v.Spec.AuthServerUpstreamFilter.DefaultUpstreams = []string{""}
+		}, "spec.authServerUpstreamFilter: defaultUpstreams: must not contain empty values"},
+		{"filter with one upstream", `{"issuer":"https://idp.example.com","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"https://a","clientId":"c"}}]}`,
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng"}, UpstreamProviders: []string{"a"}}),
+			"spec.authServerUpstreamFilter: group-based upstream filter requires at least two configured upstreams, got 1"},
+		{"filter without a server", authServerJSON, func(v *thv1.VirtualMCPServer) {
+			withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng"}, UpstreamProviders: []string{"github"}})(v)
+			v.Spec.AuthServerConfig = nil
+		}, "spec.authServerUpstreamFilter requires spec.authServerConfig to be set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newVMCP("agg", withAuthServer(tc.raw))
@@ -261,5 +283,52 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 	}
 	if len(f.Events()) != 0 {
 		t.Errorf("an event for removing the field")
+	}
+}
+
+// withFilter sets spec.authServerUpstreamFilter with the rules.
+func withFilter(rules ...thv1.UpstreamFilterGroupRule) func(*thv1.VirtualMCPServer) {
+	return func(v *thv1.VirtualMCPServer) {
+		v.Spec.AuthServerUpstreamFilter = &thv1.AuthServerUpstreamFilterConfig{Rules: rules}
+	}
+}
+
+// spec.authServerUpstreamFilter reaches authserver-config.yaml as ToolHive
+// v0.63.0's operator writes it, under upstream_filter after the
+// upstreams, with the spec's keys; config.yaml does not change. Removing
+// it rewrites the file and rolls the vMCP once.
+func TestAuthServerUpstreamFilterRendered(t *testing.T) {
+	v := newVMCP("agg", withAuthServer(authServerJSON), func(v *thv1.VirtualMCPServer) {
+		withFilter(thv1.UpstreamFilterGroupRule{Groups: []string{"eng", "ops"}, UpstreamProviders: []string{"github"}})(v)
+		v.Spec.AuthServerUpstreamFilter.Claim = "roles"
+		v.Spec.AuthServerUpstreamFilter.DefaultUpstreams = []string{"github"}
+	})
+	f := newFixture(t, v, newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	data := func() map[string]string {
+		cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), "agg-vmcp-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data
+	}
+	before := data()
+	as := before[naming.VMCPAuthServerConfigKey]
+	want := "upstream_filter:\n    claim: roles\n    rules:\n        - groups:\n            - eng\n            - ops\n          upstreamProviders:\n            - github\n    defaultUpstreams:\n        - github\n"
+	if !strings.Contains(as, want) || strings.Index(as, "upstreams:") > strings.Index(as, "upstream_filter:") {
+		t.Fatalf("authserver-config.yaml:\n%s", as)
+	}
+	if c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionAuthServerConfigValidated); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("AuthServerConfigValidated: %+v", c)
+	}
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.AuthServerUpstreamFilter = nil })
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch virtualmcpservers/status")
+	after := data()
+	if after[naming.VMCPConfigKey] != before[naming.VMCPConfigKey] || strings.Contains(after[naming.VMCPAuthServerConfigKey], "upstream_filter") {
+		t.Errorf("after removing the filter:\n%s", after[naming.VMCPAuthServerConfigKey])
 	}
 }

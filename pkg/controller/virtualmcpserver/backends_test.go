@@ -50,16 +50,7 @@ func vmcpContainer(t *testing.T, f *fixture) (corev1.PodSpec, corev1.Container) 
 	return dep.Spec.Template.Spec, dep.Spec.Template.Spec.Containers[0]
 }
 
-func drainQueue(f *fixture) []string {
-	var keys []string
-	for f.c.Queue.Len() > 0 {
-		k, _ := f.c.Queue.Get()
-		keys = append(keys, k.String())
-		f.c.Queue.Done(k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func drainQueue(f *fixture) []string { return wt.Drain(f.c.Queue) }
 
 // An MCPServerEntry joining the group is a backend at its remote URL, of
 // type entry, with its CA bundle mounted at ToolHive's path and its
@@ -340,6 +331,33 @@ func TestStaleAuthConditionsGo(t *testing.T) {
 	for _, c := range f.get("agg").Status.Conditions {
 		if strings.Contains(c.Type, "AuthConfig") {
 			t.Errorf("stale condition %s", c.Type)
+		}
+	}
+}
+
+// ToolHive v0.63.0 leaves a backend's phase out of config.yaml (v0.47.0
+// wrote it as workload_status): in inline mode a member going from
+// Pending to Ready and to Failed is no write at all, so no vMCP pod
+// restarts for a backend's runtime state.
+func TestMemberPhaseIsNotBackendMetadata(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", inline), toolhivetest.NewGroup(testNS, testGroup),
+		newMember("a", testGroup, func(s *thv1.MCPServer) { s.Status.Phase = thv1.MCPServerPhasePending }))
+	f.converge("agg")
+	if cfg := configOfRaw(t, f); !strings.Contains(cfg, "workload_type") || strings.Contains(cfg, "workload_status") {
+		t.Fatalf("config.yaml's backend metadata:\n%s", cfg)
+	}
+	for _, phase := range []string{thv1.MCPServerPhaseReady, thv1.MCPServerPhaseFailed} {
+		s, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Status.Phase = phase
+		if _, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).UpdateStatus(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.Refresh()
+		if acts, _ := f.sync("agg"); len(acts) != 0 {
+			t.Fatalf("member phase %s: %s", phase, wt.Describe(acts))
 		}
 	}
 }

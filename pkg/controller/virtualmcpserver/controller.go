@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -76,6 +78,9 @@ type Controller struct {
 	memberAuth thlisters.MCPExternalAuthConfigLister
 	// embeddings reads the EmbeddingServers of spec.embeddingServerRef.
 	embeddings thlisters.EmbeddingServerLister
+	// oidcConfigs holds the MCPOIDCConfigs, to find those naming a CA
+	// bundle ConfigMap that changed.
+	oidcConfigs cache.Indexer
 }
 
 // memberKind is one backend kind of a group: its kind name and the
@@ -141,6 +146,9 @@ func New(d *framework.Deps) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchEmbeddingServers(d); err != nil {
+		return nil, err
+	}
+	if err := c.watchCABundles(d); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -294,4 +302,74 @@ func memberGroups(obj any) []string {
 		}
 	}
 	return nil
+}
+
+// watchCABundles re-syncs the servers whose incoming OIDC configuration
+// names a ConfigMap as CA bundle when that ConfigMap appears, goes away,
+// or changes its keys: the ConfigMap, then the namespace's MCPOIDCConfigs
+// that name it, then their referrers (index.ByOIDCConfig). Other
+// ConfigMap events, such as every write of a child's data, enqueue
+// nothing.
+func (c *Controller) watchCABundles(d *framework.Deps) error {
+	configs := d.ToolhiveInformer(workload.OIDCConfigs.Informer)
+	configMaps := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
+	c.oidcConfigs = configs.Indexer()
+	synced, err := configMaps.AddEventHandler(c.caBundleHandler())
+	if err != nil {
+		return err
+	}
+	c.AddSynced(synced)
+	return nil
+}
+
+// sameKeys reports whether two versions of a ConfigMap have the same keys.
+func sameKeys(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*corev1.ConfigMap)
+	n, ok2 := newObj.(*corev1.ConfigMap)
+	if !ok1 || !ok2 || len(o.Data) != len(n.Data) || len(o.BinaryData) != len(n.BinaryData) {
+		return false
+	}
+	for k := range n.Data {
+		if _, ok := o.Data[k]; !ok {
+			return false
+		}
+	}
+	for k := range n.BinaryData {
+		if _, ok := o.BinaryData[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// caBundleHandler enqueues the referrers of the MCPOIDCConfigs naming a
+// ConfigMap as CA bundle when it is added or deleted or its keys change.
+func (c *Controller) caBundleHandler() cache.ResourceEventHandlerFuncs {
+	referrers := func(obj any) {
+		m, ok := framework.MetaFromObj(obj)
+		if !ok {
+			return
+		}
+		inNamespace, err := c.oidcConfigs.ByIndex(cache.NamespaceIndex, m.GetNamespace())
+		if err != nil {
+			return
+		}
+		for _, o := range inNamespace {
+			cfg, ok := o.(*thv1.MCPOIDCConfig)
+			if ref := caBundleRef(cfg); ok && ref != nil && ref.ConfigMapRef != nil && ref.ConfigMapRef.Name == m.GetName() {
+				c.enqueueByIndex(index.ByOIDCConfig, cfg.Namespace, index.Key(cfg.Namespace, cfg.Name))
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    referrers,
+		DeleteFunc: referrers,
+		UpdateFunc: func(oldObj, newObj any) {
+			if !sameKeys(oldObj, newObj) {
+				referrers(newObj)
+			}
+		},
+	}
 }

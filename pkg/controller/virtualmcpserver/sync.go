@@ -53,6 +53,11 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, naming.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
+	if ok {
+		if err := caBundleCondition(r, v.Namespace, oidc, c.Children.ConfigMaps.Get); err != nil {
+			return status, 0, err
+		}
+	}
 	var in vmcp.Input
 	var authzOK, telemetryOK, toolsOK, extAuthOK bool
 	in.Authz, status.AuthzConfigHash, authzOK = c.Authz.Resolve(r, v.Namespace, firstName(c.NamesIn(index.ByAuthzConfig, v)))

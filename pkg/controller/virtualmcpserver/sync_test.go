@@ -264,8 +264,9 @@ func TestCABundleChangeRollsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The config.yaml names the new CA path too.
-	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+	// The config.yaml names the new CA path too, and CABundleRefValidated
+	// names the new ConfigMap.
+	wt.AssertActions(t, acts, "patch configmaps", "patch deployments", "patch virtualmcpservers/status")
 	body := deploymentPatch(t, acts)
 	newHash, _ := annotationsOf(body)[naming.AnnotationPodVolumesHash].(string)
 	if newHash == "" || newHash == oldHash {

@@ -102,6 +102,9 @@ const (
 	EmbeddingServerSelector = LabelName + "=embeddingserver"
 	// RegistrySelector selects an MCPRegistry's children (any registry).
 	RegistrySelector = LabelRegistryName
+	// RemoteProxyPodSelector selects the MCPRemoteProxies' proxy pods,
+	// whose containers' states their status reports.
+	RemoteProxyPodSelector = LabelName + "=" + AppMCPRemoteProxy
 )
 
 // EmbeddingServerLabels are the labels of an EmbeddingServer's children,

@@ -16,10 +16,13 @@ type EmbeddedAuthServerConfig struct {
 	HMACSecretFiles              []string             `json:"hmac_secret_files,omitempty"`
 	TokenLifespans               *TokenLifespanConfig `json:"token_lifespans,omitempty"`
 	// Upstreams is always written, [] for none, as ToolHive does.
-	Upstreams            []UpstreamConfig `json:"upstreams"`
-	ScopesSupported      []string         `json:"scopes_supported,omitempty"`
-	BaselineClientScopes []string         `json:"baseline_client_scopes,omitempty"`
-	AllowedAudiences     []string         `json:"allowed_audiences"`
+	Upstreams []UpstreamConfig `json:"upstreams"`
+	// UpstreamFilter is a vMCP's spec.authServerUpstreamFilter, which
+	// ToolHive v0.63.0's operator writes here, after the upstreams.
+	UpstreamFilter       *UpstreamFilter `json:"upstream_filter,omitempty"`
+	ScopesSupported      []string        `json:"scopes_supported,omitempty"`
+	BaselineClientScopes []string        `json:"baseline_client_scopes,omitempty"`
+	AllowedAudiences     []string        `json:"allowed_audiences"`
 	// Storage is written only for in-memory storage with a cap on
 	// registered clients, as ToolHive's operator writes it.
 	Storage                       *AuthServerStorage `json:"storage,omitempty"`
@@ -29,6 +32,24 @@ type EmbeddedAuthServerConfig struct {
 	// TLS listener on port 8443.
 	TLSListener           *TLSListenerConfig     `json:"tls_listener,omitempty"`
 	RegistrationRateLimit *RegistrationRateLimit `json:"registration_rate_limit,omitempty"`
+}
+
+// UpstreamFilter is ToolHive's group-based upstream filter
+// (upstreamfilter.GroupBasedFilterConfig): which upstreams after the first
+// a user signs in with, by the groups in one claim of the identity the
+// first upstream resolves. Its keys are camelCase, unlike the rest of the
+// file, as ToolHive's are.
+type UpstreamFilter struct {
+	Claim            string               `json:"claim,omitempty"`
+	Rules            []UpstreamFilterRule `json:"rules"`
+	DefaultUpstreams []string             `json:"defaultUpstreams,omitempty"`
+}
+
+// UpstreamFilterRule gives the members of any of Groups the upstreams
+// UpstreamProviders.
+type UpstreamFilterRule struct {
+	Groups            []string `json:"groups"`
+	UpstreamProviders []string `json:"upstreamProviders"`
 }
 
 // AuthServerStorage is ToolHive's storage.RunConfig, in memory.

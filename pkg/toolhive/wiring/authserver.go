@@ -707,22 +707,29 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 // supported subset (several upstreams, as a vMCP takes them), as
 // ToolHive's operator does: its configuration (authserver-config.yaml
 // beside config.yaml), the Secret volumes and secretKeyRef variables of the
-// vmcp container. oidc is the resolved incoming OIDC configuration, nil
-// for anonymous incoming auth.
+// vmcp container. filter is spec.authServerUpstreamFilter, which
+// ToolHive v0.63.0's operator writes into that configuration. oidc is the
+// resolved incoming OIDC configuration, nil for anonymous incoming auth.
 //
 // Refusals are ToolHive's: AuthServerConfigValidated=False with reason
 // AuthServerConfigInvalid and its messages (the checks of its controller,
-// then those of vmcp's auth server integration), and a config that sets
-// what hivekeeper does not apply names the fields.
-func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
-	if cfg == nil {
-		return AuthServerWiring{}, nil
-	}
-	const base = "spec.authServerConfig"
+// those of the upstream filter, then those of vmcp's auth server
+// integration), and a config that sets what hivekeeper does not apply
+// names the fields.
+func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
 	refuse := func(format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
 	}
+	if cfg == nil {
+		if filter != nil {
+			// The schema refuses it; a spec stored before that rule is
+			// refused as ToolHive v0.63.0's operator refuses it.
+			return refuse("spec.authServerUpstreamFilter requires spec.authServerConfig to be set")
+		}
+		return AuthServerWiring{}, nil
+	}
+	const base = "spec.authServerConfig"
 	spec, raw, err := decodeAuthServer(cfg)
 	if err != nil {
 		return refuse("%s: %v", base, err)
@@ -758,6 +765,15 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 			return refuse("%s: secret reference %d: name and key are required", base, i)
 		}
 	}
+	if filter != nil {
+		configured := make([]string, len(spec.UpstreamProviders))
+		for i, u := range spec.UpstreamProviders {
+			configured[i] = u.Name
+		}
+		if err := checkUpstreamFilter(filter, configured); err != nil {
+			return refuse("spec.authServerUpstreamFilter: %v", err)
+		}
+	}
 	// What vmcp checks of the server against incoming auth at start
 	// (ToolHive's operator checks it before writing the config).
 	const integration = "invalid auth server integration: "
@@ -775,6 +791,7 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, oidc *ResolvedOIDC) (A
 	if err != nil {
 		return refuse("%s: %v", base, err)
 	}
+	w.Config.UpstreamFilter = upstreamFilter(filter)
 	return w, nil
 }
 

@@ -73,7 +73,7 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 // factory), the fixed clock Now, no write gate.
 func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
 	selected := map[string]kubeinformers.SharedInformerFactory{}
-	for _, sel := range []string{naming.EmbeddingServerSelector, naming.RegistrySelector} {
+	for _, sel := range []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.RemoteProxyPodSelector} {
 		selected[sel] = f.KubeInformers
 	}
 	return &framework.Deps{
@@ -134,6 +134,8 @@ func (f *Fixture) Refresh() {
 	replace(kf.Core().V1().Services().Informer(), l6, e6)
 	l19, e19 := k.AppsV1().StatefulSets("").List(ctx, lo)
 	replace(kf.Apps().V1().StatefulSets().Informer(), l19, e19)
+	l22, e22 := k.CoreV1().Pods("").List(ctx, lo)
+	transformed(framework.TrimPod)(kf.Core().V1().Pods().Informer(), l22, e22)
 
 	th, tf := f.Toolhive.ToolhiveV1beta1(), f.ToolhiveInformers.Toolhive().V1beta1()
 	l7, e7 := th.MCPServers("").List(ctx, lo)

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
@@ -179,4 +181,17 @@ func WritesBetween(before, after map[string]float64) map[string]float64 {
 		}
 	}
 	return delta
+}
+
+// Drain empties a controller's queue and returns the keys it held,
+// sorted: what the event handlers enqueued since the last drain.
+func Drain(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) []string {
+	var keys []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		keys = append(keys, k.String())
+		q.Done(k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -138,10 +138,11 @@ declares the same rules and a test compares them.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# An immediate restart deletes the proxy pods in one request.
+# An immediate restart deletes the proxy pods in one request; the
+# MCPRemoteProxies' proxy pods are watched for their containers' states.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["deletecollection"]
+  verbs: ["list", "watch", "deletecollection"]
 # Events on the custom resources.
 - apiGroups: [""]
   resources: ["events"]

@@ -8,13 +8,14 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// authServer wires spec.authServerConfig (see wiring.InlineAuthServer)
-// and renders its configuration: the YAML of ToolHive's authserver
-// RunConfig, which ToolHive's operator writes under its own key of the
-// configuration ConfigMap and vmcp reads beside config.yaml. Empty without
-// an authorization server.
+// authServer wires spec.authServerConfig and its
+// spec.authServerUpstreamFilter (see wiring.InlineAuthServer) and renders
+// their configuration: the YAML of ToolHive's authserver RunConfig, which
+// ToolHive's operator writes under its own key of the configuration
+// ConfigMap and vmcp reads beside config.yaml. Empty without an
+// authorization server.
 func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring) (wiring.AuthServerWiring, string, error) {
-	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, oidc.Resolved)
+	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, v.Spec.AuthServerUpstreamFilter, oidc.Resolved)
 	if err != nil || w.Config == nil {
 		return w, "", err
 	}
