@@ -26,25 +26,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
-// chartRegistryAPIImage is the registry API image the pinned release's
-// chart gives ToolHive's operator (TOOLHIVE_REGISTRY_API_IMAGE, which
-// toolhive.StartOperator sets); hivekeeper is given the same, so that the
-// Deployments compare.
-func chartRegistryAPIImage(t *testing.T) string {
-	t.Helper()
-	env, err := toolhive.ChartEnv(toolhiveModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "TOOLHIVE_REGISTRY_API_IMAGE="); ok {
-			return v
-		}
-	}
-	t.Fatal("the chart sets no TOOLHIVE_REGISTRY_API_IMAGE")
-	return ""
-}
-
 // childDifference is a child field where hivekeeper deliberately writes
 // something other than ToolHive's operator, mirrored in
 // docs/compatibility.md's differences. Path is a child of an Owner kind
@@ -115,7 +96,11 @@ func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("only %d manifests: %v", len(files), files)
 	}
-	env.StartControllers(t, app.Options{Workers: 2, RegistryAPIImage: chartRegistryAPIImage(t)})
+	registryAPIImage, err := toolhive.RegistryAPIImage(toolhiveModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.StartControllers(t, app.Options{Workers: 2, RegistryAPIImage: registryAPIImage})
 	type owner struct{ file, ns, kind, name string }
 	var owners []owner
 	namespaces := map[string]string{}

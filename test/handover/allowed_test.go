@@ -158,10 +158,6 @@ var notBoth = map[string]string{
 		"file: both operators wait for it",
 	"examples/virtual-mcps/composite_tool_with_elicitations.yaml VirtualMCPServer vmcp-interactive-deploy": "its composite " +
 		"tool definition is not valid: hivekeeper waits for it",
-	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp": "its EmbeddingServer is not " +
-		"run: ToolHive's operator fails the vMCP, hivekeeper runs it without",
-	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp": "its EmbeddingServer is not " +
-		"run: ToolHive's operator fails the vMCP, hivekeeper runs it without",
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp": "its MCPOIDCConfig's client " +
 		"secret is missing: ToolHive's operator reads it and waits, hivekeeper (which reads no Secret) runs the vMCP",
 }

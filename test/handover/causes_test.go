@@ -8,10 +8,10 @@ import "github.com/hivekeeper/hivekeeper/test/toolhive"
 // shows as changes. A difference takes the first cause that matches it.
 var handoverCauses = append([]toolhive.Cause{
 	toolhive.NewCause("workloads ToolHive's operator does not run", "hivekeeper deploys workloads ToolHive's operator "+
-		"fails or waits for (an override with annotations only, a ConfigMap permission profile, an EmbeddingServer reference "+
-		"it does not read, an OIDC client Secret it waits for and hivekeeper does not read): their children appear at the "+
+		"fails or waits for (an override with annotations only, a ConfigMap permission profile, an OIDC client Secret it "+
+		"waits for and hivekeeper does not read): their children appear at the "+
 		"switch and stay after switching back", "", `^(\(object\)|\(writes\))$`,
-		`(annotated-server|profile-configmap|optimizer-vmcp|shared-auth-vmcp)[^/ ]*$`),
+		`(annotated-server|profile-configmap|shared-auth-vmcp)[^/ ]*$`),
 	toolhive.NewCause("rewrites", "the writes that carry the differences below: each goes when its object's bytes match",
 		"", `^\(writes\)$`, ``),
 }, toolhive.OutputCauses...)

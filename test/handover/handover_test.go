@@ -49,8 +49,10 @@ type suite struct {
 	// runnerImage and vmcpImage are the ones the chart gives ToolHive's
 	// operator; hivekeeper gets the same.
 	runnerImage, vmcpImage string
-	cases                  []*toolhive.Case
-	kubeconfig             map[string]string // by user
+	// registryAPIImage is the registry API image the chart gives it.
+	registryAPIImage string
+	cases            []*toolhive.Case
+	kubeconfig       map[string]string // by user
 	// resources are the kinds snapshotted: every child kind and every
 	// custom resource kind of the load.
 	resources []schema.GroupVersionResource
@@ -145,11 +147,14 @@ func newSuite(t *testing.T) *suite {
 	if s.runnerImage, s.vmcpImage, err = toolhive.Images(s.module); err != nil {
 		t.Fatal(err)
 	}
+	if s.registryAPIImage, err = toolhive.RegistryAPIImage(s.module); err != nil {
+		t.Fatal(err)
+	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cases, err = toolhive.Cases(filepath.Join(root, "test", "conformance", "testdata", "table"), s.module); err != nil {
+	if s.cases, err = toolhive.CasesOf(filepath.Join(root, "test", "conformance", "testdata", "table"), s.module, toolhive.HandoverKinds); err != nil {
 		t.Fatal(err)
 	}
 	auditArgs, auditLog, err := framework.AuditWrites(s.dir)
@@ -206,11 +211,9 @@ func (s *suite) workloads() int {
 }
 
 // commonVersions returns, for every custom resource kind of the load
-// (toolhive.Kinds) both sets of CRDs define, the resource at a version
-// both serve (v1beta1 where both do): the snapshots read each custom
-// resource at one version before and after a switch. Kinds the load never
-// creates (EmbeddingServer, MCPRegistry, whose every list draws a
-// deprecation warning) are not read.
+// (toolhive.HandoverKinds) both sets of CRDs define, the resource at a
+// version both serve (v1beta1 where both do): the snapshots read each
+// custom resource at one version before and after a switch.
 func commonVersions(dirA, dirB string) ([]schema.GroupVersionResource, error) {
 	served := func(dir string) (map[string][]string, error) {
 		crds, err := framework.ReadManifests(dir)
@@ -220,7 +223,7 @@ func commonVersions(dirA, dirB string) ([]schema.GroupVersionResource, error) {
 		out := map[string][]string{}
 		for _, crd := range crds {
 			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-			if !slices.Contains(toolhive.Kinds, kind) {
+			if !slices.Contains(toolhive.HandoverKinds, kind) {
 				continue
 			}
 			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
@@ -309,8 +312,6 @@ var toolhiveDeploysNothing = map[string]string{
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private":                     "it refuses a private remote URL",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch":             "its MCPExternalAuthConfig cannot be created",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth":     "its MCPExternalAuthConfig is in another file",
-	"examples/virtual-mcps/vmcp_optimizer_all_options.yaml VirtualMCPServer optimizer-vmcp":  "its EmbeddingServer does not exist",
-	"examples/virtual-mcps/vmcp_optimizer_quickstart.yaml VirtualMCPServer optimizer-vmcp":   "its EmbeddingServer does not exist",
 	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its MCPOIDCConfig is not in the file",
 	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp":       "its MCPOIDCConfig is not in the file",
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp":  "its OIDC client secret is not in the file",
@@ -327,6 +328,7 @@ func (s *suite) waitDeployments() {
 	ctx := context.Background()
 	began := time.Now()
 	framework.Eventually(s.t, 20*time.Minute, func() (bool, error) {
+		s.markEmbeddingServersReady()
 		var missing []string
 		for _, c := range s.cases {
 			for _, w := range c.Workloads {

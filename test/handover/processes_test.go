@@ -60,6 +60,7 @@ func (s *suite) startHivekeeper(bin string) *hivekeeper {
 		"--health-probe-bind-address="+health,
 		"--runner-image="+s.runnerImage,
 		"--vmcp-image="+s.vmcpImage,
+		"--registry-api-image="+s.registryAPIImage,
 	)
 	hk.cmd.Stdout, hk.cmd.Stderr = logFile, logFile
 	hk.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -239,7 +240,9 @@ func (s *suite) playKubelet() {
 			deployments++
 		}
 	}
-	t.Logf("played the kubelet: %d runner StatefulSets ready, %d Deployments ready with %d pods", runners, deployments, pods)
+	embedding := s.markEmbeddingServersReady()
+	t.Logf("played the kubelet: %d runner and %d EmbeddingServer StatefulSets ready, %d Deployments ready with %d pods",
+		runners, embedding, deployments, pods)
 }
 
 func hasDeployment(list []appsv1.Deployment, name string) bool {
@@ -320,9 +323,31 @@ func (s *suite) runPod(d *appsv1.Deployment) {
 
 func ptr[T any](v T) *T { return &v }
 
+// markEmbeddingServersReady does what the StatefulSet controller and
+// kubelet would for each EmbeddingServer's StatefulSet that an operator
+// created: a vMCP naming an EmbeddingServer is deployed, by either
+// operator, only once it is ready. It returns how many it marked.
+func (s *suite) markEmbeddingServersReady() int {
+	n := 0
+	for _, c := range s.cases {
+		for _, o := range c.Objects {
+			if o.GetKind() != "EmbeddingServer" {
+				continue
+			}
+			sts, err := s.env.Kube.AppsV1().StatefulSets(c.Namespace).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+			if err != nil || (sts.Status.ReadyReplicas > 0 && sts.Status.ObservedGeneration == sts.Generation) {
+				continue
+			}
+			s.markStatefulSetReady(c.Namespace, o.GetName())
+			n++
+		}
+	}
+	return n
+}
+
 // markStatefulSetReady does what the StatefulSet controller and kubelet
-// would for the runner's StatefulSet, retried when an operator wrote it
-// meanwhile.
+// would for a StatefulSet (the runner's, an EmbeddingServer's), retried
+// when an operator wrote it meanwhile.
 func (s *suite) markStatefulSetReady(ns, name string) {
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

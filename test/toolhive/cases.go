@@ -17,10 +17,10 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
-// Kinds are the kinds a case applies, in creation order: what a workload
-// references comes before it. Other kinds of ToolHive's examples
-// (EmbeddingServer, MCPRegistry, ...) shape nothing either operator writes
-// for these workloads and are left out.
+// Kinds are the kinds a case of the differential applies, in creation
+// order: what a workload references comes before it. The EmbeddingServers
+// and MCPRegistries of ToolHive's examples are compared by a test of their
+// own (test/conformance's kinds differential) and are left out here.
 var Kinds = []string{
 	"ConfigMap", "Secret", "ServiceAccount",
 	"MCPGroup", "MCPOIDCConfig", "MCPToolConfig", "MCPTelemetryConfig",
@@ -30,6 +30,13 @@ var Kinds = []string{
 	"VirtualMCPCompositeToolDefinition",
 	"VirtualMCPServer",
 }
+
+// HandoverKinds are Kinds and the two kinds whose children are not a
+// workload's (an EmbeddingServer's StatefulSet and Service, an
+// MCPRegistry's registry API), in creation order: the handover suite's
+// load, which every kind an operator reconciles is part of.
+var HandoverKinds = slices.Concat(Kinds[:slices.Index(Kinds, "VirtualMCPServer")],
+	[]string{"EmbeddingServer", "VirtualMCPServer", "MCPRegistry"})
 
 // IsWorkload reports whether kind is one an operator runs a Deployment
 // and writes a config for.
@@ -59,9 +66,17 @@ func (w Workload) ID() string { return w.Kind + " " + w.Name }
 func (w Workload) Key() string { return w.Kind + "/" + w.Name }
 
 // Cases reads every manifest of table (hivekeeper's conformance table, a
-// folder of YAML files) and of the module's examples/operator, and keeps
-// each file with at least one workload.
+// folder of YAML files) and of the module's examples/operator, applying
+// Kinds, and keeps each file with at least one workload.
 func Cases(table, module string) ([]*Case, error) {
+	return CasesOf(table, module, Kinds)
+}
+
+// CasesOf reads the manifests as Cases does, applying the kinds named (in
+// their order), and keeps each file with at least one workload or an
+// object of a kind of kinds that is not in Kinds (an EmbeddingServer, an
+// MCPRegistry).
+func CasesOf(table, module string, kinds []string) ([]*Case, error) {
 	var files, names []string
 	found, err := filepath.Glob(filepath.Join(table, "*.yaml"))
 	if err != nil || len(found) == 0 {
@@ -88,21 +103,24 @@ func Cases(table, module string) ([]*Case, error) {
 			return nil, err
 		}
 		c := &Case{Name: names[i], Namespace: CaseNamespace(names[i])}
+		owners := 0
 		for _, o := range objs {
-			if !slices.Contains(Kinds, o.GetKind()) {
+			if !slices.Contains(kinds, o.GetKind()) {
 				c.Left = append(c.Left, fmt.Sprintf("%s %s: applied to neither server: it shapes nothing either operator writes here", o.GetKind(), o.GetName()))
 				continue
 			}
 			c.Objects = append(c.Objects, o)
 			if IsWorkload(o.GetKind()) {
 				c.Workloads = append(c.Workloads, Workload{o.GetKind(), o.GetName()})
+			} else if !slices.Contains(Kinds, o.GetKind()) {
+				owners++
 			}
 		}
-		if len(c.Workloads) == 0 {
+		if len(c.Workloads) == 0 && owners == 0 {
 			continue
 		}
 		slices.SortStableFunc(c.Objects, func(a, b *unstructured.Unstructured) int {
-			return slices.Index(Kinds, a.GetKind()) - slices.Index(Kinds, b.GetKind())
+			return slices.Index(kinds, a.GetKind()) - slices.Index(kinds, b.GetKind())
 		})
 		cases = append(cases, c)
 	}

@@ -227,6 +227,22 @@ func Images(module string) (runner, vmcp string, err error) {
 	return runner, vmcp, nil
 }
 
+// RegistryAPIImage returns the registry API image the chart gives the
+// operator (TOOLHIVE_REGISTRY_API_IMAGE), the one hivekeeper must be given
+// to write the same MCPRegistry Deployments.
+func RegistryAPIImage(module string) (string, error) {
+	env, err := ChartEnv(module)
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TOOLHIVE_REGISTRY_API_IMAGE="); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("the chart of %s sets no registry API image", module)
+}
+
 // Environ is the environment of ToolHive code run by the suites (the
 // operator, thvcheck) before the chart's settings: the test's environment
 // without ToolHive's settings (TOOLHIVE_PROXY_HOST, a default Redis
