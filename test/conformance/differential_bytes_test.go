@@ -241,8 +241,6 @@ func recordRoot(t *testing.T) string {
 	return filepath.Join("testdata", "toolhive-"+version)
 }
 
-// recorded reads an object ToolHive's operator wrote for a case, as -record
-// wrote it.
 // vmcpRole is a vMCP's RoleBinding and the ClusterRole hivekeeper binds.
 type vmcpRole struct{ caseName, binding, clusterRole string }
 
@@ -272,6 +270,8 @@ func vmcps(cases []*diffCase) []vmcpRole {
 	return out
 }
 
+// recorded reads an object ToolHive's operator wrote for a case, as -record
+// wrote it.
 func recorded(t *testing.T, caseName, kind, name string) map[string]any {
 	file := filepath.Join(recordRoot(t), strings.TrimSuffix(caseName, filepath.Ext(caseName)), kind+"."+name+".yaml")
 	raw, err := os.ReadFile(file)
