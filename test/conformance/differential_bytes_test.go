@@ -157,6 +157,63 @@ var allowedBytes = []allowedDifference{
 		},
 	},
 	{
+		Field: "spec.volumes host paths",
+		Reason: "ToolHive's operator also mounts each spec.volumes host path into the proxy runner's pod, which does not use it " +
+			"(the runner passes neither volumes nor the permission profile to the MCP server's pod) and which a hostPath volume " +
+			"keeps from the baseline Pod Security Standard; hivekeeper writes them to the RunConfig only",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			return slices.Concat(
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=cache]", `{"mountPath":"/cache","name":"cache"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=config]", `{"mountPath":"/config","name":"config","readOnly":true}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", `{"mountPath":"/data","name":"data","readOnly":true}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=work-again]", `{"mountPath":"/work/","name":"work-again"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=work]", `{"mountPath":"/work","name":"work"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.volumes[name=cache]", `{"hostPath":{"path":"/var/cache/mcp","type":""},"name":"cache"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
+				exactly("spec.template.spec.volumes[name=config]", `{"hostPath":{"path":"/etc/mcp","type":""},"name":"config"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.volumes[name=data]", `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
+				exactly("spec.template.spec.volumes[name=work-again]", `{"hostPath":{"path":"/srv/other","type":""},"name":"work-again"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.volumes[name=work]", `{"hostPath":{"path":"/srv/work","type":""},"name":"work"}`, "(none)",
+					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+			)
+		},
+	},
+	{
+		Field: "permission_profile",
+		Reason: "a change between ToolHive releases: v0.63.0's operator ignores spec.permissionProfile (a Warning event " +
+			"PermissionProfileUnsupported, cmd/thv-operator/controllers/mcpserver_controller.go:691-710 at v0.63.0) and writes the " +
+			"builder's default profile, v0.47.0's writes a builtin profile's name; hivekeeper writes what v0.63.0 writes. The " +
+			"content and pod template checksums of those RunConfigs follow",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			return slices.Concat(
+				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, `"e7084883e9922418017f62ffb29a65646d56672918390214432837e0235226cb"`,
+					"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig")(t, cases),
+				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, `"d0c5610d2a851270271edb17394ebc8f16d54ac36be8ea762485c30ceac1a346"`,
+					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
+				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, `"e7084883e9922418017f62ffb29a65646d56672918390214432837e0235226cb"`,
+					"table/15-runtime-features.yaml Deployment/profile-network")(t, cases),
+				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, `"d0c5610d2a851270271edb17394ebc8f16d54ac36be8ea762485c30ceac1a346"`,
+					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
+				exactly(`data["runconfig.json"].permission_profile.name`, `"none"`, `"network"`,
+					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
+				exactly(`data["runconfig.json"].permission_profile.network.outbound.insecure_allow_all`, "(none)", "true",
+					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
+				exactly(`data["runconfig.json"].permission_profile_name_or_path`, `"network"`, "(none)",
+					"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig")(t, cases),
+				exactly(`data["runconfig.json"].permission_profile_name_or_path`, `"none"`, "(none)",
+					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
+			)
+		},
+	},
+	{
 		Field: "outgoingAuth.default.type",
 		Reason: "for a default of type discovered ToolHive's operator writes strategy type discovered, which vmcp validate refuses; " +
 			"hivekeeper writes unauthenticated, what ToolHive's converter maps discovered to",
