@@ -6,11 +6,11 @@
 // names (exists) — and writes the phase (Valid or Failed) and one
 // condition per check; the status is its only write.
 //
-// Two of ToolHive's checks are not made, because hivekeeper cannot see
-// what they look at: the CA bundle ConfigMap (hivekeeper's ConfigMap cache
-// holds only its own children) is reported Unknown, and the header Secrets
-// (hivekeeper cannot read Secrets) are not reported. Neither fails the
-// entry; the vMCP that mounts or reads them finds out.
+// Two of ToolHive's checks are not made: the CA bundle ConfigMap is
+// reported Unknown (not yet checked for an entry, as it is for a
+// VirtualMCPServer), and the header Secrets (hivekeeper cannot read
+// Secrets) are not reported. Neither fails the entry; the vMCP that
+// mounts or reads them finds out.
 //
 // Membership (MCPGroup.status.entries) and the MCPExternalAuthConfig's
 // referrers come from the reference index (index.ByGroup,

@@ -14,7 +14,7 @@ import (
 )
 
 // Condition reasons hivekeeper adds to ToolHive's: the CA bundle
-// ConfigMap is not looked up (see the package comment).
+// ConfigMap is not checked for an entry (see the package comment).
 const reasonCABundleRefNotChecked = "CABundleRefNotChecked"
 
 // observed is what an entry's checks read of other objects, from the
@@ -68,7 +68,7 @@ func checks(e *thv1.MCPServerEntry, o observed) []check {
 		out = append(out, check{thv1.ConditionCABundleRefValidated, thv1.ReasonCABundleRefNotConfigured, "No CA bundle reference configured", metav1.ConditionTrue, true})
 	} else {
 		out = append(out, check{thv1.ConditionCABundleRefValidated, reasonCABundleRefNotChecked,
-			fmt.Sprintf("CA bundle ConfigMap %q is not looked up: hivekeeper caches only the ConfigMaps it creates; the pod that mounts it reports a missing one", ca.ConfigMapRef.Name),
+			fmt.Sprintf("CA bundle ConfigMap %q is not checked for an entry; the vMCP pod that mounts it reports a missing one", ca.ConfigMapRef.Name),
 			metav1.ConditionUnknown, true})
 	}
 	return out
