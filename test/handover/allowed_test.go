@@ -255,12 +255,16 @@ func bothWays(path, toolhiveValue, hivekeeperValue, object string) func([]*toolh
 }
 
 // listed is a difference listed exactly, object by object, as the
-// suite saw it.
+// suite saw it. What ToolHive's operator writes when it takes the objects
+// back is optional: it gets to some of them after the suite's settle
+// window in some runs (its one worker and its rate limiter), and what it
+// writes then is its own; hivekeeper's side, the switch to it, is exact.
 func listed(exceptions []toolhive.Exception) func([]*toolhive.Case) []toolhive.Exception {
 	return func([]*toolhive.Case) []toolhive.Exception {
 		out := make([]toolhive.Exception, len(exceptions))
 		for i, e := range exceptions {
 			e.Cause = "allowed"
+			e.Optional = len(e.Objects) == 1 && strings.HasPrefix(e.Objects[0], "back-to-toolhive ")
 			out[i] = e
 		}
 		return out
