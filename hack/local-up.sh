@@ -98,7 +98,7 @@ cat >&2 <<EOF
   hivekeeper local environment
     kubectl:  export KUBECONFIG=${kubeconfig}
               kubectl get mcpservers,mcpoidcconfigs,mcptoolconfigs,mcpauthzconfigs,mcpexternalauthconfigs,mcptelemetryconfigs,mcpwebhookconfigs,mcpserverentries,virtualmcpcompositetooldefinitions,mcpgroups,mcpremoteproxies,virtualmcpservers,embeddingservers,mcpregistries
-              kubectl get deploy,svc,cm,sa -l toolhive=true
+              kubectl get deploy,sts,svc,cm,sa,rolebinding
               kubectl get pods -o wide
     metrics:  http://${metrics_addr}/metrics
     health:   http://${health_addr}/healthz  http://${health_addr}/readyz
