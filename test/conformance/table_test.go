@@ -187,7 +187,10 @@ var expectations = map[string]map[string]any{
 		},
 	},
 	// A pod template shapes the pod only: the RunConfig is a plain one.
-	"remote-templated": {"remote_url": "https://mcp.example.com/mcp", "trust_proxy_headers": true, "container_name": "remote-templated"},
+	// The template's env stays in the pod: env_vars holds only what
+	// ToolHive's operator writes for any remote proxy.
+	"remote-templated": {"remote_url": "https://mcp.example.com/mcp", "trust_proxy_headers": true, "container_name": "remote-templated",
+		"env_vars": map[string]any{"MCP_TRANSPORT": "streamable-http"}},
 	"telemetry-full": {
 		"telemetry_config.endpoint": "collector.monitoring.svc:4318", "telemetry_config.serviceName": "fetch-traces",
 		"telemetry_config.tracingEnabled": true, "telemetry_config.metricsEnabled": true, "telemetry_config.samplingRate": "0.25",
@@ -258,7 +261,7 @@ var absent = map[string][]string{
 	"remote-none":              {"token_exchange_config", "remote_auth_config"},
 	"remote-header-injection":  {"token_exchange_config", "remote_auth_config", "header_forward"},
 	"webhooks-insecure":        {"mutating_webhooks"},
-	"remote-templated":         {"oidc_config", "env_vars", "volumes"},
+	"remote-templated":         {"oidc_config", "volumes"},
 	// subjectProviderName is vMCP's; ToolHive's operator does not write it.
 	"aws-remote": {"aws_sts_config.subject_provider_name", "token_exchange_config", "remote_auth_config"},
 	// OTLP switched off: nothing of it reaches the runner.
