@@ -69,6 +69,8 @@ type options struct {
 	fanInWindow          time.Duration
 	logFormat            string
 	showVersion          bool
+	defaultPullSecrets   []string
+	proxyHost            string
 }
 
 // defaultGCPercent makes the collector run at half the default heap growth:
@@ -97,7 +99,9 @@ func run() error {
 	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
 	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
 	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
-	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", false, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does unless its environment turns it off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI variable, or its config): set it when switching from an operator that wrote it, so no RunConfig changes.")
+	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", true, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does by default. Set it to false where ToolHive's operator ran with TOOLHIVE_USAGE_METRICS_ENABLED=false, TOOLHIVE_SKIP_UPDATE_CHECK=true or a CI variable in its environment, so a switch changes no RunConfig.")
+	fs.StringSliceVar(&o.defaultPullSecrets, "default-image-pull-secrets", nil, "Comma-separated Secret names added to the imagePullSecrets of every workload's pods and ServiceAccounts, after the workload's own (ToolHive's TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS, the operator chart's operator.defaultImagePullSecrets).")
+	fs.StringVar(&o.proxyHost, "proxy-host", app.DefaultProxyHost, "Address the proxy runner listens on in its pod, written into every RunConfig (ToolHive's TOOLHIVE_PROXY_HOST, the operator chart's operator.proxyHost).")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.StdioProxyRunner, "stdio-proxy-runner-cluster-role", rbac.DefaultStdioProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each stdio MCPServer: the other's rules and pods/attach; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
 	fs.StringVar(&o.runners.RemoteProxyRunner, "remote-proxy-runner-cluster-role", rbac.DefaultRemoteProxyRunnerClusterRole, "ClusterRole bound to each MCPRemoteProxy's runner ServiceAccount; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
@@ -186,6 +190,8 @@ func run() error {
 		VMCPImage:        o.vmcpImage,
 		RegistryAPIImage: o.registryAPIImage,
 		UsageMetrics:     o.usageMetrics,
+		PullSecrets:      o.defaultPullSecrets,
+		ProxyHost:        o.proxyHost,
 		ResyncPeriod:     o.resync,
 		Runners:          o.runners,
 		DefaultRedis:     defaultRedis,

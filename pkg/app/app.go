@@ -80,6 +80,9 @@ const (
 	// DefaultRegistryAPIImage is the registry API image of ToolHive's
 	// operator chart at the same release.
 	DefaultRegistryAPIImage = "ghcr.io/stacklok/thv-registry-api:v1.5.3"
+	// DefaultProxyHost is the runner's listen address of ToolHive's
+	// operator chart (operator.proxyHost).
+	DefaultProxyHost = "0.0.0.0"
 )
 
 // Options configure the controllers.
@@ -98,6 +101,12 @@ type Options struct {
 	// into every RunConfig, as ToolHive's operator does unless its
 	// environment turns it off.
 	UsageMetrics bool
+	// PullSecrets name the Secrets every workload's pods and accounts pull
+	// images with, after the workload's own.
+	PullSecrets []string
+	// ProxyHost is the runner's listen address in the RunConfig; empty
+	// means DefaultProxyHost.
+	ProxyHost string
 	// ResyncPeriod of the informers; 0 disables periodic resync.
 	ResyncPeriod time.Duration
 	// Runners names the ClusterRoles bound to the runner ServiceAccounts;
@@ -285,7 +294,8 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
 		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
-			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics},
+			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics,
+			PullSecrets: wiring.PullSecretRefs(opts.PullSecrets), ProxyHost: cmp.Or(opts.ProxyHost, DefaultProxyHost)},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {

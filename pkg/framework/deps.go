@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -83,8 +84,11 @@ func (s Scope) Factories() []Factory {
 
 // Config is what the controllers deploy: images, the runner
 // ClusterRoles their RoleBindings grant, the Redis a workload without
-// session storage of its own falls back to (nil for none), and whether
-// the RunConfigs turn on the runner's usage metrics.
+// session storage of its own falls back to (nil for none), whether the
+// RunConfigs turn on the runner's usage metrics, the pull secrets every
+// workload gets after its own, and the runner's listen address. These are
+// the operator-wide settings of ToolHive's operator (its environment), so
+// each has a flag.
 type Config struct {
 	RunnerImage      string
 	VMCPImage        string
@@ -92,6 +96,8 @@ type Config struct {
 	Runners          rbac.Runners
 	DefaultRedis     *wiring.DefaultRedis
 	UsageMetrics     bool
+	PullSecrets      []corev1.LocalObjectReference
+	ProxyHost        string
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope,

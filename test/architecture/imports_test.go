@@ -48,7 +48,7 @@ func layer(pkg string) int {
 		return 7
 	case p == "pkg/toolhive/toolhivetest", p == "pkg/drift/drifttest":
 		return 8 // the translation's and the comparators' test fixtures
-	case p == "pkg/toolhive/naming", p == "pkg/toolhive/schema":
+	case p == "pkg/toolhive/naming", p == "pkg/toolhive/schema", p == "pkg/toolhive/operatorenv":
 		return 9
 	case p == "pkg/index", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 10

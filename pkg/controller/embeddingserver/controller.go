@@ -38,6 +38,8 @@ type Controller struct {
 	writer       *framework.Writer
 	recorder     record.EventRecorder
 	clock        clock.PassiveClock
+	// pullSecrets are the operator-wide pull secrets of every pod.
+	pullSecrets []corev1.LocalObjectReference
 }
 
 // New builds the controller and registers its event handlers: its own
@@ -67,6 +69,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		writer:       d.NewWriter(Name),
 		recorder:     d.Recorder,
 		clock:        d.Clock,
+		pullSecrets:  d.Config.PullSecrets,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

@@ -76,7 +76,7 @@ func (c *Controller) client(ns string) typedthv1.EmbeddingServerInterface {
 // again in a minute; a write the API server refused is retried with
 // backoff.
 func (c *Controller) converge(ctx context.Context, e *thv1.EmbeddingServer, status *thv1.EmbeddingServerStatus) (time.Duration, error) {
-	out, err := embedding.Build(e)
+	out, err := embedding.Build(e, c.pullSecrets)
 	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		if invalid.Condition == thv1.ConditionPodTemplateValid {

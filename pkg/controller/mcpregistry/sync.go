@@ -84,7 +84,7 @@ func (c *Controller) client(ns string) typedthv1.MCPRegistryInterface {
 // synced anyway); a child another controller owns is looked at again in a
 // minute; a write the API server refused is retried with backoff.
 func (c *Controller) converge(ctx context.Context, r *thv1.MCPRegistry, status *thv1.MCPRegistryStatus) (time.Duration, error) {
-	out, err := registry.Build(r, registry.Input{Image: c.config.RegistryAPIImage, ClusterRole: c.config.Runners.WithDefaults().RegistryAPI})
+	out, err := registry.Build(r, registry.Input{Image: c.config.RegistryAPIImage, ClusterRole: c.config.Runners.WithDefaults().RegistryAPI, PullSecrets: c.config.PullSecrets})
 	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		condition := invalid.Condition

@@ -76,6 +76,8 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,
+		PullSecrets:            c.Config.PullSecrets,
+		ProxyHost:              c.Config.ProxyHost,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(p.Namespace, p.Spec.ServiceAccount),
 		TemplateServiceAccount: c.Children.NamedServiceAccount(p.Namespace, wiring.PodTemplateServiceAccount(p.Spec.PodTemplateSpec))})

@@ -96,6 +96,8 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,
+		PullSecrets:            c.Config.PullSecrets,
+		ProxyHost:              c.Config.ProxyHost,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().ProxyRunner,
 		StdioRunnerClusterRole: c.Config.Runners.WithDefaults().StdioProxyRunner,
 		ServiceAccount:         c.Children.NamedServiceAccount(s.Namespace, s.Spec.ServiceAccount)})

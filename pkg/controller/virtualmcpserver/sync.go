@@ -74,7 +74,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if in.EmbeddingService, ok = embeddingService(r, v, c.embeddingServer(v)); !ok {
 		return status, 0, nil
 	}
-	in.OIDC, in.Image, in.DefaultRedis = oidc, c.Config.VMCPImage, c.Config.DefaultRedis
+	in.OIDC, in.Image, in.DefaultRedis, in.PullSecrets = oidc, c.Config.VMCPImage, c.Config.DefaultRedis, c.Config.PullSecrets
 	runners := c.Config.Runners.WithDefaults()
 	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)

@@ -9,6 +9,7 @@ package embedding
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,7 +61,7 @@ type Output struct {
 // spec no child can be built from (a quantity that does not parse, a
 // podTemplateSpec that is not a pod template or changes the selector
 // labels) is an InvalidSpecError and builds nothing.
-func Build(e *thv1.EmbeddingServer) (*Output, error) {
+func Build(e *thv1.EmbeddingServer, pullSecrets []corev1.LocalObjectReference) (*Output, error) {
 	labels := naming.EmbeddingServerLabels(e.Name)
 	owner := naming.OwnerRef(e, gvk)
 	ro := e.Spec.ResourceOverrides
@@ -79,7 +80,7 @@ func Build(e *thv1.EmbeddingServer) (*Output, error) {
 			Selector:    &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+				Spec:       corev1.PodSpec{ImagePullSecrets: slices.Clone(pullSecrets), Containers: []corev1.Container{c}},
 			},
 		},
 	}

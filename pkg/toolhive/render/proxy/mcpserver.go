@@ -114,6 +114,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	ov.ImagePullSecrets = wiring.MergePullSecrets(ov.ImagePullSecrets, in.PullSecrets)
 	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPServer, n), nil), map[string]string{schema.Key: rc})
 
 	d := &Output{
@@ -210,7 +211,7 @@ func buildRunConfig(s *thv1.MCPServer, in Input, oidc wiring.OIDCWiring, telemet
 		MCPServerGeneration: s.Generation,
 		CmdArgs:             s.Spec.Args,
 		Transport:           naming.MCPServerTransport(s),
-		Host:                proxyHost,
+		Host:                in.proxyHost(),
 		Port:                naming.MCPServerProxyPort(s),
 		TargetPort:          target,
 		ProxyMode:           naming.MCPServerProxyMode(s),

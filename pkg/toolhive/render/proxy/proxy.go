@@ -11,6 +11,7 @@
 package proxy
 
 import (
+	"cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,8 +20,12 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// proxyHost is the address the runner listens on in its pod.
-const proxyHost = "0.0.0.0"
+// defaultProxyHost is the address the runner listens on in its pod when
+// Input.ProxyHost is empty: ToolHive's operator's default.
+const defaultProxyHost = "0.0.0.0"
+
+// proxyHost is the runner's listen address the RunConfig names.
+func (in Input) proxyHost() string { return cmp.Or(in.ProxyHost, defaultProxyHost) }
 
 // Input is everything a build depends on besides the workload: the
 // configs its references resolve to (nil for a reference it does not
@@ -49,6 +54,13 @@ type Input struct {
 	// environment turns them off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI
 	// variable, or usage metrics disabled in its config).
 	UsageMetrics bool
+	// PullSecrets are the operator-wide pull secrets
+	// (--default-image-pull-secrets), added after the workload's own to
+	// its Deployment's pods and the accounts it writes.
+	PullSecrets []corev1.LocalObjectReference
+	// ProxyHost is the runner's listen address (--proxy-host); empty
+	// means ToolHive's default, 0.0.0.0.
+	ProxyHost string
 	// RunnerClusterRole is the ClusterRole the runner's RoleBinding
 	// grants (--proxy-runner-cluster-role or
 	// --remote-proxy-runner-cluster-role); StdioRunnerClusterRole is a

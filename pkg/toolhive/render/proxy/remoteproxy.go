@@ -100,7 +100,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		BaseName:          n,
 		RemoteURL:         p.Spec.RemoteURL,
 		Transport:         naming.RemoteProxyTransport(p),
-		Host:              proxyHost,
+		Host:              in.proxyHost(),
 		Port:              naming.RemoteProxyPort(p),
 		ProxyMode:         naming.RemoteProxyTransport(p),
 		TrustProxyHeaders: p.Spec.TrustProxyHeaders,
@@ -129,6 +129,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	ov.ImagePullSecrets = wiring.MergePullSecrets(ov.ImagePullSecrets, in.PullSecrets)
 	cm := wiring.ConfigMap(meta(naming.RunConfigName(n), naming.RunConfigLabels(thv1.KindMCPRemoteProxy, n), nil), map[string]string{schema.Key: rc})
 
 	d := &Output{RunConfig: cm, AuthzConfigMap: authzFile.ConfigMap(meta(naming.AuthzInlineName(n), labels, nil))}

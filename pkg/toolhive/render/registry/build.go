@@ -53,6 +53,9 @@ var gvk = thv1.SchemeGroupVersion.WithKind(thv1.KindMCPRegistry)
 type Input struct {
 	Image       string
 	ClusterRole string
+	// PullSecrets are the operator-wide pull secrets
+	// (--default-image-pull-secrets), after spec.imagePullSecrets.
+	PullSecrets []corev1.LocalObjectReference
 }
 
 // Output are the children of one MCPRegistry.
@@ -75,6 +78,7 @@ func Build(r *thv1.MCPRegistry, in Input) (*Output, error) {
 	meta := func(name string, labels, annotations map[string]string) metav1.ObjectMeta {
 		return naming.ObjectMeta(name, ns, labels, annotations, owner)
 	}
+	pullSecrets := wiring.MergePullSecrets(r.Spec.ImagePullSecrets, in.PullSecrets)
 	user, err := wiring.DecodePodTemplate(r.Spec.PodTemplateSpec)
 	if err != nil {
 		return nil, err
@@ -101,12 +105,12 @@ func Build(r *thv1.MCPRegistry, in Input) (*Output, error) {
 				map[string]string{schema.ChecksumAnnotation: wiring.ConfigHash([]byte(r.Spec.ConfigYAML))}),
 			Data: map[string]string{naming.RegistryConfigKey: r.Spec.ConfigYAML},
 		},
-		ServiceAccount: &corev1.ServiceAccount{ObjectMeta: meta(account, accountLabels, nil), ImagePullSecrets: slices.Clone(r.Spec.ImagePullSecrets)},
+		ServiceAccount: &corev1.ServiceAccount{ObjectMeta: meta(account, accountLabels, nil), ImagePullSecrets: pullSecrets},
 		RoleBinding:    wiring.RoleBinding(meta(account, accountLabels, nil), in.ClusterRole),
 	}
 
 	selector := naming.RegistrySelectorLabels(n)
-	pod := defaultPod(r, in.Image, apiLabels, volumes, mounts)
+	pod := defaultPod(r, in.Image, slices.Clone(pullSecrets), apiLabels, volumes, mounts)
 	if user != nil {
 		if pod, err = mergePodTemplate(pod, *user); err != nil {
 			return nil, err
@@ -144,7 +148,7 @@ func Build(r *thv1.MCPRegistry, in Input) (*Output, error) {
 // the labels, the hash of the whole spec (any change rolls the pod), the
 // account, the container reading the configuration, the spec's pull
 // secrets, volumes and mounts, and the pgpass wiring.
-func defaultPod(r *thv1.MCPRegistry, image string, labels map[string]string, volumes []corev1.Volume, mounts []corev1.VolumeMount) corev1.PodTemplateSpec {
+func defaultPod(r *thv1.MCPRegistry, image string, pullSecrets []corev1.LocalObjectReference, labels map[string]string, volumes []corev1.Volume, mounts []corev1.VolumeMount) corev1.PodTemplateSpec {
 	n := r.Name
 	c := corev1.Container{
 		Name:  naming.RegistryAPIContainerName,
@@ -166,7 +170,7 @@ func defaultPod(r *thv1.MCPRegistry, image string, labels map[string]string, vol
 		},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: naming.RegistryAPIAccountName(n),
-			ImagePullSecrets:   slices.Clone(r.Spec.ImagePullSecrets),
+			ImagePullSecrets:   pullSecrets,
 			Volumes: []corev1.Volume{{Name: naming.RegistryConfigVolume, VolumeSource: corev1.VolumeSource{
 				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: naming.RegistryConfigMapName(n)}},
 			}}},

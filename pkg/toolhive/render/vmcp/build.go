@@ -137,6 +137,9 @@ type Input struct {
 	// DefaultRedis is the Redis a vMCP without one of its own falls back
 	// to (--default-redis-*); nil for none.
 	DefaultRedis *wiring.DefaultRedis
+	// PullSecrets are the operator-wide pull secrets
+	// (--default-image-pull-secrets), after spec.imagePullSecrets.
+	PullSecrets []corev1.LocalObjectReference
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
@@ -225,7 +228,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	for _, b := range cw.Auth.Served {
 		d.Backends = append(d.Backends, b.Name)
 	}
-	pullSecrets := slices.Clone(v.Spec.ImagePullSecrets)
+	pullSecrets := wiring.MergePullSecrets(v.Spec.ImagePullSecrets, in.PullSecrets)
 	// Naming the account hivekeeper creates anyway keeps it, rather than
 	// deleting it as stale under the pod that uses it.
 	if sa, custom := wiring.CustomServiceAccount(v.Spec.ServiceAccount); !custom || sa == naming.VMCPServiceAccountName(n) {

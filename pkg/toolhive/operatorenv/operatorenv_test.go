@@ -1,0 +1,57 @@
+package operatorenv
+
+import (
+	"strings"
+	"testing"
+)
+
+// The chart's defaults map to hivekeeper's defaults and ToolHive's images;
+// a production install's settings each reach their flag; whatever turns
+// ToolHive's usage metrics off turns hivekeeper's off.
+func TestFlags(t *testing.T) {
+	chart := []string{"GOMEMLIMIT=150MiB", "GOGC=75", "UNSTRUCTURED_LOGS=false", "TOOLHIVE_USE_CONFIGMAP=true",
+		"ENABLE_EXPERIMENTAL_FEATURES=false", "TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR=true",
+		"TOOLHIVE_RUNNER_IMAGE=r:1", "VMCP_IMAGE=v:1", "TOOLHIVE_PROXY_HOST=0.0.0.0", "TOOLHIVE_REGISTRY_API_IMAGE=reg:1"}
+	for _, c := range []struct {
+		name  string
+		env   []string
+		flags string
+	}{
+		{"chart defaults", chart, "--log-format=json --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-usage-metrics=true --vmcp-image=v:1"},
+		{"production", append(chart[:len(chart):len(chart)], "WATCH_NAMESPACE=a,b", "TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS=regcred,org",
+			"TOOLHIVE_DEFAULT_REDIS_ADDR=redis:6379", "TOOLHIVE_DEFAULT_REDIS_SECRET_NAME=rs", "TOOLHIVE_DEFAULT_REDIS_SECRET_KEY=pw",
+			"TOOLHIVE_DEFAULT_REDIS_TLS_ENABLED=true", "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_NAME=ca", "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_KEY=ca.crt"),
+			"--default-image-pull-secrets=regcred,org --default-redis-addr=redis:6379 --default-redis-secret-key=pw --default-redis-secret-name=rs " +
+				"--default-redis-tls-ca-secret-key=ca.crt --default-redis-tls-ca-secret-name=ca --default-redis-tls-enabled --log-format=json " +
+				"--namespaces=a,b --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-usage-metrics=true --vmcp-image=v:1"},
+		{"usage metrics off", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=false"}, "--toolhive-usage-metrics=false"},
+		{"update check skipped", []string{"TOOLHIVE_SKIP_UPDATE_CHECK=TRUE"}, "--toolhive-usage-metrics=false"},
+		{"a CI variable", []string{"GITLAB_CI=1"}, "--toolhive-usage-metrics=false"},
+		{"usage metrics on", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=true", "TOOLHIVE_SKIP_UPDATE_CHECK=false"}, "--toolhive-usage-metrics=true"},
+	} {
+		flags, _, err := Flags(c.env)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := strings.Join(flags, " "); got != c.flags {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.flags)
+		}
+	}
+	if _, _, err := Flags([]string{"TOOLHIVE_NEW_SETTING=x"}); err == nil || !strings.Contains(err.Error(), "TOOLHIVE_NEW_SETTING") {
+		t.Errorf("an unknown variable must be refused by name, got %v", err)
+	}
+	_, unmapped, _ := Flags(chart)
+	var names []string
+	for _, u := range unmapped {
+		names = append(names, u.Name)
+	}
+	if got := strings.Join(names, " "); got != "ENABLE_EXPERIMENTAL_FEATURES GOGC GOMEMLIMIT TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR TOOLHIVE_USE_CONFIGMAP" {
+		t.Errorf("unmapped %s", got)
+	}
+	for _, v := range Variables {
+		if v.Flag == "" && v.Why == "" {
+			t.Errorf("%s has neither a flag nor a reason", v.Name)
+		}
+	}
+}
