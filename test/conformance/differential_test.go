@@ -203,7 +203,13 @@ func TestDifferentialRunConfig(t *testing.T) {
 		namespaces = append(namespaces, c.Namespace)
 		createNamespace(t, env, c.Namespace)
 	}
-	env.StartControllers(t, app.Options{Workers: 4, RunnerImage: runner, VMCPImage: vmcpImage})
+	// hivekeeper is given what ToolHive's chart gives its operator.
+	flags, err := toolhive.ChartFlags(toolhiveModule, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.StartControllers(t, app.Options{Workers: 4, RunnerImage: runner, VMCPImage: vmcpImage,
+		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true", ProxyHost: toolhive.FlagValue(flags, "--proxy-host")})
 	thv := startToolHiveServer(t, namespaces)
 
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
@@ -46,13 +47,12 @@ type suite struct {
 	dir      string
 	module   string
 	binaries string
-	// runnerImage and vmcpImage are the ones the chart gives ToolHive's
-	// operator; hivekeeper gets the same.
-	runnerImage, vmcpImage string
-	// registryAPIImage is the registry API image the chart gives it.
-	registryAPIImage string
-	cases            []*toolhive.Case
-	kubeconfig       map[string]string // by user
+	// operatorFlags are hivekeeper's flags for the settings ToolHive's
+	// chart gives its operator (operatorenv.Flags): images, proxy host,
+	// usage metrics, ...
+	operatorFlags []string
+	cases         []*toolhive.Case
+	kubeconfig    map[string]string // by user
 	// resources are the kinds snapshotted: every child kind and every
 	// custom resource kind of the load.
 	resources []schema.GroupVersionResource
@@ -144,12 +144,18 @@ func newSuite(t *testing.T) *suite {
 	if s.module, err = toolhive.ModuleDir(); err != nil {
 		t.Fatal(err)
 	}
-	if s.runnerImage, s.vmcpImage, err = toolhive.Images(s.module); err != nil {
+	chartEnv, err := toolhive.ChartEnv(s.module, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s.registryAPIImage, err = toolhive.RegistryAPIImage(s.module); err != nil {
+	var unmapped []operatorenv.Variable
+	if s.operatorFlags, unmapped, err = operatorenv.Flags(chartEnv); err != nil {
 		t.Fatal(err)
 	}
+	for _, u := range unmapped {
+		t.Logf("ToolHive's chart sets %s, which has no hivekeeper flag: %s", u.Name, u.Why)
+	}
+	t.Logf("hivekeeper runs with %s", strings.Join(s.operatorFlags, " "))
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -38,8 +38,9 @@ type hivekeeper struct {
 
 // startHivekeeper runs the binary as the chart's Deployment would, but
 // with one replica and no leader election, plain-HTTP metrics on a
-// loopback port, and the runner and vMCP images ToolHive's operator was
-// given, and waits until it is ready (its caches synced).
+// loopback port, and the flags that keep every operator-wide setting of
+// ToolHive's operator (operatorenv.Flags of its chart's environment), and
+// waits until it is ready (its caches synced).
 func (s *suite) startHivekeeper(bin string) *hivekeeper {
 	t := s.t
 	t.Helper()
@@ -54,14 +55,11 @@ func (s *suite) startHivekeeper(bin string) *hivekeeper {
 	defer logFile.Close()
 	health := fmt.Sprintf("127.0.0.1:%d", ports[1])
 	hk := &hivekeeper{metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), log: logFile.Name(), done: make(chan error, 1)}
-	hk.cmd = exec.Command(bin,
-		"--kubeconfig="+s.kubeconfig[hiveUser],
-		"--metrics-bind-address="+fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--health-probe-bind-address="+health,
-		"--runner-image="+s.runnerImage,
-		"--vmcp-image="+s.vmcpImage,
-		"--registry-api-image="+s.registryAPIImage,
-	)
+	hk.cmd = exec.Command(bin, append([]string{
+		"--kubeconfig=" + s.kubeconfig[hiveUser],
+		"--metrics-bind-address=" + fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"--health-probe-bind-address=" + health,
+	}, s.operatorFlags...)...)
 	hk.cmd.Stdout, hk.cmd.Stderr = logFile, logFile
 	hk.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := hk.cmd.Start(); err != nil {

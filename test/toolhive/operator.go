@@ -1,6 +1,7 @@
 package toolhive
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -31,6 +34,9 @@ type OperatorOptions struct {
 	Namespace string
 	// Dir holds the operator's log and its HOME.
 	Dir string
+	// Values is a values file for ToolHive's chart; empty means its
+	// defaults (ChartEnv).
+	Values string
 }
 
 // Operator is a running thv-operator.
@@ -45,8 +51,8 @@ type Operator struct {
 	done   bool
 }
 
-// StartOperator starts thv-operator as the chart at the pinned release
-// runs it (ChartEnv), with leader election off (one replica) and its
+// StartOperator starts thv-operator as the chart of opts.Module runs it
+// (ChartEnv, with opts.Values), with leader election off (one replica) and its
 // metrics and probe servers on loopback ports picked now, and returns once
 // it answers /readyz. It authenticates with opts.Kubeconfig, so it needs no
 // RBAC of its own, and registers no admission webhooks at this release, so
@@ -56,7 +62,7 @@ type Operator struct {
 func StartOperator(t testing.TB, opts OperatorOptions) *Operator {
 	t.Helper()
 	bin := filepath.Join(opts.Binaries, "thv-operator")
-	chart, err := ChartEnv(opts.Module)
+	chart, err := ChartEnv(opts.Module, opts.Values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +85,11 @@ func StartOperator(t testing.TB, opts OperatorOptions) *Operator {
 		"--health-probe-bind-address="+probe,
 		"--leader-elect=false",
 	)
-	cmd.Env = append(append(Environ(home), chart...), "KUBECONFIG="+opts.Kubeconfig, "POD_NAMESPACE="+opts.Namespace)
+	env, err := OperatorEnviron(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(append(env, chart...), "KUBECONFIG="+opts.Kubeconfig, "POD_NAMESPACE="+opts.Namespace)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The operator dies with the test binary, even when that is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -154,105 +164,124 @@ func (o *Operator) Stop(t testing.TB) {
 // Tail returns the last n lines of the operator's output.
 func (o *Operator) Tail(n int) string { return Tail(o.Log, n) }
 
-// chartValues are the values of the pinned release's operator chart
-// (deploy/charts/operator/values.yaml) that its Deployment template turns
-// into the operator's environment.
-type chartValues struct {
-	Operator struct {
-		Features struct {
-			Experimental           bool `json:"experimental"`
-			StorageVersionMigrator bool `json:"storageVersionMigrator"`
-		} `json:"features"`
-		ToolhiveRunnerImage string `json:"toolhiveRunnerImage"`
-		VMCPImage           string `json:"vmcpImage"`
-		ProxyHost           string `json:"proxyHost"`
-		GC                  struct {
-			GOMEMLIMIT string `json:"gomemlimit"`
-			GOGC       any    `json:"gogc"`
-		} `json:"gc"`
-	} `json:"operator"`
-	RegistryAPI struct {
-		Image string `json:"image"`
-	} `json:"registryAPI"`
-}
-
-// ChartEnv is the environment the pinned release's chart gives the
-// operator with its default values (templates/deployment.yaml), read from
-// the chart's values.yaml, but POD_NAMESPACE (the caller's) and the
-// settings of values left empty by default (image pull secrets, a default
-// Redis, a namespace-scoped install).
-func ChartEnv(module string) ([]string, error) {
-	file := filepath.Join(module, "deploy", "charts", "operator", "values.yaml")
-	raw, err := os.ReadFile(file)
+// ChartEnv is the environment ToolHive's operator chart (deploy/charts/operator
+// of module) gives the operator's container, rendered by `helm template`
+// with the chart's default values, or with the values file values when it
+// is not empty, as NAME=value: the operator runs as a user's install runs
+// it, not with a hand-picked list. POD_NAMESPACE (a field reference) is
+// left to the caller; a variable from a Secret or ConfigMap is refused, as
+// the suites cannot give it.
+func ChartEnv(module, values string) ([]string, error) {
+	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	var v chartValues
-	if err := yaml.Unmarshal(raw, &v); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	out, err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Output()
+	if err != nil {
+		return nil, fmt.Errorf("hack/helm.sh: %w", err)
 	}
-	op := v.Operator
-	if op.ToolhiveRunnerImage == "" || op.VMCPImage == "" || op.ProxyHost == "" {
-		return nil, fmt.Errorf("%s: no operator.toolhiveRunnerImage, vmcpImage or proxyHost", file)
+	args := []string{"template", "toolhive-operator", filepath.Join(module, "deploy", "charts", "operator"), "--namespace", "toolhive-system"}
+	if values != "" {
+		args = append(args, "-f", values)
 	}
-	return []string{
-		"GOMEMLIMIT=" + op.GC.GOMEMLIMIT,
-		fmt.Sprintf("GOGC=%v", op.GC.GOGC),
-		"UNSTRUCTURED_LOGS=false",
-		"TOOLHIVE_USE_CONFIGMAP=true",
-		fmt.Sprintf("ENABLE_EXPERIMENTAL_FEATURES=%t", op.Features.Experimental),
-		fmt.Sprintf("TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR=%t", op.Features.StorageVersionMigrator),
-		"TOOLHIVE_RUNNER_IMAGE=" + op.ToolhiveRunnerImage,
-		"VMCP_IMAGE=" + op.VMCPImage,
-		"TOOLHIVE_PROXY_HOST=" + op.ProxyHost,
-		"TOOLHIVE_REGISTRY_API_IMAGE=" + v.RegistryAPI.Image,
-	}, nil
+	cmd := exec.Command(strings.TrimSpace(string(out)), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	rendered, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	for _, doc := range strings.Split(string(rendered), "\n---") {
+		var dep appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &dep); err != nil || dep.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range dep.Spec.Template.Spec.Containers {
+			var env []string
+			for _, e := range c.Env {
+				switch {
+				case e.ValueFrom == nil:
+					env = append(env, e.Name+"="+e.Value)
+				case e.ValueFrom.FieldRef != nil && e.Name == "POD_NAMESPACE":
+				default:
+					return nil, fmt.Errorf("ToolHive's chart gives the operator %s from a reference the suites cannot resolve", e.Name)
+				}
+			}
+			return env, nil
+		}
+	}
+	return nil, fmt.Errorf("ToolHive's chart (%s) renders no Deployment", module)
+}
+
+// chartSetting returns a variable of ChartEnv's output.
+func chartSetting(module, values, name string) (string, error) {
+	env, err := ChartEnv(module, values)
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok && v != "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("ToolHive's chart at %s sets no %s", module, name)
 }
 
 // Images returns the runner and vMCP images the chart gives the operator,
 // the ones hivekeeper must be given to write the same Deployments.
 func Images(module string) (runner, vmcp string, err error) {
-	env, err := ChartEnv(module)
-	if err != nil {
+	if runner, err = chartSetting(module, "", "TOOLHIVE_RUNNER_IMAGE"); err != nil {
 		return "", "", err
 	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "TOOLHIVE_RUNNER_IMAGE="); ok {
-			runner = v
-		}
-		if v, ok := strings.CutPrefix(kv, "VMCP_IMAGE="); ok {
-			vmcp = v
-		}
-	}
-	return runner, vmcp, nil
+	vmcp, err = chartSetting(module, "", "VMCP_IMAGE")
+	return runner, vmcp, err
 }
 
 // RegistryAPIImage returns the registry API image the chart gives the
 // operator (TOOLHIVE_REGISTRY_API_IMAGE), the one hivekeeper must be given
 // to write the same MCPRegistry Deployments.
 func RegistryAPIImage(module string) (string, error) {
-	env, err := ChartEnv(module)
-	if err != nil {
-		return "", err
-	}
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "TOOLHIVE_REGISTRY_API_IMAGE="); ok && v != "" {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("the chart of %s sets no registry API image", module)
+	return chartSetting(module, "", "TOOLHIVE_REGISTRY_API_IMAGE")
 }
 
-// Environ is the environment of ToolHive code run by the suites (the
-// operator, thvcheck) before the chart's settings: the test's environment
-// without ToolHive's settings (TOOLHIVE_PROXY_HOST, a default Redis
-// address, ...), without what says where to connect, with home as HOME and
+// Environ is the environment of ToolHive code the suites run as plain
+// processes (the runner, vmcp, thvcheck): the test's environment without
+// ToolHive's settings (TOOLHIVE_PROXY_HOST, a default Redis address, ...),
+// without what says where to connect, with home as HOME and
 // XDG_CONFIG_HOME (no ToolHive config file of the user's is read), and
-// with TOOLHIVE_SKIP_UPDATE_CHECK=true. That keeps the operator off the
-// network (its telemetry would ask for the latest release) and, as in CI,
-// leaves the usage-metrics middleware out: ToolHive's operator decides
-// that from its own environment, the runner from its pod's.
+// with TOOLHIVE_SKIP_UPDATE_CHECK=true, which keeps a runner's usage
+// metrics from leaving this machine.
 func Environ(home string) []string {
+	return append(baseEnviron(home), "TOOLHIVE_SKIP_UPDATE_CHECK=true")
+}
+
+// OperatorEnviron is what ToolHive's operator runs with before its
+// chart's settings: baseEnviron without any CI variable (a pod has none,
+// and one would turn the operator's usage metrics off, unlike an
+// install), and with every HTTP(S) request to anything but the loopback
+// sent to a closed loopback port: its update check, on by default as
+// installed, fails at once instead of leaving this machine.
+func OperatorEnviron(home string) ([]string, error) {
+	ports, err := framework.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	blackhole := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	var out []string
+	for _, kv := range baseEnviron(home) {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, known := operatorenv.Lookup(name); known && name != "GOMEMLIMIT" && name != "GOGC" && name != "HOME" {
+			continue
+		}
+		if strings.EqualFold(name, "HTTP_PROXY") || strings.EqualFold(name, "HTTPS_PROXY") || strings.EqualFold(name, "NO_PROXY") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "HTTP_PROXY="+blackhole, "HTTPS_PROXY="+blackhole, "NO_PROXY=127.0.0.1,localhost"), nil
+}
+
+func baseEnviron(home string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		drop := false
@@ -263,5 +292,27 @@ func Environ(home string) []string {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "HOME="+home, "XDG_CONFIG_HOME="+home, "TOOLHIVE_SKIP_UPDATE_CHECK=true")
+	return append(out, "HOME="+home, "XDG_CONFIG_HOME="+home)
+}
+
+// ChartFlags are the hivekeeper flags that keep the operator-wide settings
+// ToolHive's chart gives its operator (ChartEnv with values, mapped by
+// operatorenv.Flags).
+func ChartFlags(module, values string) ([]string, error) {
+	env, err := ChartEnv(module, values)
+	if err != nil {
+		return nil, err
+	}
+	flags, _, err := operatorenv.Flags(env)
+	return flags, err
+}
+
+// FlagValue returns the value of --name=value in flags, "" when absent.
+func FlagValue(flags []string, name string) string {
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

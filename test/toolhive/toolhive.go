@@ -7,10 +7,8 @@
 package toolhive
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -24,24 +22,26 @@ const BinariesEnv = "HIVEKEEPER_TOOLHIVE_BINARIES"
 // ModulePath is ToolHive's Go module.
 const ModulePath = "github.com/stacklok/toolhive"
 
-// ModuleDir returns the pinned ToolHive module's folder in the module
-// cache, as the conformance suite's nested thvcheck module requires it
-// (its go.sum pins the release). Only read from there, never copied.
+// ModuleDir returns the folder, in the Go module cache, of the source of
+// ToolHive's runtime-oracle release (TOOLHIVE_VERSION): its CRDs, chart
+// and examples are what the suites run ToolHive's operator with. Only
+// read from there, never copied.
 func ModuleDir() (string, error) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", ModulePath)
-	cmd.Dir = filepath.Join(root, "test", "conformance", "thvcheck")
-	// The nested module is read as it is committed, outside any workspace.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.Output()
-	dir := string(bytes.TrimSpace(out))
-	if err != nil || dir == "" {
-		return "", fmt.Errorf("locating %s from test/conformance/thvcheck: %v %s", ModulePath, err, out)
-	}
-	return dir, nil
+	_, dir, err := framework.ToolHiveSource(framework.ToolHiveRuntimeRelease)
+	return dir, err
+}
+
+// PreviousModuleDir is ModuleDir of the older release a user may still be
+// on (TOOLHIVE_PREVIOUS_VERSION), and PreviousBinaries the folder of its
+// binaries beside binaries, the oracle's (hack/toolhive-binaries.sh
+// builds both).
+func PreviousModuleDir() (version, dir string, err error) {
+	return framework.ToolHiveSource(framework.ToolHivePreviousRelease)
+}
+
+// PreviousBinaries returns the folder of the older release's binaries.
+func PreviousBinaries(binaries, version string) string {
+	return filepath.Join(filepath.Dir(binaries), version)
 }
 
 // CRDDir is where the module keeps its CRDs as plain YAML (the chart's

@@ -125,6 +125,9 @@ const (
 	// ToolHiveRuntimeRelease is the release whose binaries the conformance
 	// suite runs.
 	ToolHiveRuntimeRelease = "TOOLHIVE_VERSION"
+	// ToolHivePreviousRelease is the older release a user may still be on,
+	// whose binaries are built too.
+	ToolHivePreviousRelease = "TOOLHIVE_PREVIOUS_VERSION"
 )
 
 // ToolHiveSource returns the version pinned as release (ToolHiveAPIRelease

@@ -1,0 +1,52 @@
+package toolhive
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+)
+
+// ChartEnv renders ToolHive's own chart: its defaults give the images and
+// proxy host, and a production values file reaches every operator-wide
+// setting, each mapped to hivekeeper's flag.
+func TestChartEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders ToolHive's chart with helm (hack/helm.sh builds it)")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Run(); err != nil {
+		t.Skipf("no helm: %v", err)
+	}
+	module, err := ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := ChartFlags(module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--proxy-host=0.0.0.0", "--toolhive-usage-metrics=true", "--runner-image=ghcr.io/stacklok/toolhive/proxyrunner:"} {
+		if !strings.Contains(strings.Join(defaults, " "), want) {
+			t.Errorf("chart defaults: no %s in %v", want, defaults)
+		}
+	}
+	prod, err := ChartFlags(module, filepath.Join("testdata", "production-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(prod, " ")
+	for _, want := range []string{"--namespaces=team-a,team-b", "--default-image-pull-secrets=org-registry,regcred",
+		"--default-redis-addr=redis.cache.svc.cluster.local:6379", "--default-redis-secret-name=redis-auth", "--default-redis-secret-key=password",
+		"--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=redis-ca", "--default-redis-tls-ca-secret-key=ca.crt",
+		"--registry-api-image=registry.example.com/mirror/thv-registry-api:v1.5.3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("production values: no %s in %s", want, got)
+		}
+	}
+}
