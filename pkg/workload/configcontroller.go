@@ -230,20 +230,16 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 		// between a workload starting to use it and this controller
 		// noticing. The status patch below is not locked, so the new
 		// resourceVersion does not matter to it.
-		modified := cached.DeepCopyObject().(T)
-		modified.SetFinalizers(append(slices.Clone(cached.GetFinalizers()), c.kind.Finalizer))
-		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.EnsureFinalizer(ctx, c.writer, c.kind.Resource, patch, cached, c.kind.Finalizer); err != nil {
 			return err
 		}
 		hasFinalizer = true
 	case deleting && hasFinalizer && len(refs) == 0:
-		modified := cached.DeepCopyObject().(T)
-		modified.SetFinalizers(slices.DeleteFunc(slices.Clone(cached.GetFinalizers()), func(f string) bool { return f == c.kind.Finalizer }))
-		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.ReleaseFinalizer(ctx, c.writer, c.kind.Resource, patch, cached, c.kind.Finalizer, nil, nil, nil); err != nil {
 			return err
 		}
 		logger.V(2).Info("Released finalizer, no workload references the config")
-		if len(modified.GetFinalizers()) == 0 {
+		if len(cached.GetFinalizers()) == 1 {
 			// The API server removes the object now; a status patch
 			// would only race it to a 404.
 			return nil
