@@ -28,6 +28,11 @@ type membership struct {
 }
 
 // sync recomputes the status of one group and writes it when it changed.
+// It holds ToolHive's finalizer on the group, added before the first
+// status write, and releases it when the group is deleted; the members'
+// controllers report the group being deleted (workload.ResolveMemberGroup
+// and the MCPServerEntry's check), as ToolHive's operator does on them,
+// each the only writer of its own status.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	namespace, name := key.Namespace, key.Name
 	logger := klog.FromContext(ctx).WithValues("mcpgroup", klog.KRef(namespace, name))
@@ -42,6 +47,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	client := c.client.ToolhiveV1beta1().MCPGroups(namespace)
+	if group.DeletionTimestamp != nil {
+		// ToolHive writes no status on a group being deleted either.
+		released, err := framework.ReleaseFinalizer(ctx, c.writer, resource, client.Patch, group, thv1.MCPGroupFinalizer, nil, nil, nil)
+		if released {
+			logger.V(2).Info("Released the finalizer of a group being deleted")
+		}
+		return err
+	}
+	if _, err := framework.EnsureFinalizer(ctx, c.writer, resource, client.Patch, group, thv1.MCPGroupFinalizer); err != nil {
+		return err
+	}
 
 	members, memberErr := c.membership(namespace, name)
 	if memberErr != nil {
@@ -49,8 +66,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	status := buildStatus(group, members, memberErr, c.clock)
 
-	patched, err := framework.PatchStatus(ctx, c.writer, resource, group,
-		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
+	patched, err := framework.PatchStatus(ctx, c.writer, resource, group, client.Patch, group.Status, status)
 	if err != nil {
 		return err
 	}

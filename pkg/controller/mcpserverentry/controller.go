@@ -111,9 +111,10 @@ func (c *Controller) referrers(indexName string) func(obj any) {
 	return func(obj any) { workload.EnqueueReferrers(c.indexer, indexName, obj, c.EnqueueKey) }
 }
 
-// groupsHandler re-syncs the entries of a group that appears, goes away or
-// changes phase (an entry needs its group Ready); the group's status
-// writes of its member lists do not matter to an entry.
+// groupsHandler re-syncs the entries of a group that appears, goes away,
+// starts being deleted or changes phase (an entry needs its group Ready);
+// the group's status writes of its member lists do not matter to an
+// entry.
 func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
 	enqueue := c.referrers(index.ByGroup)
 	return cache.ResourceEventHandlerFuncs{
@@ -122,7 +123,7 @@ func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*thv1.MCPGroup)
 			n, ok2 := newObj.(*thv1.MCPGroup)
-			if ok1 && ok2 && o.Status.Phase != n.Status.Phase {
+			if ok1 && ok2 && (o.Status.Phase != n.Status.Phase || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)) {
 				enqueue(newObj)
 			}
 		},

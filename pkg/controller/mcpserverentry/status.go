@@ -44,6 +44,10 @@ func checks(e *thv1.MCPServerEntry, o observed) []check {
 	case o.group == nil:
 		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotFound,
 			fmt.Sprintf("MCPGroup %q not found in namespace %q", group, e.Namespace), metav1.ConditionFalse, false})
+	case o.group.DeletionTimestamp != nil:
+		// What ToolHive's group controller writes on its members as it
+		// deletes the group; here the entry's own controller does.
+		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted, metav1.ConditionFalse, false})
 	case o.group.Status.Phase != thv1.MCPGroupPhaseReady:
 		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotReady,
 			fmt.Sprintf("MCPGroup %q is not ready (current phase: %s)", group, o.group.Status.Phase), metav1.ConditionFalse, false})

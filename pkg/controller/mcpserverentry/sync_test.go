@@ -316,3 +316,32 @@ func TestReferencedObjectsEnqueueTheirEntries(t *testing.T) {
 		t.Errorf("auth config enqueued %q", got)
 	}
 }
+
+// A group being deleted is reported on its entry as ToolHive's group
+// controller writes it on its members (GroupRefValidated False,
+// GroupRefNotFound, "Referenced MCPGroup is being deleted"): here by the
+// entry's own controller, woken by the start of the group's deletion.
+func TestGroupBeingDeleted(t *testing.T) {
+	g := readyGroup("remote")
+	g.Finalizers = []string{thv1.MCPGroupFinalizer}
+	ts := metav1.Now()
+	g.DeletionTimestamp = &ts
+	f := newFixture(t, g, newEntry("e"))
+	wt.AssertActions(t, f.sync("e"), "patch mcpserverentries/status")
+	e := f.get("e")
+	c := meta.FindStatusCondition(e.Status.Conditions, thv1.ConditionGroupRefValidated)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonGroupRefNotFound || c.Message != "Referenced MCPGroup is being deleted" {
+		t.Errorf("GroupRefValidated %+v", c)
+	}
+	if e.Status.Phase != thv1.MCPServerEntryPhaseFailed {
+		t.Errorf("phase %q", e.Status.Phase)
+	}
+	for f.c.Queue.Len() > 0 {
+		k, _ := f.c.Queue.Get()
+		f.c.Queue.Done(k)
+	}
+	f.c.groupsHandler().OnUpdate(readyGroup("remote"), g)
+	if n := f.c.Queue.Len(); n != 1 {
+		t.Errorf("the start of the group's deletion enqueued %d entries, want 1", n)
+	}
+}
