@@ -31,6 +31,9 @@
 // it; here the members' own controllers report it
 // (workload.ResolveMemberGroup), since each status has one writer.
 //
+// Besides its Ready condition the status carries ToolHive's
+// MCPServersChecked, which the CRD's Checked printer column reads.
+//
 // The workload side of membership (the GroupRefValidated condition on
 // MCPServer and MCPRemoteProxy) belongs to the workload controllers; this
 // package exports GroupRefCondition and MemberHandler for them so every

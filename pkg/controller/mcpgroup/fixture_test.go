@@ -224,3 +224,16 @@ func readyCondition(generation int64, transition metav1.Time) metav1.Condition {
 		LastTransitionTime: transition,
 	}
 }
+
+// checkedCondition is ToolHive's MCPServersChecked a successful sync
+// writes beside Ready.
+func checkedCondition(generation int64, transition metav1.Time) metav1.Condition {
+	return metav1.Condition{
+		Type:               thv1.ConditionMCPServersChecked,
+		Status:             metav1.ConditionTrue,
+		Reason:             thv1.ReasonListMCPServersCheckSucceeded,
+		Message:            "Successfully listed MCPServers, MCPRemoteProxies, and MCPServerEntries in namespace",
+		ObservedGeneration: generation,
+		LastTransitionTime: transition,
+	}
+}

@@ -2,6 +2,7 @@ package mcpgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,9 @@ import (
 // status fields, and a message that repeated them would put the whole
 // conditions array into every membership patch.
 const messageMembershipComputed = "Members are listed in status.servers, status.remoteProxies and status.entries"
+
+// messageMembersListed is ToolHive's message of MCPServersChecked True.
+const messageMembersListed = "Successfully listed MCPServers, MCPRemoteProxies, and MCPServerEntries in namespace"
 
 // membership is who belongs to a group, each list sorted by name.
 type membership struct {
@@ -77,21 +81,35 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	return nil
 }
 
+// membershipError is a membership that could not be read: resource
+// names the kind whose index failed as ToolHive's MCPServersChecked
+// message does ("MCPServers", "MCPRemoteProxies", "MCPServerEntries").
+type membershipError struct {
+	resource string
+	err      error
+}
+
+func (e *membershipError) Error() string {
+	return fmt.Sprintf("reading %s members: %v", e.resource, e.err)
+}
+
+func (e *membershipError) Unwrap() error { return e.err }
+
 // membership reads the members of namespace/name from the workload
 // indexes. It costs O(members), whatever the size of the namespace.
 func (c *Controller) membership(namespace, name string) (membership, error) {
 	key := index.Key(namespace, name)
 	servers, err := index.Referrers(c.servers, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPServer members: %w", err)
+		return membership{}, &membershipError{"MCPServers", err}
 	}
 	proxies, err := index.Referrers(c.proxies, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPRemoteProxy members: %w", err)
+		return membership{}, &membershipError{"MCPRemoteProxies", err}
 	}
 	entries, err := index.Referrers(c.entries, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPServerEntry members: %w", err)
+		return membership{}, &membershipError{"MCPServerEntries", err}
 	}
 	return membership{servers: servers, proxies: proxies, entries: entries}, nil
 }
@@ -109,6 +127,13 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 		status.Phase = thv1.MCPGroupPhaseFailed
 		framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 			metav1.ConditionFalse, thv1.ReasonMembershipUnavailable, memberErr.Error())
+		what := "members"
+		var me *membershipError
+		if errors.As(memberErr, &me) {
+			what = me.resource
+		}
+		framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionMCPServersChecked,
+			metav1.ConditionFalse, thv1.ReasonListMCPServersCheckFailed, "Failed to list "+what+" in namespace")
 		return status
 	}
 
@@ -121,6 +146,8 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	status.Phase = thv1.MCPGroupPhaseReady
 	framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 		metav1.ConditionTrue, thv1.ReasonMembershipComputed, messageMembershipComputed)
+	framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionMCPServersChecked,
+		metav1.ConditionTrue, thv1.ReasonListMCPServersCheckSucceeded, messageMembersListed)
 	return status
 }
 

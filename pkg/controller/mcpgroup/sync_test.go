@@ -24,7 +24,7 @@ func readyStatus(gen int64, transition metav1.Time, servers, proxies []string) t
 		RemoteProxyCount:   int32(len(proxies)),
 		Phase:              thv1.MCPGroupPhaseReady,
 		ObservedGeneration: gen,
-		Conditions:         []metav1.Condition{readyCondition(gen, transition)},
+		Conditions:         []metav1.Condition{readyCondition(gen, transition), checkedCondition(gen, transition)},
 	}
 }
 
@@ -263,7 +263,7 @@ func TestSyncMembershipUnavailable(t *testing.T) {
 		got.ServerCount != 1 || got.RemoteProxyCount != 1 {
 		t.Errorf("last known lists not kept: %s", dump.Pretty(got))
 	}
-	if len(got.Conditions) != 1 {
+	if len(got.Conditions) != 2 {
 		t.Fatalf("conditions: %s", dump.Pretty(got.Conditions))
 	}
 	c := got.Conditions[0]
@@ -271,6 +271,13 @@ func TestSyncMembershipUnavailable(t *testing.T) {
 		c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) || c.Message == "" {
 		t.Errorf("Ready condition: %s", dump.Pretty(c))
 	}
+	// ToolHive's condition, with its reason and message, turns False too.
+	c = got.Conditions[1]
+	if c.Type != thv1.ConditionMCPServersChecked || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonListMCPServersCheckFailed ||
+		c.Message != "Failed to list MCPServers in namespace" || c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) {
+		t.Errorf("MCPServersChecked condition: %s", dump.Pretty(c))
+	}
+
 	f.feedBack(ns, "g1")
 	f.client.ClearActions()
 	f.sync(ns + "/g1")

@@ -338,7 +338,8 @@ func TestGroupCreatedAfterMembers(t *testing.T) {
 // TestToolHiveFinalizerReleased: a group created under ToolHive's
 // operator carries its finalizer (toolhive.stacklok.dev/mcpgroup-finalizer)
 // and hangs on delete unless someone releases it. Under hivekeeper the
-// group converges and keeps the finalizer, and on delete its
+// group converges with ToolHive's MCPServersChecked condition (what the
+// Checked printer column reads), keeps the finalizer, and on delete its
 // member reports the group being deleted or gone (GroupRefValidated False,
 // GroupRefNotFound, written by the MCPServer controller) and the group
 // goes away. A group created under hivekeeper gets the same finalizer.
@@ -364,11 +365,13 @@ func TestToolHiveFinalizerReleased(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			if !slices.Equal(g.Finalizers, []string{thv1.MCPGroupFinalizer}) || g.Status.Phase != thv1.MCPGroupPhaseReady {
-				return false, fmt.Errorf("group %s: finalizers %v, phase %q", name, g.Finalizers, g.Status.Phase)
+			c := meta.FindStatusCondition(g.Status.Conditions, thv1.ConditionMCPServersChecked)
+			if !slices.Equal(g.Finalizers, []string{thv1.MCPGroupFinalizer}) || c == nil || c.Status != metav1.ConditionTrue ||
+				c.Reason != thv1.ReasonListMCPServersCheckSucceeded || g.Status.Phase != thv1.MCPGroupPhaseReady {
+				return false, fmt.Errorf("group %s: finalizers %v, phase %q, MCPServersChecked %+v", name, g.Finalizers, g.Status.Phase, c)
 			}
 			return true, nil
-		}, "group %s to hold ToolHive's finalizer", name)
+		}, "group %s to hold ToolHive's finalizer and MCPServersChecked", name)
 	}
 	framework.Eventually(t, convergeTimeout, serverGroupRef(t, env, ns, "member", metav1.ConditionTrue, thv1.ReasonGroupRefValid),
 		"the member to see its group")

@@ -98,8 +98,14 @@ const (
 	ReasonMembershipUnavailable = "MembershipUnavailable"
 )
 
-// A member's GroupRefValidated of a group being deleted.
+// ToolHive's condition of an MCPGroup, which its `Checked` printer column
+// reads: whether the members could be listed. hivekeeper writes it beside
+// its Ready condition, in the same situations (True with the lists, False
+// when the membership cannot be read).
 const (
+	ConditionMCPServersChecked         = "MCPServersChecked"
+	ReasonListMCPServersCheckSucceeded = "ListMCPServersCheckSucceeded"
+	ReasonListMCPServersCheckFailed    = "ListMCPServersCheckFailed"
 	// MessageGroupBeingDeleted is the GroupRefValidated message ToolHive's
 	// operator writes on each member (MCPServer, MCPRemoteProxy,
 	// MCPServerEntry) of a group it deletes, with reason GroupRefNotFound.
