@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -393,4 +395,70 @@ func (w *Writer) remembered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.owners)
+}
+
+// Finalized is a custom resource whose finalizers the write helpers
+// manage: a generated API type (a pointer), which deep-copies itself.
+type Finalized interface {
+	metav1.Object
+	runtime.Object
+}
+
+// EnsureFinalizer adds finalizer to obj when obj lacks it, with
+// PatchObject's merge patch locked to obj's resourceVersion (a merge patch
+// replaces the whole finalizers array, so it must not be computed from a
+// stale read). It reports whether it wrote; an object that already holds
+// the finalizer costs no request.
+//
+// The answer's resourceVersion is not returned: a status patch that
+// follows is not locked, so a sync goes on from obj as read.
+func EnsureFinalizer[T Finalized](ctx context.Context, w *Writer, resource string, patch PatchFunc[T], obj T, finalizer string) (bool, error) {
+	if slices.Contains(obj.GetFinalizers(), finalizer) {
+		return false, nil
+	}
+	mod := obj.DeepCopyObject().(T)
+	mod.SetFinalizers(append(slices.Clone(obj.GetFinalizers()), finalizer))
+	return PatchObject(ctx, w, resource, patch, obj, mod)
+}
+
+// ReleaseFinalizer is the last step of an object being deleted: it writes
+// the status change from oldStatus to newStatus (none when newStatus is
+// nil or equal; the object's Terminating phase, say), runs cleanup (nil:
+// none), and then removes finalizer with a merge patch locked to the
+// resourceVersion the status write answered. Taking it from the answer
+// keeps the release in the same sync instead of waiting for the status
+// write's watch event to bring the object back with its new version. A
+// status write that finds the object gone is not an error.
+//
+// It reports whether it released the finalizer; an object that does not
+// hold it costs no request.
+func ReleaseFinalizer[T Finalized](ctx context.Context, w *Writer, resource string, patch PatchFunc[T], obj T, finalizer string,
+	oldStatus, newStatus any, cleanup func(context.Context) error) (bool, error) {
+	if !slices.Contains(obj.GetFinalizers(), finalizer) {
+		return false, nil
+	}
+	current := obj
+	if newStatus != nil {
+		answered := func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error) {
+			out, err := patch(ctx, name, pt, data, opts, sub...)
+			if err == nil {
+				current = out
+			}
+			return out, err
+		}
+		if _, err := PatchStatus(ctx, w, resource, obj, answered, oldStatus, newStatus); err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	if cleanup != nil {
+		if err := cleanup(ctx); err != nil {
+			return false, err
+		}
+	}
+	mod := current.DeepCopyObject().(T)
+	mod.SetFinalizers(slices.DeleteFunc(slices.Clone(current.GetFinalizers()), func(f string) bool { return f == finalizer }))
+	if _, err := PatchObject(ctx, w, resource, patch, current, mod); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -690,5 +691,106 @@ func TestClosedWriteGateBlocksEveryWrite(t *testing.T) {
 	}
 	if n := len(cs.Actions()) + len(kube.Actions()); n != 0 {
 		t.Fatalf("%d actions sent through a closed gate", n)
+	}
+}
+
+// recordingPatch is a PatchFunc that records each call (subresource and
+// body) and answers with the server at the next resourceVersion, as the
+// API server does.
+type recordingPatch struct {
+	srv   *thv1.MCPServer
+	calls []string
+	fail  error
+}
+
+func (r *recordingPatch) patch(_ context.Context, _ string, _ types.PatchType, data []byte, _ metav1.PatchOptions, sub ...string) (*thv1.MCPServer, error) {
+	r.calls = append(r.calls, strings.Join(sub, "")+" "+string(data))
+	if r.fail != nil {
+		return nil, r.fail
+	}
+	out := r.srv.DeepCopy()
+	out.ResourceVersion = "8"
+	return out, nil
+}
+
+// EnsureFinalizer adds a missing finalizer with one patch locked to the
+// object's resourceVersion, keeping the finalizers of others, and sends
+// nothing when the finalizer is there.
+func TestEnsureFinalizer(t *testing.T) {
+	srv := newServer()
+	srv.Finalizers = []string{"other.example.com/keep"}
+	rec := &recordingPatch{srv: srv}
+	w := NewWriter("test-ensure-finalizer", nil)
+	wrote, err := EnsureFinalizer(context.Background(), w, resServers, rec.patch, srv, "a.example.com/finalizer")
+	if err != nil || !wrote {
+		t.Fatalf("EnsureFinalizer = %v, %v; want true, nil", wrote, err)
+	}
+	want := []string{` {"metadata":{"finalizers":["other.example.com/keep","a.example.com/finalizer"],"resourceVersion":"7"}}`}
+	if !slices.Equal(rec.calls, want) {
+		t.Fatalf("calls %q, want %q", rec.calls, want)
+	}
+	if !slices.Equal(srv.Finalizers, []string{"other.example.com/keep"}) {
+		t.Errorf("the object as read was changed: %v", srv.Finalizers)
+	}
+	rec.calls = nil
+	srv.Finalizers = append(srv.Finalizers, "a.example.com/finalizer")
+	if wrote, err := EnsureFinalizer(context.Background(), w, resServers, rec.patch, srv, "a.example.com/finalizer"); err != nil || wrote || rec.calls != nil {
+		t.Fatalf("with the finalizer present: %v, %v, calls %q; want no write", wrote, err, rec.calls)
+	}
+}
+
+// ReleaseFinalizer writes the status first, then cleans up, then removes
+// only its finalizer with a patch locked to the resourceVersion the status
+// write answered; nothing without the finalizer; no status write when
+// there is no status to write; and no release when the cleanup failed.
+func TestReleaseFinalizer(t *testing.T) {
+	ctx := context.Background()
+	const fin = "a.example.com/finalizer"
+	srv := newServer()
+	srv.Finalizers = []string{fin, "other.example.com/keep"}
+	status := srv.Status.DeepCopy()
+	status.Phase = thv1.MCPServerPhaseTerminating
+	rec := &recordingPatch{srv: srv}
+	w := NewWriter("test-release-finalizer", nil)
+	var order []string
+	cleanup := func(context.Context) error {
+		order = append(order, "cleanup after "+string(rune('0'+len(rec.calls))))
+		return nil
+	}
+	released, err := ReleaseFinalizer(ctx, w, resServers, rec.patch, srv, fin, srv.Status, status, cleanup)
+	if err != nil || !released {
+		t.Fatalf("ReleaseFinalizer = %v, %v; want true, nil", released, err)
+	}
+	want := []string{
+		`status {"status":{"phase":"Terminating"}}`,
+		` {"metadata":{"finalizers":["other.example.com/keep"],"resourceVersion":"8"}}`,
+	}
+	if !slices.Equal(rec.calls, want) {
+		t.Fatalf("calls %q, want %q", rec.calls, want)
+	}
+	if !slices.Equal(order, []string{"cleanup after 1"}) {
+		t.Errorf("cleanup ran %q, want once between the two writes", order)
+	}
+
+	rec.calls = nil
+	if released, err := ReleaseFinalizer(ctx, w, resServers, rec.patch, srv, fin, nil, nil, nil); err != nil || !released {
+		t.Fatalf("without status: %v, %v", released, err)
+	}
+	if want := []string{` {"metadata":{"finalizers":["other.example.com/keep"],"resourceVersion":"7"}}`}; !slices.Equal(rec.calls, want) {
+		t.Fatalf("without status: calls %q, want %q", rec.calls, want)
+	}
+
+	rec.calls = nil
+	failed := errors.New("cleanup failed")
+	if released, err := ReleaseFinalizer(ctx, w, resServers, rec.patch, srv, fin, nil, nil, func(context.Context) error { return failed }); !errors.Is(err, failed) || released {
+		t.Fatalf("failed cleanup: %v, %v; want false and its error", released, err)
+	}
+	if rec.calls != nil {
+		t.Fatalf("failed cleanup released: %q", rec.calls)
+	}
+
+	srv.Finalizers = []string{"other.example.com/keep"}
+	if released, err := ReleaseFinalizer(ctx, w, resServers, rec.patch, srv, fin, srv.Status, status, cleanup); err != nil || released || rec.calls != nil {
+		t.Fatalf("without the finalizer: %v, %v, calls %q; want nothing", released, err, rec.calls)
 	}
 }

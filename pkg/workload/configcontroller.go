@@ -230,20 +230,16 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 		// between a workload starting to use it and this controller
 		// noticing. The status patch below is not locked, so the new
 		// resourceVersion does not matter to it.
-		modified := cached.DeepCopyObject().(T)
-		modified.SetFinalizers(append(slices.Clone(cached.GetFinalizers()), c.kind.Finalizer))
-		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.EnsureFinalizer(ctx, c.writer, c.kind.Resource, patch, cached, c.kind.Finalizer); err != nil {
 			return err
 		}
 		hasFinalizer = true
 	case deleting && hasFinalizer && len(refs) == 0:
-		modified := cached.DeepCopyObject().(T)
-		modified.SetFinalizers(slices.DeleteFunc(slices.Clone(cached.GetFinalizers()), func(f string) bool { return f == c.kind.Finalizer }))
-		if _, err := framework.PatchObject(ctx, c.writer, c.kind.Resource, patch, cached, modified); err != nil {
+		if _, err := framework.ReleaseFinalizer(ctx, c.writer, c.kind.Resource, patch, cached, c.kind.Finalizer, nil, nil, nil); err != nil {
 			return err
 		}
 		logger.V(2).Info("Released finalizer, no workload references the config")
-		if len(modified.GetFinalizers()) == 0 {
+		if len(cached.GetFinalizers()) == 1 {
 			// The API server removes the object now; a status patch
 			// would only race it to a 404.
 			return nil
@@ -272,11 +268,16 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 
 	// Events follow a successful write, so a retried sync cannot emit the
 	// same transition twice; they fire only when the condition turns.
+	// The reasons are ToolHive's events': ConfigInvalid, ConfigValid on
+	// recovery from a False Valid, DeletionBlocked.
 	if invalid != "" && !meta.IsStatusConditionFalse(old.Conditions, thv1.ConditionValid) {
 		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonConfigInvalid, invalid)
 	}
+	if invalid == "" && meta.IsStatusConditionFalse(old.Conditions, thv1.ConditionValid) {
+		c.recorder.Event(cached, corev1.EventTypeNormal, thv1.ReasonConfigValid, "spec validation passed")
+	}
 	if blocked && !meta.IsStatusConditionTrue(old.Conditions, thv1.ConditionDeletionBlocked) {
-		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonReferencedByWorkloads, "Deletion blocked: "+blockedMessage(refs))
+		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonDeletionBlocked, "Deletion blocked: "+blockedMessage(refs))
 	}
 	if invalid != "" {
 		logger.V(2).Info("Config is invalid", "reason", invalid)
@@ -307,10 +308,14 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 	status.ReferenceCount = int32(len(refs))
 
 	errs := c.kind.Validate(cached)
+	validReason, invalidReason := c.kind.ValidReason, c.kind.InvalidReason
+	if validReason == "" {
+		validReason, invalidReason = thv1.ReasonConfigValid, thv1.ReasonConfigInvalid
+	}
 	if len(errs) > 0 {
-		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonConfigInvalid, strings.Join(errs, "; "))
+		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, invalidReason, strings.Join(errs, "; "))
 	} else {
-		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonConfigValid, msgConfigValid)
+		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, validReason, msgConfigValid)
 	}
 	if blocked {
 		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionDeletionBlocked, metav1.ConditionTrue, thv1.ReasonReferencedByWorkloads, blockedMessage(refs))

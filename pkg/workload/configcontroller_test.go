@@ -348,8 +348,9 @@ func TestInvalidConfigRecovers(t *testing.T) {
 	if !equality.Semantic.DeepEqual(*cond, validCondition(2)) {
 		t.Errorf("Valid = %+v, want %+v", *cond, validCondition(2))
 	}
-	if e := f.events(); len(e) != 0 {
-		t.Errorf("expected no events, got %q", e)
+	// ToolHive's recovery event.
+	if e := f.events(); len(e) != 1 || e[0] != "Normal ConfigValid spec validation passed" {
+		t.Errorf("expected one Normal ConfigValid event, got %q", e)
 	}
 }
 
@@ -420,7 +421,7 @@ func TestDeletionBlockedLifecycle(t *testing.T) {
 		Conditions:           []metav1.Condition{validCondition(1), blocked},
 	}})
 	events := f.events()
-	if len(events) != 1 || events[0] != "Warning "+thv1.ReasonReferencedByWorkloads+" Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
+	if len(events) != 1 || events[0] != "Warning DeletionBlocked Deletion blocked: referenced by MCPServer/a, VirtualMCPServer/v" {
 		t.Fatalf("expected one DeletionBlocked Warning, got %q", events)
 	}
 
@@ -550,5 +551,33 @@ func TestRecomputeErrorIsRetried(t *testing.T) {
 	}
 	if a := client.Actions(); len(a) != 0 {
 		t.Errorf("expected no actions, got %s", describe(a))
+	}
+}
+
+// Each kind's Valid condition carries ToolHive v0.63.0's reasons for that
+// kind: ConfigValid/ConfigInvalid for MCPOIDCConfig and MCPAuthzConfig,
+// ValidationSucceeded/ValidationFailed for MCPToolConfig,
+// MCPTelemetryConfig, MCPWebhookConfig and MCPExternalAuthConfig (and
+// for the MCPExternalAuthConfig read as an authServerRef).
+func TestConfigKindsValidReasons(t *testing.T) {
+	for _, tc := range []struct {
+		kind                 string
+		valid, invalid       string
+		gotValid, gotInvalid string
+	}{
+		{thv1.KindMCPOIDCConfig, "ConfigValid", "ConfigInvalid", OIDCConfigs.ValidReason, OIDCConfigs.InvalidReason},
+		{thv1.KindMCPAuthzConfig, "ConfigValid", "ConfigInvalid", AuthzConfigs.ValidReason, AuthzConfigs.InvalidReason},
+		{thv1.KindMCPToolConfig, "ValidationSucceeded", "ValidationFailed", ToolConfigs.ValidReason, ToolConfigs.InvalidReason},
+		{thv1.KindMCPTelemetryConfig, "ValidationSucceeded", "ValidationFailed", TelemetryConfigs.ValidReason, TelemetryConfigs.InvalidReason},
+		{thv1.KindMCPWebhookConfig, "ValidationSucceeded", "ValidationFailed", WebhookConfigs.ValidReason, WebhookConfigs.InvalidReason},
+		{thv1.KindMCPExternalAuthConfig, "ValidationSucceeded", "ValidationFailed", ExternalAuthConfigs.ValidReason, ExternalAuthConfigs.InvalidReason},
+		{"authServerRef", "ValidationSucceeded", "ValidationFailed", AuthServerConfigs.ValidReason, AuthServerConfigs.InvalidReason},
+	} {
+		if tc.gotValid == "" {
+			tc.gotValid, tc.gotInvalid = thv1.ReasonConfigValid, thv1.ReasonConfigInvalid
+		}
+		if tc.gotValid != tc.valid || tc.gotInvalid != tc.invalid {
+			t.Errorf("%s: Valid reasons %s/%s, want ToolHive's %s/%s", tc.kind, tc.gotValid, tc.gotInvalid, tc.valid, tc.invalid)
+		}
 	}
 }

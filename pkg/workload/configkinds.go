@@ -40,6 +40,8 @@ var OIDCConfigs = ConfigKind[*thv1.MCPOIDCConfig]{
 // ToolConfigs is the MCPToolConfig reference of MCPServers and
 // MCPRemoteProxies.
 var ToolConfigs = ConfigKind[*thv1.MCPToolConfig]{
+	// ToolHive v0.63.0's reasons of this kind's Valid condition.
+	ValidReason: thv1.ReasonValidationSucceeded, InvalidReason: thv1.ReasonValidationFailed,
 	Kind:      thv1.KindMCPToolConfig,
 	Resource:  "mcptoolconfigs",
 	Finalizer: thv1.MCPToolConfigFinalizer,
@@ -86,6 +88,8 @@ var AuthzConfigs = ConfigKind[*thv1.MCPAuthzConfig]{
 // ExternalAuthConfigs is the MCPExternalAuthConfig reference of MCPServers
 // and MCPRemoteProxies.
 var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
+	// ToolHive v0.63.0's reasons of this kind's Valid condition.
+	ValidReason: thv1.ReasonValidationSucceeded, InvalidReason: thv1.ReasonValidationFailed,
 	Kind:      thv1.KindMCPExternalAuthConfig,
 	Resource:  "mcpexternalauthconfigs",
 	Finalizer: thv1.MCPExternalAuthConfigFinalizer,
@@ -110,6 +114,8 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 // TelemetryConfigs is the MCPTelemetryConfig reference of MCPServers and
 // MCPRemoteProxies.
 var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
+	// ToolHive v0.63.0's reasons of this kind's Valid condition.
+	ValidReason: thv1.ReasonValidationSucceeded, InvalidReason: thv1.ReasonValidationFailed,
 	Kind:      thv1.KindMCPTelemetryConfig,
 	Resource:  "mcptelemetryconfigs",
 	Finalizer: thv1.MCPTelemetryConfigFinalizer,
@@ -133,6 +139,8 @@ var TelemetryConfigs = ConfigKind[*thv1.MCPTelemetryConfig]{
 // WebhookConfigs is the MCPWebhookConfig reference of MCPServers (ToolHive
 // gives MCPRemoteProxy no such reference).
 var WebhookConfigs = ConfigKind[*thv1.MCPWebhookConfig]{
+	// ToolHive v0.63.0's reasons of this kind's Valid condition.
+	ValidReason: thv1.ReasonValidationSucceeded, InvalidReason: thv1.ReasonValidationFailed,
 	Kind:      thv1.KindMCPWebhookConfig,
 	Resource:  "mcpwebhookconfigs",
 	Finalizer: thv1.MCPWebhookConfigFinalizer,

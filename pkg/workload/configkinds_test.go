@@ -111,6 +111,14 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 		st.ReferenceCount != int32(len(wantRefs)) || !meta.IsStatusConditionTrue(st.Conditions, thv1.ConditionValid) {
 		t.Fatalf("stored = %+v / %+v", got.GetFinalizers(), st)
 	}
+	// The kind's own reason (TestConfigKindsValidReasons: ToolHive's).
+	wantReason := kind.ValidReason
+	if wantReason == "" {
+		wantReason = thv1.ReasonConfigValid
+	}
+	if c := meta.FindStatusCondition(st.Conditions, thv1.ConditionValid); c.Reason != wantReason {
+		t.Errorf("Valid reason %q, want %q", c.Reason, wantReason)
+	}
 
 	client.ClearActions()
 	if err := cfgIndexer.Update(got); err != nil {

@@ -59,6 +59,10 @@ type ConfigKind[T ConfigObject] struct {
 	// to be written, from the ConfigStatus about to be written and the
 	// validation problems; nil for a kind whose status is ConfigStatus.
 	FullStatus func(cfg T, status *thv1.ConfigStatus, problems []string) (old, desired any)
+	// ValidReason and InvalidReason are the reasons of the config's own
+	// Valid condition, ToolHive's for the kind ("" for ConfigValid and
+	// ConfigInvalid).
+	ValidReason, InvalidReason string
 	// Condition is the workload condition that reports the reference, with
 	// its reasons, and Waiting the Ready reason while a workload waits.
 	Condition                          string

@@ -33,6 +33,24 @@ func (b *Base) ResolveGroup(r *Report, namespace, group string) bool {
 	return true
 }
 
+// ResolveMemberGroup is ResolveGroup for a member of the group (an
+// MCPServer or MCPRemoteProxy): a group being deleted is reported as
+// ToolHive's operator reports it on each member when it deletes a group,
+// GroupRefValidated False, reason GroupRefNotFound, "Referenced MCPGroup
+// is being deleted". ToolHive's group controller writes that into its
+// members' status; here each member's own controller does, the only
+// writer of its status, woken by MemberHandler when the group's deletion
+// starts. It reports whether the group exists and is not being deleted.
+func (b *Base) ResolveMemberGroup(r *Report, namespace, group string) bool {
+	if group != "" {
+		if g, err := b.Groups.MCPGroups(namespace).Get(group); err == nil && g.DeletionTimestamp != nil {
+			r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted)
+			return false
+		}
+	}
+	return b.ResolveGroup(r, namespace, group)
+}
+
 // GroupName is the group a workload's spec.groupRef names, "" for none.
 func GroupName(ref *thv1.GroupRef) string {
 	if ref == nil {
@@ -47,7 +65,8 @@ func GroupName(ref *thv1.GroupRef) string {
 // GroupRefValidated answer changed are re-synced. indexer is the workload
 // informer's and must carry the index.ByGroup index. Group updates are
 // ignored: they change neither the group's existence nor its membership,
-// which only workloads declare.
+// which only workloads declare; but the start of a group's deletion is
+// handled as its deletion (its members report it, ResolveMemberGroup).
 func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.ResourceEventHandler {
 	handle := func(obj any) {
 		group, ok := framework.MetaFromObj(obj)
@@ -63,5 +82,12 @@ func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.
 			enqueue(cache.NewObjectName(group.GetNamespace(), n))
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: handle, DeleteFunc: handle}
+	return cache.ResourceEventHandlerFuncs{AddFunc: handle, DeleteFunc: handle,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := framework.MetaFromObj(oldObj)
+			n, ok2 := framework.MetaFromObj(newObj)
+			if ok1 && ok2 && (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+				handle(newObj)
+			}
+		}}
 }

@@ -77,7 +77,8 @@ func TestResolveGroup(t *testing.T) {
 
 // TestMemberHandler: a workload controller registers it on the MCPGroup
 // informer; a group appearing or disappearing enqueues exactly its members
-// in its namespace, updates enqueue nothing.
+// in its namespace, and so does the start of its deletion; other updates
+// enqueue nothing.
 func TestMemberHandler(t *testing.T) {
 	idx, err := index.Indexers(thv1.KindMCPServer)
 	if err != nil {
@@ -109,6 +110,13 @@ func TestMemberHandler(t *testing.T) {
 			g := testGroup(groupNS, "g1")
 			h.OnUpdate(g, withRV(g.DeepCopy(), "2"))
 		}, nil},
+		{"group's deletion starts", func(h cache.ResourceEventHandler) {
+			g := testGroup(groupNS, "g1")
+			d := withRV(g.DeepCopy(), "2")
+			ts := metav1.Now()
+			d.DeletionTimestamp = &ts
+			h.OnUpdate(g, d)
+		}, members},
 		{"group without members", func(h cache.ResourceEventHandler) { h.OnAdd(testGroup(groupNS, "empty"), false) }, nil},
 		{"same group name in another namespace", func(h cache.ResourceEventHandler) {
 			h.OnAdd(testGroup("team-b", "g1"), false)
@@ -134,5 +142,42 @@ func TestMemberHandlerWithoutIndex(t *testing.T) {
 	MemberHandler(servers, func(key cache.ObjectName) { got = append(got, key) }).OnAdd(testGroup(groupNS, "g1"), false)
 	if got != nil {
 		t.Errorf("enqueued %v", got)
+	}
+}
+
+// A member's controller reports its group being deleted as ToolHive's
+// operator reports it on the members of a group it deletes; ResolveGroup
+// (a VirtualMCPServer's) still sees the group until it is gone.
+func TestResolveMemberGroupBeingDeleted(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	g := testGroup(groupNS, "g1")
+	ts := metav1.Now()
+	g.DeletionTimestamp = &ts
+	if err := indexer.Add(g); err != nil {
+		t.Fatal(err)
+	}
+	if err := indexer.Add(testGroup(groupNS, "live")); err != nil {
+		t.Fatal(err)
+	}
+	b := &Base{Groups: listers.NewMCPGroupLister(indexer), Clock: clocktesting.NewFakePassiveClock(metav1.Now().Time),
+		Recorder: record.NewFakeRecorder(10)}
+	s := testMember(groupNS, "srv", "g1")
+	if b.ResolveMemberGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "g1") {
+		t.Error("a group being deleted resolved")
+	}
+	c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonGroupRefNotFound || c.Message != "Referenced MCPGroup is being deleted" {
+		t.Errorf("got %+v", c)
+	}
+	s = testMember(groupNS, "srv", "live")
+	if !b.ResolveMemberGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "live") {
+		t.Error("a live group did not resolve")
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated); c == nil || c.Reason != thv1.ReasonGroupRefValid {
+		t.Errorf("live group: %+v", c)
+	}
+	s = testMember(groupNS, "vmcp", "g1")
+	if !b.ResolveGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "g1") {
+		t.Error("ResolveGroup no longer sees a group being deleted")
 	}
 }

@@ -87,7 +87,7 @@ var controllerFiles = []string{"controller.go", "doc.go", "status.go", "sync.go"
 // server; only sync.go calls them (or the outline's workload.Sync, or a
 // Children's Ensure).
 var writeHelpers = []string{"CreateChild", "DeleteChild", "DeleteCollection", "DeleteLabelled", "DeleteStaleChild",
-	"EnsureChild", "PatchChild", "PatchObject", "PatchStatus"}
+	"EnsureChild", "EnsureFinalizer", "PatchChild", "PatchObject", "PatchStatus", "ReleaseFinalizer"}
 
 func TestControllerPackagesHoldOnlyTheOutlineAndOnlySyncWrites(t *testing.T) {
 	dirs, err := filepath.Glob("../../pkg/controller/*")

@@ -3,14 +3,12 @@ package embeddingserver
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -42,12 +40,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	// The finalizer is ToolHive's, added as its operator adds it; the
 	// children do not depend on it, so the sync goes on.
-	if !slices.Contains(e.Finalizers, thv1.EmbeddingServerFinalizer) {
-		mod := e.DeepCopy()
-		mod.Finalizers = append(mod.Finalizers, thv1.EmbeddingServerFinalizer)
-		if _, err := framework.PatchObject(ctx, c.writer, resource, c.client(e.Namespace).Patch, e, mod); err != nil {
-			return err
-		}
+	if _, err := framework.EnsureFinalizer(ctx, c.writer, resource, c.client(e.Namespace).Patch, e, thv1.EmbeddingServerFinalizer); err != nil {
+		return err
 	}
 	status := e.Status.DeepCopy()
 	status.URL = naming.EmbeddingServerURL(e)
@@ -131,28 +125,10 @@ func (c *Controller) fail(e *thv1.EmbeddingServer, status *thv1.EmbeddingServerS
 // finalize marks the server Terminating and releases ToolHive's
 // finalizer, in one sync; garbage collection removes the children.
 func (c *Controller) finalize(ctx context.Context, e *thv1.EmbeddingServer) error {
-	if !slices.Contains(e.Finalizers, thv1.EmbeddingServerFinalizer) {
-		return nil
-	}
-	client := c.client(e.Namespace)
 	status := e.Status.DeepCopy()
 	status.Phase = thv1.EmbeddingServerPhaseTerminating
-	// The finalizer patch is locked to a resourceVersion, which this
-	// status write changes: the new one is taken from the answer.
-	current := e
-	patchStatus := func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*thv1.EmbeddingServer, error) {
-		out, err := client.Patch(ctx, name, pt, data, opts, sub...)
-		if err == nil {
-			current = out
-		}
-		return out, err
-	}
-	if _, err := framework.PatchStatus(ctx, c.writer, resource, e, patchStatus, e.Status, status); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	mod := current.DeepCopy()
-	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == thv1.EmbeddingServerFinalizer })
-	if _, err := framework.PatchObject(ctx, c.writer, resource, client.Patch, current, mod); err != nil {
+	released, err := framework.ReleaseFinalizer(ctx, c.writer, resource, c.client(e.Namespace).Patch, e, thv1.EmbeddingServerFinalizer, e.Status, status, nil)
+	if err != nil || !released {
 		return err
 	}
 	c.recorder.Event(e, corev1.EventTypeNormal, thv1.ReasonEmbeddingServerDeleted, "EmbeddingServer has been finalized")

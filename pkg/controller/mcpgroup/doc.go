@@ -23,6 +23,17 @@
 //     are kept rather than reported as empty, the Ready condition says why,
 //     and the key is not retried, because a retry cannot add an index.
 //
+// The controller also holds ToolHive's finalizer
+// (toolhive.stacklok.dev/mcpgroup-finalizer) on every group, added before
+// the first status write and released when the group is deleted, so that
+// a group either operator finalized deletes under the other. ToolHive's
+// operator marks the members' GroupRefValidated False before releasing
+// it; here the members' own controllers report it
+// (workload.ResolveMemberGroup), since each status has one writer.
+//
+// Besides its Ready condition the status carries ToolHive's
+// MCPServersChecked, which the CRD's Checked printer column reads.
+//
 // The workload side of membership (the GroupRefValidated condition on
 // MCPServer and MCPRemoteProxy) belongs to the workload controllers; this
 // package exports GroupRefCondition and MemberHandler for them so every

@@ -168,7 +168,15 @@ func drain(c *Controller) []string {
 
 // Object builders.
 
+// group is a group as the controller left it: holding ToolHive's
+// finalizer (bareGroup is one that does not hold it yet).
 func group(namespace, name string, generation int64, status thv1.MCPGroupStatus) *thv1.MCPGroup {
+	g := bareGroup(namespace, name, generation, status)
+	g.Finalizers = []string{thv1.MCPGroupFinalizer}
+	return g
+}
+
+func bareGroup(namespace, name string, generation int64, status thv1.MCPGroupStatus) *thv1.MCPGroup {
 	return &thv1.MCPGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: generation, ResourceVersion: "1"},
 		Status:     status,
@@ -212,6 +220,19 @@ func readyCondition(generation int64, transition metav1.Time) metav1.Condition {
 		Status:             metav1.ConditionTrue,
 		Reason:             thv1.ReasonMembershipComputed,
 		Message:            messageMembershipComputed,
+		ObservedGeneration: generation,
+		LastTransitionTime: transition,
+	}
+}
+
+// checkedCondition is ToolHive's MCPServersChecked a successful sync
+// writes beside Ready.
+func checkedCondition(generation int64, transition metav1.Time) metav1.Condition {
+	return metav1.Condition{
+		Type:               thv1.ConditionMCPServersChecked,
+		Status:             metav1.ConditionTrue,
+		Reason:             thv1.ReasonListMCPServersCheckSucceeded,
+		Message:            "Successfully listed MCPServers, MCPRemoteProxies, and MCPServerEntries in namespace",
 		ObservedGeneration: generation,
 		LastTransitionTime: transition,
 	}

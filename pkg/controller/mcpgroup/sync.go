@@ -2,6 +2,7 @@ package mcpgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,9 @@ import (
 // conditions array into every membership patch.
 const messageMembershipComputed = "Members are listed in status.servers, status.remoteProxies and status.entries"
 
+// messageMembersListed is ToolHive's message of MCPServersChecked True.
+const messageMembersListed = "Successfully listed MCPServers, MCPRemoteProxies, and MCPServerEntries in namespace"
+
 // membership is who belongs to a group, each list sorted by name.
 type membership struct {
 	servers []string
@@ -28,6 +32,11 @@ type membership struct {
 }
 
 // sync recomputes the status of one group and writes it when it changed.
+// It holds ToolHive's finalizer on the group, added before the first
+// status write, and releases it when the group is deleted; the members'
+// controllers report the group being deleted (workload.ResolveMemberGroup
+// and the MCPServerEntry's check), as ToolHive's operator does on them,
+// each the only writer of its own status.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	namespace, name := key.Namespace, key.Name
 	logger := klog.FromContext(ctx).WithValues("mcpgroup", klog.KRef(namespace, name))
@@ -42,6 +51,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	client := c.client.ToolhiveV1beta1().MCPGroups(namespace)
+	if group.DeletionTimestamp != nil {
+		// ToolHive writes no status on a group being deleted either.
+		released, err := framework.ReleaseFinalizer(ctx, c.writer, resource, client.Patch, group, thv1.MCPGroupFinalizer, nil, nil, nil)
+		if released {
+			logger.V(2).Info("Released the finalizer of a group being deleted")
+		}
+		return err
+	}
+	if _, err := framework.EnsureFinalizer(ctx, c.writer, resource, client.Patch, group, thv1.MCPGroupFinalizer); err != nil {
+		return err
+	}
 
 	members, memberErr := c.membership(namespace, name)
 	if memberErr != nil {
@@ -49,8 +70,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	status := buildStatus(group, members, memberErr, c.clock)
 
-	patched, err := framework.PatchStatus(ctx, c.writer, resource, group,
-		c.client.ToolhiveV1beta1().MCPGroups(namespace).Patch, group.Status, status)
+	patched, err := framework.PatchStatus(ctx, c.writer, resource, group, client.Patch, group.Status, status)
 	if err != nil {
 		return err
 	}
@@ -61,21 +81,35 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	return nil
 }
 
+// membershipError is a membership that could not be read: resource
+// names the kind whose index failed as ToolHive's MCPServersChecked
+// message does ("MCPServers", "MCPRemoteProxies", "MCPServerEntries").
+type membershipError struct {
+	resource string
+	err      error
+}
+
+func (e *membershipError) Error() string {
+	return fmt.Sprintf("reading %s members: %v", e.resource, e.err)
+}
+
+func (e *membershipError) Unwrap() error { return e.err }
+
 // membership reads the members of namespace/name from the workload
 // indexes. It costs O(members), whatever the size of the namespace.
 func (c *Controller) membership(namespace, name string) (membership, error) {
 	key := index.Key(namespace, name)
 	servers, err := index.Referrers(c.servers, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPServer members: %w", err)
+		return membership{}, &membershipError{"MCPServers", err}
 	}
 	proxies, err := index.Referrers(c.proxies, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPRemoteProxy members: %w", err)
+		return membership{}, &membershipError{"MCPRemoteProxies", err}
 	}
 	entries, err := index.Referrers(c.entries, index.ByGroup, key)
 	if err != nil {
-		return membership{}, fmt.Errorf("reading MCPServerEntry members: %w", err)
+		return membership{}, &membershipError{"MCPServerEntries", err}
 	}
 	return membership{servers: servers, proxies: proxies, entries: entries}, nil
 }
@@ -93,6 +127,13 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 		status.Phase = thv1.MCPGroupPhaseFailed
 		framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 			metav1.ConditionFalse, thv1.ReasonMembershipUnavailable, memberErr.Error())
+		what := "members"
+		var me *membershipError
+		if errors.As(memberErr, &me) {
+			what = me.resource
+		}
+		framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionMCPServersChecked,
+			metav1.ConditionFalse, thv1.ReasonListMCPServersCheckFailed, "Failed to list "+what+" in namespace")
 		return status
 	}
 
@@ -105,6 +146,8 @@ func buildStatus(group *thv1.MCPGroup, m membership, memberErr error, clk clock.
 	status.Phase = thv1.MCPGroupPhaseReady
 	framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionReady,
 		metav1.ConditionTrue, thv1.ReasonMembershipComputed, messageMembershipComputed)
+	framework.SetCondition(&status.Conditions, clk, group.Generation, thv1.ConditionMCPServersChecked,
+		metav1.ConditionTrue, thv1.ReasonListMCPServersCheckSucceeded, messageMembersListed)
 	return status
 }
 

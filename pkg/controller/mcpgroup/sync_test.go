@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/dump"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -23,7 +24,7 @@ func readyStatus(gen int64, transition metav1.Time, servers, proxies []string) t
 		RemoteProxyCount:   int32(len(proxies)),
 		Phase:              thv1.MCPGroupPhaseReady,
 		ObservedGeneration: gen,
-		Conditions:         []metav1.Condition{readyCondition(gen, transition)},
+		Conditions:         []metav1.Condition{readyCondition(gen, transition), checkedCondition(gen, transition)},
 	}
 }
 
@@ -262,13 +263,19 @@ func TestSyncMembershipUnavailable(t *testing.T) {
 		got.ServerCount != 1 || got.RemoteProxyCount != 1 {
 		t.Errorf("last known lists not kept: %s", dump.Pretty(got))
 	}
-	if len(got.Conditions) != 1 {
+	if len(got.Conditions) != 2 {
 		t.Fatalf("conditions: %s", dump.Pretty(got.Conditions))
 	}
 	c := got.Conditions[0]
 	if c.Type != thv1.ConditionReady || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonMembershipUnavailable ||
 		c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) || c.Message == "" {
 		t.Errorf("Ready condition: %s", dump.Pretty(c))
+	}
+	// ToolHive's condition, with its reason and message, turns False too.
+	c = got.Conditions[1]
+	if c.Type != thv1.ConditionMCPServersChecked || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonListMCPServersCheckFailed ||
+		c.Message != "Failed to list MCPServers in namespace" || c.ObservedGeneration != 2 || !c.LastTransitionTime.Equal(&metav1.Time{Time: now}) {
+		t.Errorf("MCPServersChecked condition: %s", dump.Pretty(c))
 	}
 
 	f.feedBack(ns, "g1")
@@ -304,4 +311,68 @@ func withEntries(s thv1.MCPGroupStatus, entries ...string) thv1.MCPGroupStatus {
 	s.Entries = entries
 	s.EntryCount = int32(len(entries))
 	return s
+}
+
+// describe renders actions as "verb resource[/sub] body" for exact
+// comparisons.
+func describe(actions []core.Action) []string {
+	var out []string
+	for _, a := range actions {
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			s += "/" + sub
+		}
+		if p, ok := a.(core.PatchAction); ok && p.GetSubresource() == "" {
+			s += " " + string(p.GetPatch())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestFinalizer: the group holds ToolHive's finalizer, added once with a
+// patch locked to the resourceVersion read, before the status write of
+// the same sync; a group that holds it costs no finalizer write; on
+// deletion the finalizer is released in one locked patch, another
+// writer's finalizer kept, members or not, and no status is written (nor
+// any member's: their controllers report the group being deleted); a
+// group being deleted without it is left alone.
+func TestFinalizer(t *testing.T) {
+	deleting := func(g *thv1.MCPGroup, finalizers ...string) *thv1.MCPGroup {
+		ts := metav1.NewTime(now)
+		g.DeletionTimestamp = &ts
+		g.Finalizers = finalizers
+		return g
+	}
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		want []string
+	}{
+		{"a new group: the finalizer, then the status",
+			[]runtime.Object{bareGroup(ns, "g1", 1, thv1.MCPGroupStatus{}), server(ns, "a", "g1")},
+			[]string{`patch mcpgroups {"metadata":{"finalizers":["toolhive.stacklok.dev/mcpgroup-finalizer"],"resourceVersion":"1"}}`, "patch mcpgroups/status"}},
+		{"a converged group holding it: nothing",
+			[]runtime.Object{group(ns, "g1", 1, readyStatus(1, earlier, []string{"a"}, nil)), server(ns, "a", "g1")},
+			nil},
+		{"a group with members being deleted: the release alone",
+			[]runtime.Object{deleting(group(ns, "g1", 1, readyStatus(1, earlier, []string{"a"}, []string{"p"})), thv1.MCPGroupFinalizer),
+				server(ns, "a", "g1"), proxy(ns, "p", "g1"), entry(ns, "e", "g1")},
+			[]string{`patch mcpgroups {"metadata":{"finalizers":null,"resourceVersion":"1"}}`}},
+		{"another writer's finalizer is kept",
+			[]runtime.Object{deleting(group(ns, "g1", 1, thv1.MCPGroupStatus{}), "example.com/theirs", thv1.MCPGroupFinalizer)},
+			[]string{`patch mcpgroups {"metadata":{"finalizers":["example.com/theirs"],"resourceVersion":"1"}}`}},
+		{"being deleted without it: nothing",
+			[]runtime.Object{deleting(group(ns, "g1", 1, thv1.MCPGroupStatus{}), "example.com/theirs")},
+			nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, true, tc.objs...)
+			f.sync(ns + "/g1")
+			if got := describe(f.client.Actions()); !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("actions:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
 }

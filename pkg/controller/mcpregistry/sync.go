@@ -47,12 +47,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if r.Generation != r.Status.ObservedGeneration {
 		c.recorder.Event(r, corev1.EventTypeWarning, thv1.ReasonMCPRegistryDeprecated, deprecationMessage)
 	}
-	if !slices.Contains(r.Finalizers, thv1.MCPRegistryFinalizer) {
-		mod := r.DeepCopy()
-		mod.Finalizers = append(mod.Finalizers, thv1.MCPRegistryFinalizer)
-		if _, err := framework.PatchObject(ctx, c.writer, resource, c.client(r.Namespace).Patch, r, mod); err != nil {
-			return err
-		}
+	if _, err := framework.EnsureFinalizer(ctx, c.writer, resource, c.client(r.Namespace).Patch, r, thv1.MCPRegistryFinalizer); err != nil {
+		return err
 	}
 	status := r.Status.DeepCopy()
 	status.ObservedGeneration = r.Generation
@@ -181,25 +177,9 @@ func (c *Controller) finalize(ctx context.Context, r *thv1.MCPRegistry) error {
 	if !slices.Contains(r.Finalizers, thv1.MCPRegistryFinalizer) {
 		return nil
 	}
-	client := c.client(r.Namespace)
 	status := r.Status.DeepCopy()
 	status.Phase, status.Message = thv1.MCPRegistryPhaseTerminating, "MCPRegistry is being terminated"
 	framework.SetCondition(&status.Conditions, c.clock, r.Generation, thv1.ConditionReady, metav1.ConditionFalse, thv1.ReasonRegistryNotReady, status.Message)
-	// The finalizer patch is locked to a resourceVersion, which this
-	// status write changes: the new one is taken from the answer.
-	current := r
-	patchStatus := func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*thv1.MCPRegistry, error) {
-		out, err := client.Patch(ctx, name, pt, data, opts, sub...)
-		if err == nil {
-			current = out
-		}
-		return out, err
-	}
-	if _, err := framework.PatchStatus(ctx, c.writer, resource, r, patchStatus, r.Status, status); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	mod := current.DeepCopy()
-	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == thv1.MCPRegistryFinalizer })
-	_, err := framework.PatchObject(ctx, c.writer, resource, client.Patch, current, mod)
+	_, err := framework.ReleaseFinalizer(ctx, c.writer, resource, c.client(r.Namespace).Patch, r, thv1.MCPRegistryFinalizer, r.Status, status, nil)
 	return err
 }

@@ -41,7 +41,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		return status, 0, nil
 	}
 	status.URL = naming.RemoteProxyURL(p)
-	c.ResolveGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
+	c.ResolveMemberGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash

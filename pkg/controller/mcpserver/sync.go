@@ -8,10 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -56,18 +54,14 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 		c.Recorder.Event(s, corev1.EventTypeWarning, thv1.ReasonPermissionProfileUnsupported,
 			"spec.permissionProfile is deprecated and unsupported by the Kubernetes operator; it has no effect")
 	}
-	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
-		mod := s.DeepCopy()
-		mod.Finalizers = append(mod.Finalizers, thv1.MCPServerFinalizer)
-		if _, err := framework.PatchObject(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, mod); err != nil {
-			return nil, 0, err
-		}
+	if _, err := framework.EnsureFinalizer(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, thv1.MCPServerFinalizer); err != nil {
+		return nil, 0, err
 	}
 	status := s.Status.DeepCopy()
 	status.ObservedGeneration = s.Generation
 	status.URL = naming.MCPServerURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
-	c.ResolveGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
+	c.ResolveMemberGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
 	refs, ok := c.ResolveProxyRefs(r, s)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash
@@ -176,32 +170,13 @@ func (c *Controller) finalize(ctx context.Context, s *thv1.MCPServer) error {
 	if !slices.Contains(s.Finalizers, thv1.MCPServerFinalizer) {
 		return nil
 	}
-	ns := s.Namespace
-	client := c.client(ns)
 	status := s.Status.DeepCopy()
 	c.NewReport(s, &status.Conditions, &status.Phase, &status.Message).Ready(thv1.MCPServerPhaseTerminating, metav1.ConditionFalse, thv1.ReasonTerminating, "MCPServer is being deleted")
 	status.Message = "cleaning up"
-	// The finalizer patch below is locked to a resourceVersion, which this
-	// status write changes. The new one is taken from the API server's
-	// answer, so that cleanup and release happen in this same sync instead
-	// of depending on the write's watch event to bring the server back.
-	current := s
-	patchStatus := func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*thv1.MCPServer, error) {
-		out, err := client.Patch(ctx, name, pt, data, opts, sub...)
-		if err == nil {
-			current = out
-		}
-		return out, err
-	}
-	if _, err := framework.PatchStatus(ctx, c.Writer, resource, s, patchStatus, s.Status, status); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.deleteRunnerObjects(ctx, s); err != nil {
-		return err
-	}
-	mod := current.DeepCopy()
-	mod.Finalizers = slices.DeleteFunc(mod.Finalizers, func(f string) bool { return f == thv1.MCPServerFinalizer })
-	_, err := framework.PatchObject(ctx, c.Writer, resource, client.Patch, current, mod)
+	// Cleanup and release happen in this same sync, after the
+	// Terminating status is written.
+	_, err := framework.ReleaseFinalizer(ctx, c.Writer, resource, c.client(s.Namespace).Patch, s, thv1.MCPServerFinalizer, s.Status, status,
+		func(ctx context.Context) error { return c.deleteRunnerObjects(ctx, s) })
 	return err
 }
 

@@ -3,14 +3,14 @@
 // group's VirtualMCPServers to reach directly. The controller checks what
 // ToolHive's operator checks — the remote URL (the same gate as a remote
 // proxy's), the group (exists and Ready), the MCPExternalAuthConfig it
-// names (exists) — and writes the phase (Valid or Failed) and one
-// condition per check; the status is its only write.
+// names (exists), the CA bundle ConfigMap it names (exists, read from the
+// ConfigMap cache with workload.LookupCABundle) — and writes the phase
+// (Valid or Failed) and one condition per check; the status is its only
+// write.
 //
-// Two of ToolHive's checks are not made: the CA bundle ConfigMap is
-// reported Unknown (not yet checked for an entry, as it is for a
-// VirtualMCPServer), and the header Secrets (hivekeeper cannot read
-// Secrets) are not reported. Neither fails the entry; the vMCP that
-// mounts or reads them finds out.
+// One of ToolHive's checks is not made: the header Secrets (hivekeeper
+// cannot read Secrets) are not reported, and do not fail the entry; the
+// vMCP that reads them finds out.
 //
 // Membership (MCPGroup.status.entries) and the MCPExternalAuthConfig's
 // referrers come from the reference index (index.ByGroup,
@@ -19,6 +19,10 @@ package mcpserverentry
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -49,9 +53,12 @@ type Controller struct {
 	indexer  cache.Indexer
 	groups   thlisters.MCPGroupLister
 	authCfgs cache.Indexer
-	writer   *framework.Writer
-	recorder record.EventRecorder
-	clock    clock.PassiveClock
+	// configMaps reads the CA bundle ConfigMaps: every ConfigMap of the
+	// namespace, a user's as metadata and keys (framework.TrimForeign).
+	configMaps corelisters.ConfigMapLister
+	writer     *framework.Writer
+	recorder   record.EventRecorder
+	clock      clock.PassiveClock
 }
 
 // New builds the controller and registers its event handlers. The entry
@@ -62,15 +69,19 @@ func New(d *framework.Deps) (*Controller, error) {
 		return f.Toolhive().V1beta1().MCPGroups().Informer()
 	})
 	authCfgs := d.ToolhiveInformer(workload.ExternalAuthConfigs.Informer)
+	configMaps := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
 	c := &Controller{
-		client:   d.Toolhive,
-		entries:  thlisters.NewMCPServerEntryLister(entries.Indexer()),
-		indexer:  entries.Indexer(),
-		groups:   thlisters.NewMCPGroupLister(groups.Indexer()),
-		authCfgs: authCfgs.Indexer(),
-		writer:   d.NewWriter(Name),
-		recorder: d.Recorder,
-		clock:    d.Clock,
+		client:     d.Toolhive,
+		entries:    thlisters.NewMCPServerEntryLister(entries.Indexer()),
+		indexer:    entries.Indexer(),
+		groups:     thlisters.NewMCPGroupLister(groups.Indexer()),
+		authCfgs:   authCfgs.Indexer(),
+		configMaps: corelisters.NewConfigMapLister(configMaps.Indexer()),
+		writer:     d.NewWriter(Name),
+		recorder:   d.Recorder,
+		clock:      d.Clock,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -83,6 +94,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		{entries, framework.PrimaryHandler(c.Loop, c.writer)},
 		{groups, c.groupsHandler()},
 		{authCfgs, c.authHandler()},
+		{configMaps, c.caBundleHandler()},
 	} {
 		synced, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
@@ -99,9 +111,10 @@ func (c *Controller) referrers(indexName string) func(obj any) {
 	return func(obj any) { workload.EnqueueReferrers(c.indexer, indexName, obj, c.EnqueueKey) }
 }
 
-// groupsHandler re-syncs the entries of a group that appears, goes away or
-// changes phase (an entry needs its group Ready); the group's status
-// writes of its member lists do not matter to an entry.
+// groupsHandler re-syncs the entries of a group that appears, goes away,
+// starts being deleted or changes phase (an entry needs its group Ready);
+// the group's status writes of its member lists do not matter to an
+// entry.
 func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
 	enqueue := c.referrers(index.ByGroup)
 	return cache.ResourceEventHandlerFuncs{
@@ -110,7 +123,7 @@ func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*thv1.MCPGroup)
 			n, ok2 := newObj.(*thv1.MCPGroup)
-			if ok1 && ok2 && o.Status.Phase != n.Status.Phase {
+			if ok1 && ok2 && (o.Status.Phase != n.Status.Phase || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)) {
 				enqueue(newObj)
 			}
 		},
@@ -122,4 +135,26 @@ func (c *Controller) groupsHandler() cache.ResourceEventHandlerFuncs {
 func (c *Controller) authHandler() cache.ResourceEventHandlerFuncs {
 	enqueue := c.referrers(index.ByExternalAuthConfig)
 	return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, DeleteFunc: enqueue}
+}
+
+// caBundleHandler re-syncs the entries of the namespace whose CA bundle
+// reference names a ConfigMap that appears, goes away or changes its
+// keys; other ConfigMap events enqueue nothing.
+func (c *Controller) caBundleHandler() cache.ResourceEventHandlerFuncs {
+	return workload.CABundleHandler(func(namespace, name string) {
+		inNamespace, err := c.indexer.ByIndex(cache.NamespaceIndex, namespace)
+		if err != nil {
+			return
+		}
+		for _, o := range inNamespace {
+			if e, ok := o.(*thv1.MCPServerEntry); ok && caBundleName(e) == name {
+				c.EnqueueKey(cache.MetaObjectToName(e))
+			}
+		}
+	})
+}
+
+// configMap reads a namespace's ConfigMap from the cache.
+func (c *Controller) configMap(namespace, name string) (*corev1.ConfigMap, error) {
+	return c.configMaps.ConfigMaps(namespace).Get(name)
 }

@@ -13,17 +13,14 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// Condition reasons hivekeeper adds to ToolHive's: the CA bundle
-// ConfigMap is not checked for an entry (see the package comment).
-const reasonCABundleRefNotChecked = "CABundleRefNotChecked"
-
 // observed is what an entry's checks read of other objects, from the
-// listers: the group (nil when missing) and whether the auth config
-// exists.
+// listers: the group (nil when missing), whether the auth config
+// exists, and whether the CA bundle ConfigMap exists.
 type observed struct {
 	group         *thv1.MCPGroup
 	authConfigSet bool
 	authConfig    bool
+	caBundle      bool
 }
 
 // check is one condition an entry reports: ok false fails the entry.
@@ -47,6 +44,10 @@ func checks(e *thv1.MCPServerEntry, o observed) []check {
 	case o.group == nil:
 		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotFound,
 			fmt.Sprintf("MCPGroup %q not found in namespace %q", group, e.Namespace), metav1.ConditionFalse, false})
+	case o.group.DeletionTimestamp != nil:
+		// What ToolHive's group controller writes on its members as it
+		// deletes the group; here the entry's own controller does.
+		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted, metav1.ConditionFalse, false})
 	case o.group.Status.Phase != thv1.MCPGroupPhaseReady:
 		out = append(out, check{thv1.ConditionGroupRefValidated, thv1.ReasonGroupRefNotReady,
 			fmt.Sprintf("MCPGroup %q is not ready (current phase: %s)", group, o.group.Status.Phase), metav1.ConditionFalse, false})
@@ -64,14 +65,26 @@ func checks(e *thv1.MCPServerEntry, o observed) []check {
 		out = append(out, check{thv1.ConditionExternalAuthConfigValidated, thv1.ReasonAuthConfigValid, "Referenced MCPExternalAuthConfig exists", metav1.ConditionTrue, true})
 	}
 
-	if ca := e.Spec.CABundleRef; ca == nil || ca.ConfigMapRef == nil {
+	// ToolHive asks an entry's CA bundle ConfigMap to exist, not to hold
+	// the key (a VirtualMCPServer's must hold it).
+	switch {
+	case e.Spec.CABundleRef == nil || e.Spec.CABundleRef.ConfigMapRef == nil:
 		out = append(out, check{thv1.ConditionCABundleRefValidated, thv1.ReasonCABundleRefNotConfigured, "No CA bundle reference configured", metav1.ConditionTrue, true})
-	} else {
-		out = append(out, check{thv1.ConditionCABundleRefValidated, reasonCABundleRefNotChecked,
-			fmt.Sprintf("CA bundle ConfigMap %q is not checked for an entry; the vMCP pod that mounts it reports a missing one", ca.ConfigMapRef.Name),
-			metav1.ConditionUnknown, true})
+	case !o.caBundle:
+		out = append(out, check{thv1.ConditionCABundleRefValidated, thv1.ReasonCABundleRefNotFound, "Referenced CA bundle ConfigMap not found", metav1.ConditionFalse, false})
+	default:
+		out = append(out, check{thv1.ConditionCABundleRefValidated, thv1.ReasonCABundleRefValid, "Referenced CA bundle ConfigMap exists", metav1.ConditionTrue, true})
 	}
 	return out
+}
+
+// caBundleName is the ConfigMap the entry's CA bundle reference names,
+// "" for none.
+func caBundleName(e *thv1.MCPServerEntry) string {
+	if e.Spec.CABundleRef == nil || e.Spec.CABundleRef.ConfigMapRef == nil {
+		return ""
+	}
+	return e.Spec.CABundleRef.ConfigMapRef.Name
 }
 
 // groupName is the entry's group, "" when the spec names none (the

@@ -44,6 +44,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		_, err := workload.ExternalAuthConfigs.Get(c.authCfgs, e.Namespace, ref.Name)
 		o.authConfig = err == nil
 	}
+	if ref := e.Spec.CABundleRef; ref != nil && ref.ConfigMapRef != nil {
+		b, err := workload.LookupCABundle(e.Namespace, ref, c.configMap)
+		if err != nil {
+			return err
+		}
+		o.caBundle = b.Found
+	}
 	status, invalid := desiredStatus(e, o, c.clock)
 	if equality.Semantic.DeepEqual(&e.Status, status) {
 		c.writer.Skipped(resource + "/status")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -187,12 +188,10 @@ func TestFailedChecksThenRecovery(t *testing.T) {
 	}
 }
 
-// A private endpoint needs allowPrivateEndpoint; a CA bundle is reported
-// Unknown (not looked up) without failing the entry.
-func TestPrivateEndpointAndCABundle(t *testing.T) {
+// A private endpoint needs allowPrivateEndpoint.
+func TestPrivateEndpoint(t *testing.T) {
 	f := newFixture(t, readyGroup("remote"), newEntry("e", func(e *thv1.MCPServerEntry) {
 		e.Spec.RemoteURL = "https://backend.tools.svc.cluster.local/mcp"
-		e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "corp-ca", Key: "ca.crt"}}
 	}))
 	f.sync("e")
 	if status, reason := condition(f.get("e"), thv1.ConditionRemoteURLValidated); status != metav1.ConditionFalse || reason != thv1.ReasonRemoteURLInvalid {
@@ -209,9 +208,83 @@ func TestPrivateEndpointAndCABundle(t *testing.T) {
 	if e.Status.Phase != thv1.MCPServerEntryPhaseValid {
 		t.Errorf("phase %q, conditions %+v", e.Status.Phase, e.Status.Conditions)
 	}
-	if status, reason := condition(e, thv1.ConditionCABundleRefValidated); status != metav1.ConditionUnknown || reason != reasonCABundleRefNotChecked {
-		t.Errorf("CA bundle: %s/%s", status, reason)
+}
+
+// The CA bundle ConfigMap is checked as ToolHive v0.63.0 checks an
+// entry's: missing, CABundleRefValidated is False (CABundleRefNotFound)
+// and the entry is not Valid, with one Warning event; its creation
+// re-syncs exactly the entries naming it, which turn Valid
+// (CABundleRefValid). Existence is all ToolHive asks of an entry's: a
+// ConfigMap without the key passes. Its deletion fails the entry again.
+func TestCABundleConfigMap(t *testing.T) {
+	f := newFixture(t, readyGroup("remote"), newEntry("e", func(e *thv1.MCPServerEntry) {
+		e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "corp-ca", Key: "ca.crt"}}
+	}), newEntry("other", func(e *thv1.MCPServerEntry) {
+		e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "another-ca"}}
+	}))
+	want := func(status metav1.ConditionStatus, reason, message string, phase string) {
+		t.Helper()
+		e := f.get("e")
+		c := meta.FindStatusCondition(e.Status.Conditions, thv1.ConditionCABundleRefValidated)
+		if c == nil || c.Status != status || c.Reason != reason || c.Message != message {
+			t.Fatalf("CABundleRefValidated %+v, want %s/%s %q", c, status, reason, message)
+		}
+		if e.Status.Phase != phase {
+			t.Fatalf("phase %q, want %q", e.Status.Phase, phase)
+		}
+		valid := meta.FindStatusCondition(e.Status.Conditions, thv1.ConditionValid)
+		if valid == nil || (valid.Status == metav1.ConditionTrue) != (phase == thv1.MCPServerEntryPhaseValid) {
+			t.Fatalf("Valid %+v with phase %s", valid, phase)
+		}
 	}
+	wt.AssertActions(t, f.sync("e"), "patch mcpserverentries/status")
+	want(metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound, "Referenced CA bundle ConfigMap not found", thv1.MCPServerEntryPhaseFailed)
+	if ev := f.Events(); len(ev) != 1 {
+		t.Errorf("events %q, want one Warning", ev)
+	}
+
+	drain := func() []string {
+		var keys []string
+		for f.c.Queue.Len() > 0 {
+			k, _ := f.c.Queue.Get()
+			keys = append(keys, k.Name)
+			f.c.Queue.Done(k)
+		}
+		return keys
+	}
+	drain()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "corp-ca"}, Data: map[string]string{"bundle.pem": "-----BEGIN CERTIFICATE-----"}}
+	h := f.c.caBundleHandler()
+	h.OnAdd(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "unrelated"}}, false)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("an unrelated ConfigMap enqueued %q", got)
+	}
+	h.OnAdd(cm, false)
+	if got := drain(); len(got) != 1 || got[0] != "e" {
+		t.Errorf("the CA ConfigMap's creation enqueued %q, want [e]", got)
+	}
+	newer := cm.DeepCopy()
+	newer.ResourceVersion = "2"
+	h.OnUpdate(cm, newer)
+	if got := drain(); len(got) != 0 {
+		t.Errorf("a change of values only enqueued %q", got)
+	}
+
+	if _, err := f.Kube.CoreV1().ConfigMaps(testNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	wt.AssertActions(t, f.sync("e"), "patch mcpserverentries/status")
+	want(metav1.ConditionTrue, thv1.ReasonCABundleRefValid, "Referenced CA bundle ConfigMap exists", thv1.MCPServerEntryPhaseValid)
+	f.Refresh()
+	wt.AssertActions(t, f.sync("e"))
+
+	if err := f.Kube.CoreV1().ConfigMaps(testNS).Delete(context.Background(), "corp-ca", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	wt.AssertActions(t, f.sync("e"), "patch mcpserverentries/status")
+	want(metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound, "Referenced CA bundle ConfigMap not found", thv1.MCPServerEntryPhaseFailed)
 }
 
 // A group's phase change and an auth config's arrival re-sync exactly the
@@ -241,5 +314,34 @@ func TestReferencedObjectsEnqueueTheirEntries(t *testing.T) {
 	f.c.authHandler().OnAdd(authConfig("exchange"), false)
 	if got := drain(); len(got) != 1 || got[0] != "uses" {
 		t.Errorf("auth config enqueued %q", got)
+	}
+}
+
+// A group being deleted is reported on its entry as ToolHive's group
+// controller writes it on its members (GroupRefValidated False,
+// GroupRefNotFound, "Referenced MCPGroup is being deleted"): here by the
+// entry's own controller, woken by the start of the group's deletion.
+func TestGroupBeingDeleted(t *testing.T) {
+	g := readyGroup("remote")
+	g.Finalizers = []string{thv1.MCPGroupFinalizer}
+	ts := metav1.Now()
+	g.DeletionTimestamp = &ts
+	f := newFixture(t, g, newEntry("e"))
+	wt.AssertActions(t, f.sync("e"), "patch mcpserverentries/status")
+	e := f.get("e")
+	c := meta.FindStatusCondition(e.Status.Conditions, thv1.ConditionGroupRefValidated)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonGroupRefNotFound || c.Message != "Referenced MCPGroup is being deleted" {
+		t.Errorf("GroupRefValidated %+v", c)
+	}
+	if e.Status.Phase != thv1.MCPServerEntryPhaseFailed {
+		t.Errorf("phase %q", e.Status.Phase)
+	}
+	for f.c.Queue.Len() > 0 {
+		k, _ := f.c.Queue.Get()
+		f.c.Queue.Done(k)
+	}
+	f.c.groupsHandler().OnUpdate(readyGroup("remote"), g)
+	if n := f.c.Queue.Len(); n != 1 {
+		t.Errorf("the start of the group's deletion enqueued %d entries, want 1", n)
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -324,52 +323,19 @@ func (c *Controller) watchCABundles(d *framework.Deps) error {
 	return nil
 }
 
-// sameKeys reports whether two versions of a ConfigMap have the same keys.
-func sameKeys(oldObj, newObj any) bool {
-	o, ok1 := oldObj.(*corev1.ConfigMap)
-	n, ok2 := newObj.(*corev1.ConfigMap)
-	if !ok1 || !ok2 || len(o.Data) != len(n.Data) || len(o.BinaryData) != len(n.BinaryData) {
-		return false
-	}
-	for k := range n.Data {
-		if _, ok := o.Data[k]; !ok {
-			return false
-		}
-	}
-	for k := range n.BinaryData {
-		if _, ok := o.BinaryData[k]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // caBundleHandler enqueues the referrers of the MCPOIDCConfigs naming a
 // ConfigMap as CA bundle when it is added or deleted or its keys change.
 func (c *Controller) caBundleHandler() cache.ResourceEventHandlerFuncs {
-	referrers := func(obj any) {
-		m, ok := framework.MetaFromObj(obj)
-		if !ok {
-			return
-		}
-		inNamespace, err := c.oidcConfigs.ByIndex(cache.NamespaceIndex, m.GetNamespace())
+	return workload.CABundleHandler(func(namespace, name string) {
+		inNamespace, err := c.oidcConfigs.ByIndex(cache.NamespaceIndex, namespace)
 		if err != nil {
 			return
 		}
 		for _, o := range inNamespace {
 			cfg, ok := o.(*thv1.MCPOIDCConfig)
-			if ref := caBundleRef(cfg); ok && ref != nil && ref.ConfigMapRef != nil && ref.ConfigMapRef.Name == m.GetName() {
+			if ref := caBundleRef(cfg); ok && ref != nil && ref.ConfigMapRef != nil && ref.ConfigMapRef.Name == name {
 				c.enqueueByIndex(index.ByOIDCConfig, cfg.Namespace, index.Key(cfg.Namespace, cfg.Name))
 			}
 		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    referrers,
-		DeleteFunc: referrers,
-		UpdateFunc: func(oldObj, newObj any) {
-			if !sameKeys(oldObj, newObj) {
-				referrers(newObj)
-			}
-		},
-	}
+	})
 }

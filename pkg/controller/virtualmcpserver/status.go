@@ -5,12 +5,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -96,11 +94,6 @@ func embeddingService(r *workload.Report, v *thv1.VirtualMCPServer, e *thv1.Embe
 // that cannot be used: a malformed one, or a ConfigMap without its key.
 const reasonCABundleRefInvalid = "CABundleRefInvalid"
 
-// maxCABundleConfigMapName is the longest CA bundle ConfigMap name whose
-// volume name (wiring.CABundleVolumePrefix and the name) is a valid
-// Kubernetes volume name.
-const maxCABundleConfigMapName = 63 - len(wiring.CABundleVolumePrefix)
-
 // caBundleCondition is CABundleRefValidated, which ToolHive v0.63.0's
 // operator reports on a VirtualMCPServer whose incoming OIDC
 // configuration (an inline MCPOIDCConfig) names a CA bundle ConfigMap:
@@ -110,52 +103,33 @@ const maxCABundleConfigMapName = 63 - len(wiring.CABundleVolumePrefix)
 // without a CA bundle. It is advisory, as ToolHive's: the vMCP is
 // deployed all the same, and no event is recorded. cfg is the resolved
 // MCPOIDCConfig (nil for none); configMap reads the namespace's
-// ConfigMaps from the cache, whose copy of a user's ConfigMap keeps its
-// keys (framework.TrimForeign). ToolHive checks it after the other
-// validations pass; hivekeeper as soon as the OIDC configuration
-// resolves, so a later refusal does not hide it.
+// ConfigMaps from the cache (workload.LookupCABundle). ToolHive checks it
+// after the other validations pass; hivekeeper as soon as the OIDC
+// configuration resolves, so a later refusal does not hide it.
 func caBundleCondition(r *workload.Report, namespace string, cfg *thv1.MCPOIDCConfig, configMap func(namespace, name string) (*corev1.ConfigMap, error)) error {
 	ref := caBundleRef(cfg)
 	if ref == nil {
 		r.Remove(thv1.ConditionCABundleRefValidated)
 		return nil
 	}
-	invalid := func(msg string) {
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, reasonCABundleRefInvalid, msg)
+	if problem := workload.CABundleProblem(ref); problem != "" {
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, reasonCABundleRefInvalid, problem)
+		return nil
 	}
+	b, err := workload.LookupCABundle(namespace, ref, configMap)
 	switch {
-	case ref.ConfigMapRef == nil:
-		invalid("configMapRef must be specified in caBundleRef")
-		return nil
-	case ref.ConfigMapRef.Name == "":
-		invalid("configMapRef.name must be specified")
-		return nil
-	case len(ref.ConfigMapRef.Name) > maxCABundleConfigMapName:
-		invalid(fmt.Sprintf("configMapRef.name %q is too long (%d chars); maximum is %d characters to fit in Kubernetes volume name",
-			ref.ConfigMapRef.Name, len(ref.ConfigMapRef.Name), maxCABundleConfigMapName))
-		return nil
-	}
-	name, key := ref.ConfigMapRef.Name, ref.ConfigMapRef.Key
-	if key == "" {
-		key = wiring.DefaultCAKey
-	}
-	cm, err := configMap(namespace, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound,
-			fmt.Sprintf("CA bundle ConfigMap '%s' not found in namespace '%s'", name, namespace))
-		return nil
 	case err != nil:
 		return err
+	case !b.Found:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound,
+			fmt.Sprintf("CA bundle ConfigMap '%s' not found in namespace '%s'", b.Name, namespace))
+	case !b.HasKey:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, reasonCABundleRefInvalid,
+			fmt.Sprintf("Key '%s' not found in ConfigMap '%s'", b.Key, b.Name))
+	default:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionTrue, thv1.ReasonCABundleRefValid,
+			fmt.Sprintf("CA bundle ConfigMap '%s' is valid (key: %s)", b.Name, b.Key))
 	}
-	_, inData := cm.Data[key]
-	_, inBinary := cm.BinaryData[key]
-	if !inData && !inBinary {
-		invalid(fmt.Sprintf("Key '%s' not found in ConfigMap '%s'", key, name))
-		return nil
-	}
-	r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionTrue, thv1.ReasonCABundleRefValid,
-		fmt.Sprintf("CA bundle ConfigMap '%s' is valid (key: %s)", name, key))
 	return nil
 }
 

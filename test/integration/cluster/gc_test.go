@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -81,4 +84,36 @@ func TestDeletedWorkloadsChildrenAreCollected(t *testing.T) {
 		}
 	}
 	t.Logf("children before the delete: %v; hivekeeper's writes: %v", children, delta)
+}
+
+// Deleting a namespace removes its MCPGroups, ToolHive's finalizer
+// included: the namespace controller deletes each group, hivekeeper
+// releases the finalizer its operator or ToolHive's added, and the
+// namespace goes away instead of hanging in Terminating.
+func TestNamespaceWithGroupsIsDeleted(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, appOptions(ns))
+	ctx := testCtx(t)
+	th := env.Toolhive.ToolhiveV1beta1()
+	for _, g := range []*thv1.MCPGroup{
+		{ObjectMeta: metav1.ObjectMeta{Name: "from-toolhive", Finalizers: []string{thv1.MCPGroupFinalizer}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "from-hivekeeper"}},
+	} {
+		_, err := th.MCPGroups(ns).Create(ctx, g, metav1.CreateOptions{})
+		must(t, err)
+	}
+	framework.Eventually(t, timeout, func() (bool, error) {
+		g, err := th.MCPGroups(ns).Get(ctx, "from-hivekeeper", metav1.GetOptions{})
+		return err == nil && slices.Contains(g.Finalizers, thv1.MCPGroupFinalizer), fmt.Errorf("finalizers: %v (%v)", g.GetFinalizers(), err)
+	}, "hivekeeper to add ToolHive's finalizer")
+	must(t, env.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}))
+	framework.Eventually(t, timeout, func() (bool, error) {
+		_, err := env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		left, lerr := th.MCPGroups(ns).List(ctx, metav1.ListOptions{})
+		return false, fmt.Errorf("namespace still there (%v); groups %v (%v)", err, left, lerr)
+	}, "the namespace and its groups to be gone")
 }

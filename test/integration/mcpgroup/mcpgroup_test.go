@@ -1,8 +1,8 @@
 // Package mcpgroup tests the MCPGroup controller against a real API server:
 // membership lists built from the group index, a workload moving between
 // groups, a group created after its members (with the members' conditions
-// and a VirtualMCPServer's backends), and no status write once a group has
-// converged.
+// and a VirtualMCPServer's backends), no status write once a group has
+// converged, and ToolHive's finalizer held and released.
 package mcpgroup
 
 import (
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -332,4 +333,61 @@ func TestGroupCreatedAfterMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	notFound("deleted")
+}
+
+// TestToolHiveFinalizerReleased: a group created under ToolHive's
+// operator carries its finalizer (toolhive.stacklok.dev/mcpgroup-finalizer)
+// and hangs on delete unless someone releases it. Under hivekeeper the
+// group converges with ToolHive's MCPServersChecked condition (what the
+// Checked printer column reads), keeps the finalizer, and on delete its
+// member reports the group being deleted or gone (GroupRefValidated False,
+// GroupRefNotFound, written by the MCPServer controller) and the group
+// goes away. A group created under hivekeeper gets the same finalizer.
+func TestToolHiveFinalizerReleased(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	th := env.Toolhive.ToolhiveV1beta1()
+	// Created before hivekeeper starts, as ToolHive's operator left it.
+	if _, err := th.MCPGroups(ns).Create(testCtx(t), &thv1.MCPGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "from-toolhive", Finalizers: []string{thv1.MCPGroupFinalizer}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	createServer(t, env, ns, "member", "from-toolhive")
+	createGroup(t, env, ns, "from-hivekeeper")
+
+	framework.Eventually(t, convergeTimeout, groupConverged(t, env, ns, "from-toolhive", members{servers: []string{"member"}}),
+		"the group to list its member")
+	for _, name := range []string{"from-toolhive", "from-hivekeeper"} {
+		framework.Eventually(t, convergeTimeout, func() (bool, error) {
+			g, err := th.MCPGroups(ns).Get(testCtx(t), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(g.Status.Conditions, thv1.ConditionMCPServersChecked)
+			if !slices.Equal(g.Finalizers, []string{thv1.MCPGroupFinalizer}) || c == nil || c.Status != metav1.ConditionTrue ||
+				c.Reason != thv1.ReasonListMCPServersCheckSucceeded || g.Status.Phase != thv1.MCPGroupPhaseReady {
+				return false, fmt.Errorf("group %s: finalizers %v, phase %q, MCPServersChecked %+v", name, g.Finalizers, g.Status.Phase, c)
+			}
+			return true, nil
+		}, "group %s to hold ToolHive's finalizer and MCPServersChecked", name)
+	}
+	framework.Eventually(t, convergeTimeout, serverGroupRef(t, env, ns, "member", metav1.ConditionTrue, thv1.ReasonGroupRefValid),
+		"the member to see its group")
+
+	for _, name := range []string{"from-toolhive", "from-hivekeeper"} {
+		if err := th.MCPGroups(ns).Delete(testCtx(t), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, convergeTimeout, func() (bool, error) {
+			_, err := th.MCPGroups(ns).Get(testCtx(t), name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("group %s still there: %v", name, err)
+		}, "group %s to be gone", name)
+	}
+	framework.Eventually(t, convergeTimeout, serverGroupRef(t, env, ns, "member", metav1.ConditionFalse, thv1.ReasonGroupRefNotFound),
+		"the member to report its group gone")
 }

@@ -227,7 +227,7 @@ func TestDeletionBlockedWhileReferenced(t *testing.T) {
 
 	warnings := func() (int32, error) {
 		evs, err := env.Kube.CoreV1().Events(ns).List(testCtx(t), metav1.ListOptions{
-			FieldSelector: "involvedObject.name=cfg,reason=" + thv1.ReasonReferencedByWorkloads,
+			FieldSelector: "involvedObject.name=cfg,reason=" + thv1.ReasonDeletionBlocked,
 		})
 		if err != nil {
 			return 0, err

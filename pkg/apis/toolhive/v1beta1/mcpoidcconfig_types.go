@@ -18,6 +18,14 @@ const (
 	ReasonConfigValid           = "ConfigValid"
 	ReasonConfigInvalid         = "ConfigInvalid"
 	ReasonReferencedByWorkloads = "ReferencedByWorkloads"
+	// ReasonValidationSucceeded is the Valid reason of MCPToolConfig,
+	// MCPTelemetryConfig, MCPWebhookConfig and MCPExternalAuthConfig in
+	// ToolHive v0.63.0 (ReasonValidationFailed when False); MCPOIDCConfig
+	// and MCPAuthzConfig use ConfigValid and ConfigInvalid.
+	ReasonValidationSucceeded = "ValidationSucceeded"
+	// ReasonDeletionBlocked is the reason of ToolHive's Warning event when a
+	// config's deletion waits for its referrers.
+	ReasonDeletionBlocked = "DeletionBlocked"
 )
 
 // +genclient

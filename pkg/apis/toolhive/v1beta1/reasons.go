@@ -98,6 +98,20 @@ const (
 	ReasonMembershipUnavailable = "MembershipUnavailable"
 )
 
+// ToolHive's condition of an MCPGroup, which its `Checked` printer column
+// reads: whether the members could be listed. hivekeeper writes it beside
+// its Ready condition, in the same situations (True with the lists, False
+// when the membership cannot be read).
+const (
+	ConditionMCPServersChecked         = "MCPServersChecked"
+	ReasonListMCPServersCheckSucceeded = "ListMCPServersCheckSucceeded"
+	ReasonListMCPServersCheckFailed    = "ListMCPServersCheckFailed"
+	// MessageGroupBeingDeleted is the GroupRefValidated message ToolHive's
+	// operator writes on each member (MCPServer, MCPRemoteProxy,
+	// MCPServerEntry) of a group it deletes, with reason GroupRefNotFound.
+	MessageGroupBeingDeleted = "Referenced MCPGroup is being deleted"
+)
+
 // Phases of an MCPRemoteProxy. There is no Stopped phase: a proxy scaled
 // to zero is Pending with Ready=False reason ScaledToZero.
 const (
@@ -156,6 +170,11 @@ const (
 	// composite tool definition; ToolHive's operator holds none, so the
 	// name follows the others.
 	VirtualMCPCompositeToolDefinitionFinalizer = "virtualmcpcompositetooldefinition.toolhive.stacklok.dev/finalizer"
+	// MCPGroupFinalizer is ToolHive's on an MCPGroup: its operator adds
+	// it and, on deletion, marks the members' GroupRefValidated False
+	// before releasing it. hivekeeper adds and releases the same name, so
+	// a group created under either operator deletes under the other.
+	MCPGroupFinalizer = "toolhive.stacklok.dev/mcpgroup-finalizer"
 )
 
 // A VirtualMCPServer's spec.config.compositeToolRefs: ToolHive's condition
