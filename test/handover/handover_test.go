@@ -314,9 +314,7 @@ func (s *suite) applyLoad() {
 // other one.
 var toolhiveDeploysNothing = map[string]string{
 	"table/16-tool-annotations.yaml MCPServer annotated-server":                              "it fails the server: a tool override with only annotations",
-	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap":                 "it fails the server: it reads the profile from its own pod",
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private":                     "it refuses a private remote URL",
-	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch":             "its MCPExternalAuthConfig cannot be created",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth":     "its MCPExternalAuthConfig is in another file",
 	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its MCPOIDCConfig is not in the file",
 	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp":       "its MCPOIDCConfig is not in the file",

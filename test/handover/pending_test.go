@@ -9,9 +9,106 @@ import "github.com/hivekeeper/hivekeeper/test/toolhive"
 // (allowedAtSwitch). Each entry names its path, the values before and after the switch and every object showing
 // it; an entry no longer seen fails the test. Causes are in causes_test.go.
 //
-// 0 differences on 0 objects.
+// 26 differences on 18 objects.
 //
 // By cause:
 //
+//	 4  workloads ToolHive's operator does not run
+//	 2  rewrites
+//	12  checksums
+//	 2  spec.volumes hostPath
+//	 6  unclassified
+//
 // By kind:
-var pendingDifferences = []toolhive.Exception{}
+//
+//	 7  ConfigMap
+//	11  Deployment
+//	 8  RoleBinding
+var pendingDifferences = []toolhive.Exception{
+
+	// workloads ToolHive's operator does not run: 4 differences. hivekeeper deploys workloads ToolHive's operator
+	// fails or waits for (an override with annotations only, a ConfigMap permission profile, an OIDC client Secret
+	// it waits for and hivekeeper does not read): their children appear at the switch and stay after switching back
+	{Cause: "workloads ToolHive's operator does not run", Path: "(object)", A: "(none)", B: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"ann… (sha256:94a684c28a6b, 3438 bytes)`, Objects: []string{
+		"to-hivekeeper examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml Deployment/shared-auth-vmcp",
+	}},
+	{Cause: "workloads ToolHive's operator does not run", Path: "(object)", A: "(none)", B: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"lab… (sha256:8bfa3e1852c5, 3266 bytes)`, Objects: []string{
+		"to-hivekeeper table/16-tool-annotations.yaml Deployment/annotated-server",
+	}},
+	{Cause: "workloads ToolHive's operator does not run", Path: "(object)", A: "(none)", B: `{"apiVersion":"v1","data":{"runconfig.json":"{\n  \"schema_v… (sha256:484ed5c0dae5, 2532 bytes)`, Objects: []string{
+		"to-hivekeeper table/16-tool-annotations.yaml ConfigMap/annotated-server-runconfig",
+	}},
+	{Cause: "workloads ToolHive's operator does not run", Path: "(writes)", A: "(none)", B: "patch", Objects: []string{
+		"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap",
+	}},
+
+	// rewrites: 2 differences. the writes that carry the differences below: each goes when its object's bytes match
+	{Cause: "rewrites", Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{
+		"to-hivekeeper examples/external-auth/complete_example.yaml RoleBinding/authenticated-fetch-proxy-runner",
+		"to-hivekeeper examples/virtual-mcps/composite_tool_with_elicitations.yaml RoleBinding/vmcp-interactive-deploy-vmcp",
+	}},
+
+	// checksums: 12 differences. compute the content and pod-template checksums as ToolHive's operator does; they
+	// follow once the bytes they cover match
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"`, B: `"e84e21189aef148fbc280ac915d3f7d1905a14f8c06edc7cf756026d6a12416f"`, Objects: []string{
+		"back-to-toolhive examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"`, B: `"35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0"`, Objects: []string{
+		"back-to-toolhive table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0"`, B: `"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"`, Objects: []string{
+		"to-hivekeeper table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb"`, B: `"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"`, Objects: []string{
+		"to-hivekeeper table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"`, B: `"c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb"`, Objects: []string{
+		"back-to-toolhive table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, A: `"e84e21189aef148fbc280ac915d3f7d1905a14f8c06edc7cf756026d6a12416f"`, B: `"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"`, Objects: []string{
+		"to-hivekeeper examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"`, B: `"e84e21189aef148fbc280ac915d3f7d1905a14f8c06edc7cf756026d6a12416f"`, Objects: []string{
+		"back-to-toolhive examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"`, B: `"35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0"`, Objects: []string{
+		"back-to-toolhive table/35-vmcp-entries.yaml Deployment/ent-vmcp",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0"`, B: `"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"`, Objects: []string{
+		"to-hivekeeper table/35-vmcp-entries.yaml Deployment/ent-vmcp",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb"`, B: `"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"`, Objects: []string{
+		"to-hivekeeper table/24-vmcp-config.yaml Deployment/cfg-vmcp",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"`, B: `"c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb"`, Objects: []string{
+		"back-to-toolhive table/24-vmcp-config.yaml Deployment/cfg-vmcp",
+	}},
+	{Cause: "checksums", Path: `spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, A: `"e84e21189aef148fbc280ac915d3f7d1905a14f8c06edc7cf756026d6a12416f"`, B: `"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"`, Objects: []string{
+		"to-hivekeeper examples/mcp-server-entries/mcpserverentry_mixed_group.yaml Deployment/eng-tools",
+	}},
+
+	// spec.volumes hostPath: 2 differences. ToolHive's operator mounts spec.volumes' host paths into the proxy pod;
+	// hivekeeper only records them in the RunConfig (its admission policy refuses hostPath)
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", A: `{"mountPath":"/data","name":"data"}`, B: "(none)", Objects: []string{
+		"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap",
+	}},
+	{Cause: "spec.volumes hostPath", Path: "spec.template.spec.volumes[name=data]", A: `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, B: "(none)", Objects: []string{
+		"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap",
+	}},
+
+	// unclassified: 6 differences. no cause in the list matches these yet: name one
+	{Cause: "unclassified", Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{
+		"to-hivekeeper examples/external-auth/complete_example.yaml RoleBinding/authenticated-fetch-proxy-runner",
+		"to-hivekeeper examples/virtual-mcps/composite_tool_with_elicitations.yaml RoleBinding/vmcp-interactive-deploy-vmcp",
+	}},
+	{Cause: "unclassified", Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{
+		"to-hivekeeper examples/external-auth/complete_example.yaml RoleBinding/authenticated-fetch-proxy-runner",
+		"to-hivekeeper examples/virtual-mcps/composite_tool_with_elicitations.yaml RoleBinding/vmcp-interactive-deploy-vmcp",
+	}},
+	{Cause: "unclassified", Path: "roleRef.name", A: `"authenticated-fetch-proxy-runner"`, B: `"hivekeeper-proxy-runner"`, Objects: []string{
+		"to-hivekeeper examples/external-auth/complete_example.yaml RoleBinding/authenticated-fetch-proxy-runner",
+	}},
+	{Cause: "unclassified", Path: "roleRef.name", A: `"vmcp-interactive-deploy-vmcp"`, B: `"hivekeeper-vmcp-discovered"`, Objects: []string{
+		"to-hivekeeper examples/virtual-mcps/composite_tool_with_elicitations.yaml RoleBinding/vmcp-interactive-deploy-vmcp",
+	}},
+}
