@@ -37,7 +37,8 @@ func podTemplate() corev1.PodTemplateSpec {
 		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(childLabels), Annotations: map[string]string{"toolhive.stacklok.dev/config-hash": "abc"}},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: "fetch-proxy-runner",
-			Volumes:            []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "fetch-runconfig"}}}}},
+			SecurityContext:    &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+			Volumes:            everyVolumeKind(),
 			Containers: []corev1.Container{{
 				Name: "toolhive", Image: "runner:v1", Args: []string{"run"},
 				Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
@@ -171,5 +172,66 @@ func TestDiffServiceReportsEachField(t *testing.T) {
 	want.Spec.Ports[0].Protocol = corev1.ProtocolTCP
 	if got := DiffService(want, bareService()); len(got) != 0 {
 		t.Errorf("explicit defaults against empty fields: %v, want none", got)
+	}
+}
+
+// everyVolumeKind has one volume of each source the API server defaults,
+// none of its defaults set.
+func everyVolumeKind() []corev1.Volume {
+	fieldRef := &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}
+	return []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "fetch-runconfig"}}}},
+		{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}},
+		{Name: "projected", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vmcp"}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: fieldRef.DeepCopy()}}}},
+		}}}},
+		{Name: "downward", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: fieldRef.DeepCopy()}}}}},
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run"}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}},
+	}
+}
+
+// A value hivekeeper sets where the server has a default is compared, not
+// overwritten by the default: a mode of 0400 differs from the live 0644,
+// an explicit token expiry from the default hour, a host path type from
+// the unset one. The pod's security context is compared when hivekeeper
+// sets one, and left to others (the server, admission) when it does not.
+func TestDiffPodSpecComparesSetValues(t *testing.T) {
+	live := func() *corev1.PodSpec {
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: podTemplate()}}
+		d = drifttest.RoundTrip(d)
+		drifttest.DefaultDeployment(d)
+		return &d.Spec.Template.Spec
+	}
+	set := func(mut func(*corev1.PodSpec)) *corev1.PodSpec {
+		p := podTemplate().Spec
+		mut(&p)
+		return &p
+	}
+	for _, tc := range []struct {
+		name string
+		want *corev1.PodSpec
+		have *corev1.PodSpec
+		diff []string
+	}{
+		{"defaults", set(func(*corev1.PodSpec) {}), live(), nil},
+		{"secret mode", set(func(p *corev1.PodSpec) { p.Volumes[1].Secret.DefaultMode = ptr.To[int32](0o400) }), live(), []string{FieldVolumes}},
+		{"projected mode", set(func(p *corev1.PodSpec) { p.Volumes[2].Projected.DefaultMode = ptr.To[int32](0o400) }), live(), []string{FieldVolumes}},
+		{"token expiry", set(func(p *corev1.PodSpec) {
+			p.Volumes[2].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds = ptr.To[int64](600)
+		}), live(), []string{FieldVolumes}},
+		{"downward API mode", set(func(p *corev1.PodSpec) { p.Volumes[3].DownwardAPI.DefaultMode = ptr.To[int32](0o400) }), live(), []string{FieldVolumes}},
+		{"host path type", set(func(p *corev1.PodSpec) {
+			p.Volumes[4].HostPath.Type = ptr.To(corev1.HostPathDirectory)
+		}), live(), []string{FieldVolumes}},
+		{"security context", set(func(p *corev1.PodSpec) { p.SecurityContext.RunAsUser = ptr.To[int64](1000) }), live(), []string{FieldPodSecurityContext}},
+		{"no security context", set(func(p *corev1.PodSpec) { p.SecurityContext = nil }), live(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DiffPodSpec(tc.want, tc.have); !slices.Equal(got, tc.diff) {
+				t.Errorf("DiffPodSpec = %v, want %v", got, tc.diff)
+			}
+		})
 	}
 }
