@@ -235,3 +235,68 @@ func TestDiffPodSpecComparesSetValues(t *testing.T) {
 		})
 	}
 }
+
+// The fields DiffStatefulSet and the ServiceAccount comparators report
+// when they differ, and what they leave to others: the live pull policy
+// when hivekeeper sets none, an account's pull secrets when it sets none
+// (OpenShift adds its own).
+func TestDiffStatefulSetAndAccountFields(t *testing.T) {
+	sts := func() *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{ObjectMeta: childMeta("embed"), Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](2), ServiceName: "embed", Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(childLabels)}, Template: podTemplate()}}
+		s.Spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		return s
+	}
+	live := func(mut func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
+		s := drifttest.RoundTrip(sts())
+		drifttest.DefaultStatefulSet(s)
+		mut(s)
+		return s
+	}
+	noPolicy := sts()
+	noPolicy.Spec.Template.Spec.Containers[0].ImagePullPolicy = ""
+	for _, tc := range []struct {
+		name       string
+		want, have *appsv1.StatefulSet
+		diff       []string
+	}{
+		{"replicas", sts(), live(func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](5) }), []string{FieldReplicas}},
+		{"pull policy", sts(), live(func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }),
+			[]string{FieldImagePullPolicy}},
+		{"pull policy left to the server", noPolicy, live(func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }), nil},
+		{"container port protocol", sts(), live(func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Ports[0].Protocol = corev1.ProtocolUDP }),
+			[]string{FieldContainerPorts}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DiffStatefulSet(tc.want, tc.have); !slices.Equal(got, tc.diff) {
+				t.Errorf("DiffStatefulSet = %v, want %v", got, tc.diff)
+			}
+		})
+	}
+
+	account := func(secrets ...string) *corev1.ServiceAccount {
+		sa := &corev1.ServiceAccount{ObjectMeta: childMeta("reg-registry-api")}
+		for _, s := range secrets {
+			sa.ImagePullSecrets = append(sa.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+		return sa
+	}
+	for _, tc := range []struct {
+		name              string
+		want, have        *corev1.ServiceAccount
+		diff, withSecrets []string
+	}{
+		{"pull secrets differ", account("a"), account("b"), []string{FieldImagePullSecrets}, []string{FieldImagePullSecrets, FieldServiceAccountPullSecrets}},
+		{"none set, others added", account(), account("openshift-dockercfg"), nil, nil},
+		{"same", account("a", "b"), account("a", "b"), nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DiffServiceAccount(tc.want, tc.have); !slices.Equal(got, tc.diff) {
+				t.Errorf("DiffServiceAccount = %v, want %v", got, tc.diff)
+			}
+			if got := DiffServiceAccountWithPullSecrets(tc.want, tc.have); !slices.Equal(got, tc.withSecrets) {
+				t.Errorf("DiffServiceAccountWithPullSecrets = %v, want %v", got, tc.withSecrets)
+			}
+		})
+	}
+}

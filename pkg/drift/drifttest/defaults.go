@@ -95,13 +95,18 @@ func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 }
 
 // defaultContainer applies the API server's container defaults: the pull
-// policy when none is set, the termination message, probe and fieldRef
-// defaults.
+// policy when none is set, the termination message, the ports' protocol,
+// probe and fieldRef defaults.
 func defaultContainer(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = corev1.PullAlways
 	}
 	c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	for j := range c.Ports {
+		if c.Ports[j].Protocol == "" {
+			c.Ports[j].Protocol = corev1.ProtocolTCP
+		}
+	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 	for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
 		if pr == nil {
