@@ -187,7 +187,8 @@ func check(floorFile string, stats map[string]*pkgStats, w io.Writer) int {
 		if s.efficacy() < want-0.01 {
 			verdict, rc = "BELOW THE FLOOR", 1
 		}
-		fmt.Fprintf(w, "%s: efficacy %.2f%% (floor %.2f%%): %s\n", fields[0], s.efficacy(), want, verdict)
+		fmt.Fprintf(w, "%s: efficacy %.2f%% (floor %.2f%%; %d killed, %d survived, %d not covered): %s\n",
+			fields[0], s.efficacy(), want, s.killed, s.lived, s.notCovered, verdict)
 		for _, v := range s.survivors {
 			fmt.Fprintf(w, "  survivor %s\n", v)
 		}
