@@ -169,6 +169,10 @@ func defaultVolume(v *corev1.Volume) {
 		if v.HostPath.Type == nil {
 			v.HostPath.Type = ptr.To(corev1.HostPathUnset)
 		}
+	case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
+		if v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode == nil {
+			v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+		}
 	}
 }
 
