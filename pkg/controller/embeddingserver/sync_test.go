@@ -151,6 +151,8 @@ func TestPhaseFollowsTheStatefulSet(t *testing.T) {
 	}{
 		{1, 0, thv1.EmbeddingServerPhaseDownloading, "Downloading embedding model"},
 		{1, 1, thv1.EmbeddingServerPhaseReady, "Embedding server is running"},
+		// readyReplicas is the ready count, not the replicas.
+		{3, 2, thv1.EmbeddingServerPhaseReady, "Embedding server is running"},
 		{0, 0, thv1.EmbeddingServerPhasePending, "Waiting for statefulset"},
 	} {
 		s := f.statefulSet("embed")
@@ -241,13 +243,29 @@ func TestInvalidTemplateLeavesTheChildren(t *testing.T) {
 }
 
 // A StatefulSet of that name controlled by something else is not touched:
-// phase Failed, looked at again in a minute.
+// phase Failed, looked at again in a minute. One carrying an
+// EmbeddingServer's labels is in the cache and seen before any write; one
+// without them is not (the cache is selected by label, as in the fixture),
+// so the create is tried and its 409 tells the same.
 func TestForeignStatefulSetIsAConflict(t *testing.T) {
-	other := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "embed", Namespace: testNS, ResourceVersion: "1",
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		actions []string
+	}{
+		{"labelled", naming.EmbeddingServerLabels("embed"), []string{"patch embeddingservers", "patch embeddingservers/status"}},
+		{"unlabelled", nil, []string{"create statefulsets", "patch embeddingservers", "patch embeddingservers/status"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { foreignStatefulSetIsAConflict(t, tc.labels, tc.actions) })
+	}
+}
+
+func foreignStatefulSetIsAConflict(t *testing.T, labels map[string]string, actions []string) {
+	other := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "embed", Namespace: testNS, ResourceVersion: "1", Labels: labels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "x", Controller: ptr.To(true)}}}}
 	f := newFixture(t, newServer(), other)
 	spy := workloadtest.SpyRequeues(f.c.Loop)
-	assertActions(t, f.sync("embed"), "patch embeddingservers", "patch embeddingservers/status")
+	assertActions(t, f.sync("embed"), actions...)
 	e := f.server("embed")
 	if e.Status.Phase != thv1.EmbeddingServerPhaseFailed || !strings.Contains(e.Status.Message, "controlled by Deployment/x") {
 		t.Errorf("status %+v", e.Status)

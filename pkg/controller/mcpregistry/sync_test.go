@@ -2,15 +2,18 @@ package mcpregistry
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -230,5 +233,32 @@ func TestDeletionReleasesTheFinalizer(t *testing.T) {
 	assertActions(t, f.sync("reg"), "patch mcpregistries/status", "patch mcpregistries")
 	if r := f.registry("reg"); r.Status.Phase != thv1.MCPRegistryPhaseTerminating || len(r.Finalizers) != 0 {
 		t.Errorf("registry %+v %v", r.Status, r.Finalizers)
+	}
+}
+
+// A child the API server refuses makes the registry not Ready with
+// ToolHive's reason for that child (the account and its binding are its
+// RBAC), and the sync is retried.
+func TestRefusedChildWriteReason(t *testing.T) {
+	for _, tc := range []struct{ resource, reason string }{
+		{"configmaps", thv1.ReasonRegistryConfigMapFailed},
+		{"serviceaccounts", thv1.ReasonRegistryRBACFailed},
+		{"rolebindings", thv1.ReasonRegistryRBACFailed},
+		{"deployments", thv1.ReasonRegistryDeploymentFailed},
+		{"services", thv1.ReasonRegistryServiceFailed},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			f := newFixture(t, newRegistry(func(r *thv1.MCPRegistry) { r.Finalizers = []string{thv1.MCPRegistryFinalizer} }))
+			f.Kube.PrependReactor("create", tc.resource, func(core.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: tc.resource}, "x", errors.New("denied by policy"))
+			})
+			if err := f.syncErr("reg"); err == nil {
+				t.Fatal("a refused write is no retry")
+			}
+			c := meta.FindStatusCondition(f.registry("reg").Status.Conditions, thv1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
+				t.Errorf("Ready %+v, want reason %s", c, tc.reason)
+			}
+		})
 	}
 }

@@ -262,6 +262,38 @@ func TestRestartUnparsableIsIgnored(t *testing.T) {
 	}
 }
 
+// A restart request no newer than the last one processed is ignored,
+// whatever the strategy: a GitOps tool re-applying a manifest that still
+// carries an old restarted-at (with the newer one recorded as processed)
+// must not restart the pods again. An equal timestamp is not newer.
+func TestRestartOlderThanTheLastProcessedIsIgnored(t *testing.T) {
+	for _, tc := range []struct{ name, req, strategy string }{
+		{"older rolling", "2026-11-21T12:30:00Z", ""},
+		{"older immediate", "2026-11-21T12:30:00Z", thv1.RestartImmediate},
+		{"same instant, another spelling", "2026-11-21T14:30:00+01:00", thv1.RestartImmediate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newServer("fetch"))
+			f.converge("fetch")
+			live, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+			live = live.DeepCopy()
+			live.Annotations = map[string]string{thv1.AnnotationRestartedAt: tc.req, thv1.AnnotationLastProcessedRestart: "2026-11-21T13:30:00Z"}
+			if tc.strategy != "" {
+				live.Annotations[thv1.AnnotationRestartStrategy] = tc.strategy
+			}
+			if _, err := f.th.ToolhiveV1beta1().MCPServers(testNS).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.refresh()
+			acts, err := f.sync("fetch")
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertActions(t, acts)
+		})
+	}
+}
+
 func TestInvalidPodTemplateIsAConditionNotARetry(t *testing.T) {
 	s := newServer("bad", func(s *thv1.MCPServer) {
 		s.Spec.PodTemplateSpec = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":"not-a-list"}}`)}

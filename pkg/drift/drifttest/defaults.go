@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -94,13 +95,18 @@ func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 }
 
 // defaultContainer applies the API server's container defaults: the pull
-// policy when none is set, the termination message, probe and fieldRef
-// defaults.
+// policy when none is set, the termination message, the ports' protocol,
+// probe and fieldRef defaults.
 func defaultContainer(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = corev1.PullAlways
 	}
 	c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	for j := range c.Ports {
+		if c.Ports[j].Protocol == "" {
+			c.Ports[j].Protocol = corev1.ProtocolTCP
+		}
+	}
 	c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 	for _, pr := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
 		if pr == nil {
@@ -163,12 +169,36 @@ func defaultVolume(v *corev1.Volume) {
 		if v.HostPath.Type == nil {
 			v.HostPath.Type = ptr.To(corev1.HostPathUnset)
 		}
+	case v.Ephemeral != nil && v.Ephemeral.VolumeClaimTemplate != nil:
+		if v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode == nil {
+			v.Ephemeral.VolumeClaimTemplate.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+		}
 	}
 }
 
-// DefaultService applies the API server's Service defaults (allocated IPs
-// and node ports, affinity config) and a cloud provider's annotation.
+// DefaultService applies the API server's Service defaults (type,
+// session affinity, port protocols and target ports, allocated IPs and
+// node ports, affinity config) and a cloud provider's annotation. The
+// builders leave type and sessionAffinity empty for some kinds
+// (EmbeddingServer, MCPRegistry): a comparator that read them raw would
+// patch those Services on every sync, so the live copy here must carry
+// what a real server fills in.
 func DefaultService(s *corev1.Service) {
+	if s.Spec.Type == "" {
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	if s.Spec.SessionAffinity == "" {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	for i := range s.Spec.Ports {
+		p := &s.Spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == (intstr.IntOrString{}) {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
 	s.Spec.ClusterIP = "10.96.12.34"
 	s.Spec.ClusterIPs = []string{"10.96.12.34"}
 	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
@@ -189,4 +219,28 @@ func DefaultService(s *corev1.Service) {
 		s.Annotations = map[string]string{}
 	}
 	s.Annotations["service.beta.kubernetes.io/aws-load-balancer-type"] = "nlb"
+}
+
+// ForeignLabel and ForeignAnnotation are the marks AddForeignMarks leaves.
+const (
+	ForeignLabel      = "argocd.argoproj.io/instance"
+	ForeignAnnotation = "example.com/injected"
+)
+
+// AddForeignMarks adds a label and an annotation of another writer (a
+// GitOps tool, an injector) to obj, as they appear on live children of any
+// kind: a comparator must treat neither as drift.
+func AddForeignMarks(obj metav1.Object) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[ForeignLabel] = "team-a-apps"
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[ForeignAnnotation] = "true"
+	obj.SetAnnotations(ann)
 }

@@ -42,6 +42,13 @@ type Fixture struct {
 	Toolhive          *thfake.Clientset
 	KubeInformers     kubeinformers.SharedInformerFactory
 	ToolhiveInformers informers.SharedInformerFactory
+	// SelectedInformers holds one factory per label selector of
+	// Scope.Selected, as app.NewDeps builds them. Refresh fills each with
+	// only the objects its selector matches: the fakes' informers never
+	// run, so nothing else would apply the selector, and a controller
+	// reading a selected cache must see what a real one holds (a proxy
+	// whose pods another selector would miss stays Pending).
+	SelectedInformers map[string]kubeinformers.SharedInformerFactory
 	Recorder          *record.FakeRecorder
 }
 
@@ -65,20 +72,26 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 	if err := index.AddToInformers(f.ToolhiveInformers); err != nil {
 		t.Fatal(err)
 	}
+	f.SelectedInformers = map[string]kubeinformers.SharedInformerFactory{}
+	for _, sel := range selectors {
+		f.SelectedInformers[sel] = kubeinformers.NewSharedInformerFactoryWithOptions(f.Kube, 0,
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
+	}
 	return f
 }
 
+// selectors are app.SelectedLabelSelectors (which this package cannot
+// import: pkg/app imports the controllers).
+var selectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.RemoteProxyPodSelector}
+
 // Deps are the controller dependencies backed by the fixture: one scope
-// (whose label selectors, which the fakes do not apply, all share one
-// factory), the fixed clock Now, no write gate.
+// (whose ChildLabelSelector and unfiltered factories are one, while each
+// label selector of Selected has its own), the fixed clock Now, no write
+// gate.
 func (f *Fixture) Deps(cfg framework.Config) *framework.Deps {
-	selected := map[string]kubeinformers.SharedInformerFactory{}
-	for _, sel := range []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.RemoteProxyPodSelector} {
-		selected[sel] = f.KubeInformers
-	}
 	return &framework.Deps{
 		Kube: f.Kube, Toolhive: f.Toolhive,
-		Scopes:   []framework.Scope{{Kube: f.KubeInformers, KubeAll: f.KubeInformers, Toolhive: f.ToolhiveInformers, Selected: selected}},
+		Scopes:   []framework.Scope{{Kube: f.KubeInformers, KubeAll: f.KubeInformers, Toolhive: f.ToolhiveInformers, Selected: f.SelectedInformers}},
 		Recorder: f.Recorder, Clock: clocktesting.NewFakePassiveClock(toolhivetest.Now), Config: cfg,
 	}
 }
@@ -134,8 +147,20 @@ func (f *Fixture) Refresh() {
 	replace(kf.Core().V1().Services().Informer(), l6, e6)
 	l19, e19 := k.AppsV1().StatefulSets("").List(ctx, lo)
 	replace(kf.Apps().V1().StatefulSets().Informer(), l19, e19)
-	l22, e22 := k.CoreV1().Pods("").List(ctx, lo)
-	transformed(framework.TrimPod)(kf.Core().V1().Pods().Informer(), l22, e22)
+	// Each selected factory gets what the fake lists under its selector
+	// (the generated fakes do apply label selectors to a list), the pods
+	// trimmed as app.NewDeps's transform trims them.
+	for sel, sf := range f.SelectedInformers {
+		slo := metav1.ListOptions{LabelSelector: sel}
+		ls, es := k.AppsV1().StatefulSets("").List(ctx, slo)
+		replace(sf.Apps().V1().StatefulSets().Informer(), ls, es)
+		ld, ed := k.AppsV1().Deployments("").List(ctx, slo)
+		replace(sf.Apps().V1().Deployments().Informer(), ld, ed)
+		lv, ev := k.CoreV1().Services("").List(ctx, slo)
+		replace(sf.Core().V1().Services().Informer(), lv, ev)
+		lp, ep := k.CoreV1().Pods("").List(ctx, slo)
+		transformed(framework.TrimPod)(sf.Core().V1().Pods().Informer(), lp, ep)
+	}
 
 	th, tf := f.Toolhive.ToolhiveV1beta1(), f.ToolhiveInformers.Toolhive().V1beta1()
 	l7, e7 := th.MCPServers("").List(ctx, lo)

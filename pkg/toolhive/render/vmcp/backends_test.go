@@ -1,10 +1,13 @@
 package vmcp
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
 // ToolHive's name of an entry's CA bundle volume, within a DNS label.
@@ -28,5 +31,35 @@ func TestBackendNameTakenTwiceIsTheMCPServers(t *testing.T) {
 	got := membersOf([]any{newMember("x", testGroup), newRemoteMember("x", testGroup), newRemoteMember("y", testGroup)})
 	if len(got) != 2 || got[0].URL != "http://mcp-x-proxy.team-a.svc.cluster.local:8080/mcp" || got[1].Name != "y" {
 		t.Fatalf("backends %+v", got)
+	}
+}
+
+// A member's annotations reach its backend's metadata, Kubernetes' own
+// excepted: kubectl apply's last-applied-configuration changes with every
+// apply, and recording it would rewrite config.yaml and roll the vMCP each
+// time.
+func TestBackendMetadataLeavesKubernetesAnnotationsOut(t *testing.T) {
+	own := map[string]string{
+		"kubectl.kubernetes.io/last-applied-configuration": `{"kind":"MCPServer"}`,
+		"kubernetes.io/description":                        "fetch",
+		"deployment.kubernetes.io/revision":                "4",
+		"k8s.io/owner":                                     "x",
+	}
+	member := newMember("fetch", testGroup, func(s *thv1.MCPServer) {
+		s.Annotations = map[string]string{"team.example.com/owner": "search", "kubernetesish.example.com/x": "kept"}
+		for k, v := range own {
+			s.Annotations[k] = v
+		}
+	})
+	got := membersOf([]any{member})
+	if len(got) != 1 {
+		t.Fatalf("backends %+v", got)
+	}
+	want := map[string]string{
+		"team.example.com/owner": "search", "kubernetesish.example.com/x": "kept",
+		metaToolType: toolTypeMCP, metaWorkloadType: "mcp_server", metaNamespace: testNS,
+	}
+	if !maps.Equal(got[0].Metadata, want) {
+		t.Errorf("metadata %v, want %v", got[0].Metadata, want)
 	}
 }

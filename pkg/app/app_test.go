@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+)
+
+// The caches NewDeps builds, filled by running informers (on fake
+// clientsets, which apply label selectors to a list) through the real
+// transforms: the proxy pods' cache holds only the MCPRemoteProxies' pods,
+// each without its spec, so no credential of an environment variable is
+// in memory; a labelled child is cached whole less its managedFields; a
+// user's ConfigMap in the unfiltered cache keeps its keys, not its values.
+func TestInformerTransforms(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+	secretEnv := []corev1.EnvVar{{Name: "TOKEN", Value: "s3cr3t"}}
+	proxyPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "remote-abc", Labels: naming.Labels(naming.AppMCPRemoteProxy, "remote"), ManagedFields: managed},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Image: "runner", Env: secretEnv}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "toolhive",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}}}},
+	}
+	serverPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-abc", Labels: naming.Labels(naming.AppMCPServer, "fetch")},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Env: secretEnv}}},
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", ManagedFields: managed,
+		Labels: map[string]string{naming.LabelToolhive: "true"}}}
+	userCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "corp-ca", ManagedFields: managed},
+		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----"}}
+
+	d := NewDeps(k8sfake.NewClientset(proxyPod, serverPod, dep, userCM), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
+	if len(d.Scopes) != 1 {
+		t.Fatalf("%d scopes for all namespaces", len(d.Scopes))
+	}
+	s := d.Scopes[0]
+	pods := s.Selected[naming.RemoteProxyPodSelector].Core().V1().Pods().Informer()
+	deps := s.Kube.Apps().V1().Deployments().Informer()
+	cms := s.KubeAll.Core().V1().ConfigMaps().Informer()
+	// A bound on a fake's list, not a timing assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	for _, f := range s.Factories() {
+		f.Start(ctx.Done())
+	}
+	// Shutdown waits for the informers, which stop once ctx is done.
+	defer func() {
+		cancel()
+		for _, f := range s.Factories() {
+			f.Shutdown()
+		}
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, deps.HasSynced, cms.HasSynced) {
+		t.Fatal("caches did not sync")
+	}
+
+	keys := func(inf cache.SharedIndexInformer) []string { return inf.GetStore().ListKeys() }
+	if got := keys(pods); len(got) != 1 || got[0] != "team-a/remote-abc" {
+		t.Fatalf("proxy pods cache %v, want only team-a/remote-abc", got)
+	}
+	obj, _, _ := pods.GetStore().GetByKey("team-a/remote-abc")
+	pod := obj.(*corev1.Pod)
+	if len(pod.Spec.Containers) != 0 || pod.ManagedFields != nil {
+		t.Errorf("pod cached with its spec or managedFields: %+v", pod)
+	}
+	if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "CrashLoopBackOff" {
+		t.Errorf("pod status not kept: %+v", pod.Status)
+	}
+	obj, _, _ = deps.GetStore().GetByKey("team-a/fetch")
+	if got, ok := obj.(*appsv1.Deployment); !ok || got.ManagedFields != nil || got.Labels[naming.LabelToolhive] != "true" {
+		t.Errorf("deployment cached as %+v", obj)
+	}
+	obj, _, _ = cms.GetStore().GetByKey("team-a/corp-ca")
+	if got, ok := obj.(*corev1.ConfigMap); !ok || len(got.Data) != 1 || got.Data["ca.crt"] != "" || got.ManagedFields != nil {
+		t.Errorf("user ConfigMap cached as %+v", obj)
+	}
+}
