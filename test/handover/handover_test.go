@@ -110,7 +110,7 @@ func TestHandover(t *testing.T) {
 
 	judge := toolhive.NewJudge()
 	judge.Add("allowedDifferences", allowedDifferences(s.cases))
-	judge.Add("pendingDifferences", pendingDifferences)
+	judge.Add("pendingDifferences", takeBackOptional(pendingDifferences))
 	var pending []toolhive.Difference
 	for _, d := range append(toHive, toThv...) {
 		if judge.Verdict(t, d, "allowedDifferences", *updatePending, "before", "after") {
@@ -525,4 +525,17 @@ func buildHivekeeper(t *testing.T) func() string {
 		}
 		return bin
 	}
+}
+
+// takeBackOptional marks the entries seen only when ToolHive's operator
+// takes objects back as optional, as allowedAtSwitch does (listed): it
+// reaches some of them after the suite's settle window in some runs.
+// hivekeeper's direction stays exact.
+func takeBackOptional(list []toolhive.Exception) []toolhive.Exception {
+	out := make([]toolhive.Exception, len(list))
+	for i, e := range list {
+		e.Optional = len(e.Objects) > 0 && !slices.ContainsFunc(e.Objects, func(o string) bool { return !strings.HasPrefix(o, "back-to-toolhive ") })
+		out[i] = e
+	}
+	return out
 }
