@@ -289,9 +289,10 @@ func stdio(c *diffCase, name string) bool {
 	return false
 }
 
-// recordRoot is where -record writes ToolHive's operator's outputs.
+// recordRoot is where -record writes ToolHive's operator's outputs: those
+// of the release this suite runs (see TestMain).
 func recordRoot(t *testing.T) string {
-	version, _, err := framework.ToolHiveSource(framework.ToolHiveRuntimeRelease)
+	version, _, err := framework.ToolHiveSource(framework.ToolHivePreviousRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
