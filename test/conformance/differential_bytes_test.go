@@ -194,13 +194,13 @@ var allowedBytes = []allowedDifference{
 			"content and pod template checksums of those RunConfigs follow",
 		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
 			return slices.Concat(
-				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, `"e7084883e9922418017f62ffb29a65646d56672918390214432837e0235226cb"`,
+				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"aa6e40e49b7f3458441360ed96417f6b56cf318ef6ae8ffa3e74281e2f804cc7"`, `"5e9ff97036e3d42f735bba8a5408d8377f6c53a709482030487504be3672788c"`,
 					"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig")(t, cases),
-				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, `"d0c5610d2a851270271edb17394ebc8f16d54ac36be8ea762485c30ceac1a346"`,
+				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"fd2f9377334374c32615eeb393aa2259283e494e78bd3247201e7030a98a5a2e"`, `"741a2950bd22ba804baead3ec768e48338953fc7e3c2b76a22060e76dc1aad9b"`,
 					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
-				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"1afb1498c325bae142a900929347456fa131ff4d1f9be3ab8cba86f7da9facee"`, `"e7084883e9922418017f62ffb29a65646d56672918390214432837e0235226cb"`,
+				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"aa6e40e49b7f3458441360ed96417f6b56cf318ef6ae8ffa3e74281e2f804cc7"`, `"5e9ff97036e3d42f735bba8a5408d8377f6c53a709482030487504be3672788c"`,
 					"table/15-runtime-features.yaml Deployment/profile-network")(t, cases),
-				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"6b765c55c5b36f52f5ca2887462dc1de9c8230f189eddbf6fd5a423894b919d5"`, `"d0c5610d2a851270271edb17394ebc8f16d54ac36be8ea762485c30ceac1a346"`,
+				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"fd2f9377334374c32615eeb393aa2259283e494e78bd3247201e7030a98a5a2e"`, `"741a2950bd22ba804baead3ec768e48338953fc7e3c2b76a22060e76dc1aad9b"`,
 					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
 				exactly(`data["runconfig.json"].permission_profile.name`, `"none"`, `"network"`,
 					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
