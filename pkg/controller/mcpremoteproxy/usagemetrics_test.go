@@ -1,16 +1,9 @@
 package mcpremoteproxy
 
 import (
-	"context"
-	"encoding/json"
-	"slices"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -28,28 +21,7 @@ func TestUsageMetricsOptionReachesTheRunConfig(t *testing.T) {
 		f := &fixture{Fixture: wf, c: c}
 		f.Refresh()
 		f.converge("fetch")
-		cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("fetch"), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rc schema.RunConfig
-		if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
-			t.Fatal(err)
-		}
-		var types []string
-		for _, m := range rc.MiddlewareConfigs {
-			types = append(types, m.Type)
-		}
-		return types
+		return wf.MiddlewareTypes(t, testNS, "fetch")
 	}
-	on, off := chain(true), chain(false)
-	if !slices.Contains(on, schema.MiddlewareUsageMetrics) {
-		t.Errorf("option on: middleware %v lacks %s", on, schema.MiddlewareUsageMetrics)
-	}
-	if slices.Contains(off, schema.MiddlewareUsageMetrics) {
-		t.Errorf("option off: middleware %v has %s", off, schema.MiddlewareUsageMetrics)
-	}
-	if without := slices.DeleteFunc(slices.Clone(on), func(s string) bool { return s == schema.MiddlewareUsageMetrics }); !slices.Equal(without, off) {
-		t.Errorf("the chains differ in more than the usage metrics: on %v, off %v", on, off)
-	}
+	workloadtest.AssertUsageMetricsToggle(t, chain(true), chain(false))
 }
