@@ -46,16 +46,10 @@ var allowedAtSwitch = []allowed{
 	},
 	{
 		Field: "backends[].type",
-		Reason: "an MCPServerEntry's backend: hivekeeper writes type entry, as vmcp's own discovery types an entry; ToolHive's " +
-			"operator in inline mode writes none, beside which vmcp validate refuses the entry's caBundlePath",
-		Cost: "the vMCP's config.yaml differs, so its Deployment rolls at each switch",
-		entries: func(cases []*toolhive.Case) []toolhive.Exception {
-			return append(
-				bothWays(`data["config.yaml"].backends[name=context7].type`, toolhive.None, `"entry"`,
-					"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config")(cases),
-				bothWays(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`,
-					"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config")(cases)...)
-		},
+		Reason: "an MCPServerEntry's backend with a CA bundle: ToolHive's operator writes its caBundlePath without type entry, " +
+			"which vmcp refuses, so ToolHive's vMCP does not start; hivekeeper writes type entry there, and no type otherwise",
+		Cost:    "the vMCP's config.yaml differs, so its Deployment rolls at each switch (ToolHive's pod was not running)",
+		entries: bothWays(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`, "table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config"),
 	},
 	{
 		Field:  "spec.volumes host paths",

@@ -23,8 +23,11 @@ import (
 // What an MCPServerEntry backend brings into the vMCP pod, as ToolHive's
 // operator wires it at the pinned release.
 const (
-	// backendTypeEntry marks an entry's backend in config.yaml: vmcp
-	// accepts caBundlePath only on such a backend.
+	// backendTypeEntry marks an entry's backend in config.yaml. vmcp
+	// reads the type only to accept caBundlePath, which it refuses on a
+	// backend of any other type; ToolHive's operator writes no type, so
+	// hivekeeper writes it only beside a caBundlePath, where ToolHive's
+	// config would not start.
 	backendTypeEntry = "entry"
 	// caBundleBase is where an entry's CA bundle ConfigMap is mounted,
 	// one directory per entry: <base>/<entry>/<key>.
@@ -114,13 +117,14 @@ func kubernetesAnnotation(key string) bool {
 }
 
 // entryBackend is an MCPServerEntry's backend: its remote URL as written
-// (vmcp connects to it directly, there is no proxy), its transport, type
-// entry and, with a CA bundle, the path it is mounted at. Like ToolHive,
+// (vmcp connects to it directly, there is no proxy), its transport and,
+// with a CA bundle, the path it is mounted at and type entry. Like ToolHive,
 // only an entry whose checks passed (phase Valid) is a backend.
 func entryBackend(e *thv1.MCPServerEntry) member {
-	b := schema.VMCPBackend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport, Type: backendTypeEntry}
+	b := schema.VMCPBackend{Name: e.Name, URL: e.Spec.RemoteURL, Transport: e.Spec.Transport}
 	if ca := entryCABundle(e); ca != nil {
 		b.CABundlePath = path.Join(caBundleBase, e.Name, caBundleKey(ca))
+		b.Type = backendTypeEntry
 	}
 	return member{VMCPBackend: b, AuthConfig: authRefName(e.Spec.ExternalAuthConfigRef), Entry: e,
 		Metadata: backendMetadata(e, "server_entry", e.Spec.RemoteURL),

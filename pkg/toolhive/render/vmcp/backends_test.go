@@ -63,3 +63,20 @@ func TestBackendMetadataLeavesKubernetesAnnotationsOut(t *testing.T) {
 		t.Errorf("metadata %v, want %v", got[0].Metadata, want)
 	}
 }
+
+// An entry's backend is typed entry only beside its caBundlePath, the one
+// place vmcp reads the type: ToolHive's operator writes no type, and
+// writing one on every entry would rewrite config.yaml (and roll the vMCP)
+// on a switch from it.
+func TestEntryBackendTypedOnlyWithCABundle(t *testing.T) {
+	plain := newEntry("plain", testGroup)
+	withCA := newEntry("far", testGroup, func(e *thv1.MCPServerEntry) {
+		e.Spec.CABundleRef = &thv1.CABundleSource{ConfigMapRef: &thv1.ConfigMapKeyRef{Name: "far-ca"}}
+	})
+	if b := entryBackend(plain); b.Type != "" || b.CABundlePath != "" {
+		t.Errorf("plain entry: type %q, caBundlePath %q; want neither", b.Type, b.CABundlePath)
+	}
+	if b := entryBackend(withCA); b.Type != backendTypeEntry || b.CABundlePath != "/etc/toolhive/ca-bundles/far/ca.crt" {
+		t.Errorf("entry with a CA bundle: type %q, caBundlePath %q", b.Type, b.CABundlePath)
+	}
+}
