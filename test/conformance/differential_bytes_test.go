@@ -99,38 +99,17 @@ var allowedBytes = []allowedDifference{
 			return out
 		},
 	},
+
 	{
-		Field: "backends[].metadata.workload_status",
-		Reason: "ToolHive v0.47.0's operator records an inline backend's phase in config.yaml, so every phase change of a member " +
-			"rolls the vMCP; ToolHive v0.63.0's no longer does, and hivekeeper writes what v0.63.0 writes. The content and pod " +
-			"template checksums of those configs follow (`vMCP config checksum`)",
-		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
-			var out []toolhive.Exception
-			for _, e := range []struct{ object, backend, phase string }{
-				{"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config", "cfg-fetch", "Pending"},
-				{"table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config", "cfg-github", "Pending"},
-				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config", "context7", "Valid"},
-				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config", "github-mcp", "Pending"},
-				{"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config", "ent-far", "Valid"},
-				{"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config", "ent-local", "Pending"},
-			} {
-				out = append(out, exactly(`data["config.yaml"].backends[name=`+e.backend+`].metadata.workload_status`,
-					toolhive.Show(e.phase), toolhive.None, e.object)(t, cases)...)
-			}
-			return out
-		},
-	},
-	{
-		Field:  "vMCP config checksum",
-		Reason: "the checksums of the inline vMCP configs that differ by their backends' workload_status alone",
+		Field: "vMCP config checksum",
+		Reason: "the content and pod template checksums of the inline vMCP configs that differ by `outgoingAuth.default.type` " +
+			"or `backends[].type` alone",
 		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
 			var out []toolhive.Exception
 			for _, e := range []struct{ caseName, vmcp, thv, hive string }{
-				{"table/24-vmcp-config.yaml", "cfg-vmcp", "41d51228cb67c0bc30189d527cb967971697c4694d21e77dd6fa4cb018f7f061",
+				{"table/24-vmcp-config.yaml", "cfg-vmcp", "c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb",
 					"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"},
-				{"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml", "eng-tools", "6409d4f90f6d3e0ac03b57ecaf08ee769e59e4b1931802bcfbb0d14353a8207b",
-					"1e1808027def4ab38c2dace23719c8d12114d54ad7701e233322ff8f5ebbb1f0"},
-				{"table/35-vmcp-entries.yaml", "ent-vmcp", "876c52a019edb5d085d34da79852f852b8cd8584729580befbefedbd83d9ff73",
+				{"table/35-vmcp-entries.yaml", "ent-vmcp", "35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0",
 					"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"},
 			} {
 				out = append(out,
@@ -140,20 +119,6 @@ var allowedBytes = []allowedDifference{
 						e.caseName+" Deployment/"+e.vmcp)(t, cases)[0])
 			}
 			return out
-		},
-	},
-	{
-		Field: "vMCP member secret variables",
-		Reason: "in inline mode ToolHive v0.47.0's operator names a member's MCPExternalAuthConfig secret variable in config.yaml " +
-			"but does not mount it, so vmcp fails to start; ToolHive v0.63.0's mounts it in both modes, and so does hivekeeper",
-		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
-			return append(
-				exactly("spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY]", toolhive.None,
-					`{"name":"TOOLHIVE_HEADER_INJECTION_VALUE_ENT_API_KEY","value… (sha256:6b49957996d8, 121 bytes)`,
-					"table/35-vmcp-entries.yaml Deployment/ent-vmcp")(t, cases),
-				exactly("spec.template.spec.containers[name=vmcp].env[name=TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE]", toolhive.None,
-					`{"name":"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE"… (sha256:aacabacba8d6, 131 bytes)`,
-					"table/35-vmcp-entries.yaml Deployment/ent-vmcp")(t, cases)...)
 		},
 	},
 	{
@@ -183,36 +148,14 @@ var allowedBytes = []allowedDifference{
 					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
 				exactly("spec.template.spec.volumes[name=work]", `{"hostPath":{"path":"/srv/work","type":""},"name":"work"}`, "(none)",
 					"table/15-runtime-features.yaml Deployment/volumes-only")(t, cases),
+				exactly("spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", `{"mountPath":"/data","name":"data"}`, "(none)",
+					"table/21-permission-profile-configmap.yaml Deployment/profile-configmap")(t, cases),
+				exactly("spec.template.spec.volumes[name=data]", `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, "(none)",
+					"table/21-permission-profile-configmap.yaml Deployment/profile-configmap")(t, cases),
 			)
 		},
 	},
-	{
-		Field: "permission_profile",
-		Reason: "a change between ToolHive releases: v0.63.0's operator ignores spec.permissionProfile (a Warning event " +
-			"PermissionProfileUnsupported, cmd/thv-operator/controllers/mcpserver_controller.go:691-710 at v0.63.0) and writes the " +
-			"builder's default profile, v0.47.0's writes a builtin profile's name; hivekeeper writes what v0.63.0 writes. The " +
-			"content and pod template checksums of those RunConfigs follow",
-		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
-			return slices.Concat(
-				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"aa6e40e49b7f3458441360ed96417f6b56cf318ef6ae8ffa3e74281e2f804cc7"`, `"5e9ff97036e3d42f735bba8a5408d8377f6c53a709482030487504be3672788c"`,
-					"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig")(t, cases),
-				exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, `"fd2f9377334374c32615eeb393aa2259283e494e78bd3247201e7030a98a5a2e"`, `"741a2950bd22ba804baead3ec768e48338953fc7e3c2b76a22060e76dc1aad9b"`,
-					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
-				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"aa6e40e49b7f3458441360ed96417f6b56cf318ef6ae8ffa3e74281e2f804cc7"`, `"5e9ff97036e3d42f735bba8a5408d8377f6c53a709482030487504be3672788c"`,
-					"table/15-runtime-features.yaml Deployment/profile-network")(t, cases),
-				exactly(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, `"fd2f9377334374c32615eeb393aa2259283e494e78bd3247201e7030a98a5a2e"`, `"741a2950bd22ba804baead3ec768e48338953fc7e3c2b76a22060e76dc1aad9b"`,
-					"table/15-runtime-features.yaml Deployment/runtime-all")(t, cases),
-				exactly(`data["runconfig.json"].permission_profile.name`, `"none"`, `"network"`,
-					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
-				exactly(`data["runconfig.json"].permission_profile.network.outbound.insecure_allow_all`, "(none)", "true",
-					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
-				exactly(`data["runconfig.json"].permission_profile_name_or_path`, `"network"`, "(none)",
-					"table/15-runtime-features.yaml ConfigMap/profile-network-runconfig")(t, cases),
-				exactly(`data["runconfig.json"].permission_profile_name_or_path`, `"none"`, "(none)",
-					"table/15-runtime-features.yaml ConfigMap/runtime-all-runconfig")(t, cases),
-			)
-		},
-	},
+
 	{
 		Field: "outgoingAuth.default.type",
 		Reason: "for a default of type discovered ToolHive's operator writes strategy type discovered, which vmcp validate refuses; " +
@@ -222,15 +165,11 @@ var allowedBytes = []allowedDifference{
 	},
 	{
 		Field: "backends[].type",
-		Reason: "an MCPServerEntry's backend: hivekeeper writes type entry, as vmcp's own discovery types an entry; ToolHive's " +
-			"operator in inline mode writes none, beside which vmcp validate refuses the entry's caBundlePath",
-		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
-			return append(
-				exactly(`data["config.yaml"].backends[name=context7].type`, toolhive.None, `"entry"`,
-					"examples/mcp-server-entries/mcpserverentry_mixed_group.yaml ConfigMap/eng-tools-vmcp-config")(t, cases),
-				exactly(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`,
-					"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config")(t, cases)...)
-		},
+		Reason: "an MCPServerEntry's backend with a CA bundle: ToolHive v0.63.0's operator writes its caBundlePath without type " +
+			"entry, and vmcp (validate and serve) refuses a caBundlePath on a backend of any other type, so ToolHive's vMCP does " +
+			"not start; hivekeeper writes type entry beside a caBundlePath, and no type otherwise, as ToolHive's operator",
+		entries: exactly(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`,
+			"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config"),
 	},
 }
 
@@ -292,7 +231,7 @@ func stdio(c *diffCase, name string) bool {
 // recordRoot is where -record writes ToolHive's operator's outputs: those
 // of the release this suite runs (see TestMain).
 func recordRoot(t *testing.T) string {
-	version, _, err := framework.ToolHiveSource(framework.ToolHivePreviousRelease)
+	version, _, err := framework.ToolHiveSource(framework.ToolHiveRuntimeRelease)
 	if err != nil {
 		t.Fatal(err)
 	}

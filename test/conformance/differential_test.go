@@ -70,19 +70,6 @@ var notCompared = map[string]skipped{
 		ToolHive:   thvNotReady("tool override for search must have either Name or Description set"),
 		Hivekeeper: hiveWaiting,
 	},
-	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap": {
-		Why: "its permission profile is a ConfigMap's, which ToolHive's v0.47.0 operator reads from a file in its own pod, where the " +
-			"proxy's mount of the ConfigMap does not exist, and fails the server; from v0.63.0 on it ignores spec.permissionProfile, " +
-			"as hivekeeper does (docs/compatibility.md)",
-		ToolHive:   thvNotReady("failed to read permission profile: open /etc/toolhive/profiles/fetch.json"),
-		Hivekeeper: hiveWaiting,
-	},
-	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": {
-		Why: "its MCPExternalAuthConfig keycloak-token-exchange spells tokenExchange's keys in snake_case, which neither " +
-			"ToolHive's CRD nor hivekeeper's knows, so it cannot be created and both operators wait for it",
-		ToolHive:   thvNotReady("MCPExternalAuthConfig keycloak-token-exchange not found"),
-		Hivekeeper: hiveNoExtAuth("keycloak-token-exchange"),
-	},
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": {
 		Why: "it references MCPExternalAuthConfig oauth-token-exchange, which only mcpexternalauthconfig_basic.yaml defines, " +
 			"with the same stale snake_case keys; both operators wait for it",
@@ -97,14 +84,7 @@ var notCompared = map[string]skipped{
 		thv, hive := noOIDCConfig("production-oidc-config")
 		return skipped{"its oidcConfigRef names an MCPOIDCConfig the file does not define; both operators wait for it", thv, hive}
 	}(),
-	"examples/virtual-mcps/composite_tool_with_elicitations.yaml VirtualMCPServer vmcp-interactive-deploy": {
-		Why: "its definition interactive-deploy retries a step with maxRetries, a key neither CRD has (dropped), so the step " +
-			"retries 0 times, which vmcp validate refuses; hivekeeper marks the definition Valid=False and the vMCP waits, " +
-			"ToolHive's operator deploys a config vmcp refuses",
-		ToolHive: statusWant{"Pending", "Ready=False", "DeploymentNotReady", ""},
-		Hivekeeper: statusWant{"Pending", thv1.ConditionCompositeToolRefsValidated + "=False", thv1.ReasonCompositeToolRefInvalid,
-			"interactive-deploy"},
-	},
+
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp": {
 		Why: "its MCPOIDCConfig's client secret names a Secret the file does not define, which ToolHive's operator reads and " +
 			"waits for; hivekeeper never reads a Secret and deploys the vMCP (discovered mode, so its empty group is no reason " +

@@ -38,16 +38,17 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		flag.Parse()
 		if dir := os.Getenv(toolhive.BinariesEnv); dir != "" && !testing.Short() {
-			// This suite still runs the older release's binaries and
-			// judges by its operator (its work lists are v0.47.0's);
-			// the handover suite runs the release users run. The move
-			// of this suite to TOOLHIVE_VERSION is open work.
-			version, module, err := toolhive.PreviousModuleDir()
+			module, err := toolhive.ModuleDir()
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 				return 1
 			}
-			toolhiveBin, toolhiveModule = toolhive.PreviousBinaries(dir, version), module
+			toolchain, err := framework.Pin("TOOLHIVE_GOTOOLCHAIN")
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+				return 1
+			}
+			toolhiveBin, toolhiveModule = dir, module
 			tmp, err := os.MkdirTemp("", "hivekeeper-thvcheck-")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -56,10 +57,11 @@ func TestMain(m *testing.M) {
 			defer os.RemoveAll(tmp)
 			thvcheck = filepath.Join(tmp, "thvcheck")
 			// The nested module is built as it is committed (its go.sum),
-			// outside any workspace.
+			// outside any workspace, with the Go toolchain ToolHive's
+			// release needs.
 			cmd := exec.Command("go", "build", "-o", thvcheck, ".")
 			cmd.Dir = "thvcheck"
-			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN="+toolchain)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				fmt.Fprintf(os.Stderr, "conformance: building thvcheck: %v\n%s", err, out)
 				return 1

@@ -117,6 +117,23 @@ func readVersions(root string) (map[string]string, error) {
 	return vars, sc.Err()
 }
 
+// Pin returns the value hack/versions.env pins for name (e.g.
+// TOOLHIVE_GOTOOLCHAIN).
+func Pin(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	vars, err := readVersions(root)
+	if err != nil {
+		return "", err
+	}
+	if vars[name] == "" {
+		return "", fmt.Errorf("hack/versions.env does not pin %s", name)
+	}
+	return vars[name], nil
+}
+
 // ToolHive releases of hack/versions.env, the names ToolHiveSource takes.
 const (
 	// ToolHiveAPIRelease is the release whose API (CRDs, examples) hivekeeper
