@@ -1,6 +1,7 @@
 package handover_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,15 +42,23 @@ var allowedAtSwitch = []allowed{
 		Field: "outgoingAuth.default.type",
 		Reason: "for a default of type discovered ToolHive's operator writes strategy type discovered, which vmcp validate " +
 			"refuses; hivekeeper writes unauthenticated, what ToolHive's converter maps discovered to",
-		Cost:    "the vMCP's config.yaml differs, so its Deployment rolls at each switch",
-		entries: bothWays(`data["config.yaml"].outgoingAuth.default.type`, `"discovered"`, `"unauthenticated"`, "table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config"),
+		Cost: "the vMCP's config.yaml differs, so its Deployment rolls at each switch",
+		entries: concat(
+			bothWays(`data["config.yaml"].outgoingAuth.default.type`, `"discovered"`, `"unauthenticated"`, "table/24-vmcp-config.yaml ConfigMap/cfg-vmcp-vmcp-config"),
+			vmcpRoll("table/24-vmcp-config.yaml", "cfg-vmcp",
+				checksums{"", "c87814cc465630e9ae74e275da09d7a2d12afbcb94bd0c2dff8ccd09ff2373cb", "c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"},
+				checksums{"production", "cfab6b3fe39652dc99b63338ca3750508a1700b5c1cce6b3ac7bf6d37b81befb", "52ef3297ed1930afefbec6294a41ae0b40a9d26e569f6076d7bb5bf94477a214"})),
 	},
 	{
 		Field: "backends[].type",
 		Reason: "an MCPServerEntry's backend with a CA bundle: ToolHive's operator writes its caBundlePath without type entry, " +
 			"which vmcp refuses, so ToolHive's vMCP does not start; hivekeeper writes type entry there, and no type otherwise",
-		Cost:    "the vMCP's config.yaml differs, so its Deployment rolls at each switch (ToolHive's pod was not running)",
-		entries: bothWays(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`, "table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config"),
+		Cost: "the vMCP's config.yaml differs, so its Deployment rolls at each switch (ToolHive's pod was not running)",
+		entries: concat(
+			bothWays(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`, "table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config"),
+			vmcpRoll("table/35-vmcp-entries.yaml", "ent-vmcp",
+				checksums{"", "35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0", "219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"},
+				checksums{"production", "f90cbe8a7bb5613449100aea6d9b0f293114269bc0a89610675d14ca329ce6e7", "10b868707731d7423a94c14cf6097f336ce3d6b0341f5f8f574e27b5f4dc3a23"})),
 	},
 	{
 		Field:  "spec.volumes host paths",
@@ -65,6 +74,10 @@ var allowedAtSwitch = []allowed{
 			{Path: "spec.template.spec.volumes[name=cache]", A: `{"hostPath":{"path":"/var/cache/mcp","type":""},"name":"cache"}`, B: "(none)", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/runtime-all"}},
 			{Path: "spec.template.spec.volumes[name=data]", A: `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, B: "(none)", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/runtime-all"}},
 			{Path: "(writes)", A: "(none)", B: "patch", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/volumes-only"}},
+			{Path: "(writes)", A: "(none)", B: "patch", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/runtime-all"}},
+			{Path: "(writes)", A: "(none)", B: "patch", Objects: []string{"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap"}},
+			{Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=data]", A: `{"mountPath":"/data","name":"data"}`, B: "(none)", Objects: []string{"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap"}},
+			{Path: "spec.template.spec.volumes[name=data]", A: `{"hostPath":{"path":"/srv/data","type":""},"name":"data"}`, B: "(none)", Objects: []string{"to-hivekeeper table/21-permission-profile-configmap.yaml Deployment/profile-configmap"}},
 			{Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=config]", A: `{"mountPath":"/config","name":"config","readOnly":true}`, B: "(none)", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/volumes-only"}},
 			{Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work-again]", A: `{"mountPath":"/work/","name":"work-again"}`, B: "(none)", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/volumes-only"}},
 			{Path: "spec.template.spec.containers[name=toolhive].volumeMounts[name=work]", A: `{"mountPath":"/work","name":"work"}`, B: "(none)", Objects: []string{"to-hivekeeper table/15-runtime-features.yaml Deployment/volumes-only"}},
@@ -128,6 +141,61 @@ func bothWays(path, toolhiveValue, hivekeeperValue, object string) func([]*toolh
 			{Cause: "allowed", Path: path, A: toolhiveValue, B: hivekeeperValue, Objects: []string{"to-hivekeeper " + object}},
 			{Cause: "allowed", Path: path, A: hivekeeperValue, B: toolhiveValue, Objects: []string{"back-to-toolhive " + object}},
 		}
+	}
+}
+
+// vmcpRoll is what a difference in a vMCP's config.yaml brings at each
+// switch: its content checksum and its pod template's follow, and the
+// ConfigMap and Deployment are written. sums are each operator's checksum
+// in each scenario (its values add to the config, so the sums differ).
+func vmcpRoll(caseName, vmcp string, sums ...checksums) func([]*toolhive.Case) []toolhive.Exception {
+	config, deployment := caseName+" ConfigMap/"+vmcp+"-vmcp-config", caseName+" Deployment/"+vmcp
+	lists := []func([]*toolhive.Case) []toolhive.Exception{
+		listed([]toolhive.Exception{
+			{Path: "(writes)", A: toolhive.None, B: "patch", Objects: []string{"to-hivekeeper " + config}},
+			{Path: "(writes)", A: toolhive.None, B: "patch", Objects: []string{"to-hivekeeper " + deployment}},
+			{Path: "(writes)", A: toolhive.None, B: "update", Objects: []string{"back-to-toolhive " + config}},
+			{Path: "(writes)", A: toolhive.None, B: "update", Objects: []string{"back-to-toolhive " + deployment}},
+		}),
+	}
+	for _, sum := range sums {
+		lists = append(lists, inScenario(sum.scenario, concat(
+			bothWays(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, toolhive.Show(sum.thv), toolhive.Show(sum.hive), config),
+			bothWays(`spec.template.metadata.annotations["toolhive.stacklok.dev/runconfig-checksum"]`, toolhive.Show(sum.thv), toolhive.Show(sum.hive), deployment))))
+	}
+	return concat(lists...)
+}
+
+// checksums are a config's checksums written by ToolHive's operator and
+// by hivekeeper in a scenario ("" the first).
+type checksums struct{ scenario, thv, hive string }
+
+// inScenario names the objects of entries as the scenario's.
+func inScenario(name string, entries func([]*toolhive.Case) []toolhive.Exception) func([]*toolhive.Case) []toolhive.Exception {
+	return func(cases []*toolhive.Case) []toolhive.Exception {
+		out := entries(cases)
+		for i := range out {
+			objects := slices.Clone(out[i].Objects)
+			for j, o := range objects {
+				objects[j] = scenario{name: name}.label(o)
+			}
+			out[i].Objects = objects
+			// A back switch's checksums are ToolHive's operator's to
+			// write when it gets to the object.
+			out[i].Optional = out[i].Optional || (name != "" && strings.Contains(objects[0], "back-to-toolhive "))
+		}
+		return out
+	}
+}
+
+// concat joins lists of entries.
+func concat(lists ...func([]*toolhive.Case) []toolhive.Exception) func([]*toolhive.Case) []toolhive.Exception {
+	return func(cases []*toolhive.Case) []toolhive.Exception {
+		var out []toolhive.Exception
+		for _, l := range lists {
+			out = append(out, l(cases)...)
+		}
+		return out
 	}
 }
 

@@ -316,3 +316,29 @@ func FlagValue(flags []string, name string) string {
 	}
 	return ""
 }
+
+// CRDChart renders ToolHive's CRD chart at module (its templates, with
+// the chart's defaults) into dir/crds.yaml, the CRDs as a `helm install`
+// or `helm upgrade` of that chart applies them, and returns dir.
+func CRDChart(module, dir string) (string, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/helm.sh: %w", err)
+	}
+	args := []string{"template", "toolhive-operator-crds", filepath.Join(module, "deploy", "charts", "operator-crds")}
+	cmd := exec.Command(strings.TrimSpace(string(out)), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	rendered, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "crds.yaml"), rendered, 0o644)
+}
