@@ -413,7 +413,9 @@ func (s *suite) waitDeployments(thv *toolhive.Operator) *toolhive.Operator {
 	const stalled = 2 * time.Minute
 	began, progress, restarts, last := time.Now(), time.Now(), 0, -1
 	framework.Eventually(s.t, 20*time.Minute, func() (bool, error) {
-		s.markEmbeddingServersReady()
+		if !s.scenario.cluster { // a cluster's StatefulSet controller and kwok do
+			s.markEmbeddingServersReady()
+		}
 		var missing []string
 		for _, c := range s.cases {
 			for _, w := range c.Workloads {
