@@ -167,10 +167,10 @@ func (s *suite) compare(direction string, before, after snapshot, user string, c
 }
 
 // ofRefusedWorkload reports whether a child belongs to a workload of the
-// case ToolHive's operator deploys nothing for (toolhiveDeploysNothing).
+// case ToolHive's operator deploys nothing for (refused).
 func (s *suite) ofRefusedWorkload(c *toolhive.Case, child *unstructured.Unstructured) bool {
 	kind, name, ok := strings.Cut(toolhive.Owner(child), "/")
-	return ok && toolhiveDeploysNothing[c.Name+" "+kind+" "+name] != ""
+	return ok && s.refused(c.Name+" "+kind+" "+name) != ""
 }
 
 // roundTrip logs how the objects after a switch there and back differ

@@ -18,6 +18,9 @@ import (
 	"testing"
 )
 
+var regroupPending = flag.Bool("regroup-pending", false, "TestRegroupPending: rewrite pending_test.go from its own entries, "+
+	"grouped by the causes as they are now (no cluster is run)")
+
 var updatePending = flag.Bool("update-pending", false, "TestHandover: rewrite pending_test.go from the differences seen, "+
 	"instead of failing on those it does not list")
 
