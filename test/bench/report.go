@@ -119,10 +119,13 @@ func renderReport(c config, results []*result) string {
 	if c.workers > 0 || c.qps > 0 || c.burst > 0 {
 		flags = fmt.Sprintf("--workers=%d --kube-api-qps=%g --kube-api-burst=%d (0 = default)", c.workers, c.qps, c.burst)
 	}
+	if len(c.chartFlags) > 0 {
+		flags += fmt.Sprintf(", with the settings ToolHive %s's chart gives its operator (`%s`)", c.toolhive, strings.Join(c.chartFlags, " "))
+	}
 	fmt.Fprintf(&b, "Controller flags: %s. Load: a third of each transport, a quarter with overrides, each MCPServer referencing one of K=%d MCPOIDCConfigs.\n\n", flags, c.configs)
 
 	b.WriteString("## On a real cluster\n\n")
-	b.WriteString("Hot: the controller runs and the MCPServers are created (16 clients). Cold: the configs and MCPServers are stored first, then the binary starts; times run from the process's start. All Ready: every MCPServer's phase is Ready, which hivekeeper writes once the controller manager counts a ready proxy pod in the Deployment's status. Peer: ToolHive's own operator (thv-operator at the pinned release), on a cluster of its own started the same way, given the same configs and MCPServers in the same run; it watches the one namespace (`WATCH_NAMESPACE`) as hivekeeper is given `--namespaces`.\n\n")
+	b.WriteString("Hot: the controller runs and the MCPServers are created (16 clients). Cold: the configs and MCPServers are stored first, then the binary starts; times run from the process's start. All Ready: every MCPServer's phase is Ready, which hivekeeper writes once the controller manager counts a ready proxy pod in the Deployment's status. Peer: ToolHive's own operator (thv-operator " + c.toolhive + "), on a cluster of its own started the same way, given the same configs and MCPServers in the same run; it watches the one namespace (`WATCH_NAMESPACE`) as hivekeeper is given `--namespaces`.\n\n")
 	b.WriteString("| N | hot: children exist | hot: all Ready | cold: children exist | cold: all Ready | peer: children exist | peer: all Ready | API requests / MCPServer: hivekeeper / peer | writes while the pods became Ready, besides status | writes in the steady window (syncs) | writes for a label on every MCPServer: hivekeeper / peer | config change: referrers; time, writes: hivekeeper / peer | delete all; children collected | RSS peak: hivekeeper / peer |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
@@ -145,7 +148,8 @@ func renderReport(c config, results []*result) string {
 			r.configReferrers, r.configSeconds, r.configWrites, r.configStatusWrites, peerConfig,
 			r.deleteSeconds, r.collectSeconds, mb(r.peakRSSBytes), peerRSS)
 	}
-	b.WriteString("\nReading the numbers: an MCPServer costs 6 creates (runner ServiceAccount, its RoleBinding to the runner ClusterRole, backend ServiceAccount, RunConfig ConfigMap, Service, Deployment) and 2 patches (finalizer, status), plus a share of the MCPOIDCConfig status patches, and one more status patch when its pod becomes Ready. While the controller manager rolls the Deployments out (ReplicaSets created, pods created, scheduled and made Ready by kwok, Deployment status updated at each step, every one an event hivekeeper's informers receive), hivekeeper writes statuses only. A config change costs 3 writes per referrer (RunConfig ConfigMap, Deployment roll, status) + 1 (the config's own status), plus the status writes of readyReplicas as each referrer's rollout goes. ToolHive v0.47.0's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343) and re-checks every few seconds until then; no runner runs here, so its run stores a stand-in StatefulSet (no replicas, so no pods) per MCPServer before the create, untimed. hivekeeper's Ready does not depend on it, and its run has none.\n")
+	b.WriteString("\nReading the numbers: an MCPServer costs 6 creates (runner ServiceAccount, its RoleBinding to the runner ClusterRole, backend ServiceAccount, RunConfig ConfigMap, Service, Deployment) and 2 patches (finalizer, status), plus a share of the MCPOIDCConfig status patches, and one more status patch when its pod becomes Ready. While the controller manager rolls the Deployments out (ReplicaSets created, pods created, scheduled and made Ready by kwok, Deployment status updated at each step, every one an event hivekeeper's informers receive), hivekeeper writes statuses only. A config change costs 3 writes per referrer (RunConfig ConfigMap, Deployment roll, status) + 1 (the config's own status), plus the status writes of readyReplicas as each referrer's rollout goes. ")
+	fmt.Fprintf(&b, "ToolHive %[1]s's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343), re-checks every 10 seconds until then and adopts the StatefulSet once it exists (an owner reference, one update each); no runner runs here, so its run stores a stand-in StatefulSet (no replicas, so no pods) per MCPServer before the create, untimed. hivekeeper's Ready does not depend on it, and its run has none. The peer runs with the environment ToolHive %[1]s's chart gives its operator's container by default and hivekeeper with the flags that keep the same settings, so both write the same RunConfig content, usage metrics on; the peer's update check is sent to a closed loopback port instead of leaving the machine.\n", c.toolhive)
 
 	b.WriteString("\n| N | create: Deployments+ConfigMaps exist | all statuses written | all Ready | API requests / MCPServer | by verb | CPU-s during create: kube-apiserver / etcd / hivekeeper | sync p50 / p99 | delete all | RSS (peak) | Go heap | churn |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -202,7 +206,7 @@ func renderReport(c config, results []*result) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## Against the peer operator (N=%d, same run)\n\n", r.N)
-		b.WriteString("| measure | ToolHive v0.47.0's operator | hivekeeper | ratio (peer / hivekeeper) |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| measure | ToolHive %s's operator | hivekeeper | ratio (peer / hivekeeper) |\n|---|---|---|---|\n", c.toolhive)
 		fmt.Fprintf(&b, "| time until every Deployment and RunConfig exists | %.2f s | %.2f s | %s |\n", p.createSeconds, r.createSeconds, ratio(p.createSeconds, r.createSeconds))
 		fmt.Fprintf(&b, "| time until every status is written | %.2f s | %.2f s | %s |\n", p.statusSeconds, r.statusSeconds, ratio(p.statusSeconds, r.statusSeconds))
 		fmt.Fprintf(&b, "| API requests per MCPServer during the create | %.2f | %.2f | %s |\n", p.requests, r.requestsPerObject(), ratio(p.requests, r.requestsPerObject()))
