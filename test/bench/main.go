@@ -38,7 +38,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 type config struct {
@@ -61,6 +63,14 @@ type config struct {
 	peerNs []int
 	// note is printed after the machine line: the conditions of the run.
 	note string
+	// toolhive is the ToolHive release the peer is (TOOLHIVE_VERSION) and
+	// module its source in the Go module cache.
+	toolhive, module string
+	// chartEnv is the environment ToolHive's chart at module gives its
+	// operator, and chartFlags the hivekeeper flags that keep the same
+	// operator-wide settings (operatorenv.Flags), so that both sides write
+	// the same RunConfig content.
+	chartEnv, chartFlags []string
 }
 
 func main() {
@@ -130,6 +140,27 @@ func run(c config) error {
 			return fmt.Errorf("building hivekeeper: %w", err)
 		}
 	}
+	if c.toolhive, c.module, err = framework.ToolHiveSource(framework.ToolHiveRuntimeRelease); err != nil {
+		return err
+	}
+	if c.chartEnv, err = toolhive.ChartEnv(c.module, ""); err != nil {
+		return err
+	}
+	flags, unmapped, err := operatorenv.Flags(c.chartEnv)
+	if err != nil {
+		return err
+	}
+	for _, u := range unmapped {
+		logf("ToolHive %s's chart sets %s, which has no hivekeeper flag: %s", c.toolhive, u.Name, u.Why)
+	}
+	// Both sides watch the bench namespace alone: hivekeeper is given
+	// --namespaces, the peer WATCH_NAMESPACE.
+	for _, f := range flags {
+		if !strings.HasPrefix(f, "--namespaces=") {
+			c.chartFlags = append(c.chartFlags, f)
+		}
+	}
+	logf("hivekeeper runs with ToolHive %s's chart settings: %s", c.toolhive, strings.Join(c.chartFlags, " "))
 	if len(c.peerNs) > 0 && c.peer == "" {
 		cmd := exec.Command(filepath.Join(root, "hack", "toolhive-binaries.sh"))
 		cmd.Stderr = os.Stderr
@@ -146,7 +177,7 @@ func run(c config) error {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
 		if slices.Contains(c.peerNs, n) {
-			if r.peer, err = runPeer(context.Background(), c, root, n); err != nil {
+			if r.peer, err = runPeer(context.Background(), c, n); err != nil {
 				return fmt.Errorf("N=%d: peer: %w", n, err)
 			}
 		}

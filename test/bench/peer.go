@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // peerResult is ToolHive's own operator (thv-operator at the pinned
@@ -44,52 +44,13 @@ type peerResult struct {
 // the phase rather than the run.
 const peerReadyWait = 10 * time.Minute
 
-// toolhiveVersion reads TOOLHIVE_VERSION from hack/versions.env.
-func toolhiveVersion(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "hack", "versions.env"))
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "TOOLHIVE_VERSION="); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("hack/versions.env has no TOOLHIVE_VERSION")
-}
-
-// toolhiveCRDs returns the folder of the pinned ToolHive module's CRDs in
-// the module cache (downloading the module if need be).
-func toolhiveCRDs(version string) (string, error) {
-	cmd := exec.Command("go", "mod", "download", "-json", "github.com/stacklok/toolhive@"+version)
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go mod download github.com/stacklok/toolhive@%s: %w", version, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", err
-	}
-	return filepath.Join(mod.Dir, "deploy", "charts", "operator-crds", "files", "crds"), nil
-}
-
 // runPeer measures ToolHive's operator at N: its own etcd, API server and
 // the rest of the control plane with ToolHive's CRDs, the operator
 // watching the bench namespace (WATCH_NAMESPACE, as hivekeeper is given
 // --namespaces), the same configs and MCPServers created the same way.
-func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, error) {
-	version, err := toolhiveVersion(root)
-	if err != nil {
-		return nil, err
-	}
-	crds, err := toolhiveCRDs(version)
-	if err != nil {
-		return nil, err
-	}
-	logf("N=%d: peer: starting a cluster with ToolHive %s's CRDs", n, version)
-	srv, err := framework.Start(framework.Options{CRDDir: crds, Cluster: true})
+func runPeer(ctx context.Context, c config, n int) (*peerResult, error) {
+	logf("N=%d: peer: starting a cluster with ToolHive %s's CRDs", n, c.toolhive)
+	srv, err := framework.Start(framework.Options{CRDDir: toolhive.CRDDir(c.module), Cluster: true})
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +85,16 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		"--leader-elect=false")
-	// Off the network (no update check), no user's ToolHive config.
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+srv.Kubeconfig, "POD_NAMESPACE="+ownNamespace, "WATCH_NAMESPACE="+benchNS,
-		"HOME="+home, "XDG_CONFIG_HOME="+home, "TOOLHIVE_SKIP_UPDATE_CHECK=true")
+	// As ToolHive's chart runs it (its usage metrics and update check on),
+	// with no user's ToolHive config and no CI variable; its update check
+	// goes to a closed loopback port instead of leaving this machine. It
+	// watches the bench namespace alone (WATCH_NAMESPACE last, so it wins
+	// over the chart's).
+	environ, err := toolhive.OperatorEnviron(home)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(append(environ, c.chartEnv...), "KUBECONFIG="+srv.Kubeconfig, "POD_NAMESPACE="+ownNamespace, "WATCH_NAMESPACE="+benchNS)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -226,11 +194,15 @@ func runPeer(ctx context.Context, c config, root string, n int) (*peerResult, er
 }
 
 // storeRunnerStatefulSets stores, untimed, a stand-in for the StatefulSet
-// the proxy runner would create for each MCPServer: ToolHive v0.47.0's
-// operator calls an MCPServer Ready only once that StatefulSet exists (its
-// #6343), and re-checks every few seconds until it does, so without it
-// the operator would neither be Ready nor ever quiet. No runner runs here;
-// the stand-in has no replicas, so it adds no pods.
+// the proxy runner would create for each MCPServer. ToolHive's operator at
+// v0.63.0 still calls an MCPServer Ready only once that StatefulSet exists
+// (its #6343): while it is missing, the status stays Pending ("recreating
+// missing workload StatefulSet"), the MCPServer is queued again every 10
+// seconds, and once the proxy Deployment is available the operator bounces
+// it (a template annotation) every 2 minutes, so without it the operator
+// would neither be Ready nor ever quiet. It adopts the stand-in (a
+// controller owner reference), as it adopts the runner's own. No runner
+// runs here; the stand-in has no replicas, so it adds no pods.
 func (e *env) storeRunnerStatefulSets(ctx context.Context, c config, n int) error {
 	return parallel(n, c.concurrency, func(i int) error {
 		name := fmt.Sprintf("mcp-%04d", i)

@@ -226,6 +226,7 @@ func (e *env) startController(c config) error {
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
 	}
+	args = append(args, c.chartFlags...)
 	if c.workers > 0 {
 		args = append(args, fmt.Sprintf("--workers=%d", c.workers))
 	}
