@@ -31,13 +31,13 @@ var ciVariables = []string{"GITHUB_ACTIONS", "CI", "GITLAB_CI", "CIRCLECI", "TRA
 // Variables lists every variable ToolHive's operator reads, in the order
 // of its chart's Deployment, then the rest.
 var Variables = []Variable{
-	{Name: "GOMEMLIMIT", Why: "Go's runtime: the same variable works for hivekeeper's process (chart: env)"},
+	{Name: "GOMEMLIMIT", Why: "Go's runtime: the same variable works for hivekeeper's process (chart value extraEnv)"},
 	{Name: "GOGC", Why: "Go's runtime: the same variable works for hivekeeper's process; hivekeeper's own default is 50"},
 	{Name: "UNSTRUCTURED_LOGS", Flag: "--log-format", Why: "false (the chart's only value) is JSON logs: --log-format=json"},
 	{Name: "POD_NAMESPACE", Why: "the operator's own namespace; hivekeeper reads the same variable for its leader-election Lease"},
 	{Name: "TOOLHIVE_USE_CONFIGMAP", Why: "always true in the chart: hivekeeper always writes RunConfig ConfigMaps"},
 	{Name: "ENABLE_EXPERIMENTAL_FEATURES", Why: "rendered by the chart but read by no code of ToolHive v0.63.0's operator"},
-	{Name: "TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR", Why: "hivekeeper runs no storage-version migrator: its CRDs store v1beta1, and the migration steps are in docs/compatibility.md"},
+	{Name: "TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR", Why: "hivekeeper runs no storage-version migrator: its CRDs store v1beta1, and the migration steps are in docs/migration.md"},
 	{Name: "WATCH_NAMESPACE", Flag: "--namespaces", Why: "the same comma-separated list"},
 	{Name: "TOOLHIVE_RUNNER_IMAGE", Flag: "--runner-image"},
 	{Name: "VMCP_IMAGE", Flag: "--vmcp-image"},
