@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -145,6 +146,24 @@ func (l *Loop) EnqueueKey(key cache.ObjectName) { l.Queue.Add(key) }
 func (l *Loop) EnqueueAfter(key cache.ObjectName, d time.Duration) {
 	metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultRequeue).Inc()
 	l.Queue.AddAfter(key, d)
+}
+
+// CatchUpDelay is how long a sync that found its object behind its own
+// status write (Writer.StatusBehind) waits before it looks again: the
+// informer usually delivers the write within milliseconds.
+const CatchUpDelay = 200 * time.Millisecond
+
+// DeferBehind reports whether obj is behind w's own last status write of
+// it and, if so, adds key again after CatchUpDelay: the sync is then
+// skipped and runs from the object the write produced. The status write's
+// own event does not enqueue the key (PrimaryHandler drops status-only
+// updates), hence the timer.
+func (l *Loop) DeferBehind(w *Writer, key cache.ObjectName, obj metav1.Object) bool {
+	if !w.StatusBehind(obj) {
+		return false
+	}
+	l.EnqueueAfter(key, CatchUpDelay)
+	return true
 }
 
 // EnqueueCoalesced adds key once d has passed, unless it is already

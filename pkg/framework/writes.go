@@ -226,7 +226,10 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 	owner := base.GetUID()
 	sent := statusSent{baseRV: base.GetResourceVersion(), sum: hashOf(body)}
 	w.mu.Lock()
-	repeat := sent.baseRV != "" && w.owners[owner] != nil && w.owners[owner].status == sent
+	repeat := false
+	if m := w.owners[owner]; m != nil && sent.baseRV != "" {
+		repeat = m.status.baseRV == sent.baseRV && m.status.sum == sent.sum
+	}
 	w.mu.Unlock()
 	if repeat {
 		w.Skipped(resource + "/status")
@@ -236,10 +239,13 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 		return false, err
 	}
 	klog.FromContext(ctx).V(4).Info("Patching status", "resource", resource, "name", name, "patch", string(body))
-	_, err = patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	out, err := patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	w.count(resource+"/status", metrics.VerbPatch, err)
 	if err != nil {
 		return false, fmt.Errorf("patching status of %s %s: %w", resource, name, err)
+	}
+	if m, err := meta.Accessor(out); err == nil {
+		sent.writtenRV = m.GetResourceVersion()
 	}
 	w.mu.Lock()
 	w.memory(owner).status = sent
@@ -247,11 +253,34 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 	return true, nil
 }
 
+// StatusBehind reports whether obj, as the informer has it, is the very
+// version this Writer's last status patch of it was computed from. That
+// patch succeeded, so the API server holds a newer object whose status the
+// informer has not delivered yet: a child's event re-synced the object
+// first. A sync from obj would rebuild the status from one the server no
+// longer has — a condition that already turned turns again, with a new
+// transition time — and write it a second time (or repeat an event meant
+// once per change). The caller waits for the informer instead
+// (Loop.DeferBehind).
+func (w *Writer) StatusBehind(obj metav1.Object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.owners[obj.GetUID()]
+	if m == nil || m.status.baseRV == "" {
+		return false
+	}
+	// A write that answered with the version it started from moved
+	// nothing (a fake clientset answers so); only an answered newer
+	// version proves the cached object stale.
+	return m.status.baseRV == obj.GetResourceVersion() && m.status.writtenRV != m.status.baseRV
+}
+
 // statusSent identifies a status patch: the resourceVersion it was computed
-// from and a hash of its body.
+// from, a hash of its body, and the resourceVersion the API server
+// answered with.
 type statusSent struct {
-	baseRV string
-	sum    uint64
+	baseRV, writtenRV string
+	sum               uint64
 }
 
 func hashOf(b []byte) uint64 {

@@ -794,3 +794,44 @@ func TestReleaseFinalizer(t *testing.T) {
 		t.Fatalf("without the finalizer: %v, %v, calls %q; want nothing", released, err, rec.calls)
 	}
 }
+
+// StatusBehind: an object is behind this Writer's status write of it only
+// while the cache still has the version the write started from and the
+// API server answered with a newer one; an answer with the same version
+// (a fake clientset's) and a cache that caught up are not behind.
+func TestStatusBehind(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		answered, cached string
+		want             bool
+	}{
+		{"cache still at the write's base", "8", "7", true},
+		{"cache caught up", "8", "8", false},
+		{"cache moved past the write", "8", "9", false},
+		{"answer without a new version", "7", "7", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newServer()
+			srv.UID = "uid-srv"
+			w := NewWriter("test-writes-status-behind", nil)
+			patch := func(_ context.Context, _ string, _ types.PatchType, _ []byte, _ metav1.PatchOptions, _ ...string) (*thv1.MCPServer, error) {
+				out := srv.DeepCopy()
+				out.ResourceVersion = c.answered
+				return out, nil
+			}
+			if w.StatusBehind(srv) {
+				t.Fatal("behind before any write")
+			}
+			newStatus := srv.DeepCopy().Status
+			newStatus.Phase = thv1.MCPServerPhaseReady
+			if sent, err := PatchStatus(context.Background(), w, resServers, srv, patch, srv.Status, newStatus); err != nil || !sent {
+				t.Fatalf("PatchStatus = %v, %v", sent, err)
+			}
+			cached := srv.DeepCopy()
+			cached.ResourceVersion = c.cached
+			if got := w.StatusBehind(cached); got != c.want {
+				t.Errorf("StatusBehind = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

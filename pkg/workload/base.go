@@ -198,6 +198,9 @@ type StatusObject[S any] interface {
 //
 //   - get the workload from its lister (get is a namespace lister's Get);
 //     gone means nothing to do, garbage collection removes the children;
+//     still the version this controller's last status write started
+//     from means the informer is behind, and the sync waits for it
+//     (Loop.DeferBehind);
 //   - reconcile, with a context that logs the workload; it returns the
 //     status to write (nil: none, as for a finalizer step) and how soon to
 //     look again;
@@ -217,6 +220,9 @@ func Sync[T StatusObject[S], S any](ctx context.Context, b *Base, key cache.Obje
 	}
 	if err != nil {
 		return err
+	}
+	if b.DeferBehind(b.Writer, key, obj) {
+		return nil
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(b.logKey, klog.KObj(obj)))
 	status, requeueAfter, err := reconcile(ctx, obj)

@@ -206,6 +206,9 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 	if err != nil {
 		return err
 	}
+	if c.DeferBehind(c.writer, key, cached) {
+		return nil
+	}
 	logger := klog.FromContext(ctx).WithValues(strings.ToLower(c.kind.Kind), klog.KObj(cached))
 	ctx = klog.NewContext(ctx, logger)
 

@@ -34,6 +34,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	if c.DeferBehind(c.writer, key, e) {
+		return nil
+	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("embeddingserver", klog.KObj(e)))
 	if e.DeletionTimestamp != nil {
 		return c.finalize(ctx, e)

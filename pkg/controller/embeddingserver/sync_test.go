@@ -127,6 +127,30 @@ func TestFirstSyncCreatesChildren(t *testing.T) {
 	}
 }
 
+// A sync that finds the server still at the version its own status write
+// started from — a child's event arrived before the write's own — writes
+// nothing and looks again shortly; from the written version it goes on,
+// and, converged, writes nothing. Syncing from the stale copy would
+// repeat the finalizer patch and rebuild the status from one the server
+// no longer has.
+func TestSyncWaitsForItsOwnStatusWrite(t *testing.T) {
+	f := newFixture(t, newServer())
+	f.VersionWrites()
+	stale := f.server("embed")
+	assertActions(t, f.sync("embed"), "create statefulsets", "create services", "patch embeddingservers", "patch embeddingservers/status")
+	f.Refresh()
+	informer := f.ToolhiveInformers.Toolhive().V1beta1().EmbeddingServers().Informer()
+	if err := informer.GetIndexer().Update(stale); err != nil {
+		t.Fatal(err)
+	}
+	assertActions(t, f.sync("embed"))
+	if key, _ := f.c.Queue.Get(); key != cache.NewObjectName(testNS, "embed") {
+		t.Errorf("queued %v, want the server looked at again", key)
+	}
+	f.Refresh()
+	assertActions(t, f.sync("embed"))
+}
+
 // Invariant 2: a converged server costs nothing, through API server
 // defaulting and marks of other controllers.
 func TestSteadyStateMakesNoWrites(t *testing.T) {

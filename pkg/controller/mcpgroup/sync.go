@@ -51,6 +51,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	if c.DeferBehind(c.writer, key, group) {
+		return nil
+	}
 	client := c.client.ToolhiveV1beta1().MCPGroups(namespace)
 	if group.DeletionTimestamp != nil {
 		// ToolHive writes no status on a group being deleted either.

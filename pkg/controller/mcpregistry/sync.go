@@ -38,6 +38,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	if c.DeferBehind(c.writer, key, r) {
+		return nil
+	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("mcpregistry", klog.KObj(r)))
 	if r.DeletionTimestamp != nil {
 		return c.finalize(ctx, r)

@@ -27,6 +27,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return err
 	}
+	if c.DeferBehind(c.writer, key, e) {
+		return nil
+	}
 	if e.DeletionTimestamp != nil {
 		return nil
 	}

@@ -8,8 +8,10 @@ package workloadtest
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +80,34 @@ func New(t *testing.T, objs ...runtime.Object) *Fixture {
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
 	}
 	return f
+}
+
+// VersionWrites makes the ToolHive fake answer every write as an API
+// server does, with a new resourceVersion stored on the object (the fake
+// alone keeps the version an object was seeded with). Tests of what a
+// controller does with a cache behind its own writes need it.
+func (f *Fixture) VersionWrites() {
+	tracker := f.Toolhive.Tracker()
+	react := core.ObjectReaction(tracker)
+	var version atomic.Int64
+	version.Store(1000)
+	f.Toolhive.PrependReactor("*", "*", func(a core.Action) (bool, runtime.Object, error) {
+		switch a.GetVerb() {
+		case "create", "update", "patch":
+		default:
+			return false, nil, nil
+		}
+		handled, obj, err := react(a)
+		if err != nil || obj == nil {
+			return handled, obj, err
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		m.SetResourceVersion(strconv.FormatInt(version.Add(1), 10))
+		return true, obj, tracker.Update(a.GetResource(), obj, a.GetNamespace())
+	})
 }
 
 // selectors are app.SelectedLabelSelectors (which this package cannot
