@@ -155,6 +155,8 @@ type Runnable interface {
 	// of a cold start (Descriptor.Referenced).
 	Drained() <-chan struct{}
 	StartAfter(chs ...<-chan struct{})
+	// Idle is the Loop's: nothing queued and nothing in flight.
+	Idle() bool
 }
 
 // Descriptor names a controller and builds it: pkg/app lists them, the
