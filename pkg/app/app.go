@@ -125,6 +125,9 @@ type Options struct {
 	// framework.FanInDelay). Zero means DefaultFanInWindow; a negative
 	// window recomputes on every change.
 	FanInWindow time.Duration
+	// Drift, when set, is told every drift the controllers find
+	// (framework.Deps.Drift); the binary sets none.
+	Drift framework.DriftObserver
 }
 
 // DefaultFanInWindow is the default Options.FanInWindow: short enough that
@@ -335,7 +338,7 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 		scopes = []string{corev1.NamespaceAll}
 	}
 	d := &framework.Deps{
-		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
+		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate, Drift: opts.Drift,
 		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
 			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics,
 			PullSecrets: wiring.PullSecretRefs(opts.PullSecrets), ProxyHost: cmp.Or(opts.ProxyHost, DefaultProxyHost)},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -793,4 +794,18 @@ func TestReleaseFinalizer(t *testing.T) {
 	if released, err := ReleaseFinalizer(ctx, w, resServers, rec.patch, srv, fin, srv.Status, status, cleanup); err != nil || released || rec.calls != nil {
 		t.Fatalf("without the finalizer: %v, %v, calls %q; want nothing", released, err, rec.calls)
 	}
+}
+
+// A Writer made by Deps tells the Deps' DriftObserver each drift it
+// counts, with its controller's name; without one it tells nobody.
+func TestDriftObserver(t *testing.T) {
+	var got []string
+	d := &Deps{Drift: func(controller, resource string, obj klog.ObjectRef, fields []string) {
+		got = append(got, controller+" "+resource+" "+obj.String()+" "+strings.Join(fields, ","))
+	}}
+	d.NewWriter("mcpserver").Drift(context.Background(), "deployments", klog.KRef("ns", "srv"), []string{"spec.replicas", "spec.template.metadata.annotations"})
+	if want := []string{"mcpserver deployments ns/srv spec.replicas,spec.template.metadata.annotations"}; !slices.Equal(got, want) {
+		t.Errorf("observed %q, want %q", got, want)
+	}
+	(&Deps{}).NewWriter("mcpserver").Drift(context.Background(), "deployments", klog.KRef("ns", "srv"), []string{"spec.replicas"})
 }
