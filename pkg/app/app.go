@@ -274,10 +274,16 @@ func Build(kube kubernetes.Interface, th versioned.Interface, opts Options, reco
 	return s, nil
 }
 
-// Idle reports whether every controller is idle: no key queued and no
-// sync in flight (framework.Loop.Idle).
+// Idle reports whether every controller has synced each object it had at
+// start once (Drained) and now has no key queued and no sync in flight
+// (framework.Loop.Idle).
 func (s *Set) Idle() bool {
 	for _, c := range s.controllers {
+		select {
+		case <-c.Drained():
+		default:
+			return false
+		}
 		if !c.Idle() {
 			return false
 		}
