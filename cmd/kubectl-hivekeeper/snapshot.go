@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -170,6 +173,12 @@ func takeSnapshot(ctx context.Context, kube kubernetes.Interface, th versioned.I
 		for _, l := range toolhiveLists {
 			list, err := l.list(ctx, th, ns)
 			if apierrors.IsNotFound(err) {
+				// ToolHive's own CRDs serve some kinds as v1alpha1 only
+				// (MCPWebhookConfig at v0.63.0): the same schema as
+				// v1beta1, which hivekeeper's CRDs serve beside it.
+				list, err = listAlpha(ctx, th, l.resource, ns, list)
+			}
+			if apierrors.IsNotFound(err) {
 				if !slices.Contains(s.unserved, l.resource) {
 					s.unserved = append(s.unserved, l.resource)
 				}
@@ -184,4 +193,32 @@ func takeSnapshot(ctx context.Context, kube kubernetes.Interface, th versioned.I
 		}
 	}
 	return s, nil
+}
+
+// alphaVersion is the version ToolHive's CRDs serve every kind in.
+const alphaVersion = "v1alpha1"
+
+// listAlpha lists resource as v1alpha1 into a list of typed's type, the
+// v1beta1 one: every ToolHive kind has the same schema in both versions.
+// It returns the API server's NotFound when v1alpha1 is not served either.
+func listAlpha(ctx context.Context, th versioned.Interface, resource, ns string, typed runtime.Object) (runtime.Object, error) {
+	notFound := apierrors.NewNotFound(thv1.Resource(resource), "")
+	rc := th.ToolhiveV1beta1().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() || typed == nil || reflect.ValueOf(typed).IsNil() {
+		// The generated fake has no REST client, and serves every kind.
+		return nil, notFound
+	}
+	into := reflect.New(reflect.TypeOf(typed).Elem()).Interface().(runtime.Object)
+	path := "/apis/" + thv1.GroupName + "/" + alphaVersion
+	if ns != "" {
+		path += "/namespaces/" + ns
+	}
+	raw, err := rc.Get().AbsPath(path, resource).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return nil, fmt.Errorf("reading %s as %s: %w", resource, alphaVersion, err)
+	}
+	return into, nil
 }

@@ -73,32 +73,42 @@ type report struct {
 		Flags []string `json:"flags"`
 	} `json:"settings"`
 	Prediction struct {
-		Settled  bool `json:"settled"`
-		Restarts []struct {
-			Kind      string `json:"kind"`
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-			Owner     string `json:"owner"`
-			Field     string `json:"field"`
-			Detail    string `json:"detail"`
-		} `json:"restarts"`
-		Recreated []json.RawMessage `json:"recreated"`
-		Rewritten []json.RawMessage `json:"rewritten"`
-		Created   []json.RawMessage `json:"created"`
-		Patched   []json.RawMessage `json:"patched"`
+		Settled   bool     `json:"settled"`
+		Restarts  []change `json:"restarts"`
+		Recreated []change `json:"recreated"`
+		Rewritten []change `json:"rewritten"`
+		Created   []change `json:"created"`
+		Patched   []change `json:"patched"`
 	} `json:"prediction"`
 	Blockers []string `json:"blockers"`
 	Summary  string   `json:"summary"`
 	ExitCode int      `json:"exitCode"`
 }
 
+// change is one child of the prediction.
+type change struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Owner     string `json:"owner"`
+	Field     string `json:"field"`
+	Detail    string `json:"detail"`
+}
+
+func (c change) key() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
+
 // preflight runs the plugin against the package's API server, with the
 // operator's namespace as -n, and returns its exit code and report.
 func preflight(t *testing.T, operatorNS string) (int, report, string) {
 	t.Helper()
-	env := framework.Get(t)
+	return preflightOn(t, framework.Get(t).Kubeconfig, operatorNS)
+}
+
+// preflightOn is preflight against the API server of kubeconfig.
+func preflightOn(t *testing.T, kubeconfig, operatorNS string) (int, report, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(plugin(t), "preflight", "--kubeconfig", env.Kubeconfig, "-n", operatorNS, "-o", "json", "--timeout", "2m")
+	cmd := exec.Command(plugin(t), "preflight", "--kubeconfig", kubeconfig, "-n", operatorNS, "-o", "json", "--timeout", "2m")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	code := 0
