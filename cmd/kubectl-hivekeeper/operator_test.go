@@ -272,3 +272,26 @@ func TestExecute(t *testing.T) {
 		}
 	}
 }
+
+// A production install's settings reach the options the controllers run
+// with as the binary's flags would set them: the default Redis with its
+// password key defaulted and TLS verified by the CA Secret, the pull
+// secrets and namespaces as lists; an incomplete CA reference is refused
+// as the binary refuses it.
+func TestOptions(t *testing.T) {
+	o, err := options([]string{"--namespaces=a,b", "--default-image-pull-secrets=regcred", "--default-redis-addr=redis:6379",
+		"--default-redis-secret-name=rs", "--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca",
+		"--default-redis-tls-ca-secret-key=ca.crt", "--toolhive-usage-metrics=true", "--log-format=json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.DefaultRedis
+	if !slices.Equal(o.Namespaces, []string{"a", "b"}) || !slices.Equal(o.PullSecrets, []string{"regcred"}) || !o.UsageMetrics ||
+		r == nil || r.Addr != "redis:6379" || r.SecretName != "rs" || r.SecretKey != "redis-password" ||
+		r.TLS == nil || r.TLS.CACertSecretRef == nil || r.TLS.CACertSecretRef.Name != "ca" || r.TLS.CACertSecretRef.Key != "ca.crt" {
+		t.Errorf("options %+v, redis %+v", o, r)
+	}
+	if _, err := options([]string{"--default-redis-addr=redis:6379", "--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca"}); err == nil {
+		t.Error("a CA Secret without its key must be refused")
+	}
+}

@@ -77,8 +77,8 @@ namespace without it); the workloads checked are those the operator watches.
 Exit status: 0 when the switch restarts no pod and nothing blocks it;
 3 when it restarts pods; 4 when something must be settled first (a stored
 version hivekeeper does not serve, an operator setting it cannot read or
-does not know, a prediction that did not settle); 1 when preflight could
-not run; 2 on a usage error.`,
+does not know, a kind it could not read, a prediction that did not
+settle); 1 when preflight could not run; 2 on a usage error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch o.output {

@@ -20,7 +20,7 @@ type Report struct {
 	Settings    Settings `json:"settings"`
 	CRDs        []CRD    `json:"crds"`
 	// Unread are the ToolHive resources preflight could not read: their
-	// CRD serves no v1beta1.
+	// CRD serves neither v1beta1 nor v1alpha1.
 	Unread []string `json:"unreadResources,omitempty"`
 	// Refused are the custom resources hivekeeper would refuse, and why.
 	Refused []Finding `json:"refused"`
@@ -52,7 +52,7 @@ func (r *Report) conclude() {
 		r.Blockers = append(r.Blockers, "the operator's "+v+" was not read: set its counterpart in the values by hand")
 	}
 	for _, res := range r.Unread {
-		r.Blockers = append(r.Blockers, "the cluster serves no v1beta1 of "+res+": its objects were not read, so neither checked nor predicted")
+		r.Blockers = append(r.Blockers, "the cluster serves "+res+" in neither v1beta1 nor v1alpha1: its objects were not read, so neither checked nor predicted")
 	}
 	if !r.Prediction.Settled {
 		r.Blockers = append(r.Blockers, "hivekeeper's controllers were still writing when the prediction timed out (--timeout): the prediction is partial")
