@@ -93,6 +93,8 @@ type change struct {
 	Owner     string `json:"owner"`
 	Field     string `json:"field"`
 	Detail    string `json:"detail"`
+	// Pods are a restart's pods.
+	Pods []string `json:"pods"`
 }
 
 func (c change) key() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
@@ -156,8 +158,8 @@ func operator(ns, watched string) *appsv1.Deployment {
 // With the children hivekeeper writes already in place, preflight
 // predicts a switch that restarts, recreates and rewrites nothing, and
 // exits 0. Once a proxy Deployment's pod template is edited, it names
-// that Deployment, its MCPServer and the first field that differs, and
-// exits 3.
+// that Deployment, its MCPServer, its pod and the first field that
+// differs, and exits 3.
 func TestPreflight(t *testing.T) {
 	env := framework.Get(t)
 	ctx := context.Background()
@@ -204,6 +206,17 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("over hivekeeper's own children: exit %d, report:\n%s", code, out)
 	}
 
+	// A pod of the Deployment, as its ReplicaSet would have made it (no
+	// kubelet runs it here): the one a restart replaces.
+	d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fetch-6d9f7c8b5-x2kqp", Labels: d.Spec.Template.Labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Image: app.DefaultRunnerImage}}}}
+	if _, err := env.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"toolhive","image":"ghcr.io/stacklok/toolhive/proxyrunner:v0.62.0"}]}}}}`
 	if _, err := env.Kube.AppsV1().Deployments(ns).Patch(ctx, "fetch", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -215,11 +228,11 @@ func TestPreflight(t *testing.T) {
 	got := r.Prediction.Restarts[0]
 	wantDetail := `container toolhive: image: "ghcr.io/stacklok/toolhive/proxyrunner:v0.62.0" → "` + app.DefaultRunnerImage + `"`
 	if got.Kind != "Deployment" || got.Namespace != ns || got.Name != "fetch" || got.Owner != "MCPServer fetch" ||
-		got.Field != "spec.template.spec.containers.image" || got.Detail != wantDetail {
-		t.Errorf("restart %+v, want Deployment %s/fetch of MCPServer fetch, spec.template.spec.containers.image, %s", got, ns, wantDetail)
+		got.Field != "spec.template.spec.containers.image" || got.Detail != wantDetail || len(got.Pods) != 1 || got.Pods[0] != pod.Name {
+		t.Errorf("restart %+v, want Deployment %s/fetch of MCPServer fetch, pod %s, spec.template.spec.containers.image, %s", got, ns, pod.Name, wantDetail)
 	}
 	// Nothing was written: the Deployment still holds the edit.
-	d, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
+	d, err = env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
