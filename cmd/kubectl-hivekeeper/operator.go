@@ -45,6 +45,8 @@ type Owner struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Chart is the Helm chart and its version (helm.sh/chart).
 	Chart string `json:"chart,omitempty"`
+	// Via is the label or annotation it was read from.
+	Via string `json:"via"`
 }
 
 // EnvVar is one variable of the operator's environment.
@@ -161,41 +163,46 @@ func imageTag(image string) string {
 }
 
 // owners reads which tools install and keep d from their marks on it.
+// A Helm release is known by the annotations `helm install` and `helm
+// upgrade` write; a chart rendered by another tool (Argo CD renders with
+// `helm template`) carries Helm's labels without them. Argo CD marks what
+// it applies with a tracking annotation, or with a label naming the
+// Application: argocd.argoproj.io/instance, or by default
+// app.kubernetes.io/instance, which is then the only trace of it.
 func owners(d *appsv1.Deployment) []Owner {
 	l, a := d.Labels, d.Annotations
 	var out []Owner
-	if l[labelManagedBy] == "Helm" || a[annotationHelmRelease] != "" {
-		o := Owner{Kind: "Helm release", Name: a[annotationHelmRelease], Namespace: a[annotationHelmNamespace], Chart: l[labelHelmChart]}
-		if o.Name == "" {
-			o.Name = l[labelInstance]
-		}
+	helm := a[annotationHelmRelease] != ""
+	if helm {
+		o := Owner{Kind: "Helm release", Name: a[annotationHelmRelease], Namespace: a[annotationHelmNamespace], Chart: l[labelHelmChart], Via: annotationHelmRelease}
 		if o.Namespace == "" {
 			o.Namespace = d.Namespace
 		}
 		out = append(out, o)
 	}
-	// Argo CD tracks what it applied by an annotation
-	// "<application>:<group>/<kind>:<namespace>/<name>", or by a label
-	// naming the application.
-	if id := a[annotationArgoTracking]; id != "" {
-		app, _, _ := strings.Cut(id, ":")
-		out = append(out, argoOwner(app))
-	} else if app := l[labelArgoInstance]; app != "" {
-		out = append(out, argoOwner(app))
+	flux := l[labelFluxHelmName] != "" || l[labelFluxKustomizeName] != ""
+	switch {
+	case a[annotationArgoTracking] != "":
+		app, _, _ := strings.Cut(a[annotationArgoTracking], ":")
+		out = append(out, argoOwner(app, annotationArgoTracking))
+	case l[labelArgoInstance] != "":
+		out = append(out, argoOwner(l[labelArgoInstance], labelArgoInstance))
+	case !helm && !flux && l[labelInstance] != "":
+		out = append(out, argoOwner(l[labelInstance], labelInstance))
 	}
 	if n := l[labelFluxHelmName]; n != "" {
-		out = append(out, Owner{Kind: "Flux HelmRelease", Name: n, Namespace: l[labelFluxHelmNamespace]})
+		out = append(out, Owner{Kind: "Flux HelmRelease", Name: n, Namespace: l[labelFluxHelmNamespace], Via: labelFluxHelmName})
 	}
 	if n := l[labelFluxKustomizeName]; n != "" {
-		out = append(out, Owner{Kind: "Flux Kustomization", Name: n, Namespace: l[labelFluxKustomizeNS]})
+		out = append(out, Owner{Kind: "Flux Kustomization", Name: n, Namespace: l[labelFluxKustomizeNS], Via: labelFluxKustomizeName})
 	}
 	return out
 }
 
 // argoOwner is the Application an Argo CD tracking value names: "name",
 // or "namespace_name" for an Application outside Argo CD's namespace.
-func argoOwner(app string) Owner {
-	o := Owner{Kind: "Argo CD Application", Name: app}
+func argoOwner(app, via string) Owner {
+	o := Owner{Kind: "Argo CD Application", Name: app, Via: via}
 	if ns, name, ok := strings.Cut(app, "_"); ok {
 		o.Namespace, o.Name = ns, name
 	}

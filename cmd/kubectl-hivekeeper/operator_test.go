@@ -53,9 +53,9 @@ func TestFindOperator(t *testing.T) {
 	want := &Operator{Namespace: "toolhive-system", Name: "toolhive-operator", Container: "manager", Image: "mirror.example.com/toolhive-operator@sha256:abc",
 		Release: "v0.62.1", Replicas: 1,
 		Owners: []Owner{
-			{Kind: "Helm release", Name: "toolhive-operator", Namespace: "toolhive-system", Chart: "operator-0.63.0"},
-			{Kind: "Argo CD Application", Name: "toolhive"},
-			{Kind: "Flux HelmRelease", Name: "toolhive", Namespace: "flux-system"},
+			{Kind: "Helm release", Name: "toolhive-operator", Namespace: "toolhive-system", Chart: "operator-0.63.0", Via: annotationHelmRelease},
+			{Kind: "Argo CD Application", Name: "toolhive", Via: annotationArgoTracking},
+			{Kind: "Flux HelmRelease", Name: "toolhive", Namespace: "flux-system", Via: labelFluxHelmName},
 		},
 		Env: []EnvVar{
 			{Name: "WATCH_NAMESPACE", Value: "team-a", From: "ConfigMap operator-env"},
@@ -293,5 +293,31 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := options([]string{"--default-redis-addr=redis:6379", "--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca"}); err == nil {
 		t.Error("a CA Secret without its key must be refused")
+	}
+}
+
+// A chart Argo CD rendered carries Helm's labels but not the annotations
+// of a Helm release, and names its Application with Argo CD's default
+// tracking label; an Application in another namespace is "ns_name".
+func TestOwners(t *testing.T) {
+	for _, c := range []struct {
+		labels, annotations map[string]string
+		want                []Owner
+	}{
+		{map[string]string{labelManagedBy: "Helm", labelInstance: "toolhive", labelHelmChart: "operator-0.63.0"}, nil,
+			[]Owner{{Kind: "Argo CD Application", Name: "toolhive", Via: labelInstance}}},
+		{map[string]string{labelArgoInstance: "platform_toolhive"}, nil,
+			[]Owner{{Kind: "Argo CD Application", Name: "toolhive", Namespace: "platform", Via: labelArgoInstance}}},
+		{map[string]string{labelManagedBy: "Helm", labelInstance: "toolhive-operator"},
+			map[string]string{annotationHelmRelease: "toolhive-operator"},
+			[]Owner{{Kind: "Helm release", Name: "toolhive-operator", Namespace: "toolhive-system", Via: annotationHelmRelease}}},
+		{map[string]string{labelFluxKustomizeName: "infra", labelFluxKustomizeNS: "flux-system", labelInstance: "toolhive"}, nil,
+			[]Owner{{Kind: "Flux Kustomization", Name: "infra", Namespace: "flux-system", Via: labelFluxKustomizeName}}},
+		{nil, nil, nil},
+	} {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "toolhive-system", Labels: c.labels, Annotations: c.annotations}}
+		if got := owners(d); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("labels %v, annotations %v:\n got %s\nwant %s", c.labels, c.annotations, toJSON(got), toJSON(c.want))
+		}
 	}
 }

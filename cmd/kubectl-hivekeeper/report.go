@@ -244,7 +244,11 @@ func ownerLine(o Owner) string {
 		}
 		return "installed by Helm release " + at + chart
 	case "Argo CD Application":
-		return "kept by Argo CD Application " + at + ": turn its automated sync off before scaling the operator down, or Argo CD scales it back up"
+		via := ""
+		if o.Via == labelInstance {
+			via = " (read from its " + labelInstance + " label, Argo CD's default tracking label)"
+		}
+		return "kept by Argo CD Application " + at + via + ": turn its automated sync off before scaling the operator down, or Argo CD scales it back up"
 	default:
 		return "kept by " + o.Kind + " " + at + ": suspend it before scaling the operator down, or Flux scales it back up"
 	}
