@@ -13,6 +13,10 @@ import (
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 )
 
+// annotationResourcePolicy "keep" makes Helm leave an object in place
+// when its release is uninstalled.
+const annotationResourcePolicy = "helm.sh/resource-policy"
+
 // servedVersions are the versions hivekeeper's CRDs serve, every kind
 // alike (hack/crdversions writes them; a test reads config/crd).
 var servedVersions = []string{"v1alpha1", "v1beta1"}
@@ -72,6 +76,14 @@ func checkCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]CRD
 		switch {
 		case !slices.Contains(known, row.Kind):
 			row.Note = "hivekeeper does not know this kind and leaves its objects alone"
+		case c.Annotations[annotationHelmRelease] != "" && c.Annotations[annotationResourcePolicy] != "keep":
+			// Not a blocker of the switch, which keeps the CRDs; of an
+			// uninstall of ToolHive's CRD release after it.
+			row.Note = fmt.Sprintf("Helm release %s/%s would delete this CRD on uninstall, and with it every object of its kind: it lacks %s: keep",
+				c.Annotations[annotationHelmNamespace], c.Annotations[annotationHelmRelease], annotationResourcePolicy)
+		}
+		switch {
+		case !slices.Contains(known, row.Kind):
 		case len(unserved) > 0:
 			row.Problem = fmt.Sprintf("objects may be stored as %s, which hivekeeper's CRDs do not serve (%s): migrate them to v1beta1 and drop %s from status.storedVersions first",
 				strings.Join(unserved, ", "), strings.Join(servedVersions, ", "), strings.Join(unserved, ", "))

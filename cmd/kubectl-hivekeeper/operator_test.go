@@ -139,13 +139,18 @@ func TestSettingsBlockers(t *testing.T) {
 }
 
 // A CRD that may hold objects in a version hivekeeper does not serve
-// blocks; a kind hivekeeper does not know is noted; the CRDs of other
-// groups are not looked at.
+// blocks; a kind hivekeeper does not know, and a CRD its Helm release
+// would delete on uninstall, are noted; the CRDs of other groups are not
+// looked at.
 func TestCheckCRDs(t *testing.T) {
 	other := crd("widgets", "Widget", "v9")
 	other.Spec.Group = "example.com"
+	kept := crd("mcpservers", "MCPServer", "v1alpha1", "v1beta1")
+	kept.Annotations = map[string]string{annotationHelmRelease: "toolhive-operator-crds", annotationHelmNamespace: "toolhive-system", annotationResourcePolicy: "keep"}
+	notKept := crd("mcptoolconfigs", "MCPToolConfig", "v1beta1")
+	notKept.Annotations = map[string]string{annotationHelmRelease: "toolhive-operator-crds", annotationHelmNamespace: "toolhive-system"}
 	got, err := checkCRDs(context.Background(), apiextensionsfake.NewSimpleClientset(
-		crd("mcpservers", "MCPServer", "v1alpha1", "v1beta1"), crd("mcpgroups", "MCPGroup", "v1alpha2"), crd("mcpfoos", "MCPFoo", "v1"), other))
+		kept, notKept, crd("mcpgroups", "MCPGroup", "v1alpha2"), crd("mcpfoos", "MCPFoo", "v1"), other))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +160,9 @@ func TestCheckCRDs(t *testing.T) {
 	}
 	if c := byKind["MCPServer"]; c.Problem != "" || c.Note != "" {
 		t.Errorf("MCPServer %+v", c)
+	}
+	if c := byKind["MCPToolConfig"]; c.Problem != "" || !strings.HasPrefix(c.Note, "Helm release toolhive-system/toolhive-operator-crds would delete this CRD on uninstall") {
+		t.Errorf("MCPToolConfig %+v", c)
 	}
 	if c := byKind["MCPGroup"]; !strings.HasPrefix(c.Problem, "objects may be stored as v1alpha2") {
 		t.Errorf("MCPGroup %+v", c)
