@@ -152,7 +152,7 @@ func (r *Report) writeText(t *text) {
 		}
 	}
 	if problems == 0 {
-		t.line(0, "CRDs: every stored version of the %d toolhive.stacklok.dev kinds is served by hivekeeper's CRDs", len(r.CRDs))
+		t.line(0, "CRDs: every stored version of the toolhive.stacklok.dev kinds is served by hivekeeper's CRDs")
 	} else {
 		t.line(0, "CRDs:")
 		for _, c := range r.CRDs {
