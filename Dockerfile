@@ -26,10 +26,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
-      -o /out/hivekeeper ./cmd/controller
+      -o /out/hivekeeper ./cmd/controller && \
+    GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+      -o /out/kubectl-hivekeeper ./cmd/kubectl-hivekeeper
 
 # The same image `make image` builds without Docker (hack/image): the
-# binary as entrypoint, user 65532, CA certificates, these labels.
+# binary as entrypoint, the kubectl plugin beside it, user 65532, CA certificates, these labels.
 FROM gcr.io/distroless/static:nonroot
 
 ARG VERSION=dev
@@ -41,6 +44,8 @@ LABEL org.opencontainers.image.title="hivekeeper" \
       org.opencontainers.image.source="https://github.com/hivekeeper/hivekeeper"
 
 COPY --from=build /out/hivekeeper /hivekeeper
+# The kubectl plugin, for a Job that runs `/kubectl-hivekeeper preflight`.
+COPY --from=build /out/kubectl-hivekeeper /kubectl-hivekeeper
 # 65532 is distroless' "nonroot"; numeric so runAsNonRoot can verify it.
 USER 65532:65532
 # Metrics and health probes (--metrics-bind-address, --health-probe-bind-address).

@@ -8,8 +8,9 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## Build bin/hivekeeper.
+build: ## Build bin/hivekeeper and the kubectl plugin bin/kubectl-hivekeeper.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/hivekeeper ./cmd/controller
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-hivekeeper ./cmd/kubectl-hivekeeper
 
 test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok used by tests.
 	@hack/test-binaries.sh >/dev/null
@@ -86,7 +87,8 @@ IMAGE_CREATED ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 image: ## Build the container image without Docker: bin/image/oci (OCI layout) and bin/image/hivekeeper.tar (docker load, crane push).
 	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/hivekeeper ./cmd/controller
-	GOOS= GOARCH= go run ./hack/image --binary bin/image/hivekeeper --arch $$(go env GOARCH) --version $(VERSION) --out bin/image \
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/kubectl-hivekeeper ./cmd/kubectl-hivekeeper
+	GOOS= GOARCH= go run ./hack/image --binary bin/image/hivekeeper --plugin bin/image/kubectl-hivekeeper --arch $$(go env GOARCH) --version $(VERSION) --out bin/image \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --created $(IMAGE_CREATED) \
 	  --ca-certificates-version "$$(dpkg-query -W -f='$${Version}' ca-certificates 2>/dev/null)"
 
@@ -97,4 +99,4 @@ dashboard-png: ## Re-render docs/dashboard.png (needs Debian's chromium).
 	hack/render-dashboard.sh
 
 clean: ## Remove build outputs (keeps the cached API server and tool binaries).
-	rm -rf bin/hivekeeper bin/hivekeeper-bench bin/image
+	rm -rf bin/hivekeeper bin/kubectl-hivekeeper bin/hivekeeper-bench bin/image

@@ -42,6 +42,9 @@ const (
 	NonRoot = 65532
 	// Entrypoint is where the binary lives in the image.
 	Entrypoint = "/hivekeeper"
+	// Plugin is where the kubectl plugin lives in the image, for a Job
+	// that runs `kubectl-hivekeeper preflight` in the cluster.
+	Plugin = "/kubectl-hivekeeper"
 	// CABundle is where the CA certificates are: Go's crypto/x509 reads
 	// this path on Linux.
 	CABundle = "/etc/ssl/certs/ca-certificates.crt"
@@ -55,6 +58,7 @@ const (
 func main() {
 	var (
 		binary    = flag.String("binary", "bin/hivekeeper", "the static linux hivekeeper binary")
+		plugin    = flag.String("plugin", "", "the static linux kubectl-hivekeeper binary (empty: none in the image)")
 		ca        = flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle to ship (Debian's ca-certificates package installs it here)")
 		caVersion = flag.String("ca-certificates-version", "", "the version of the package the CA bundle comes from, for a label (empty: no label)")
 		version   = flag.String("version", "dev", "the version: the tag and the version label")
@@ -65,16 +69,24 @@ func main() {
 		out       = flag.String("out", "bin/image", "the folder of the outputs: "+LayoutDir+"/ and "+TarballFile)
 	)
 	flag.Parse()
-	if err := build(*binary, *ca, *caVersion, *version, *revision, *repo, *arch, *out, time.Unix(*created, 0).UTC()); err != nil {
+	if err := build(*binary, *plugin, *ca, *caVersion, *version, *revision, *repo, *arch, *out, time.Unix(*created, 0).UTC()); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(binary, ca, caVersion, version, revision, repo, arch, out string, created time.Time) error {
+func build(binary, plugin, ca, caVersion, version, revision, repo, arch, out string, created time.Time) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("the binary (run `make build`): %w", err)
+	}
+	appFiles := []file{{path: Entrypoint[1:], mode: 0o755, data: bin}}
+	if plugin != "" {
+		p, err := os.ReadFile(plugin)
+		if err != nil {
+			return fmt.Errorf("the kubectl plugin (run `make build`): %w", err)
+		}
+		appFiles = append(appFiles, file{path: Plugin[1:], mode: 0o755, data: p})
 	}
 	bundle, err := os.ReadFile(ca)
 	if err != nil {
@@ -95,7 +107,7 @@ func build(binary, ca, caVersion, version, revision, repo, arch, out string, cre
 	if err != nil {
 		return err
 	}
-	app, err := layer(created, []file{{path: Entrypoint[1:], mode: 0o755, data: bin}})
+	app, err := layer(created, appFiles)
 	if err != nil {
 		return err
 	}

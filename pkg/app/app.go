@@ -2,7 +2,9 @@
 // managedFields stripped, the reference indexes, and the list of
 // controllers (Controllers). The
 // binary (cmd/controller), the integration tests and the benchmark all start
-// controllers through Start, so what is tested is what ships.
+// controllers through Start, so what is tested is what ships; kubectl
+// hivekeeper preflight runs the same set (Build) over in-memory copies of a
+// cluster's objects.
 package app
 
 import (
@@ -123,6 +125,9 @@ type Options struct {
 	// framework.FanInDelay). Zero means DefaultFanInWindow; a negative
 	// window recomputes on every change.
 	FanInWindow time.Duration
+	// Drift, when set, is told every drift the controllers find
+	// (framework.Deps.Drift); the binary sets none.
+	Drift framework.DriftObserver
 }
 
 // DefaultFanInWindow is the default Options.FanInWindow: short enough that
@@ -202,11 +207,37 @@ func NewClients(cfg *rest.Config) (kubernetes.Interface, versioned.Interface, er
 }
 
 // Start builds the informers and one controller of each kind across every
-// watched namespace, starts the informers, and runs the controllers until
-// ctx is done. ready is closed
-// once every cache has synced (it backs /readyz).
+// watched namespace (Build), with an event recorder that writes Events
+// through kube, and runs them until ctx is done. ready is closed once
+// every cache has synced (it backs /readyz).
 func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, opts Options, ready chan<- struct{}) error {
-	logger := klog.FromContext(ctx)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: framework.FieldManager})
+
+	set, err := Build(kube, th, opts, recorder)
+	if err != nil {
+		return err
+	}
+	return set.Run(ctx, ready)
+}
+
+// Set is every controller of Controllers, built over one Deps.
+type Set struct {
+	// Deps are what the controllers were built from.
+	Deps        *framework.Deps
+	controllers []framework.Runnable
+	workers     int
+}
+
+// Build applies opts' defaults, makes the dependencies (NewDeps) and builds
+// every controller of Controllers in start order, the workload controllers
+// held until the referenced kinds' controllers have synced each of their
+// objects once. Nothing runs until Run. Start is Build and Run; kubectl
+// hivekeeper preflight builds the same set over in-memory clients.
+func Build(kube kubernetes.Interface, th versioned.Interface, opts Options, recorder record.EventRecorder) (*Set, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
@@ -221,21 +252,16 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}
 	opts.Runners = opts.Runners.WithDefaults()
 
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(kubescheme.Scheme, corev1.EventSource{Component: framework.FieldManager})
-
 	d := NewDeps(kube, th, opts, recorder)
-	var controllers, workloads []framework.Runnable
+	s := &Set{Deps: d, workers: opts.Workers}
+	var workloads []framework.Runnable
 	var referenced []<-chan struct{}
 	for _, desc := range Controllers() {
 		c, err := desc.New(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		controllers = append(controllers, c)
+		s.controllers = append(s.controllers, c)
 		if desc.Referenced {
 			referenced = append(referenced, c.Drained())
 		} else {
@@ -245,14 +271,40 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	for _, c := range workloads {
 		c.StartAfter(referenced...)
 	}
-	for _, s := range d.Scopes {
-		for _, f := range s.Factories() {
+	return s, nil
+}
+
+// Idle reports whether every controller has synced each object it had at
+// start once (Drained) and now has no key queued and no sync in flight
+// (framework.Loop.Idle).
+func (s *Set) Idle() bool {
+	for _, c := range s.controllers {
+		select {
+		case <-c.Drained():
+		default:
+			return false
+		}
+		if !c.Idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run starts the informers and runs the controllers until ctx is done,
+// then shuts the informers down. ready, when not nil, is closed once every
+// cache has synced.
+func (s *Set) Run(ctx context.Context, ready chan<- struct{}) error {
+	logger := klog.FromContext(ctx)
+	d := s.Deps
+	for _, sc := range d.Scopes {
+		for _, f := range sc.Factories() {
 			f.Start(ctx.Done())
 		}
 	}
 	go func() {
-		for _, s := range d.Scopes {
-			for _, f := range s.Factories() {
+		for _, sc := range d.Scopes {
+			for _, f := range sc.Factories() {
 				for _, ok := range f.WaitForCacheSync(ctx.Done()) {
 					if !ok {
 						return
@@ -267,12 +319,12 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	}()
 
 	g, gctx := errgroup.WithContext(ctx)
-	for _, c := range controllers {
-		g.Go(func() error { return c.Run(gctx, opts.Workers) })
+	for _, c := range s.controllers {
+		g.Go(func() error { return c.Run(gctx, s.workers) })
 	}
 	err := g.Wait()
-	for _, s := range d.Scopes {
-		for _, f := range s.Factories() {
+	for _, sc := range d.Scopes {
+		for _, f := range sc.Factories() {
 			f.Shutdown()
 		}
 	}
@@ -292,7 +344,7 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 		scopes = []string{corev1.NamespaceAll}
 	}
 	d := &framework.Deps{
-		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate,
+		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate, Drift: opts.Drift,
 		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
 			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics,
 			PullSecrets: wiring.PullSecretRefs(opts.PullSecrets), ProxyHost: cmp.Or(opts.ProxyHost, DefaultProxyHost)},

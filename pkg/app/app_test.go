@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
@@ -83,5 +84,39 @@ func TestInformerTransforms(t *testing.T) {
 	obj, _, _ = cms.GetStore().GetByKey("team-a/corp-ca")
 	if got, ok := obj.(*corev1.ConfigMap); !ok || len(got.Data) != 1 || got.Data["ca.crt"] != "" || got.ManagedFields != nil {
 		t.Errorf("user ConfigMap cached as %+v", obj)
+	}
+}
+
+// Build makes the set Start runs; run on fakes, it is not idle before
+// every controller has synced what it had at start, and once idle the
+// MCPServer's children exist.
+func TestBuildRunIdle(t *testing.T) {
+	server := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", UID: "uid-fetch"},
+		Spec: thv1.MCPServerSpec{Image: "example.com/fetch:1", Transport: thv1.TransportStdio, ProxyPort: 8080}}
+	kube := k8sfake.NewClientset()
+	set, err := Build(kube, thfake.NewSimpleClientset(server), Options{}, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Idle() {
+		t.Fatal("idle before it ran")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- set.Run(ctx, nil) }()
+	// A bound on the fakes' work, not a timing assertion.
+	deadline := time.Now().Add(time.Minute)
+	for !set.Idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("never idle")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.AppsV1().Deployments("team-a").Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
+		t.Errorf("no proxy Deployment once idle: %v", err)
 	}
 }

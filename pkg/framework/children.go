@@ -70,10 +70,14 @@ func (e *ChildConflictError) Error() string {
 	return fmt.Sprintf("%s %s/%s exists and is controlled by %s", e.Resource, e.Namespace, e.Name, e.Owner)
 }
 
-// Drift counts one comparison that fired and logs it at verbosity 2.
+// Drift counts one comparison that fired, logs it at verbosity 2 and
+// tells the Deps' DriftObserver, if any.
 func (w *Writer) Drift(ctx context.Context, resource string, obj klog.ObjectRef, fields []string) {
 	for _, f := range fields {
 		metrics.DriftDetections.WithLabelValues(w.controller, resource, f).Inc()
+	}
+	if w.onDrift != nil {
+		w.onDrift(w.controller, resource, obj, fields)
 	}
 	klog.FromContext(ctx).V(2).Info("Drift detected", "resource", resource, "object", obj, "fields", fields)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
@@ -34,7 +35,9 @@ type Deps struct {
 	// Clock stamps condition transition times; tests fix it.
 	Clock clock.PassiveClock
 	// Gate is asked before every write (see WriteGate); nil allows all.
-	Gate   WriteGate
+	Gate WriteGate
+	// Drift, when set, is told every drift a Writer finds (Writer.Drift).
+	Drift  DriftObserver
 	Config Config
 	// FanInWindow is the shortest time a config's or group's status waits
 	// for more referrer or member changes before it is recomputed (see
@@ -145,8 +148,19 @@ func (d *Deps) ToolhiveInformer(pick func(informers.SharedInformerFactory) cache
 	return newInformer(parts)
 }
 
-// NewWriter returns the Writer of the controller name, behind the gate.
-func (d *Deps) NewWriter(name string) *Writer { return NewWriter(name, d.Gate) }
+// NewWriter returns the Writer of the controller name, behind the gate,
+// telling d.Drift of every drift.
+func (d *Deps) NewWriter(name string) *Writer {
+	w := NewWriter(name, d.Gate)
+	w.onDrift = d.Drift
+	return w
+}
+
+// DriftObserver is told, for one child, the owned fields its comparator
+// found different from what the controller builds: the reason of the
+// write that follows. kubectl hivekeeper preflight names with it the field
+// that restarts a pod.
+type DriftObserver func(controller, resource string, obj klog.ObjectRef, fields []string)
 
 // Runnable is a built controller.
 type Runnable interface {
@@ -155,6 +169,8 @@ type Runnable interface {
 	// of a cold start (Descriptor.Referenced).
 	Drained() <-chan struct{}
 	StartAfter(chs ...<-chan struct{})
+	// Idle is the Loop's: nothing queued and nothing in flight.
+	Idle() bool
 }
 
 // Descriptor names a controller and builds it: pkg/app lists them, the

@@ -87,8 +87,13 @@ func (l *Loop) waitForReferenced(ctx context.Context) bool {
 	return true
 }
 
+// Idle reports whether the queue is empty and no sync is in flight. Keys
+// waiting out a delay (EnqueueAfter, a retry's backoff) are not counted:
+// they are not due yet.
+func (l *Loop) Idle() bool { return l.Queue.Len() == 0 && l.inFlight.Load() == 0 }
+
 func (l *Loop) markIfDrained() {
-	if l.Queue.Len() == 0 && l.inFlight.Load() == 0 {
+	if l.Idle() {
 		l.drainedOnce.Do(func() { close(l.drained) })
 	}
 }

@@ -492,3 +492,41 @@ func TestDrainedWithNothingToSync(t *testing.T) {
 		t.Fatal("Drained never closed")
 	}
 }
+
+// Idle is false while a key is queued or being synced, and true again
+// once the sync returned; a key waiting out a delay is not due, so it
+// leaves the loop idle.
+func TestIdle(t *testing.T) {
+	inSync, release := make(chan struct{}), make(chan struct{})
+	l := NewLoop("idle", func(context.Context, cache.ObjectName) error {
+		inSync <- struct{}{}
+		<-release
+		return nil
+	})
+	if !l.Idle() {
+		t.Fatal("a new loop is not idle")
+	}
+	l.EnqueueKey(cache.ObjectName{Namespace: "ns", Name: "a"})
+	if l.Idle() {
+		t.Fatal("idle with a key queued")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Run(ctx, 1) }()
+	<-inSync
+	if l.Idle() {
+		t.Fatal("idle with a sync in flight")
+	}
+	close(release)
+	deadline := time.Now().Add(30 * time.Second)
+	for !l.Idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("never idle after the sync returned")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.Queue.AddAfter(cache.ObjectName{Namespace: "ns", Name: "b"}, time.Hour)
+	if !l.Idle() {
+		t.Error("a key due in an hour makes the loop busy")
+	}
+}

@@ -44,6 +44,8 @@ type DeleteFunc func(ctx context.Context, name string, opts metav1.DeleteOptions
 type Writer struct {
 	controller string
 	gate       WriteGate
+	// onDrift, when set, is told every drift Drift counts.
+	onDrift DriftObserver
 
 	mu     sync.Mutex
 	owners map[types.UID]*ownerMemory

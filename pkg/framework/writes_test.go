@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -834,4 +835,18 @@ func TestStatusBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Writer made by Deps tells the Deps' DriftObserver each drift it
+// counts, with its controller's name; without one it tells nobody.
+func TestDriftObserver(t *testing.T) {
+	var got []string
+	d := &Deps{Drift: func(controller, resource string, obj klog.ObjectRef, fields []string) {
+		got = append(got, controller+" "+resource+" "+obj.String()+" "+strings.Join(fields, ","))
+	}}
+	d.NewWriter("mcpserver").Drift(context.Background(), "deployments", klog.KRef("ns", "srv"), []string{"spec.replicas", "spec.template.metadata.annotations"})
+	if want := []string{"mcpserver deployments ns/srv spec.replicas,spec.template.metadata.annotations"}; !slices.Equal(got, want) {
+		t.Errorf("observed %q, want %q", got, want)
+	}
+	(&Deps{}).NewWriter("mcpserver").Drift(context.Background(), "deployments", klog.KRef("ns", "srv"), []string{"spec.replicas"})
 }

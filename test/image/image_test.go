@@ -2,8 +2,8 @@
 // (hack/image): the OCI layout and the tarball hold the same image, whose
 // config runs the binary as the non-root user 65532 with the version and
 // source labels, whose filesystem has the CA bundle and the user, and
-// whose binary runs. `make test` builds the image and names its folder in
-// $HIVEKEEPER_IMAGE.
+// whose binary and kubectl plugin run. `make test` builds the image and
+// names its folder in $HIVEKEEPER_IMAGE.
 package image
 
 import (
@@ -95,6 +95,17 @@ func TestImage(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out)); got != version {
 		t.Errorf("the image's binary says version %q, its label %q", got, version)
+	}
+	plugin := filepath.Join(t.TempDir(), "kubectl-hivekeeper")
+	if err := os.WriteFile(plugin, files["kubectl-hivekeeper"], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(plugin, "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the image's kubectl-hivekeeper version: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != version {
+		t.Errorf("the image's kubectl plugin says version %q, its label %q", got, version)
 	}
 }
 

@@ -1,11 +1,17 @@
 package toolhive
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -47,6 +53,59 @@ func TestChartEnv(t *testing.T) {
 		"--registry-api-image=registry.example.com/mirror/thv-registry-api:v1.5.3"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("production values: no %s in %s", want, got)
+		}
+	}
+}
+
+// The chart values operatorenv.Values gives for a production install of
+// ToolHive's operator make hivekeeper's own chart render every flag that
+// environment maps to: what `kubectl hivekeeper preflight` prints is a
+// values file that keeps each operator-wide setting.
+func TestChartValuesRenderTheFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders both charts with helm (hack/helm.sh builds it)")
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm, err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Output()
+	if err != nil {
+		t.Skipf("no helm: %v", err)
+	}
+	module, err := ModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := ChartFlags(module, filepath.Join("testdata", "production-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := operatorenv.Values(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(strings.TrimSpace(string(helm)), "template", "hivekeeper", filepath.Join(root, "deploy", "charts", "hivekeeper"),
+		"--namespace", "hivekeeper-system", "-f", file, "--show-only", "templates/deployment.yaml").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal(out, &dep); err != nil {
+		t.Fatal(err)
+	}
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	for _, f := range flags {
+		if !slices.Contains(args, f) {
+			t.Errorf("values %s render no %s; the chart's args are %v", b, f, args)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package operatorenv
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,44 @@ func TestFlags(t *testing.T) {
 		if v.Flag == "" && v.Why == "" {
 			t.Errorf("%s has neither a flag nor a reason", v.Name)
 		}
+	}
+}
+
+// Every flag a ToolHive operator's environment maps to has a value of
+// hivekeeper's chart, and a production install's flags become the values
+// file that renders them.
+func TestValues(t *testing.T) {
+	for _, v := range Variables {
+		if v.Flag == "" || v.Flag == "--kubeconfig" {
+			continue
+		}
+		if !slices.ContainsFunc(ChartValues, func(c ChartValue) bool { return c.Flag == v.Flag }) {
+			t.Errorf("%s maps to %s, which has no chart value in ChartValues", v.Name, v.Flag)
+		}
+	}
+	flags, _, err := Flags([]string{"TOOLHIVE_RUNNER_IMAGE=r:1", "UNSTRUCTURED_LOGS=false", "WATCH_NAMESPACE=a,b",
+		"TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS=regcred", "TOOLHIVE_DEFAULT_REDIS_ADDR=redis:6379", "TOOLHIVE_DEFAULT_REDIS_TLS_ENABLED=true",
+		"TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_NAME=ca", "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_KEY=ca.crt", "CI=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Values(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"runnerImage":             "r:1",
+		"logging":                 map[string]any{"format": "json"},
+		"watchNamespaces":         []any{"a", "b"},
+		"defaultImagePullSecrets": []any{"regcred"},
+		"usageMetrics":            false,
+		"defaultRedis": map[string]any{"addr": "redis:6379",
+			"tls": map[string]any{"enabled": true, "caCertSecretRef": map[string]any{"name": "ca", "key": "ca.crt"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("values\n got %#v\nwant %#v", got, want)
+	}
+	if _, err := Values([]string{"--workers=3"}); err == nil {
+		t.Error("a flag without a chart value must be refused")
 	}
 }

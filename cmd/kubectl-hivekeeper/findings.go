@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// Finding is what hivekeeper says about one custom resource: a condition
+// of its status as hivekeeper's controllers left it.
+type Finding struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Condition is the condition's type ("Phase" for a Failed phase
+	// without a Ready condition).
+	Condition string `json:"condition"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// findings reads the status every custom resource was left with and
+// returns what hivekeeper refuses (a Failed phase, a False validity
+// condition) and what it runs but ignores (UnsupportedFields), kind by
+// kind in the order of toolhiveLists.
+func findings(ctx context.Context, r *run) (refused, ignored []Finding, err error) {
+	refused, ignored = []Finding{}, []Finding{}
+	for _, l := range toolhiveLists {
+		list, err := l.list(ctx, r.th, metav1.NamespaceAll)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, obj := range items {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return nil, nil, err
+			}
+			var o struct {
+				Status struct {
+					Phase      string             `json:"phase"`
+					Message    string             `json:"message"`
+					Conditions []metav1.Condition `json:"conditions"`
+				} `json:"status"`
+			}
+			if err := json.Unmarshal(b, &o); err != nil {
+				return nil, nil, err
+			}
+			at := Finding{Kind: kindOf(obj), Namespace: m.GetNamespace(), Name: m.GetName()}
+			st := o.Status
+			if st.Phase == "Failed" {
+				f := at
+				f.Condition, f.Message = "Phase", st.Message
+				if c := meta.FindStatusCondition(st.Conditions, thv1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+					f.Condition, f.Reason, f.Message = c.Type+"=False", c.Reason, c.Message
+				}
+				refused = append(refused, f)
+			}
+			for _, c := range st.Conditions {
+				switch {
+				case c.Type == thv1.ConditionUnsupportedFields && c.Status == metav1.ConditionTrue:
+					f := at
+					f.Condition, f.Reason, f.Message = c.Type, c.Reason, c.Message
+					ignored = append(ignored, f)
+				case c.Status == metav1.ConditionFalse && (strings.HasSuffix(c.Type, "Valid") || strings.HasSuffix(c.Type, "Validated")):
+					f := at
+					f.Condition, f.Reason, f.Message = c.Type+"=False", c.Reason, c.Message
+					if !slices.ContainsFunc(refused, func(g Finding) bool { return sameObject(g, f) && g.Message == f.Message }) {
+						refused = append(refused, f)
+					}
+				}
+			}
+		}
+	}
+	return refused, ignored, nil
+}
+
+func sameObject(a, b Finding) bool {
+	return a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// warnings are the Warning events the controllers recorded, each once.
+func warnings(r *run) []event {
+	out := []event{}
+	for _, e := range r.events {
+		if e.Type == "Warning" && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

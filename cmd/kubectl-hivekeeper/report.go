@@ -1,0 +1,284 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Report is everything preflight found, in the order it prints it.
+type Report struct {
+	// Operator is ToolHive's operator; nil when the cluster runs none.
+	Operator *Operator `json:"operator"`
+	// ReleaseNote says how the operator's release compares with the one
+	// hivekeeper matches; empty when it is that one.
+	ReleaseNote string   `json:"releaseNote,omitempty"`
+	Settings    Settings `json:"settings"`
+	CRDs        []CRD    `json:"crds"`
+	// Unread are the ToolHive resources preflight could not read: their
+	// CRD serves neither v1beta1 nor v1alpha1.
+	Unread []string `json:"unreadResources,omitempty"`
+	// Refused are the custom resources hivekeeper would refuse, and why.
+	Refused []Finding `json:"refused"`
+	// Ignored are the custom resources hivekeeper runs while ignoring
+	// some of their fields.
+	Ignored []Finding `json:"ignored"`
+	// Warnings are the Warning events hivekeeper would record.
+	Warnings   []event    `json:"warnings"`
+	Prediction Prediction `json:"prediction"`
+	// Blockers are what must be settled before a switch.
+	Blockers []string `json:"blockers"`
+	// Summary is the prediction in one line.
+	Summary  string `json:"summary"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// conclude fills Blockers, Summary and ExitCode from the rest.
+func (r *Report) conclude() {
+	r.Blockers = []string{}
+	for _, c := range r.CRDs {
+		if c.Problem != "" {
+			r.Blockers = append(r.Blockers, c.Name+": "+c.Problem)
+		}
+	}
+	for _, v := range r.Settings.Unknown {
+		r.Blockers = append(r.Blockers, "ToolHive's operator is given "+v+", which hivekeeper does not know: no flag can keep its meaning")
+	}
+	for _, v := range r.Settings.Unread {
+		r.Blockers = append(r.Blockers, "the operator's "+v+" was not read: set its counterpart in the values by hand")
+	}
+	for _, res := range r.Unread {
+		r.Blockers = append(r.Blockers, "the cluster serves "+res+" in neither v1beta1 nor v1alpha1: its objects were not read, so neither checked nor predicted")
+	}
+	if !r.Prediction.Settled {
+		r.Blockers = append(r.Blockers, "hivekeeper's controllers were still writing when the prediction timed out (--timeout): the prediction is partial")
+	}
+	pods := 0
+	for _, x := range r.Prediction.Restarts {
+		pods += x.pods()
+	}
+	r.Summary = fmt.Sprintf("%s, %s, %s", count(pods, "pod restarts", "pods restart"),
+		count(len(r.Prediction.Recreated), "object recreated", "objects recreated"),
+		count(len(r.Prediction.Rewritten), "ConfigMap rewritten", "ConfigMaps rewritten"))
+	switch {
+	case len(r.Blockers) > 0:
+		r.ExitCode = exitBlocked
+	case pods > 0:
+		r.ExitCode = exitRestarts
+	default:
+		r.ExitCode = exitOK
+	}
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// write prints r as format: "json", "yaml", or text for a person.
+func (r *Report) write(w io.Writer, format string) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	t := &text{w: w}
+	r.writeText(t)
+	return t.err
+}
+
+// text writes lines, keeping the first error.
+type text struct {
+	w   io.Writer
+	err error
+}
+
+func (t *text) line(indent int, format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *Report) writeText(t *text) {
+	if op := r.Operator; op == nil {
+		t.line(0, "ToolHive's operator: none found; the values below are hivekeeper's defaults")
+	} else {
+		t.line(0, "ToolHive's operator: Deployment %s/%s, %s", op.Namespace, op.Name, count(int(op.Replicas), "replica", "replicas"))
+		release := op.Release
+		if release == "" {
+			release = "unknown"
+		}
+		t.line(1, "image %s (release %s)", op.Image, release)
+		if r.ReleaseNote != "" {
+			t.line(1, "%s", r.ReleaseNote)
+		}
+		for _, o := range op.Owners {
+			t.line(1, "%s", ownerLine(o))
+		}
+	}
+	t.line(0, "")
+	t.line(0, "hivekeeper chart values that keep the operator's settings (flags: %s):", strings.Join(r.Settings.Flags, " "))
+	if b, err := yaml.Marshal(r.Settings.Values); err == nil {
+		for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			t.line(1, "%s", l)
+		}
+	}
+	for _, s := range r.Settings.NotCarried {
+		t.line(1, "not carried over: %s: %s", s.Name, s.Why)
+	}
+
+	t.line(0, "")
+	problems := 0
+	for _, c := range r.CRDs {
+		if c.Problem != "" || c.Note != "" {
+			problems++
+		}
+	}
+	if problems == 0 {
+		t.line(0, "CRDs: every stored version of the toolhive.stacklok.dev kinds is served by hivekeeper's CRDs")
+	} else {
+		t.line(0, "CRDs:")
+		for _, c := range r.CRDs {
+			name := c.Kind
+			if c.Name != "" {
+				name = c.Name + " (" + c.Kind + ")"
+			}
+			switch {
+			case c.Problem != "":
+				t.line(1, "%s: %s", name, c.Problem)
+			case c.Note != "":
+				t.line(1, "%s: %s", name, c.Note)
+			}
+		}
+	}
+
+	t.line(0, "")
+	if len(r.Refused) == 0 {
+		t.line(0, "Validation: hivekeeper refuses none of the stored objects")
+	} else {
+		t.line(0, "Validation: hivekeeper would refuse %s:", count(len(r.Refused), "object", "objects"))
+		for _, f := range r.Refused {
+			t.line(1, "%s", findingLine(f))
+		}
+	}
+	for _, f := range r.Ignored {
+		t.line(1, "runs, ignoring fields: %s", findingLine(f))
+	}
+	for _, e := range r.Warnings {
+		said := slices.ContainsFunc(r.Refused, func(f Finding) bool {
+			return f.Kind == e.Kind && f.Namespace == e.Namespace && f.Name == e.Name && f.Message == e.Message
+		})
+		if !said {
+			t.line(1, "warning event: %s %s/%s %s: %s", e.Kind, e.Namespace, e.Name, e.Reason, e.Message)
+		}
+	}
+
+	t.line(0, "")
+	p := r.Prediction
+	t.line(0, "Prediction: %s", r.Summary)
+	for _, x := range p.Restarts {
+		t.line(1, "restart %s, %s: %s", changeName(x.Change), count(x.pods(), "pod", "pods"), fieldLine(x.Change))
+		if len(x.Pods) > 0 {
+			t.line(2, "pods: %s", strings.Join(x.Pods, ", "))
+		}
+	}
+	for _, c := range p.Recreated {
+		t.line(1, "recreate %s: %s", changeName(c), fieldLine(c))
+	}
+	for _, c := range p.Rewritten {
+		t.line(1, "rewrite %s: %s", changeName(c), fieldLine(c))
+	}
+	for _, c := range p.Created {
+		note := ""
+		if c.Kind == "Secret" {
+			note = " (one that exists already is kept as it is)"
+		}
+		t.line(1, "create %s%s", changeName(c), note)
+	}
+	for _, c := range p.Deleted {
+		t.line(1, "delete %s", changeName(c))
+	}
+	for _, c := range p.Patched {
+		t.line(1, "patch %s, no restart: %s", changeName(c), fieldLine(c))
+	}
+	cr := p.CustomResources
+	t.line(1, "custom resources: %s, %s, %s", count(cr.Statuses, "status rewritten", "statuses rewritten"),
+		count(cr.Finalizers, "finalizer write", "finalizer writes"), count(cr.Other, "other write", "other writes"))
+
+	if len(r.Blockers) > 0 {
+		t.line(0, "")
+		t.line(0, "Settle before a switch:")
+		for _, b := range r.Blockers {
+			t.line(1, "%s", b)
+		}
+	}
+}
+
+func ownerLine(o Owner) string {
+	at := o.Name
+	if o.Namespace != "" {
+		at = o.Namespace + "/" + o.Name
+	}
+	switch o.Kind {
+	case "Helm release":
+		chart := ""
+		if o.Chart != "" {
+			chart = " (chart " + o.Chart + ")"
+		}
+		return "installed by Helm release " + at + chart
+	case "Argo CD Application":
+		via := ""
+		if o.Via == labelInstance {
+			via = " (read from its " + labelInstance + " label, Argo CD's default tracking label)"
+		}
+		return "kept by Argo CD Application " + at + via + ": turn its automated sync off before scaling the operator down, or Argo CD scales it back up"
+	default:
+		return "kept by " + o.Kind + " " + at + ": suspend it before scaling the operator down, or Flux scales it back up"
+	}
+}
+
+func findingLine(f Finding) string {
+	s := fmt.Sprintf("%s %s/%s: %s", f.Kind, f.Namespace, f.Name, f.Condition)
+	if f.Reason != "" {
+		s += " " + f.Reason
+	}
+	if f.Message != "" {
+		s += ": " + f.Message
+	}
+	return s
+}
+
+func changeName(c Change) string {
+	s := c.Kind + " " + c.Namespace + "/" + c.Name
+	if c.Owner != "" {
+		s += " (" + c.Owner + ")"
+	}
+	return s
+}
+
+func fieldLine(c Change) string {
+	switch {
+	case c.Field == "":
+		return "(no field named)"
+	case c.Detail == "":
+		return c.Field
+	}
+	return c.Field + ": " + c.Detail
+}

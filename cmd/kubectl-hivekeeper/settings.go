@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+)
+
+// Settings are hivekeeper's counterparts of the operator's operator-wide
+// settings.
+type Settings struct {
+	// Flags are hivekeeper's flags (operatorenv.Flags).
+	Flags []string `json:"flags"`
+	// Values are the hivekeeper chart values that render Flags.
+	Values map[string]any `json:"values"`
+	// NotCarried are the variables set that have no flag, with why.
+	NotCarried []Setting `json:"notCarriedOver,omitempty"`
+	// Unknown are variables set that hivekeeper does not know: their
+	// meaning is unknown, so no switch can keep it.
+	Unknown []string `json:"unknown,omitempty"`
+	// Unread are variables with a flag whose value preflight did not read
+	// (in a Secret): the values above leave them at hivekeeper's default.
+	Unread []string `json:"unread,omitempty"`
+}
+
+// Setting is a variable of the operator's environment and what becomes
+// of it.
+type Setting struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// settingsOf maps the operator's environment (none when op is nil: a
+// cluster without ToolHive's operator gets hivekeeper's defaults).
+func settingsOf(op *Operator) (Settings, error) {
+	var s Settings
+	var env []string
+	if op != nil {
+		for _, e := range op.Env {
+			v, known := operatorenv.Lookup(e.Name)
+			switch {
+			case e.Unread && (!known || v.Flag != ""):
+				s.Unread = append(s.Unread, e.Name+" ("+e.From+")")
+			case !known:
+				s.Unknown = append(s.Unknown, e.Name)
+			case !e.Unread:
+				env = append(env, e.Name+"="+e.Value)
+			}
+		}
+	}
+	flags, unmapped, err := operatorenv.Flags(env)
+	if err != nil {
+		return s, err
+	}
+	s.Flags = flags
+	for _, u := range unmapped {
+		s.NotCarried = append(s.NotCarried, Setting{Name: u.Name, Why: u.Why})
+	}
+	if s.Values, err = operatorenv.Values(flags); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// defaultRedisKey is the password key of a default Redis Secret named
+// without a key, as in ToolHive's operator and hivekeeper's flag.
+const defaultRedisKey = "redis-password"
+
+// options are the app.Options the hivekeeper binary would run with, given
+// flags: the flags operatorenv maps to, parsed as the binary parses them.
+func options(flags []string) (app.Options, error) {
+	fs := pflag.NewFlagSet("hivekeeper", pflag.ContinueOnError)
+	var o app.Options
+	var redisAddr, redisSecret, redisKey, caName, caKey, logFormat string
+	var redisTLS bool
+	fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "")
+	fs.StringVar(&o.RunnerImage, "runner-image", app.DefaultRunnerImage, "")
+	fs.StringVar(&o.VMCPImage, "vmcp-image", app.DefaultVMCPImage, "")
+	fs.StringVar(&o.RegistryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "")
+	fs.BoolVar(&o.UsageMetrics, "toolhive-usage-metrics", true, "")
+	fs.StringSliceVar(&o.PullSecrets, "default-image-pull-secrets", nil, "")
+	fs.StringVar(&o.ProxyHost, "proxy-host", app.DefaultProxyHost, "")
+	fs.StringVar(&redisAddr, "default-redis-addr", "", "")
+	fs.StringVar(&redisSecret, "default-redis-secret-name", "", "")
+	fs.StringVar(&redisKey, "default-redis-secret-key", "", "")
+	fs.BoolVar(&redisTLS, "default-redis-tls-enabled", false, "")
+	fs.StringVar(&caName, "default-redis-tls-ca-secret-name", "", "")
+	fs.StringVar(&caKey, "default-redis-tls-ca-secret-key", "", "")
+	fs.StringVar(&logFormat, "log-format", "text", "")
+	if err := fs.Parse(flags); err != nil {
+		return o, err
+	}
+	// The checks ToolHive's operator and hivekeeper's binary make at start.
+	switch {
+	case (caName == "") != (caKey == ""):
+		return o, errors.New("the default Redis's CA Secret and key must both be set")
+	case caName != "" && !redisTLS:
+		return o, errors.New("the default Redis's CA Secret needs TLS enabled")
+	case redisAddr == "" && redisTLS:
+		return o, errors.New("the default Redis's TLS needs its address")
+	case redisAddr != "":
+		r := &wiring.DefaultRedis{Addr: redisAddr, SecretName: redisSecret, SecretKey: redisKey}
+		if r.SecretName != "" && r.SecretKey == "" {
+			r.SecretKey = defaultRedisKey
+		}
+		if redisTLS {
+			r.TLS = &thv1.RedisTLSConfig{}
+			if caName != "" {
+				r.TLS.CACertSecretRef = &thv1.SecretKeyRef{Name: caName, Key: caKey}
+			}
+		}
+		o.DefaultRedis = r
+	}
+	o.Namespaces = slices.DeleteFunc(o.Namespaces, func(s string) bool { return strings.TrimSpace(s) == "" })
+	// Statuses that list referrers or members are recomputed at once:
+	// nothing here waits for a burst of changes to end.
+	o.FanInWindow = -1
+	o.Workers = 4
+	return o, nil
+}
+
+// targetRelease is the ToolHive release whose operator hivekeeper writes
+// the children of: the tag of its default runner image.
+func targetRelease() string { return imageTag(app.DefaultRunnerImage) }
+
+// releaseNote says how the operator's release compares with the one
+// hivekeeper matches, "" when it is that one.
+func releaseNote(op *Operator) string {
+	switch target := targetRelease(); {
+	case op == nil || op.Release == target:
+		return ""
+	case op.Release == "":
+		return fmt.Sprintf("its release is unknown (no image tag or %s label); hivekeeper writes what ToolHive %s's operator writes", labelVersion, target)
+	default:
+		return fmt.Sprintf("hivekeeper writes what ToolHive %s's operator writes; children written by %s may differ more", target, op.Release)
+	}
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+)
+
+// snapshot is what the controllers would read of a cluster: every object
+// their informers list, read once.
+type snapshot struct {
+	kube     []runtime.Object
+	toolhive []runtime.Object
+	// live are the Kubernetes objects by "<resource>/<namespace>/<name>".
+	live map[string]runtime.Object
+	// unserved are the ToolHive resources the cluster does not serve as
+	// v1beta1 (no CRD, or an older one), which hivekeeper's clients read.
+	unserved []string
+}
+
+// kubeList is one list of Kubernetes objects the controllers' informers
+// make: a resource under a label selector ("" for every object).
+type kubeList struct {
+	resource, selector string
+	list               func(ctx context.Context, kube kubernetes.Interface, ns string, opts metav1.ListOptions) (runtime.Object, error)
+}
+
+// kubeLists are the lists of app.NewDeps's informer factories that the
+// controllers use: the children labelled toolhive=true, the kinds read
+// whole, and the kinds ToolHive's operator labels its own way. A test
+// builds the controllers and checks that every informer they start is
+// here.
+var kubeLists = []kubeList{
+	{resource: "deployments", selector: app.ChildLabelSelector, list: listDeployments},
+	{resource: "deployments", selector: naming.RegistrySelector, list: listDeployments},
+	{resource: "services", selector: app.ChildLabelSelector, list: listServices},
+	{resource: "services", selector: naming.EmbeddingServerSelector, list: listServices},
+	{resource: "services", selector: naming.RegistrySelector, list: listServices},
+	{resource: "statefulsets", selector: naming.EmbeddingServerSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return k.AppsV1().StatefulSets(ns).List(ctx, o)
+	}},
+	{resource: "pods", selector: naming.RemoteProxyPodSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return k.CoreV1().Pods(ns).List(ctx, o)
+	}},
+	{resource: "configmaps", list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return k.CoreV1().ConfigMaps(ns).List(ctx, o)
+	}},
+	{resource: "serviceaccounts", list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return k.CoreV1().ServiceAccounts(ns).List(ctx, o)
+	}},
+	{resource: "rolebindings", list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+		return k.RbacV1().RoleBindings(ns).List(ctx, o)
+	}},
+}
+
+func listDeployments(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+	return k.AppsV1().Deployments(ns).List(ctx, o)
+}
+
+func listServices(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+	return k.CoreV1().Services(ns).List(ctx, o)
+}
+
+// toolhiveList lists one ToolHive kind.
+type toolhiveList struct {
+	resource string
+	list     func(ctx context.Context, th versioned.Interface, ns string) (runtime.Object, error)
+}
+
+var all = metav1.ListOptions{}
+
+// toolhiveLists are the ToolHive kinds hivekeeper reconciles or reads.
+var toolhiveLists = []toolhiveList{
+	{"mcpservers", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPServers(ns).List(ctx, all)
+	}},
+	{"mcpremoteproxies", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPRemoteProxies(ns).List(ctx, all)
+	}},
+	{"virtualmcpservers", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().VirtualMCPServers(ns).List(ctx, all)
+	}},
+	{"mcpgroups", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPGroups(ns).List(ctx, all)
+	}},
+	{"mcpserverentries", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPServerEntries(ns).List(ctx, all)
+	}},
+	{"mcpoidcconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPOIDCConfigs(ns).List(ctx, all)
+	}},
+	{"mcptoolconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPToolConfigs(ns).List(ctx, all)
+	}},
+	{"mcpauthzconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPAuthzConfigs(ns).List(ctx, all)
+	}},
+	{"mcpexternalauthconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).List(ctx, all)
+	}},
+	{"mcptelemetryconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPTelemetryConfigs(ns).List(ctx, all)
+	}},
+	{"mcpwebhookconfigs", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPWebhookConfigs(ns).List(ctx, all)
+	}},
+	{"virtualmcpcompositetooldefinitions", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(ns).List(ctx, all)
+	}},
+	{"embeddingservers", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().EmbeddingServers(ns).List(ctx, all)
+	}},
+	{"mcpregistries", func(ctx context.Context, t versioned.Interface, ns string) (runtime.Object, error) {
+		return t.ToolhiveV1beta1().MCPRegistries(ns).List(ctx, all)
+	}},
+}
+
+// takeSnapshot lists what the controllers would read in namespaces (every
+// namespace when empty). It only lists.
+func takeSnapshot(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, namespaces []string) (*snapshot, error) {
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{metav1.NamespaceAll}
+	}
+	s := &snapshot{live: map[string]runtime.Object{}}
+	seen := map[string]bool{}
+	add := func(dst *[]runtime.Object, resource string, list runtime.Object) error {
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range items {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return err
+			}
+			key := resource + "/" + m.GetNamespace() + "/" + m.GetName()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			m.SetManagedFields(nil)
+			*dst = append(*dst, obj)
+			if dst == &s.kube {
+				s.live[key] = obj
+			}
+		}
+		return nil
+	}
+	for _, ns := range scopes {
+		for _, l := range kubeLists {
+			list, err := l.list(ctx, kube, ns, metav1.ListOptions{LabelSelector: l.selector})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", l.resource, err)
+			}
+			if err := add(&s.kube, l.resource, list); err != nil {
+				return nil, err
+			}
+		}
+		for _, l := range toolhiveLists {
+			list, err := l.list(ctx, th, ns)
+			if apierrors.IsNotFound(err) {
+				// ToolHive's own CRDs serve some kinds as v1alpha1 only
+				// (MCPWebhookConfig at v0.63.0): the same schema as
+				// v1beta1, which hivekeeper's CRDs serve beside it.
+				list, err = listAlpha(ctx, th, l.resource, ns, list)
+			}
+			if apierrors.IsNotFound(err) {
+				if !slices.Contains(s.unserved, l.resource) {
+					s.unserved = append(s.unserved, l.resource)
+				}
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", l.resource, err)
+			}
+			if err := add(&s.toolhive, l.resource, list); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// alphaVersion is the version ToolHive's CRDs serve every kind in.
+const alphaVersion = "v1alpha1"
+
+// listAlpha lists resource as v1alpha1 into a list of typed's type, the
+// v1beta1 one: every ToolHive kind has the same schema in both versions.
+// It returns the API server's NotFound when v1alpha1 is not served either.
+func listAlpha(ctx context.Context, th versioned.Interface, resource, ns string, typed runtime.Object) (runtime.Object, error) {
+	notFound := apierrors.NewNotFound(thv1.Resource(resource), "")
+	rc := th.ToolhiveV1beta1().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() || typed == nil || reflect.ValueOf(typed).IsNil() {
+		// The generated fake has no REST client, and serves every kind.
+		return nil, notFound
+	}
+	into := reflect.New(reflect.TypeOf(typed).Elem()).Interface().(runtime.Object)
+	path := "/apis/" + thv1.GroupName + "/" + alphaVersion
+	if ns != "" {
+		path += "/namespaces/" + ns
+	}
+	raw, err := rc.Get().AbsPath(path, resource).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return nil, fmt.Errorf("reading %s as %s: %w", resource, alphaVersion, err)
+	}
+	return into, nil
+}

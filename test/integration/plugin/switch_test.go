@@ -1,0 +1,286 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
+)
+
+// children is what a switch can do to a namespace's children, by
+// "<Kind> <namespace>/<name>": the pod templates, UIDs and ConfigMap data.
+type children struct {
+	templates map[string]corev1.PodTemplateSpec
+	uids      map[string]string
+	data      map[string]map[string]string
+}
+
+func readChildren(t *testing.T, env *framework.Env, ns string) children {
+	t.Helper()
+	ctx := context.Background()
+	c := children{templates: map[string]corev1.PodTemplateSpec{}, uids: map[string]string{}, data: map[string]map[string]string{}}
+	deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		c.templates["Deployment "+ns+"/"+d.Name] = d.Spec.Template
+		c.uids["Deployment "+ns+"/"+d.Name] = string(d.UID)
+	}
+	cms, err := env.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		c.data["ConfigMap "+ns+"/"+cm.Name] = cm.Data
+		c.uids["ConfigMap "+ns+"/"+cm.Name] = string(cm.UID)
+	}
+	for _, list := range []func() ([]metav1.Object, error){
+		func() ([]metav1.Object, error) {
+			l, err := env.Kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+			return objects(l, err, func(i int) metav1.Object { return &l.Items[i] }, func() int { return len(l.Items) })
+		},
+		func() ([]metav1.Object, error) {
+			l, err := env.Kube.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+			return objects(l, err, func(i int) metav1.Object { return &l.Items[i] }, func() int { return len(l.Items) })
+		},
+		func() ([]metav1.Object, error) {
+			l, err := env.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+			return objects(l, err, func(i int) metav1.Object { return &l.Items[i] }, func() int { return len(l.Items) })
+		},
+	} {
+		objs, err := list()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			kind := map[string]string{"*v1.RoleBinding": "RoleBinding", "*v1.ServiceAccount": "ServiceAccount", "*v1.Service": "Service"}[fmt.Sprintf("%T", o)]
+			c.uids[kind+" "+ns+"/"+o.GetName()] = string(o.GetUID())
+		}
+	}
+	return c
+}
+
+func objects[L any](_ L, err error, at func(int) metav1.Object, n func() int) ([]metav1.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metav1.Object, n())
+	for i := range out {
+		out[i] = at(i)
+	}
+	return out, nil
+}
+
+// TestPreflightPredictsTheSwitch has ToolHive's own operator converge
+// examples/ (one object of every kind) and an MCPServer with host-path
+// volumes (which the switch rolls on purpose), stops it, runs preflight, then
+// lets hivekeeper take over with the settings preflight printed, and
+// requires that the Deployments whose pod template changed, the children
+// that got a new UID and the ConfigMaps whose data changed are exactly
+// the ones predicted.
+func TestPreflightPredictsTheSwitch(t *testing.T) {
+	framework.Get(t) // skips without an API server
+	bins := os.Getenv(toolhive.BinariesEnv)
+	if bins == "" {
+		t.Skip("$" + toolhive.BinariesEnv + " is not set: needs ToolHive's operator (hack/toolhive-binaries.sh)")
+	}
+	module, err := toolhive.ModuleDir()
+	if err != nil {
+		t.Skipf("ToolHive's source: %v", err)
+	}
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server of its own, with ToolHive's CRDs, as a cluster that runs
+	// ToolHive's operator has.
+	srv, err := framework.Start(framework.Options{CRDDir: toolhive.CRDDir(module)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	env, err := framework.NewEnv(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const opNS, ns = "toolhive-system", "team-a"
+	for _, n := range []string{opNS, ns} {
+		if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := framework.ApplyManifests(ctx, env.Config, ns, filepath.Join(root, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	// And one the switch rolls on purpose: ToolHive's operator mounts
+	// spec.volumes' host paths into the proxy pod, hivekeeper does not
+	// (docs/compatibility.md).
+	hostPaths := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}, Spec: thv1.MCPServerSpec{
+		Image: "docker.io/mcp/filesystem:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
+		Volumes: []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data"}}}}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Create(ctx, hostPaths, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The operator's Deployment, with the environment its chart renders:
+	// what preflight reads. The operator itself runs as a process with the
+	// same environment.
+	chartEnv, err := toolhive.ChartEnv(module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := operator(opNS, "")
+	c := &dep.Spec.Template.Spec.Containers[0]
+	c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}
+	for _, kv := range chartEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+	}
+	if _, err := env.Kube.AppsV1().Deployments(opNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	thv := toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: bins, Module: module, Kubeconfig: srv.Kubeconfig, Namespace: opNS, Dir: t.TempDir()})
+	settle(t, env, ns, 3*time.Minute)
+	thv.Stop(t)
+	before := readChildren(t, env, ns)
+
+	code, r, out := preflightOn(t, srv.Kubeconfig, opNS)
+	if !r.Prediction.Settled || (code != 0 && code != 3) {
+		t.Fatalf("preflight exited %d:\n%s", code, out)
+	}
+	t.Logf("preflight exited %d: %s", code, r.Summary)
+
+	// The switch as docs/migration.md runs it: hivekeeper's CRDs over
+	// ToolHive's, then hivekeeper with the flags preflight printed.
+	if err := framework.InstallCRDs(ctx, env.Config, filepath.Join(root, "deploy", "charts", "hivekeeper", "crds")); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := toolhive.ChartFlags(module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(flags, r.Settings.Flags) {
+		t.Errorf("preflight's flags %v, the chart environment's %v", r.Settings.Flags, flags)
+	}
+	t.Run("hivekeeper", func(t *testing.T) {
+		env.StartControllers(t, app.Options{Namespaces: []string{ns},
+			RunnerImage: toolhive.FlagValue(flags, "--runner-image"), VMCPImage: toolhive.FlagValue(flags, "--vmcp-image"),
+			RegistryAPIImage: toolhive.FlagValue(flags, "--registry-api-image"), ProxyHost: toolhive.FlagValue(flags, "--proxy-host"),
+			UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"})
+		workloadtest.Quiesce(t, 3*time.Second, 3*time.Minute, "mcpserver", "mcpremoteproxy", "virtualmcpserver", "embeddingserver", "mcpregistry")
+	})
+	after := readChildren(t, env, ns)
+
+	var restarted, recreated, rewritten []string
+	for k, tpl := range before.templates {
+		if a, ok := after.templates[k]; ok && !equality.Semantic.DeepEqual(tpl, a) {
+			restarted = append(restarted, k)
+		}
+	}
+	for k, uid := range before.uids {
+		if a, ok := after.uids[k]; ok && a != uid {
+			recreated = append(recreated, k)
+		}
+	}
+	for k, d := range before.data {
+		if a, ok := after.data[k]; ok && !maps.Equal(d, a) {
+			rewritten = append(rewritten, k)
+		}
+	}
+	var wantRestarted, wantRecreated, wantRewritten []string
+	for _, x := range r.Prediction.Restarts {
+		if x.Kind == "Deployment" {
+			wantRestarted = append(wantRestarted, x.key())
+		}
+	}
+	for _, c := range r.Prediction.Recreated {
+		wantRecreated = append(wantRecreated, c.key())
+	}
+	for _, c := range r.Prediction.Rewritten {
+		wantRewritten = append(wantRewritten, c.key())
+	}
+	for _, c := range []struct {
+		what            string
+		measured, wants []string
+	}{{"pod templates changed", restarted, wantRestarted}, {"children recreated", recreated, wantRecreated}, {"ConfigMaps rewritten", rewritten, wantRewritten}} {
+		sort.Strings(c.measured)
+		sort.Strings(c.wants)
+		if !slices.Equal(c.measured, c.wants) {
+			t.Errorf("%s: the switch %q, preflight %q", c.what, c.measured, c.wants)
+		}
+	}
+	if t.Failed() {
+		t.Logf("preflight's report:\n%s", out)
+	}
+	if len(restarted) == 0 {
+		t.Error("the switch restarted nothing: the MCPServer with host paths was to roll")
+	}
+	t.Logf("switch: %d pod templates changed, %d children recreated, %d ConfigMaps rewritten, as predicted", len(restarted), len(recreated), len(rewritten))
+}
+
+// settle waits until nothing in ns has changed for a few seconds.
+func settle(t *testing.T, env *framework.Env, ns string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last, since := versions(t, env, ns), time.Now()
+	for time.Since(since) < 5*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still changing after %v", ns, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+		if now := versions(t, env, ns); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+	}
+}
+
+// versions are the resourceVersions of the children and workloads in ns,
+// read with the versions ToolHive's CRDs serve.
+func versions(t *testing.T, env *framework.Env, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	add := func(objs []metav1.Object, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			out[fmt.Sprintf("%T/%s", o, o.GetName())] = o.GetResourceVersion()
+		}
+	}
+	deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	add(objects(deps, err, func(i int) metav1.Object { return &deps.Items[i] }, func() int { return len(deps.Items) }))
+	cms, err := env.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	add(objects(cms, err, func(i int) metav1.Object { return &cms.Items[i] }, func() int { return len(cms.Items) }))
+	svcs, err := env.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	add(objects(svcs, err, func(i int) metav1.Object { return &svcs.Items[i] }, func() int { return len(svcs.Items) }))
+	sts, err := env.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	add(objects(sts, err, func(i int) metav1.Object { return &sts.Items[i] }, func() int { return len(sts.Items) }))
+	servers, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).List(ctx, metav1.ListOptions{})
+	add(objects(servers, err, func(i int) metav1.Object { return &servers.Items[i] }, func() int { return len(servers.Items) }))
+	vmcps, err := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns).List(ctx, metav1.ListOptions{})
+	add(objects(vmcps, err, func(i int) metav1.Object { return &vmcps.Items[i] }, func() int { return len(vmcps.Items) }))
+	return out
+}
