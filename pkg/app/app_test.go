@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 
 // The caches NewDeps builds, filled by running informers (on fake
 // clientsets, which apply label selectors to a list) through the real
-// transforms: the proxy pods' cache holds only the MCPRemoteProxies' pods,
-// each without its spec, so no credential of an environment variable is
+// transforms: the proxy pods' cache holds only the MCPServers' and
+// MCPRemoteProxies' proxy pods (not the MCP server's own pod the runner
+// starts, labelled otherwise), each without its spec, so no credential of an environment variable is
 // in memory; a labelled child is cached whole less its managedFields; a
 // user's ConfigMap in the unfiltered cache keeps its keys, not its values.
 func TestInformerTransforms(t *testing.T) {
@@ -34,6 +36,10 @@ func TestInformerTransforms(t *testing.T) {
 	}
 	serverPod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-abc", Labels: naming.Labels(naming.AppMCPServer, "fetch")},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Env: secretEnv}}},
+	}
+	runnerPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-0", Labels: map[string]string{"toolhive": "true", "toolhive-name": "fetch", "app": "fetch"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Env: secretEnv}}},
 	}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", ManagedFields: managed,
@@ -41,12 +47,12 @@ func TestInformerTransforms(t *testing.T) {
 	userCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "corp-ca", ManagedFields: managed},
 		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----"}}
 
-	d := NewDeps(k8sfake.NewClientset(proxyPod, serverPod, dep, userCM), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
+	d := NewDeps(k8sfake.NewClientset(proxyPod, serverPod, runnerPod, dep, userCM), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
 	if len(d.Scopes) != 1 {
 		t.Fatalf("%d scopes for all namespaces", len(d.Scopes))
 	}
 	s := d.Scopes[0]
-	pods := s.Selected[naming.RemoteProxyPodSelector].Core().V1().Pods().Informer()
+	pods := s.Selected[naming.ProxyPodSelector].Core().V1().Pods().Informer()
 	deps := s.Kube.Apps().V1().Deployments().Informer()
 	cms := s.KubeAll.Core().V1().ConfigMaps().Informer()
 	// A bound on a fake's list, not a timing assertion.
@@ -66,8 +72,8 @@ func TestInformerTransforms(t *testing.T) {
 	}
 
 	keys := func(inf cache.SharedIndexInformer) []string { return inf.GetStore().ListKeys() }
-	if got := keys(pods); len(got) != 1 || got[0] != "team-a/remote-abc" {
-		t.Fatalf("proxy pods cache %v, want only team-a/remote-abc", got)
+	if got := keys(pods); !slices.Equal(sorted(got), []string{"team-a/fetch-abc", "team-a/remote-abc"}) {
+		t.Fatalf("proxy pods cache %v, want team-a/fetch-abc and team-a/remote-abc", got)
 	}
 	obj, _, _ := pods.GetStore().GetByKey("team-a/remote-abc")
 	pod := obj.(*corev1.Pod)
@@ -119,4 +125,9 @@ func TestBuildRunIdle(t *testing.T) {
 	if _, err := kube.AppsV1().Deployments("team-a").Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
 		t.Errorf("no proxy Deployment once idle: %v", err)
 	}
+}
+
+func sorted(s []string) []string {
+	slices.Sort(s)
+	return s
 }

@@ -18,11 +18,6 @@
 package mcpremoteproxy
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
-
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
@@ -41,9 +36,8 @@ type Controller struct {
 
 	toolhive versioned.Interface
 	proxies  thlisters.MCPRemoteProxyLister
-	// pods holds the proxy pods (naming.RemoteProxyPodSelector), trimmed
-	// to their containers' states (framework.TrimPod).
-	pods cache.Indexer
+	// pods are the proxy pods, whose failures the status reports.
+	pods *workload.ProxyPods
 }
 
 // New builds the controller and registers its event handlers.
@@ -60,82 +54,8 @@ func New(d *framework.Deps) (*Controller, error) {
 	// spec.podTemplateSpec is merged into the proxy pod; what only it
 	// sets is compared through its hash annotation.
 	c.Children.Deployments = workload.WithPodTemplateSpec(c.Children.Deployments)
-	if err := c.watchPods(d); err != nil {
+	if c.pods, err = workload.WatchProxyPods(d, c.Loop, naming.AppMCPRemoteProxy); err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-// watchPods re-syncs a proxy when one of its pods appears, goes away, or
-// changes what its status reads of it (viewPod): a pod's other status
-// writes, such as its conditions' probe times, enqueue nothing.
-func (c *Controller) watchPods(d *framework.Deps) error {
-	pods, err := d.SelectedInformer(naming.RemoteProxyPodSelector, func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Pods().Informer()
-	})
-	if err != nil {
-		return err
-	}
-	c.pods = pods.Indexer()
-	synced, err := pods.AddEventHandler(c.podHandler())
-	if err != nil {
-		return err
-	}
-	c.AddSynced(synced)
-	return nil
-}
-
-// podHandler enqueues the proxy of a pod added or deleted, or whose
-// viewPod changed.
-func (c *Controller) podHandler() cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueProxyOf,
-		DeleteFunc: c.enqueueProxyOf,
-		UpdateFunc: func(oldObj, newObj any) {
-			if viewPod(oldObj) != viewPod(newObj) {
-				c.enqueueProxyOf(newObj)
-			}
-		},
-	}
-}
-
-// enqueueProxyOf enqueues the MCPRemoteProxy a proxy pod (or its
-// tombstone) belongs to, named by its instance label.
-func (c *Controller) enqueueProxyOf(obj any) {
-	if m, ok := framework.MetaFromObj(obj); ok {
-		if name := m.GetLabels()[naming.LabelInstance]; name != "" {
-			c.EnqueueKey(cache.NewObjectName(m.GetNamespace(), name))
-		}
-	}
-}
-
-// podView is what a proxy's status reads of one of its pods.
-type podView struct {
-	labels  string
-	failure string
-}
-
-func viewPod(obj any) podView {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return podView{}
-	}
-	return podView{labels: labels.Set(pod.Labels).String(), failure: podFailure(pod)}
-}
-
-// proxyPods are the cached pods of proxy p, selected as ToolHive's
-// operator selects them: by all of the proxy's workload labels.
-func (c *Controller) proxyPods(p *thv1.MCPRemoteProxy) []*corev1.Pod {
-	objs, err := c.pods.ByIndex(cache.NamespaceIndex, p.Namespace)
-	if err != nil {
-		return nil
-	}
-	want := labels.SelectorFromSet(naming.Labels(naming.AppMCPRemoteProxy, p.Name))
-	var out []*corev1.Pod
-	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok && want.Matches(labels.Set(pod.Labels)) {
-			out = append(out, pod)
-		}
-	}
-	return out
 }

@@ -10,11 +10,12 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // deploymentPhase derives phase and Ready from the proxy Deployment and
 // its pods as last observed. A ready replica makes the proxy Ready, even
-// while another replica fails; with none, a pod that failed (podFailure)
+// while another replica fails; with none, a pod that failed (workload.PodFailure)
 // makes it Failed, naming the failures, as ToolHive v0.63.0's operator
 // does (v0.47.0 read the pods' phase only); else it is Pending, which
 // includes an image that cannot be pulled yet, as ToolHive counts it.
@@ -29,7 +30,7 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 	}
 	var failures []string
 	for _, pod := range pods {
-		if f := podFailure(pod); f != "" {
+		if f := workload.PodFailure(pod); f != "" {
 			failures = append(failures, f)
 		}
 	}
@@ -39,34 +40,6 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 			"Remote proxy failed to start: " + strings.Join(slices.Compact(failures), ", ")
 	}
 	return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready"
-}
-
-// failedWaitingReasons are the container waiting reasons ToolHive v0.63.0
-// counts as a failed pod; the others, such as ImagePullBackOff, it
-// counts as pending, since the kubelet retries them and they may pass.
-var failedWaitingReasons = []string{"CrashLoopBackOff", "CreateContainerError", "InvalidImageName"}
-
-// podFailure is why a proxy pod failed, as ToolHive v0.63.0's operator
-// classifies it: a container waiting for one of failedWaitingReasons, a
-// container that exited non-zero (ContainerTerminated), or a pod in phase
-// Failed (PodFailed); "" for a pod that has not failed, or is being
-// deleted (it is not counted at all).
-func podFailure(pod *corev1.Pod) string {
-	if pod.DeletionTimestamp != nil {
-		return ""
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && slices.Contains(failedWaitingReasons, w.Reason) {
-			return w.Reason
-		}
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return "ContainerTerminated"
-		}
-	}
-	if pod.Status.Phase == corev1.PodFailed {
-		return "PodFailed"
-	}
-	return ""
 }
 
 // checkSpec runs the checks nothing may be deployed without, in

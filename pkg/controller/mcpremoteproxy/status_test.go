@@ -109,16 +109,24 @@ func TestProxyPodEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Refresh()
-	cached := f.c.proxyPods(newProxy("remote"))
+	cached := f.c.pods.Of(testNS, "remote")
 	if len(cached) != 1 || len(cached[0].Spec.Containers) != 0 {
 		t.Fatalf("cached pods: %+v", cached)
 	}
 	drain := func() []string { return wt.Drain(f.c.Queue) }
 	drain()
-	handler := f.c.podHandler()
+	handler := f.c.pods.Handler()
 	handler.OnAdd(pod, false)
 	if keys := drain(); len(keys) != 1 || keys[0] != testNS+"/remote" {
 		t.Fatalf("a new pod enqueued %v", keys)
+	}
+	// An MCPServer's proxy pod of the same name is in the same cache and
+	// is not this controller's.
+	server := pod.DeepCopy()
+	server.Labels = naming.Labels(naming.AppMCPServer, "remote")
+	handler.OnAdd(server, false)
+	if keys := drain(); len(keys) != 0 {
+		t.Fatalf("an MCPServer's pod enqueued %v", keys)
 	}
 	probed := pod.DeepCopy()
 	probed.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}

@@ -63,7 +63,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	dep, err := c.converge(ctx, p, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		r.Ready(deploymentPhase(dep, c.proxyPods(p)))
+		r.Ready(deploymentPhase(dep, c.pods.Of(p.Namespace, p.Name)))
 	}
 	return status, requeueAfter, err
 }

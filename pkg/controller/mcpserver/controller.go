@@ -13,6 +13,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -30,6 +31,8 @@ type Controller struct {
 	kube     kubernetes.Interface
 	toolhive versioned.Interface
 	servers  thlisters.MCPServerLister
+	// pods are the proxy pods, whose failures the status reports.
+	pods *workload.ProxyPods
 }
 
 // New builds the controller and registers its event handlers.
@@ -39,5 +42,11 @@ func New(d *framework.Deps) (*Controller, error) {
 	var err error
 	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: resource, Kind: thv1.KindMCPServer, Primary: servers,
 		GroupMember: true, Sync: c.sync, Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed}})
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	if c.pods, err = workload.WatchProxyPods(d, c.Loop, naming.AppMCPServer); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

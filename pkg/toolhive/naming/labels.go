@@ -102,9 +102,9 @@ const (
 	EmbeddingServerSelector = LabelName + "=embeddingserver"
 	// RegistrySelector selects an MCPRegistry's children (any registry).
 	RegistrySelector = LabelRegistryName
-	// RemoteProxyPodSelector selects the MCPRemoteProxies' proxy pods,
-	// whose containers' states their status reports.
-	RemoteProxyPodSelector = LabelName + "=" + AppMCPRemoteProxy
+	// ProxyPodSelector selects the proxy pods of the MCPServers and
+	// MCPRemoteProxies, whose containers' states their status reports.
+	ProxyPodSelector = LabelName + " in (" + AppMCPServer + "," + AppMCPRemoteProxy + ")"
 )
 
 // EmbeddingServerLabels are the labels of an EmbeddingServer's children,

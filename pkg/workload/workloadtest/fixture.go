@@ -112,7 +112,7 @@ func (f *Fixture) VersionWrites() {
 
 // selectors are app.SelectedLabelSelectors (which this package cannot
 // import: pkg/app imports the controllers).
-var selectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.RemoteProxyPodSelector}
+var selectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.ProxyPodSelector}
 
 // Deps are the controller dependencies backed by the fixture: one scope
 // (whose ChildLabelSelector and unfiltered factories are one, while each

@@ -12,6 +12,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -395,4 +396,68 @@ func TestDeletionRunsFinalizer(t *testing.T) {
 			t.Errorf("runner Service %s left behind: %v", n, err)
 		}
 	}
+}
+
+// TestCrashLoopingProxyPodIsFailed: on a real API server (no kubelet: the
+// test writes the pod's status as one would), a proxy pod in
+// CrashLoopBackOff makes the MCPServer Failed with ToolHive v0.63.0's
+// message, through the trimmed pod informer; the pod recovering, or
+// going away, makes it Pending again; a status write the MCPServer's
+// status does not read (a probe's message) writes nothing.
+func TestCrashLoopingProxyPodIsFailed(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	ctx := context.Background()
+	if _, err := env.Dynamic.Resource(serversGVR).Namespace(ns).Create(ctx, newServerObj(ns, "fetch"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, env, ns, "fetch")
+	pods := env.Kube.CoreV1().Pods(ns)
+	pod, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "fetch-7c9d", Labels: naming.Labels(naming.AppMCPServer, "fetch")},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Image: "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setState := func(state corev1.ContainerState) {
+		t.Helper()
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "toolhive", Image: pod.Spec.Containers[0].Image, State: state}}}
+		if pod, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phase := func(want, message string) {
+		t.Helper()
+		framework.Eventually(t, settle, func() (bool, error) {
+			s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, "fetch", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return s.Status.Phase == want && s.Status.Message == message, fmt.Errorf("phase %q message %q", s.Status.Phase, s.Status.Message)
+		}, "MCPServer %s: %s", want, message)
+	}
+	crashing := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}}
+	setState(crashing)
+	phase(thv1.MCPServerPhaseFailed, "MCP server pod failed: CrashLoopBackOff")
+	settled(t)
+
+	writes := mcpWrites(t)
+	crashing.Waiting.Message = "back-off 20s"
+	setState(crashing)
+	settled(t)
+	if got := mcpWrites(t); got != writes {
+		t.Errorf("a pod status write the MCPServer does not read moved hivekeeper_writes_total: %v -> %v", writes, got)
+	}
+
+	setState(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
+	phase(thv1.MCPServerPhasePending, "waiting for proxy pods to become ready")
+	setState(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}})
+	phase(thv1.MCPServerPhaseFailed, "MCP server pod failed: ContainerTerminated")
+	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	phase(thv1.MCPServerPhasePending, "waiting for proxy pods to become ready")
 }

@@ -1,0 +1,99 @@
+package mcpserver
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
+)
+
+// proxyPod is a proxy pod of the MCPServer server whose one container is
+// in state.
+func proxyPod(server, pod string, phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: pod, Labels: naming.Labels(naming.AppMCPServer, server)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive"}}},
+		Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "toolhive", State: state}}},
+	}
+}
+
+func waiting(reason string) corev1.ContainerState {
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "back-off restarting"}}
+}
+
+// The phase follows the proxy pods as ToolHive v0.63.0's operator reads
+// them: with no ready replica, a container in CrashLoopBackOff,
+// CreateContainerError or InvalidImageName, one that exited non-zero, or a
+// Failed pod makes the server Failed, "MCP server pod failed: " and the
+// first failure by pod name; ImagePullBackOff is Pending, since the
+// kubelet retries it; a ready replica wins; a remote proxy's pod of the
+// same name is not read.
+func TestPhaseFollowsProxyPods(t *testing.T) {
+	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}
+	for _, tc := range []struct {
+		name    string
+		pods    []*corev1.Pod
+		ready   int32
+		phase   string
+		cond    metav1.ConditionStatus
+		message string
+	}{
+		{"no pods", nil, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+		{"crash loop", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 0,
+			thv1.MCPServerPhaseFailed, metav1.ConditionFalse, "MCP server pod failed: CrashLoopBackOff"},
+		{"first failure by pod name", []*corev1.Pod{
+			proxyPod("fetch", "fetch-c", corev1.PodPending, waiting("InvalidImageName")),
+			proxyPod("fetch", "fetch-b", corev1.PodRunning, terminated),
+			proxyPod("fetch", "fetch-d", corev1.PodFailed, corev1.ContainerState{}),
+		}, 0, thv1.MCPServerPhaseFailed, metav1.ConditionFalse, "MCP server pod failed: ContainerTerminated"},
+		{"image pull back-off", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodPending, waiting("ImagePullBackOff"))}, 0,
+			thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+		{"a ready replica wins", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 1,
+			thv1.MCPServerPhaseReady, metav1.ConditionTrue, "proxy is ready"},
+		{"a remote proxy's pod", []*corev1.Pod{func() *corev1.Pod {
+			p := proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))
+			p.Labels = naming.Labels(naming.AppMCPRemoteProxy, "fetch")
+			return p
+		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newServer("fetch"))
+			f.converge("fetch")
+			ctx := context.Background()
+			for _, pod := range tc.pods {
+				if _, err := f.Kube.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: tc.ready}
+			if _, err := f.Kube.AppsV1().Deployments(testNS).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.Refresh()
+			f.converge("fetch")
+			s, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady)
+			if s.Status.Phase != tc.phase || c == nil || c.Status != tc.cond || s.Status.Message != tc.message || c.Message != tc.message {
+				t.Fatalf("phase %q message %q, Ready %+v; want %q %q %s", s.Status.Phase, s.Status.Message, c, tc.phase, tc.message, tc.cond)
+			}
+			f.Refresh()
+			if acts, _ := f.sync("fetch"); len(acts) != 0 {
+				t.Errorf("converged: %s", wt.Describe(acts))
+			}
+		})
+	}
+}
