@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,21 +69,7 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, newProxy("remote"))
 			f.converge("remote")
-			ctx := context.Background()
-			for _, pod := range tc.pods {
-				if _, err := f.Kube.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "remote", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dep.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: tc.ready}
-			if _, err := f.Kube.AppsV1().Deployments(testNS).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			f.Refresh()
+			f.ProxyPodsAndReady(testNS, "remote", tc.ready, tc.pods...)
 			f.converge("remote")
 			p := f.get("remote")
 			c := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionReady)

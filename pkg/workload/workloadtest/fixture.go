@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -108,6 +110,28 @@ func (f *Fixture) VersionWrites() {
 		m.SetResourceVersion(strconv.FormatInt(version.Add(1), 10))
 		return true, obj, tracker.Update(a.GetResource(), obj, a.GetNamespace())
 	})
+}
+
+// ProxyPodsAndReady creates pods in the Kube fake and sets the Deployment
+// namespace/name's status to one replica of which ready are ready, then
+// refreshes the caches: what a workload's status reads of its proxy.
+func (f *Fixture) ProxyPodsAndReady(namespace, name string, ready int32, pods ...*corev1.Pod) {
+	f.T.Helper()
+	ctx := context.Background()
+	for _, pod := range pods {
+		if _, err := f.Kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			f.T.Fatal(err)
+		}
+	}
+	dep, err := f.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	dep.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: ready}
+	if _, err := f.Kube.AppsV1().Deployments(namespace).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
+	}
+	f.Refresh()
 }
 
 // selectors are app.SelectedLabelSelectors (which this package cannot
