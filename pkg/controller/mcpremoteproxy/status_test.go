@@ -13,19 +13,13 @@ import (
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
-// proxyPod is a pod of the MCPRemoteProxy name whose one container is in
+// proxyPod is a proxy pod of workload name whose one container is in
 // state.
 func proxyPod(name, pod string, phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: pod, Labels: naming.Labels(naming.AppMCPRemoteProxy, name)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Env: []corev1.EnvVar{{Name: "TOKEN", Value: "literal"}}}}},
-		Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "toolhive", State: state}}},
-	}
+	return wt.ProxyPod(testNS, naming.AppMCPRemoteProxy, name, pod, phase, state)
 }
 
-func waiting(reason string) corev1.ContainerState {
-	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "back-off restarting"}}
-}
+var waiting = wt.Waiting
 
 // The phase follows the proxy pods as ToolHive v0.63.0's operator
 // classifies them: a container in CrashLoopBackOff, CreateContainerError

@@ -13,19 +13,13 @@ import (
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
-// proxyPod is a proxy pod of the MCPServer server whose one container is
-// in state.
-func proxyPod(server, pod string, phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: pod, Labels: naming.Labels(naming.AppMCPServer, server)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive"}}},
-		Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "toolhive", State: state}}},
-	}
+// proxyPod is a proxy pod of workload name whose one container is in
+// state.
+func proxyPod(name, pod string, phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
+	return wt.ProxyPod(testNS, naming.AppMCPServer, name, pod, phase, state)
 }
 
-func waiting(reason string) corev1.ContainerState {
-	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "back-off restarting"}}
-}
+var waiting = wt.Waiting
 
 // The phase follows the proxy pods as ToolHive v0.63.0's operator reads
 // them: with no ready replica, a container in CrashLoopBackOff,

@@ -112,6 +112,22 @@ func (f *Fixture) VersionWrites() {
 	})
 }
 
+// ProxyPod is a proxy pod named pod of the workload name of kind app
+// (naming.AppMCPServer, naming.AppMCPRemoteProxy), whose one container is
+// in state.
+func ProxyPod(namespace, app, name, pod string, phase corev1.PodPhase, state corev1.ContainerState) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod, Labels: naming.Labels(app, name)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "toolhive", Env: []corev1.EnvVar{{Name: "TOKEN", Value: "literal"}}}}},
+		Status:     corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{Name: "toolhive", State: state}}},
+	}
+}
+
+// Waiting is a container state waiting for reason.
+func Waiting(reason string) corev1.ContainerState {
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "back-off restarting"}}
+}
+
 // ProxyPodsAndReady creates pods in the Kube fake and sets the Deployment
 // namespace/name's status to one replica of which ready are ready, then
 // refreshes the caches: what a workload's status reads of its proxy.
