@@ -41,35 +41,9 @@ import (
 
 // The binary is built once per package run, into the package server's
 // folder, which framework.Main removes at the end.
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
-
 // binary returns the path of a freshly built hivekeeper, skipping the test
 // when the package has no API server (-short, or no test binaries).
-func binary(t *testing.T) string {
-	t.Helper()
-	env := framework.Get(t)
-	buildOnce.Do(func() {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildPath = filepath.Join(env.Server.Dir, "hivekeeper")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/controller")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/controller: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildPath
-}
+var binary = framework.BuildOnce("./cmd/controller", "hivekeeper")
 
 // privateServer starts an API server of the test's own, for faults that
 // must not reach the package's shared server (killing it, a tiny Service

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"testing"
 )
 
 // BinariesEnv names the folder holding kube-apiserver and etcd. `make test`
@@ -204,4 +206,37 @@ func checkBinaries(dir string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// BuildOnce returns a function that builds the command pkg of this
+// repository (e.g. "./cmd/controller") as name in the package's API
+// server directory the first time it is called, and returns its path; it
+// fails the test when the build fails, and skips it, as Get does, when
+// the package has no API server.
+func BuildOnce(pkg, name string) func(t *testing.T) string {
+	var (
+		once sync.Once
+		path string
+		err  error
+	)
+	return func(t *testing.T) string {
+		t.Helper()
+		env := Get(t)
+		once.Do(func() {
+			var root string
+			if root, err = RepoRoot(); err != nil {
+				return
+			}
+			path = filepath.Join(env.Server.Dir, name)
+			cmd := exec.Command("go", "build", "-o", path, pkg)
+			cmd.Dir = root
+			if out, berr := cmd.CombinedOutput(); berr != nil {
+				err = fmt.Errorf("go build %s: %v\n%s", pkg, berr, out)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 }

@@ -9,11 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,35 +29,9 @@ import (
 
 func TestMain(m *testing.M) { framework.Main(m) }
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
-
 // plugin returns the path of a freshly built kubectl-hivekeeper, skipping
 // the test when the package has no API server.
-func plugin(t *testing.T) string {
-	t.Helper()
-	env := framework.Get(t)
-	buildOnce.Do(func() {
-		root, err := framework.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildPath = filepath.Join(env.Server.Dir, "kubectl-hivekeeper")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/kubectl-hivekeeper")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kubectl-hivekeeper: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildPath
-}
+var plugin = framework.BuildOnce("./cmd/kubectl-hivekeeper", "kubectl-hivekeeper")
 
 // report is the part of preflight's JSON report the test reads.
 type report struct {
