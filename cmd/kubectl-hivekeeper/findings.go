@@ -61,14 +61,11 @@ func findings(ctx context.Context, r *run) (refused, ignored []Finding, err erro
 			}
 			at := Finding{Kind: kindOf(obj), Namespace: m.GetNamespace(), Name: m.GetName()}
 			st := o.Status
-			if st.Phase == "Failed" {
-				f := at
-				f.Condition, f.Message = "Phase", st.Message
-				if c := meta.FindStatusCondition(st.Conditions, thv1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
-					f.Condition, f.Reason, f.Message = c.Type+"=False", c.Reason, c.Message
-				}
-				refused = append(refused, f)
-			}
+			// A False validity condition names the cause; Ready's reason
+			// may not (an MCPServer's is ToolHive's NotReady), so a Failed
+			// phase is listed from Ready only when no such condition
+			// explains it, or when Ready's message says something else.
+			var invalid []Finding
 			for _, c := range st.Conditions {
 				switch {
 				case c.Type == thv1.ConditionUnsupportedFields && c.Status == metav1.ConditionTrue:
@@ -78,11 +75,20 @@ func findings(ctx context.Context, r *run) (refused, ignored []Finding, err erro
 				case c.Status == metav1.ConditionFalse && (strings.HasSuffix(c.Type, "Valid") || strings.HasSuffix(c.Type, "Validated")):
 					f := at
 					f.Condition, f.Reason, f.Message = c.Type+"=False", c.Reason, c.Message
-					if !slices.ContainsFunc(refused, func(g Finding) bool { return sameObject(g, f) && g.Message == f.Message }) {
-						refused = append(refused, f)
-					}
+					invalid = append(invalid, f)
 				}
 			}
+			if st.Phase == "Failed" {
+				f := at
+				f.Condition, f.Message = "Phase", st.Message
+				if c := meta.FindStatusCondition(st.Conditions, thv1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+					f.Condition, f.Reason, f.Message = c.Type+"=False", c.Reason, c.Message
+				}
+				if !slices.ContainsFunc(invalid, func(g Finding) bool { return g.Message == f.Message }) {
+					refused = append(refused, f)
+				}
+			}
+			refused = append(refused, invalid...)
 		}
 	}
 	return refused, ignored, nil

@@ -254,7 +254,7 @@ func TestPreflightListsRefusals(t *testing.T) {
 	})
 	r := runPreflight(t, fakeClients(nil, []runtime.Object{bad, oidc}))
 	want := []Finding{
-		{Kind: "MCPServer", Namespace: "team-a", Name: "bad", Condition: "Ready=False", Reason: "InvalidPodTemplateSpec",
+		{Kind: "MCPServer", Namespace: "team-a", Name: "bad", Condition: "PodTemplateValid=False", Reason: "InvalidPodTemplateSpec",
 			Message: "spec.podTemplateSpec: not a valid pod template: json: cannot unmarshal string into Go struct field PodSpec.spec.containers of type []v1.Container"},
 		{Kind: "MCPServer", Namespace: "team-a", Name: "oidc", Condition: "OIDCConfigRefValidated=False", Reason: "OIDCConfigRefNotFound",
 			Message: `MCPOIDCConfig "missing" not found`},
@@ -269,7 +269,7 @@ func TestPreflightListsRefusals(t *testing.T) {
 	if err := r.write(&out, "text"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "Validation: hivekeeper would refuse 2 objects:\n  MCPServer team-a/bad: Ready=False InvalidPodTemplateSpec: ") ||
+	if !strings.Contains(out.String(), "Validation: hivekeeper would refuse 2 objects:\n  MCPServer team-a/bad: PodTemplateValid=False InvalidPodTemplateSpec: ") ||
 		strings.Contains(out.String(), "warning event") {
 		t.Errorf("text output:\n%s", out.String())
 	}

@@ -43,7 +43,7 @@ func (b *Base) resolveAuthServer(r *Report, obj Object) (*thv1.MCPExternalAuthCo
 	ok, reason, message := c.check(ref.Name, cfg, err == nil)
 	if !ok {
 		r.SetFalse(c.Condition, reason, message)
-		r.Pending(c.Waiting, message)
+		r.Unusable(c.Waiting, message)
 		return nil, "", false
 	}
 	return cfg, cfg.GetStatus().ConfigHash, true

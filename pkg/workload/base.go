@@ -50,9 +50,22 @@ type Spec struct {
 	Phases Phases
 }
 
-// Phases are the status.phase values Report uses.
+// Phases are the status.phase values Report uses, and how the kind's
+// Ready condition reads where ToolHive's operator reads it otherwise than
+// hivekeeper's reasons.
 type Phases struct {
 	Pending, Failed string
+	// ReadyReasons: Ready's reason is only ever "Ready" or "NotReady", as
+	// ToolHive's operator writes it for MCPServer. hivekeeper's specific
+	// reason still goes into the Warning event, the message and the
+	// reference's own condition, where a reader finds the cause.
+	ReadyReasons bool
+	// RefFailed: a referenced config that is missing or not valid makes the
+	// workload Failed with Ready=False "NotReady", as ToolHive's operator
+	// reports it for MCPServer and MCPRemoteProxy (an alert on
+	// phase=Failed fires on a typo in a reference). Without it the
+	// workload waits: Pending, with the reference kind's Waiting reason.
+	RefFailed bool
 }
 
 // Base is what every workload controller shares and embeds: its loop,

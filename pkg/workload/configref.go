@@ -115,7 +115,7 @@ func (c *ConfigRefs[T]) Resolve(r *Report, namespace, name string) (cfg T, hash 
 	ok, reason, message := c.check(name, cfg, err == nil)
 	if !ok {
 		r.SetFalse(c.Condition, reason, message)
-		r.Pending(c.Waiting, message)
+		r.Unusable(c.Waiting, message)
 		return zero, "", false
 	}
 	r.Set(c.Condition, metav1.ConditionTrue, reason, message)
@@ -267,7 +267,7 @@ func (c *ConfigRefs[T]) ResolveAll(r *Report, namespace string, names []string) 
 		ok, reason, message := c.check(name, cfg, err == nil)
 		if !ok {
 			r.SetFalse(c.Condition, reason, message)
-			r.Pending(c.Waiting, message)
+			r.Unusable(c.Waiting, message)
 			return nil, false
 		}
 		out[name] = cfg

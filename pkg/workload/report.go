@@ -28,8 +28,15 @@ type Report struct {
 	phases         Phases
 }
 
-// Set sets one condition, stamped with the workload's generation.
+// Set sets one condition, stamped with the workload's generation. For a
+// kind with Phases.ReadyReasons, Ready's reason is "Ready" or "NotReady".
 func (r *Report) Set(condType string, status metav1.ConditionStatus, reason, message string) {
+	if condType == thv1.ConditionReady && r.phases.ReadyReasons {
+		reason = thv1.ReasonNotReady
+		if status == metav1.ConditionTrue {
+			reason = thv1.ReasonReady
+		}
+	}
 	meta.SetStatusCondition(r.conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
@@ -44,9 +51,20 @@ func (r *Report) Set(condType string, status metav1.ConditionStatus, reason, mes
 // turned False.
 func (r *Report) SetFalse(condType, reason, message string) {
 	r.Set(condType, metav1.ConditionFalse, reason, message)
-	if ConditionFlippedTo(r.old, *r.conditions, condType, metav1.ConditionFalse) {
+	if ConditionFlippedTo(r.old, *r.conditions, condType, metav1.ConditionFalse) || r.readyCauseChanged(condType, message) {
 		r.event(reason, message)
 	}
+}
+
+// readyCauseChanged reports, for a kind with Phases.ReadyReasons, whether
+// Ready was False already with another message: its reason, NotReady,
+// no longer names the cause, so a new cause shows as a new message only.
+func (r *Report) readyCauseChanged(condType, message string) bool {
+	if condType != thv1.ConditionReady || !r.phases.ReadyReasons {
+		return false
+	}
+	o := meta.FindStatusCondition(r.old, condType)
+	return o != nil && o.Status == metav1.ConditionFalse && o.Message != message
 }
 
 // Remove drops a condition that no longer applies (its reference was
@@ -74,6 +92,18 @@ func (r *Report) Fail(reason, message string) {
 // Pending is phase Pending with Ready=False, without an event.
 func (r *Report) Pending(reason, message string) {
 	r.NotReady(r.phases.Pending, reason, message)
+}
+
+// Unusable reports a referenced config that is missing or not valid,
+// without an event (the reference's condition recorded one): Failed,
+// Ready=False "NotReady" for a kind with Phases.RefFailed, else Pending
+// with reason, the reference kind's Waiting reason.
+func (r *Report) Unusable(reason, message string) {
+	if r.phases.RefFailed {
+		r.NotReady(r.phases.Failed, thv1.ReasonNotReady, message)
+		return
+	}
+	r.Pending(reason, message)
 }
 
 func (r *Report) event(reason, message string) {

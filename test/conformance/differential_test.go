@@ -52,9 +52,9 @@ func (s statusWant) String() string {
 // its own strings; hivekeeper's are its API's.
 var (
 	thvNotReady   = func(msg string) statusWant { return statusWant{"Failed", "Ready=False", "NotReady", msg} }
-	hiveWaiting   = statusWant{"Pending", "Ready=False", thv1.ReasonDeploymentNotReady, ""}
+	hiveWaiting   = statusWant{"Pending", "Ready=False", thv1.ReasonNotReady, "MCP server is being created"}
 	hiveNoExtAuth = func(name string) statusWant {
-		return statusWant{"Pending", thv1.ConditionExternalAuthConfigValidated + "=False", thv1.ReasonExternalAuthConfigNotFound, name}
+		return statusWant{"Failed", thv1.ConditionExternalAuthConfigValidated + "=False", thv1.ReasonExternalAuthConfigNotFound, name}
 	}
 	noOIDCConfig = func(name string) (thv, hive statusWant) {
 		return statusWant{"Pending", "OIDCConfigRefValidated=False", "OIDCConfigRefNotFound", "MCPOIDCConfig " + name + " not found"},
@@ -72,7 +72,7 @@ var notCompared = map[string]skipped{
 	},
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": {
 		Why: "it references MCPExternalAuthConfig oauth-token-exchange, which only mcpexternalauthconfig_basic.yaml defines, " +
-			"with the same stale snake_case keys; both operators wait for it",
+			"with the same stale snake_case keys; both operators fail it until it exists",
 		ToolHive:   thvNotReady("MCPExternalAuthConfig oauth-token-exchange not found"),
 		Hivekeeper: hiveNoExtAuth("oauth-token-exchange"),
 	},

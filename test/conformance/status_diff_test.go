@@ -351,10 +351,10 @@ func resourceOf(kind string) string {
 }
 
 // statusDifferences lists every difference the status differential finds
-// beyond hivekeeper's additions. All are pending today: the work list of
-// ToolHive's status surface, measured against ToolHive v0.63.0's operator.
-// When one is mended it goes; when one is decided as deliberate, Pending
-// turns false and docs/compatibility.md says why.
+// beyond hivekeeper's additions, measured against ToolHive v0.63.0's
+// operator. The pending ones are the status surface's work list: when one
+// is mended it goes; when one is decided as deliberate, Pending turns
+// false and docs/compatibility.md says why.
 var statusDifferences = []statusDifference{
 	{"examples MCPRemoteProxy/vendor-tools column URL", "status.url: ToolHive's operator writes none for a workload it failed, and no /mcp path for a remote proxy", true},
 	{"examples MCPRemoteProxy/vendor-tools condition GroupRefValidated", "reason GroupRefIsValid (ToolHive's) against GroupRefValid", true},
@@ -362,16 +362,12 @@ var statusDifferences = []statusDifference{
 	{"examples MCPRemoteProxy/vendor-tools message", "status.message is worded differently", true},
 	{"examples MCPServer/fetch condition GroupRefValidated", "reason GroupRefIsValid (ToolHive's) against GroupRefValid", true},
 	{"examples MCPServer/fetch condition RateLimitConfigValid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"examples MCPServer/fetch condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"examples MCPServer/fetch condition SessionStorageWarning", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"examples MCPServer/fetch condition StdioReplicaCapped", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"examples MCPServer/fetch message", "status.message is worded differently", true},
 	{"examples MCPServer/osv condition GroupRefValidated", "reason GroupRefIsValid (ToolHive's) against GroupRefValid", true},
 	{"examples MCPServer/osv condition RateLimitConfigValid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"examples MCPServer/osv condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"examples MCPServer/osv condition SessionStorageWarning", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"examples MCPServer/osv condition StdioReplicaCapped", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"examples MCPServer/osv message", "status.message is worded differently", true},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency column Status", "the column follows the phase or condition above", true},
 	{"examples VirtualMCPServer/engineering condition AuthConfigured", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"examples VirtualMCPServer/engineering condition CompositeToolRefsValidated", "a condition ToolHive's operator writes that hivekeeper does not", true},
@@ -381,39 +377,24 @@ var statusDifferences = []statusDifference{
 	{"examples VirtualMCPServer/engineering event Normal HMACSecretCreated", "an event reason ToolHive's operator records that hivekeeper does not", true},
 	{"examples VirtualMCPServer/engineering event Normal ServiceCreated", "an event reason ToolHive's operator records that hivekeeper does not", true},
 	{"examples VirtualMCPServer/engineering message", "status.message is worded differently", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing column Phase", "the column follows the phase or condition above", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing column URL", "status.url: ToolHive's operator writes none for a workload it failed, and no /mcp path for a remote proxy", true},
+	{"missing-refs MCPRemoteProxy/external-auth-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
 	{"missing-refs MCPRemoteProxy/external-auth-missing condition AuthConfigured", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"missing-refs MCPRemoteProxy/external-auth-missing condition ConfigurationValid", "the condition's status or reason differs", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"missing-refs MCPRemoteProxy/external-auth-missing event Warning ExternalAuthConfigFetchError", "an event reason ToolHive's operator records that hivekeeper does not", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing message", "status.message is worded differently", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing phase", "a missing reference: ToolHive's operator reports Failed, hivekeeper Pending", true},
+	{"missing-refs MCPRemoteProxy/external-auth-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
 	{"missing-refs MCPServer/group-missing condition RateLimitConfigValid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/group-missing condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"missing-refs MCPServer/group-missing condition SessionStorageWarning", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"missing-refs MCPServer/group-missing condition StdioReplicaCapped", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/group-missing message", "status.message is worded differently", true},
-	{"missing-refs MCPServer/oidc-config-missing column Status", "the column follows the phase or condition above", true},
-	{"missing-refs MCPServer/oidc-config-missing column URL", "status.url: ToolHive's operator writes none for a workload it failed, and no /mcp path for a remote proxy", true},
+	{"missing-refs MCPServer/oidc-config-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
 	{"missing-refs MCPServer/oidc-config-missing condition RateLimitConfigValid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/oidc-config-missing condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"missing-refs MCPServer/oidc-config-missing condition SessionStorageWarning", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"missing-refs MCPServer/oidc-config-missing condition StdioReplicaCapped", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/oidc-config-missing message", "status.message is worded differently", true},
-	{"missing-refs MCPServer/oidc-config-missing phase", "a missing reference: ToolHive's operator reports Failed, hivekeeper Pending", true},
-	{"missing-refs MCPServer/tool-config-missing column Status", "the column follows the phase or condition above", true},
-	{"missing-refs MCPServer/tool-config-missing column URL", "status.url: ToolHive's operator writes none for a workload it failed, and no /mcp path for a remote proxy", true},
+	{"missing-refs MCPServer/oidc-config-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
+	{"missing-refs MCPServer/tool-config-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
 	{"missing-refs MCPServer/tool-config-missing condition RateLimitConfigValid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/tool-config-missing condition Ready", "Ready's reason: ToolHive's operator says NotReady (and writes no Ready on a vMCP it failed), hivekeeper names the cause", true},
 	{"missing-refs MCPServer/tool-config-missing condition SessionStorageWarning", "a condition ToolHive's operator writes that hivekeeper does not", true},
 	{"missing-refs MCPServer/tool-config-missing condition StdioReplicaCapped", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs MCPServer/tool-config-missing message", "status.message is worded differently", true},
-	{"missing-refs MCPServer/tool-config-missing phase", "a missing reference: ToolHive's operator reports Failed, hivekeeper Pending", true},
-	{"missing-refs VirtualMCPServer/gateway-group-missing column Phase", "the column follows the phase or condition above", true},
+	{"missing-refs MCPServer/tool-config-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
 	{"missing-refs VirtualMCPServer/gateway-group-missing column Ready", "the column follows the phase or condition above", true},
-	{"missing-refs VirtualMCPServer/gateway-group-missing column URL", "status.url: ToolHive's operator writes none for a workload it failed, and no /mcp path for a remote proxy", true},
 	{"missing-refs VirtualMCPServer/gateway-group-missing condition Valid", "a condition ToolHive's operator writes that hivekeeper does not", true},
-	{"missing-refs VirtualMCPServer/gateway-group-missing message", "status.message is worded differently", true},
-	{"missing-refs VirtualMCPServer/gateway-group-missing phase", "a missing reference: ToolHive's operator reports Failed, hivekeeper Pending", true},
 }

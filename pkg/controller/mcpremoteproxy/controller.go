@@ -47,7 +47,7 @@ func New(d *framework.Deps) (*Controller, error) {
 	var err error
 	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "mcpremoteproxies", Kind: thv1.KindMCPRemoteProxy,
 		Primary: proxies, GroupMember: true, Sync: c.sync,
-		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed}})
+		Phases: workload.Phases{Pending: thv1.MCPRemoteProxyPhasePending, Failed: thv1.MCPRemoteProxyPhaseFailed, RefFailed: true}})
 	if err != nil {
 		return nil, err
 	}

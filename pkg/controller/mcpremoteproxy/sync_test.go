@@ -225,7 +225,7 @@ func TestOIDCReferenceMissingBlocksChildrenAndReportsOnce(t *testing.T) {
 	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionOIDCConfigRefValidated); cond == nil || cond.Reason != thv1.ReasonOIDCConfigRefNotFound {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
-	if got.Status.Phase != thv1.MCPRemoteProxyPhasePending {
+	if got.Status.Phase != thv1.MCPRemoteProxyPhaseFailed {
 		t.Errorf("phase %s", got.Status.Phase)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonOIDCConfigRefNotFound) {
@@ -517,7 +517,7 @@ func TestTelemetryConfig(t *testing.T) {
 	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
 	got := f.get("remote")
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated); c == nil ||
-		c.Reason != thv1.ReasonTelemetryConfigRefInvalid || got.Status.Phase != thv1.MCPRemoteProxyPhasePending {
+		c.Reason != thv1.ReasonTelemetryConfigRefInvalid || got.Status.Phase != thv1.MCPRemoteProxyPhaseFailed {
 		t.Fatalf("status %+v", got.Status)
 	}
 

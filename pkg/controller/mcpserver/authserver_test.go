@@ -162,7 +162,7 @@ func TestAuthServerRefRefusals(t *testing.T) {
 		{"audience", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef.Audience = "mcp" }, authServerConfig("as", authServerJSON),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "must equal its resourceUrl"},
 		{"conflict", func(s *thv1.MCPServer) { s.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "as"} }, authServerConfig("as", authServerJSON),
-			thv1.ConditionReady, thv1.ReasonInvalidSpec, "conflicts with spec.externalAuthConfigRef"},
+			thv1.ConditionReady, thv1.ReasonNotReady, "conflicts with spec.externalAuthConfigRef"},
 		// ToolHive v0.63.0: the TLS listener's port is 8443.
 		{"tls listener port", func(s *thv1.MCPServer) { s.Spec.ProxyPort = 8443 }, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+
 			`,"tlsListener":{"certificateSecretRef":{"name":"tls","key":"tls.crt"},"privateKeySecretRef":{"name":"tls","key":"tls.key"}}}`),

@@ -41,7 +41,7 @@ func New(d *framework.Deps) (*Controller, error) {
 	c := &Controller{kube: d.Kube, toolhive: d.Toolhive, servers: thlisters.NewMCPServerLister(servers.Indexer())}
 	var err error
 	c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: resource, Kind: thv1.KindMCPServer, Primary: servers,
-		GroupMember: true, Sync: c.sync, Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed}})
+		GroupMember: true, Sync: c.sync, Phases: workload.Phases{Pending: thv1.MCPServerPhasePending, Failed: thv1.MCPServerPhaseFailed, ReadyReasons: true, RefFailed: true}})
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func TestExternalAuthBearerTokenRefused(t *testing.T) {
 	}
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonInvalidSpec ||
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonNotReady ||
 		!strings.Contains(c.Message, "type bearerToken") {
 		t.Errorf("Ready: %+v", c)
 	}
@@ -108,7 +108,7 @@ func TestExternalAuthAWSStsRefused(t *testing.T) {
 	}
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonInvalidSpec ||
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonNotReady ||
 		!strings.Contains(c.Message, "type awsSts") {
 		t.Errorf("Ready: %+v", c)
 	}

@@ -259,8 +259,11 @@ func TestRuntimeInvalidSpecIsAConditionNotARetry(t *testing.T) {
 			assertActions(t, acts, "patch mcpservers/status")
 			got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "bad", metav1.GetOptions{})
 			c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.") {
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonNotReady || !strings.Contains(c.Message, "spec.") {
 				t.Fatalf("Ready %+v", c)
+			}
+			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonInvalidSpec+" spec.") {
+				t.Fatalf("events %q, want one Warning %s", evs, thv1.ReasonInvalidSpec)
 			}
 			f.refresh()
 			if acts, err := f.sync("bad"); err != nil || len(acts) != 0 {

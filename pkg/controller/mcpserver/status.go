@@ -13,28 +13,35 @@ import (
 )
 
 // deploymentPhase derives phase, Ready and readyReplicas from the proxy
-// Deployment and its pods as last observed. A ready replica makes the
-// server Ready, even while another replica fails; with none, a pod that
-// failed (workload.PodFailure) makes it Failed, "MCP server pod failed: "
-// and the first failure in the order ToolHive v0.63.0's operator lists
-// the pods (by name), as that operator reports it; else it is Pending,
-// which includes an image that cannot be pulled yet.
+// Deployment and its pods as last observed, in ToolHive v0.63.0's
+// operator's words: Ready's reason is only ever Ready or NotReady, and the
+// message says where the server is. A ready replica makes the server
+// Ready, even while another replica fails; with none, a pod that failed
+// (workload.PodFailure) makes it Failed, "MCP server pod failed: " and the
+// first failure in the order that operator lists the pods (by name); else
+// it is Pending, "starting" while a pod exists (which includes an image
+// that cannot be pulled yet) and "being created" before. Pods being
+// deleted are not counted, as there.
 func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
 	if dep == nil {
-		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "proxy Deployment not created yet", 0
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", 0
 	}
 	readyReplicas = dep.Status.ReadyReplicas
 	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
-		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, thv1.ReasonScaledToZero, "proxy scaled to zero replicas", readyReplicas
+		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is stopped (scaled to zero)", readyReplicas
 	}
 	if readyReplicas > 0 {
-		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "proxy is ready", readyReplicas
+		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonReady, "MCP server is running", readyReplicas
 	}
-	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, pod := range pods {
 		if f := workload.PodFailure(pod); f != "" {
-			return thv1.MCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "MCP server pod failed: " + f, readyReplicas
+			return thv1.MCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server pod failed: " + f, readyReplicas
 		}
 	}
-	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready", readyReplicas
+	if len(pods) > 0 {
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is starting", readyReplicas
+	}
+	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
 }

@@ -38,7 +38,7 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		cond    metav1.ConditionStatus
 		message string
 	}{
-		{"no pods", nil, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+		{"no pods", nil, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is being created"},
 		{"crash loop", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 0,
 			thv1.MCPServerPhaseFailed, metav1.ConditionFalse, "MCP server pod failed: CrashLoopBackOff"},
 		{"first failure by pod name", []*corev1.Pod{
@@ -47,14 +47,19 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 			proxyPod("fetch", "fetch-d", corev1.PodFailed, corev1.ContainerState{}),
 		}, 0, thv1.MCPServerPhaseFailed, metav1.ConditionFalse, "MCP server pod failed: ContainerTerminated"},
 		{"image pull back-off", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodPending, waiting("ImagePullBackOff"))}, 0,
-			thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+			thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is starting"},
+		{"a terminating pod is not counted", []*corev1.Pod{func() *corev1.Pod {
+			p := proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))
+			p.DeletionTimestamp = &metav1.Time{}
+			return p
+		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is being created"},
 		{"a ready replica wins", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 1,
-			thv1.MCPServerPhaseReady, metav1.ConditionTrue, "proxy is ready"},
+			thv1.MCPServerPhaseReady, metav1.ConditionTrue, "MCP server is running"},
 		{"a remote proxy's pod", []*corev1.Pod{func() *corev1.Pod {
 			p := proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))
 			p.Labels = naming.Labels(naming.AppMCPRemoteProxy, "fetch")
 			return p
-		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is being created"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, newServer("fetch"))
@@ -66,7 +71,11 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady)
-			if s.Status.Phase != tc.phase || c == nil || c.Status != tc.cond || s.Status.Message != tc.message || c.Message != tc.message {
+			reason := thv1.ReasonNotReady
+			if tc.cond == metav1.ConditionTrue {
+				reason = thv1.ReasonReady
+			}
+			if s.Status.Phase != tc.phase || c == nil || c.Status != tc.cond || c.Reason != reason || s.Status.Message != tc.message || c.Message != tc.message {
 				t.Fatalf("phase %q message %q, Ready %+v; want %q %q %s", s.Status.Phase, s.Status.Message, c, tc.phase, tc.message, tc.cond)
 			}
 			f.Refresh()

@@ -398,7 +398,7 @@ func TestChildOfAnotherControllerIsNotAdopted(t *testing.T) {
 		}
 	}
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonNotReady || !strings.Contains(cond.Message, " exists and is ") {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
 }
@@ -590,8 +590,8 @@ func TestChildWriteFailureConditionIsStable(t *testing.T) {
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
 	want := "cannot create services mcp-fetch-proxy: Forbidden; the API server's message is in the events"
-	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || cond.Message != want || got.Status.Message != want {
-		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, thv1.ReasonChildWriteFailed, want)
+	if cond == nil || cond.Reason != thv1.ReasonNotReady || cond.Message != want || got.Status.Message != want {
+		t.Fatalf("Ready = %+v, message %q; want reason %s, message %q", cond, got.Status.Message, thv1.ReasonNotReady, want)
 	}
 	events := f.Events()
 	if len(events) != 3 || !strings.Contains(events[2], "used: services=3") {
@@ -638,8 +638,8 @@ func TestChildWithoutLabelIsReadLiveAndAdopted(t *testing.T) {
 				assertActions(t, acts, "create serviceaccounts", "create rolebindings", "create serviceaccounts", "create configmaps",
 					"create services", "patch mcpservers/status")
 				got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
-					t.Fatalf("Ready = %+v, want reason %s", cond, thv1.ReasonChildConflict)
+				if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonNotReady || !strings.Contains(cond.Message, " exists and is ") {
+					t.Fatalf("Ready = %+v, want reason %s and the conflict in the message", cond, thv1.ReasonNotReady)
 				}
 				return
 			}
@@ -721,8 +721,8 @@ func TestChildrenWithoutLabelAreFoundInTheCache(t *testing.T) {
 		}
 		assertActions(t, acts, "patch mcpservers/status")
 		got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(ctx, "fetch", metav1.GetOptions{})
-		if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonChildConflict {
-			t.Fatalf("Ready = %+v, want reason %s", cond, thv1.ReasonChildConflict)
+		if cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); cond == nil || cond.Reason != thv1.ReasonNotReady || !strings.Contains(cond.Message, " exists and is ") {
+			t.Fatalf("Ready = %+v, want reason %s and the conflict in the message", cond, thv1.ReasonNotReady)
 		}
 	})
 }
@@ -835,7 +835,7 @@ func TestToolConfigReference(t *testing.T) {
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionToolConfigValidated); c == nil || c.Reason != thv1.ReasonToolConfigNotFound ||
-		got.Status.Phase != thv1.MCPServerPhasePending {
+		got.Status.Phase != thv1.MCPServerPhaseFailed {
 		t.Fatalf("status %+v", got.Status)
 	}
 
@@ -919,7 +919,7 @@ func TestAuthzConfig(t *testing.T) {
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionAuthzConfigRefValidated); c == nil ||
-		c.Reason != thv1.ReasonAuthzConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhasePending {
+		c.Reason != thv1.ReasonAuthzConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhaseFailed {
 		t.Fatalf("status %+v", got.Status)
 	}
 
@@ -964,7 +964,7 @@ func TestAuthzConfig(t *testing.T) {
 	}
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ = f3.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
-	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonInvalidSpec ||
+	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonNotReady ||
 		!strings.Contains(c.Message, "spec.authzConfig: type configMap") {
 		t.Errorf("configMap authorization: %+v", got.Status)
 	}
@@ -988,7 +988,7 @@ func TestTelemetryConfig(t *testing.T) {
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ := f.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionTelemetryConfigRefValidated); c == nil ||
-		c.Reason != thv1.ReasonTelemetryConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhasePending {
+		c.Reason != thv1.ReasonTelemetryConfigRefNotFound || got.Status.Phase != thv1.MCPServerPhaseFailed {
 		t.Fatalf("status %+v", got.Status)
 	}
 
@@ -1105,8 +1105,8 @@ func TestWebhookConfig(t *testing.T) {
 			c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionWebhookConfigValidated)
 			ready := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady)
 			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, "hooks") ||
-				ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != thv1.ReasonWaitingForWebhookConfig ||
-				got.Status.Phase != thv1.MCPServerPhasePending || got.Status.WebhookConfigHash != "" {
+				ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != thv1.ReasonNotReady ||
+				got.Status.Phase != thv1.MCPServerPhaseFailed || got.Status.WebhookConfigHash != "" {
 				t.Fatalf("status %+v", got.Status)
 			}
 			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+tc.reason+" ") {

@@ -13,10 +13,10 @@ import (
 )
 
 // deploymentPhase derives phase and Ready from the Deployment as last
-// observed and whether the aggregated group exists. Degraded means "serving,
-// but not as asked": pods are up while the group is missing (nothing
-// declared to aggregate is confirmed) or fewer pods are ready than wanted.
-func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, backends int) (phase string, ready metav1.ConditionStatus, reason, message string) {
+// observed. Degraded means "serving, but not as asked": fewer pods are
+// ready than wanted. (A missing group never gets here: the server is
+// Failed before anything is written.)
+func deploymentPhase(dep *appsv1.Deployment, backends int) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "vMCP Deployment not created yet"
@@ -24,9 +24,6 @@ func deploymentPhase(dep *appsv1.Deployment, groupFound bool, group string, back
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"
 	case dep.Status.ReadyReplicas == 0:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for vMCP pods to become ready"
-	case !groupFound:
-		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
-			fmt.Sprintf("vMCP is running but MCPGroup %q does not exist", group)
 	case dep.Status.ReadyReplicas < ptr.Deref(dep.Spec.Replicas, 1):
 		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionTrue, thv1.ReasonDeploymentDegraded,
 			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))

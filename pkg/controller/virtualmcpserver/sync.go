@@ -44,8 +44,6 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
 	r.Unsupported(vmcp.UnsupportedFields(v))
 
-	// A missing group is reported, not fatal: backends are declared by the
-	// MCPServers, and the group's creation re-syncs this server.
 	groupFound := c.ResolveGroup(r, v.Namespace, v.Spec.GroupRef.Name)
 	var ref *thv1.OIDCConfigReference
 	if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC {
@@ -68,6 +66,16 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	// reference is missing, so that every missing reference shows at once.
 	var compositeOK bool
 	in.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByCompositeToolDefinition, v))
+	if !groupFound && v.Spec.GroupRef.Name != "" {
+		// As ToolHive's operator reports it: a vMCP whose MCPGroup does not
+		// exist is Failed and nothing is written or changed (children made
+		// before the group went stay as they are), whatever else is
+		// missing; no URL is published for a server never deployed. The
+		// group's creation re-syncs this server (MemberHandler).
+		status.URL = v.Status.URL
+		r.Fail(thv1.ReasonGroupRefNotFound, fmt.Sprintf("Referenced MCPGroup %s not found", v.Spec.GroupRef.Name))
+		return status, 0, nil
+	}
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
@@ -119,7 +127,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		r.Ready(deploymentPhase(dep, groupFound, v.Spec.GroupRef.Name, len(desired.Backends)))
+		r.Ready(deploymentPhase(dep, len(desired.Backends)))
 	}
 	return status, requeueAfter, err
 }

@@ -384,18 +384,31 @@ func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
 	}
 }
 
-// A missing group is reported; the vMCP is deployed anyway and converges
-// once the group appears.
+// A missing group makes the vMCP Failed, as ToolHive's operator reports
+// it, with nothing written but its status and no URL; it converges once
+// the group appears.
 func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 	f := newFixture(t, newVMCP("agg"), newMember("a", testGroup))
-	f.converge("agg")
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
 	got := f.get("agg")
 	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionGroupRefValidated)
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonGroupRefNotFound {
 		t.Fatalf("conditions %+v", got.Status.Conditions)
 	}
-	if _, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{}); err != nil {
-		t.Fatalf("not deployed while the group is missing: %v", err)
+	want := "Referenced MCPGroup " + testGroup + " not found"
+	if got.Status.Phase != thv1.VirtualMCPServerPhaseFailed || got.Status.Message != want || got.Status.URL != "" {
+		t.Fatalf("phase %q message %q URL %q; want Failed %q and no URL", got.Status.Phase, got.Status.Message, got.Status.URL, want)
+	}
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonGroupRefNotFound+" "+want) {
+		t.Fatalf("events %q", evs)
+	}
+	f.Refresh()
+	if acts, err := f.sync("agg"); err != nil || len(acts) != 0 {
+		t.Fatalf("second sync: %v %s", err, wt.Describe(acts))
 	}
 
 	group := toolhivetest.NewGroup(testNS, testGroup)
@@ -410,10 +423,12 @@ func TestMissingGroupIsReportedThenConverges(t *testing.T) {
 	} else {
 		f.c.Queue.Done(key)
 	}
-	acts, _ := f.sync("agg")
-	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	f.converge("agg")
 	if !meta.IsStatusConditionTrue(f.get("agg").Status.Conditions, thv1.ConditionGroupRefValidated) {
 		t.Fatal("GroupRefValidated not True once the group exists")
+	}
+	if _, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "agg", metav1.GetOptions{}); err != nil {
+		t.Fatalf("not deployed once the group exists: %v", err)
 	}
 }
 

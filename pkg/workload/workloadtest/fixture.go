@@ -378,7 +378,11 @@ func (f *Fixture) AssertRefusedServiceAccount(t *testing.T, acts []core.Action, 
 	t.Helper()
 	AssertActions(t, acts, "patch "+statusResource+"/status")
 	c := meta.FindStatusCondition(conditions, thv1.ConditionReady)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonServiceAccountNotAllowed || !strings.HasPrefix(c.Message, "spec.serviceAccount: ") {
+	reason := thv1.ReasonServiceAccountNotAllowed
+	if statusResource == "mcpservers" {
+		reason = thv1.ReasonNotReady // ToolHive's only Ready=False reason for the kind; the event names the cause
+	}
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason || !strings.HasPrefix(c.Message, "spec.serviceAccount: ") {
 		t.Errorf("Ready condition %+v", c)
 	}
 	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonServiceAccountNotAllowed+" spec.serviceAccount: ") {

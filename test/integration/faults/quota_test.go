@@ -139,8 +139,10 @@ func TestQuotaRefusalBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionReady)
-	if cond == nil || cond.Reason != thv1.ReasonChildWriteFailed || !strings.Contains(cond.Message, naming.MCPServerServiceName(name)) || strings.Contains(cond.Message, "used") {
-		t.Errorf("Ready = %+v, want reason %s naming the Service, without the quota's changing usage", cond, thv1.ReasonChildWriteFailed)
+	// An MCPServer's Ready reason is ToolHive's NotReady; the cause,
+	// ChildWriteFailed, is the event's reason below.
+	if cond == nil || cond.Reason != thv1.ReasonNotReady || !strings.Contains(cond.Message, naming.MCPServerServiceName(name)) || strings.Contains(cond.Message, "used") {
+		t.Errorf("Ready = %+v, want reason %s naming the Service, without the quota's changing usage", cond, thv1.ReasonNotReady)
 	}
 	// The API server's own message reaches the user in an event.
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {

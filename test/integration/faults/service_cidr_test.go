@@ -119,11 +119,11 @@ func TestServiceCIDRExhausted(t *testing.T) {
 		}
 	}
 	if len(unreported) > 0 {
-		// A user must see why: Ready=False/ChildWriteFailed names the
-		// Service that was refused.
+		// A user must see why: Ready=False's message names the Service
+		// that was refused.
 		t.Errorf("%d MCPServers whose Service create fails carry no condition or message saying so: %v", len(unreported), unreported)
 	}
 	recordFault(t,
-		fmt.Sprintf("the %d servers that got an address converged; the other %d report Ready=False %s naming their Service, and retry with backoff", len(fit), len(fail), thv1.ReasonChildWriteFailed),
+		fmt.Sprintf("the %d servers that got an address converged; the other %d report Ready=False naming their Service (a %s event), and retry with backoff", len(fit), len(fail), thv1.ReasonChildWriteFailed),
 		fmt.Sprintf("%.1f failed Service creates per failing server in %v (backoff allows %d, plus %d from child events)", perServer, elapsed.Round(time.Second), backoffAttempts(elapsed), childEventSyncs))
 }

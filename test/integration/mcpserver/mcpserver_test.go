@@ -453,11 +453,11 @@ func TestCrashLoopingProxyPodIsFailed(t *testing.T) {
 	}
 
 	setState(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
-	phase(thv1.MCPServerPhasePending, "waiting for proxy pods to become ready")
+	phase(thv1.MCPServerPhasePending, "MCP server is starting")
 	setState(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}})
 	phase(thv1.MCPServerPhaseFailed, "MCP server pod failed: ContainerTerminated")
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	phase(thv1.MCPServerPhasePending, "waiting for proxy pods to become ready")
+	phase(thv1.MCPServerPhasePending, "MCP server is being created")
 }

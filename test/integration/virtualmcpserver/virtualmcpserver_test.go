@@ -212,9 +212,10 @@ func TestChildrenSteadyStateAndVolumeRoll(t *testing.T) {
 	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
 }
 
-// A vMCP whose group does not exist yet is reported and deployed; the
-// group's creation (an event, no resync here) makes it converge, and a
-// server joining the group reaches its config.
+// A vMCP whose group does not exist yet is Failed, as ToolHive's operator
+// reports it, and nothing is deployed; the group's creation (an event, no
+// resync here) makes it converge, and a server joining the group reaches
+// its config.
 func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 	env := framework.Get(t)
 	ns := env.Namespace(t)
@@ -244,18 +245,18 @@ func TestMissingGroupConvergesWhenItAppears(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, 10*time.Second, groupCond(metav1.ConditionFalse, thv1.ReasonGroupRefNotFound), "GroupRefNotFound")
-	// No group, so no members: nothing is deployed (vmcp given no backends
-	// would turn to API discovery), and the status says why.
+	// No group: nothing is deployed, and the status says why.
 	framework.Eventually(t, 10*time.Second, func() (bool, error) {
 		v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
-		return c != nil && c.Reason == thv1.ReasonNoBackends, fmt.Errorf("Ready %+v", c)
-	}, "Ready=False NoBackends while the group is missing")
+		return v.Status.Phase == thv1.VirtualMCPServerPhaseFailed && c != nil && c.Reason == thv1.ReasonGroupRefNotFound &&
+			v.Status.Message == "Referenced MCPGroup late not found", fmt.Errorf("phase %s, message %q, Ready %+v", v.Status.Phase, v.Status.Message, c)
+	}, "Failed while the group is missing")
 	if _, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a vMCP without backends was deployed: %v", err)
+		t.Fatalf("a vMCP without its group was deployed: %v", err)
 	}
 
 	createGroup(t, env, ns, "late")

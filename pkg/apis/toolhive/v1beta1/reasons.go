@@ -70,6 +70,11 @@ const (
 	ReasonChildConflict = "ChildConflict"
 	// Ready=False: the API server refused a child write.
 	ReasonChildWriteFailed = "ChildWriteFailed"
+	// Ready's two reasons as ToolHive's operator writes them for an
+	// MCPServer, and Ready=False of an MCPServer or MCPRemoteProxy whose
+	// referenced config is missing or not valid.
+	ReasonReady    = "Ready"
+	ReasonNotReady = "NotReady"
 	// Ready, from the Deployment.
 	ReasonDeploymentReady    = "DeploymentReady"
 	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
