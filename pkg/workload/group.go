@@ -41,14 +41,27 @@ func (b *Base) ResolveGroup(r *Report, namespace, group string) bool {
 // members' status; here each member's own controller does, the only
 // writer of its status, woken by MemberHandler when the group's deletion
 // starts. It reports whether the group exists and is not being deleted.
+// The condition is worded as ToolHive v0.63.0's operator words it on a
+// member (reason GroupRefIsValid, where a VirtualMCPServer's is
+// GroupRefValid).
 func (b *Base) ResolveMemberGroup(r *Report, namespace, group string) bool {
-	if group != "" {
-		if g, err := b.Groups.MCPGroups(namespace).Get(group); err == nil && g.DeletionTimestamp != nil {
-			r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted)
-			return false
-		}
+	if group == "" {
+		return b.ResolveGroup(r, namespace, group)
 	}
-	return b.ResolveGroup(r, namespace, group)
+	g, err := b.Groups.MCPGroups(namespace).Get(group)
+	switch {
+	case err != nil:
+		// A lister fails with NotFound only.
+		r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound,
+			fmt.Sprintf("MCPGroup '%s' not found in namespace '%s'", group, namespace))
+		return false
+	case g.DeletionTimestamp != nil:
+		r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted)
+		return false
+	}
+	r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionTrue, thv1.ReasonGroupRefValidated,
+		fmt.Sprintf("MCPGroup '%s' is valid and ready", group))
+	return true
 }
 
 // GroupName is the group a workload's spec.groupRef names, "" for none.

@@ -173,7 +173,7 @@ func TestResolveMemberGroupBeingDeleted(t *testing.T) {
 	if !b.ResolveMemberGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "live") {
 		t.Error("a live group did not resolve")
 	}
-	if c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated); c == nil || c.Reason != thv1.ReasonGroupRefValid {
+	if c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated); c == nil || c.Reason != thv1.ReasonGroupRefValidated || c.Message != "MCPGroup 'live' is valid and ready" {
 		t.Errorf("live group: %+v", c)
 	}
 	s = testMember(groupNS, "vmcp", "g1")

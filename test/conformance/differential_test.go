@@ -90,7 +90,7 @@ var notCompared = map[string]skipped{
 			"waits for; hivekeeper never reads a Secret and deploys the vMCP (discovered mode, so its empty group is no reason " +
 			"to wait), whose pod waits for the Secret the kubelet cannot find",
 		ToolHive:   statusWant{"Pending", "AuthConfigured=False", "AuthInvalid", `Secret "oidc-secret" not found`},
-		Hivekeeper: statusWant{"Pending", "Ready=False", thv1.ReasonDeploymentNotReady, "waiting for vMCP pods"},
+		Hivekeeper: statusWant{"Pending", "Ready=False", thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"},
 	},
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": {
 		Why: "its remoteUrl is a private address and it does not set allowPrivateEndpoint; both operators refuse it " +

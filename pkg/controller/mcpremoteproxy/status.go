@@ -14,20 +14,23 @@ import (
 )
 
 // deploymentPhase derives phase and Ready from the proxy Deployment and
-// its pods as last observed. A ready replica makes the proxy Ready, even
-// while another replica fails; with none, a pod that failed (workload.PodFailure)
-// makes it Failed, naming the failures, as ToolHive v0.63.0's operator
-// does (v0.47.0 read the pods' phase only); else it is Pending, which
-// includes an image that cannot be pulled yet, as ToolHive counts it.
+// its pods as last observed, with ToolHive v0.63.0's operator's messages.
+// A ready replica makes the proxy Ready, even while another replica
+// fails; with none, a pod that failed (workload.PodFailure) makes it
+// Failed, naming the failures, as that operator does (v0.47.0 read the
+// pods' phase only); else it is Pending, "starting" while a pod exists
+// (an image that cannot be pulled yet included, as ToolHive counts it)
+// and "no pods" before. Pods being deleted are not counted.
 func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
-		return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "proxy Deployment not created yet"
+		return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for remote proxy"
 	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
 		return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "proxy scaled to zero replicas"
 	case dep.Status.ReadyReplicas > 0:
-		return thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "proxy is ready"
+		return thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "Remote proxy is running"
 	}
+	pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	var failures []string
 	for _, pod := range pods {
 		if f := workload.PodFailure(pod); f != "" {
@@ -39,7 +42,10 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 		return thv1.MCPRemoteProxyPhaseFailed, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady,
 			"Remote proxy failed to start: " + strings.Join(slices.Compact(failures), ", ")
 	}
-	return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for proxy pods to become ready"
+	if len(pods) > 0 {
+		return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "Remote proxy is starting"
+	}
+	return thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for remote proxy"
 }
 
 // checkSpec runs the checks nothing may be deployed without, in

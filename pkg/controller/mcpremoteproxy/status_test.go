@@ -40,7 +40,7 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		condition metav1.ConditionStatus
 		message   string
 	}{
-		{"no pods", nil, 0, thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+		{"no pods", nil, 0, thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "No pods found for remote proxy"},
 		{"crash loop", []*corev1.Pod{proxyPod("remote", "a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 0,
 			thv1.MCPRemoteProxyPhaseFailed, metav1.ConditionFalse, "Remote proxy failed to start: CrashLoopBackOff"},
 		{"several failures", []*corev1.Pod{
@@ -52,13 +52,13 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		}, 0, thv1.MCPRemoteProxyPhaseFailed, metav1.ConditionFalse,
 			"Remote proxy failed to start: ContainerTerminated, CreateContainerError, InvalidImageName, PodFailed"},
 		{"image pull back-off", []*corev1.Pod{proxyPod("remote", "a", corev1.PodPending, waiting("ImagePullBackOff"))}, 0,
-			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "Remote proxy is starting"},
 		{"a ready replica wins", []*corev1.Pod{proxyPod("remote", "a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 1,
-			thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, "proxy is ready"},
+			thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, "Remote proxy is running"},
 		{"a pod being deleted", []*corev1.Pod{deleting}, 0,
-			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "No pods found for remote proxy"},
 		{"another proxy's pod", []*corev1.Pod{proxyPod("remote-other", "a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 0,
-			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "waiting for proxy pods to become ready"},
+			thv1.MCPRemoteProxyPhasePending, metav1.ConditionFalse, "No pods found for remote proxy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, newProxy("remote"))
@@ -119,5 +119,28 @@ func TestProxyPodEvents(t *testing.T) {
 	handler.OnUpdate(probed, crashing)
 	if keys := drain(); len(keys) != 1 {
 		t.Fatalf("a crash loop enqueued %v", keys)
+	}
+}
+
+// ToolHive's advisory SessionStorageWarning is on every remote proxy whose
+// spec passed the checks: True for several replicas without Redis.
+func TestSessionStorageWarning(t *testing.T) {
+	two := int32(2)
+	for _, tc := range []struct {
+		name           string
+		mut            func(*thv1.MCPRemoteProxy)
+		status, reason string
+	}{
+		{"one replica", func(*thv1.MCPRemoteProxy) {}, "False", thv1.ReasonSessionStorageNotApplicable},
+		{"two replicas without Redis", func(p *thv1.MCPRemoteProxy) { p.Spec.Replicas = &two }, "True", thv1.ReasonSessionStorageMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newProxy("remote", tc.mut))
+			f.converge("remote")
+			c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionSessionStorageWarning)
+			if c == nil || string(c.Status) != tc.status || c.Reason != tc.reason {
+				t.Fatalf("SessionStorageWarning = %+v, want %s %s", c, tc.status, tc.reason)
+			}
+		})
 	}
 }

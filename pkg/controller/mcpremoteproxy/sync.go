@@ -5,6 +5,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -57,6 +58,11 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		return status, 0, nil
 	}
 	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl and headerForward pass the checks")
+	// ToolHive's operator writes it once the spec passed its checks, the
+	// external auth config among them, and before the other references.
+	if !meta.IsStatusConditionFalse(status.Conditions, thv1.ConditionExternalAuthConfigValidated) {
+		workload.SessionStorageWarning(r, p.Spec.Replicas, p.Spec.SessionStorage)
+	}
 	if !ok {
 		return status, 0, nil
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -44,4 +45,31 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is starting", readyReplicas
 	}
 	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
+}
+
+// advisories sets the conditions ToolHive v0.63.0's operator writes on
+// every MCPServer from its spec alone, before it resolves a single
+// reference, in its words: StdioReplicaCapped, SessionStorageWarning and
+// RateLimitConfigValid. None changes what is deployed.
+func advisories(r *workload.Report, s *thv1.MCPServer) {
+	if naming.MCPServerTransport(s) == thv1.TransportStdio && s.Spec.Replicas != nil && *s.Spec.Replicas > 1 {
+		r.Set(thv1.ConditionStdioReplicaCapped, metav1.ConditionTrue, thv1.ReasonStdioReplicaCapped,
+			"stdio transport requires exactly 1 replica; deployment will use 1 regardless of spec.replicas")
+	} else {
+		r.Set(thv1.ConditionStdioReplicaCapped, metav1.ConditionFalse, thv1.ReasonStdioReplicaCapNotActive, "stdio replica cap is not active")
+	}
+	workload.SessionStorageWarning(r, s.Spec.Replicas, s.Spec.SessionStorage)
+	rl := s.Spec.RateLimiting
+	if rl == nil {
+		r.Set(thv1.ConditionRateLimitConfigValid, metav1.ConditionTrue, thv1.ReasonRateLimitNotApplicable, "rate limiting is not configured")
+		return
+	}
+	perUser := rl.PerUser != nil || slices.ContainsFunc(rl.Tools, func(t thv1.ToolRateLimitConfig) bool { return t.PerUser != nil })
+	if perUser && s.Spec.OIDCConfigRef == nil && s.Spec.ExternalAuthConfigRef == nil {
+		// The schema refuses this; kept for objects stored before it did.
+		r.Set(thv1.ConditionRateLimitConfigValid, metav1.ConditionFalse, thv1.ReasonRateLimitPerUserRequiresAuth,
+			"perUser rate limiting requires authentication to be enabled (oidcConfigRef or externalAuthConfigRef)")
+		return
+	}
+	r.Set(thv1.ConditionRateLimitConfigValid, metav1.ConditionTrue, thv1.ReasonRateLimitConfigValid, "rate limit configuration is valid")
 }

@@ -85,3 +85,50 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		})
 	}
 }
+
+// ToolHive's advisory conditions are on every MCPServer, with its
+// statuses, reasons and messages, whatever else the spec asks; a missing
+// reference does not keep them off (ToolHive's operator writes them first).
+func TestAdvisoryConditions(t *testing.T) {
+	replicas := func(n int32) func(*thv1.MCPServer) { return func(s *thv1.MCPServer) { s.Spec.Replicas = &n } }
+	redis := func(s *thv1.MCPServer) {
+		s.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379"}
+	}
+	type want struct{ status, reason string }
+	for _, tc := range []struct {
+		name                    string
+		mut                     []func(*thv1.MCPServer)
+		stdio, session, limiter want
+	}{
+		{"defaults", nil,
+			want{"False", thv1.ReasonStdioReplicaCapNotActive}, want{"False", thv1.ReasonSessionStorageNotApplicable}, want{"True", thv1.ReasonRateLimitNotApplicable}},
+		{"stdio with three replicas", []func(*thv1.MCPServer){replicas(3), func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportStdio }},
+			want{"True", thv1.ReasonStdioReplicaCapped}, want{"True", thv1.ReasonSessionStorageMissing}, want{"True", thv1.ReasonRateLimitNotApplicable}},
+		{"two replicas with Redis", []func(*thv1.MCPServer){replicas(2), redis, func(s *thv1.MCPServer) { s.Spec.Transport = thv1.TransportStreamableHTTP }},
+			want{"False", thv1.ReasonStdioReplicaCapNotActive}, want{"False", thv1.ReasonSessionStorageConfigured}, want{"True", thv1.ReasonRateLimitNotApplicable}},
+		{"shared rate limit", []func(*thv1.MCPServer){redis, func(s *thv1.MCPServer) {
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Shared: &thv1.RateLimitBucket{MaxTokens: 10, RefillPeriod: "1m"}}
+		}}, want{"False", thv1.ReasonStdioReplicaCapNotActive}, want{"False", thv1.ReasonSessionStorageNotApplicable}, want{"True", thv1.ReasonRateLimitConfigValid}},
+		{"per-user limit without authentication, stored before the schema refused it", []func(*thv1.MCPServer){redis, func(s *thv1.MCPServer) {
+			s.Spec.RateLimiting = &thv1.RateLimitConfig{Tools: []thv1.ToolRateLimitConfig{{Name: "t", PerUser: &thv1.RateLimitBucket{MaxTokens: 1, RefillPeriod: "1m"}}}}
+		}}, want{"False", thv1.ReasonStdioReplicaCapNotActive}, want{"False", thv1.ReasonSessionStorageNotApplicable}, want{"False", thv1.ReasonRateLimitPerUserRequiresAuth}},
+		{"a missing tool config", []func(*thv1.MCPServer){func(s *thv1.MCPServer) { s.Spec.ToolConfigRef = &thv1.ToolConfigReference{Name: "missing"} }},
+			want{"False", thv1.ReasonStdioReplicaCapNotActive}, want{"False", thv1.ReasonSessionStorageNotApplicable}, want{"True", thv1.ReasonRateLimitNotApplicable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newServer("fetch", tc.mut...))
+			f.converge("fetch")
+			s, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for typ, w := range map[string]want{thv1.ConditionStdioReplicaCapped: tc.stdio, thv1.ConditionSessionStorageWarning: tc.session,
+				thv1.ConditionRateLimitConfigValid: tc.limiter} {
+				c := meta.FindStatusCondition(s.Status.Conditions, typ)
+				if c == nil || string(c.Status) != w.status || c.Reason != w.reason || c.Message == "" || c.ObservedGeneration != s.Generation {
+					t.Errorf("%s = %+v, want %s %s", typ, c, w.status, w.reason)
+				}
+			}
+		})
+	}
+}

@@ -62,6 +62,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	status.URL = naming.MCPServerURL(s)
 	r := c.NewReport(s, &status.Conditions, &status.Phase, &status.Message)
 	c.ResolveMemberGroup(r, s.Namespace, workload.GroupName(s.Spec.GroupRef))
+	advisories(r, s)
 	refs, ok := c.ResolveProxyRefs(r, s)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash

@@ -13,23 +13,25 @@ import (
 )
 
 // deploymentPhase derives phase and Ready from the Deployment as last
-// observed. Degraded means "serving, but not as asked": fewer pods are
-// ready than wanted. (A missing group never gets here: the server is
-// Failed before anything is written.)
-func deploymentPhase(dep *appsv1.Deployment, backends int) (phase string, ready metav1.ConditionStatus, reason, message string) {
+// observed, in ToolHive v0.63.0's operator's words where it has them
+// (no pods, starting, running). Degraded means "serving, but not as
+// asked": fewer pods are ready than wanted. (A missing group never gets
+// here: the server is Failed before anything is written.)
+func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
-		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "vMCP Deployment not created yet"
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"
 	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"
+	case dep.Status.ReadyReplicas == 0 && dep.Status.Replicas == 0:
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"
 	case dep.Status.ReadyReplicas == 0:
-		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "waiting for vMCP pods to become ready"
+		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "Virtual MCP server is starting"
 	case dep.Status.ReadyReplicas < ptr.Deref(dep.Spec.Replicas, 1):
 		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionTrue, thv1.ReasonDeploymentDegraded,
 			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
 	}
-	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady,
-		fmt.Sprintf("vMCP is ready, aggregating %d backends", backends)
+	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "Virtual MCP server is running"
 }
 
 // authServerCondition keeps AuthServerConfigValidated as ToolHive's

@@ -3,6 +3,7 @@ package virtualmcpserver
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -43,6 +45,9 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	status.URL = naming.VMCPServerURL(v)
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
 	r.Unsupported(vmcp.UnsupportedFields(v))
+	// ToolHive's operator reports its own spec checks first, in Valid;
+	// hivekeeper's run when config.yaml is built, and turn it False there.
+	r.Set(thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonValidationSucceeded, "Spec validation passed")
 
 	groupFound := c.ResolveGroup(r, v.Namespace, v.Spec.GroupRef.Name)
 	var ref *thv1.OIDCConfigReference
@@ -76,6 +81,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		r.Fail(thv1.ReasonGroupRefNotFound, fmt.Sprintf("Referenced MCPGroup %s not found", v.Spec.GroupRef.Name))
 		return status, 0, nil
 	}
+	if ok {
+		// ToolHive's operator writes it once incoming auth is resolved.
+		workload.SessionStorageWarning(r, v.Spec.Replicas, v.Spec.SessionStorage)
+	}
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
@@ -93,6 +102,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	in.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Members)
 	desired, err := vmcp.Build(v, in)
 	authServerCondition(r, v, err)
+	var bad *wiring.InvalidSpecError
+	if errors.As(err, &bad) && (bad.Reason == thv1.ReasonInvalidConfig || bad.Reason == thv1.ReasonInvalidSpec) {
+		r.Set(thv1.ConditionValid, metav1.ConditionFalse, thv1.ReasonValidationFailed, bad.Message)
+	}
 	if err == nil {
 		r.Set(thv1.ConditionPodTemplateValid, metav1.ConditionTrue, thv1.ReasonPodTemplateValid, "pod template spec is valid")
 		reportBackendAuth(r, status.Conditions, desired.AuthConditions)
@@ -127,7 +140,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		r.Ready(deploymentPhase(dep, len(desired.Backends)))
+		r.Ready(deploymentPhase(dep))
 	}
 	return status, requeueAfter, err
 }

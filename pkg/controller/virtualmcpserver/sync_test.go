@@ -382,6 +382,11 @@ func TestInvalidConfigIsAConditionNotARetry(t *testing.T) {
 	if cond == nil || cond.Reason != thv1.ReasonInvalidConfig {
 		t.Fatalf("Ready %+v", cond)
 	}
+	// ToolHive's Valid condition says it too.
+	if v := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionValid); v == nil || v.Status != metav1.ConditionFalse ||
+		v.Reason != thv1.ReasonValidationFailed || !strings.HasPrefix(v.Message, "spec.config: ") {
+		t.Fatalf("Valid %+v", v)
+	}
 }
 
 // A missing group makes the vMCP Failed, as ToolHive's operator reports
@@ -746,4 +751,22 @@ func TestRemoteProxyMembersAreBackends(t *testing.T) {
 	f.Refresh()
 	acts, _ = f.sync("agg")
 	wt.AssertActions(t, acts, "patch configmaps", "patch deployments")
+}
+
+// ToolHive's advisory SessionStorageWarning is on a vMCP once its incoming
+// auth is resolved: several replicas sharing Redis sessions are fine.
+func TestSessionStorageWarning(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", func(v *thv1.VirtualMCPServer) {
+		v.Spec.Replicas = ptr.To[int32](2)
+		v.Spec.SessionStorage = &thv1.SessionStorageConfig{Provider: thv1.SessionStorageProviderRedis, Address: "redis:6379"}
+	}), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	c := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionSessionStorageWarning)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonSessionStorageConfigured {
+		t.Fatalf("SessionStorageWarning = %+v", c)
+	}
+	if v := meta.FindStatusCondition(f.get("agg").Status.Conditions, thv1.ConditionValid); v == nil || v.Status != metav1.ConditionTrue ||
+		v.Reason != thv1.ReasonValidationSucceeded || v.Message != "Spec validation passed" {
+		t.Fatalf("Valid %+v", v)
+	}
 }

@@ -320,11 +320,11 @@ func TestGroupCreatedAfterMembers(t *testing.T) {
 		"group late to list the members that were there first")
 	for _, s := range []string{"s1", "s2"} {
 		framework.Eventually(t, convergeTimeout,
-			serverGroupRef(t, env, ns, s, metav1.ConditionTrue, thv1.ReasonGroupRefValid),
+			serverGroupRef(t, env, ns, s, metav1.ConditionTrue, thv1.ReasonGroupRefValidated),
 			"MCPServer %s to see its group", s)
 	}
 	framework.Eventually(t, convergeTimeout,
-		proxyGroupRef(t, env, ns, "p1", metav1.ConditionTrue, thv1.ReasonGroupRefValid),
+		proxyGroupRef(t, env, ns, "p1", metav1.ConditionTrue, thv1.ReasonGroupRefValidated),
 		"MCPRemoteProxy p1 to see its group")
 	framework.Eventually(t, convergeTimeout, vmcpBackends(t, env, ns, "agg", []string{"p1", "s1", "s2"}),
 		"VirtualMCPServer agg to aggregate the group's servers and remote proxy")
@@ -373,7 +373,7 @@ func TestToolHiveFinalizerReleased(t *testing.T) {
 			return true, nil
 		}, "group %s to hold ToolHive's finalizer and MCPServersChecked", name)
 	}
-	framework.Eventually(t, convergeTimeout, serverGroupRef(t, env, ns, "member", metav1.ConditionTrue, thv1.ReasonGroupRefValid),
+	framework.Eventually(t, convergeTimeout, serverGroupRef(t, env, ns, "member", metav1.ConditionTrue, thv1.ReasonGroupRefValidated),
 		"the member to see its group")
 
 	for _, name := range []string{"from-toolhive", "from-hivekeeper"} {

@@ -38,6 +38,28 @@ const (
 	// message, while the spec sets fields of ToolHive's API that hivekeeper
 	// stores but does not act on; it is absent otherwise.
 	ConditionUnsupportedFields = "UnsupportedFields"
+	// ToolHive's advisory conditions, written whether or not anything is
+	// wrong: SessionStorageWarning (MCPServer, MCPRemoteProxy,
+	// VirtualMCPServer) is True while more than one replica is asked for
+	// without Redis session storage; StdioReplicaCapped (MCPServer) is True
+	// while a stdio server asks for more than one replica;
+	// RateLimitConfigValid (MCPServer) is False while per-user rate limits
+	// are set without authentication.
+	ConditionSessionStorageWarning = "SessionStorageWarning"
+	ConditionStdioReplicaCapped    = "StdioReplicaCapped"
+	ConditionRateLimitConfigValid  = "RateLimitConfigValid"
+)
+
+// The advisory conditions' reasons, ToolHive's.
+const (
+	ReasonSessionStorageMissing        = "SessionStorageMissingForReplicas"
+	ReasonSessionStorageConfigured     = "SessionStorageConfigured"
+	ReasonSessionStorageNotApplicable  = "SessionStorageWarningNotApplicable"
+	ReasonStdioReplicaCapped           = "StdioTransportCapAt1"
+	ReasonStdioReplicaCapNotActive     = "StdioReplicaCapNotActive"
+	ReasonRateLimitConfigValid         = "RateLimitConfigValid"
+	ReasonRateLimitPerUserRequiresAuth = "PerUserRequiresAuth"
+	ReasonRateLimitNotApplicable       = "RateLimitNotApplicable"
 )
 
 // NameValue is a plain environment variable: a name and a literal value.
