@@ -103,15 +103,7 @@ func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 	env.StartControllers(t, app.Options{Workers: 2, RegistryAPIImage: registryAPIImage})
 	type owner struct{ file, ns, kind, name string }
 	var owners []owner
-	namespaces := map[string]string{}
-	var nsList []string
-	for _, f := range files {
-		ns := env.Namespace(t)
-		namespaces[f] = ns
-		nsList = append(nsList, ns)
-	}
-	thv := startToolHiveServer(t, nsList)
-	thv.start(t)
+	thv, namespaces := startBeside(t, env, files)
 	for _, f := range files {
 		objs, err := framework.ReadManifests(f)
 		if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,20 +63,8 @@ func TestDifferentialStatus(t *testing.T) {
 	env.StartControllers(t, app.Options{Workers: 2})
 
 	cases := statusCases()
-	names := make([]string, 0, len(cases))
-	for c := range cases {
-		names = append(names, c)
-	}
-	sort.Strings(names)
-	namespaces := map[string]string{}
-	var nsList []string
-	for _, c := range names {
-		ns := env.Namespace(t)
-		namespaces[c] = ns
-		nsList = append(nsList, ns)
-	}
-	thv := startToolHiveServer(t, nsList)
-	thv.start(t)
+	names := slices.Sorted(maps.Keys(cases))
+	thv, namespaces := startBeside(t, env, names)
 
 	objects := map[string][]*unstructured.Unstructured{}
 	for _, c := range names {
@@ -107,18 +97,9 @@ func TestDifferentialStatus(t *testing.T) {
 	wg.Go(func() { theirs = settledSurface(t, thv.env, namespaces, objects, "ToolHive's operator") })
 	wg.Wait()
 
-	keys := map[string]bool{}
-	for k := range hive {
-		keys[k] = true
-	}
-	for k := range theirs {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
+	both := maps.Clone(hive)
+	maps.Copy(both, theirs)
+	sorted := slices.Sorted(maps.Keys(both))
 	used := map[string]bool{}
 	compared, additions := 0, 0
 	for _, k := range sorted {
@@ -222,7 +203,7 @@ func settledSurface(t *testing.T, e *framework.Env, namespaces map[string]string
 			t.Errorf("%s: reading the status surface: %v", who, err)
 			return got
 		}
-		if last == nil || !mapsEqual(got, last) {
+		if last == nil || !maps.Equal(got, last) {
 			last, stableSince = got, time.Now()
 		} else if time.Since(stableSince) >= settleFor && time.Since(start) >= atLeast {
 			return last
@@ -233,18 +214,6 @@ func settledSurface(t *testing.T, e *framework.Env, namespaces map[string]string
 		}
 		time.Sleep(time.Second)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // servedVersions maps each resource of the group to the version the server

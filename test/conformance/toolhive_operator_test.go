@@ -49,6 +49,24 @@ func startToolHiveServer(t *testing.T, namespaces []string) *toolhiveOperator {
 	return &toolhiveOperator{env: env}
 }
 
+// startBeside makes a namespace on hivekeeper's server for each key and
+// starts ToolHive's operator on a server of its own where the same
+// namespaces exist, so one manifest can go to both under the same names.
+// It returns the operator and the namespaces by key.
+func startBeside(t *testing.T, env *framework.Env, keys []string) (*toolhiveOperator, map[string]string) {
+	t.Helper()
+	namespaces := map[string]string{}
+	var list []string
+	for _, k := range keys {
+		ns := env.Namespace(t)
+		namespaces[k] = ns
+		list = append(list, ns)
+	}
+	thv := startToolHiveServer(t, list)
+	thv.start(t)
+	return thv, namespaces
+}
+
 // toolhiveNamespace is ToolHive's operator's own namespace.
 const toolhiveNamespace = "toolhive-system"
 
