@@ -64,7 +64,8 @@ func WatchProxyPods(d *framework.Deps, l *framework.Loop, app string) (*ProxyPod
 func (p *ProxyPods) Handler() cache.ResourceEventHandler { return p.handler }
 
 // Of returns the cached pods of the workload name in namespace, selected
-// as ToolHive's operator selects them: by all of its proxy's labels.
+// as ToolHive's operator selects them: by all of its proxy's labels, and
+// counted as it counts them: a pod being deleted is left out.
 func (p *ProxyPods) Of(namespace, name string) []*corev1.Pod {
 	objs, err := p.pods.ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
@@ -73,7 +74,7 @@ func (p *ProxyPods) Of(namespace, name string) []*corev1.Pod {
 	want := labels.SelectorFromSet(naming.Labels(p.app, name))
 	var out []*corev1.Pod
 	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok && want.Matches(labels.Set(pod.Labels)) {
+		if pod, ok := o.(*corev1.Pod); ok && pod.DeletionTimestamp == nil && want.Matches(labels.Set(pod.Labels)) {
 			out = append(out, pod)
 		}
 	}

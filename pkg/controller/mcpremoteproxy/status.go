@@ -20,7 +20,8 @@ import (
 // Failed, naming the failures, as that operator does (v0.47.0 read the
 // pods' phase only); else it is Pending, "starting" while a pod exists
 // (an image that cannot be pulled yet included, as ToolHive counts it)
-// and "no pods" before. Pods being deleted are not counted.
+// and "no pods" before. pods are workload.ProxyPods.Of's: those being
+// deleted are not counted.
 func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
@@ -30,7 +31,6 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 	case dep.Status.ReadyReplicas > 0:
 		return thv1.MCPRemoteProxyPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "Remote proxy is running"
 	}
-	pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
 	var failures []string
 	for _, pod := range pods {
 		if f := workload.PodFailure(pod); f != "" {

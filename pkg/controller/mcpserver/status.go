@@ -21,8 +21,8 @@ import (
 // (workload.PodFailure) makes it Failed, "MCP server pod failed: " and the
 // first failure in the order that operator lists the pods (by name); else
 // it is Pending, "starting" while a pod exists (which includes an image
-// that cannot be pulled yet) and "being created" before. Pods being
-// deleted are not counted, as there.
+// that cannot be pulled yet) and "being created" before. pods are
+// workload.ProxyPods.Of's: those being deleted are not counted, as there.
 func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
 	if dep == nil {
 		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", 0
@@ -34,8 +34,7 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 	if readyReplicas > 0 {
 		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonReady, "MCP server is running", readyReplicas
 	}
-	pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, pod := range pods {
 		if f := workload.PodFailure(pod); f != "" {
 			return thv1.MCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server pod failed: " + f, readyReplicas
