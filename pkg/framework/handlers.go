@@ -110,10 +110,19 @@ func ChildHandler(owner schema.GroupKind, lookup OwnerLookup, enqueue func(cache
 // the children; it makes w forget the object, so the writer's memory stays
 // as large as the set of live objects.
 func PrimaryHandler(l *Loop, w *Writer) cache.ResourceEventHandlerFuncs {
+	return PrimaryHandlerReading(l, w, nil)
+}
+
+// PrimaryHandlerReading is PrimaryHandler for a kind whose status has a
+// part another writer owns and the controller reads (a VirtualMCPServer's
+// status.runtime, written by vmcp): a status-only update for which
+// foreign(oldObj, newObj) is true enqueues the object too. The
+// controller's own writes never change that part, so they still do not.
+func PrimaryHandlerReading(l *Loop, w *Writer, foreign func(oldObj, newObj any) bool) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: l.Enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			if !StatusOnlyUpdate(oldObj, newObj) {
+			if !StatusOnlyUpdate(oldObj, newObj) || (foreign != nil && foreign(oldObj, newObj)) {
 				l.Enqueue(newObj)
 			}
 		},

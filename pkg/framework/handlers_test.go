@@ -213,3 +213,37 @@ func TestPrimaryHandlerForgetsDeletedObjects(t *testing.T) {
 		t.Errorf("queue length %d after a delete, want 0", n)
 	}
 }
+
+// TestPrimaryHandlerReading: a status-only update is still dropped, unless
+// it changed the part of the status another writer owns and the sync
+// reads; every other update enqueues as before.
+func TestPrimaryHandlerReading(t *testing.T) {
+	l, _ := newTestLoop(t, "test-primary-reading", func(context.Context, cache.ObjectName) error { return nil })
+	foreign := func(oldObj, newObj any) bool {
+		return oldObj.(*thv1.MCPServer).Status.URL != newObj.(*thv1.MCPServer).Status.URL
+	}
+	h := PrimaryHandlerReading(l, NewWriter("test-primary-reading", nil), foreign)
+	base := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "srv", ResourceVersion: "1", Generation: 1}}
+	queued := func(change func(*thv1.MCPServer)) int {
+		changed := base.DeepCopy()
+		changed.ResourceVersion = "2"
+		change(changed)
+		h.OnUpdate(base, changed)
+		n := l.Queue.Len()
+		for l.Queue.Len() > 0 {
+			k, _ := l.Queue.Get()
+			l.Queue.Done(k)
+			l.Queue.Forget(k)
+		}
+		return n
+	}
+	if n := queued(func(s *thv1.MCPServer) { s.Status.Message = "ours" }); n != 0 {
+		t.Errorf("our own status write enqueued %d", n)
+	}
+	if n := queued(func(s *thv1.MCPServer) { s.Status.URL = "http://theirs" }); n != 1 {
+		t.Errorf("the other writer's status write enqueued %d, want 1", n)
+	}
+	if n := queued(func(s *thv1.MCPServer) { s.Generation = 2 }); n != 1 {
+		t.Errorf("a spec change enqueued %d, want 1", n)
+	}
+}

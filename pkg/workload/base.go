@@ -48,6 +48,10 @@ type Spec struct {
 	Sync framework.SyncFunc
 	// Phases are the kind's status.phase values for waiting and failure.
 	Phases Phases
+	// ForeignStatus, when set, reports a status-only update that changed
+	// a part of the status another writer owns and the sync reads; such
+	// an update re-syncs the workload (framework.PrimaryHandlerReading).
+	ForeignStatus func(oldObj, newObj any) bool
 }
 
 // Phases are the status.phase values Report uses, and how the kind's
@@ -134,7 +138,7 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		b.Clock = clock.RealClock{}
 	}
 	primary := s.Primary
-	if err := b.watchPrimary(primary); err != nil {
+	if err := b.watchPrimary(primary, s.ForeignStatus); err != nil {
 		return nil, err
 	}
 	owner := thv1.Kind(s.Kind)
@@ -171,8 +175,8 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 // dropping its own status writes matters here, as a status field that
 // follows something changing on every attempt would otherwise re-queue
 // at once, bypassing the backoff.
-func (b *Base) watchPrimary(primary *framework.Informer) error {
-	synced, err := primary.AddEventHandler(framework.PrimaryHandler(b.Loop, b.Writer))
+func (b *Base) watchPrimary(primary *framework.Informer, foreign func(oldObj, newObj any) bool) error {
+	synced, err := primary.AddEventHandler(framework.PrimaryHandlerReading(b.Loop, b.Writer, foreign))
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -112,7 +113,8 @@ func New(d *framework.Deps) (*Controller, error) {
 	var err error
 	if c.Base, err = workload.NewBase(d, workload.Spec{Name: Name, Resource: "virtualmcpservers", Kind: thv1.KindVirtualMCPServer,
 		Primary: vmcps, Sync: c.sync,
-		Phases: workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed}}); err != nil {
+		Phases:        workload.Phases{Pending: thv1.VirtualMCPServerPhasePending, Failed: thv1.VirtualMCPServerPhaseFailed},
+		ForeignStatus: runtimeChanged}); err != nil {
 		return nil, err
 	}
 	// Built volumes are compared through their hash annotation, and what
@@ -338,4 +340,13 @@ func (c *Controller) caBundleHandler() cache.ResourceEventHandlerFuncs {
 			}
 		}
 	})
+}
+
+// runtimeChanged reports an update that changed status.runtime, which
+// vmcp writes: the backends' health it reports is projected and turns the
+// phase (projectRuntime, backendHealth), so it re-syncs the server.
+func runtimeChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*thv1.VirtualMCPServer)
+	n, ok2 := newObj.(*thv1.VirtualMCPServer)
+	return ok1 && ok2 && !equality.Semantic.DeepEqual(o.Status.Runtime, n.Status.Runtime)
 }

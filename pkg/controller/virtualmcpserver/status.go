@@ -2,6 +2,7 @@ package virtualmcpserver
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,73 @@ func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.Conditi
 			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
 	}
 	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "Virtual MCP server is running"
+}
+
+// projectRuntime copies what vmcp reports of itself (status.runtime,
+// which vmcp writes and the controller never does) into the fields
+// ToolHive's operator projects it into: discoveredBackends, backendCount
+// (the "Backends" column: ready and unauthenticated backends) and vmcp's
+// conditions other than Ready, whose Degraded and BackendsDiscovered go
+// when vmcp no longer reports them. Ready stays the controller's verdict
+// (backendHealth). Without a report nothing is touched, as there.
+func projectRuntime(r *workload.Report, status *thv1.VirtualMCPServerStatus) {
+	rt := status.Runtime
+	if rt == nil {
+		return
+	}
+	status.DiscoveredBackends = slices.Clone(rt.DiscoveredBackends)
+	status.BackendCount = 0
+	for _, b := range rt.DiscoveredBackends {
+		if routable(b.Status) {
+			status.BackendCount++
+		}
+	}
+	reported := map[string]bool{}
+	for _, c := range rt.Conditions {
+		reported[c.Type] = true
+		if c.Type != thv1.ConditionReady {
+			r.Set(c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	for _, t := range []string{thv1.ConditionDegraded, thv1.ConditionBackendsDiscovered} {
+		if !reported[t] {
+			r.Remove(t)
+		}
+	}
+}
+
+// routable: a backend vmcp can send requests to. An unauthenticated one
+// answers only with a user's token, which vmcp's probes do not carry.
+func routable(status string) bool {
+	return status == thv1.BackendStatusReady || status == thv1.BackendStatusUnauthenticated
+}
+
+// backendHealth turns a serving vMCP's phase by its backends' health as
+// vmcp last reported it, as ToolHive's operator does: with every backend
+// down it is Degraded and not Ready, so that a gateway answering nothing
+// useful does not read Ready. Some down is Degraded and not Ready too. No
+// report, or no backends, leaves the Deployment's verdict.
+func backendHealth(status *thv1.VirtualMCPServerStatus, phase string, ready metav1.ConditionStatus, reason, message string) (string, metav1.ConditionStatus, string, string) {
+	backends := status.DiscoveredBackends
+	if status.Runtime != nil {
+		backends = status.Runtime.DiscoveredBackends
+	}
+	up := 0
+	for _, b := range backends {
+		if routable(b.Status) {
+			up++
+		}
+	}
+	switch down := len(backends) - up; {
+	case down == 0:
+		return phase, ready, reason, message
+	case up == 0:
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, thv1.ReasonBackendsUnavailable,
+			fmt.Sprintf("Virtual MCP server is running but all %d backends are unhealthy", down)
+	default:
+		return thv1.VirtualMCPServerPhaseDegraded, metav1.ConditionFalse, thv1.ReasonBackendsDegraded,
+			fmt.Sprintf("Virtual MCP server is running with %d/%d backends available", up, len(backends))
+	}
 }
 
 // authServerCondition keeps AuthServerConfigValidated as ToolHive's

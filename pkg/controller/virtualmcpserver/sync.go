@@ -44,6 +44,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	status.ObservedGeneration = v.Generation
 	status.URL = naming.VMCPServerURL(v)
 	r := c.NewReport(v, &status.Conditions, &status.Phase, &status.Message)
+	projectRuntime(r, status)
 	r.Unsupported(vmcp.UnsupportedFields(v))
 	// ToolHive's operator reports its own spec checks first, in Valid;
 	// hivekeeper's run when config.yaml is built, and turn it False there.
@@ -140,7 +141,11 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		r.Ready(deploymentPhase(dep))
+		phase, ready, reason, message := deploymentPhase(dep)
+		if ready == metav1.ConditionTrue {
+			phase, ready, reason, message = backendHealth(status, phase, ready, reason, message)
+		}
+		r.Ready(phase, ready, reason, message)
 	}
 	return status, requeueAfter, err
 }

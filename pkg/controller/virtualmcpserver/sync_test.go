@@ -770,3 +770,110 @@ func TestSessionStorageWarning(t *testing.T) {
 		t.Fatalf("Valid %+v", v)
 	}
 }
+
+// TestBackendHealthFromRuntime: what vmcp reports of its backends
+// (status.runtime, written by vmcp) is projected as ToolHive's operator
+// projects it — discoveredBackends, backendCount of the routable ones,
+// vmcp's conditions other than Ready — and turns a serving vMCP Degraded
+// and not Ready while backends are down. Each report costs one status
+// patch that leaves status.runtime alone, and nothing after it.
+func TestBackendHealthFromRuntime(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup), newMember("b", testGroup))
+	f.converge("agg")
+	ctx := context.Background()
+	dep, err := f.Kube.AppsV1().Deployments(testNS).Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep = dep.DeepCopy()
+	dep.Status.Replicas, dep.Status.ReadyReplicas = 1, 1
+	if _, err := f.Kube.AppsV1().Deployments(testNS).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	f.converge("agg")
+	if got := f.get("agg").Status; got.Phase != thv1.VirtualMCPServerPhaseReady {
+		t.Fatalf("no report yet: phase %s, want Ready", got.Phase)
+	}
+	report := func(a, b string, conditions ...metav1.Condition) thv1.VirtualMCPServerStatus {
+		t.Helper()
+		v := f.get("agg").DeepCopy()
+		v.Status.Runtime = &thv1.VirtualMCPServerRuntimeStatus{Phase: "Degraded", Conditions: conditions, DiscoveredBackends: []thv1.DiscoveredBackend{
+			{Name: "a", Status: a, URL: "http://mcp-a-proxy.team-a.svc.cluster.local:8080"},
+			{Name: "b", Status: b, URL: "http://mcp-b-proxy.team-a.svc.cluster.local:8080"},
+		}}
+		if _, err := f.Toolhive.ToolhiveV1beta1().VirtualMCPServers(testNS).UpdateStatus(ctx, v, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.Refresh()
+		acts, err := f.sync("agg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acts) != 1 || acts[0].GetSubresource() != "status" {
+			t.Fatalf("a report sent %s, want one status patch", wt.Describe(acts))
+		}
+		if body := wt.PatchBody(t, acts[0]); body["status"].(map[string]any)["runtime"] != nil {
+			t.Errorf("the status patch touches vmcp's status.runtime: %v", body)
+		}
+		f.Refresh()
+		if acts, _ := f.sync("agg"); len(acts) != 0 {
+			t.Fatalf("after the projection: %s, want no writes", wt.Describe(acts))
+		}
+		return f.get("agg").Status
+	}
+	discovered := metav1.Condition{Type: thv1.ConditionBackendsDiscovered, Status: metav1.ConditionTrue, Reason: "BackendsDiscovered", Message: "Discovered 2 backends"}
+	degraded := metav1.Condition{Type: thv1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "BackendsDegraded", Message: "1 backends degraded"}
+	type want struct {
+		phase, reason string
+		ready         metav1.ConditionStatus
+		count         int32
+		degraded      bool
+	}
+	for _, tc := range []struct {
+		name       string
+		a, b       string
+		conditions []metav1.Condition
+		want       want
+	}{
+		{"all down", thv1.BackendStatusUnavailable, thv1.BackendStatusUnavailable, []metav1.Condition{discovered},
+			want{thv1.VirtualMCPServerPhaseDegraded, thv1.ReasonBackendsUnavailable, metav1.ConditionFalse, 0, false}},
+		{"one degraded", thv1.BackendStatusReady, thv1.BackendStatusDegraded, []metav1.Condition{discovered, degraded},
+			want{thv1.VirtualMCPServerPhaseDegraded, thv1.ReasonBackendsDegraded, metav1.ConditionFalse, 1, true}},
+		{"all routable", thv1.BackendStatusReady, thv1.BackendStatusUnauthenticated, []metav1.Condition{discovered},
+			want{thv1.VirtualMCPServerPhaseReady, thv1.ReasonDeploymentReady, metav1.ConditionTrue, 2, false}},
+	} {
+		got := report(tc.a, tc.b, tc.conditions...)
+		ready := meta.FindStatusCondition(got.Conditions, thv1.ConditionReady)
+		if got.Phase != tc.want.phase || ready == nil || ready.Status != tc.want.ready || ready.Reason != tc.want.reason {
+			t.Errorf("%s: phase %s, Ready %+v; want %s, %s %s", tc.name, got.Phase, ready, tc.want.phase, tc.want.ready, tc.want.reason)
+		}
+		if got.BackendCount != tc.want.count || len(got.DiscoveredBackends) != 2 || got.DiscoveredBackends[1].Status != tc.b {
+			t.Errorf("%s: backendCount %d, discoveredBackends %+v; want %d and the report's two", tc.name, got.BackendCount, got.DiscoveredBackends, tc.want.count)
+		}
+		if !meta.IsStatusConditionTrue(got.Conditions, thv1.ConditionBackendsDiscovered) {
+			t.Errorf("%s: BackendsDiscovered not projected: %+v", tc.name, got.Conditions)
+		}
+		if has := meta.FindStatusCondition(got.Conditions, thv1.ConditionDegraded) != nil; has != tc.want.degraded {
+			t.Errorf("%s: Degraded condition present %v, want %v", tc.name, has, tc.want.degraded)
+		}
+	}
+}
+
+// TestRuntimeReportResyncs: vmcp's status.runtime write is a status-only
+// update that must still re-sync the server; the controller's own status
+// writes must not.
+func TestRuntimeReportResyncs(t *testing.T) {
+	old := newVMCP("agg")
+	old.ResourceVersion = "1"
+	ours := old.DeepCopy()
+	ours.ResourceVersion, ours.Status.Phase = "2", thv1.VirtualMCPServerPhaseReady
+	theirs := old.DeepCopy()
+	theirs.ResourceVersion, theirs.Status.Runtime = "2", &thv1.VirtualMCPServerRuntimeStatus{Phase: "Ready"}
+	if runtimeChanged(old, ours) {
+		t.Error("the controller's own status write counts as vmcp's report")
+	}
+	if !runtimeChanged(old, theirs) {
+		t.Error("vmcp's report does not re-sync the server")
+	}
+}

@@ -395,3 +395,82 @@ func TestPodFieldsAndRemoteProxyBackends(t *testing.T) {
 		return !gone, fmt.Errorf("the remote proxy is still in config.yaml")
 	}, "config.yaml without the remote proxy")
 }
+
+// TestBackendHealthFromVmcpReport: vmcp reports its backends' health in
+// status.runtime (a read and a status update, as its reporter writes it);
+// the controller projects it into discoveredBackends and backendCount, and
+// a serving vMCP whose every backend is down is Degraded and not Ready.
+// The report survives the controller's status writes, each report costs
+// one write and nothing follows it, and a recovered backend makes the
+// server Ready again.
+func TestBackendHealthFromVmcpReport(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	ctx := testCtx(t)
+	createGroup(t, env, ns, "tools")
+	createMember(t, env, ns, "s1", "tools")
+	vmcps := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns)
+	if _, err := vmcps.Create(ctx, &thv1.VirtualMCPServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg"},
+		Spec: thv1.VirtualMCPServerSpec{
+			IncomingAuth: thv1.IncomingAuth{Type: thv1.IncomingAuthAnonymous},
+			GroupRef:     thv1.GroupRef{Name: "tools"},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No kubelet here: the test plays the Deployment controller's part.
+	framework.Eventually(t, 15*time.Second, func() (bool, error) {
+		dep, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "agg", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.ObservedGeneration = 1, 1, dep.Generation
+		_, err = env.Kube.AppsV1().Deployments(ns).UpdateStatus(ctx, dep, metav1.UpdateOptions{})
+		return err == nil, err
+	}, "the Deployment ready")
+	phase := func(want, reason string, count int32) {
+		t.Helper()
+		framework.Eventually(t, 10*time.Second, func() (bool, error) {
+			v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
+			return v.Status.Phase == want && c != nil && c.Reason == reason && v.Status.BackendCount == count,
+				fmt.Errorf("phase %s, Ready %+v, backendCount %d", v.Status.Phase, c, v.Status.BackendCount)
+		}, want+" "+reason)
+	}
+	phase(thv1.VirtualMCPServerPhaseReady, thv1.ReasonDeploymentReady, 0)
+	report := func(status string) {
+		t.Helper()
+		framework.Eventually(t, 10*time.Second, func() (bool, error) {
+			v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			v.Status.Runtime = &thv1.VirtualMCPServerRuntimeStatus{Phase: thv1.VirtualMCPServerPhaseDegraded, Message: "from vmcp",
+				DiscoveredBackends: []thv1.DiscoveredBackend{{Name: "s1", Status: status, URL: "http://mcp-s1-proxy." + ns + ".svc.cluster.local:8080"}},
+				Conditions: []metav1.Condition{{Type: thv1.ConditionBackendsDiscovered, Status: metav1.ConditionTrue, Reason: "BackendsDiscovered",
+					Message: "Discovered 1 backends", LastTransitionTime: metav1.Now()}}}
+			_, err = vmcps.UpdateStatus(ctx, v, metav1.UpdateOptions{})
+			return err == nil, err
+		}, "vmcp's report")
+	}
+	report(thv1.BackendStatusUnavailable)
+	phase(thv1.VirtualMCPServerPhaseDegraded, thv1.ReasonBackendsUnavailable, 0)
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
+	v, err := vmcps.Get(ctx, "agg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status.Runtime == nil || v.Status.Runtime.Message != "from vmcp" || len(v.Status.DiscoveredBackends) != 1 ||
+		!meta.IsStatusConditionTrue(v.Status.Conditions, thv1.ConditionBackendsDiscovered) {
+		t.Errorf("runtime %+v, discoveredBackends %+v, conditions %+v: want vmcp's report kept and projected",
+			v.Status.Runtime, v.Status.DiscoveredBackends, v.Status.Conditions)
+	}
+	report(thv1.BackendStatusReady)
+	phase(thv1.VirtualMCPServerPhaseReady, thv1.ReasonDeploymentReady, 1)
+	workloadtest.AssertSteadyState(t, ctx, env.Kube, env.Toolhive, ns, 2*time.Second, allControllers...)
+}

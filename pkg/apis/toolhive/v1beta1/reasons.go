@@ -192,6 +192,23 @@ const (
 	ReasonWaitingForCompositeToolRefs   = "WaitingForCompositeToolDefinition"
 )
 
+// What a VirtualMCPServer's vmcp reports of its backends (status.runtime),
+// and how the controller's verdict reads it, in ToolHive's words: the
+// conditions vmcp sets besides Ready, each backend's health, and Ready's
+// reasons once the pods are ready but backends are not.
+const (
+	ConditionDegraded           = "Degraded"
+	ConditionBackendsDiscovered = "BackendsDiscovered"
+	ReasonBackendsUnavailable   = "BackendsUnavailable"
+	ReasonBackendsDegraded      = "BackendsDegraded"
+
+	BackendStatusReady           = "ready"
+	BackendStatusUnavailable     = "unavailable"
+	BackendStatusDegraded        = "degraded"
+	BackendStatusUnknown         = "unknown"
+	BackendStatusUnauthenticated = "unauthenticated"
+)
+
 // MCPServerEntry conditions and reasons, ToolHive's names. Valid sums
 // them up; GroupRefValidated, ExternalAuthConfigValidated and
 // ConfigurationValid's RemoteURLInvalid are shared with the workloads.

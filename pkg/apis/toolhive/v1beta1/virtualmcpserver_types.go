@@ -256,18 +256,18 @@ type VirtualMCPServerStatus struct {
 	// +kubebuilder:default=Pending
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// Runtime is what the vMCP reports of itself, ToolHive's field;
-	// hivekeeper does not set it.
+	// Runtime is what the vMCP reports of itself, ToolHive's field,
+	// written by vmcp; the controller only reads it.
 	// +optional
 	Runtime *VirtualMCPServerRuntimeStatus `json:"runtime,omitempty"`
 	// DiscoveredBackends are the backends and their health, ToolHive's
-	// field; hivekeeper does not set it.
+	// field, copied from runtime.discoveredBackends.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	DiscoveredBackends []DiscoveredBackend `json:"discoveredBackends,omitempty"`
-	// BackendCount is the number of backends, ToolHive's field;
-	// hivekeeper does not set it.
+	// BackendCount is the number of routable backends (ready or
+	// unauthenticated) in discoveredBackends, ToolHive's field.
 	// +optional
 	BackendCount int32 `json:"backendCount,omitempty"`
 	// Message explains the phase.
