@@ -122,6 +122,12 @@ func (c *ConfigRefs[T]) Resolve(r *Report, namespace, name string) (cfg T, hash 
 	return cfg, cfg.GetStatus().ConfigHash, true
 }
 
+// Exists reports whether the config namespace/name is in the lister.
+func (c *ConfigRefs[T]) Exists(namespace, name string) bool {
+	_, err := c.Get(c.informer.Indexer(), namespace, name)
+	return err == nil
+}
+
 // ChangeMatters reports whether an update of a config changes anything a
 // referrer consumes: the hash, validity or deletion. A spec change alone
 // does not count: the config's controller validates it and writes its

@@ -205,3 +205,57 @@ func TestExternalAuthAWSSts(t *testing.T) {
 	}
 	wt.AssertActions(t, acts)
 }
+
+// A missing MCPExternalAuthConfig is reported as ToolHive's operator
+// reports it, besides the reference's own condition: ConfigurationValid
+// False ExternalAuthConfigFetchError with one Warning event of that reason,
+// AuthConfigured False AuthInvalid, Failed, nothing created. The config
+// appearing deploys the proxy and clears AuthConfigured.
+func TestMissingExternalAuthConfig(t *testing.T) {
+	ref := func(p *thv1.MCPRemoteProxy) {
+		p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "api-bearer-auth"}
+	}
+	f := newFixture(t, newProxy("remote", ref))
+	acts, err := f.sync("remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
+	got := f.get("remote").Status
+	cv := meta.FindStatusCondition(got.Conditions, thv1.ConditionConfigurationValid)
+	ac := meta.FindStatusCondition(got.Conditions, thv1.ConditionAuthConfigured)
+	if cv == nil || cv.Status != metav1.ConditionFalse || cv.Reason != thv1.ReasonExternalAuthConfigFetchError {
+		t.Errorf("ConfigurationValid = %+v, want False %s", cv, thv1.ReasonExternalAuthConfigFetchError)
+	}
+	if ac == nil || ac.Status != metav1.ConditionFalse || ac.Reason != thv1.ReasonAuthInvalid {
+		t.Errorf("AuthConfigured = %+v, want False %s", ac, thv1.ReasonAuthInvalid)
+	}
+	if got.Phase != thv1.MCPRemoteProxyPhaseFailed {
+		t.Errorf("phase %s, want Failed", got.Phase)
+	}
+	fetchErrors := 0
+	for _, e := range f.Events() {
+		if strings.HasPrefix(e, "Warning "+thv1.ReasonExternalAuthConfigFetchError) {
+			fetchErrors++
+		}
+	}
+	if fetchErrors != 1 {
+		t.Errorf("%d Warning %s events, want 1", fetchErrors, thv1.ReasonExternalAuthConfigFetchError)
+	}
+	f.Refresh()
+	if acts, _ := f.sync("remote"); len(acts) != 0 || len(f.Events()) != 0 {
+		t.Fatalf("second sync: %s", wt.Describe(acts))
+	}
+	if _, err := f.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(testNS).Create(context.Background(), bearerConfig("h1", "api-bearer-token"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Refresh()
+	f.converge("remote")
+	got = f.get("remote").Status
+	if meta.FindStatusCondition(got.Conditions, thv1.ConditionAuthConfigured) != nil || !meta.IsStatusConditionTrue(got.Conditions, thv1.ConditionConfigurationValid) {
+		t.Errorf("once the config exists: %+v", got.Conditions)
+	}
+	if _, err := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{}); err != nil {
+		t.Errorf("not deployed once the config exists: %v", err)
+	}
+}

@@ -31,6 +31,10 @@ func assertRefused(t *testing.T, p *thv1.MCPRemoteProxy, reason, mentions string
 	if p.Status.Phase != thv1.MCPRemoteProxyPhaseFailed || !strings.Contains(p.Status.Message, mentions) {
 		t.Errorf("phase %q message %q, want Failed", p.Status.Phase, p.Status.Message)
 	}
+	// ToolHive's operator says it on AuthConfigured too.
+	if ac := meta.FindStatusCondition(p.Status.Conditions, thv1.ConditionAuthConfigured); ac == nil || ac.Status != metav1.ConditionFalse || ac.Reason != thv1.ReasonAuthInvalid {
+		t.Errorf("AuthConfigured = %+v, want False %s", ac, thv1.ReasonAuthInvalid)
+	}
 }
 
 // A remoteUrl the gate refuses creates nothing: the one write is the

@@ -2,6 +2,7 @@ package mcpremoteproxy
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,12 +53,25 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	// spec deployed is left exactly as it is: the refused URL never
 	// reaches a pod, and a typo in an edit does not take a working proxy
 	// down (README, "MCPRemoteProxy: remote URLs and headers").
+	// ToolHive's operator counts a missing external auth config among
+	// these checks, first; the reference's own condition has already made
+	// the proxy Failed, so only the checks' conditions and event are added.
+	if cfg := p.Spec.ExternalAuthConfigRef; cfg != nil && !c.ExtAuth.Exists(p.Namespace, cfg.Name) {
+		msg := fmt.Sprintf("MCPExternalAuthConfig %q not found", cfg.Name)
+		r.SetFalse(thv1.ConditionConfigurationValid, thv1.ReasonExternalAuthConfigFetchError, msg)
+		r.Set(thv1.ConditionAuthConfigured, metav1.ConditionFalse, thv1.ReasonAuthInvalid, msg)
+		return status, 0, nil
+	}
 	if reason, msg := checkSpec(p); reason != "" {
 		r.Set(thv1.ConditionConfigurationValid, metav1.ConditionFalse, reason, msg)
+		r.Set(thv1.ConditionAuthConfigured, metav1.ConditionFalse, thv1.ReasonAuthInvalid, msg)
 		r.Fail(reason, msg+"; nothing is created or changed until the spec is fixed")
 		return status, 0, nil
 	}
 	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl and headerForward pass the checks")
+	// ToolHive's operator never clears it once the spec is fixed; a False
+	// condition describing a spec that no longer exists is only misleading.
+	r.Remove(thv1.ConditionAuthConfigured)
 	// ToolHive's operator writes it once the spec passed its checks, the
 	// external auth config among them, and before the other references.
 	if !meta.IsStatusConditionFalse(status.Conditions, thv1.ConditionExternalAuthConfigValidated) {

@@ -145,6 +145,16 @@ const (
 	// ReasonAuthzPolicySyntaxInvalid: an inline Cedar policy is over
 	// 8 KiB or does not parse.
 	ReasonAuthzPolicySyntaxInvalid = "AuthzPolicySyntaxInvalid"
+	// ReasonExternalAuthConfigFetchError: the MCPExternalAuthConfig
+	// spec.externalAuthConfigRef names does not exist (ToolHive's
+	// operator reads it among these checks, and names its failure so).
+	ReasonExternalAuthConfigFetchError = "ExternalAuthConfigFetchError"
+	// ConditionAuthConfigured: ToolHive's. A remote proxy's is False
+	// (ReasonAuthInvalid) while a check fails; a vMCP's is True
+	// (ReasonAuthValid) once its references are resolved.
+	ConditionAuthConfigured = "AuthConfigured"
+	ReasonAuthValid         = "AuthValid"
+	ReasonAuthInvalid       = "AuthInvalid"
 )
 
 // Finalizers.
