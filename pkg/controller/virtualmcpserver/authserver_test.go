@@ -261,7 +261,7 @@ func TestVMCPUnsupportedFields(t *testing.T) {
 		!strings.HasSuffix(c.Message, ": spec.config.telemetry (replaced by spec.telemetryConfigRef)") {
 		t.Errorf("UnsupportedFields %+v", c)
 	}
-	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
+	if evs := f.Warnings(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonFieldsNotSupported) {
 		t.Errorf("events %v", evs)
 	}
 	f.ApplyServerBehaviour()

@@ -41,8 +41,8 @@ func TestCABundleRefValidated(t *testing.T) {
 		}
 	}
 	want(metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound, "CA bundle ConfigMap 'corp-ca' not found in namespace 'team-a'")
-	if n := len(f.Events()); n != 0 {
-		t.Errorf("%d events for an advisory condition", n)
+	if n := len(f.Warnings()); n != 0 {
+		t.Errorf("%d Warning events for an advisory condition", n)
 	}
 
 	drain := func() int { return len(drainQueue(f)) }

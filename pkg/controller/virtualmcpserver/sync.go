@@ -9,9 +9,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
@@ -71,7 +73,13 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	// Composite tool definitions are reported even while another
 	// reference is missing, so that every missing reference shows at once.
 	var compositeOK bool
-	in.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, c.NamesIn(index.ByCompositeToolDefinition, v))
+	if names := c.NamesIn(index.ByCompositeToolDefinition, v); len(names) > 0 {
+		in.CompositeTools, compositeOK = c.CompositeTools.ResolveAll(r, v.Namespace, names)
+	} else {
+		// ToolHive's operator reports the check passed on none too.
+		r.Set(thv1.ConditionCompositeToolRefsValidated, metav1.ConditionTrue, thv1.ReasonCompositeToolRefsValid, "No composite tool references to validate")
+		compositeOK = true
+	}
 	if !groupFound && v.Spec.GroupRef.Name != "" {
 		// As ToolHive's operator reports it: a vMCP whose MCPGroup does not
 		// exist is Failed and nothing is written or changed (children made
@@ -89,6 +97,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	if !ok || !authzOK || !telemetryOK || !toolsOK || !extAuthOK || !compositeOK {
 		return status, 0, nil
 	}
+	// ToolHive's operator also checks here that the Secrets the auth
+	// configs name exist; hivekeeper reads no Secret (vmcp and the
+	// kubelet report a missing one).
+	r.Set(thv1.ConditionAuthConfigured, metav1.ConditionTrue, thv1.ReasonAuthValid, "Authentication configuration is valid")
 	if in.EmbeddingService, ok = embeddingService(r, v, c.embeddingServer(v)); !ok {
 		return status, 0, nil
 	}
@@ -137,7 +149,10 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 			want.StaleServiceAccount = naming.VMCPServiceAccountName(v.Name)
 			want.StaleRoleBinding = naming.VMCPServiceAccountName(v.Name)
 		}
-		dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want)
+		before := c.lifecycle(desired.Deployment, desired.Service)
+		if dep, err = c.Children.Ensure(ctx, c.Writer, v.UID, v.Namespace, want); err == nil {
+			before.record(c.Recorder, v)
+		}
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
@@ -170,7 +185,52 @@ func (c *Controller) ensureHMACSecret(ctx context.Context, v *thv1.VirtualMCPSer
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
+	if err == nil {
+		c.Recorder.Event(v, corev1.EventTypeNormal, reasonHMACSecretCreated, "HMAC secret created for session token binding")
+	}
 	return err
+}
+
+// The Normal events ToolHive's operator records for a vMCP's children,
+// reasons and messages as it words them.
+const (
+	reasonHMACSecretCreated = "HMACSecretCreated"
+	reasonDeploymentCreated = "DeploymentCreated"
+	reasonDeploymentUpdated = "DeploymentUpdated"
+	reasonServiceCreated    = "ServiceCreated"
+)
+
+// childChanges is what a write of the vMCP's children is about to do to
+// the Deployment and the Service, as read from the caches before it.
+type childChanges struct {
+	deploymentMissing, deploymentDrifted, serviceMissing bool
+	service                                              string
+}
+
+// lifecycle reads from the caches whether the Deployment and Service are
+// missing and whether the Deployment differs from want, so that the
+// events ToolHive's operator records for creating and updating them are
+// recorded once the write succeeded.
+func (c *Controller) lifecycle(dep *appsv1.Deployment, svc *corev1.Service) childChanges {
+	var out childChanges
+	have, err := c.Children.Deployments.Get(dep.Namespace, dep.Name)
+	out.deploymentMissing = apierrors.IsNotFound(err)
+	out.deploymentDrifted = err == nil && len(c.Children.Deployments.Diff(dep, have)) > 0
+	_, err = c.Children.Services.Get(svc.Namespace, svc.Name)
+	out.serviceMissing, out.service = apierrors.IsNotFound(err), svc.Name
+	return out
+}
+
+func (ch childChanges) record(rec record.EventRecorder, v *thv1.VirtualMCPServer) {
+	switch {
+	case ch.deploymentMissing:
+		rec.Event(v, corev1.EventTypeNormal, reasonDeploymentCreated, "Deployment created successfully")
+	case ch.deploymentDrifted:
+		rec.Event(v, corev1.EventTypeNormal, reasonDeploymentUpdated, "Deployment updated, rolling out new configuration")
+	}
+	if ch.serviceMissing {
+		rec.Eventf(v, corev1.EventTypeNormal, reasonServiceCreated, "Service %s created successfully", ch.service)
+	}
 }
 
 // readsHMACSecret reports whether a live Deployment's vmcp container reads

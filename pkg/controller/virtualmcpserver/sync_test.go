@@ -356,7 +356,7 @@ func TestUnresolvableVolumeLeavesDeploymentUntouched(t *testing.T) {
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonPodTemplateInvalid || got.Status.Phase != thv1.VirtualMCPServerPhaseFailed {
 				t.Fatalf("status %+v", got.Status)
 			}
-			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonPodTemplateInvalid) {
+			if evs := f.Warnings(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonPodTemplateInvalid) {
 				t.Fatalf("events %v", evs)
 			}
 			f.Refresh()
@@ -875,5 +875,44 @@ func TestRuntimeReportResyncs(t *testing.T) {
 	}
 	if !runtimeChanged(old, theirs) {
 		t.Error("vmcp's report does not re-sync the server")
+	}
+}
+
+// TestToolHiveEventsAndConditions: what ToolHive v0.63.0's operator
+// reports for a vMCP it deploys — the Normal events of creating the HMAC
+// Secret, the Deployment and the Service, once each; DeploymentUpdated
+// when a change rolls the Deployment; AuthConfigured and
+// CompositeToolRefsValidated True with no composite tool referenced — and
+// nothing again at steady state.
+func TestToolHiveEventsAndConditions(t *testing.T) {
+	f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	f.converge("agg")
+	want := []string{"Normal HMACSecretCreated", "Normal DeploymentCreated", "Normal ServiceCreated Service vmcp-agg"}
+	evs := f.Events()
+	if len(evs) != len(want) {
+		t.Fatalf("events %q, want %q", evs, want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(evs[i], w) {
+			t.Errorf("event %d: %q, want %q", i, evs[i], w)
+		}
+	}
+	got := f.get("agg").Status.Conditions
+	for _, c := range []struct{ typ, reason string }{
+		{thv1.ConditionAuthConfigured, thv1.ReasonAuthValid},
+		{thv1.ConditionCompositeToolRefsValidated, thv1.ReasonCompositeToolRefsValid},
+	} {
+		if cond := meta.FindStatusCondition(got, c.typ); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != c.reason {
+			t.Errorf("%s = %+v, want True %s", c.typ, cond, c.reason)
+		}
+	}
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.Replicas = ptr.To[int32](3) })
+	f.converge("agg")
+	if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Normal DeploymentUpdated") {
+		t.Errorf("a roll recorded %q, want one DeploymentUpdated", evs)
+	}
+	f.Refresh()
+	if acts, _ := f.sync("agg"); len(acts) != 0 || len(f.Events()) != 0 {
+		t.Errorf("steady state: %s", wt.Describe(acts))
 	}
 }

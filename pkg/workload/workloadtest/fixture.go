@@ -310,6 +310,17 @@ func (f *Fixture) Events() []string {
 	}
 }
 
+// Warnings drains the recorded events and returns the Warning ones.
+func (f *Fixture) Warnings() []string {
+	var out []string
+	for _, e := range f.Events() {
+		if strings.HasPrefix(e, corev1.EventTypeWarning+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // Verbs renders actions as "verb resource[/subresource]".
 func Verbs(acts []core.Action) []string {
 	out := make([]string, len(acts))
