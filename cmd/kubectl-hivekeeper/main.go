@@ -144,7 +144,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&g.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log verbosity of the controllers preflight runs, on stderr; 0 logs nothing.")
-	root.AddCommand(newPreflight(g, stdout, stderr), newVersion(stdout))
+	root.AddCommand(newPreflight(g, stdout, stderr), newMigrateStorage(g, stdout), newVersion(stdout))
 	return root
 }
 

@@ -75,6 +75,9 @@ type Server struct {
 	// Kubeconfig is the path of an admin kubeconfig file with the same
 	// credentials, for kubectl and for the hivekeeper binary.
 	Kubeconfig string
+	// EtcdURL is etcd's client address, for tests that check how an
+	// object is stored (StoredAPIVersion).
+	EtcdURL string
 
 	mu        sync.Mutex
 	ca        *certAuthority
@@ -191,6 +194,7 @@ func start(opts Options) (_ *Server, err error) {
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	s.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 
 	s.etcd = &process{
 		name:    "etcd",
