@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -99,6 +100,7 @@ type Base struct {
 	// reference index's readers), so resolution reads names the way the
 	// index does.
 	row      index.Workload
+	primary  cache.Indexer
 	resource string
 	logKey   string
 }
@@ -150,6 +152,17 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		}
 		b.AddSynced(synced)
 	}
+	// A CA bundle ConfigMap an OIDC config names turns CABundleRefValidated
+	// (OIDCCABundleCondition) of the workloads using that config.
+	configMaps := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
+	b.primary = primary.Indexer()
+	synced, err := configMaps.AddEventHandler(b.CABundleHandler())
+	if err != nil {
+		return nil, err
+	}
+	b.AddSynced(synced)
 	b.row, _ = index.WorkloadFor(s.Kind)
 	row := b.row
 	for _, refs := range []interface {
@@ -169,6 +182,12 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		b.AddSynced(groups.HasSynced)
 	}
 	return b, nil
+}
+
+// CABundleHandler is the ConfigMap handler that re-syncs the workloads
+// whose OIDC config names the ConfigMap as CA bundle (OIDCCABundleHandler).
+func (b *Base) CABundleHandler() cache.ResourceEventHandlerFuncs {
+	return OIDCCABundleHandler(b.OIDC.informer.Indexer(), b.primary, b.EnqueueKey)
 }
 
 // watchPrimary registers the workload kind's handler (PrimaryHandler):

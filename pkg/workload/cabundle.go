@@ -5,10 +5,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -106,4 +108,81 @@ func sameKeys(oldObj, newObj any) bool {
 		}
 	}
 	return true
+}
+
+// OIDCCABundleRef is the CA bundle reference of an inline MCPOIDCConfig,
+// nil for none or another type.
+func OIDCCABundleRef(cfg *thv1.MCPOIDCConfig) *thv1.CABundleSource {
+	if cfg == nil || cfg.Spec.Type != thv1.OIDCConfigTypeInline || cfg.Spec.Inline == nil {
+		return nil
+	}
+	return cfg.Spec.Inline.CABundleRef
+}
+
+// OIDCCABundleCondition is CABundleRefValidated, which ToolHive v0.63.0's
+// operator reports on an MCPServer, MCPRemoteProxy or VirtualMCPServer
+// whose OIDC configuration (an inline MCPOIDCConfig) names a CA bundle
+// ConfigMap: True when the ConfigMap has the key (ca.crt unless named),
+// False with CABundleRefNotFound when there is no such ConfigMap and with
+// CABundleRefInvalid for a malformed reference or a missing key; absent
+// without a CA bundle. It is advisory, as ToolHive's: the workload is
+// deployed all the same, and no event is recorded. cfg is the resolved
+// MCPOIDCConfig (nil for none); configMap reads the namespace's
+// ConfigMaps from the cache. It is checked as soon as the OIDC
+// configuration resolves, so a later refusal does not hide it.
+func OIDCCABundleCondition(r *Report, namespace string, cfg *thv1.MCPOIDCConfig, configMap func(namespace, name string) (*corev1.ConfigMap, error)) error {
+	ref := OIDCCABundleRef(cfg)
+	if ref == nil {
+		r.Remove(thv1.ConditionCABundleRefValidated)
+		return nil
+	}
+	if problem := CABundleProblem(ref); problem != "" {
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefInvalid, problem)
+		return nil
+	}
+	b, err := LookupCABundle(namespace, ref, configMap)
+	switch {
+	case err != nil:
+		return err
+	case !b.Found:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound,
+			fmt.Sprintf("CA bundle ConfigMap '%s' not found in namespace '%s'", b.Name, namespace))
+	case !b.HasKey:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefInvalid,
+			fmt.Sprintf("Key '%s' not found in ConfigMap '%s'", b.Key, b.Name))
+	default:
+		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionTrue, thv1.ReasonCABundleRefValid,
+			fmt.Sprintf("CA bundle ConfigMap '%s' is valid (key: %s)", b.Name, b.Key))
+	}
+	return nil
+}
+
+// OIDCCABundleHandler enqueues, through enqueue, the workloads of primary
+// (by the reference index) that use an MCPOIDCConfig naming a ConfigMap as
+// CA bundle when that ConfigMap is added or deleted or its keys change.
+// Other ConfigMap events, such as every write of a child's data, enqueue
+// nothing.
+func OIDCCABundleHandler(oidcConfigs, primary cache.Indexer, enqueue func(cache.ObjectName)) cache.ResourceEventHandlerFuncs {
+	return CABundleHandler(func(namespace, name string) {
+		inNamespace, err := oidcConfigs.ByIndex(cache.NamespaceIndex, namespace)
+		if err != nil {
+			return
+		}
+		for _, o := range inNamespace {
+			cfg, ok := o.(*thv1.MCPOIDCConfig)
+			ref := OIDCCABundleRef(cfg)
+			if !ok || ref == nil || ref.ConfigMapRef == nil || ref.ConfigMapRef.Name != name {
+				continue
+			}
+			referrers, err := primary.ByIndex(index.ByOIDCConfig, index.Key(cfg.Namespace, cfg.Name))
+			if err != nil {
+				continue
+			}
+			for _, w := range referrers {
+				if m, ok := framework.MetaFromObj(w); ok {
+					enqueue(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
+				}
+			}
+		}
+	})
 }

@@ -234,6 +234,11 @@ func (b *Base) ResolveProxyRefs(r *Report, obj Object) (refs ProxyRefs, ok bool)
 	ns := obj.GetNamespace()
 	var oidcOK, toolsOK, authzOK, extAuthOK, telemetryOK, webhooksOK bool
 	refs.OIDC, refs.OIDCHash, oidcOK = b.OIDC.Resolve(r, ns, b.OIDC.nameIn(b.row, obj))
+	if oidcOK {
+		// Advisory, as ToolHive's operator reports it on both proxy kinds;
+		// a cache that cannot answer leaves the condition as it was.
+		_ = OIDCCABundleCondition(r, ns, refs.OIDC, b.Children.ConfigMaps.Get)
+	}
 	refs.Tools, refs.ToolsHash, toolsOK = b.Tools.Resolve(r, ns, b.Tools.nameIn(b.row, obj))
 	refs.Authz, refs.AuthzHash, authzOK = b.Authz.Resolve(r, ns, b.Authz.nameIn(b.row, obj))
 	refs.ExtAuth, refs.ExtAuthHash, extAuthOK = b.ExtAuth.Resolve(r, ns, b.ExtAuth.nameIn(b.row, obj))

@@ -144,3 +144,16 @@ func TestSessionStorageWarning(t *testing.T) {
 		})
 	}
 }
+
+// CABundleRefValidated follows the CA bundle ConfigMap of the proxy's
+// inline OIDC configuration, as ToolHive v0.63.0's operator reports it.
+func TestCABundleRefValidated(t *testing.T) {
+	p := newProxy("remote", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+	})
+	f := newFixture(t, p, newOIDCConfig("auth", true, true))
+	f.converge("remote")
+	f.CheckOIDCCABundle(t, wt.CABundleCheck{Namespace: testNS, ConfigMap: "idp-ca", Handler: f.c.CABundleHandler(), Queue: f.c.Queue,
+		Sync:       func() { f.converge("remote") },
+		Conditions: func() []metav1.Condition { return f.get("remote").Status.Conditions }})
+}

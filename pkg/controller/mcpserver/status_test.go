@@ -132,3 +132,22 @@ func TestAdvisoryConditions(t *testing.T) {
 		})
 	}
 }
+
+// CABundleRefValidated follows the CA bundle ConfigMap of the MCPServer's
+// inline OIDC configuration, as ToolHive v0.63.0's operator reports it.
+func TestCABundleRefValidated(t *testing.T) {
+	s := newServer("fetch", func(s *thv1.MCPServer) {
+		s.Spec.OIDCConfigRef = &thv1.OIDCConfigReference{Name: "auth", Audience: "mcp"}
+	})
+	f := newFixture(t, s, newOIDCConfig("auth", true, true))
+	f.converge("fetch")
+	f.CheckOIDCCABundle(t, wt.CABundleCheck{Namespace: testNS, ConfigMap: "idp-ca", Handler: f.c.CABundleHandler(), Queue: f.c.Queue,
+		Sync: func() { f.converge("fetch") },
+		Conditions: func() []metav1.Condition {
+			got, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.Status.Conditions
+		}})
+}

@@ -50,7 +50,7 @@ func TestCABundleRefValidated(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "corp-ca"}, Data: map[string]string{"bundle.pem": "-----BEGIN CERTIFICATE-----"}}
 	trimmed, _ := framework.TrimForeign(cm)
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "unrelated"}}
-	h := f.c.caBundleHandler()
+	h := f.c.CABundleHandler()
 	h.OnAdd(other, false)
 	if n := drain(); n != 0 {
 		t.Errorf("an unrelated ConfigMap enqueued %d", n)
@@ -82,7 +82,7 @@ func TestCABundleRefValidated(t *testing.T) {
 	f.Refresh()
 	acts, _ := f.sync("agg")
 	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
-	want(metav1.ConditionFalse, reasonCABundleRefInvalid, "Key 'ca.crt' not found in ConfigMap 'corp-ca'")
+	want(metav1.ConditionFalse, thv1.ReasonCABundleRefInvalid, "Key 'ca.crt' not found in ConfigMap 'corp-ca'")
 
 	cm.Data = map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----"}
 	if _, err := f.Kube.CoreV1().ConfigMaps(testNS).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
@@ -116,7 +116,7 @@ func TestCABundleKeyRenameResyncs(t *testing.T) {
 	f := newFixture(t, newVMCP("agg", withOIDC("auth")), newOIDCConfig("auth", "corp-ca"), toolhivetest.NewGroup(testNS, testGroup))
 	f.converge("agg")
 	drainQueue(f)
-	h := f.c.caBundleHandler()
+	h := f.c.CABundleHandler()
 	cm := func(data map[string]string, binary map[string][]byte) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "corp-ca"}, Data: data, BinaryData: binary}
 	}
@@ -157,11 +157,11 @@ func TestCABundleRefVerdicts(t *testing.T) {
 			[]runtime.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "corp-ca"}, BinaryData: map[string][]byte{"ca.der": {0x30}}}},
 			metav1.ConditionTrue, thv1.ReasonCABundleRefValid, "CA bundle ConfigMap 'corp-ca' is valid (key: ca.der)"},
 		{"empty name", &thv1.ConfigMapKeyRef{Key: "ca.crt"}, nil,
-			metav1.ConditionFalse, reasonCABundleRefInvalid, "configMapRef.name must be specified"},
+			metav1.ConditionFalse, thv1.ReasonCABundleRefInvalid, "configMapRef.name must be specified"},
 		{"longest name", &thv1.ConfigMapKeyRef{Name: long(48)}, nil,
 			metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound, "CA bundle ConfigMap '" + long(48) + "' not found in namespace 'team-a'"},
 		{"name one too long", &thv1.ConfigMapKeyRef{Name: long(49)}, nil,
-			metav1.ConditionFalse, reasonCABundleRefInvalid,
+			metav1.ConditionFalse, thv1.ReasonCABundleRefInvalid,
 			"configMapRef.name \"" + long(49) + "\" is too long (49 chars); maximum is 48 characters to fit in Kubernetes volume name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestCABundleRefVerdicts(t *testing.T) {
 			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
 				t.Fatalf("CABundleRefValidated: %+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
 			}
-			if tc.ref.Name != "" && len(validation.IsDNS1123Label(wiring.CABundleVolumePrefix+tc.ref.Name)) != 0 && tc.reason != reasonCABundleRefInvalid {
+			if tc.ref.Name != "" && len(validation.IsDNS1123Label(wiring.CABundleVolumePrefix+tc.ref.Name)) != 0 && tc.reason != thv1.ReasonCABundleRefInvalid {
 				t.Errorf("accepted %q, whose volume name is no DNS label", tc.ref.Name)
 			}
 		})

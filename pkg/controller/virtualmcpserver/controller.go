@@ -28,7 +28,6 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -78,9 +77,6 @@ type Controller struct {
 	memberAuth thlisters.MCPExternalAuthConfigLister
 	// embeddings reads the EmbeddingServers of spec.embeddingServerRef.
 	embeddings thlisters.EmbeddingServerLister
-	// oidcConfigs holds the MCPOIDCConfigs, to find those naming a CA
-	// bundle ConfigMap that changed.
-	oidcConfigs cache.Indexer
 }
 
 // memberKind is one backend kind of a group: its kind name and the
@@ -147,9 +143,6 @@ func New(d *framework.Deps) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchEmbeddingServers(d); err != nil {
-		return nil, err
-	}
-	if err := c.watchCABundles(d); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -303,43 +296,6 @@ func memberGroups(obj any) []string {
 		}
 	}
 	return nil
-}
-
-// watchCABundles re-syncs the servers whose incoming OIDC configuration
-// names a ConfigMap as CA bundle when that ConfigMap appears, goes away,
-// or changes its keys: the ConfigMap, then the namespace's MCPOIDCConfigs
-// that name it, then their referrers (index.ByOIDCConfig). Other
-// ConfigMap events, such as every write of a child's data, enqueue
-// nothing.
-func (c *Controller) watchCABundles(d *framework.Deps) error {
-	configs := d.ToolhiveInformer(workload.OIDCConfigs.Informer)
-	configMaps := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ConfigMaps().Informer()
-	})
-	c.oidcConfigs = configs.Indexer()
-	synced, err := configMaps.AddEventHandler(c.caBundleHandler())
-	if err != nil {
-		return err
-	}
-	c.AddSynced(synced)
-	return nil
-}
-
-// caBundleHandler enqueues the referrers of the MCPOIDCConfigs naming a
-// ConfigMap as CA bundle when it is added or deleted or its keys change.
-func (c *Controller) caBundleHandler() cache.ResourceEventHandlerFuncs {
-	return workload.CABundleHandler(func(namespace, name string) {
-		inNamespace, err := c.oidcConfigs.ByIndex(cache.NamespaceIndex, namespace)
-		if err != nil {
-			return
-		}
-		for _, o := range inNamespace {
-			cfg, ok := o.(*thv1.MCPOIDCConfig)
-			if ref := caBundleRef(cfg); ok && ref != nil && ref.ConfigMapRef != nil && ref.ConfigMapRef.Name == name {
-				c.enqueueByIndex(index.ByOIDCConfig, cfg.Namespace, index.Key(cfg.Namespace, cfg.Name))
-			}
-		}
-	})
 }
 
 // runtimeChanged reports an update that changed status.runtime, which

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -155,56 +154,4 @@ func embeddingService(r *workload.Report, v *thv1.VirtualMCPServer, e *thv1.Embe
 	}
 	r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionTrue, thv1.ReasonEmbeddingServerReady, "EmbeddingServer is ready")
 	return e.Status.URL, true
-}
-
-// reasonCABundleRefInvalid is ToolHive's reason of a CA bundle reference
-// that cannot be used: a malformed one, or a ConfigMap without its key.
-const reasonCABundleRefInvalid = "CABundleRefInvalid"
-
-// caBundleCondition is CABundleRefValidated, which ToolHive v0.63.0's
-// operator reports on a VirtualMCPServer whose incoming OIDC
-// configuration (an inline MCPOIDCConfig) names a CA bundle ConfigMap:
-// True when the ConfigMap has the key (ca.crt unless named), False with
-// CABundleRefNotFound when there is no such ConfigMap and with
-// CABundleRefInvalid for a malformed reference or a missing key; absent
-// without a CA bundle. It is advisory, as ToolHive's: the vMCP is
-// deployed all the same, and no event is recorded. cfg is the resolved
-// MCPOIDCConfig (nil for none); configMap reads the namespace's
-// ConfigMaps from the cache (workload.LookupCABundle). ToolHive checks it
-// after the other validations pass; hivekeeper as soon as the OIDC
-// configuration resolves, so a later refusal does not hide it.
-func caBundleCondition(r *workload.Report, namespace string, cfg *thv1.MCPOIDCConfig, configMap func(namespace, name string) (*corev1.ConfigMap, error)) error {
-	ref := caBundleRef(cfg)
-	if ref == nil {
-		r.Remove(thv1.ConditionCABundleRefValidated)
-		return nil
-	}
-	if problem := workload.CABundleProblem(ref); problem != "" {
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, reasonCABundleRefInvalid, problem)
-		return nil
-	}
-	b, err := workload.LookupCABundle(namespace, ref, configMap)
-	switch {
-	case err != nil:
-		return err
-	case !b.Found:
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, thv1.ReasonCABundleRefNotFound,
-			fmt.Sprintf("CA bundle ConfigMap '%s' not found in namespace '%s'", b.Name, namespace))
-	case !b.HasKey:
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionFalse, reasonCABundleRefInvalid,
-			fmt.Sprintf("Key '%s' not found in ConfigMap '%s'", b.Key, b.Name))
-	default:
-		r.Set(thv1.ConditionCABundleRefValidated, metav1.ConditionTrue, thv1.ReasonCABundleRefValid,
-			fmt.Sprintf("CA bundle ConfigMap '%s' is valid (key: %s)", b.Name, b.Key))
-	}
-	return nil
-}
-
-// caBundleRef is the CA bundle reference of an inline MCPOIDCConfig, nil
-// for none or another type.
-func caBundleRef(cfg *thv1.MCPOIDCConfig) *thv1.CABundleSource {
-	if cfg == nil || cfg.Spec.Type != thv1.OIDCConfigTypeInline || cfg.Spec.Inline == nil {
-		return nil
-	}
-	return cfg.Spec.Inline.CABundleRef
 }

@@ -60,7 +60,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	oidc, hash, ok := c.OIDC.Resolve(r, v.Namespace, naming.OIDCConfigName(ref))
 	status.OIDCConfigHash = hash
 	if ok {
-		if err := caBundleCondition(r, v.Namespace, oidc, c.Children.ConfigMaps.Get); err != nil {
+		if err := workload.OIDCCABundleCondition(r, v.Namespace, oidc, c.Children.ConfigMaps.Get); err != nil {
 			return status, 0, err
 		}
 	}

@@ -236,6 +236,9 @@ const (
 	ReasonCABundleRefValid         = "CABundleRefValid"
 	ReasonCABundleRefNotFound      = "CABundleRefNotFound"
 	ReasonCABundleRefNotConfigured = "CABundleRefNotConfigured"
+	// ReasonCABundleRefInvalid: a CA bundle reference that cannot be used,
+	// a malformed one or a ConfigMap without its key (the workloads').
+	ReasonCABundleRefInvalid = "CABundleRefInvalid"
 )
 
 // Annotations users set on an MCPServer to restart its proxy, and the one
