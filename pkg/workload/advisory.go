@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -24,4 +26,19 @@ func SessionStorageWarning(r *Report, replicas *int32, storage *thv1.SessionStor
 		r.Set(thv1.ConditionSessionStorageWarning, metav1.ConditionFalse, thv1.ReasonSessionStorageConfigured,
 			"Redis session storage is configured")
 	}
+}
+
+// PrimaryUpstreamIgnored sets ToolHive's advisory
+// AuthzPrimaryUpstreamProviderIgnored condition on an MCPServer or
+// MCPRemoteProxy (kind) whose inline Cedar authorization names a
+// primaryUpstreamProvider: such a workload runs no embedded authorization
+// server, so the field has no effect. Absent otherwise.
+func PrimaryUpstreamIgnored(r *Report, kind string, authz *thv1.InlineAuthz) {
+	if authz == nil || authz.Inline == nil || authz.Inline.PrimaryUpstreamProvider == "" {
+		r.Remove(thv1.ConditionAuthzPrimaryUpstreamProviderIgnored)
+		return
+	}
+	r.Set(thv1.ConditionAuthzPrimaryUpstreamProviderIgnored, metav1.ConditionTrue, thv1.ReasonAuthzPrimaryUpstreamProviderIgnored,
+		fmt.Sprintf("spec.authzConfig.inline.primaryUpstreamProvider=%q has no effect on %s; "+
+			"the field only takes effect on VirtualMCPServer with an embedded auth server", authz.Inline.PrimaryUpstreamProvider, kind))
 }

@@ -44,6 +44,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	}
 	status.URL = naming.RemoteProxyURL(p)
 	c.ResolveMemberGroup(r, p.Namespace, workload.GroupName(p.Spec.GroupRef))
+	workload.PrimaryUpstreamIgnored(r, thv1.KindMCPRemoteProxy, p.Spec.AuthzConfig)
 	refs, ok := c.ResolveProxyRefs(r, p)
 	status.OIDCConfigHash, status.ToolConfigHash, status.AuthzConfigHash = refs.OIDCHash, refs.ToolsHash, refs.AuthzHash
 	status.ExternalAuthConfigHash, status.TelemetryConfigHash = refs.ExtAuthHash, refs.TelemetryHash

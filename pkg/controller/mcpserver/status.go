@@ -48,8 +48,8 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 
 // advisories sets the conditions ToolHive v0.63.0's operator writes on
 // every MCPServer from its spec alone, before it resolves a single
-// reference, in its words: StdioReplicaCapped, SessionStorageWarning and
-// RateLimitConfigValid. None changes what is deployed.
+// reference, in its words: StdioReplicaCapped, SessionStorageWarning,
+// AuthzPrimaryUpstreamProviderIgnored and RateLimitConfigValid. None changes what is deployed.
 func advisories(r *workload.Report, s *thv1.MCPServer) {
 	if naming.MCPServerTransport(s) == thv1.TransportStdio && s.Spec.Replicas != nil && *s.Spec.Replicas > 1 {
 		r.Set(thv1.ConditionStdioReplicaCapped, metav1.ConditionTrue, thv1.ReasonStdioReplicaCapped,
@@ -58,6 +58,7 @@ func advisories(r *workload.Report, s *thv1.MCPServer) {
 		r.Set(thv1.ConditionStdioReplicaCapped, metav1.ConditionFalse, thv1.ReasonStdioReplicaCapNotActive, "stdio replica cap is not active")
 	}
 	workload.SessionStorageWarning(r, s.Spec.Replicas, s.Spec.SessionStorage)
+	workload.PrimaryUpstreamIgnored(r, thv1.KindMCPServer, s.Spec.AuthzConfig)
 	rl := s.Spec.RateLimiting
 	if rl == nil {
 		r.Set(thv1.ConditionRateLimitConfigValid, metav1.ConditionTrue, thv1.ReasonRateLimitNotApplicable, "rate limiting is not configured")

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,4 +151,35 @@ func TestCABundleRefValidated(t *testing.T) {
 			}
 			return got.Status.Conditions
 		}})
+}
+
+// AuthzPrimaryUpstreamProviderIgnored is True, in ToolHive's words, while
+// the inline Cedar authorization names a primaryUpstreamProvider (only a
+// vMCP's embedded authorization server acts on it), and absent otherwise.
+func TestPrimaryUpstreamProviderIgnored(t *testing.T) {
+	authz := func(provider string) func(*thv1.MCPServer) {
+		return func(s *thv1.MCPServer) {
+			s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline,
+				Inline: &thv1.InlineCedar{Policies: []string{`permit(principal, action, resource);`}, PrimaryUpstreamProvider: provider}}
+		}
+	}
+	for _, tc := range []struct {
+		provider string
+		want     bool
+	}{{"github", true}, {"", false}} {
+		f := newFixture(t, newServer("fetch", authz(tc.provider)))
+		f.converge("fetch")
+		s, err := f.Toolhive.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionAuthzPrimaryUpstreamProviderIgnored)
+		switch {
+		case !tc.want && c != nil:
+			t.Errorf("without a provider: %+v", c)
+		case tc.want && (c == nil || c.Status != metav1.ConditionTrue || c.Reason != thv1.ReasonAuthzPrimaryUpstreamProviderIgnored ||
+			!strings.Contains(c.Message, `primaryUpstreamProvider="github" has no effect on MCPServer`)):
+			t.Errorf("with a provider: %+v", c)
+		}
+	}
 }

@@ -48,6 +48,11 @@ const (
 	ConditionSessionStorageWarning = "SessionStorageWarning"
 	ConditionStdioReplicaCapped    = "StdioReplicaCapped"
 	ConditionRateLimitConfigValid  = "RateLimitConfigValid"
+	// ConditionAuthzPrimaryUpstreamProviderIgnored: True while an
+	// MCPServer's or MCPRemoteProxy's inline Cedar authorization names a
+	// primaryUpstreamProvider, which only a vMCP acts on.
+	ConditionAuthzPrimaryUpstreamProviderIgnored = "AuthzPrimaryUpstreamProviderIgnored"
+	ReasonAuthzPrimaryUpstreamProviderIgnored    = "PrimaryUpstreamProviderIgnored"
 )
 
 // The advisory conditions' reasons, ToolHive's.
