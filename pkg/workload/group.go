@@ -58,6 +58,12 @@ func (b *Base) ResolveMemberGroup(r *Report, namespace, group string) bool {
 	case g.DeletionTimestamp != nil:
 		r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotFound, thv1.MessageGroupBeingDeleted)
 		return false
+	case g.Status.Phase != thv1.MCPGroupPhaseReady:
+		// As ToolHive's operator reports it; the member is served all the
+		// same, and the group's phase change re-syncs it (MemberHandler).
+		r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionFalse, thv1.ReasonGroupRefNotReady,
+			fmt.Sprintf("MCPGroup '%s' is not ready (current phase: %s)", group, g.Status.Phase))
+		return true
 	}
 	r.Set(thv1.ConditionGroupRefValidated, metav1.ConditionTrue, thv1.ReasonGroupRefValidated,
 		fmt.Sprintf("MCPGroup '%s' is valid and ready", group))
@@ -76,10 +82,11 @@ func GroupName(ref *thv1.GroupRef) string {
 // enqueues every member of a group when the group is added or deleted
 // (tombstones included), so that exactly the workloads whose
 // GroupRefValidated answer changed are re-synced. indexer is the workload
-// informer's and must carry the index.ByGroup index. Group updates are
-// ignored: they change neither the group's existence nor its membership,
-// which only workloads declare; but the start of a group's deletion is
-// handled as its deletion (its members report it, ResolveMemberGroup).
+// informer's and must carry the index.ByGroup index. Other group updates
+// are ignored: they change neither the group's existence nor its
+// membership, which only workloads declare; but the start of a group's
+// deletion is handled as its deletion, and a change of its phase turns
+// its members' GroupRefValidated (ResolveMemberGroup).
 func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.ResourceEventHandler {
 	handle := func(obj any) {
 		group, ok := framework.MetaFromObj(obj)
@@ -99,8 +106,16 @@ func MemberHandler(indexer cache.Indexer, enqueue func(cache.ObjectName)) cache.
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := framework.MetaFromObj(oldObj)
 			n, ok2 := framework.MetaFromObj(newObj)
-			if ok1 && ok2 && (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) {
+			if ok1 && ok2 && ((o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) || groupPhase(oldObj) != groupPhase(newObj)) {
 				handle(newObj)
 			}
 		}}
+}
+
+// groupPhase is an MCPGroup's status.phase, "" for anything else.
+func groupPhase(obj any) string {
+	if g, ok := obj.(*thv1.MCPGroup); ok {
+		return g.Status.Phase
+	}
+	return ""
 }

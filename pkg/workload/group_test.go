@@ -18,7 +18,8 @@ import (
 const groupNS = "team-a"
 
 func testGroup(ns, name string) *thv1.MCPGroup {
-	return &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"}}
+	return &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1"},
+		Status: thv1.MCPGroupStatus{Phase: thv1.MCPGroupPhaseReady}}
 }
 
 func testMember(ns, name, group string) *thv1.MCPServer {
@@ -110,6 +111,13 @@ func TestMemberHandler(t *testing.T) {
 			g := testGroup(groupNS, "g1")
 			h.OnUpdate(g, withRV(g.DeepCopy(), "2"))
 		}, nil},
+		{"group's phase changes", func(h cache.ResourceEventHandler) {
+			g := testGroup(groupNS, "g1")
+			g.Status.Phase = ""
+			ready := withRV(g.DeepCopy(), "2")
+			ready.Status.Phase = thv1.MCPGroupPhaseReady
+			h.OnUpdate(g, ready)
+		}, members},
 		{"group's deletion starts", func(h cache.ResourceEventHandler) {
 			g := testGroup(groupNS, "g1")
 			d := withRV(g.DeepCopy(), "2")
@@ -175,6 +183,20 @@ func TestResolveMemberGroupBeingDeleted(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated); c == nil || c.Reason != thv1.ReasonGroupRefValidated || c.Message != "MCPGroup 'live' is valid and ready" {
 		t.Errorf("live group: %+v", c)
+	}
+	// A group its controller has not marked Ready yet: served, and said.
+	pending := testGroup(groupNS, "pending")
+	pending.Status.Phase = ""
+	if err := indexer.Add(pending); err != nil {
+		t.Fatal(err)
+	}
+	s = testMember(groupNS, "srv", "pending")
+	if !b.ResolveMemberGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "pending") {
+		t.Error("a group not Ready yet did not resolve")
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, thv1.ConditionGroupRefValidated); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != thv1.ReasonGroupRefNotReady || c.Message != "MCPGroup 'pending' is not ready (current phase: )" {
+		t.Errorf("group not Ready: %+v", c)
 	}
 	s = testMember(groupNS, "vmcp", "g1")
 	if !b.ResolveGroup(b.NewReport(s, &s.Status.Conditions, &s.Status.Phase, &s.Status.Message), groupNS, "g1") {

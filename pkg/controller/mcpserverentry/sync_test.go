@@ -154,6 +154,7 @@ func TestFailedChecksThenRecovery(t *testing.T) {
 
 	// A group that exists but is not Ready yet is not enough.
 	notReady := toolhivetest.NewGroup(testNS, "remote")
+	notReady.Status.Phase = ""
 	if _, err := f.Toolhive.ToolhiveV1beta1().MCPGroups(testNS).Create(context.Background(), notReady, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,9 @@ func TestReferencedObjectsEnqueueTheirEntries(t *testing.T) {
 		return keys
 	}
 	groups := f.c.groupsHandler()
-	groups.OnUpdate(toolhivetest.NewGroup(testNS, "remote"), readyGroup("remote"))
+	pending := toolhivetest.NewGroup(testNS, "remote")
+	pending.Status.Phase = ""
+	groups.OnUpdate(pending, readyGroup("remote"))
 	if got := drain(); len(got) != 1 || got[0] != "uses" {
 		t.Errorf("group phase change enqueued %q", got)
 	}

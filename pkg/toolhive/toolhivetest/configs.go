@@ -145,6 +145,8 @@ func NewGroup(namespace, name string) *thv1.MCPGroup {
 	return &thv1.MCPGroup{
 		TypeMeta:   metav1.TypeMeta{APIVersion: thv1.SchemeGroupVersion.String(), Kind: thv1.KindMCPGroup},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: k8stypes.UID("group-" + name), ResourceVersion: "1"},
+		// As its controller leaves it.
+		Status: thv1.MCPGroupStatus{Phase: thv1.MCPGroupPhaseReady},
 	}
 }
 
