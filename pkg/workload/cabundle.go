@@ -174,14 +174,12 @@ func OIDCCABundleHandler(oidcConfigs, primary cache.Indexer, enqueue func(cache.
 			if !ok || ref == nil || ref.ConfigMapRef == nil || ref.ConfigMapRef.Name != name {
 				continue
 			}
-			referrers, err := primary.ByIndex(index.ByOIDCConfig, index.Key(cfg.Namespace, cfg.Name))
+			names, err := index.Referrers(primary, index.ByOIDCConfig, index.Key(cfg.Namespace, cfg.Name))
 			if err != nil {
 				continue
 			}
-			for _, w := range referrers {
-				if m, ok := framework.MetaFromObj(w); ok {
-					enqueue(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
-				}
+			for _, n := range names {
+				enqueue(cache.NewObjectName(cfg.Namespace, n))
 			}
 		}
 	})

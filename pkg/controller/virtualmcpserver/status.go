@@ -74,15 +74,13 @@ func routable(status string) bool {
 }
 
 // backendHealth turns a serving vMCP's phase by its backends' health as
-// vmcp last reported it, as ToolHive's operator does: with every backend
-// down it is Degraded and not Ready, so that a gateway answering nothing
-// useful does not read Ready. Some down is Degraded and not Ready too. No
-// report, or no backends, leaves the Deployment's verdict.
+// vmcp last reported it (status.discoveredBackends, which projectRuntime
+// has already brought up to date), as ToolHive's operator does: with
+// every backend down it is Degraded and not Ready, so that a gateway
+// answering nothing useful does not read Ready. Some down is Degraded and
+// not Ready too. No backends leaves the Deployment's verdict.
 func backendHealth(status *thv1.VirtualMCPServerStatus, phase string, ready metav1.ConditionStatus, reason, message string) (string, metav1.ConditionStatus, string, string) {
 	backends := status.DiscoveredBackends
-	if status.Runtime != nil {
-		backends = status.Runtime.DiscoveredBackends
-	}
 	up := 0
 	for _, b := range backends {
 		if routable(b.Status) {
