@@ -10,7 +10,10 @@ trap 'rm -rf "${scratch}"' EXIT
 # Copy everything but build outputs; the generated folders are wiped so that
 # a file that should no longer exist is caught as well.
 tar -C "${root}" --exclude=./bin --exclude=./.git -cf - . | tar -C "${scratch}" -xf -
-rm -rf "${scratch}/pkg/generated" "${scratch}/config/crd"
+rm -rf "${scratch}/pkg/generated"
+# config/crd also holds crd.go, which embeds the YAML: only the YAML is
+# generated.
+find "${scratch}/config/crd" -name '*.yaml' -delete
 # kube_codegen.sh scans its output folders for stale files before writing.
 mkdir -p "${scratch}/pkg/generated/"{clientset,listers,informers}
 find "${scratch}/pkg/apis" -name 'zz_generated.*' -delete

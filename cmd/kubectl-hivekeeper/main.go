@@ -7,7 +7,9 @@
 // values that keep the operator's settings, the CRDs' stored versions, the
 // objects hivekeeper would refuse, and, from hivekeeper's own controllers
 // run over an in-memory copy of the cluster, the pods that would restart
-// and the children that would be recreated or rewritten.
+// and the children that would be recreated or rewritten. switch then
+// hands the workloads over, checking each step, and switch --back hands
+// them back.
 package main
 
 import (
@@ -46,6 +48,9 @@ const (
 	// version hivekeeper does not serve, an operator setting it cannot
 	// read or does not know).
 	exitBlocked = 4
+	// exitUnpredicted: switch ran and restarted pods its prediction did
+	// not name (going back, which has no prediction, any pod).
+	exitUnpredicted = 5
 )
 
 // exitCode is an error that carries the process's exit code; a nil err
@@ -144,7 +149,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&g.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log verbosity of the controllers preflight runs, on stderr; 0 logs nothing.")
-	root.AddCommand(newPreflight(g, stdout, stderr), newMigrateStorage(g, stdout), newVersion(stdout))
+	root.AddCommand(newPreflight(g, stdout, stderr), newSwitch(g, stdout, stderr), newMigrateStorage(g, stdout), newVersion(stdout))
 	return root
 }
 

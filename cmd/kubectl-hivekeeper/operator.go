@@ -162,21 +162,22 @@ func imageTag(image string) string {
 	return ref[i+1:]
 }
 
-// owners reads which tools install and keep d from their marks on it.
+// owners reads which tools install and keep d (the operator's Deployment,
+// a CRD) from their marks on it.
 // A Helm release is known by the annotations `helm install` and `helm
 // upgrade` write; a chart rendered by another tool (Argo CD renders with
 // `helm template`) carries Helm's labels without them. Argo CD marks what
 // it applies with a tracking annotation, or with a label naming the
 // Application: argocd.argoproj.io/instance, or by default
 // app.kubernetes.io/instance, which is then the only trace of it.
-func owners(d *appsv1.Deployment) []Owner {
-	l, a := d.Labels, d.Annotations
+func owners(d metav1.Object) []Owner {
+	l, a := d.GetLabels(), d.GetAnnotations()
 	var out []Owner
 	helm := a[annotationHelmRelease] != ""
 	if helm {
 		o := Owner{Kind: "Helm release", Name: a[annotationHelmRelease], Namespace: a[annotationHelmNamespace], Chart: l[labelHelmChart], Via: annotationHelmRelease}
 		if o.Namespace == "" {
-			o.Namespace = d.Namespace
+			o.Namespace = d.GetNamespace()
 		}
 		out = append(out, o)
 	}

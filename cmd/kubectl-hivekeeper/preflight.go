@@ -11,6 +11,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -24,6 +25,9 @@ type clients struct {
 	kube     kubernetes.Interface
 	toolhive versioned.Interface
 	crds     apiextensionsclient.Interface
+	// dyn reads and pauses the tools that keep ToolHive's operator
+	// (Argo CD, Flux), whose types hivekeeper does not import.
+	dyn dynamic.Interface
 }
 
 func newClients(cfg *rest.Config) (clients, error) {
@@ -40,7 +44,10 @@ func newClients(cfg *rest.Config) (clients, error) {
 	if c.toolhive, err = versioned.NewForConfig(cfg); err != nil {
 		return c, err
 	}
-	c.crds, err = apiextensionsclient.NewForConfig(cfg)
+	if c.crds, err = apiextensionsclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	c.dyn, err = dynamic.NewForConfig(cfg)
 	return c, err
 }
 

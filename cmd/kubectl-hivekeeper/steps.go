@@ -1,0 +1,690 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	crdyaml "github.com/hivekeeper/hivekeeper/config/crd"
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+var getOpts = metav1.GetOptions{}
+
+func listBy(selector string) metav1.ListOptions { return metav1.ListOptions{LabelSelector: selector} }
+
+// hivekeeperSelector marks the Deployment of hivekeeper's chart.
+const hivekeeperSelector = "app.kubernetes.io/part-of=hivekeeper,app.kubernetes.io/component=controller"
+
+// Outcome is what a switch did to the watched namespaces: each child and
+// custom resource before the first operator stopped, compared with after
+// the second settled.
+type Outcome struct {
+	// Settled is false when the namespaces were still changing at --wait.
+	Settled bool   `json:"settled"`
+	Took    string `json:"took"`
+	// Restarted are the Deployments and StatefulSets whose pod template
+	// changed or that were recreated: their pods were replaced.
+	Restarted []Change `json:"restarted"`
+	// Recreated are children with a new UID.
+	Recreated []Change `json:"recreated"`
+	// Rewritten are ConfigMaps whose data changed.
+	Rewritten []Change `json:"rewritten"`
+	Created   []Change `json:"created"`
+	Deleted   []Change `json:"deleted"`
+	// Changed counts, by kind, the objects with a new resourceVersion: a
+	// status, a finalizer, a label; written by anyone.
+	Changed map[string]int `json:"changed"`
+	// Unpredicted are the restarts preflight did not predict.
+	Unpredicted []string `json:"unpredicted,omitempty"`
+}
+
+func (o *Outcome) changed() int {
+	n := 0
+	for _, c := range o.Changed {
+		n += c
+	}
+	return n
+}
+
+// compareSnapshots compares the objects of two snapshots; predicted are
+// the restarts expected.
+func compareSnapshots(before, after *snapshot, predicted []Restart) *Outcome {
+	o := &Outcome{Restarted: []Change{}, Recreated: []Change{}, Rewritten: []Change{}, Created: []Change{}, Deleted: []Change{}, Changed: map[string]int{}}
+	b, a := objectsOf(before), objectsOf(after)
+	for _, key := range sortedKeys(a) {
+		now := a[key]
+		was, ok := b[key]
+		resource, ns, name := splitKey(key)
+		c := Change{Kind: kinds[resource], Namespace: ns, Name: name, Owner: ownerOf(now, was)}
+		if c.Kind == "" {
+			c.Kind = kindOf(now)
+		}
+		if !ok {
+			o.Created = append(o.Created, c)
+			continue
+		}
+		mw, mn := objectMetaOf(was), objectMetaOf(now)
+		if mw.GetResourceVersion() != mn.GetResourceVersion() {
+			o.Changed[c.Kind]++
+		}
+		tw, tn := podTemplate(was), podTemplate(now)
+		switch {
+		case mw.GetUID() != mn.GetUID():
+			o.Recreated = append(o.Recreated, c)
+			if tw != nil {
+				o.Restarted = append(o.Restarted, c)
+			}
+		case tw != nil && !equality.Semantic.DeepEqual(tw, tn):
+			c.Field = "spec.template" + firstDifference(tw, tn)
+			o.Restarted = append(o.Restarted, c)
+		case resource == "configmaps" && dataChanged(was, now):
+			c.Field = "data"
+			c.Detail = describe(c.Field, was, now)
+			o.Rewritten = append(o.Rewritten, c)
+		}
+	}
+	for _, key := range sortedKeys(b) {
+		if _, ok := a[key]; !ok {
+			resource, ns, name := splitKey(key)
+			o.Deleted = append(o.Deleted, Change{Kind: kinds[resource], Namespace: ns, Name: name, Owner: ownerOf(b[key])})
+		}
+	}
+	expected := map[string]bool{}
+	for _, x := range predicted {
+		expected[x.Kind+" "+x.Namespace+"/"+x.Name] = true
+	}
+	for _, c := range o.Restarted {
+		if k := c.Kind + " " + c.Namespace + "/" + c.Name; !expected[k] {
+			o.Unpredicted = append(o.Unpredicted, k)
+		}
+	}
+	return o
+}
+
+// objectsOf are a snapshot's objects by "<resource>/<namespace>/<name>",
+// pods left out: the kubelet writes them, not an operator.
+func objectsOf(s *snapshot) map[string]runtime.Object {
+	out := map[string]runtime.Object{}
+	for k, obj := range s.live {
+		if !strings.HasPrefix(k, "pods/") {
+			out[k] = obj
+		}
+	}
+	for _, obj := range s.toolhive {
+		m := objectMetaOf(obj)
+		out[strings.ToLower(kindOf(obj))+"/"+m.GetNamespace()+"/"+m.GetName()] = obj
+	}
+	return out
+}
+
+func objectMetaOf(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &metav1.ObjectMeta{}
+	}
+	return m
+}
+
+func splitKey(key string) (resource, ns, name string) {
+	resource, rest, _ := strings.Cut(key, "/")
+	ns, name, _ = strings.Cut(rest, "/")
+	return resource, ns, name
+}
+
+// firstDifference is the path, from a and b, of the first field whose
+// values differ, as ".spec.containers[0].env"; "" when none does.
+func firstDifference(a, b any) string {
+	var da, db any
+	if ja, err := json.Marshal(a); err == nil {
+		_ = json.Unmarshal(ja, &da)
+	}
+	if jb, err := json.Marshal(b); err == nil {
+		_ = json.Unmarshal(jb, &db)
+	}
+	return diffPath(da, db)
+}
+
+func diffPath(a, b any) string {
+	if reflect.DeepEqual(a, b) {
+		return ""
+	}
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			return ""
+		}
+		keys := sortedKeys(av)
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			if !reflect.DeepEqual(av[k], bv[k]) {
+				return "." + k + diffPath(av[k], bv[k])
+			}
+		}
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			return ""
+		}
+		for i := range min(len(av), len(bv)) {
+			if !reflect.DeepEqual(av[i], bv[i]) {
+				return "[" + strconv.Itoa(i) + "]" + diffPath(av[i], bv[i])
+			}
+		}
+	}
+	return ""
+}
+
+// settle reads the watched namespaces every interval until nothing in
+// them has changed for quiet, and returns the last read. It returns
+// settled false at timeout.
+func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout, interval time.Duration) (*snapshot, bool, error) {
+	deadline := time.Now().Add(timeout)
+	last, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+	if err != nil {
+		return nil, false, err
+	}
+	since := time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			return last, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(interval):
+		}
+		cur, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+		if err != nil {
+			return nil, false, err
+		}
+		if !sameVersions(last, cur) {
+			since = time.Now()
+		}
+		last = cur
+	}
+	return last, true, nil
+}
+
+func sameVersions(a, b *snapshot) bool {
+	oa, ob := objectsOf(a), objectsOf(b)
+	if len(oa) != len(ob) {
+		return false
+	}
+	for k, x := range oa {
+		y, ok := ob[k]
+		if !ok || objectMetaOf(x).GetResourceVersion() != objectMetaOf(y).GetResourceVersion() {
+			return false
+		}
+	}
+	return true
+}
+
+// poll calls done every interval until it returns true or an error, or
+// timeout passes; then the error says what was awaited and what was last
+// seen.
+func poll(ctx context.Context, interval, timeout time.Duration, what string, done func(context.Context) (bool, string, error)) error {
+	var seen string
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, s, err := done(ctx)
+		seen = s
+		return ok, err
+	})
+	if err != nil && wait.Interrupted(err) && ctx.Err() == nil {
+		if seen != "" {
+			seen = ": " + seen
+		}
+		return fmt.Errorf("%s: not within %s%s", what, timeout, seen)
+	}
+	return err
+}
+
+// scaleTo sets d's replicas and waits: for 0, until its pods are gone; for
+// more, until one is ready.
+func scaleTo(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment, replicas int32, timeout, interval time.Duration) error {
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := kube.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", d.Namespace, d.Name, replicas, err)
+	}
+	what := fmt.Sprintf("Deployment %s/%s scaled to %d", d.Namespace, d.Name, replicas)
+	return poll(ctx, interval, timeout, what, func(ctx context.Context) (bool, string, error) {
+		cur, err := kube.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, getOpts)
+		if err != nil {
+			return false, "", err
+		}
+		st := cur.Status
+		seen := fmt.Sprintf("%d replicas, %d ready", st.Replicas, st.ReadyReplicas)
+		if st.ObservedGeneration < cur.Generation {
+			return false, "its controller has not seen the change", nil
+		}
+		if replicas > 0 {
+			return st.ReadyReplicas > 0, seen, nil
+		}
+		if st.Replicas > 0 {
+			return false, seen, nil
+		}
+		// A terminating pod is no longer counted, but may still write.
+		sel, err := metav1.LabelSelectorAsSelector(cur.Spec.Selector)
+		if err != nil {
+			return false, "", err
+		}
+		pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, listBy(sel.String()))
+		if apierrors.IsForbidden(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%s still terminating", count(len(pods.Items), "pod", "pods")), nil
+	})
+}
+
+// flagValue is the value of --name in args ("--name=v" or "--name v"),
+// and whether it is there.
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == "--"+name {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				return args[i+1], true
+			}
+			return "true", true
+		}
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// controllerContainer is the index of hivekeeper's container in d.
+func controllerContainer(d *appsv1.Deployment) int {
+	if i := slices.IndexFunc(d.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "controller" }); i >= 0 {
+		return i
+	}
+	return 0
+}
+
+// waitLeader waits until one of hivekeeper's pods holds its leader Lease,
+// when it elects one: until then, no replica writes.
+func waitLeader(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment, timeout, interval time.Duration) error {
+	args := hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Args
+	if v, ok := flagValue(args, "leader-elect"); !ok || v == "false" {
+		return nil
+	}
+	id, ok := flagValue(args, "leader-elect-id")
+	if !ok {
+		id = "hivekeeper-leader"
+	}
+	ns, ok := flagValue(args, "leader-elect-namespace")
+	if !ok {
+		ns = hk.Namespace
+	}
+	sel, err := metav1.LabelSelectorAsSelector(hk.Spec.Selector)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, interval, timeout, fmt.Sprintf("a hivekeeper pod leading on Lease %s/%s", ns, id), func(ctx context.Context) (bool, string, error) {
+		lease, err := kube.CoordinationV1().Leases(ns).Get(ctx, id, getOpts)
+		if apierrors.IsNotFound(err) {
+			return false, "no Lease yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		if holder == "" {
+			return false, "no holder", nil
+		}
+		// The identity is the pod's name, "_", and a UUID per process.
+		pod, _, _ := strings.Cut(holder, "_")
+		pods, err := kube.CoreV1().Pods(hk.Namespace).List(ctx, listBy(sel.String()))
+		if apierrors.IsForbidden(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		held := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Name == pod && p.DeletionTimestamp == nil })
+		return held, "held by " + holder + ", not one of the Deployment's pods", nil
+	})
+}
+
+// pullFailures are the reasons a container waits on an image that will
+// not come, or a pod that will not start.
+var pullFailures = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
+
+// pullCheck runs hivekeeper's image, with its Deployment's pull secrets,
+// account, placement and security context, as `--version`, and waits
+// until the container started: proof that the image pulls where
+// hivekeeper's pods will run, before ToolHive's operator is stopped.
+func pullCheck(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment, timeout, interval time.Duration) error {
+	tpl := hk.Spec.Template.Spec
+	c := tpl.Containers[controllerContainer(hk)]
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hk.Namespace, GenerateName: hk.Name + "-pull-check-",
+			// Not the Deployment's selector: its ReplicaSet must not adopt it.
+			Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/component": "pull-check"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			ServiceAccountName:           tpl.ServiceAccountName,
+			AutomountServiceAccountToken: ptr.To(false),
+			ImagePullSecrets:             tpl.ImagePullSecrets,
+			NodeSelector:                 tpl.NodeSelector,
+			Affinity:                     tpl.Affinity,
+			Tolerations:                  tpl.Tolerations,
+			PriorityClassName:            tpl.PriorityClassName,
+			SecurityContext:              tpl.SecurityContext,
+			Containers: []corev1.Container{{Name: "pull-check", Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
+				Command: c.Command, Args: []string{"--version"}, SecurityContext: c.SecurityContext, Resources: c.Resources}},
+		},
+	}
+	created, err := kube.CoreV1().Pods(hk.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return fmt.Errorf("starting a pod with hivekeeper's image: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = kube.CoreV1().Pods(hk.Namespace).Delete(dctx, created.Name, metav1.DeleteOptions{})
+	}()
+	what := fmt.Sprintf("pod %s/%s with hivekeeper's image %s started", hk.Namespace, created.Name, c.Image)
+	return poll(ctx, interval, timeout, what, func(ctx context.Context) (bool, string, error) {
+		p, err := kube.CoreV1().Pods(hk.Namespace).Get(ctx, created.Name, getOpts)
+		if err != nil {
+			return false, "", err
+		}
+		if p.Status.Phase == corev1.PodSucceeded {
+			return true, "", nil
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			switch {
+			case s.State.Running != nil:
+				return true, "", nil
+			case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
+				return true, "", nil
+			case s.State.Terminated != nil:
+				return false, "", fmt.Errorf("hivekeeper's image %s ran and failed (exit %d: %s): see kubectl logs -n %s %s",
+					c.Image, s.State.Terminated.ExitCode, s.State.Terminated.Reason, hk.Namespace, created.Name)
+			case s.State.Waiting != nil && slices.Contains(pullFailures, s.State.Waiting.Reason):
+				return false, "", fmt.Errorf("hivekeeper's image %s does not start on node %q: %s: %s; ToolHive's operator was not stopped",
+					c.Image, p.Spec.NodeName, s.State.Waiting.Reason, s.State.Waiting.Message)
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			return false, "", fmt.Errorf("the pod with hivekeeper's image failed: %s", p.Status.Message)
+		}
+		return false, "phase " + string(p.Status.Phase), nil
+	})
+}
+
+// hivekeeperCRDs are the CRDs hivekeeper serves, as its chart ships them.
+func hivekeeperCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(crdyaml.FS, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		b, err := crdyaml.FS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// toolhiveCRDs are the cluster's toolhive.stacklok.dev CRDs, as switch
+// --back puts them back: name, labels, annotations and spec.
+func toolhiveCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	list, err := client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the CRDs: %w", err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, c := range list.Items {
+		if c.Spec.Group != thv1.GroupName {
+			continue
+		}
+		out = append(out, &apiextensionsv1.CustomResourceDefinition{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels, Annotations: c.Annotations},
+			Spec:       c.Spec,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// unservedAfterBack lists the kinds whose objects may be stored in a
+// version the recorded CRDs do not serve: the API server refuses such a
+// CRD, and the objects would be unreadable.
+func unservedAfterBack(ctx context.Context, client apiextensionsclient.Interface, recorded []*apiextensionsv1.CustomResourceDefinition) ([]string, error) {
+	var problems []string
+	for _, r := range recorded {
+		cur, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, r.Name, getOpts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range cur.Status.StoredVersions {
+			if !slices.ContainsFunc(r.Spec.Versions, func(x apiextensionsv1.CustomResourceDefinitionVersion) bool { return x.Name == v && x.Served }) {
+				problems = append(problems, fmt.Sprintf("%s: objects may be stored as %s, which ToolHive's recorded CRD does not serve", r.Name, v))
+			}
+		}
+	}
+	return problems, nil
+}
+
+// replaceCRDs puts crds in place, each spec whole: an update, not an
+// apply, so that no field of the schema being replaced survives under
+// another field manager. Labels and annotations are merged, the
+// cluster's kept. It waits until every served version of each is served.
+func replaceCRDs(ctx context.Context, c clients, crds []*apiextensionsv1.CustomResourceDefinition, timeout, interval time.Duration) error {
+	api := c.crds.ApiextensionsV1().CustomResourceDefinitions()
+	for _, want := range crds {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := api.Get(ctx, want.Name, getOpts)
+			if apierrors.IsNotFound(err) {
+				fresh := want.DeepCopy()
+				fresh.ResourceVersion, fresh.UID = "", ""
+				_, err = api.Create(ctx, fresh, metav1.CreateOptions{FieldManager: fieldManager})
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			next := cur.DeepCopy()
+			next.Spec = want.Spec
+			next.Labels = mergeMaps(cur.Labels, want.Labels)
+			next.Annotations = mergeMaps(cur.Annotations, want.Annotations)
+			if equality.Semantic.DeepEqual(cur, next) {
+				return nil
+			}
+			_, err = api.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("replacing CRD %s: %w", want.Name, err)
+		}
+	}
+	for _, want := range crds {
+		err := poll(ctx, interval, timeout, "CRD "+want.Name+" established", func(ctx context.Context) (bool, string, error) {
+			cur, err := api.Get(ctx, want.Name, getOpts)
+			if err != nil {
+				return false, "", err
+			}
+			if !established(cur) {
+				return false, "not Established", nil
+			}
+			for _, v := range cur.Spec.Versions {
+				if !v.Served {
+					continue
+				}
+				gvr := schema.GroupVersionResource{Group: cur.Spec.Group, Version: v.Name, Resource: cur.Spec.Names.Plural}
+				if _, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+					return false, fmt.Sprintf("%s not served yet: %v", gvr, err), nil
+				}
+			}
+			return true, "", nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func established(c *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established {
+			return cond.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func mergeMaps(base, over map[string]string) map[string]string {
+	if len(base) == 0 && len(over) == 0 {
+		return base
+	}
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// annotationSetAside keeps, on hivekeeper's admission policy binding, the
+// validation actions switch --back replaced with Warn, for the next
+// switch to put back.
+const annotationSetAside = "hivekeeper/validation-actions"
+
+// policyBindings are the admission policy bindings of hivekeeper's
+// release: the chart's labels with the Deployment's instance.
+func policyBindings(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) ([]string, error) {
+	sel := "app.kubernetes.io/part-of=hivekeeper"
+	if inst := hk.Labels[labelInstance]; inst != "" {
+		sel += "," + labelInstance + "=" + inst
+	}
+	list, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, listBy(sel))
+	if err != nil {
+		return nil, fmt.Errorf("reading hivekeeper's admission policy bindings: %w", err)
+	}
+	var names []string
+	for _, b := range list.Items {
+		names = append(names, b.Name)
+	}
+	return names, nil
+}
+
+// warnOnlyPolicy sets hivekeeper's admission policy to warn: once ToolHive's
+// operator runs the workloads again, hivekeeper's rules are no longer the
+// cluster's. The actions replaced are kept on the binding.
+func warnOnlyPolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) (int, error) {
+	names, err := policyBindings(ctx, kube, hk)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	api := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	for _, name := range names {
+		b, err := api.Get(ctx, name, getOpts)
+		if err != nil {
+			return n, err
+		}
+		if slices.Equal(actions(b.Spec.ValidationActions), []string{"Warn"}) {
+			continue
+		}
+		was, _ := json.Marshal(actions(b.Spec.ValidationActions))
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"annotations": map[string]string{annotationSetAside: string(was)}},
+			"spec":     map[string]any{"validationActions": []string{"Warn"}},
+		})
+		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+			return n, fmt.Errorf("setting admission policy binding %s to Warn: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// restorePolicy puts back the validation actions warnOnlyPolicy set aside.
+func restorePolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) (int, error) {
+	names, err := policyBindings(ctx, kube, hk)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	api := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	for _, name := range names {
+		b, err := api.Get(ctx, name, getOpts)
+		if err != nil {
+			return n, err
+		}
+		saved, ok := b.Annotations[annotationSetAside]
+		if !ok {
+			continue
+		}
+		var was []string
+		if err := json.Unmarshal([]byte(saved), &was); err != nil || len(was) == 0 {
+			return n, errors.Join(fmt.Errorf("admission policy binding %s: annotation %s is not a list of actions: %q", name, annotationSetAside, saved), err)
+		}
+		patch, _ := json.Marshal(map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{annotationSetAside: nil}},
+			"spec":     map[string]any{"validationActions": was},
+		})
+		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+			return n, fmt.Errorf("restoring admission policy binding %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func actions[T ~string](list []T) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = string(a)
+	}
+	return out
+}
