@@ -32,6 +32,7 @@ import (
 
 	crdyaml "github.com/hivekeeper/hivekeeper/config/crd"
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 )
 
 var getOpts = metav1.GetOptions{}
@@ -206,7 +207,7 @@ func diffPath(a, b any) string {
 }
 
 // settle reads the watched namespaces every interval until nothing in
-// them has changed for quiet, and returns the last read. It returns
+// them has changed for quiet (sameState), and returns the last read. It returns
 // settled false at timeout.
 func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout, interval time.Duration) (*snapshot, bool, error) {
 	deadline := time.Now().Add(timeout)
@@ -228,7 +229,7 @@ func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout,
 		if err != nil {
 			return nil, false, err
 		}
-		if !sameVersions(last, cur) {
+		if !sameState(last, cur) {
 			since = time.Now()
 		}
 		last = cur
@@ -236,18 +237,60 @@ func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout,
 	return last, true, nil
 }
 
-func sameVersions(a, b *snapshot) bool {
+// sameState reports whether nothing an operator's takeover writes differs
+// between two reads: a child's spec and metadata, a custom resource's
+// spec, metadata and the status an operator reports (phase, conditions).
+// What changes on its own is left out, or the namespaces would never be
+// quiet: Deployment and StatefulSet status (their controllers', as pods
+// come and go), and the rest of a custom resource's status (vmcp reports
+// its backends' health every 30 seconds, and the operator projects it).
+func sameState(a, b *snapshot) bool {
 	oa, ob := objectsOf(a), objectsOf(b)
 	if len(oa) != len(ob) {
 		return false
 	}
 	for k, x := range oa {
 		y, ok := ob[k]
-		if !ok || objectMetaOf(x).GetResourceVersion() != objectMetaOf(y).GetResourceVersion() {
+		if !ok || fingerprint(x) != fingerprint(y) {
 			return false
 		}
 	}
 	return true
+}
+
+// fingerprint is what sameState compares of obj.
+func fingerprint(obj runtime.Object) string {
+	m := objectMetaOf(obj)
+	toolhive := isToolHive(obj)
+	if podTemplate(obj) == nil && !toolhive {
+		return m.GetResourceVersion()
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return m.GetResourceVersion()
+	}
+	parts := []any{m.GetGeneration(), m.GetLabels(), m.GetAnnotations(), m.GetFinalizers(), m.GetOwnerReferences(), u["spec"]}
+	if status, ok := u["status"].(map[string]any); ok && toolhive {
+		var conditions []string
+		list, _ := status["conditions"].([]any)
+		for _, c := range list {
+			if c, ok := c.(map[string]any); ok {
+				conditions = append(conditions, fmt.Sprint(c["type"], "=", c["status"], "/", c["reason"]))
+			}
+		}
+		parts = append(parts, status["phase"], status["observedGeneration"], conditions)
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return m.GetResourceVersion()
+	}
+	return string(b)
+}
+
+// isToolHive reports whether obj is one of ToolHive's custom resources.
+func isToolHive(obj runtime.Object) bool {
+	gvks, _, err := thscheme.Scheme.ObjectKinds(obj)
+	return err == nil && len(gvks) > 0 && gvks[0].Group == thv1.GroupName
 }
 
 // poll calls done every interval until it returns true or an error, or

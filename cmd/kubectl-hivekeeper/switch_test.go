@@ -24,6 +24,8 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
 // hivekeeperDeployment is hivekeeper's chart installed scaled to 0.
@@ -498,5 +500,58 @@ func TestRecordKeepsTheCRDs(t *testing.T) {
 	}
 	if err := createRecord(context.Background(), kube, rec, ours); err == nil {
 		t.Error("a second record was created over the first")
+	}
+}
+
+// The namespaces count as quiet while only what changes on its own
+// changes (a Deployment's status, vmcp's report of its backends), and not
+// while an operator writes a spec, metadata, a phase, a condition or a
+// ConfigMap.
+func TestSameState(t *testing.T) {
+	vmcp := &thv1.VirtualMCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "v", ResourceVersion: "1", Generation: 1},
+		Status: thv1.VirtualMCPServerStatus{Phase: "Ready", ObservedGeneration: 1,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}}}}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "v", ResourceVersion: "1", Generation: 1}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c", ResourceVersion: "1"}}
+	snap := func(v *thv1.VirtualMCPServer, d *appsv1.Deployment, c *corev1.ConfigMap) *snapshot {
+		return &snapshot{live: map[string]runtime.Object{"deployments/a/v": d, "configmaps/a/c": c}, toolhive: []runtime.Object{v}}
+	}
+	base := snap(vmcp, dep, cm)
+	for _, tc := range []struct {
+		name string
+		edit func(v *thv1.VirtualMCPServer, d *appsv1.Deployment, c *corev1.ConfigMap)
+		same bool
+	}{
+		{"nothing", func(*thv1.VirtualMCPServer, *appsv1.Deployment, *corev1.ConfigMap) {}, true},
+		{"a Deployment's status", func(_ *thv1.VirtualMCPServer, d *appsv1.Deployment, _ *corev1.ConfigMap) {
+			d.ResourceVersion, d.Status.ReadyReplicas = "2", 1
+		}, true},
+		{"vmcp's report", func(v *thv1.VirtualMCPServer, _ *appsv1.Deployment, _ *corev1.ConfigMap) {
+			v.ResourceVersion, v.Status.BackendCount = "2", 3
+			v.Status.DiscoveredBackends = []thv1.DiscoveredBackend{{Name: "b"}}
+			v.Status.Conditions[0].LastTransitionTime = metav1.Now()
+		}, true},
+		{"a Deployment's annotation", func(_ *thv1.VirtualMCPServer, d *appsv1.Deployment, _ *corev1.ConfigMap) {
+			d.ResourceVersion, d.Annotations = "2", map[string]string{"a": "b"}
+		}, false},
+		{"a pod template", func(_ *thv1.VirtualMCPServer, d *appsv1.Deployment, _ *corev1.ConfigMap) {
+			d.ResourceVersion, d.Spec.Template.Labels = "2", map[string]string{"a": "b"}
+		}, false},
+		{"a phase", func(v *thv1.VirtualMCPServer, _ *appsv1.Deployment, _ *corev1.ConfigMap) {
+			v.ResourceVersion, v.Status.Phase = "2", "Pending"
+		}, false},
+		{"a condition's reason", func(v *thv1.VirtualMCPServer, _ *appsv1.Deployment, _ *corev1.ConfigMap) {
+			v.ResourceVersion, v.Status.Conditions[0].Reason = "2", "Other"
+		}, false},
+		{"a finalizer", func(v *thv1.VirtualMCPServer, _ *appsv1.Deployment, _ *corev1.ConfigMap) {
+			v.ResourceVersion, v.Finalizers = "2", []string{"f"}
+		}, false},
+		{"a ConfigMap", func(_ *thv1.VirtualMCPServer, _ *appsv1.Deployment, c *corev1.ConfigMap) { c.ResourceVersion = "2" }, false},
+	} {
+		v, d, c := vmcp.DeepCopy(), dep.DeepCopy(), cm.DeepCopy()
+		tc.edit(v, d, c)
+		if got := sameState(base, snap(v, d, c)); got != tc.same {
+			t.Errorf("%s: same %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }
