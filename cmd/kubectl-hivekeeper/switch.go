@@ -258,8 +258,8 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err := createRecord(ctx, c.kube, rec, crds); err != nil {
 		return r, err
 	}
-	p.step("recorded ToolHive's operator %s/%s (%s) and its %d CRDs in ConfigMap %s/%s",
-		op.Namespace, op.Name, count(int(rec.Operator.Replicas), "replica", "replicas"), len(crds), hk.Namespace, recordName)
+	p.step("recorded ToolHive's operator %s/%s (%s) and its %s in ConfigMap %s/%s",
+		op.Namespace, op.Name, count(int(rec.Operator.Replicas), "replica", "replicas"), count(len(crds), "CRD", "CRDs"), hk.Namespace, recordName)
 
 	// 3. What would scale the operator back up, or put ToolHive's CRDs
 	// back over hivekeeper's.
@@ -378,7 +378,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err := replaceCRDs(ctx, c, crds, o.wait, o.interval); err != nil {
 		return r, err
 	}
-	p.step("put ToolHive's %d recorded CRDs back", len(crds))
+	p.step("put back ToolHive's %s as recorded", count(len(crds), "CRD", "CRDs"))
 	if err := scaleTo(ctx, c.kube, op, rec.Operator.Replicas, o.wait, o.interval); err != nil {
 		return r, err
 	}

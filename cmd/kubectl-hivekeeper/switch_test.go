@@ -242,7 +242,7 @@ func TestSwitchAndBack(t *testing.T) {
 		t.Errorf("record %+v, %v", rec, err)
 	}
 	for _, line := range []string{
-		"- recorded ToolHive's operator toolhive-system/toolhive-operator (1 replica) and its 1 CRDs in ConfigMap hivekeeper-system/hivekeeper-switch",
+		"- recorded ToolHive's operator toolhive-system/toolhive-operator (1 replica) and its 1 CRD in ConfigMap hivekeeper-system/hivekeeper-switch",
 		"  note: Helm release toolhive-system/toolhive-operator installed ToolHive's operator",
 		"- paused Argo CD Application argocd/toolhive, which keeps ToolHive's operator",
 		"- paused Argo CD Application argocd/toolhive-crds, which keeps ToolHive's CRDs",

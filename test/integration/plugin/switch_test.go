@@ -96,71 +96,17 @@ func objects[L any](_ L, err error, at func(int) metav1.Object, n func() int) ([
 // that got a new UID and the ConfigMaps whose data changed are exactly
 // the ones predicted.
 func TestPreflightPredictsTheSwitch(t *testing.T) {
-	framework.Get(t) // skips without an API server
-	bins := os.Getenv(toolhive.BinariesEnv)
-	if bins == "" {
-		t.Skip("$" + toolhive.BinariesEnv + " is not set: needs ToolHive's operator (hack/toolhive-binaries.sh)")
-	}
-	module, err := toolhive.ModuleDir()
-	if err != nil {
-		t.Skipf("ToolHive's source: %v", err)
-	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A server of its own, with ToolHive's CRDs, as a cluster that runs
-	// ToolHive's operator has.
-	srv, err := framework.Start(framework.Options{CRDDir: toolhive.CRDDir(module)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
-	env, err := framework.NewEnv(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := newToolhiveCluster(t)
+	env, root, module := tc.env, tc.root, tc.module
 	ctx := context.Background()
-	const opNS, ns = "toolhive-system", "team-a"
-	for _, n := range []string{opNS, ns} {
-		if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const opNS, ns = toolhiveNS, "team-a"
 	if _, err := framework.ApplyManifests(ctx, env.Config, ns, filepath.Join(root, "examples")); err != nil {
 		t.Fatal(err)
 	}
-	// And one the switch rolls on purpose: ToolHive's operator mounts
-	// spec.volumes' host paths into the proxy pod, hivekeeper does not
-	// (docs/compatibility.md).
-	hostPaths := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}, Spec: thv1.MCPServerSpec{
-		Image: "docker.io/mcp/filesystem:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
-		Volumes: []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data"}}}}
-	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Create(ctx, hostPaths, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Create(ctx, hostPathServer(ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The operator's Deployment, with the environment its chart renders:
-	// what preflight reads. The operator itself runs as a process with the
-	// same environment.
-	chartEnv, err := toolhive.ChartEnv(module, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := operator(opNS, "")
-	c := &dep.Spec.Template.Spec.Containers[0]
-	c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}
-	for _, kv := range chartEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
-	}
-	if _, err := env.Kube.AppsV1().Deployments(opNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
+	srv, bins := tc.srv, tc.bins
 	thv := toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: bins, Module: module, Kubeconfig: srv.Kubeconfig, Namespace: opNS, Dir: t.TempDir()})
 	settle(t, env, ns, 3*time.Minute)
 	thv.Stop(t)
@@ -283,4 +229,76 @@ func versions(t *testing.T, env *framework.Env, ns string) map[string]string {
 	vmcps, err := env.Toolhive.ToolhiveV1beta1().VirtualMCPServers(ns).List(ctx, metav1.ListOptions{})
 	add(objects(vmcps, err, func(i int) metav1.Object { return &vmcps.Items[i] }, func() int { return len(vmcps.Items) }))
 	return out
+}
+
+// toolhiveNS is where ToolHive's operator runs in a toolhiveCluster.
+const toolhiveNS = "toolhive-system"
+
+// toolhiveCluster is an API server of its own with ToolHive's CRDs, as a
+// cluster that runs ToolHive's operator has, and the namespaces
+// toolhive-system, team-a, team-b and hivekeeper-system; toolhive-system
+// holds the operator's Deployment with the environment ToolHive's chart
+// renders by default: what preflight and switch read. The operator itself
+// runs as a process with the same environment, started by the caller.
+type toolhiveCluster struct {
+	srv                *framework.Server
+	env                *framework.Env
+	root, module, bins string
+}
+
+func newToolhiveCluster(t *testing.T) *toolhiveCluster {
+	t.Helper()
+	framework.Get(t) // skips without an API server
+	tc := &toolhiveCluster{bins: os.Getenv(toolhive.BinariesEnv)}
+	if tc.bins == "" {
+		t.Skip("$" + toolhive.BinariesEnv + " is not set: needs ToolHive's operator (hack/toolhive-binaries.sh)")
+	}
+	var err error
+	if tc.module, err = toolhive.ModuleDir(); err != nil {
+		t.Skipf("ToolHive's source: %v", err)
+	}
+	if tc.root, err = framework.RepoRoot(); err != nil {
+		t.Fatal(err)
+	}
+	if tc.srv, err = framework.Start(framework.Options{CRDDir: toolhive.CRDDir(tc.module)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tc.srv.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	if tc.env, err = framework.NewEnv(tc.srv); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, n := range []string{toolhiveNS, "team-a", "team-b", "hivekeeper-system"} {
+		if _, err := tc.env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chartEnv, err := toolhive.ChartEnv(tc.module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := operator(toolhiveNS, "")
+	c := &dep.Spec.Template.Spec.Containers[0]
+	c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}
+	for _, kv := range chartEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+	}
+	if _, err := tc.env.Kube.AppsV1().Deployments(toolhiveNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// hostPathServer is an MCPServer the switch rolls on purpose: ToolHive's
+// operator mounts spec.volumes' host paths into the proxy pod, hivekeeper
+// does not (docs/compatibility.md).
+func hostPathServer(ns string) *thv1.MCPServer {
+	return &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}, Spec: thv1.MCPServerSpec{
+		Image: "docker.io/mcp/filesystem:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
+		Volumes: []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data"}}}}
 }

@@ -1,0 +1,494 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
+)
+
+// switchReport is the part of switch's JSON report the test reads.
+type switchReport struct {
+	Preflight *report `json:"preflight"`
+	Steps     []string
+	Notes     []string
+	Outcome   *outcome `json:"outcome"`
+	Refused   string   `json:"refused"`
+	Failed    string   `json:"failed"`
+	Summary   string   `json:"summary"`
+	ExitCode  int      `json:"exitCode"`
+}
+
+// kubelet plays the part of the cluster's Deployment controller and
+// kubelet for the two operators, which run here as processes: ToolHive's
+// operator runs while its Deployment asks for a replica, hivekeeper's
+// controllers while theirs does, each Deployment's status says so, and a
+// pod hivekeeper's plugin starts to check its image runs to completion.
+type kubelet struct {
+	t  *testing.T
+	tc *toolhiveCluster
+	// opts are hivekeeper's settings: the chart values preflight prints.
+	opts app.Options
+
+	thv    *toolhive.Operator
+	hkStop context.CancelFunc
+	hkDone chan error
+	hkUp   chan struct{}
+}
+
+// hivekeeperDeployment is hivekeeper's chart installed scaled to 0.
+func hivekeeperDeployment() *appsv1.Deployment {
+	sel := map[string]string{"app.kubernetes.io/name": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper", "app.kubernetes.io/component": "controller"}
+	labels := map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/managed-by": "Helm"}
+	for k, v := range sel {
+		labels[k] = v
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "hivekeeper-system", Name: "hivekeeper", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
+				ServiceAccountName: "hivekeeper",
+				Containers:         []corev1.Container{{Name: "controller", Image: "ghcr.io/hivekeeper/hivekeeper:dev"}}}}},
+	}
+}
+
+// step brings each operator and Deployment status in line with what its
+// Deployment asks for.
+func (k *kubelet) step(ctx context.Context) {
+	t := k.t
+	env := k.tc.env
+	op, err := env.Kube.AppsV1().Deployments(toolhiveNS).Get(ctx, "toolhive-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ptr.Deref(op.Spec.Replicas, 1)
+	switch {
+	case want > 0 && k.thv == nil:
+		k.thv = toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: k.tc.bins, Module: k.tc.module, Kubeconfig: k.tc.srv.Kubeconfig, Namespace: toolhiveNS, Dir: t.TempDir()})
+	case want == 0 && k.thv != nil:
+		k.thv.Stop(t)
+		k.thv = nil
+	}
+	k.status(ctx, op, k.thv != nil)
+
+	hk, err := env.Kube.AppsV1().Deployments("hivekeeper-system").Get(ctx, "hivekeeper", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = ptr.Deref(hk.Spec.Replicas, 1)
+	switch {
+	case want > 0 && k.hkStop == nil:
+		runCtx, cancel := context.WithCancel(context.Background())
+		k.hkStop, k.hkDone, k.hkUp = cancel, make(chan error, 1), make(chan struct{})
+		go func(done chan error, up chan struct{}) { done <- app.Start(runCtx, env.Kube, env.Toolhive, k.opts, up) }(k.hkDone, k.hkUp)
+	case want == 0 && k.hkStop != nil:
+		k.stopHivekeeper()
+	}
+	up := false
+	if k.hkStop != nil {
+		select {
+		case <-k.hkUp:
+			up = true
+		case err := <-k.hkDone:
+			t.Fatalf("hivekeeper's controllers stopped: %v", err)
+		default:
+		}
+	}
+	k.status(ctx, hk, up)
+
+	pods, err := env.Kube.CoreV1().Pods("hivekeeper-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=pull-check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "pull-check", Image: p.Spec.Containers[0].Image,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+		if _, err := env.Kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (k *kubelet) stopHivekeeper() {
+	k.hkStop()
+	select {
+	case err := <-k.hkDone:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			k.t.Errorf("hivekeeper's controllers: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		k.t.Fatal("hivekeeper's controllers still running 30s after they were stopped")
+	}
+	k.hkStop = nil
+}
+
+// status writes d's status: all its replicas ready when running, none
+// when not.
+func (k *kubelet) status(ctx context.Context, d *appsv1.Deployment, running bool) {
+	st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
+	if running {
+		n := ptr.Deref(d.Spec.Replicas, 1)
+		st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas = n, n, n, n
+	}
+	if equality.Semantic.DeepEqual(d.Status, st) {
+		return
+	}
+	d = d.DeepCopy()
+	d.Status = st
+	if _, err := k.tc.env.Kube.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		k.t.Fatal(err)
+	}
+}
+
+// run runs the plugin with args while the kubelet plays its part, and
+// returns its exit code and report.
+func (k *kubelet) run(args ...string) (int, switchReport, string) {
+	t := k.t
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(plugin(t), append([]string{"--kubeconfig", k.tc.srv.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ctx := context.Background()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-exited:
+			break wait
+		case <-time.After(100 * time.Millisecond):
+			k.step(ctx)
+		}
+	}
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	k.step(ctx)
+	var r switchReport
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("%v exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, stdout.String(), stderr.String())
+	}
+	return code, r, stdout.String()
+}
+
+// switchArgs are switch's flags here: short waits, hivekeeper at one
+// replica.
+func switchArgs(extra ...string) []string {
+	return append([]string{"switch", "-n", toolhiveNS, "-o", "json", "--replicas", "1", "--quiet", "5s", "--wait", "3m", "--timeout", "2m"}, extra...)
+}
+
+// TestSwitchCommand runs `kubectl hivekeeper switch` and `switch --back` on
+// a cluster ToolHive v0.63.0's operator converged, with its chart's
+// default environment, while a stand-in kubelet starts and stops the two
+// operators as their Deployments ask:
+//
+//   - with an MCPServer whose host-path volumes hivekeeper drops, switch
+//     predicts its restart and refuses without --allow-restarts, writing
+//     nothing;
+//   - without it (examples/, one object of every kind), switch predicts no
+//     restart and makes none, and switch --back restarts none either:
+//     every pod template, UID and RunConfig is as it was, measured here
+//     independently of the plugin's own report;
+//   - with it again, switch --allow-restarts restarts exactly what
+//     preflight predicted.
+func TestSwitchCommand(t *testing.T) {
+	tc := newToolhiveCluster(t)
+	env := tc.env
+	ctx := context.Background()
+	if _, err := framework.ApplyManifests(ctx, env.Config, "team-a", filepath.Join(tc.root, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Create(ctx, hostPathServer("team-b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.CoreV1().ServiceAccounts("hivekeeper-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Kube.AppsV1().Deployments("hivekeeper-system").Create(ctx, hivekeeperDeployment(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := toolhive.ChartFlags(tc.module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{t: t, tc: tc, opts: app.Options{
+		RunnerImage: toolhive.FlagValue(flags, "--runner-image"), VMCPImage: toolhive.FlagValue(flags, "--vmcp-image"),
+		RegistryAPIImage: toolhive.FlagValue(flags, "--registry-api-image"), ProxyHost: toolhive.FlagValue(flags, "--proxy-host"),
+		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"}}
+	t.Cleanup(func() {
+		if k.hkStop != nil {
+			k.stopHivekeeper()
+		}
+	})
+	k.step(ctx)
+	for _, ns := range []string{"team-a", "team-b"} {
+		settle(t, env, ns, 3*time.Minute)
+	}
+	toolhiveCRDs := crdSchemas(t, env)
+
+	t.Run("refused", func(t *testing.T) {
+		before := readBoth(t, env)
+		code, r, out := k.run(switchArgs()...)
+		if code != 3 || !strings.Contains(r.Refused, "run switch --allow-restarts") || r.Outcome != nil || len(r.Steps) != 0 {
+			t.Fatalf("switch exited %d, refused %q:\n%s", code, r.Refused, out)
+		}
+		if r.Preflight == nil || len(r.Preflight.Prediction.Restarts) != 1 || r.Preflight.Prediction.Restarts[0].key() != "Deployment team-b/files" {
+			t.Errorf("the prediction: %s", out)
+		}
+		measure(t, "a refused switch", before, readBoth(t, env), nil)
+		if k.thv == nil || k.hkStop != nil {
+			t.Error("a refused switch changed which operator runs")
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// Without the deliberate difference.
+	if err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Delete(ctx, "files", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		_, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Get(ctx, "files", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}, "the MCPServer with host paths gone")
+	settle(t, env, "team-b", time.Minute)
+
+	t.Run("to hivekeeper", func(t *testing.T) {
+		before := readBoth(t, env)
+		code, r, out := k.run(switchArgs()...)
+		if code != 0 || r.Outcome == nil || !r.Outcome.Settled {
+			t.Fatalf("switch exited %d:\n%s", code, out)
+		}
+		if len(r.Preflight.Prediction.Restarts) != 0 || !strings.HasPrefix(r.Preflight.Summary, "0 pods restart,") {
+			t.Errorf("preflight predicted %q", r.Preflight.Summary)
+		}
+		measure(t, "the switch", before, readBoth(t, env), r.Outcome)
+		if k.thv != nil || k.hkStop == nil {
+			t.Error("after the switch, ToolHive's operator runs or hivekeeper does not")
+		}
+		logReport(t, r)
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("back", func(t *testing.T) {
+		before := readBoth(t, env)
+		code, r, out := k.run(switchArgs("--back")...)
+		if code != 0 || r.Outcome == nil || !r.Outcome.Settled {
+			t.Fatalf("switch --back exited %d:\n%s", code, out)
+		}
+		measure(t, "switch --back", before, readBoth(t, env), r.Outcome)
+		if k.thv == nil || k.hkStop != nil {
+			t.Error("after switch --back, hivekeeper runs or ToolHive's operator does not")
+		}
+		if got := crdSchemas(t, env); !equality.Semantic.DeepEqual(got, toolhiveCRDs) {
+			t.Error("after switch --back, the CRDs' schemas are not ToolHive's")
+		}
+		b, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "hivekeeper-workloads", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}) {
+			t.Errorf("after switch --back, the admission policy binding's actions are %v", b.Spec.ValidationActions)
+		}
+		if _, err := env.Kube.CoreV1().ConfigMaps("hivekeeper-system").Get(ctx, "hivekeeper-switch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after switch --back, the record: %v", err)
+		}
+		logReport(t, r)
+	})
+	if t.Failed() {
+		return
+	}
+
+	// The deliberate difference again, accepted: a second MCPServer with
+	// host paths (a new name: without a garbage collector here, the first
+	// one's children stay behind it).
+	again := hostPathServer("team-b")
+	again.Name = "files-again"
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		d, err := env.Kube.AppsV1().Deployments("team-b").Get(ctx, again.Name, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil }), nil
+	}, "ToolHive's operator creating the proxy of the second MCPServer with host paths, with its host path")
+	settle(t, env, "team-b", time.Minute)
+	t.Run("allowed restarts", func(t *testing.T) {
+		before := readBoth(t, env)
+		code, r, out := k.run(switchArgs("--allow-restarts")...)
+		if code != 0 || r.Outcome == nil {
+			t.Fatalf("switch --allow-restarts exited %d:\n%s", code, out)
+		}
+		var predicted []string
+		for _, x := range r.Preflight.Prediction.Restarts {
+			predicted = append(predicted, x.key())
+		}
+		if !slices.Equal(predicted, []string{"Deployment team-b/files-again"}) {
+			t.Errorf("predicted restarts %v", predicted)
+		}
+		measure(t, "switch --allow-restarts", before, readBoth(t, env), r.Outcome)
+		logReport(t, r)
+	})
+}
+
+// logReport logs what switch printed as its steps, as text mode prints
+// them, and its verdict.
+func logReport(t *testing.T, r switchReport) {
+	t.Helper()
+	var b strings.Builder
+	for _, s := range r.Steps {
+		b.WriteString("- " + s + "\n")
+	}
+	for _, n := range r.Notes {
+		b.WriteString("  note: " + n + "\n")
+	}
+	if o := r.Outcome; o != nil {
+		for _, c := range o.Restarted {
+			b.WriteString("restarted: " + c.key() + " " + c.Field + "\n")
+		}
+		for _, c := range o.Recreated {
+			b.WriteString("recreated: " + c.key() + "\n")
+		}
+		for _, c := range o.Rewritten {
+			b.WriteString("rewritten: " + c.key() + "\n")
+		}
+		for k, n := range o.Changed {
+			b.WriteString(fmt.Sprintf("changed: %d %s\n", n, k))
+		}
+	}
+	t.Logf("switch's report:\n%s%s", b.String(), r.Summary)
+}
+
+// both are the children of team-a and team-b.
+type both struct{ a, b children }
+
+func readBoth(t *testing.T, env *framework.Env) both {
+	return both{readChildren(t, env, "team-a"), readChildren(t, env, "team-b")}
+}
+
+// outcome is a switch's report of what it did.
+type outcome struct {
+	Settled     bool           `json:"settled"`
+	Restarted   []change       `json:"restarted"`
+	Recreated   []change       `json:"recreated"`
+	Rewritten   []change       `json:"rewritten"`
+	Unpredicted []string       `json:"unpredicted"`
+	Changed     map[string]int `json:"changed"`
+}
+
+// measure compares the children before and after a switch, as this test
+// reads them, with what the switch reported (nil: nothing may change).
+func measure(t *testing.T, what string, before, after both, reported *outcome) {
+	t.Helper()
+	var restarted, recreated, rewritten []string
+	for _, pair := range [][2]children{{before.a, after.a}, {before.b, after.b}} {
+		b, a := pair[0], pair[1]
+		for k, tpl := range b.templates {
+			if x, ok := a.templates[k]; ok && !equality.Semantic.DeepEqual(tpl, x) {
+				restarted = append(restarted, k)
+			}
+		}
+		for k, uid := range b.uids {
+			if x, ok := a.uids[k]; ok && x != uid {
+				recreated = append(recreated, k)
+				if strings.HasPrefix(k, "Deployment ") && !slices.Contains(restarted, k) {
+					restarted = append(restarted, k)
+				}
+			}
+		}
+		for k, d := range b.data {
+			if x, ok := a.data[k]; ok && !equality.Semantic.DeepEqual(d, x) {
+				rewritten = append(rewritten, k)
+			}
+		}
+	}
+	var rep [3][]string
+	if reported != nil {
+		for i, list := range [][]change{reported.Restarted, reported.Recreated, reported.Rewritten} {
+			for _, c := range list {
+				rep[i] = append(rep[i], c.key())
+			}
+		}
+	}
+	for i, c := range []struct {
+		name     string
+		measured []string
+	}{{"pod templates changed", restarted}, {"children recreated", recreated}, {"ConfigMaps rewritten", rewritten}} {
+		sort.Strings(c.measured)
+		sort.Strings(rep[i])
+		if !slices.Equal(c.measured, rep[i]) {
+			t.Errorf("%s: %s measured here %q, reported %q", what, c.name, c.measured, rep[i])
+		}
+	}
+}
+
+// crdSchemas are the schemas of every served version of the
+// toolhive.stacklok.dev CRDs.
+func crdSchemas(t *testing.T, env *framework.Env) map[string]runtime.RawExtension {
+	t.Helper()
+	raw, err := env.Dynamic.Resource(framework.CRDResource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]runtime.RawExtension{}
+	for _, u := range raw.Items {
+		var c apiextensionsv1.CustomResourceDefinition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Spec.Group != "toolhive.stacklok.dev" {
+			continue
+		}
+		for _, v := range c.Spec.Versions {
+			b, err := json.Marshal(v.Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[c.Name+"/"+v.Name] = runtime.RawExtension{Raw: b}
+		}
+	}
+	return out
+}
