@@ -386,14 +386,20 @@ func logReport(t *testing.T, r switchReport) {
 		b.WriteString("  note: " + n + "\n")
 	}
 	if o := r.Outcome; o != nil {
+		name := func(c change) string {
+			if c.Owner != "" {
+				return c.key() + " (" + c.Owner + ")"
+			}
+			return c.key()
+		}
 		for _, c := range o.Restarted {
-			b.WriteString("restarted: " + c.key() + " " + c.Field + "\n")
+			b.WriteString("restarted: " + name(c) + ": " + c.Field + "\n")
 		}
 		for _, c := range o.Recreated {
-			b.WriteString("recreated: " + c.key() + "\n")
+			b.WriteString("recreated: " + name(c) + "\n")
 		}
 		for _, c := range o.Rewritten {
-			b.WriteString("rewritten: " + c.key() + "\n")
+			b.WriteString("rewritten: " + name(c) + "\n")
 		}
 		for k, n := range o.Changed {
 			b.WriteString(fmt.Sprintf("changed: %d %s\n", n, k))
