@@ -114,6 +114,25 @@ func (g *globals) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &g.overrides)
 }
 
+// connect checks an --output value and makes the clients of the selected
+// kubeconfig; the namespace -n names, when it names one, goes to ns.
+func (g *globals) connect(output string, ns *string) (clients, error) {
+	switch output {
+	case "", "text", "json", "yaml":
+	default:
+		return clients{}, usageError("--output must be text, json or yaml, not %q", output)
+	}
+	cc := g.clientConfig()
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return clients{}, err
+	}
+	if n, explicit, err := cc.Namespace(); err == nil && explicit {
+		*ns = n
+	}
+	return newClients(cfg)
+}
+
 // logger is where the controllers preflight runs log: nowhere unless -v
 // asks for it, so the report is all a user reads.
 func (g *globals) logger(stderr io.Writer) logr.Logger {

@@ -88,20 +88,7 @@ does not know, a kind it could not read, a prediction that did not
 settle); 1 when preflight could not run; 2 on a usage error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch o.output {
-			case "", "text", "json", "yaml":
-			default:
-				return usageError("--output must be text, json or yaml, not %q", o.output)
-			}
-			cc := g.clientConfig()
-			cfg, err := cc.ClientConfig()
-			if err != nil {
-				return err
-			}
-			if ns, explicit, err := cc.Namespace(); err == nil && explicit {
-				o.namespace = ns
-			}
-			c, err := newClients(cfg)
+			c, err := g.connect(o.output, &o.namespace)
 			if err != nil {
 				return err
 			}

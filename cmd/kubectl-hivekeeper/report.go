@@ -83,25 +83,34 @@ func count(n int, one, many string) string {
 
 // write prints r as format: "json", "yaml", or text for a person.
 func (r *Report) write(w io.Writer, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if structured, err := writeStructured(w, format, r); structured {
 		return err
 	}
 	t := &text{w: w}
 	r.writeText(t)
 	return t.err
+}
+
+// writeStructured prints v as format when it is "json" or "yaml", and
+// reports whether it was.
+func writeStructured(w io.Writer, format string, v any) (bool, error) {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return true, err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return true, err
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return true, err
+		}
+		_, err = w.Write(b)
+		return true, err
+	}
+	return false, nil
 }
 
 // text writes lines, keeping the first error.

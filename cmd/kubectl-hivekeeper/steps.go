@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -660,10 +661,10 @@ func policyBindings(ctx context.Context, kube kubernetes.Interface, hk *appsv1.D
 	return names, nil
 }
 
-// warnOnlyPolicy sets hivekeeper's admission policy to warn: once ToolHive's
-// operator runs the workloads again, hivekeeper's rules are no longer the
-// cluster's. The actions replaced are kept on the binding.
-func warnOnlyPolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) (int, error) {
+// editPolicy patches each of hivekeeper's admission policy bindings with
+// what edit returns for it (nothing when it returns nil), and returns how
+// many it patched.
+func editPolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment, edit func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (map[string]any, error)) (int, error) {
 	names, err := policyBindings(ctx, kube, hk)
 	if err != nil {
 		return 0, err
@@ -675,53 +676,57 @@ func warnOnlyPolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.D
 		if err != nil {
 			return n, err
 		}
-		if slices.Equal(actions(b.Spec.ValidationActions), []string{"Warn"}) {
+		patch, err := edit(b)
+		if err != nil {
+			return n, err
+		}
+		if patch == nil {
 			continue
 		}
-		was, _ := json.Marshal(actions(b.Spec.ValidationActions))
-		patch, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"annotations": map[string]string{annotationSetAside: string(was)}},
-			"spec":     map[string]any{"validationActions": []string{"Warn"}},
-		})
-		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
-			return n, fmt.Errorf("setting admission policy binding %s to Warn: %w", name, err)
+		raw, err := json.Marshal(patch)
+		if err != nil {
+			return n, err
+		}
+		if _, err := api.Patch(ctx, name, types.MergePatchType, raw, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+			return n, fmt.Errorf("patching admission policy binding %s: %w", name, err)
 		}
 		n++
 	}
 	return n, nil
 }
 
+// warnOnlyPolicy sets hivekeeper's admission policy to warn: once ToolHive's
+// operator runs the workloads again, hivekeeper's rules are no longer the
+// cluster's. The actions replaced are kept on the binding.
+func warnOnlyPolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) (int, error) {
+	return editPolicy(ctx, kube, hk, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (map[string]any, error) {
+		if slices.Equal(actions(b.Spec.ValidationActions), []string{"Warn"}) {
+			return nil, nil
+		}
+		was, err := json.Marshal(actions(b.Spec.ValidationActions))
+		return map[string]any{
+			"metadata": map[string]any{"annotations": map[string]string{annotationSetAside: string(was)}},
+			"spec":     map[string]any{"validationActions": []string{"Warn"}},
+		}, err
+	})
+}
+
 // restorePolicy puts back the validation actions warnOnlyPolicy set aside.
 func restorePolicy(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deployment) (int, error) {
-	names, err := policyBindings(ctx, kube, hk)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	api := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
-	for _, name := range names {
-		b, err := api.Get(ctx, name, getOpts)
-		if err != nil {
-			return n, err
-		}
+	return editPolicy(ctx, kube, hk, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) (map[string]any, error) {
 		saved, ok := b.Annotations[annotationSetAside]
 		if !ok {
-			continue
+			return nil, nil
 		}
 		var was []string
 		if err := json.Unmarshal([]byte(saved), &was); err != nil || len(was) == 0 {
-			return n, errors.Join(fmt.Errorf("admission policy binding %s: annotation %s is not a list of actions: %q", name, annotationSetAside, saved), err)
+			return nil, errors.Join(fmt.Errorf("admission policy binding %s: annotation %s is not a list of actions: %q", b.Name, annotationSetAside, saved), err)
 		}
-		patch, _ := json.Marshal(map[string]any{
+		return map[string]any{
 			"metadata": map[string]any{"annotations": map[string]any{annotationSetAside: nil}},
 			"spec":     map[string]any{"validationActions": was},
-		})
-		if _, err := api.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
-			return n, fmt.Errorf("restoring admission policy binding %s: %w", name, err)
-		}
-		n++
-	}
-	return n, nil
+		}, nil
+	})
 }
 
 func actions[T ~string](list []T) []string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 )
 
 // switchOptions are switch's own flags.
@@ -83,23 +81,10 @@ going back); 1 when a step failed (the report says which, and switch
 --back undoes what was done); 2 on a usage error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch o.output {
-			case "", "text", "json", "yaml":
-			default:
-				return usageError("--output must be text, json or yaml, not %q", o.output)
-			}
 			if o.replicas < 1 {
 				return usageError("--replicas must be at least 1")
 			}
-			cc := g.clientConfig()
-			cfg, err := cc.ClientConfig()
-			if err != nil {
-				return err
-			}
-			if ns, explicit, err := cc.Namespace(); err == nil && explicit {
-				o.preflight.namespace = ns
-			}
-			c, err := newClients(cfg)
+			c, err := g.connect(o.output, &o.preflight.namespace)
 			if err != nil {
 				return err
 			}
@@ -419,20 +404,7 @@ func (r *SwitchReport) conclude() {
 
 // write prints r as format; text prints what the steps did not.
 func (r *SwitchReport) write(w io.Writer, format string) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
+	if structured, err := writeStructured(w, format, r); structured {
 		return err
 	}
 	t := &text{w: w}

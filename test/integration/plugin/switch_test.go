@@ -139,22 +139,7 @@ func TestPreflightPredictsTheSwitch(t *testing.T) {
 	})
 	after := readChildren(t, env, ns)
 
-	var restarted, recreated, rewritten []string
-	for k, tpl := range before.templates {
-		if a, ok := after.templates[k]; ok && !equality.Semantic.DeepEqual(tpl, a) {
-			restarted = append(restarted, k)
-		}
-	}
-	for k, uid := range before.uids {
-		if a, ok := after.uids[k]; ok && a != uid {
-			recreated = append(recreated, k)
-		}
-	}
-	for k, d := range before.data {
-		if a, ok := after.data[k]; ok && !maps.Equal(d, a) {
-			rewritten = append(rewritten, k)
-		}
-	}
+	restarted, recreated, rewritten := changedBetween(before, after)
 	var wantRestarted, wantRecreated, wantRewritten []string
 	for _, x := range r.Prediction.Restarts {
 		if x.Kind == "Deployment" {
@@ -301,4 +286,30 @@ func hostPathServer(ns string) *thv1.MCPServer {
 	return &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "files"}, Spec: thv1.MCPServerSpec{
 		Image: "docker.io/mcp/filesystem:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
 		Volumes: []thv1.Volume{{Name: "data", HostPath: "/srv/data", MountPath: "/data"}}}}
+}
+
+// changedBetween are the children a switch changed, by "<Kind>
+// <namespace>/<name>": the Deployments whose pod template changed or that
+// were recreated (their pods restart), the children recreated (a new
+// UID), the ConfigMaps whose data changed.
+func changedBetween(before, after children) (restarted, recreated, rewritten []string) {
+	for k, tpl := range before.templates {
+		if a, ok := after.templates[k]; ok && !equality.Semantic.DeepEqual(tpl, a) {
+			restarted = append(restarted, k)
+		}
+	}
+	for k, uid := range before.uids {
+		if a, ok := after.uids[k]; ok && a != uid {
+			recreated = append(recreated, k)
+			if strings.HasPrefix(k, "Deployment ") && !slices.Contains(restarted, k) {
+				restarted = append(restarted, k)
+			}
+		}
+	}
+	for k, d := range before.data {
+		if a, ok := after.data[k]; ok && !maps.Equal(d, a) {
+			rewritten = append(rewritten, k)
+		}
+	}
+	return restarted, recreated, rewritten
 }

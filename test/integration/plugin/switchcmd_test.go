@@ -431,25 +431,8 @@ func measure(t *testing.T, what string, before, after both, reported *outcome) {
 	t.Helper()
 	var restarted, recreated, rewritten []string
 	for _, pair := range [][2]children{{before.a, after.a}, {before.b, after.b}} {
-		b, a := pair[0], pair[1]
-		for k, tpl := range b.templates {
-			if x, ok := a.templates[k]; ok && !equality.Semantic.DeepEqual(tpl, x) {
-				restarted = append(restarted, k)
-			}
-		}
-		for k, uid := range b.uids {
-			if x, ok := a.uids[k]; ok && x != uid {
-				recreated = append(recreated, k)
-				if strings.HasPrefix(k, "Deployment ") && !slices.Contains(restarted, k) {
-					restarted = append(restarted, k)
-				}
-			}
-		}
-		for k, d := range b.data {
-			if x, ok := a.data[k]; ok && !equality.Semantic.DeepEqual(d, x) {
-				rewritten = append(rewritten, k)
-			}
-		}
+		s, c, w := changedBetween(pair[0], pair[1])
+		restarted, recreated, rewritten = append(restarted, s...), append(recreated, c...), append(rewritten, w...)
 	}
 	var rep [3][]string
 	if reported != nil {
