@@ -22,7 +22,7 @@ const module = "github.com/hivekeeper/hivekeeper/"
 //
 //	cmd → app → controller/<kind> → workload → framework → toolhive/render/*
 //	    → {drift, toolhive/wiring} → {toolhive/naming, toolhive/schema}
-//	    → {index, rbac, metrics, secureserving} → {apis, generated}
+//	    → {index, rbac, metrics, secureserving} → {apis, generated, config/crd}
 //
 // The test fixtures sit just above what they are fixtures of:
 // workloadtest above workload, toolhivetest and drifttest above naming
@@ -52,8 +52,8 @@ func layer(pkg string) int {
 		return 9
 	case p == "pkg/index", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 10
-	case strings.HasPrefix(p, "pkg/apis/"), strings.HasPrefix(p, "pkg/generated/"):
-		return 11
+	case strings.HasPrefix(p, "pkg/apis/"), strings.HasPrefix(p, "pkg/generated/"), p == "config/crd":
+		return 11 // config/crd embeds the CRDs generated from pkg/apis
 	}
 	return -1
 }
