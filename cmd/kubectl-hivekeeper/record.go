@@ -279,7 +279,9 @@ func pauseOwners(ctx context.Context, c clients, rec *switchRecord, keepers []ke
 			continue
 		}
 		if err != nil {
-			return &exitCode{code: exitBlocked, err: fmt.Errorf("reading %s %s/%s, which keeps %s: %w; pause it by hand and run switch --leave-owners, or switch --back to undo the record", o.Kind, ns, o.Name, k.what, err)}
+			// Not exitBlocked: the record exists and other tools may be
+			// paused already, so this is a failed step for --back to undo.
+			return fmt.Errorf("reading %s %s/%s, which keeps %s: %w; run switch --back to undo the record, then pause it by hand and run switch --leave-owners", o.Kind, ns, o.Name, k.what, err)
 		}
 		resume, err := kind.resume(obj)
 		if err != nil {

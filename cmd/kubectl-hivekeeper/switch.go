@@ -294,7 +294,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err != nil {
 		return r, err
 	}
-	p.step("the watched namespaces settled: nothing changed for %s", o.quiet)
+	settledStep(p, settled, o)
 	r.Outcome = compareSnapshots(before, after, pf.Prediction.Restarts)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
 	rec.Phase = phaseSwitched
@@ -372,7 +372,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err != nil {
 		return r, err
 	}
-	p.step("the watched namespaces settled: nothing changed for %s", o.quiet)
+	settledStep(p, settled, o)
 	if err := resumeOwners(ctx, c, rec, o.leaveOwners, p); err != nil {
 		return r, err
 	}
@@ -400,6 +400,21 @@ func (r *SwitchReport) conclude() {
 		r.ExitCode = exitUnpredicted
 		r.Summary += "; not predicted: " + strings.Join(o.Unpredicted, ", ")
 	}
+	if !o.Settled {
+		// The comparison is of a cluster still changing: what changes
+		// after it is not in it, so it proves nothing.
+		r.ExitCode = exitFailed
+		r.Summary += "; the namespaces were still changing at --wait, so this is not the whole of it"
+	}
+}
+
+// settledStep says whether the namespaces went quiet.
+func settledStep(p *progress, settled bool, o switchOptions) {
+	if settled {
+		p.step("the watched namespaces settled: nothing changed for %s", o.quiet)
+		return
+	}
+	p.step("the watched namespaces were still changing after %s (--wait): the comparison below is partial", o.wait)
 }
 
 // write prints r as format; text prints what the steps did not.
@@ -411,7 +426,11 @@ func (r *SwitchReport) write(w io.Writer, format string) error {
 	if r.Failed != "" {
 		t.line(0, "FAILED: %s", r.Failed)
 		if len(r.Steps) > 0 {
-			t.line(1, "kubectl hivekeeper switch --back undoes the steps above")
+			if r.Direction == "hivekeeper" {
+				t.line(1, "kubectl hivekeeper switch --back undoes the steps above")
+			} else {
+				t.line(1, "run kubectl hivekeeper switch --back again once that is mended: each step leaves alone what is already done")
+			}
 		}
 		return t.err
 	}
@@ -425,6 +444,12 @@ func (r *SwitchReport) write(w io.Writer, format string) error {
 		}
 		for _, x := range o.Rewritten {
 			t.line(0, "rewritten: %s: %s", changeName(x), fieldLine(x))
+		}
+		for _, x := range o.Created {
+			t.line(0, "created: %s", changeName(x))
+		}
+		for _, x := range o.Deleted {
+			t.line(0, "deleted: %s", changeName(x))
 		}
 		for _, k := range sortedKeys(o.Changed) {
 			t.line(0, "changed: %d %s", o.Changed[k], k)

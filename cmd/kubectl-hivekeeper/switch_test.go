@@ -170,9 +170,10 @@ func automated(t *testing.T, c clients, name string) any {
 }
 
 // A switch on a cluster whose children hivekeeper would leave as they are
-// writes exactly this, in this order: the record, the Argo CD pauses, the
-// image check, ToolHive's operator to 0, the CRDs, hivekeeper up, the
-// record's phase. switch --back undoes each from the record, sets the
+// writes exactly this, in this order for each client (the writes of the
+// three clients are listed one client after the other): the record, the
+// Argo CD pauses, the image check, ToolHive's operator to 0, the CRDs,
+// hivekeeper up, the record's phase. switch --back undoes each from the record, sets the
 // admission policy to Warn and deletes the record; a second switch
 // restores the policy.
 func TestSwitchAndBack(t *testing.T) {
@@ -552,6 +553,22 @@ func TestSameState(t *testing.T) {
 		tc.edit(v, d, c)
 		if got := sameState(base, snap(v, d, c)); got != tc.same {
 			t.Errorf("%s: same %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}
+
+// A switch whose namespaces were still changing at --wait does not pass:
+// its comparison leaves out whatever changed after it.
+func TestConcludeUnsettled(t *testing.T) {
+	for _, settled := range []bool{true, false} {
+		r := &SwitchReport{Direction: "hivekeeper", Outcome: &Outcome{Settled: settled, Took: "1s", Changed: map[string]int{}}}
+		r.conclude()
+		want := exitOK
+		if !settled {
+			want = exitFailed
+		}
+		if r.ExitCode != want || strings.Contains(r.Summary, "still changing") == settled {
+			t.Errorf("settled %v: exit %d, summary %q", settled, r.ExitCode, r.Summary)
 		}
 	}
 }
