@@ -71,8 +71,9 @@ const ChildLabelSelector = "toolhive=true"
 // other's children. Each has informer factories of its own
 // (framework.Scope.Selected).
 //
-// The proxy pods of the MCPServers and MCPRemoteProxies are selected too
-// (naming.ProxyPodSelector), and cached trimmed (framework.TrimPod).
+// The proxy pods of the MCPServers and MCPRemoteProxies and the vMCPs'
+// pods are selected too (naming.ProxyPodSelector), and cached trimmed
+// (framework.TrimPod).
 var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.ProxyPodSelector}
 
 // Defaults of the images the controllers deploy.

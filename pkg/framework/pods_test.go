@@ -17,7 +17,10 @@ func TestTrimPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "4", DeletionTimestamp: &now,
 			Labels: map[string]string{"app": "mcpremoteproxy"}, Annotations: map[string]string{"a": "b"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Env: []corev1.EnvVar{{Name: "TOKEN", Value: "secret"}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Message: "m", ContainerStatuses: []corev1.ContainerStatus{
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Message: "m", Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "r", Message: "probe", LastProbeTime: now},
+		}, ContainerStatuses: []corev1.ContainerStatus{
 			{Name: "c", Ready: true, Image: "img", RestartCount: 3,
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}}},
 			{Name: "d", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}},
@@ -25,7 +28,7 @@ func TestTrimPod(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p", ResourceVersion: "4", DeletionTimestamp: &now, Labels: pod.Labels},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, ContainerStatuses: []corev1.ContainerStatus{
 			{Name: "c", Ready: true, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
 			{Name: "d", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}},
 		}},

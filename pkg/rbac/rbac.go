@@ -138,10 +138,10 @@ func WorkloadRules(runners Runners) []rbacv1.PolicyRule {
 		// reads, then deletes the StatefulSet the proxy runner created.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets"}, Verbs: slices.Clone(children)},
 		// An immediate restart deletes the proxy pods in one request; the
-		// MCPRemoteProxies' proxy pods are watched (by label, cached
-		// without their spec) for the containers' states their status
-		// reports, as ToolHive v0.63.0's operator reports them. Never get:
-		// no single pod is read.
+		// proxy pods and the vMCPs' pods are watched (by label, cached
+		// without their spec) for the phase, readiness and containers'
+		// states their status reports, as ToolHive v0.63.0's operator
+		// reports them. Never get: no single pod is read.
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "deletecollection"}},
 		// Events about the custom resources, recorded in their namespace.
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},

@@ -12,22 +12,23 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 )
 
-// ProxyPods is what a workload controller reads of its proxy pods: the
-// pods of the proxy Deployments (naming.ProxyPodSelector), cached trimmed
-// to their containers' states (framework.TrimPod), so that its status can
-// say a pod failed, as ToolHive v0.63.0's operator says it.
+// ProxyPods is what a workload controller reads of its pods: the pods of
+// the proxy and vMCP Deployments (naming.ProxyPodSelector), cached trimmed
+// to their phase, readiness and containers' states (framework.TrimPod),
+// so that its status can say a pod failed, as ToolHive v0.63.0's operator
+// says it.
 type ProxyPods struct {
 	app     string
 	pods    cache.Indexer
 	handler cache.ResourceEventHandlerFuncs
 }
 
-// WatchProxyPods caches the proxy pods and re-syncs, through l, the
-// workload of kind app (naming.AppMCPServer, naming.AppMCPRemoteProxy) a
-// pod belongs to when the pod appears, goes away, or changes what its
-// status reads of it (viewPod): a pod's other status writes, such as its
-// conditions' probe times, enqueue nothing. Both workload kinds share one
-// informer.
+// WatchProxyPods caches the pods and re-syncs, through l, the workload of
+// kind app (naming.AppMCPServer, naming.AppMCPRemoteProxy,
+// naming.AppVirtualMCPServer) a pod belongs to when the pod appears, goes
+// away, or changes what its status reads of it (viewPod): a pod's other
+// status writes, such as its conditions' probe times, enqueue nothing.
+// The three workload kinds share one informer.
 func WatchProxyPods(d *framework.Deps, l *framework.Loop, app string) (*ProxyPods, error) {
 	inf, err := d.SelectedInformer(naming.ProxyPodSelector, func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().Pods().Informer()
@@ -63,10 +64,19 @@ func WatchProxyPods(d *framework.Deps, l *framework.Loop, app string) (*ProxyPod
 // with events).
 func (p *ProxyPods) Handler() cache.ResourceEventHandler { return p.handler }
 
-// Of returns the cached pods of the workload name in namespace, selected
-// as ToolHive's operator selects them: by all of its proxy's labels, and
-// counted as it counts them: a pod being deleted is left out.
+// Of returns the cached pods of the proxy name in namespace, selected as
+// ToolHive's operator selects an MCPServer's or MCPRemoteProxy's: by all
+// of its proxy's labels, and counted as it counts them: a pod being
+// deleted is left out.
 func (p *ProxyPods) Of(namespace, name string) []*corev1.Pod {
+	return slices.DeleteFunc(p.All(namespace, name), func(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil })
+}
+
+// All returns every cached pod of the workload name in namespace, by all
+// of its labels, those being deleted included: ToolHive v0.63.0's
+// operator counts a vMCP's pods so (it lists them by those labels and
+// skips none).
+func (p *ProxyPods) All(namespace, name string) []*corev1.Pod {
 	objs, err := p.pods.ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return nil
@@ -74,17 +84,23 @@ func (p *ProxyPods) Of(namespace, name string) []*corev1.Pod {
 	want := labels.SelectorFromSet(naming.Labels(p.app, name))
 	var out []*corev1.Pod
 	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok && pod.DeletionTimestamp == nil && want.Matches(labels.Set(pod.Labels)) {
+		if pod, ok := o.(*corev1.Pod); ok && want.Matches(labels.Set(pod.Labels)) {
 			out = append(out, pod)
 		}
 	}
 	return out
 }
 
-// podView is what a workload's status reads of one of its pods.
+// podView is what a workload's status reads of one of its pods. A vMCP's
+// counts its pods in phase Failed and its ready pods, which a proxy's
+// does not (a container's failure comes first in PodFailure, and a
+// proxy's readiness is its Deployment's): a pod turning Failed or ready
+// re-syncs the vMCP.
 type podView struct {
 	labels  string
 	failure string
+	failed  bool
+	ready   bool
 }
 
 func viewPod(obj any) podView {
@@ -92,7 +108,19 @@ func viewPod(obj any) podView {
 	if !ok {
 		return podView{}
 	}
-	return podView{labels: labels.Set(pod.Labels).String(), failure: PodFailure(pod)}
+	return podView{labels: labels.Set(pod.Labels).String(), failure: PodFailure(pod), failed: pod.Status.Phase == corev1.PodFailed, ready: PodReady(pod)}
+}
+
+// PodReady reports a pod that has passed its readiness probes: its Ready
+// condition is True. ToolHive v0.63.0's operator counts a vMCP's ready
+// pods by it, not by their phase.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // failedWaitingReasons are the container waiting reasons ToolHive v0.63.0

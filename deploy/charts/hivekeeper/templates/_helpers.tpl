@@ -138,8 +138,8 @@ declares the same rules and a test compares them.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
-# An immediate restart deletes the proxy pods in one request; the
-# MCPRemoteProxies' proxy pods are watched for their containers' states.
+# An immediate restart deletes the proxy pods in one request; the proxy
+# pods and the vMCPs' pods are watched for the states their status reports.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "deletecollection"]
