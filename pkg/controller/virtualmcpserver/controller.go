@@ -37,6 +37,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	thlisters "github.com/hivekeeper/hivekeeper/pkg/generated/listers/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
@@ -77,6 +78,8 @@ type Controller struct {
 	memberAuth thlisters.MCPExternalAuthConfigLister
 	// embeddings reads the EmbeddingServers of spec.embeddingServerRef.
 	embeddings thlisters.EmbeddingServerLister
+	// pods are the vMCPs' pods, whose failures the phase reports.
+	pods *workload.ProxyPods
 }
 
 // memberKind is one backend kind of a group: its kind name and the
@@ -143,6 +146,11 @@ func New(d *framework.Deps) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchEmbeddingServers(d); err != nil {
+		return nil, err
+	}
+	// A pod failing or turning ready can change the phase before the
+	// Deployment's status says anything (deploymentPhase).
+	if c.pods, err = workload.WatchProxyPods(d, c.Loop, naming.AppVirtualMCPServer); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -12,17 +13,23 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
-// deploymentPhase derives phase and Ready from the Deployment as last
-// observed, in ToolHive v0.63.0's operator's words where it has them
-// (no pods, starting, running). Degraded means "serving, but not as
-// asked": fewer pods are ready than wanted. (A missing group never gets
-// here: the server is Failed before anything is written.)
-func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.ConditionStatus, reason, message string) {
+// deploymentPhase derives phase and Ready from the Deployment and its pods
+// as last observed, in ToolHive v0.63.0's operator's words where it has
+// them (no pods, starting, failed to start, running). Degraded means
+// "serving, but not as asked": fewer pods are ready than wanted. (A
+// missing group never gets here: the server is Failed before anything is
+// written.) pods are workload.ProxyPods.All's, those being deleted
+// included, as that operator counts a vMCP's.
+func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"
 	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
+		// Asked for no pod: one left failed says nothing of a server
+		// not meant to run.
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"
+	case failedToStart(pods):
+		return thv1.VirtualMCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonDeploymentFailed, "Virtual MCP server failed to start"
 	case dep.Status.ReadyReplicas == 0 && dep.Status.Replicas == 0:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"
 	case dep.Status.ReadyReplicas == 0:
@@ -32,6 +39,26 @@ func deploymentPhase(dep *appsv1.Deployment) (phase string, ready metav1.Conditi
 			fmt.Sprintf("%d of %d vMCP pods ready", dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1))
 	}
 	return thv1.VirtualMCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonDeploymentReady, "Virtual MCP server is running"
+}
+
+// failedToStart is ToolHive v0.63.0's operator's test of a vMCP that
+// failed to start: a pod in phase Failed and none ready (by its Ready
+// condition; a Failed pod is not counted as ready). It is that
+// operator's first check of the pods, before "starting" or "no pods". A
+// container in CrashLoopBackOff leaves the pod Running, so the vMCP
+// starting, as there: only a pod the kubelet gave up on (evicted, say)
+// counts.
+func failedToStart(pods []*corev1.Pod) bool {
+	failed, ready := 0, 0
+	for _, pod := range pods {
+		switch {
+		case pod.Status.Phase == corev1.PodFailed:
+			failed++
+		case workload.PodReady(pod):
+			ready++
+		}
+	}
+	return failed > 0 && ready == 0
 }
 
 // projectRuntime copies what vmcp reports of itself (status.runtime,

@@ -156,7 +156,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	}
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		phase, ready, reason, message := deploymentPhase(dep)
+		phase, ready, reason, message := deploymentPhase(dep, c.pods.All(v.Namespace, v.Name))
 		if ready == metav1.ConditionTrue {
 			phase, ready, reason, message = backendHealth(status, phase, ready, reason, message)
 		}

@@ -80,6 +80,8 @@ const (
 	ReasonDeploymentDegraded = "DeploymentPartiallyReady"
 	ReasonDeploymentNotReady = "DeploymentNotReady"
 	ReasonScaledToZero       = "ScaledToZero"
+	// Ready=False, phase Failed: a vMCP pod failed and none is ready.
+	ReasonDeploymentFailed = "DeploymentFailed"
 	// Ready=False: the vMCP's group has no members to aggregate yet.
 	ReasonNoBackends = "NoBackends"
 	// Ready=False while the workload is deleted.
