@@ -172,6 +172,28 @@ func (o *Operator) Tail(n int) string { return Tail(o.Log, n) }
 // left to the caller; a variable from a Secret or ConfigMap is refused, as
 // the suites cannot give it.
 func ChartEnv(module, values string) ([]string, error) {
+	dep, err := ChartDeployment(module, values)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		switch {
+		case e.ValueFrom == nil:
+			env = append(env, e.Name+"="+e.Value)
+		case e.ValueFrom.FieldRef != nil && e.Name == "POD_NAMESPACE":
+		default:
+			return nil, fmt.Errorf("ToolHive's chart gives the operator %s from a reference the suites cannot resolve", e.Name)
+		}
+	}
+	return env, nil
+}
+
+// ChartDeployment is ToolHive's operator's Deployment as its chart
+// (deploy/charts/operator of module) renders it in OperatorNamespace,
+// with its default values or the values file values: what a cluster
+// that installed ToolHive with Helm holds, and what the plugin reads.
+func ChartDeployment(module, values string) (*appsv1.Deployment, error) {
 	root, err := framework.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -180,7 +202,7 @@ func ChartEnv(module, values string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hack/helm.sh: %w", err)
 	}
-	args := []string{"template", "toolhive-operator", filepath.Join(module, "deploy", "charts", "operator"), "--namespace", "toolhive-system"}
+	args := []string{"template", OperatorName, filepath.Join(module, "deploy", "charts", "operator"), "--namespace", OperatorNamespace}
 	if values != "" {
 		args = append(args, "-f", values)
 	}
@@ -193,22 +215,13 @@ func ChartEnv(module, values string) ([]string, error) {
 	}
 	for _, doc := range strings.Split(string(rendered), "\n---") {
 		var dep appsv1.Deployment
-		if err := yaml.Unmarshal([]byte(doc), &dep); err != nil || dep.Kind != "Deployment" {
+		if err := yaml.Unmarshal([]byte(doc), &dep); err != nil || dep.Kind != "Deployment" || len(dep.Spec.Template.Spec.Containers) == 0 {
 			continue
 		}
-		for _, c := range dep.Spec.Template.Spec.Containers {
-			var env []string
-			for _, e := range c.Env {
-				switch {
-				case e.ValueFrom == nil:
-					env = append(env, e.Name+"="+e.Value)
-				case e.ValueFrom.FieldRef != nil && e.Name == "POD_NAMESPACE":
-				default:
-					return nil, fmt.Errorf("ToolHive's chart gives the operator %s from a reference the suites cannot resolve", e.Name)
-				}
-			}
-			return env, nil
-		}
+		dep.Namespace = OperatorNamespace
+		// What helm install adds, and helm template does not.
+		dep.Annotations = map[string]string{"meta.helm.sh/release-name": OperatorName, "meta.helm.sh/release-namespace": OperatorNamespace}
+		return &dep, nil
 	}
 	return nil, fmt.Errorf("ToolHive's chart (%s) renders no Deployment", module)
 }

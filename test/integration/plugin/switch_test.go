@@ -217,7 +217,7 @@ func versions(t *testing.T, env *framework.Env, ns string) map[string]string {
 }
 
 // toolhiveNS is where ToolHive's operator runs in a toolhiveCluster.
-const toolhiveNS = "toolhive-system"
+const toolhiveNS = toolhive.OperatorNamespace
 
 // toolhiveCluster is an API server of its own with ToolHive's CRDs, as a
 // cluster that runs ToolHive's operator has, and the namespaces
@@ -262,16 +262,9 @@ func newToolhiveCluster(t *testing.T) *toolhiveCluster {
 			t.Fatal(err)
 		}
 	}
-	chartEnv, err := toolhive.ChartEnv(tc.module, "")
+	dep, err := toolhive.ChartDeployment(tc.module, "")
 	if err != nil {
 		t.Fatal(err)
-	}
-	dep := operator(toolhiveNS, "")
-	c := &dep.Spec.Template.Spec.Containers[0]
-	c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}
-	for _, kv := range chartEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
 	}
 	if _, err := tc.env.Kube.AppsV1().Deployments(toolhiveNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

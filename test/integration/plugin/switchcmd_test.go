@@ -1,12 +1,10 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -15,14 +13,12 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -41,129 +37,51 @@ type switchReport struct {
 	ExitCode  int      `json:"exitCode"`
 }
 
-// kubelet plays the part of the cluster's Deployment controller and
-// kubelet for the two operators, which run here as processes: ToolHive's
-// operator runs while its Deployment asks for a replica, hivekeeper's
-// controllers while theirs does, each Deployment's status says so, and a
-// pod hivekeeper's plugin starts to check its image runs to completion.
+// kubelet is the stand-in cluster of TestSwitchCommand: ToolHive's
+// operator as a process, hivekeeper's controllers in-process with the
+// chart values preflight prints.
 type kubelet struct {
+	*toolhive.StandIn
 	t  *testing.T
 	tc *toolhiveCluster
-	// opts are hivekeeper's settings: the chart values preflight prints.
-	opts app.Options
-
-	thv    *toolhive.Operator
-	hkStop context.CancelFunc
-	hkDone chan error
-	hkUp   chan struct{}
 }
 
-// hivekeeperDeployment is hivekeeper's chart installed scaled to 0.
-func hivekeeperDeployment() *appsv1.Deployment {
-	sel := map[string]string{"app.kubernetes.io/name": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper", "app.kubernetes.io/component": "controller"}
-	labels := map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/managed-by": "Helm"}
-	for k, v := range sel {
-		labels[k] = v
-	}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "hivekeeper-system", Name: "hivekeeper", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
-				ServiceAccountName: "hivekeeper",
-				Containers:         []corev1.Container{{Name: "controller", Image: "ghcr.io/hivekeeper/hivekeeper:dev"}}}}},
-	}
-}
-
-// step brings each operator and Deployment status in line with what its
-// Deployment asks for.
-func (k *kubelet) step(ctx context.Context) {
-	t := k.t
-	env := k.tc.env
-	op, err := env.Kube.AppsV1().Deployments(toolhiveNS).Get(ctx, "toolhive-operator", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ptr.Deref(op.Spec.Replicas, 1)
-	switch {
-	case want > 0 && k.thv == nil:
-		k.thv = toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: k.tc.bins, Module: k.tc.module, Kubeconfig: k.tc.srv.Kubeconfig, Namespace: toolhiveNS, Dir: t.TempDir()})
-	case want == 0 && k.thv != nil:
-		k.thv.Stop(t)
-		k.thv = nil
-	}
-	k.status(ctx, op, k.thv != nil)
-
-	hk, err := env.Kube.AppsV1().Deployments("hivekeeper-system").Get(ctx, "hivekeeper", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = ptr.Deref(hk.Spec.Replicas, 1)
-	switch {
-	case want > 0 && k.hkStop == nil:
-		runCtx, cancel := context.WithCancel(context.Background())
-		k.hkStop, k.hkDone, k.hkUp = cancel, make(chan error, 1), make(chan struct{})
-		go func(done chan error, up chan struct{}) { done <- app.Start(runCtx, env.Kube, env.Toolhive, k.opts, up) }(k.hkDone, k.hkUp)
-	case want == 0 && k.hkStop != nil:
-		k.stopHivekeeper()
-	}
-	up := false
-	if k.hkStop != nil {
-		select {
-		case <-k.hkUp:
-			up = true
-		case err := <-k.hkDone:
-			t.Fatalf("hivekeeper's controllers stopped: %v", err)
-		default:
-		}
-	}
-	k.status(ctx, hk, up)
-
-	pods, err := env.Kube.CoreV1().Pods("hivekeeper-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=pull-check"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded {
-			continue
-		}
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "pull-check", Image: p.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
-		if _, err := env.Kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-}
-
-func (k *kubelet) stopHivekeeper() {
-	k.hkStop()
-	select {
-	case err := <-k.hkDone:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			k.t.Errorf("hivekeeper's controllers: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		k.t.Fatal("hivekeeper's controllers still running 30s after they were stopped")
-	}
-	k.hkStop = nil
-}
-
-// status writes d's status: all its replicas ready when running, none
-// when not.
-func (k *kubelet) status(ctx context.Context, d *appsv1.Deployment, running bool) {
-	st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation}
-	if running {
-		n := ptr.Deref(d.Spec.Replicas, 1)
-		st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas = n, n, n, n
-	}
-	if equality.Semantic.DeepEqual(d.Status, st) {
-		return
-	}
-	d = d.DeepCopy()
-	d.Status = st
-	if _, err := k.tc.env.Kube.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-		k.t.Fatal(err)
-	}
+func newKubelet(t *testing.T, tc *toolhiveCluster, opts app.Options) *kubelet {
+	k := &kubelet{t: t, tc: tc}
+	k.StandIn = &toolhive.StandIn{T: t, Kube: tc.env.Kube,
+		StartToolHive: func() func() {
+			op := toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: tc.bins, Module: tc.module, Kubeconfig: tc.srv.Kubeconfig, Namespace: toolhiveNS, Dir: t.TempDir()})
+			return func() { op.Stop(t) }
+		},
+		StartHivekeeper: func() (func() bool, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done, up := make(chan error, 1), make(chan struct{})
+			go func() { done <- app.Start(ctx, tc.env.Kube, tc.env.Toolhive, opts, up) }()
+			ready := func() bool {
+				select {
+				case <-up:
+					return true
+				case err := <-done:
+					t.Fatalf("hivekeeper's controllers stopped: %v", err)
+				default:
+				}
+				return false
+			}
+			stop := func() {
+				cancel()
+				select {
+				case err := <-done:
+					if err != nil && !errors.Is(err, context.Canceled) {
+						t.Errorf("hivekeeper's controllers: %v", err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("hivekeeper's controllers still running 30s after they were stopped")
+				}
+			}
+			return ready, stop
+		}}
+	t.Cleanup(k.StopAll)
+	return k
 }
 
 // run runs the plugin with args while the kubelet plays its part, and
@@ -171,38 +89,12 @@ func (k *kubelet) status(ctx context.Context, d *appsv1.Deployment, running bool
 func (k *kubelet) run(args ...string) (int, switchReport, string) {
 	t := k.t
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(plugin(t), append([]string{"--kubeconfig", k.tc.srv.Kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	ctx := context.Background()
-	var err error
-wait:
-	for {
-		select {
-		case err = <-exited:
-			break wait
-		case <-time.After(100 * time.Millisecond):
-			k.step(ctx)
-		}
-	}
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	k.step(ctx)
+	code, stdout, stderr := k.Run(plugin(t), append([]string{"--kubeconfig", k.tc.srv.Kubeconfig}, args...)...)
 	var r switchReport
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("%v exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, stdout.String(), stderr.String())
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, stdout, stderr)
 	}
-	return code, r, stdout.String()
+	return code, r, stdout
 }
 
 // switchArgs are switch's flags here: short waits, hivekeeper at one
@@ -235,10 +127,7 @@ func TestSwitchCommand(t *testing.T) {
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Create(ctx, hostPathServer("team-b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Kube.CoreV1().ServiceAccounts("hivekeeper-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Kube.AppsV1().Deployments("hivekeeper-system").Create(ctx, hivekeeperDeployment(), metav1.CreateOptions{}); err != nil {
+	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
 		t.Fatal(err)
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -252,16 +141,11 @@ func TestSwitchCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &kubelet{t: t, tc: tc, opts: app.Options{
+	k := newKubelet(t, tc, app.Options{
 		RunnerImage: toolhive.FlagValue(flags, "--runner-image"), VMCPImage: toolhive.FlagValue(flags, "--vmcp-image"),
 		RegistryAPIImage: toolhive.FlagValue(flags, "--registry-api-image"), ProxyHost: toolhive.FlagValue(flags, "--proxy-host"),
-		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"}}
-	t.Cleanup(func() {
-		if k.hkStop != nil {
-			k.stopHivekeeper()
-		}
-	})
-	k.step(ctx)
+		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"})
+	k.Step(ctx)
 	for _, ns := range []string{"team-a", "team-b"} {
 		settle(t, env, ns, 3*time.Minute)
 	}
@@ -277,7 +161,7 @@ func TestSwitchCommand(t *testing.T) {
 			t.Errorf("the prediction: %s", out)
 		}
 		measure(t, "a refused switch", before, readBoth(t, env), nil)
-		if k.thv == nil || k.hkStop != nil {
+		if !k.ToolHiveRunning() || k.HivekeeperRunning() {
 			t.Error("a refused switch changed which operator runs")
 		}
 	})
@@ -305,7 +189,7 @@ func TestSwitchCommand(t *testing.T) {
 			t.Errorf("preflight predicted %q", r.Preflight.Summary)
 		}
 		measure(t, "the switch", before, readBoth(t, env), r.Outcome)
-		if k.thv != nil || k.hkStop == nil {
+		if k.ToolHiveRunning() || !k.HivekeeperRunning() {
 			t.Error("after the switch, ToolHive's operator runs or hivekeeper does not")
 		}
 		logReport(t, r)
@@ -321,7 +205,7 @@ func TestSwitchCommand(t *testing.T) {
 			t.Fatalf("switch --back exited %d:\n%s", code, out)
 		}
 		measure(t, "switch --back", before, readBoth(t, env), r.Outcome)
-		if k.thv == nil || k.hkStop != nil {
+		if !k.ToolHiveRunning() || k.HivekeeperRunning() {
 			t.Error("after switch --back, hivekeeper runs or ToolHive's operator does not")
 		}
 		if got := crdSchemas(t, env); !equality.Semantic.DeepEqual(got, toolhiveCRDs) {
@@ -334,7 +218,7 @@ func TestSwitchCommand(t *testing.T) {
 		if !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}) {
 			t.Errorf("after switch --back, the admission policy binding's actions are %v", b.Spec.ValidationActions)
 		}
-		if _, err := env.Kube.CoreV1().ConfigMaps("hivekeeper-system").Get(ctx, "hivekeeper-switch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := env.Kube.CoreV1().ConfigMaps(toolhive.HivekeeperNamespace).Get(ctx, "hivekeeper-switch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after switch --back, the record: %v", err)
 		}
 		logReport(t, r)
