@@ -49,7 +49,7 @@ const (
 	// read or does not know).
 	exitBlocked = 4
 	// exitUnpredicted: switch ran and restarted pods its prediction did
-	// not name (going back, which has no prediction, any pod).
+	// not name (going back: a workload the switch did not restart).
 	exitUnpredicted = 5
 )
 

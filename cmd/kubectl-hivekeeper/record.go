@@ -52,6 +52,11 @@ type switchRecord struct {
 	Hivekeeper deploymentRef `json:"hivekeeper"`
 	// Paused are the tools switch paused, with how to resume them.
 	Paused []pausedOwner `json:"paused,omitempty"`
+	// Restarted are the workloads the switch restarted: the ones whose
+	// pod template ToolHive's operator may write back (its own output,
+	// where hivekeeper's differs on purpose), so switch --back expects
+	// their restarts and no others.
+	Restarted []Change `json:"restarted,omitempty"`
 }
 
 type deploymentRef struct {

@@ -76,8 +76,8 @@ stored in a version ToolHive's recorded CRDs do not serve.
 
 Exit status: 0 when the switch restarted no pod it did not predict;
 3 when it was refused because it would restart pods; 4 when something
-blocks it; 5 when it ran and restarted pods it did not predict (every pod,
-going back); 1 when a step failed (the report says which, and switch
+blocks it; 5 when it ran and restarted pods it did not predict (going
+back: a workload the switch did not restart); 1 when a step failed (the report says which, and switch
 --back undoes what was done); 2 on a usage error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -297,7 +297,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	settledStep(p, settled, o)
 	r.Outcome = compareSnapshots(before, after, pf.Prediction.Restarts)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
-	rec.Phase = phaseSwitched
+	rec.Phase, rec.Restarted = phaseSwitched, r.Outcome.Restarted
 	if err := saveRecord(ctx, c.kube, rec); err != nil {
 		return r, err
 	}
@@ -376,7 +376,13 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err := resumeOwners(ctx, c, rec, o.leaveOwners, p); err != nil {
 		return r, err
 	}
-	r.Outcome = compareSnapshots(before, after, nil)
+	// ToolHive's operator may write back the pod templates the switch
+	// changed; any other restart is one nothing explains.
+	expected := make([]Restart, len(rec.Restarted))
+	for i, c := range rec.Restarted {
+		expected[i] = Restart{Change: c}
+	}
+	r.Outcome = compareSnapshots(before, after, expected)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
 	if err := deleteRecord(ctx, c.kube, hk.Namespace); err != nil {
 		return r, err
