@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -55,17 +56,23 @@ func knownKinds() []string {
 // would leave objects stored in a version no longer served, which the API
 // server refuses or cannot read. A kind hivekeeper does not know is noted:
 // its objects are left alone.
-func checkCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]CRD, error) {
+// listToolhiveCRDs are the cluster's CRDs of ToolHive's API group.
+func listToolhiveCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]apiextensionsv1.CustomResourceDefinition, error) {
 	list, err := client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the CRDs: %w", err)
 	}
+	return slices.DeleteFunc(list.Items, func(c apiextensionsv1.CustomResourceDefinition) bool { return c.Spec.Group != thv1.GroupName }), nil
+}
+
+func checkCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]CRD, error) {
+	list, err := listToolhiveCRDs(ctx, client)
+	if err != nil {
+		return nil, err
+	}
 	known := knownKinds()
 	var out []CRD
-	for _, c := range list.Items {
-		if c.Spec.Group != thv1.GroupName {
-			continue
-		}
+	for _, c := range list {
 		row := CRD{Name: c.Name, Kind: c.Spec.Names.Kind, Stored: c.Status.StoredVersions}
 		var unserved []string
 		for _, v := range c.Status.StoredVersions {

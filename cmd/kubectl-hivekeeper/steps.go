@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -124,6 +125,13 @@ func compareSnapshots(before, after *snapshot, predicted []Restart) *Outcome {
 	for _, c := range o.Restarted {
 		if k := c.Kind + " " + c.Namespace + "/" + c.Name; !expected[k] {
 			o.Unpredicted = append(o.Unpredicted, k)
+		}
+	}
+	// A workload deleted took its pods with it: worse than a restart, and
+	// never predicted.
+	for _, c := range o.Deleted {
+		if c.Kind == "Deployment" || c.Kind == "StatefulSet" {
+			o.Unpredicted = append(o.Unpredicted, c.Kind+" "+c.Namespace+"/"+c.Name+" (deleted)")
 		}
 	}
 	return o
@@ -515,15 +523,12 @@ func hivekeeperCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // toolhiveCRDs are the cluster's toolhive.stacklok.dev CRDs, as switch
 // --back puts them back: name, labels, annotations and spec.
 func toolhiveCRDs(ctx context.Context, client apiextensionsclient.Interface) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	list, err := client.ApiextensionsV1().CustomResourceDefinitions().List(ctx, metav1.ListOptions{})
+	list, err := listToolhiveCRDs(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CRDs: %w", err)
+		return nil, err
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, c := range list.Items {
-		if c.Spec.Group != thv1.GroupName {
-			continue
-		}
+	for _, c := range list {
 		out = append(out, &apiextensionsv1.CustomResourceDefinition{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
 			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels, Annotations: c.Annotations},
@@ -624,17 +629,15 @@ func established(c *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
+// mergeMaps is base with over's entries on top, base itself when both
+// are empty (an update then leaves the field as it was).
 func mergeMaps(base, over map[string]string) map[string]string {
 	if len(base) == 0 && len(over) == 0 {
 		return base
 	}
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range over {
-		out[k] = v
-	}
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
 	return out
 }
 

@@ -442,7 +442,7 @@ func TestCompareSnapshots(t *testing.T) {
 	podAfter := pod.DeepCopy()
 	podAfter.ResourceVersion = "2"
 	before := snap(dep("same", "1", "1", "x"), dep("rolled", "2", "1", "x"), dep("predicted", "3", "1", "x"), dep("recreated", "4", "1", "x"),
-		cm("cfg", "1", "a"), cm("labelled", "1", "a"), cm("gone", "1", "a"), pod)
+		dep("deleted", "5", "1", "x"), cm("cfg", "1", "a"), cm("labelled", "1", "a"), cm("gone", "1", "a"), pod)
 	after := snap(dep("same", "1", "1", "x"), dep("rolled", "2", "2", "y"), dep("predicted", "3", "2", "y"), dep("recreated", "40", "5", "x"),
 		cm("cfg", "2", "b"), cm("labelled", "2", "a"), cm("new", "1", "a"), podAfter)
 	o := compareSnapshots(before, after, []Restart{{Change: Change{Kind: "Deployment", Namespace: "a", Name: "predicted"}}})
@@ -455,9 +455,9 @@ func TestCompareSnapshots(t *testing.T) {
 		Recreated:   []Change{{Kind: "Deployment", Namespace: "a", Name: "recreated"}},
 		Rewritten:   []Change{{Kind: "ConfigMap", Namespace: "a", Name: "cfg", Field: "data", Detail: describe("data", cm("cfg", "1", "a"), cm("cfg", "2", "b"))}},
 		Created:     []Change{{Kind: "ConfigMap", Namespace: "a", Name: "new"}},
-		Deleted:     []Change{{Kind: "ConfigMap", Namespace: "a", Name: "gone"}},
+		Deleted:     []Change{{Kind: "ConfigMap", Namespace: "a", Name: "gone"}, {Kind: "Deployment", Namespace: "a", Name: "deleted"}},
 		Changed:     map[string]int{"ConfigMap": 2, "Deployment": 3},
-		Unpredicted: []string{"Deployment a/recreated", "Deployment a/rolled"},
+		Unpredicted: []string{"Deployment a/recreated", "Deployment a/rolled", "Deployment a/deleted (deleted)"},
 	}
 	if !equalJSON(o, want) {
 		t.Errorf("outcome\n got %s\nwant %s", toJSON(o), toJSON(want))
