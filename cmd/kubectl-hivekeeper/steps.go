@@ -34,6 +34,7 @@ import (
 
 	crdyaml "github.com/hivekeeper/hivekeeper/config/crd"
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	thscheme "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/scheme"
 )
 
@@ -738,4 +739,40 @@ func actions[T ~string](list []T) []string {
 		out[i] = string(a)
 	}
 	return out
+}
+
+// releaseFinalizers removes, from every composite tool definition in
+// namespaces (every namespace when empty), the finalizer hivekeeper puts
+// there: ToolHive's operator holds none on that kind and never releases
+// it, so left on after switch --back it would keep the object from ever
+// being deleted. It returns how many it released. hivekeeper, scaled to
+// 0, writes nothing meanwhile; a conflict is an error, and switch --back
+// can be run again.
+func releaseFinalizers(ctx context.Context, th versioned.Interface, namespaces []string) (int, error) {
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{metav1.NamespaceAll}
+	}
+	n := 0
+	for _, ns := range scopes {
+		list, err := th.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return n, fmt.Errorf("listing composite tool definitions: %w", err)
+		}
+		for _, d := range list.Items {
+			if !slices.Contains(d.Finalizers, thv1.VirtualMCPCompositeToolDefinitionFinalizer) {
+				continue
+			}
+			keep := slices.DeleteFunc(slices.Clone(d.Finalizers), func(f string) bool { return f == thv1.VirtualMCPCompositeToolDefinitionFinalizer })
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": d.ResourceVersion}})
+			if err != nil {
+				return n, err
+			}
+			if _, err := th.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+				return n, fmt.Errorf("releasing hivekeeper's finalizer of composite tool definition %s/%s: %w", d.Namespace, d.Name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

@@ -67,7 +67,8 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
      pods restarted, children recreated and ConfigMaps rewritten.
 
 switch --back does the reverse from the record: hivekeeper scaled to 0,
-its admission policy set to Warn, ToolHive's CRDs put back, ToolHive's
+its admission policy set to Warn, its own finalizer released from
+composite tool definitions, ToolHive's CRDs put back, ToolHive's
 operator restored to its replicas, the paused tools resumed, the same
 comparison, and the record deleted. It refuses when objects may be
 stored in a version ToolHive's recorded CRDs do not serve.
@@ -359,6 +360,11 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 		return r, err
 	} else if n > 0 {
 		p.step("set hivekeeper's admission policy to Warn: it no longer refuses what ToolHive's operator accepts")
+	}
+	if n, err := releaseFinalizers(ctx, c.toolhive, opts.Namespaces); err != nil {
+		return r, err
+	} else if n > 0 {
+		p.step("released hivekeeper's finalizer from %s: ToolHive's operator holds none there, and would never release it", count(n, "composite tool definition", "composite tool definitions"))
 	}
 	if err := replaceCRDs(ctx, c, crds, o.wait, o.interval); err != nil {
 		return r, err

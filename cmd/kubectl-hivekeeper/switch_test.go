@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 )
 
 // hivekeeperDeployment is hivekeeper's chart installed scaled to 0.
@@ -130,7 +131,7 @@ func testSwitchOptions() switchOptions {
 // resource[/subresource] name".
 func writes(c clients) []string {
 	var out []string
-	for _, f := range []*clienttesting.Fake{&c.kube.(*k8sfake.Clientset).Fake, &c.crds.(*apiextensionsfake.Clientset).Fake, &c.dyn.(*dynamicfake.FakeDynamicClient).Fake} {
+	for _, f := range []*clienttesting.Fake{&c.kube.(*k8sfake.Clientset).Fake, &c.crds.(*apiextensionsfake.Clientset).Fake, &c.dyn.(*dynamicfake.FakeDynamicClient).Fake, &c.toolhive.(*thfake.Clientset).Fake} {
 		for _, a := range f.Actions() {
 			w, ok := toWrite(a)
 			if !ok {
@@ -255,6 +256,17 @@ func TestSwitchAndBack(t *testing.T) {
 		}
 	}
 
+	// A composite tool definition hivekeeper finalized, beside another
+	// controller's finalizer, and one it did not.
+	for _, d := range []*thv1.VirtualMCPCompositeToolDefinition{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "held", Finalizers: []string{"example.com/keep", thv1.VirtualMCPCompositeToolDefinitionFinalizer}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "free"}},
+	} {
+		if _, err := c.toolhive.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions("team-a").Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes(c)
 	out.Reset()
 	back, err := switchBack(context.Background(), c, testSwitchOptions(), p)
 	if err != nil {
@@ -271,12 +283,16 @@ func TestSwitchAndBack(t *testing.T) {
 		"update customresourcedefinitions " + mcpservers.Name,
 		"patch applications toolhive",
 		"patch applications toolhive-crds",
+		"patch virtualmcpcompositetooldefinitions held",
 	}
 	if got := writes(c); !slices.Equal(got, want) {
 		t.Errorf("switch --back wrote\n %s\nwant\n %s", strings.Join(got, "\n "), strings.Join(want, "\n "))
 	}
 	if n := replicasOf(t, c, "toolhive-system", "toolhive-operator"); n != 1 {
 		t.Errorf("ToolHive's operator runs %d replicas after switch --back", n)
+	}
+	if held, err := c.toolhive.ToolhiveV1beta1().VirtualMCPCompositeToolDefinitions("team-a").Get(context.Background(), "held", getOpts); err != nil || !slices.Equal(held.Finalizers, []string{"example.com/keep"}) {
+		t.Errorf("the composite tool definition's finalizers after switch --back: %v, %v", held.Finalizers, err)
 	}
 	if n := replicasOf(t, c, "hivekeeper-system", "hivekeeper"); n != 0 {
 		t.Errorf("hivekeeper runs %d replicas after switch --back", n)
