@@ -37,12 +37,11 @@ func (s *suite) snapshot(log bool) snapshot {
 // Paths of the differences that are not a field: an object recreated,
 // the verbs of an operator's writes to an object it did not need to write
 // (those the API server accepted), a write of hivekeeper's the API server
-// refused, a CRD the API server refused.
+// refused.
 const (
 	pathRecreated = "(recreated)"
 	pathWrites    = "(writes)"
 	pathRefused   = "(refused)"
-	pathApply     = "(apply)"
 )
 
 // compare lists, for one switch, every difference between two snapshots
@@ -53,14 +52,11 @@ const (
 // by kind and verb. Objects are named "<direction> <case> Kind/name".
 // A custom resource's finalizers are its operator's own: they are
 // counted, not returned.
-func (s *suite) compare(direction string, before, after snapshot, user string, crdErrs map[string]string) []toolhive.Difference {
+func (s *suite) compare(direction string, before, after snapshot, user string) []toolhive.Difference {
 	var diffs []toolhive.Difference
 	report := map[string][]string{}
 	lost := 0
 	fresh := map[string]bool{} // children of workloads ToolHive's operator does not run
-	for _, name := range sortedKeys(crdErrs) {
-		diffs = append(diffs, toolhive.Difference{Object: direction + " cluster CustomResourceDefinition/" + name, Path: pathApply, A: toolhive.None, B: crdErrs[name]})
-	}
 	for _, c := range s.cases {
 		b, a := before[c.Name], after[c.Name]
 		keys := map[string]bool{}
@@ -150,9 +146,9 @@ func (s *suite) compare(direction string, before, after snapshot, user string, c
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d Deployments' pod templates changed, %d children deleted, %d created, %d recreated, "+
-		"%d ConfigMaps' data changed, %d custom-resource spec paths lost, %d CRDs refused; %d writes by %s (%d refused by the API server):\n",
+		"%d ConfigMaps' data changed, %d custom-resource spec paths lost; %d writes by %s (%d refused by the API server):\n",
 		direction, len(report["Deployments whose pod template changed"]), len(report["children deleted"]), len(report["children created"]),
-		len(report["children recreated"]), len(report["ConfigMaps whose data changed"]), lost, len(crdErrs), len(writes), user, refused)
+		len(report["children recreated"]), len(report["ConfigMaps whose data changed"]), lost, len(writes), user, refused)
 	for _, k := range sortedKeys(byKindVerb) {
 		fmt.Fprintf(&b, "  %5d  %s\n", byKindVerb[k], k)
 	}

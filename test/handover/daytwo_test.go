@@ -64,7 +64,8 @@ func TestDayTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	hivekeeperCRDs := filepath.Join(root, "deploy", "charts", "hivekeeper", "crds")
-	hk := s.switchToHivekeeper(built(), hivekeeperCRDs)
+	controller, _ := built()
+	hk := s.switchToHivekeeper(controller, hivekeeperCRDs)
 	if rolls := s.editRolls(hiveUser, "1", func() { s.settle("hivekeeper", hiveUser, hk.exited, hk.metricsURL) }); len(rolls) != 1 {
 		t.Errorf("under hivekeeper an edit rolled the Deployment %d times (%v), want once", len(rolls), rolls)
 	}
@@ -110,7 +111,7 @@ func TestDayTwo(t *testing.T) {
 	thv.Stop(t)
 
 	// To hivekeeper again, and delete everything.
-	hk = s.switchToHivekeeper(built(), hivekeeperCRDs)
+	hk = s.switchToHivekeeper(controller, hivekeeperCRDs)
 	s.deleteEverything()
 	hk.stop(t)
 }
@@ -233,10 +234,10 @@ func unexpectedAfterCRDs(events []framework.AuditEvent) []framework.AuditEvent {
 	return bad
 }
 
-// deleteEverything deletes every custom resource of the load, as `kubectl
-// delete` does, and waits until all are gone; then deletes the load's
-// namespaces and waits until they are gone.
-func (s *suite) deleteEverything() {
+// deleteCustomResources deletes every custom resource of the load, as
+// `kubectl delete` of each kind in each namespace does, and requires every
+// deletion to finish: no finalizer the running operator does not release.
+func (s *suite) deleteCustomResources() {
 	s.t.Helper()
 	ctx := context.Background()
 	var custom []schema.GroupVersionResource
@@ -277,8 +278,16 @@ func (s *suite) deleteEverything() {
 		return err == nil && len(rest) == 0, fmt.Errorf("%d custom resources left: %v (%v)", len(rest), rest[:min(len(rest), 5)], err)
 	}, "every custom resource deleted")
 	s.t.Logf("%d custom resources deleted in %v", len(objects), time.Since(began).Round(time.Millisecond))
+}
 
-	began = time.Now()
+// deleteEverything deletes every custom resource of the load, as
+// deleteCustomResources does, then every namespace of the load, and
+// requires both to finish.
+func (s *suite) deleteEverything() {
+	s.t.Helper()
+	ctx := context.Background()
+	s.deleteCustomResources()
+	began := time.Now()
 	for _, c := range s.cases {
 		if err := s.env.Kube.CoreV1().Namespaces().Delete(ctx, c.Namespace, metav1.DeleteOptions{}); err != nil {
 			s.t.Fatal(err)

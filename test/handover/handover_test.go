@@ -35,7 +35,7 @@ const (
 	thvUser  = "toolhive-operator"
 	hiveUser = "hivekeeper"
 	// thvNamespace is ToolHive's operator's own namespace.
-	thvNamespace = "toolhive-system"
+	thvNamespace = toolhive.OperatorNamespace
 	// quiet is how long an operator must not write before it counts as
 	// settled (with empty work queues).
 	quiet = 3 * time.Second
@@ -63,6 +63,9 @@ type suite struct {
 	// resources are the kinds snapshotted: every child kind and every
 	// custom resource kind of the load.
 	resources []schema.GroupVersionResource
+	// thv and hk are the operators running, or last run.
+	thv *toolhive.Operator
+	hk  *hivekeeper
 }
 
 // scenario is one cluster a ToolHive user switches: the values ToolHive's
@@ -81,6 +84,13 @@ type scenario struct {
 	// stand-in kubelet; only the cases named in only are loaded.
 	cluster bool
 	only    []string
+	// without are cases left out of the load.
+	without []string
+	// noRestarts: preflight must predict no restart, switch must then run
+	// without --allow-restarts, and neither direction may restart a pod;
+	// after the switch back, every custom resource must delete under
+	// ToolHive's operator.
+	noRestarts bool
 	// previous runs ToolHive's older release (TOOLHIVE_PREVIOUS_VERSION)
 	// instead of the one users run.
 	previous bool
@@ -90,6 +100,18 @@ var scenarios = []scenario{
 	{name: ""},
 	{name: "production", values: "production-values.yaml"},
 	{name: "v0.47.0", previous: true},
+	// The load without the workloads hivekeeper restarts on purpose
+	// (docs/compatibility.md): what most clusters are.
+	{name: "no-restarts", noRestarts: true, without: restartedOnPurpose},
+}
+
+// restartedOnPurpose are the cases with a workload whose pods a switch
+// restarts, for a reason docs/compatibility.md gives: host paths
+// (allowedAtSwitch's "spec.volumes host paths") and two vMCP configs
+// ToolHive's vmcp refuses ("outgoingAuth.default.type", "backends[].type").
+var restartedOnPurpose = []string{
+	"table/15-runtime-features.yaml", "table/21-permission-profile-configmap.yaml",
+	"table/24-vmcp-config.yaml", "table/35-vmcp-entries.yaml",
 }
 
 // label is how the scenario prefixes a switch's direction.
@@ -157,8 +179,10 @@ func TestHandover(t *testing.T) {
 }
 
 // run converges the load with ToolHive's operator, switches to
-// hivekeeper and back, and returns every difference of both switches.
-func (s *suite) run(built func() string) []toolhive.Difference {
+// hivekeeper and back with `kubectl hivekeeper switch` and `switch
+// --back`, and returns every difference of both switches. The plugin's
+// prediction and its reports must equal what the suite measures itself.
+func (s *suite) run(built func() (controller, plugin string)) []toolhive.Difference {
 	t := s.t
 	// The load goes in first: ToolHive's operator misses objects created
 	// in the moments after it starts (some MCPServers created then are
@@ -166,40 +190,80 @@ func (s *suite) run(built func() string) []toolhive.Difference {
 	// the operator is one a switch creates anyway.
 	s.applyLoad()
 	thv := s.waitDeployments(s.startToolHive())
+	s.thv = thv
 	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
 	s.playKubelet()
 	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
-	before := s.snapshot(true)
-	thv.Stop(t)
+	before, colsBefore := s.snapshot(true), s.columns()
+	controller, plugin := built()
+	k := s.standIn(controller)
+	k.ToolHiveStarted(func() { thv.Stop(t) })
 
-	// To hivekeeper: its CRDs as docs/install.md applies them on an
-	// upgrade (helm install leaves CRDs that exist alone), then the binary
-	// with the images ToolHive's operator ran.
-	if err := s.audit.Mark(); err != nil {
-		t.Fatal(err)
+	// To hivekeeper: switch refuses the restarts it predicts, changing
+	// nothing, then runs when they are accepted.
+	first := s.plugin(k, plugin)
+	pf := first.Preflight
+	if pf == nil || pf.Operator == nil {
+		t.Fatalf("switch found no ToolHive operator: %s", first.Summary)
 	}
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
+	if !slices.Equal(pf.Settings.Flags, s.operatorFlags) {
+		t.Errorf("preflight's flags for hivekeeper %v, the chart environment's %v", pf.Settings.Flags, s.operatorFlags)
 	}
-	crdErrs := s.applyCRDs(filepath.Join(root, "deploy", "charts", "hivekeeper", "crds"))
-	hk := s.startHivekeeper(built())
+	report := first
+	if s.scenario.noRestarts && len(pf.Prediction.Restarts) > 0 {
+		t.Errorf("preflight predicted %d restarts, want none: %s", len(pf.Prediction.Restarts), pf.Summary)
+	}
+	if len(pf.Prediction.Restarts) > 0 {
+		if first.ExitCode != 3 || first.Outcome != nil || len(first.Steps) != 0 || !k.ToolHiveRunning() || k.HivekeeperRunning() {
+			t.Fatalf("switch predicted %d restarts and exited %d (want 3, nothing done): %s", len(pf.Prediction.Restarts), first.ExitCode, first.Summary)
+		}
+		if now := s.snapshot(false); !sameChildren(before, now) {
+			t.Errorf("a refused switch changed the cluster")
+		}
+		if err := s.audit.Mark(); err != nil {
+			t.Fatal(err)
+		}
+		report = s.plugin(k, plugin, "--allow-restarts")
+	}
+	if report.ExitCode != 0 || report.Outcome == nil || !report.Outcome.Settled {
+		t.Fatalf("switch exited %d: %s %s", report.ExitCode, report.Failed, report.Summary)
+	}
+	atExit := s.snapshot(false)
+	s.predicted(s.scenario.label("to-hivekeeper"), report.Preflight.Prediction, before, atExit)
+	s.reported(s.scenario.label("to-hivekeeper"), report.Outcome, before, atExit)
+	hk := s.hk
 	s.settle("hivekeeper", hiveUser, hk.exited, hk.metricsURL)
-	after := s.snapshot(true)
-	toHive := s.compare(s.scenario.label("to-hivekeeper"), before, after, hiveUser, crdErrs)
+	after, colsAfter := s.snapshot(true), s.columns()
+	toHive := s.compare(s.scenario.label("to-hivekeeper"), before, after, hiveUser)
+	s.sameColumnsFilled(s.scenario.label("to-hivekeeper"), colsBefore, colsAfter)
 	hk.crossCheck(t, s.writesBy(hiveUser))
-	hk.stop(t)
 
-	// And back: ToolHive's CRDs as its chart's files, its operator again.
+	// And back: switch --back puts ToolHive's CRDs back as it recorded
+	// them and starts ToolHive's operator again.
 	if err := s.audit.Mark(); err != nil {
 		t.Fatal(err)
 	}
-	crdErrs = s.applyCRDs(toolhive.CRDDir(s.module))
-	thv = s.startToolHive()
-	s.settle("ToolHive's operator", thvUser, thv.Exited, "")
-	back := s.snapshot(true)
-	toThv := s.compare(s.scenario.label("back-to-toolhive"), after, back, thvUser, crdErrs)
-	s.roundTrip(before, back)
+	back := s.plugin(k, plugin, "--back")
+	if back.Outcome == nil || !back.Outcome.Settled || back.ExitCode != 0 {
+		t.Fatalf("switch --back exited %d: %s %s", back.ExitCode, back.Failed, back.Summary)
+	}
+	if s.scenario.noRestarts && (len(report.Outcome.Restarted) > 0 || len(back.Outcome.Restarted) > 0) {
+		t.Errorf("the switch restarted %d workloads and switch --back %d, want none", len(report.Outcome.Restarted), len(back.Outcome.Restarted))
+	}
+	if !k.ToolHiveRunning() || k.HivekeeperRunning() {
+		t.Fatal("after switch --back, hivekeeper runs or ToolHive's operator does not")
+	}
+	s.reported(s.scenario.label("back-to-toolhive"), back.Outcome, after, s.snapshot(false))
+	s.settle("ToolHive's operator", thvUser, s.thv.Exited, "")
+	end := s.snapshot(true)
+	toThv := s.compare(s.scenario.label("back-to-toolhive"), after, end, thvUser)
+	s.sameColumnsFilled(s.scenario.label("back-to-toolhive"), colsAfter, s.columns())
+	s.roundTrip(before, end)
+	if s.scenario.noRestarts {
+		// Every object hivekeeper had finalized deletes under ToolHive's
+		// operator again: none keeps a finalizer only hivekeeper releases.
+		s.deleteCustomResources()
+	}
 	return append(toHive, toThv...)
 }
 
@@ -236,6 +300,13 @@ func newSuite(t *testing.T, sc scenario) *suite {
 	}
 	if s.cases, err = toolhive.CasesOf(filepath.Join(root, "test", "conformance", "testdata", "table"), s.module, toolhive.HandoverKinds); err != nil {
 		t.Fatal(err)
+	}
+	if sc.without != nil {
+		n := len(s.cases)
+		s.cases = slices.DeleteFunc(s.cases, func(c *toolhive.Case) bool { return slices.Contains(sc.without, c.Name) })
+		if n-len(s.cases) != len(sc.without) {
+			t.Fatalf("the load has %d of the cases %v", n-len(s.cases), sc.without)
+		}
 	}
 	if sc.only != nil {
 		s.cases = slices.DeleteFunc(s.cases, func(c *toolhive.Case) bool { return !slices.Contains(sc.only, c.Name) })
@@ -286,11 +357,24 @@ func newSuite(t *testing.T, sc scenario) *suite {
 			t.Fatal(err)
 		}
 	}
-	for _, ns := range namespaces {
+	for _, ns := range append(namespaces, toolhive.HivekeeperNamespace) {
 		if _, err := s.env.Kube.CoreV1().Namespaces().Create(context.Background(),
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating namespace %s: %v", ns, err)
 		}
+	}
+	// What the plugin finds: ToolHive's operator's Deployment as its
+	// chart renders it with the scenario's values (the operator itself
+	// runs as a process), hivekeeper's chart installed scaled to 0.
+	operator, err := toolhive.ChartDeployment(s.module, s.values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.env.Kube.AppsV1().Deployments(thvNamespace).Create(context.Background(), operator, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := toolhive.InstallHivekeeper(context.Background(), s.env.Kube); err != nil {
+		t.Fatal(err)
 	}
 	s.resources = append([]schema.GroupVersionResource(nil), toolhive.ChildResources...)
 	custom, err := commonVersions(toolhive.CRDDir(s.module), filepath.Join(root, "deploy", "charts", "hivekeeper", "crds"))
@@ -620,17 +704,17 @@ func (s *suite) applyCRDs(dir string) map[string]string {
 	return refused
 }
 
-// buildHivekeeper starts building the binary, as the chart's image has
-// it, while ToolHive's operator works; the function returned waits for
-// the build and returns the binary's path.
-func buildHivekeeper(t *testing.T) func() string {
+// buildHivekeeper starts building hivekeeper's binary, as the chart's
+// image has it, and the kubectl plugin, while ToolHive's operator works;
+// the function returned waits for the build and returns their paths.
+func buildHivekeeper(t *testing.T) func() (controller, plugin string) {
 	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "hivekeeper")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/controller")
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/controller", "./cmd/kubectl-hivekeeper")
 	cmd.Dir = root
 	var log framework.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -646,18 +730,17 @@ func buildHivekeeper(t *testing.T) func() string {
 			<-done
 		}
 	})
-	// Every switch to hivekeeper runs the same binary: the build is
-	// waited for once.
+	// Every switch runs the same binaries: the build is waited for once.
 	wait := sync.OnceValue(func() error {
 		waited = true
 		return <-done
 	})
-	return func() string {
+	return func() (string, string) {
 		t.Helper()
 		if err := wait(); err != nil {
-			t.Fatalf("go build ./cmd/controller: %v\n%s", err, log.String())
+			t.Fatalf("go build ./cmd/controller ./cmd/kubectl-hivekeeper: %v\n%s", err, log.String())
 		}
-		return bin
+		return filepath.Join(dir, "controller"), filepath.Join(dir, "kubectl-hivekeeper")
 	}
 }
 

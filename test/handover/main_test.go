@@ -2,11 +2,12 @@
 // hivekeeper, and back, does to a cluster: on one real API server with
 // ToolHive's CRDs, ToolHive's own operator (thv-operator at the pinned
 // release, with its chart's environment) converges a load of every kind
-// of workload; it is stopped, hivekeeper's CRDs are applied as
-// docs/install.md says, and the hivekeeper binary takes over; then the
-// reverse. Every child and custom resource is snapshotted before and after
-// each switch and every write is read from the API server's audit log, so
-// a pod template that changes, a child deleted or recreated, a ConfigMap
+// of workload; `kubectl hivekeeper switch` hands it to the hivekeeper
+// binary and `switch --back` back, while a stand-in plays the two
+// operators' Deployments (toolhive.StandIn). The plugin's prediction and
+// its reports must equal what the suite measures. Every child and custom
+// resource is snapshotted before and after each switch and every write is
+// read from the API server's audit log, so a pod template that changes, a child deleted or recreated, a ConfigMap
 // rewritten, a spec field lost or a write hivekeeper did not need shows,
 // named by object and field. The targets are zero of each; what differs
 // today is listed exactly (allowedDifferences, pendingDifferences).
