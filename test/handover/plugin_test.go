@@ -12,54 +12,13 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
-// switchReport is the part of `kubectl hivekeeper switch -o json` the
-// suite reads.
-type switchReport struct {
-	Preflight *struct {
-		Operator *struct {
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-		} `json:"operator"`
-		Settings struct {
-			Flags []string `json:"flags"`
-		} `json:"settings"`
-		Prediction prediction `json:"prediction"`
-		Summary    string     `json:"summary"`
-	} `json:"preflight"`
-	Steps    []string `json:"steps"`
-	Notes    []string `json:"notes"`
-	Outcome  *outcome `json:"outcome"`
-	Refused  string   `json:"refused"`
-	Failed   string   `json:"failed"`
-	Summary  string   `json:"summary"`
-	ExitCode int      `json:"exitCode"`
-}
-
-// prediction is preflight's: what the switch will restart, recreate and
-// rewrite.
-type prediction struct {
-	Restarts  []change `json:"restarts"`
-	Recreated []change `json:"recreated"`
-	Rewritten []change `json:"rewritten"`
-}
-
-// outcome is what switch reports it did.
-type outcome struct {
-	Settled     bool     `json:"settled"`
-	Restarted   []change `json:"restarted"`
-	Recreated   []change `json:"recreated"`
-	Rewritten   []change `json:"rewritten"`
-	Unpredicted []string `json:"unpredicted"`
-}
-
-type change struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Field     string `json:"field"`
-}
-
-func (c change) key() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
+// The plugin's JSON reports, as the suites read them.
+type (
+	switchReport = toolhive.SwitchReport
+	prediction   = toolhive.Prediction
+	outcome      = toolhive.SwitchOutcome
+	change       = toolhive.Change
+)
 
 // standIn is the suite's stand-in for the Deployment controller and
 // kubelet of the two operators' Deployments: ToolHive's operator runs as
@@ -153,7 +112,7 @@ func (s *suite) keys(list []change) []string {
 	out := []string{}
 	for _, c := range list {
 		if slices.ContainsFunc(s.cases, func(cs *toolhive.Case) bool { return cs.Namespace == c.Namespace }) {
-			out = append(out, c.key())
+			out = append(out, c.Key())
 		}
 	}
 	sort.Strings(out)

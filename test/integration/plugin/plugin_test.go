@@ -25,6 +25,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 func TestMain(m *testing.M) { framework.Main(m) }
@@ -33,42 +34,13 @@ func TestMain(m *testing.M) { framework.Main(m) }
 // the test when the package has no API server.
 var plugin = framework.BuildOnce("./cmd/kubectl-hivekeeper", "kubectl-hivekeeper")
 
-// report is the part of preflight's JSON report the test reads.
-type report struct {
-	Operator *struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		Release   string `json:"release"`
-	} `json:"operator"`
-	Settings struct {
-		Flags []string `json:"flags"`
-	} `json:"settings"`
-	Prediction struct {
-		Settled   bool     `json:"settled"`
-		Restarts  []change `json:"restarts"`
-		Recreated []change `json:"recreated"`
-		Rewritten []change `json:"rewritten"`
-		Created   []change `json:"created"`
-		Patched   []change `json:"patched"`
-	} `json:"prediction"`
-	Blockers []string `json:"blockers"`
-	Summary  string   `json:"summary"`
-	ExitCode int      `json:"exitCode"`
-}
-
-// change is one child of the prediction.
-type change struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Owner     string `json:"owner"`
-	Field     string `json:"field"`
-	Detail    string `json:"detail"`
-	// Pods are a restart's pods.
-	Pods []string `json:"pods"`
-}
-
-func (c change) key() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
+// The plugin's JSON reports, as the suites read them.
+type (
+	report       = toolhive.PreflightReport
+	change       = toolhive.Change
+	switchReport = toolhive.SwitchReport
+	outcome      = toolhive.SwitchOutcome
+)
 
 // preflight runs the plugin against the package's API server, with the
 // operator's namespace as -n, and returns its exit code and report.

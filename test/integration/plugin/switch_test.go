@@ -143,14 +143,14 @@ func TestPreflightPredictsTheSwitch(t *testing.T) {
 	var wantRestarted, wantRecreated, wantRewritten []string
 	for _, x := range r.Prediction.Restarts {
 		if x.Kind == "Deployment" {
-			wantRestarted = append(wantRestarted, x.key())
+			wantRestarted = append(wantRestarted, x.Key())
 		}
 	}
 	for _, c := range r.Prediction.Recreated {
-		wantRecreated = append(wantRecreated, c.key())
+		wantRecreated = append(wantRecreated, c.Key())
 	}
 	for _, c := range r.Prediction.Rewritten {
-		wantRewritten = append(wantRewritten, c.key())
+		wantRewritten = append(wantRewritten, c.Key())
 	}
 	for _, c := range []struct {
 		what            string

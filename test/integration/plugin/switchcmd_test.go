@@ -25,18 +25,6 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
-// switchReport is the part of switch's JSON report the test reads.
-type switchReport struct {
-	Preflight *report `json:"preflight"`
-	Steps     []string
-	Notes     []string
-	Outcome   *outcome `json:"outcome"`
-	Refused   string   `json:"refused"`
-	Failed    string   `json:"failed"`
-	Summary   string   `json:"summary"`
-	ExitCode  int      `json:"exitCode"`
-}
-
 // kubelet is the stand-in cluster of TestSwitchCommand: ToolHive's
 // operator as a process, hivekeeper's controllers in-process with the
 // chart values preflight prints.
@@ -157,7 +145,7 @@ func TestSwitchCommand(t *testing.T) {
 		if code != 3 || !strings.Contains(r.Refused, "run switch --allow-restarts") || r.Outcome != nil || len(r.Steps) != 0 {
 			t.Fatalf("switch exited %d, refused %q:\n%s", code, r.Refused, out)
 		}
-		if r.Preflight == nil || len(r.Preflight.Prediction.Restarts) != 1 || r.Preflight.Prediction.Restarts[0].key() != "Deployment team-b/files" {
+		if r.Preflight == nil || len(r.Preflight.Prediction.Restarts) != 1 || r.Preflight.Prediction.Restarts[0].Key() != "Deployment team-b/files" {
 			t.Errorf("the prediction: %s", out)
 		}
 		measure(t, "a refused switch", before, readBoth(t, env), nil)
@@ -248,7 +236,7 @@ func TestSwitchCommand(t *testing.T) {
 		}
 		var predicted []string
 		for _, x := range r.Preflight.Prediction.Restarts {
-			predicted = append(predicted, x.key())
+			predicted = append(predicted, x.Key())
 		}
 		if !slices.Equal(predicted, []string{"Deployment team-b/files-again"}) {
 			t.Errorf("predicted restarts %v", predicted)
@@ -272,9 +260,9 @@ func logReport(t *testing.T, r switchReport) {
 	if o := r.Outcome; o != nil {
 		name := func(c change) string {
 			if c.Owner != "" {
-				return c.key() + " (" + c.Owner + ")"
+				return c.Key() + " (" + c.Owner + ")"
 			}
-			return c.key()
+			return c.Key()
 		}
 		for _, c := range o.Restarted {
 			b.WriteString("restarted: " + name(c) + ": " + c.Field + "\n")
@@ -299,16 +287,6 @@ func readBoth(t *testing.T, env *framework.Env) both {
 	return both{readChildren(t, env, "team-a"), readChildren(t, env, "team-b")}
 }
 
-// outcome is a switch's report of what it did.
-type outcome struct {
-	Settled     bool           `json:"settled"`
-	Restarted   []change       `json:"restarted"`
-	Recreated   []change       `json:"recreated"`
-	Rewritten   []change       `json:"rewritten"`
-	Unpredicted []string       `json:"unpredicted"`
-	Changed     map[string]int `json:"changed"`
-}
-
 // measure compares the children before and after a switch, as this test
 // reads them, with what the switch reported (nil: nothing may change).
 func measure(t *testing.T, what string, before, after both, reported *outcome) {
@@ -322,7 +300,7 @@ func measure(t *testing.T, what string, before, after both, reported *outcome) {
 	if reported != nil {
 		for i, list := range [][]change{reported.Restarted, reported.Recreated, reported.Rewritten} {
 			for _, c := range list {
-				rep[i] = append(rep[i], c.key())
+				rep[i] = append(rep[i], c.Key())
 			}
 		}
 	}
