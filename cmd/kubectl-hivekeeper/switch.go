@@ -62,7 +62,8 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
   5. scales ToolHive's operator to 0 and waits until its pods are gone;
   6. replaces ToolHive's CRDs with hivekeeper's;
   7. scales hivekeeper up and waits until it is ready, leads, and nothing
-     in the watched namespaces has changed for --quiet;
+     in the watched namespaces has changed for --quiet, and fails if
+     ToolHive's operator was scaled up again meanwhile;
   8. compares every child with how it was before step 5 and reports the
      pods restarted, children recreated and ConfigMaps rewritten.
 
@@ -296,6 +297,9 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r, err
 	}
 	settledStep(p, settled, o)
+	if err := stillStopped(ctx, c.kube, op); err != nil {
+		return r, err
+	}
 	r.Outcome = compareSnapshots(before, after, pf.Prediction.Restarts)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
 	rec.Phase, rec.Restarted = phaseSwitched, r.Outcome.Restarted
@@ -396,6 +400,21 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	p.step("deleted the record %s/%s", hk.Namespace, recordName)
 	r.conclude()
 	return r, nil
+}
+
+// stillStopped fails when ToolHive's operator was scaled up again while
+// hivekeeper took over, by something the switch did not pause (a Helm
+// upgrade, a sync by hand): two operators then write the same children.
+func stillStopped(ctx context.Context, kube kubernetes.Interface, op *appsv1.Deployment) error {
+	now, err := kube.AppsV1().Deployments(op.Namespace).Get(ctx, op.Name, getOpts)
+	if err != nil {
+		return fmt.Errorf("reading ToolHive's operator %s/%s again: %w", op.Namespace, op.Name, err)
+	}
+	if n := ptr.Deref(now.Spec.Replicas, 1); n != 0 {
+		return fmt.Errorf("ToolHive's operator %s/%s was scaled back to %d while hivekeeper took over, by something the switch did not pause: "+
+			"both operators now write the same children; scale it to 0 and pause what keeps it, or run switch --back", op.Namespace, op.Name, n)
+	}
+	return nil
 }
 
 // conclude sets the summary and exit code from the outcome.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -399,6 +400,35 @@ func TestSwitchRefusals(t *testing.T) {
 				t.Errorf("a refused switch wrote %v", w)
 			}
 		})
+	}
+}
+
+// When something the switch did not pause scales ToolHive's operator back
+// up while hivekeeper takes over (here, as hivekeeper is scaled up), the
+// switch fails, says so, and keeps the record for switch --back.
+func TestSwitchFailsWhenToolHiveComesBack(t *testing.T) {
+	c := switchClients(t, crd("mcpservers", "MCPServer", "v1beta1"))
+	k := c.kube.(*k8sfake.Clientset)
+	k.PrependReactor("patch", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.PatchAction).GetName() == "hivekeeper" {
+			obj, err := k.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), "toolhive-system", "toolhive-operator")
+			if err != nil {
+				return true, nil, err
+			}
+			op := obj.(*appsv1.Deployment).DeepCopy()
+			op.Spec.Replicas = ptr.To[int32](1)
+			if err := k.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("deployments"), op, "toolhive-system"); err != nil {
+				return true, nil, err
+			}
+		}
+		return false, nil, nil
+	})
+	r, err := switchTo(context.Background(), c, testSwitchOptions(), &progress{w: io.Discard}, logr.Discard())
+	if err == nil || !strings.Contains(err.Error(), "was scaled back to 1 while hivekeeper took over") {
+		t.Fatalf("switch: %v, %+v", err, r)
+	}
+	if rec, err := readRecord(context.Background(), c.kube, "hivekeeper-system"); err != nil || rec == nil || rec.Phase != phaseSwitching {
+		t.Errorf("the record after the failed switch: %+v, %v", rec, err)
 	}
 }
 
