@@ -433,8 +433,11 @@ func waitLeader(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deplo
 }
 
 // pullFailures are the reasons a container waits on an image that will
-// not come, or a pod that will not start.
-var pullFailures = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
+// not come, or a pod that will not start. ErrImagePull is not one: a
+// first failed pull may be the registry's moment, and the kubelet tries
+// again; it reports ImagePullBackOff once a pull failed and it waits
+// before the next.
+var pullFailures = []string{"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"}
 
 // pullCheck runs hivekeeper's image, with its Deployment's pull secrets,
 // account, placement and security context, as `--version`, and waits

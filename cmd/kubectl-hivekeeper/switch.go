@@ -49,16 +49,15 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
 
   1. runs preflight and stops there when something blocks the switch, or
      when it would restart pods and --allow-restarts is not given;
-  2. records ToolHive's operator (its replicas), the tools that keep it
+  2. runs a pod with hivekeeper's image and pull secrets, and goes on only
+     once it started: nothing is changed for an image that does not pull;
+  3. records ToolHive's operator (its replicas), the tools that keep it
      and ToolHive's CRDs in the ConfigMap hivekeeper-switch beside
      hivekeeper, for switch --back;
-  3. turns off the automated sync of an Argo CD Application and suspends a
+  4. turns off the automated sync of an Argo CD Application and suspends a
      Flux HelmRelease or Kustomization that keeps the operator (a Helm
      release cannot be paused: the report says what to pass to its next
      upgrade);
-  4. runs a pod with hivekeeper's image and pull secrets, and goes on only
-     once it started: ToolHive's operator is not stopped for an image that
-     does not pull;
   5. scales ToolHive's operator to 0 and waits until its pods are gone;
   6. replaces ToolHive's CRDs with hivekeeper's;
   7. scales hivekeeper up and waits until it is ready, leads, and nothing
@@ -230,7 +229,14 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return nil, err
 	}
 
-	// 2. The record, before anything changes.
+	// 2. hivekeeper's image, before anything changes: a failure leaves
+	// nothing to undo.
+	if err := pullCheck(ctx, c.kube, hk, o.wait, o.interval); err != nil {
+		return r, err
+	}
+	p.step("hivekeeper's image %s pulled and started", hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image)
+
+	// 3. The record, before anything changes.
 	crds, err := toolhiveCRDs(ctx, c.crds)
 	if err != nil {
 		return nil, err
@@ -248,17 +254,11 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	p.step("recorded ToolHive's operator %s/%s (%s) and its %s in ConfigMap %s/%s",
 		op.Namespace, op.Name, count(int(rec.Operator.Replicas), "replica", "replicas"), count(len(crds), "CRD", "CRDs"), hk.Namespace, recordName)
 
-	// 3. What would scale the operator back up, or put ToolHive's CRDs
+	// 4. What would scale the operator back up, or put ToolHive's CRDs
 	// back over hivekeeper's.
 	if err := pauseOwners(ctx, c, rec, keepers(pf.Operator, crds), o.leaveOwners, p); err != nil {
 		return r, err
 	}
-
-	// 4. hivekeeper's image, before ToolHive's operator stops.
-	if err := pullCheck(ctx, c.kube, hk, o.wait, o.interval); err != nil {
-		return r, err
-	}
-	p.step("hivekeeper's image %s pulled and started", hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image)
 
 	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {

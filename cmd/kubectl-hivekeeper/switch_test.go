@@ -173,8 +173,8 @@ func automated(t *testing.T, c clients, name string) any {
 
 // A switch on a cluster whose children hivekeeper would leave as they are
 // writes exactly this, in this order for each client (the writes of the
-// three clients are listed one client after the other): the record, the
-// Argo CD pauses, the image check, ToolHive's operator to 0, the CRDs,
+// three clients are listed one client after the other): the image check,
+// the record, the Argo CD pauses, ToolHive's operator to 0, the CRDs,
 // hivekeeper up, the record's phase. switch --back undoes each from the record, sets the
 // admission policy to Warn and deletes the record; a second switch
 // restores the policy.
@@ -200,11 +200,11 @@ func TestSwitchAndBack(t *testing.T) {
 		t.Fatalf("switch exit %d: %s\n%s", r.ExitCode, r.Summary, out.String())
 	}
 	want := []string{
+		"create pods hivekeeper-pull-check-",
+		"delete pods hivekeeper-pull-check-x1",
 		"create configmaps hivekeeper-switch",
 		"patch configmaps hivekeeper-switch", // each pause is recorded before it is made
 		"patch configmaps hivekeeper-switch",
-		"create pods hivekeeper-pull-check-",
-		"delete pods hivekeeper-pull-check-x1",
 		"patch deployments toolhive-operator",
 		"patch deployments hivekeeper",
 		"patch configmaps hivekeeper-switch",
@@ -245,11 +245,11 @@ func TestSwitchAndBack(t *testing.T) {
 		t.Errorf("record %+v, %v", rec, err)
 	}
 	for _, line := range []string{
+		"- hivekeeper's image registry.example.com/hivekeeper:v1 pulled and started",
 		"- recorded ToolHive's operator toolhive-system/toolhive-operator (1 replica) and its 1 CRD in ConfigMap hivekeeper-system/hivekeeper-switch",
 		"  note: Helm release toolhive-system/toolhive-operator installed ToolHive's operator",
 		"- paused Argo CD Application argocd/toolhive, which keeps ToolHive's operator",
 		"- paused Argo CD Application argocd/toolhive-crds, which keeps ToolHive's CRDs",
-		"- hivekeeper's image registry.example.com/hivekeeper:v1 pulled and started",
 		"- scaled ToolHive's operator toolhive-system/toolhive-operator to 0; its pods are gone",
 	} {
 		if !strings.Contains(out.String(), line) {
@@ -398,6 +398,55 @@ func TestSwitchRefusals(t *testing.T) {
 			}
 			if w := writes(c); len(w) != 0 {
 				t.Errorf("a refused switch wrote %v", w)
+			}
+		})
+	}
+}
+
+// The image check waits out a first ErrImagePull (the kubelet pulls
+// again) and fails on a back-off, naming it, before the switch changed
+// anything: no record, no pause.
+func TestPullCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		states []string // the container's waiting reasons, read in turn; "" runs
+		fails  string
+	}{
+		{"a pull that fails once", []string{"ContainerCreating", "ErrImagePull", ""}, ""},
+		{"a pull that backs off", []string{"ErrImagePull", "ImagePullBackOff"}, "ImagePullBackOff"},
+		{"an image name that cannot be", []string{"InvalidImageName"}, "InvalidImageName"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := switchClients(t, crd("mcpservers", "MCPServer", "v1beta1"))
+			k := c.kube.(*k8sfake.Clientset)
+			read := 0
+			k.PrependReactor("get", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				obj, err := k.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.GetAction).GetName())
+				if err != nil {
+					return true, nil, err
+				}
+				p := obj.(*corev1.Pod).DeepCopy()
+				state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+				if r := tc.states[min(read, len(tc.states)-1)]; r != "" {
+					state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: r}}
+				}
+				read++
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "pull-check", State: state}}
+				return true, p, nil
+			})
+			writes(c)
+			o := testSwitchOptions()
+			_, err := switchTo(context.Background(), c, o, &progress{w: io.Discard}, logr.Discard())
+			switch {
+			case tc.fails == "" && err != nil:
+				t.Fatalf("switch: %v", err)
+			case tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)):
+				t.Fatalf("switch: %v, want an error naming %s", err, tc.fails)
+			case tc.fails != "":
+				if got := writes(c); !slices.Equal(got, []string{"create pods hivekeeper-pull-check-", "delete pods hivekeeper-pull-check-x1"}) {
+					t.Errorf("a switch whose image does not pull wrote %v", got)
+				}
 			}
 		})
 	}
