@@ -52,7 +52,7 @@ var kubeLists = []kubeList{
 	{resource: "statefulsets", selector: naming.EmbeddingServerSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
 		return k.AppsV1().StatefulSets(ns).List(ctx, o)
 	}},
-	{resource: "pods", selector: naming.ProxyPodSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+	{resource: "pods", selector: naming.WorkloadPodSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
 		return k.CoreV1().Pods(ns).List(ctx, o)
 	}},
 	{resource: "configmaps", list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {

@@ -72,9 +72,9 @@ const ChildLabelSelector = "toolhive=true"
 // (framework.Scope.Selected).
 //
 // The proxy pods of the MCPServers and MCPRemoteProxies and the vMCPs'
-// pods are selected too (naming.ProxyPodSelector), and cached trimmed
+// pods are selected too (naming.WorkloadPodSelector), and cached trimmed
 // (framework.TrimPod).
-var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.ProxyPodSelector}
+var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.WorkloadPodSelector}
 
 // Defaults of the images the controllers deploy.
 const (

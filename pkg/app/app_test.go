@@ -52,7 +52,7 @@ func TestInformerTransforms(t *testing.T) {
 		t.Fatalf("%d scopes for all namespaces", len(d.Scopes))
 	}
 	s := d.Scopes[0]
-	pods := s.Selected[naming.ProxyPodSelector].Core().V1().Pods().Informer()
+	pods := s.Selected[naming.WorkloadPodSelector].Core().V1().Pods().Informer()
 	deps := s.Kube.Apps().V1().Deployments().Informer()
 	cms := s.KubeAll.Core().V1().ConfigMaps().Informer()
 	// A bound on a fake's list, not a timing assertion.

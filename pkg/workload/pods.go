@@ -13,7 +13,7 @@ import (
 )
 
 // ProxyPods is what a workload controller reads of its pods: the pods of
-// the proxy and vMCP Deployments (naming.ProxyPodSelector), cached trimmed
+// the proxy and vMCP Deployments (naming.WorkloadPodSelector), cached trimmed
 // to their phase, readiness and containers' states (framework.TrimPod),
 // so that its status can say a pod failed, as ToolHive v0.63.0's operator
 // says it.
@@ -30,7 +30,7 @@ type ProxyPods struct {
 // status writes, such as its conditions' probe times, enqueue nothing.
 // The three workload kinds share one informer.
 func WatchProxyPods(d *framework.Deps, l *framework.Loop, app string) (*ProxyPods, error) {
-	inf, err := d.SelectedInformer(naming.ProxyPodSelector, func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	inf, err := d.SelectedInformer(naming.WorkloadPodSelector, func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Core().V1().Pods().Informer()
 	})
 	if err != nil {

@@ -102,11 +102,11 @@ const (
 	EmbeddingServerSelector = LabelName + "=embeddingserver"
 	// RegistrySelector selects an MCPRegistry's children (any registry).
 	RegistrySelector = LabelRegistryName
-	// ProxyPodSelector selects the pods whose states a workload's status
+	// WorkloadPodSelector selects the pods whose states a workload's status
 	// reports: the proxy pods of the MCPServers and MCPRemoteProxies and
 	// the vMCPs' pods. One selector, so that all of them share one
 	// informer (each controller reads only its own app's pods).
-	ProxyPodSelector = LabelName + " in (" + AppMCPServer + "," + AppMCPRemoteProxy + "," + AppVirtualMCPServer + ")"
+	WorkloadPodSelector = LabelName + " in (" + AppMCPServer + "," + AppMCPRemoteProxy + "," + AppVirtualMCPServer + ")"
 )
 
 // EmbeddingServerLabels are the labels of an EmbeddingServer's children,

@@ -152,7 +152,7 @@ func (f *Fixture) ProxyPodsAndReady(namespace, name string, ready int32, pods ..
 
 // selectors are app.SelectedLabelSelectors (which this package cannot
 // import: pkg/app imports the controllers).
-var selectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.ProxyPodSelector}
+var selectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.WorkloadPodSelector}
 
 // Deps are the controller dependencies backed by the fixture: one scope
 // (whose ChildLabelSelector and unfiltered factories are one, while each
