@@ -201,6 +201,9 @@ func (s *suite) run(built func() (controller, plugin string)) []toolhive.Differe
 
 	// To hivekeeper: switch refuses the restarts it predicts, changing
 	// nothing, then runs when they are accepted.
+	if err := s.audit.Mark(); err != nil {
+		t.Fatal(err)
+	}
 	first := s.plugin(k, plugin)
 	pf := first.Preflight
 	if pf == nil || pf.Operator == nil {
