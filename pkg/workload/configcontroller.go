@@ -315,6 +315,13 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 	if validReason == "" {
 		validReason, invalidReason = thv1.ReasonConfigValid, thv1.ReasonConfigInvalid
 	}
+	// A valid spec may still be one this build refuses (ToolHive's order:
+	// the spec's problems first).
+	if c.kind.Refuse != nil && len(errs) == 0 {
+		if reason, message := c.kind.Refuse(cached); reason != "" {
+			invalidReason, errs = reason, []string{message}
+		}
+	}
 	if len(errs) > 0 {
 		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, invalidReason, strings.Join(errs, "; "))
 	} else {

@@ -104,11 +104,13 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	},
 	Spec:        func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
 	Validate:    wiring.ValidateExternalAuthConfig,
+	Refuse:      wiring.RefuseExternalAuthConfig,
 	Index:       index.ByExternalAuthConfig,
 	AlsoIndexes: []string{index.ByAuthServerRef},
 	Condition:   thv1.ConditionExternalAuthConfigValidated,
 	Valid:       thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
 	NotValid: thv1.ReasonExternalAuthConfigNotValid, Waiting: thv1.ReasonWaitingForExternalAuthConfig,
+	MirrorInvalid: true,
 }
 
 // TelemetryConfigs is the MCPTelemetryConfig reference of MCPServers and
@@ -172,6 +174,8 @@ var AuthServerConfigs = func() ConfigKind[*thv1.MCPExternalAuthConfig] {
 	k.Condition = thv1.ConditionAuthServerRefValidated
 	k.Valid, k.NotFound = thv1.ReasonAuthServerRefValid, thv1.ReasonAuthServerRefNotFound
 	k.NotValid, k.Waiting = thv1.ReasonAuthServerRefInvalidConfig, thv1.ReasonWaitingForAuthServerConfig
+	// ToolHive's authServerRef condition keeps its own reason.
+	k.MirrorInvalid = false
 	return k
 }()
 

@@ -50,17 +50,7 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 	other := server(testNS, "unrelated", "")
 	objs := []runtime.Object{cfg, s, p, other}
 
-	client := fake.NewSimpleClientset(objs...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	if err := index.AddToInformers(factory); err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewConfigController(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}},
-		Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(testNow)}, strings.ToLower(kind.Kind), kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Queue.ShutDown)
+	c, client, factory, _ := newKindController(t, kind, objs...)
 	v := factory.Toolhive().V1beta1()
 	cfgIndexer := kind.Informer(factory).GetIndexer()
 	indexers := map[string]cache.Indexer{
@@ -129,6 +119,115 @@ func testProxyConfigController[T ConfigObject](t *testing.T, kind ConfigKind[T],
 	}
 	if acts := client.Actions(); len(acts) != 0 {
 		t.Errorf("steady state wrote: %s", describe(acts))
+	}
+}
+
+// newKindController is kind's controller on a fake clientset seeded with
+// objs (the indexers are left empty: the caller seeds what it syncs).
+func newKindController[T ConfigObject](t *testing.T, kind ConfigKind[T], objs ...runtime.Object) (*ConfigController[T], *fake.Clientset, informers.SharedInformerFactory, *record.FakeRecorder) {
+	t.Helper()
+	client := fake.NewSimpleClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	if err := index.AddToInformers(factory); err != nil {
+		t.Fatal(err)
+	}
+	recorder := record.NewFakeRecorder(10)
+	c, err := NewConfigController(&framework.Deps{Toolhive: client, Scopes: []framework.Scope{{Toolhive: factory}},
+		Recorder: recorder, Clock: testingclock.NewFakeClock(testNow)}, strings.ToLower(kind.Kind), kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Queue.ShutDown)
+	return c, client, factory, recorder
+}
+
+// An MCPExternalAuthConfig of type obo is valid by its schema, but only
+// ToolHive's enterprise build applies it: as ToolHive v0.63.0's
+// open-source operator does, the controller marks it Valid=False with
+// reason EnterpriseRequired and records one Warning ConfigInvalid event,
+// then writes nothing more while it stays so.
+func TestExternalAuthConfigOBOEnterpriseRequired(t *testing.T) {
+	cfg := &thv1.MCPExternalAuthConfig{ObjectMeta: curated(), Spec: thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO,
+		OBO: &thv1.OBOConfig{}}}
+	cfg.Finalizers = []string{thv1.MCPExternalAuthConfigFinalizer}
+	c, client, factory, recorder := newKindController(t, ExternalAuthConfigs, cfg)
+	indexer := ExternalAuthConfigs.Informer(factory).GetIndexer()
+	if err := indexer.Add(cfg); err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	key := cache.NewObjectName(testNS, "curated")
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatalf("an obo config is not retried: %v", err)
+	}
+	if acts := client.Actions(); len(acts) != 1 || acts[0].GetSubresource() != "status" {
+		t.Fatalf("want one status patch, got %s", describe(acts))
+	}
+	got, err := ExternalAuthConfigs.Get(indexerOf(t, client, ExternalAuthConfigs), testNS, "curated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionValid)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != thv1.ReasonEnterpriseRequired {
+		t.Fatalf("Valid = %+v, want False/%s", cond, thv1.ReasonEnterpriseRequired)
+	}
+	if e := drainEvents(recorder); len(e) != 1 || !strings.HasPrefix(e[0], "Warning "+thv1.ReasonConfigInvalid+" ") {
+		t.Fatalf("want one Warning %s event, got %q", thv1.ReasonConfigInvalid, e)
+	}
+
+	client.ClearActions()
+	if err := indexer.Update(got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if acts := client.Actions(); len(acts) != 0 {
+		t.Errorf("steady state wrote: %s", describe(acts))
+	}
+	if e := drainEvents(recorder); len(e) != 0 {
+		t.Errorf("event repeated without a transition: %q", e)
+	}
+}
+
+// drainEvents returns the events recorded so far.
+func drainEvents(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A workload's reference to an MCPExternalAuthConfig that is Valid=False
+// carries the config's own reason and message, as ToolHive mirrors them
+// onto ExternalAuthConfigValidated; the other kinds, the authServerRef
+// reading of the same kind, and a config not yet validated keep
+// hivekeeper's NotValid reason.
+func TestInvalidReferenceReason(t *testing.T) {
+	invalid := func(reason string) *thv1.MCPExternalAuthConfig {
+		return &thv1.MCPExternalAuthConfig{Status: thv1.ConfigStatus{Conditions: []metav1.Condition{{
+			Type: thv1.ConditionValid, Status: metav1.ConditionFalse, Reason: reason, Message: "needs the enterprise build"}}}}
+	}
+	for _, tc := range []struct {
+		name         string
+		kind         ConfigKind[*thv1.MCPExternalAuthConfig]
+		cfg          *thv1.MCPExternalAuthConfig
+		reason, text string
+	}{
+		{"mirrored", ExternalAuthConfigs, invalid(thv1.ReasonEnterpriseRequired), thv1.ReasonEnterpriseRequired, "needs the enterprise build"},
+		{"mirrored without a reason", ExternalAuthConfigs, invalid(""), thv1.ReasonInvalidExternalAuthConfig, "needs the enterprise build"},
+		{"not yet validated", ExternalAuthConfigs, &thv1.MCPExternalAuthConfig{}, thv1.ReasonExternalAuthConfigNotValid, "is not valid"},
+		{"authServerRef", AuthServerConfigs, invalid(thv1.ReasonEnterpriseRequired), thv1.ReasonAuthServerRefInvalidConfig, "is not valid"},
+	} {
+		ok, reason, message := tc.kind.check("entra", tc.cfg, true)
+		if ok || reason != tc.reason || !strings.Contains(message, tc.text) {
+			t.Errorf("%s: check = %v, %q, %q; want false, %q and a message with %q", tc.name, ok, reason, message, tc.reason, tc.text)
+		}
 	}
 }
 

@@ -48,6 +48,12 @@ type ConfigKind[T ConfigObject] struct {
 	// Validate returns every problem of a config the schema cannot reject
 	// (or that was stored before it could), in field order.
 	Validate func(T) []string
+	// Refuse, when set, returns the reason and message of a config whose
+	// spec is valid but that neither ToolHive's open-source operator nor
+	// hivekeeper applies (an MCPExternalAuthConfig of type obo): its Valid
+	// condition turns False with that reason, so the config, not each
+	// workload that references it, reports the problem. "" accepts it.
+	Refuse func(T) (reason, message string)
 	// Index maps a workload to "<ns>/<name>" of the config it references.
 	Index string
 	// AlsoIndexes are the other references workloads make to the kind
@@ -67,6 +73,13 @@ type ConfigKind[T ConfigObject] struct {
 	// its reasons, and Waiting the Ready reason while a workload waits.
 	Condition                          string
 	Valid, NotFound, NotValid, Waiting string
+	// MirrorInvalid makes a config's Valid=False reason and message those
+	// of the workload's condition, instead of NotValid and a message of
+	// hivekeeper's: ToolHive's operator mirrors an MCPExternalAuthConfig's
+	// failure (EnterpriseRequired, ValidationFailed) onto
+	// ExternalAuthConfigValidated, so a script reads the cause on the
+	// workload. A config not yet validated still reads NotValid.
+	MirrorInvalid bool
 }
 
 // indexes are every index through which workloads reference the kind.
@@ -94,6 +107,13 @@ func (k ConfigKind[T]) check(name string, cfg T, found bool) (ok bool, reason, m
 	case !found:
 		return false, k.NotFound, fmt.Sprintf("%s %q not found", k.Kind, name)
 	case !meta.IsStatusConditionTrue(cfg.GetStatus().Conditions, thv1.ConditionValid):
+		if c := meta.FindStatusCondition(cfg.GetStatus().Conditions, thv1.ConditionValid); k.MirrorInvalid && c != nil && c.Status == metav1.ConditionFalse {
+			reason := c.Reason
+			if reason == "" {
+				reason = thv1.ReasonInvalidExternalAuthConfig
+			}
+			return false, reason, fmt.Sprintf("%s %q is not valid: %s", k.Kind, name, c.Message)
+		}
 		return false, k.NotValid, fmt.Sprintf("%s %q is not valid", k.Kind, name)
 	}
 	return true, k.Valid, fmt.Sprintf("%s %q is valid", k.Kind, name)

@@ -361,32 +361,34 @@ func resourceOf(kind string) string {
 	return r + "s"
 }
 
+// The reasons several listed differences share.
+const (
+	refURL         = "hivekeeper publishes status.url while a referenced config is missing or not valid (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
+	refMessage     = "hivekeeper says which reference is missing or not valid in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
+	remoteProxyURL = "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)"
+)
+
 // statusDifferences lists every difference the status differential finds
 // beyond hivekeeper's additions, measured against ToolHive v0.63.0's
 // operator. The pending ones are the status surface's work list: when one
 // is mended it goes; when one is decided as deliberate, Pending turns
 // false and docs/compatibility.md says why.
 var statusDifferences = []statusDifference{
-	{"examples MCPRemoteProxy/vendor-tools column URL", "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)", false},
+	{"examples MCPRemoteProxy/vendor-tools column URL", remoteProxyURL, false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency health", "ToolHive's operator runs no controller for the kind, so Argo CD reads it Progressing forever; hivekeeper validates it, and it reads Healthy (docs/compatibility.md, Composite tool definitions)", false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency column Status", "ToolHive's operator runs no controller for the kind, so its Status column stays empty; hivekeeper validates the definition and fills it (docs/compatibility.md, Composite tool definitions)", false},
-	{"invalid-refs MCPExternalAuthConfig/entra-obo column Valid", "an obo-typed MCPExternalAuthConfig: ToolHive's operator (no OBO handler in its open-source build) prints Valid False; hivekeeper prints True", true},
-	{"invalid-refs MCPExternalAuthConfig/entra-obo condition Valid", "an obo-typed MCPExternalAuthConfig: ToolHive's operator sets Valid=False/EnterpriseRequired; hivekeeper sets Valid=True/ValidationSucceeded, though its MCPServer then refuses the type (see external-auth-enterprise)", true},
-	{"invalid-refs MCPExternalAuthConfig/entra-obo event Warning ConfigInvalid", "an obo-typed MCPExternalAuthConfig: ToolHive's operator records a Warning ConfigInvalid event on the config; hivekeeper records none", true},
-	{"invalid-refs MCPExternalAuthConfig/entra-obo health", "an obo-typed MCPExternalAuthConfig: Argo CD reads ToolHive's Valid=False as Degraded; hivekeeper's Valid=True reads Healthy", true},
-	{"invalid-refs MCPRemoteProxy/authz-config-invalid column URL", "an MCPRemoteProxy whose MCPAuthzConfig is Valid=False: ToolHive's operator publishes no status.url; hivekeeper publishes the Service URL with /mcp (as it does for a missing reference, deliberate in missing-refs)", true},
-	{"invalid-refs MCPRemoteProxy/authz-config-invalid message", "an MCPRemoteProxy whose MCPAuthzConfig is Valid=False: ToolHive's operator's status.message is `Failed to handle MCPAuthzConfig: MCPAuthzConfig <ns>/<name> is not valid (condition \"Valid\" is not True)`; hivekeeper's is `MCPAuthzConfig \"<name>\" is not valid`", true},
-	{"invalid-refs MCPRemoteProxy/proxy-oidc-ca-bundle-missing column URL", "an MCPRemoteProxy whose OIDC config's CA bundle ConfigMap is missing (both report CABundleRefValidated=False/CABundleRefNotFound and go on): ToolHive's operator's status.url is the bare Service address; hivekeeper's ends in /mcp (the examples case lists the same as deliberate)", true},
-	{"invalid-refs MCPServer/external-auth-enterprise column URL", "an MCPServer whose MCPExternalAuthConfig is obo-typed: ToolHive's operator fails it before publishing status.url; hivekeeper publishes the Service URL with /mcp", true},
-	{"invalid-refs MCPServer/external-auth-enterprise condition ExternalAuthConfigValidated", "an MCPServer whose MCPExternalAuthConfig is obo-typed: ToolHive's operator mirrors the config's Valid=False as ExternalAuthConfigValidated=False/EnterpriseRequired; hivekeeper sets ExternalAuthConfigValidated=True/ExternalAuthConfigValid while it records an InvalidSpec event and a message that it does not support obo", true},
-	{"invalid-refs MCPServer/external-auth-enterprise message", "an MCPServer whose MCPExternalAuthConfig is obo-typed: ToolHive's operator writes no status.message; hivekeeper's is `spec.externalAuthConfigRef: MCPExternalAuthConfig entra-obo: type obo is not supported by hivekeeper (...)`", true},
-	{"invalid-refs MCPServer/oidc-config-invalid column URL", "an MCPServer whose MCPOIDCConfig is Valid=False (http issuer without insecureAllowHTTP): ToolHive's operator publishes no status.url; hivekeeper publishes the Service URL with /mcp (as it does for a missing reference, deliberate in missing-refs)", true},
-	{"invalid-refs MCPServer/oidc-config-invalid message", "an MCPServer whose MCPOIDCConfig is Valid=False: ToolHive's operator writes no status.message (only OIDCConfigRefValidated=False/OIDCConfigRefNotValid, which hivekeeper matches); hivekeeper's is `MCPOIDCConfig \"http-issuer\" is not valid`", true},
-	{"missing-refs MCPRemoteProxy/external-auth-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
-	{"missing-refs MCPRemoteProxy/external-auth-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
-	{"missing-refs MCPServer/oidc-config-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
-	{"missing-refs MCPServer/oidc-config-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
-	{"missing-refs MCPServer/tool-config-missing column URL", "hivekeeper publishes status.url while a referenced config is missing (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
-	{"missing-refs MCPServer/tool-config-missing message", "hivekeeper says which reference is missing in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)", false},
+	{"invalid-refs MCPRemoteProxy/authz-config-invalid column URL", refURL, false},
+	{"invalid-refs MCPRemoteProxy/authz-config-invalid message", refMessage, false},
+	{"invalid-refs MCPRemoteProxy/proxy-oidc-ca-bundle-missing column URL", remoteProxyURL, false},
+	{"invalid-refs MCPServer/external-auth-enterprise column URL", refURL, false},
+	{"invalid-refs MCPServer/external-auth-enterprise message", refMessage, false},
+	{"invalid-refs MCPServer/oidc-config-invalid column URL", refURL, false},
+	{"invalid-refs MCPServer/oidc-config-invalid message", refMessage, false},
+	{"missing-refs MCPRemoteProxy/external-auth-missing column URL", refURL, false},
+	{"missing-refs MCPRemoteProxy/external-auth-missing message", refMessage, false},
+	{"missing-refs MCPServer/oidc-config-missing column URL", refURL, false},
+	{"missing-refs MCPServer/oidc-config-missing message", refMessage, false},
+	{"missing-refs MCPServer/tool-config-missing column URL", refURL, false},
+	{"missing-refs MCPServer/tool-config-missing message", refMessage, false},
 	{"missing-refs VirtualMCPServer/gateway-group-missing column Ready", "hivekeeper sets Ready=False GroupRefNotFound on a vMCP failed for its missing group, where ToolHive's operator writes no Ready (docs/compatibility.md, VirtualMCPServer status)", false},
 }

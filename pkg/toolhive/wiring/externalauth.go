@@ -43,6 +43,19 @@ var externalAuthTypes = []string{
 	thv1.ExternalAuthTypeUpstreamInject, thv1.ExternalAuthTypeOBO, thv1.ExternalAuthTypeXAA,
 }
 
+// RefuseExternalAuthConfig refuses a config of type obo (on-behalf-of
+// token exchange): only ToolHive's enterprise build has a handler for it,
+// so its open-source operator marks the config Valid=False with reason
+// EnterpriseRequired, and hivekeeper, which applies no such type either,
+// says the same.
+func RefuseExternalAuthConfig(c *thv1.MCPExternalAuthConfig) (reason, message string) {
+	if c.Spec.Type != thv1.ExternalAuthTypeOBO {
+		return "", ""
+	}
+	return thv1.ReasonEnterpriseRequired, "spec.type: obo (on-behalf-of token exchange) is applied only by ToolHive's enterprise build; " +
+		"neither ToolHive's open-source operator nor hivekeeper runs it"
+}
+
 // ValidateExternalAuthConfig returns every problem of an
 // MCPExternalAuthConfig the schema does not catch (or that was stored
 // before it could): the block of its type missing or another one set, a

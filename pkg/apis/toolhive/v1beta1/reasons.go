@@ -29,6 +29,14 @@ const (
 	ReasonExternalAuthConfigValid    = "ExternalAuthConfigValid"
 	ReasonExternalAuthConfigNotFound = "ExternalAuthConfigNotFound"
 	ReasonExternalAuthConfigNotValid = "ExternalAuthConfigNotValid"
+	// ReasonEnterpriseRequired is an MCPExternalAuthConfig's Valid=False
+	// reason for type obo, which only ToolHive's enterprise build applies.
+	// Like every Valid=False reason of the kind, its workloads'
+	// ExternalAuthConfigValidated carries it too (ToolHive mirrors it).
+	ReasonEnterpriseRequired = "EnterpriseRequired"
+	// ReasonInvalidExternalAuthConfig is the mirrored reason when the
+	// config's Valid=False condition has none.
+	ReasonInvalidExternalAuthConfig = "InvalidExternalAuthConfig"
 	// AuthServerRefValidated (ToolHive's names). Ready=False reports the
 	// same reason while the workload waits for the referenced config.
 	ReasonAuthServerRefValid         = "AuthServerRefValid"
