@@ -193,8 +193,10 @@ func runPeer(ctx context.Context, c config, n int) (*peerResult, error) {
 	return p, nil
 }
 
-// storeRunnerStatefulSets stores, untimed, a stand-in for the StatefulSet
-// the proxy runner would create for each MCPServer. ToolHive's operator at
+// storeRunnerStatefulSets stores, untimed, in the current namespace, a
+// stand-in for the StatefulSet the proxy runner would create for each
+// MCPServer. hivekeeper, like ToolHive's operator, reads a ready proxy
+// without it as Pending. ToolHive's operator at
 // v0.63.0 still calls an MCPServer Ready only once that StatefulSet exists
 // (its #6343): while it is missing, the status stays Pending ("recreating
 // missing workload StatefulSet"), the MCPServer is queued again every 10
@@ -207,7 +209,7 @@ func (e *env) storeRunnerStatefulSets(ctx context.Context, c config, n int) erro
 	return parallel(n, c.concurrency, func(i int) error {
 		name := fmt.Sprintf("mcp-%04d", i)
 		selector := map[string]string{"app": name}
-		_, err := e.kube.AppsV1().StatefulSets(benchNS).Create(ctx, &appsv1.StatefulSet{
+		_, err := e.kube.AppsV1().StatefulSets(e.ns).Create(ctx, &appsv1.StatefulSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: framework.RunnerLabels(name)},
 			Spec: appsv1.StatefulSetSpec{
 				Replicas: ptr.To[int32](0),

@@ -437,6 +437,9 @@ func (e *env) create(ctx context.Context, c config, r *result) error {
 	}); err != nil {
 		return fmt.Errorf("configs not valid: %w", err)
 	}
+	if err := e.storeRunnerStatefulSets(ctx, c, r.N); err != nil {
+		return err
+	}
 	before, err := scrapeMetrics(e.metrics)
 	if err != nil {
 		return err
@@ -669,6 +672,9 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	if err := e.storeServers(ctx, c, r.N); err != nil {
+		return err
+	}
+	if err := e.storeRunnerStatefulSets(ctx, c, r.N); err != nil {
 		return err
 	}
 	apiBefore, err := e.scrapeAPIServer(ctx)

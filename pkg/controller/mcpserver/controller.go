@@ -7,7 +7,9 @@
 package mcpserver
 
 import (
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
@@ -33,6 +35,11 @@ type Controller struct {
 	servers  thlisters.MCPServerLister
 	// pods are the proxy pods, whose failures the status reports.
 	pods *workload.ProxyPods
+	// runners caches the StatefulSets labelled toolhive=true, among them
+	// the one ToolHive's runner creates for each MCPServer (named as the
+	// server): a proxy that is up while that StatefulSet is gone serves a
+	// dead backend, and the status says so.
+	runners cache.Indexer
 }
 
 // New builds the controller and registers its event handlers.
@@ -48,5 +55,38 @@ func New(d *framework.Deps) (*Controller, error) {
 	if c.pods, err = workload.WatchProxyPods(d, c.Loop, naming.AppMCPServer); err != nil {
 		return nil, err
 	}
+	sts := d.KubeInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Apps().V1().StatefulSets().Informer()
+	})
+	c.runners = sts.Indexer()
+	// Only a StatefulSet's coming and going changes the status; its
+	// updates (replica counts, the runner's own writes) do not.
+	synced, err := sts.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: c.enqueueRunner, DeleteFunc: c.enqueueRunner})
+	if err != nil {
+		return nil, err
+	}
+	c.Loop.AddSynced(synced)
 	return c, nil
+}
+
+// enqueueRunner re-syncs the MCPServer a runner StatefulSet belongs to:
+// the one its toolhive-name label names, else the one named as it (the
+// runner names it so).
+func (c *Controller) enqueueRunner(obj any) {
+	m, ok := framework.MetaFromObj(obj)
+	if !ok {
+		return
+	}
+	name := m.GetLabels()[naming.LabelToolhiveName]
+	if name == "" {
+		name = m.GetName()
+	}
+	c.Loop.EnqueueKey(cache.NewObjectName(m.GetNamespace(), name))
+}
+
+// runnerMissing reports whether the runner's StatefulSet of the MCPServer
+// namespace/name is absent from the cache.
+func (c *Controller) runnerMissing(namespace, name string) bool {
+	_, exists, err := c.runners.GetByKey(namespace + "/" + name)
+	return err == nil && !exists
 }

@@ -23,13 +23,22 @@ import (
 // it is Pending, "starting" while a pod exists (which includes an image
 // that cannot be pulled yet) and "being created" before. pods are
 // workload.ProxyPods.Of's: those being deleted are not counted, as there.
-func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
+//
+// A ready proxy whose runner StatefulSet is missing (runnerMissing) is
+// Pending, not Ready, as ToolHive v0.63.0's operator reports it: the
+// proxy answers, but the MCP server behind it is gone. hivekeeper does not
+// restart the proxy to have the runner create the StatefulSet again, and
+// its message says what does.
+func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod, runnerMissing bool) (phase string, ready metav1.ConditionStatus, reason, message string, readyReplicas int32) {
 	if dep == nil {
 		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", 0
 	}
 	readyReplicas = dep.Status.ReadyReplicas
 	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0 {
 		return thv1.MCPServerPhaseStopped, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is stopped (scaled to zero)", readyReplicas
+	}
+	if readyReplicas > 0 && runnerMissing {
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, msgRunnerMissing, readyReplicas
 	}
 	if readyReplicas > 0 {
 		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonReady, "MCP server is running", readyReplicas
@@ -45,6 +54,11 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 	}
 	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
 }
+
+// msgRunnerMissing is the status message of a ready proxy whose runner
+// StatefulSet is missing.
+const msgRunnerMissing = "MCP server proxy is running; its workload StatefulSet is missing " +
+	"(the runner creates it when the proxy restarts: kubectl rollout restart deployment, or the restarted-at annotation)"
 
 // advisories sets the conditions ToolHive v0.63.0's operator writes on
 // every MCPServer from its spec alone, before it resolves a single

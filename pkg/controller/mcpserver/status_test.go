@@ -2,12 +2,16 @@ package mcpserver
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
@@ -28,7 +32,9 @@ var waiting = wt.Waiting
 // Failed pod makes the server Failed, "MCP server pod failed: " and the
 // first failure by pod name; ImagePullBackOff is Pending, since the
 // kubelet retries it; a ready replica wins; a remote proxy's pod of the
-// same name is not read.
+// same name is not read. A ready replica whose runner StatefulSet is
+// missing is Pending, as ToolHive's operator reads it (every other case
+// has the runner's StatefulSet).
 func TestPhaseFollowsProxyPods(t *testing.T) {
 	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}
 	for _, tc := range []struct {
@@ -61,9 +67,14 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 			p.Labels = naming.Labels(naming.AppMCPRemoteProxy, "fetch")
 			return p
 		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is being created"},
+		{"the runner's StatefulSet is missing", nil, 1, thv1.MCPServerPhasePending, metav1.ConditionFalse, msgRunnerMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, newServer("fetch"))
+			var objs []runtime.Object
+			if tc.message != msgRunnerMissing {
+				objs = append(objs, runnerStatefulSet("fetch", "fetch"))
+			}
+			f := newFixture(t, append(objs, newServer("fetch"))...)
 			f.converge("fetch")
 			f.ProxyPodsAndReady(testNS, "fetch", tc.ready, tc.pods...)
 			f.converge("fetch")
@@ -84,6 +95,33 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 				t.Errorf("converged: %s", wt.Describe(acts))
 			}
 		})
+	}
+}
+
+// runnerStatefulSet is the StatefulSet ToolHive's runner creates for the
+// MCPServer server, with the labels it gives it.
+func runnerStatefulSet(name, server string) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name,
+		Labels: map[string]string{naming.LabelToolhive: "true", naming.LabelToolhiveName: server}}}
+}
+
+// A runner StatefulSet's creation and deletion re-sync the MCPServer its
+// toolhive-name label names, else the one named as it.
+func TestRunnerStatefulSetEvents(t *testing.T) {
+	f := newFixture(t, newServer("fetch"))
+	labelled := runnerStatefulSet("fetch-backend", "fetch")
+	unlabelled := runnerStatefulSet("other", "")
+	delete(unlabelled.Labels, naming.LabelToolhiveName)
+	f.c.enqueueRunner(labelled)
+	f.c.enqueueRunner(cache.DeletedFinalStateUnknown{Key: testNS + "/other", Obj: unlabelled})
+	var keys []string
+	for f.c.Queue.Len() > 0 {
+		k, _ := f.c.Queue.Get()
+		keys = append(keys, k.String())
+		f.c.Queue.Done(k)
+	}
+	if want := []string{testNS + "/fetch", testNS + "/other"}; !slices.Equal(keys, want) {
+		t.Errorf("enqueued %q, want %q", keys, want)
 	}
 }
 

@@ -92,6 +92,9 @@ var kinds = []workloadKind{
 				Spec:       thv1.MCPServerSpec{Image: "ghcr.io/example/fetch:1", Transport: thv1.TransportStreamableHTTP},
 			}, metav1.CreateOptions{})
 			must(t, err)
+			// No runner runs here: the test creates what it would, the
+			// StatefulSet without which a ready proxy reads Pending.
+			env.CreateRunnerObjects(t, ns, name, framework.RunnerLabels(name))
 		},
 		phase: func(ctx context.Context, env *framework.Env, ns, name string) (string, bool, error) {
 			s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, name, metav1.GetOptions{})

@@ -45,6 +45,7 @@ func TestConfigChangeRollsEachReferrerOnce(t *testing.T) {
 		}
 		_, err := th.MCPServers(ns).Create(ctx, s, metav1.CreateOptions{})
 		must(t, err)
+		env.CreateRunnerObjects(t, ns, name, framework.RunnerLabels(name))
 	}
 	server := kinds[0]
 	before := map[string]*appsv1.Deployment{}
