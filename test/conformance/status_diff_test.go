@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -32,8 +33,9 @@ var healthScript string
 // status differential. Where is "<case> <Kind>/<name> <aspect>", aspect
 // being "phase", "message", "condition <Type>", "column <Name>",
 // "event <Type> <Reason>", "health" (Argo CD's, through
-// deploy/argocd/health.lua) or "observedGeneration" (current, behind or
-// absent, as kstatus reads it). Pending ones are the status surface's work
+// deploy/argocd/health.lua), "observedGeneration" (current, behind or
+// absent, as kstatus reads it) or "existence" ("deleted" once a case's
+// step deleted it and it went). Pending ones are the status surface's work
 // list: differences not yet decided or mended; the others are deliberate
 // and listed in docs/compatibility.md.
 type statusDifference struct {
@@ -45,13 +47,21 @@ type statusDifference struct {
 // namespace of its own on both API servers: hivekeeper's examples (every
 // kind, as a user starts), workloads whose references name nothing, and
 // workloads whose references name a config ToolHive's operator holds invalid
-// (or an OIDC config whose CA bundle ConfigMap is missing).
+// (or an OIDC config whose CA bundle ConfigMap is missing). The cases with
+// a step (statusSteps) go on from there as a cluster would: failing pods,
+// a deleted runner StatefulSet, backends vmcp finds down, a group deleted
+// under its members.
 func statusCases() map[string][]string {
 	examples, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	return map[string][]string{
 		"examples":     examples,
 		"missing-refs": {filepath.Join("testdata", "status", "missing-refs.yaml")},
 		"invalid-refs": {filepath.Join("testdata", "status", "invalid-refs.yaml")},
+		// Cases with a step (status_runtime_test.go).
+		"pod-failures":       {filepath.Join("testdata", "status", "pod-failures.yaml")},
+		"runner-statefulset": {filepath.Join("testdata", "status", "runner-statefulset.yaml")},
+		"backends-down":      {filepath.Join("testdata", "status", "backends-down.yaml")},
+		"group-deleted":      {filepath.Join("testdata", "status", "group-deleted.yaml")},
 	}
 }
 
@@ -104,11 +114,17 @@ func TestDifferentialStatus(t *testing.T) {
 		}
 	}
 
+	// What no test server runs (kubelet, controller-manager, proxy
+	// runner, vmcp) or a user does next, on both servers.
+	runStatusSteps(t, map[string]*framework.Env{"hivekeeper's": env, "ToolHive's": thv.env}, namespaces)
+
 	var hive, theirs map[string]string
 	var wg sync.WaitGroup
 	wg.Go(func() { hive = settledSurface(t, env, namespaces, objects, "hivekeeper") })
 	wg.Go(func() { theirs = settledSurface(t, thv.env, namespaces, objects, "ToolHive's operator") })
 	wg.Wait()
+
+	checkStepsShow(t, theirs)
 
 	both := maps.Clone(hive)
 	maps.Copy(both, theirs)
@@ -270,6 +286,11 @@ func surface(e *framework.Env, versions, namespaces map[string]string, objects m
 			resource := resourceOf(o.GetKind())
 			version := versions[resource]
 			got, err := e.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource).GroupResource().WithVersion(version)).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				// Deleted by a case's step, finalizers released.
+				out[id+"existence"] = "deleted"
+				continue
+			}
 			if err != nil {
 				return out, fmt.Errorf("%s%w", id, err)
 			}
@@ -391,4 +412,15 @@ var statusDifferences = []statusDifference{
 	{"missing-refs MCPServer/tool-config-missing column URL", refURL, false},
 	{"missing-refs MCPServer/tool-config-missing message", refMessage, false},
 	{"missing-refs VirtualMCPServer/gateway-group-missing column Ready", "hivekeeper sets Ready=False GroupRefNotFound on a vMCP failed for its missing group, where ToolHive's operator writes no Ready (docs/compatibility.md, VirtualMCPServer status)", false},
+	{"pod-failures MCPRemoteProxy/remote-crash-loop column URL", "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)", false},
+	{"pod-failures MCPRemoteProxy/remote-image-pull-backoff column URL", "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)", false},
+	{"pod-failures MCPRemoteProxy/remote-terminating column URL", "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)", false},
+	{"runner-statefulset MCPServer/runner-gone phase", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"runner-statefulset MCPServer/runner-gone message", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"runner-statefulset MCPServer/runner-gone condition Ready", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"runner-statefulset MCPServer/runner-gone column Status", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"runner-statefulset MCPServer/runner-gone column Ready", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"runner-statefulset MCPServer/runner-gone health", "the runner's StatefulSet of an MCPServer whose proxy pod is ready was deleted: ToolHive's operator (which watches StatefulSets) reads it Pending, Ready=False/NotReady, \"MCP server proxy is running; recreating missing workload StatefulSet\"; hivekeeper, which watches no StatefulSet (decided), keeps it Ready \"MCP server is running\" (docs/compatibility.md, The runner's StatefulSet is not adopted, bounced for, or waited on, (c))", true},
+	{"group-deleted MCPRemoteProxy/member-proxy column URL", "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)", false},
+	{"group-deleted VirtualMCPServer/member-vmcp condition Ready", "a vMCP whose MCPGroup was deleted is Failed on both; hivekeeper sets Ready=False GroupRefNotFound, where ToolHive's operator leaves the Ready it last wrote (False/DeploymentNotReady here) (docs/compatibility.md, VirtualMCPServer status)", false},
 }

@@ -22,7 +22,10 @@ import (
 // first failure in the order that operator lists the pods (by name); else
 // it is Pending, "starting" while a pod exists (which includes an image
 // that cannot be pulled yet) and "being created" before. pods are
-// workload.ProxyPods.Of's: those being deleted are not counted, as there.
+// workload.ProxyPods.All's: those being deleted are not counted, as
+// there, but they are listed, so that a proxy whose only pods are
+// terminating (the old pod of a rollout) reads "No healthy pods found",
+// as there, not "being created".
 //
 // A ready proxy whose runner StatefulSet is missing (runnerMissing) is
 // Pending, not Ready, as ToolHive v0.63.0's operator reports it: the
@@ -43,16 +46,20 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod, runnerMissing b
 	if readyReplicas > 0 {
 		return thv1.MCPServerPhaseReady, metav1.ConditionTrue, thv1.ReasonReady, "MCP server is running", readyReplicas
 	}
-	pods = slices.SortedFunc(slices.Values(pods), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for _, pod := range pods {
+	if len(pods) == 0 {
+		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
+	}
+	counted := slices.DeleteFunc(slices.Clone(pods), func(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil })
+	counted = slices.SortedFunc(slices.Values(counted), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, pod := range counted {
 		if f := workload.PodFailure(pod); f != "" {
 			return thv1.MCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server pod failed: " + f, readyReplicas
 		}
 	}
-	if len(pods) > 0 {
+	if len(counted) > 0 {
 		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is starting", readyReplicas
 	}
-	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
+	return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "No healthy pods found", readyReplicas
 }
 
 // msgRunnerMissing is the status message of a ready proxy whose runner

@@ -31,10 +31,12 @@ var waiting = wt.Waiting
 // CreateContainerError or InvalidImageName, one that exited non-zero, or a
 // Failed pod makes the server Failed, "MCP server pod failed: " and the
 // first failure by pod name; ImagePullBackOff is Pending, since the
-// kubelet retries it; a ready replica wins; a remote proxy's pod of the
-// same name is not read. A ready replica whose runner StatefulSet is
-// missing is Pending, as ToolHive's operator reads it (every other case
-// has the runner's StatefulSet).
+// kubelet retries it; a terminating pod is not counted, but its proxy
+// reads "No healthy pods found" rather than "being created" while it is
+// the only one; a ready replica wins; a remote proxy's pod of the same
+// name is not read. A ready replica whose runner StatefulSet is missing
+// is Pending, as ToolHive's operator reads it (every other case has the
+// runner's StatefulSet).
 func TestPhaseFollowsProxyPods(t *testing.T) {
 	terminated := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}
 	for _, tc := range []struct {
@@ -55,11 +57,17 @@ func TestPhaseFollowsProxyPods(t *testing.T) {
 		}, 0, thv1.MCPServerPhaseFailed, metav1.ConditionFalse, "MCP server pod failed: ContainerTerminated"},
 		{"image pull back-off", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodPending, waiting("ImagePullBackOff"))}, 0,
 			thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is starting"},
-		{"a terminating pod is not counted", []*corev1.Pod{func() *corev1.Pod {
+		{"a terminating pod is not counted, but listed", []*corev1.Pod{func() *corev1.Pod {
 			p := proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))
 			p.DeletionTimestamp = &metav1.Time{}
 			return p
-		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is being created"},
+		}()}, 0, thv1.MCPServerPhasePending, metav1.ConditionFalse, "No healthy pods found"},
+		{"a terminating pod beside a new one", []*corev1.Pod{func() *corev1.Pod {
+			p := proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))
+			p.DeletionTimestamp = &metav1.Time{}
+			return p
+		}(), proxyPod("fetch", "fetch-b", corev1.PodPending, waiting("ContainerCreating"))}, 0,
+			thv1.MCPServerPhasePending, metav1.ConditionFalse, "MCP server is starting"},
 		{"a ready replica wins", []*corev1.Pod{proxyPod("fetch", "fetch-a", corev1.PodRunning, waiting("CrashLoopBackOff"))}, 1,
 			thv1.MCPServerPhaseReady, metav1.ConditionTrue, "MCP server is running"},
 		{"a remote proxy's pod", []*corev1.Pod{func() *corev1.Pod {

@@ -75,7 +75,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	dep, err := c.converge(ctx, s, refs, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
-		phase, ready, reason, msg, readyReplicas := deploymentPhase(dep, c.pods.Of(s.Namespace, s.Name), c.runnerMissing(s.Namespace, s.Name))
+		phase, ready, reason, msg, readyReplicas := deploymentPhase(dep, c.pods.All(s.Namespace, s.Name), c.runnerMissing(s.Namespace, s.Name))
 		status.ReadyReplicas = readyReplicas
 		r.Ready(phase, ready, reason, msg)
 	}

@@ -34,8 +34,8 @@ func vmcpPod(name, pod string, phase corev1.PodPhase, state corev1.ContainerStat
 // event (that operator records none); a ready pod, a crash-looping
 // container (the pod stays Running), another workload's pod or a vMCP
 // scaled to zero is not Failed. One sync writes the status once (none
-// for the vMCP scaled to zero, which already said so), and the next
-// writes nothing.
+// for the vMCP scaled to zero, or with only other workloads' pods, which
+// already said so), and the next writes nothing.
 func TestPhaseFollowsPods(t *testing.T) {
 	crashLoop := wt.Waiting("CrashLoopBackOff")
 	evicted := func(pod string) *corev1.Pod {
@@ -50,6 +50,7 @@ func TestPhaseFollowsPods(t *testing.T) {
 		failed   = "Virtual MCP server failed to start"
 		starting = "Virtual MCP server is starting"
 		running  = "Virtual MCP server is running"
+		noPods   = "No pods found for Virtual MCP server"
 	)
 	for _, tc := range []struct {
 		name     string
@@ -72,7 +73,7 @@ func TestPhaseFollowsPods(t *testing.T) {
 		{"a crash loop is starting", nil, []*corev1.Pod{vmcpPod("agg", "agg-a", corev1.PodRunning, crashLoop, false)}, 0,
 			thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, starting},
 		{"other workloads' failed pods", nil, []*corev1.Pod{otherVMCP, sameNamedProxy}, 0,
-			thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, starting},
+			thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, noPods},
 		{"scaled to zero", ptr.To[int32](0), []*corev1.Pod{evicted("agg-a")}, 0,
 			thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"},
 	} {
@@ -86,8 +87,9 @@ func TestPhaseFollowsPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.replicas != nil {
-				// Scaled to zero before the pods came: they change nothing.
+			if tc.replicas != nil || tc.msg == noPods {
+				// Scaled to zero before the pods came, or none of them
+				// the vMCP's: they change nothing.
 				wt.AssertActions(t, acts)
 			} else {
 				wt.AssertActions(t, acts, "patch virtualmcpservers/status")
@@ -103,6 +105,50 @@ func TestPhaseFollowsPods(t *testing.T) {
 			f.Refresh()
 			if acts, _ := f.sync("agg"); len(acts) != 0 {
 				t.Errorf("steady state wrote: %s", wt.Describe(acts))
+			}
+		})
+	}
+}
+
+// "No pods found" and "starting" are told apart by the vMCP's pods, as
+// ToolHive v0.63.0's operator tells them: a vMCP whose only pod is
+// terminating (the old pod of a rollout), which its Deployment no longer
+// counts in status.replicas, is starting; with no pod at all, though the
+// Deployment (its cache lagging) counts one, it has no pods.
+func TestNoPodsOrStarting(t *testing.T) {
+	terminating := vmcpPod("agg", "agg-old", corev1.PodRunning, corev1.ContainerState{}, false)
+	terminating.DeletionTimestamp = &metav1.Time{}
+	terminating.Finalizers = []string{"example.com/hold"}
+	for _, tc := range []struct {
+		name     string
+		pods     []*corev1.Pod
+		replicas int32 // the Deployment's status.replicas
+		msg      string
+	}{
+		{"only a terminating pod", []*corev1.Pod{terminating}, 0, "Virtual MCP server is starting"},
+		{"no pod, the Deployment counting one", nil, 1, "No pods found for Virtual MCP server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, newVMCP("agg"), toolhivetest.NewGroup(testNS, testGroup), newMember("member", testGroup))
+			f.converge("agg")
+			f.ProxyPodsAndReady(testNS, "agg", 0, tc.pods...)
+			deps := f.Kube.AppsV1().Deployments(testNS)
+			dep, err := deps.Get(context.Background(), "agg", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep.Status.Replicas = tc.replicas
+			if _, err := deps.UpdateStatus(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			f.Refresh()
+			if _, err := f.sync("agg"); err != nil {
+				t.Fatal(err)
+			}
+			v := f.get("agg")
+			c := meta.FindStatusCondition(v.Status.Conditions, thv1.ConditionReady)
+			if v.Status.Phase != thv1.VirtualMCPServerPhasePending || v.Status.Message != tc.msg || c == nil || c.Reason != thv1.ReasonDeploymentNotReady {
+				t.Fatalf("phase %q message %q, Ready %+v; want Pending %q, DeploymentNotReady", v.Status.Phase, v.Status.Message, c, tc.msg)
 			}
 		})
 	}

@@ -19,7 +19,8 @@ import (
 // "serving, but not as asked": fewer pods are ready than wanted. (A
 // missing group never gets here: the server is Failed before anything is
 // written.) pods are workload.ProxyPods.All's, those being deleted
-// included, as that operator counts a vMCP's.
+// included, as that operator counts a vMCP's: with none ready, a vMCP
+// with any pod is starting, one with none has no pods.
 func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, ready metav1.ConditionStatus, reason, message string) {
 	switch {
 	case dep == nil:
@@ -30,7 +31,10 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod) (phase string, 
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonScaledToZero, "vMCP scaled to zero replicas"
 	case failedToStart(pods):
 		return thv1.VirtualMCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonDeploymentFailed, "Virtual MCP server failed to start"
-	case dep.Status.ReadyReplicas == 0 && dep.Status.Replicas == 0:
+	case dep.Status.ReadyReplicas == 0 && len(pods) == 0:
+		// By the pods, as ToolHive's operator tells "no pods" from
+		// "starting": the Deployment's replicas leave terminating pods
+		// out, which that operator counts as starting.
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"
 	case dep.Status.ReadyReplicas == 0:
 		return thv1.VirtualMCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonDeploymentNotReady, "Virtual MCP server is starting"
