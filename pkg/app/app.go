@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -176,6 +178,19 @@ func stripOrTrimPod(obj any) (any, error) {
 		return framework.TrimPod(obj)
 	}
 	return StripManagedFields(obj)
+}
+
+// trimChild is the transform of the informers of children labelled
+// toolhive=true: stripOrTrimPod, and a StatefulSet, which there is the
+// runner's, reduced to its metadata: the MCPServer controller reads only
+// whether it exists, and its pod template is the MCP server's, secrets in
+// its environment included. (An EmbeddingServer's StatefulSets, read whole,
+// come from the factory of their own labels.)
+func trimChild(obj any) (any, error) {
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		sts.Spec, sts.Status = appsv1.StatefulSetSpec{}, appsv1.StatefulSetStatus{}
+	}
+	return stripOrTrimPod(obj)
 }
 
 // trimForeign is the unfiltered informers' transform: StripManagedFields,
@@ -352,15 +367,15 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {
-		kubeFactory := func(selector string) kubeinformers.SharedInformerFactory {
+		kubeFactory := func(selector string, transform cache.TransformFunc) kubeinformers.SharedInformerFactory {
 			return kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),
-				kubeinformers.WithTransform(stripOrTrimPod),
+				kubeinformers.WithTransform(transform),
 				kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 		}
 		s := framework.Scope{
 			Namespace: ns,
-			Kube:      kubeFactory(ChildLabelSelector),
+			Kube:      kubeFactory(ChildLabelSelector, trimChild),
 			KubeAll: kubeinformers.NewSharedInformerFactoryWithOptions(kube, opts.ResyncPeriod,
 				kubeinformers.WithNamespace(ns),
 				kubeinformers.WithTransform(trimForeign)),
@@ -370,7 +385,7 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 			Selected: map[string]kubeinformers.SharedInformerFactory{},
 		}
 		for _, sel := range SelectedLabelSelectors {
-			s.Selected[sel] = kubeFactory(sel)
+			s.Selected[sel] = kubeFactory(sel, stripOrTrimPod)
 		}
 		// Before any informer starts; the indexes are the same for every
 		// controller that asks.

@@ -23,7 +23,8 @@ import (
 // transforms: the proxy pods' cache holds only the MCPServers' and
 // MCPRemoteProxies' proxy pods (not the MCP server's own pod the runner
 // starts, labelled otherwise), each without its spec, so no credential of an environment variable is
-// in memory; a labelled child is cached whole less its managedFields; a
+// in memory; a labelled child is cached whole less its managedFields, but
+// a runner's StatefulSet only as its metadata; a
 // user's ConfigMap in the unfiltered cache keeps its keys, not its values.
 func TestInformerTransforms(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
@@ -44,10 +45,16 @@ func TestInformerTransforms(t *testing.T) {
 	}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", ManagedFields: managed,
 		Labels: map[string]string{naming.LabelToolhive: "true"}}}
+	runnerSTS := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", ManagedFields: managed,
+		Labels: map[string]string{naming.LabelToolhive: "true", naming.LabelToolhiveName: "fetch"}},
+		Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Env: secretEnv}}}}}}
+	embeddingSTS := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "embed",
+		Labels: map[string]string{naming.LabelName: "embeddingserver"}},
+		Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "embedding"}}}}}}
 	userCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "corp-ca", ManagedFields: managed},
 		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----"}}
 
-	d := NewDeps(k8sfake.NewClientset(proxyPod, serverPod, runnerPod, dep, userCM), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
+	d := NewDeps(k8sfake.NewClientset(proxyPod, serverPod, runnerPod, dep, runnerSTS, embeddingSTS, userCM), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
 	if len(d.Scopes) != 1 {
 		t.Fatalf("%d scopes for all namespaces", len(d.Scopes))
 	}
@@ -55,6 +62,8 @@ func TestInformerTransforms(t *testing.T) {
 	pods := s.Selected[naming.WorkloadPodSelector].Core().V1().Pods().Informer()
 	deps := s.Kube.Apps().V1().Deployments().Informer()
 	cms := s.KubeAll.Core().V1().ConfigMaps().Informer()
+	runners := s.Kube.Apps().V1().StatefulSets().Informer()
+	embeddings := s.Selected[naming.EmbeddingServerSelector].Apps().V1().StatefulSets().Informer()
 	// A bound on a fake's list, not a timing assertion.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	for _, f := range s.Factories() {
@@ -67,7 +76,7 @@ func TestInformerTransforms(t *testing.T) {
 			f.Shutdown()
 		}
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, deps.HasSynced, cms.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, deps.HasSynced, cms.HasSynced, runners.HasSynced, embeddings.HasSynced) {
 		t.Fatal("caches did not sync")
 	}
 
@@ -86,6 +95,17 @@ func TestInformerTransforms(t *testing.T) {
 	obj, _, _ = deps.GetStore().GetByKey("team-a/fetch")
 	if got, ok := obj.(*appsv1.Deployment); !ok || got.ManagedFields != nil || got.Labels[naming.LabelToolhive] != "true" {
 		t.Errorf("deployment cached as %+v", obj)
+	}
+	// The runner's StatefulSet is cached as its metadata (its pod
+	// template is the MCP server's, secrets included); an
+	// EmbeddingServer's, from the factory of its own labels, whole.
+	obj, _, _ = runners.GetStore().GetByKey("team-a/fetch")
+	if got, ok := obj.(*appsv1.StatefulSet); !ok || len(got.Spec.Template.Spec.Containers) != 0 || got.ManagedFields != nil || got.Labels[naming.LabelToolhiveName] != "fetch" {
+		t.Errorf("runner StatefulSet cached as %+v", obj)
+	}
+	obj, _, _ = embeddings.GetStore().GetByKey("team-a/embed")
+	if got, ok := obj.(*appsv1.StatefulSet); !ok || len(got.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("EmbeddingServer StatefulSet cached as %+v", obj)
 	}
 	obj, _, _ = cms.GetStore().GetByKey("team-a/corp-ca")
 	if got, ok := obj.(*corev1.ConfigMap); !ok || len(got.Data) != 1 || got.Data["ca.crt"] != "" || got.ManagedFields != nil {
