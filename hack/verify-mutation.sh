@@ -68,6 +68,7 @@ fi
 
 out=$(mktemp -d)
 trap 'rm -rf "${out}"' EXIT
+go build -o "${out}/mutationreport" ./hack/mutationreport
 args=()
 for pkg in "${pkgs[@]}"; do
   json="${out}/$(tr / _ <<<"${pkg}").json"
@@ -93,7 +94,7 @@ for pkg in "${pkgs[@]}"; do
   args+=("${pkg}=${json}")
 done
 if [[ ${MUTATION_WHOLE:-} == 1 ]]; then
-  go run ./hack/mutationreport -floor "${floor}" "${args[@]}"
+  "${out}/mutationreport" -floor "${floor}" "${args[@]}"
 else
-  go run ./hack/mutationreport -changed -equivalent "${equivalent}" "${args[@]}"
+  "${out}/mutationreport" -changed -equivalent "${equivalent}" "${args[@]}"
 fi

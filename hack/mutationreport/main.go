@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,19 +84,21 @@ func main() {
 		}
 	}
 	stats := map[string]*pkgStats{}
+	var dirs []string
 	for _, arg := range flag.Args() {
 		dir, f, ok := strings.Cut(arg, "=")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "%s: want DIR=FILE\n", arg)
 			os.Exit(2)
 		}
+		dirs = append(dirs, path.Clean(dir))
 		if err := read(path.Clean(dir), f, stats); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 	}
 	if *changed {
-		os.Exit(checkChanged(stats, equiv, os.Stdout))
+		os.Exit(checkChanged(dirs, stats, equiv, os.Stdout))
 	}
 	if *floor != "" {
 		os.Exit(check(*floor, stats, os.Stdout))
@@ -298,11 +301,16 @@ func match(equiv []equivalence, m mutant) *equivalence {
 // checkChanged judges a run limited to a diff's lines: every mutant there
 // that a test covers must be killed, unless it is a listed equivalent.
 // Mutants on lines no test runs are listed but do not fail the check, as
-// the whole-package efficacy does not count them either.
-func checkChanged(stats map[string]*pkgStats, equiv []equivalence, w io.Writer) int {
+// the whole-package efficacy does not count them either. dirs are the
+// directories gremlins was run on.
+func checkChanged(dirs []string, stats map[string]*pkgStats, equiv []equivalence, w io.Writer) int {
 	rc := 0
 	for _, k := range sortedKeys(stats) {
 		s := stats[k]
+		// A subpackage is named only when the diff gave it a mutant.
+		if s.killed+s.lived+s.timedOut+s.notCovered+s.notViable == 0 && !slices.Contains(dirs, k) {
+			continue
+		}
 		verdict := "ok"
 		var bad []mutant
 		for _, v := range s.survivors {
