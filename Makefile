@@ -41,7 +41,7 @@ verify: ## Fail if generated code or the chart is stale, code is unformatted or 
 
 lint: verify ## Alias of verify.
 
-verify-mutation: ## Fail if a change lowers the mutation score of a package in hack/mutation-floor.txt (runs gremlins on the changed ones only; MUTATION_BASE=<rev> to compare with).
+verify-mutation: ## Fail if a mutant on a line the change touched, in a package of hack/mutation-floor.txt, survives (gremlins --diff; base: origin/main or HEAD~, MUTATION_BASE=<rev>; MUTATION_WHOLE=1: whole packages vs their floors).
 	hack/verify-mutation.sh
 
 # PKGS are package directories; each is mutated on its own (its own tests
