@@ -77,18 +77,26 @@ for pkg in "${pkgs[@]}"; do
     echo "== gremlins ${pkg}, the whole package"
   else
     echo "== gremlins ${pkg}, the lines changed since $(git rev-parse --short "${base}")"
-    # gremlins matches the diff's file names with its own, which are
-    # relative to the directory it mutates; git names them relative to the
-    # directory it runs in (diff.relative), so both run in the package's.
-    # gremlins runs git diff before it changes directory.
     flags+=(--diff "${base}")
   fi
+  # Two quirks of gremlins v0.6.0's --diff, both checked with --dry-run:
+  # it matches the diff's file names with its own, which are relative to
+  # the directory it mutates, while git names them from the repository
+  # root, so from the root every mutant is skipped; git names them
+  # relative to the directory it runs in with diff.relative, so both run in
+  # the package's (gremlins runs git diff before it changes directory).
+  # And it takes a hunk's changed lines to be its first added line and
+  # the next LinesAdded-1, which with context between two changes mutates
+  # an unchanged line and skips a changed one; with no context
+  # (diff.context=0) a hunk's added lines are consecutive.
   (
     cd "${pkg}"
-    GIT_CONFIG_COUNT=3 \
+    GIT_CONFIG_COUNT=5 \
       GIT_CONFIG_KEY_0=diff.relative GIT_CONFIG_VALUE_0=true \
-      GIT_CONFIG_KEY_1=diff.noprefix GIT_CONFIG_VALUE_1=false \
-      GIT_CONFIG_KEY_2=diff.mnemonicPrefix GIT_CONFIG_VALUE_2=false \
+      GIT_CONFIG_KEY_1=diff.context GIT_CONFIG_VALUE_1=0 \
+      GIT_CONFIG_KEY_2=diff.interHunkContext GIT_CONFIG_VALUE_2=0 \
+      GIT_CONFIG_KEY_3=diff.noprefix GIT_CONFIG_VALUE_3=false \
+      GIT_CONFIG_KEY_4=diff.mnemonicPrefix GIT_CONFIG_VALUE_4=false \
       GOFLAGS=-short nice -n 10 go tool gremlins unleash "${flags[@]}" "${root}/${pkg}"
   )
   args+=("${pkg}=${json}")
