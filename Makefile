@@ -58,7 +58,7 @@ mutate: ## Mutation-test PKGS (default: pkg/ but generated code; e.g. make mutat
 	  GOFLAGS=-short nice -n 10 go tool gremlins unleash --workers $(MUTATION_WORKERS) --timeout-coefficient 10 \
 	    -o bin/mutation/$$(echo $$p | tr / _).json ./$$p; \
 	done
-	go run ./hack/mutationreport -intro hack/mutation-notes.md \
+	go run ./hack/mutationreport -intro hack/mutation-notes.md -equivalent hack/mutation-equivalent.txt \
 	  $$(for f in bin/mutation/*.json; do b=$$(basename $$f .json); echo "$$(echo $$b | tr _ /)=$$f"; done) > docs/mutation.md
 
 run: test-binaries build ## Start a local API server, apply examples/, run hivekeeper against it.
