@@ -1,12 +1,18 @@
 // Command mutationreport turns the JSON results of gremlins runs (one file
 // per package, gremlins unleash -o) into a Markdown table of killed,
 // survived and not-covered mutants per package, followed by each
-// survivor's position, so that a survivor can be judged (killed by a new
-// test, or explained as equivalent) without rerunning the tool. With
-// Each argument is DIR=FILE: the directory gremlins was run on (its file
-// names are relative to it) and the JSON it wrote. With
-// -floor it instead checks the efficacy of each result against the floor
-// file (lines "package efficacy") and exits 1 when one is lower.
+// survivor's position and source line, so that a survivor can be judged
+// (killed by a new test, or explained as equivalent) without rerunning the
+// tool. Each argument is DIR=FILE: the directory gremlins was run on (its
+// file names are relative to it) and the JSON it wrote.
+//
+// -equivalent names the file of survivors judged equivalent (no test can
+// tell them from the code), each with its reason; the report shows the
+// reason beside the survivor. -floor instead checks the efficacy of each
+// result against the floor file (lines "package efficacy") and exits 1
+// when one is lower. -changed instead checks the result of a run limited
+// to a diff's lines (gremlins --diff) and exits 1 when any mutant
+// survived that the -equivalent file does not list.
 package main
 
 import (
@@ -17,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,8 +45,19 @@ type result struct {
 
 type pkgStats struct {
 	killed, lived, notCovered, timedOut, notViable int
-	survivors                                      []string
+	survivors, uncovered                           []mutant
 	elapsed                                        float64
+}
+
+// mutant is one survivor (or uncovered mutant): where it is, its type and
+// the text of its source line, spaces collapsed.
+type mutant struct {
+	file, typ, text string // file is relative to the module root
+	line, col       int
+}
+
+func (m mutant) String() string {
+	return fmt.Sprintf("%s:%d:%d %s", path.Base(m.file), m.line, m.col, m.typ)
 }
 
 // efficacy is gremlins' test efficacy: killed over killed and lived.
@@ -54,23 +72,38 @@ func main() {
 	title := flag.String("title", "Mutation testing", "the report's heading")
 	intro := flag.String("intro", "", "a file whose text goes under the heading")
 	floor := flag.String("floor", "", "check efficacy against this floor file instead of writing a report")
+	equivalent := flag.String("equivalent", "", "the file of survivors judged equivalent, with their reasons")
+	changed := flag.Bool("changed", false, "check a diff-limited run: fail on any survivor not in -equivalent")
 	flag.Parse()
+	var equiv []equivalence
+	if *equivalent != "" {
+		var err error
+		if equiv, err = readEquivalent(*equivalent); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	stats := map[string]*pkgStats{}
+	var dirs []string
 	for _, arg := range flag.Args() {
 		dir, f, ok := strings.Cut(arg, "=")
 		if !ok {
 			fmt.Fprintf(os.Stderr, "%s: want DIR=FILE\n", arg)
 			os.Exit(2)
 		}
+		dirs = append(dirs, path.Clean(dir))
 		if err := read(path.Clean(dir), f, stats); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 	}
+	if *changed {
+		os.Exit(checkChanged(dirs, stats, equiv, os.Stdout))
+	}
 	if *floor != "" {
 		os.Exit(check(*floor, stats, os.Stdout))
 	}
-	if err := report(os.Stdout, *title, *intro, stats); err != nil {
+	if err := report(os.Stdout, *title, *intro, stats, equiv); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -100,15 +133,30 @@ func read(dir, name string, stats map[string]*pkgStats) error {
 			seen[s] = true
 			s.elapsed += r.Elapsed
 		}
+		file := path.Join(dir, f.FileName)
+		var lines []string
 		for _, m := range f.Mutations {
+			var mu mutant
+			if m.Status == "LIVED" || m.Status == "NOT COVERED" {
+				if lines == nil {
+					// The source as it is now; a missing file leaves the text empty.
+					b, _ := os.ReadFile(file)
+					lines = strings.Split(string(b), "\n")
+				}
+				mu = mutant{file: file, typ: m.Type, line: m.Line, col: m.Column}
+				if m.Line >= 1 && m.Line <= len(lines) {
+					mu.text = strings.Join(strings.Fields(lines[m.Line-1]), " ")
+				}
+			}
 			switch m.Status {
 			case "KILLED":
 				s.killed++
 			case "LIVED":
 				s.lived++
-				s.survivors = append(s.survivors, fmt.Sprintf("%s:%d:%d %s", path.Base(f.FileName), m.Line, m.Column, m.Type))
+				s.survivors = append(s.survivors, mu)
 			case "NOT COVERED":
 				s.notCovered++
+				s.uncovered = append(s.uncovered, mu)
 			case "TIMED OUT":
 				s.timedOut++
 			case "NOT VIABLE":
@@ -128,7 +176,7 @@ func sortedKeys(stats map[string]*pkgStats) []string {
 	return keys
 }
 
-func report(w io.Writer, title, intro string, stats map[string]*pkgStats) error {
+func report(w io.Writer, title, intro string, stats map[string]*pkgStats, equiv []equivalence) error {
 	fmt.Fprintf(w, "# %s\n\n", title)
 	if intro != "" {
 		b, err := os.ReadFile(intro)
@@ -151,7 +199,11 @@ func report(w io.Writer, title, intro string, stats map[string]*pkgStats) error 
 		}
 		fmt.Fprintf(w, "\n## Survivors in %s\n\n", k)
 		for _, v := range s.survivors {
-			fmt.Fprintf(w, "- %s\n", v)
+			fmt.Fprintf(w, "- %s `%s`", v, v.text)
+			if e := match(equiv, v); e != nil {
+				fmt.Fprintf(w, ": equivalent. %s", e.reason)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil
@@ -190,8 +242,98 @@ func check(floorFile string, stats map[string]*pkgStats, w io.Writer) int {
 		fmt.Fprintf(w, "%s: efficacy %.2f%% (floor %.2f%%; %d killed, %d survived, %d not covered): %s\n",
 			fields[0], s.efficacy(), want, s.killed, s.lived, s.notCovered, verdict)
 		for _, v := range s.survivors {
-			fmt.Fprintf(w, "  survivor %s\n", v)
+			fmt.Fprintf(w, "  survivor %s: %s\n", v, v.text)
 		}
+	}
+	return rc
+}
+
+// equivalence is one entry of the -equivalent file: a survivor that no
+// test can kill because the mutant behaves as the code does.
+type equivalence struct {
+	file, typ, text, reason string
+}
+
+// readEquivalent reads the -equivalent file. An entry is one line: the
+// file (from the module root), the mutant type, then the text of the
+// mutated source line (spaces do not matter). It names the line by its
+// text, not its number, so that it still matches after lines above it
+// move; it covers every mutant of that type on that line. The comment
+// lines right above an entry are its reason.
+func readEquivalent(name string) ([]equivalence, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []equivalence
+	var reason []string
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "":
+			reason = nil
+		case strings.HasPrefix(l, "#"):
+			reason = append(reason, strings.TrimSpace(strings.TrimPrefix(l, "#")))
+		default:
+			f := strings.Fields(l)
+			if len(f) < 3 {
+				return nil, fmt.Errorf("%s:%d: want FILE TYPE SOURCE-LINE", name, i+1)
+			}
+			if len(reason) == 0 {
+				return nil, fmt.Errorf("%s:%d: no reason (a comment right above) for %s", name, i+1, l)
+			}
+			out = append(out, equivalence{file: path.Clean(f[0]), typ: f[1], text: strings.Join(f[2:], " "), reason: strings.Join(reason, " ")})
+			reason = nil
+		}
+	}
+	return out, nil
+}
+
+func match(equiv []equivalence, m mutant) *equivalence {
+	for i, e := range equiv {
+		if e.file == m.file && e.typ == m.typ && e.text == m.text {
+			return &equiv[i]
+		}
+	}
+	return nil
+}
+
+// checkChanged judges a run limited to a diff's lines: every mutant there
+// that a test covers must be killed, unless it is a listed equivalent.
+// Mutants on lines no test runs are listed but do not fail the check, as
+// the whole-package efficacy does not count them either. dirs are the
+// directories gremlins was run on.
+func checkChanged(dirs []string, stats map[string]*pkgStats, equiv []equivalence, w io.Writer) int {
+	rc := 0
+	for _, k := range sortedKeys(stats) {
+		s := stats[k]
+		// A subpackage is named only when the diff gave it a mutant.
+		if s.killed+s.lived+s.timedOut+s.notCovered+s.notViable == 0 && !slices.Contains(dirs, k) {
+			continue
+		}
+		verdict := "ok"
+		var bad []mutant
+		for _, v := range s.survivors {
+			if match(equiv, v) == nil {
+				bad = append(bad, v)
+			}
+		}
+		if len(bad) > 0 {
+			verdict, rc = "SURVIVORS", 1
+		}
+		fmt.Fprintf(w, "%s, changed lines: %d killed, %d survived (%d listed equivalent), %d timed out, %d not covered: %s\n",
+			k, s.killed, s.lived, s.lived-len(bad), s.timedOut, s.notCovered, verdict)
+		for _, v := range bad {
+			fmt.Fprintf(w, "  survived %s:%d:%d %s: %s\n", v.file, v.line, v.col, v.typ, v.text)
+		}
+		for _, v := range s.uncovered {
+			fmt.Fprintf(w, "  not covered by %s's tests %s:%d:%d %s: %s\n", k, v.file, v.line, v.col, v.typ, v.text)
+		}
+	}
+	if rc != 0 {
+		fmt.Fprintln(w, "A survivor is a change to the code that every test of its package passes: add a test that fails")
+		fmt.Fprintln(w, "under it, or, if no test can (the mutant behaves as the code does), list it with the reason in")
+		fmt.Fprintln(w, "hack/mutation-equivalent.txt.")
 	}
 	return rc
 }

@@ -435,6 +435,20 @@ func TestEnqueueCoalesced(t *testing.T) {
 	}
 }
 
+// A zero delay adds the key straight away rather than through AddAfter,
+// which the workqueue counts in workqueue_retries_total: with the fan-in
+// window off (FanInDelay 0), every change would otherwise count as a retry.
+func TestEnqueueCoalescedZeroDelayIsNoRetry(t *testing.T) {
+	l, spy := newTestLoop(t, "coalesce-now", nil)
+	l.EnqueueCoalesced(nsA, 0)
+	if _, _, after := spy.counts(); after != 0 {
+		t.Errorf("a zero delay went through AddAfter %d times (a workqueue retry each)", after)
+	}
+	if n := l.Queue.Len(); n != 1 {
+		t.Errorf("%d keys ready after a zero-delay add, want 1", n)
+	}
+}
+
 // A loop started after another syncs nothing before the other has synced
 // every key it had at start once; Drained says when that was.
 func TestStartAfterWaitsForTheFirstDrain(t *testing.T) {

@@ -203,6 +203,15 @@ func TestBuildRefusesWhatToolHiveRefuses(t *testing.T) {
 		"mount path": {func(r *thv1.MCPRegistry) {
 			r.Spec.VolumeMounts = []apiextensionsv1.JSON{raw(`{"name":"x","mountPath":"/config"}`)}
 		}, thv1.ConditionReady},
+		// The registry-api container of the template is the one whose
+		// mounts are checked, not whichever container comes first.
+		"mount path in the template": {func(r *thv1.MCPRegistry) {
+			r.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"containers":[{"name":"registry-api","volumeMounts":[{"name":"x","mountPath":"/config"}]}]}}`)
+		}, thv1.ConditionReady},
+		"pgpass mount path": {func(r *thv1.MCPRegistry) {
+			pgpass["set"](r)
+			r.Spec.VolumeMounts = []apiextensionsv1.JSON{raw(`{"name":"x","mountPath":"/home/appuser/.pgpass"}`)}
+		}, thv1.ConditionReady},
 		"pgpass key": {func(r *thv1.MCPRegistry) {
 			r.Spec.PGPassSecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "pg"}}
 		}, thv1.ConditionReady},
