@@ -49,9 +49,8 @@ var kubeLists = []kubeList{
 	{resource: "services", selector: app.ChildLabelSelector, list: listServices},
 	{resource: "services", selector: naming.EmbeddingServerSelector, list: listServices},
 	{resource: "services", selector: naming.RegistrySelector, list: listServices},
-	{resource: "statefulsets", selector: naming.EmbeddingServerSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
-		return k.AppsV1().StatefulSets(ns).List(ctx, o)
-	}},
+	{resource: "statefulsets", selector: app.ChildLabelSelector, list: listStatefulSets},
+	{resource: "statefulsets", selector: naming.EmbeddingServerSelector, list: listStatefulSets},
 	{resource: "pods", selector: naming.WorkloadPodSelector, list: func(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
 		return k.CoreV1().Pods(ns).List(ctx, o)
 	}},
@@ -68,6 +67,10 @@ var kubeLists = []kubeList{
 
 func listDeployments(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
 	return k.AppsV1().Deployments(ns).List(ctx, o)
+}
+
+func listStatefulSets(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
+	return k.AppsV1().StatefulSets(ns).List(ctx, o)
 }
 
 func listServices(ctx context.Context, k kubernetes.Interface, ns string, o metav1.ListOptions) (runtime.Object, error) {
