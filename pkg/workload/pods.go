@@ -69,7 +69,13 @@ func (p *ProxyPods) Handler() cache.ResourceEventHandler { return p.handler }
 // of its proxy's labels, and counted as it counts them: a pod being
 // deleted is left out.
 func (p *ProxyPods) Of(namespace, name string) []*corev1.Pod {
-	return slices.DeleteFunc(p.All(namespace, name), func(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil })
+	return Counted(p.All(namespace, name))
+}
+
+// Counted returns the pods ToolHive's operator counts of a proxy's: those
+// not being deleted (pods is left as it was).
+func Counted(pods []*corev1.Pod) []*corev1.Pod {
+	return slices.DeleteFunc(slices.Clone(pods), func(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil })
 }
 
 // All returns every cached pod of the workload name in namespace, by all

@@ -87,6 +87,6 @@ func (c *Controller) enqueueRunner(obj any) {
 // runnerMissing reports whether the runner's StatefulSet of the MCPServer
 // namespace/name is absent from the cache.
 func (c *Controller) runnerMissing(namespace, name string) bool {
-	_, exists, err := c.runners.GetByKey(namespace + "/" + name)
+	_, exists, err := c.runners.GetByKey(namespace + "/" + naming.MCPServerRunnerStatefulSetName(name))
 	return err == nil && !exists
 }

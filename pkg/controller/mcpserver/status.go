@@ -49,8 +49,7 @@ func deploymentPhase(dep *appsv1.Deployment, pods []*corev1.Pod, runnerMissing b
 	if len(pods) == 0 {
 		return thv1.MCPServerPhasePending, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server is being created", readyReplicas
 	}
-	counted := slices.DeleteFunc(slices.Clone(pods), func(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil })
-	counted = slices.SortedFunc(slices.Values(counted), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	counted := slices.SortedFunc(slices.Values(workload.Counted(pods)), func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for _, pod := range counted {
 		if f := workload.PodFailure(pod); f != "" {
 			return thv1.MCPServerPhaseFailed, metav1.ConditionFalse, thv1.ReasonNotReady, "MCP server pod failed: " + f, readyReplicas
