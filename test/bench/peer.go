@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -208,16 +207,9 @@ func runPeer(ctx context.Context, c config, n int) (*peerResult, error) {
 func (e *env) storeRunnerStatefulSets(ctx context.Context, c config, n int) error {
 	return parallel(n, c.concurrency, func(i int) error {
 		name := fmt.Sprintf("mcp-%04d", i)
-		selector := map[string]string{"app": name}
-		_, err := e.kube.AppsV1().StatefulSets(e.ns).Create(ctx, &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: framework.RunnerLabels(name)},
-			Spec: appsv1.StatefulSetSpec{
-				Replicas: ptr.To[int32](0),
-				Selector: &metav1.LabelSelector{MatchLabels: selector},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1"}}}},
-			},
-		}, metav1.CreateOptions{})
+		sts := framework.RunnerStatefulSet(e.ns, name, framework.RunnerLabels(name))
+		sts.Spec.Replicas = ptr.To[int32](0)
+		_, err := e.kube.AppsV1().StatefulSets(e.ns).Create(ctx, sts, metav1.CreateOptions{})
 		return err
 	})
 }

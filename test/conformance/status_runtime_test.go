@@ -210,19 +210,7 @@ func runnerStatefulSets(ctx context.Context, e *framework.Env, ns string) error 
 // MCPServer name creates for the MCP server, labelled as the runner
 // labels it (enough of it for ToolHive's operator to watch it).
 func createRunnerStatefulSet(ctx context.Context, e *framework.Env, ns, name string) error {
-	labels := map[string]string{naming.LabelToolhive: "true", naming.LabelToolhiveName: name, naming.LabelApp: name}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: naming.MCPServerRunnerStatefulSetName(name), Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{naming.LabelApp: name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "ghcr.io/stackloklabs/osv-mcp/server:latest"}}},
-			},
-		},
-	}
-	_, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+	_, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, framework.RunnerStatefulSet(ns, name, framework.RunnerLabels(name)), metav1.CreateOptions{})
 	return err
 }
 

@@ -31,14 +31,7 @@ func (e *Env) CreateRunnerObjects(t testing.TB, ns, n string, labels map[string]
 	ctx := context.Background()
 	out := map[string]metav1.Object{}
 	selector := map[string]string{"app": n}
-	sts, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns, Labels: labels},
-		Spec: appsv1.StatefulSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "x"}}}},
-		},
-	}, metav1.CreateOptions{})
+	sts, err := e.Kube.AppsV1().StatefulSets(ns).Create(ctx, RunnerStatefulSet(ns, n, labels), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +47,22 @@ func (e *Env) CreateRunnerObjects(t testing.TB, ns, n string, labels map[string]
 		out["Service/"+name] = svc
 	}
 	return out
+}
+
+// RunnerStatefulSet is a stand-in for the StatefulSet the proxy runner
+// creates for MCPServer n in ns (naming.MCPServerRunnerStatefulSetName),
+// carrying labels (RunnerLabels(n) for the runner's own), its pods
+// selected by app=n.
+func RunnerStatefulSet(ns, n string, labels map[string]string) *appsv1.StatefulSet {
+	selector := map[string]string{"app": n}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: naming.MCPServerRunnerStatefulSetName(n), Namespace: ns, Labels: labels},
+		Spec: appsv1.StatefulSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1"}}}},
+		},
+	}
 }
 
 // UnlabelChild removes the label key from a child of hivekeeper, as a hand
