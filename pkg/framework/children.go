@@ -164,7 +164,7 @@ func DeleteCollection(ctx context.Context, w *Writer, resource, namespace string
 	}
 	klog.FromContext(ctx).V(2).Info("Deleting collection", "resource", resource, "namespace", namespace, "selector", selector)
 	err := del(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
-	w.count(resource, metrics.VerbDelete, err)
+	w.count(ctx, resource, metrics.VerbDelete, err)
 	if err != nil {
 		return fmt.Errorf("deleting %s in %s matching %s: %w", resource, namespace, selector, err)
 	}

@@ -261,11 +261,23 @@ func (l *Loop) processNextWorkItem(ctx context.Context) bool {
 	}()
 
 	start := time.Now()
-	err := l.Sync(ctx, key)
+	tally := &writeTally{}
+	err := l.Sync(context.WithValue(ctx, tallyKey{}, tally), key)
 	metrics.ReconcileDuration.WithLabelValues(l.Name).Observe(time.Since(start).Seconds())
+	if err == nil && tally.n.Load() == 0 {
+		metrics.ReconcileWithoutWrites.WithLabelValues(l.Name).Inc()
+	}
 	l.handleErr(ctx, key, err)
 	return true
 }
+
+// writeTally counts the API writes of one sync (Writer.count adds to the
+// one in its context), so that the loop can count the syncs an event
+// caused that found nothing to write: the work a watch costs besides the
+// work it asks for.
+type writeTally struct{ n atomic.Int32 }
+
+type tallyKey struct{}
 
 // handleErr applies the retry policy: success forgets the key's backoff,
 // an error is retried with backoff until MaxRetries, then dropped with an

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 )
 
@@ -542,5 +543,46 @@ func TestIdle(t *testing.T) {
 	l.Queue.AddAfter(cache.ObjectName{Namespace: "ns", Name: "b"}, time.Hour)
 	if !l.Idle() {
 		t.Error("a key due in an hour makes the loop busy")
+	}
+}
+
+// TestSyncsWithoutWritesCounted: a successful sync that wrote nothing is
+// counted in reconcile_without_writes_total; one that wrote through the
+// Writer (even a write the server refused with a conflict) is not, nor is
+// a failed sync.
+func TestSyncsWithoutWritesCounted(t *testing.T) {
+	const name = "test-loop-without-writes"
+	srv := newServer()
+	cs := fake.NewSimpleClientset(srv)
+	w := NewWriter(name, nil)
+	var write bool
+	var fail error
+	l, _ := newTestLoop(t, name, func(ctx context.Context, _ cache.ObjectName) error {
+		if write {
+			modified := srv.DeepCopy()
+			modified.Finalizers = append(modified.Finalizers, "example.com/f")
+			if _, err := PatchObject(ctx, w, resServers, cs.ToolhiveV1beta1().MCPServers(srv.Namespace).Patch, srv, modified); err != nil {
+				return err
+			}
+		}
+		return fail
+	})
+	idle := func() float64 { return testutil.ToFloat64(metrics.ReconcileWithoutWrites.WithLabelValues(name)) }
+	for _, step := range []struct {
+		write bool
+		fail  error
+		want  float64
+	}{
+		{write: false, want: 1},
+		{write: true, want: 0},
+		{write: false, fail: errors.New("boom"), want: 0},
+	} {
+		write, fail = step.write, step.fail
+		before := idle()
+		l.EnqueueKey(nsA)
+		l.processNextWorkItem(context.Background())
+		if d := idle() - before; d != step.want {
+			t.Errorf("write=%v fail=%v: reconcile_without_writes_total grew by %v, want %v", step.write, step.fail, d, step.want)
+		}
 	}
 }

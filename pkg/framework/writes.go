@@ -93,7 +93,10 @@ func (w *Writer) Forget(owner types.UID) {
 	delete(w.owners, owner)
 }
 
-func (w *Writer) count(resource, verb string, err error) {
+func (w *Writer) count(ctx context.Context, resource, verb string, err error) {
+	if t, ok := ctx.Value(tallyKey{}).(*writeTally); ok {
+		t.n.Add(1)
+	}
 	outcome := metrics.OutcomeSuccess
 	switch {
 	case err == nil:
@@ -181,7 +184,7 @@ func PatchObject[T any](ctx context.Context, w *Writer, resource string, patch P
 	}
 	klog.FromContext(ctx).V(4).Info("Patching", "resource", resource, "object", klog.KObj(om), "patch", string(body))
 	_, err = patch(ctx, om.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
-	w.count(resource, metrics.VerbPatch, err)
+	w.count(ctx, resource, metrics.VerbPatch, err)
 	if err != nil {
 		return false, fmt.Errorf("patching %s %s: %w", resource, om.GetName(), err)
 	}
@@ -242,7 +245,7 @@ func PatchStatus[T any](ctx context.Context, w *Writer, resource string, base me
 	}
 	klog.FromContext(ctx).V(4).Info("Patching status", "resource", resource, "name", name, "patch", string(body))
 	out, err := patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	w.count(resource+"/status", metrics.VerbPatch, err)
+	w.count(ctx, resource+"/status", metrics.VerbPatch, err)
 	if err != nil {
 		return false, fmt.Errorf("patching status of %s %s: %w", resource, name, err)
 	}
@@ -308,7 +311,7 @@ func CreateChild[T any](ctx context.Context, w *Writer, owner types.UID, resourc
 	}
 	klog.FromContext(ctx).V(2).Info("Creating child", "resource", resource, "object", klog.KObj(m))
 	out, err := create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
-	w.count(resource, metrics.VerbCreate, err)
+	w.count(ctx, resource, metrics.VerbCreate, err)
 	w.forget(owner, childKey(resource, m.GetNamespace(), m.GetName()))
 	if err != nil {
 		return out, &ChildWriteError{Verb: metrics.VerbCreate, Resource: resource, Object: klog.KObj(m), Err: err}
@@ -332,7 +335,7 @@ func PatchChild[T any](ctx context.Context, w *Writer, owner types.UID, resource
 	}
 	klog.FromContext(ctx).V(2).Info("Patching child", "resource", resource, "object", klog.KRef(namespace, name), "patch", string(body))
 	_, err = patch(ctx, name, types.MergePatchType, locked, metav1.PatchOptions{FieldManager: FieldManager})
-	w.count(resource, metrics.VerbPatch, err)
+	w.count(ctx, resource, metrics.VerbPatch, err)
 	if err != nil {
 		return &ChildWriteError{Verb: metrics.VerbPatch, Resource: resource, Object: klog.KRef(namespace, name), Err: err}
 	}
@@ -357,7 +360,7 @@ func DeleteChild(ctx context.Context, w *Writer, owner types.UID, resource, name
 	if apierrors.IsNotFound(err) {
 		err = nil
 	}
-	w.count(resource, metrics.VerbDelete, err)
+	w.count(ctx, resource, metrics.VerbDelete, err)
 	w.forget(owner, childKey(resource, namespace, name))
 	if err != nil {
 		return &ChildWriteError{Verb: metrics.VerbDelete, Resource: resource, Object: klog.KRef(namespace, name), Err: err}

@@ -132,6 +132,7 @@ func TestWorkqueueMetricsUseStandardNames(t *testing.T) {
 func TestRegistryHasProcessAndHivekeeperSeries(t *testing.T) {
 	// Vectors only appear once a child exists.
 	metrics.ReconcileTotal.WithLabelValues("test-registry", metrics.ResultSuccess)
+	metrics.ReconcileWithoutWrites.WithLabelValues("test-registry")
 	fams := gather(t)
 	var goSeries, processSeries bool
 	for n := range fams {
@@ -144,8 +145,10 @@ func TestRegistryHasProcessAndHivekeeperSeries(t *testing.T) {
 	if !processSeries {
 		t.Error("no process_* series")
 	}
-	if _, ok := fams["hivekeeper_reconcile_total"]; !ok {
-		t.Error("hivekeeper_reconcile_total missing")
+	for _, name := range []string{"hivekeeper_reconcile_total", "hivekeeper_reconcile_without_writes_total"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("%s missing", name)
+		}
 	}
 	// Only this package's registry is exported, and it must be lint-clean
 	// enough to scrape.
