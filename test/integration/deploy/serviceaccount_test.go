@@ -58,7 +58,7 @@ func install(t *testing.T, env *framework.Env, namespace, watched string, args .
 		switch obj.GetKind() {
 		case "ServiceAccount":
 			saName = obj.GetName()
-		case "ClusterRole", "ClusterRoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "FlowSchema":
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
