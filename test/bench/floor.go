@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,34 +11,36 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // childCopy creates one copy of a child hivekeeper made.
 type childCopy struct {
 	// resource is the child's resource, as in childResources.
 	resource string
-	// owner is the name of the MCPServer the original belongs to.
-	owner  string
-	create func(context.Context) error
+	// name is the copy's name; owner is the name of the MCPServer the
+	// original belongs to.
+	name, owner string
+	// create creates the copy, controlled by owners.
+	create func(ctx context.Context, owners []metav1.OwnerReference) error
 }
 
 // childCopies returns one create per child hivekeeper made in namespace
-// from (label toolhive=true), each creating the same object in namespace
-// to with only what the API server assigns cleared, in the order of
+// from (every object an MCPServer controls: ToolHive labels only some of
+// them toolhive=true), each creating the same object in namespace to with
+// only what the API server assigns cleared, in the order of
 // childResources.
 func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string) ([]childCopy, error) {
-	sel := metav1.ListOptions{LabelSelector: "toolhive=true"}
-	// copyMeta returns the copy's metadata and the original's owner.
+	sel := metav1.ListOptions{}
+	// copyMeta returns the copy's metadata and the original's owner, ""
+	// when no MCPServer controls it.
 	copyMeta := func(m metav1.ObjectMeta) (metav1.ObjectMeta, string) {
-		owner := ""
-		if ref := metav1.GetControllerOfNoCopy(&m); ref != nil {
-			owner = ref.Name
-		}
-		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}, owner
+		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}, serverOwning(&m)
 	}
 	var out []childCopy
 	create := metav1.CreateOptions{}
@@ -48,9 +51,12 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range sas.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
 		o.Secrets = nil
-		out = append(out, childCopy{resource: "serviceaccounts", owner: owner, create: func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "serviceaccounts", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.CoreV1().ServiceAccounts(to).Create(ctx, &o, create)
 			return err
 		}})
@@ -61,13 +67,16 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range rbs.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
 		for i := range o.Subjects {
 			if o.Subjects[i].Namespace == from {
 				o.Subjects[i].Namespace = to
 			}
 		}
-		out = append(out, childCopy{resource: "rolebindings", owner: owner, create: func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "rolebindings", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.RbacV1().RoleBindings(to).Create(ctx, &o, create)
 			return err
 		}})
@@ -78,8 +87,11 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range roles.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
-		out = append(out, childCopy{resource: "roles", owner: owner, create: func(ctx context.Context) error {
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
+		out = append(out, childCopy{resource: "roles", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.RbacV1().Roles(to).Create(ctx, &o, create)
 			return err
 		}})
@@ -90,8 +102,11 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range cms.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
-		out = append(out, childCopy{resource: "configmaps", owner: owner, create: func(ctx context.Context) error {
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
+		out = append(out, childCopy{resource: "configmaps", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.CoreV1().ConfigMaps(to).Create(ctx, &o, create)
 			return err
 		}})
@@ -102,9 +117,12 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range svcs.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
 		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
-		out = append(out, childCopy{resource: "services", owner: owner, create: func(ctx context.Context) error {
+		out = append(out, childCopy{resource: "services", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.CoreV1().Services(to).Create(ctx, &o, create)
 			return err
 		}})
@@ -115,13 +133,25 @@ func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string
 	}
 	for _, o := range deps.Items {
 		var owner string
-		o.ObjectMeta, owner = copyMeta(o.ObjectMeta)
-		out = append(out, childCopy{resource: "deployments", owner: owner, create: func(ctx context.Context) error {
+		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
+			continue
+		}
+		out = append(out, childCopy{resource: "deployments", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.OwnerReferences = owners
 			_, err := kube.AppsV1().Deployments(to).Create(ctx, &o, create)
 			return err
 		}})
 	}
 	return out, nil
+}
+
+// serverOwning is the name of the MCPServer that controls o, "" when none
+// does.
+func serverOwning(o metav1.Object) string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "MCPServer" {
+		return ref.Name
+	}
+	return ""
 }
 
 // childResources are the kinds of the children hivekeeper makes for an
@@ -136,18 +166,21 @@ var childResources = []schema.GroupVersionResource{
 }
 
 // deleteChildren deletes the children hivekeeper made in namespace ns
-// (label toolhive=true), while their owners stay: the floors start from
+// (what an MCPServer controls), while their owners stay: the floors start from
 // the same objects as the cold start did. The garbage collector removes
 // the ReplicaSets and pods of the Deployments.
-func (e *env) deleteChildren(ctx context.Context, r *result, ns string) error {
+func (e *env) deleteChildren(ctx context.Context, r *result, ns string, child func(resource string, o metav1.Object) bool) error {
 	start := time.Now()
 	var deletes []func(context.Context) error
 	for _, gvr := range childResources {
-		l, err := e.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "toolhive=true"})
+		l, err := e.dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		for _, o := range l.Items {
+			if !child(gvr.Resource, &o) {
+				continue
+			}
 			name := o.GetName()
 			deletes = append(deletes, func(ctx context.Context) error {
 				return e.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
@@ -185,7 +218,15 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	}
 	// The floors' children travel as protobuf, as hivekeeper's do: the
 	// same encoding on both sides of the ratio.
-	kube, _, err := app.NewClients(e.srv.Config)
+	// Their requests are timed on the client side, as hivekeeper's
+	// client-go metrics time its own.
+	timed := newTimings()
+	cfg := timed.wrap(e.srv.Config)
+	kube, _, err := app.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -198,7 +239,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	e.stopController()
-	if err := e.deleteChildren(ctx, r, e.ns); err != nil {
+	if err := e.deleteChildren(ctx, r, e.ns, func(_ string, o metav1.Object) bool { return serverOwning(o) != "" }); err != nil {
 		return err
 	}
 
@@ -213,7 +254,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	start := time.Now()
 	for _, kind := range byKind {
 		began := time.Now()
-		if err := parallel(len(kind), c.concurrency, func(i int) error { return kind[i].create(ctx) }); err != nil {
+		if err := parallel(len(kind), c.concurrency, func(i int) error { return kind[i].create(ctx, nil) }); err != nil {
 			return err
 		}
 		if kind[0].resource == "services" {
@@ -224,10 +265,16 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	r.floorCreates = len(copies)
 	logf("N=%d: floor %.2fs for %d creates, of which Services %.2fs", r.N, r.floorSeconds, r.floorCreates, r.floorServiceSeconds)
 
-	if err := e.deleteChildren(ctx, r, floorNS); err != nil {
+	// The copies carry no owner: they are found by name.
+	copied := map[string]bool{}
+	for _, cp := range copies {
+		copied[cp.resource+"/"+cp.name] = true
+	}
+	isCopy := func(resource string, o metav1.Object) bool { return copied[resource+"/"+o.GetName()] }
+	if err := e.deleteChildren(ctx, r, floorNS, isCopy); err != nil {
 		return err
 	}
-	return e.specFloor(ctx, c, r, servers.Items, copies)
+	return e.specFloor(ctx, c, r, dyn, timed, servers.Items, copies)
 }
 
 // specFloor stores copies of the cold start's MCPServers (untimed), then
@@ -235,12 +282,16 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 // finalizer merge patch carrying resourceVersion, its children (copies
 // in childResources order, the Deployment last), and the status merge
 // patch with the status hivekeeper wrote.
-func (e *env) specFloor(ctx context.Context, c config, r *result, servers []unstructured.Unstructured, copies []childCopy) error {
-	children := map[string][]func(context.Context) error{}
+func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.Interface, timed *timings, servers []unstructured.Unstructured, copies []childCopy) error {
+	children := map[string][]childCopy{}
 	for _, cp := range copies {
-		children[cp.owner] = append(children[cp.owner], cp.create)
+		children[cp.owner] = append(children[cp.owner], cp)
 	}
+	// The children are controlled by the floor's own MCPServers, as
+	// hivekeeper's are by theirs: the same bodies, and the same work for
+	// the garbage collector's graph.
 	resourceVersions := make([]string, len(servers))
+	owners := make([][]metav1.OwnerReference, len(servers))
 	if err := parallel(len(servers), c.concurrency, func(i int) error {
 		o := servers[i]
 		stored := &unstructured.Unstructured{Object: map[string]any{
@@ -251,12 +302,18 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, servers []unst
 		got, err := e.dyn.Resource(serversGVR).Namespace(floorNS).Create(ctx, stored, metav1.CreateOptions{})
 		if err == nil {
 			resourceVersions[i] = got.GetResourceVersion()
+			owners[i] = []metav1.OwnerReference{*metav1.NewControllerRef(got, got.GroupVersionKind())}
 		}
 		return err
 	}); err != nil {
 		return err
 	}
-	client := e.dyn.Resource(serversGVR).Namespace(floorNS)
+	client := dyn.Resource(serversGVR).Namespace(floorNS)
+	apiBefore, err := e.apiScrape(ctx)
+	if err != nil {
+		return err
+	}
+	timed.take()
 	start := time.Now()
 	if err := parallel(len(servers), c.concurrency, func(i int) error {
 		o := servers[i]
@@ -265,8 +322,8 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, servers []unst
 		if _, err := client.Patch(ctx, o.GetName(), types.MergePatchType, finalizer, metav1.PatchOptions{}); err != nil {
 			return err
 		}
-		for _, create := range children[o.GetName()] {
-			if err := create(ctx); err != nil {
+		for _, cp := range children[o.GetName()] {
+			if err := cp.create(ctx, owners[i]); err != nil {
 				return err
 			}
 		}
@@ -277,6 +334,19 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, servers []unst
 		return err
 	}
 	r.specFloorSeconds = time.Since(start).Seconds()
+	apiAfter, err := e.apiScrape(ctx)
+	if err != nil {
+		return err
+	}
+	st := &phaseStats{client: timed.take(), apf: apfStats(apiBefore, apiAfter)}
+	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
+	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.srv.Config, floorNS); err != nil {
+		return err
+	}
+	r.specFloorStats = st
+	var b strings.Builder
+	st.render(&b, "spec floor")
+	logf("%s", b.String())
 	logf("N=%d: spec floor %.2fs", r.N, r.specFloorSeconds)
 	return nil
 }

@@ -55,9 +55,12 @@ type config struct {
 	burst       int
 	concurrency int
 	coldOnly    bool
-	noCold      bool
-	fanIn       time.Duration
-	profile     string
+	// identity is who the controller runs as: identityChart (the
+	// default), identityChartNoFlowSchema or identityAdmin.
+	identity string
+	noCold   bool
+	fanIn    time.Duration
+	profile  string
 	// peer is ToolHive's thv-operator binary, run at the N of peerNs.
 	peer   string
 	peerNs []int
@@ -87,6 +90,7 @@ func main() {
 	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
 	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
 	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the floors")
+	flag.StringVar(&c.identity, "identity", identityChart, "who hivekeeper runs as: chart (its chart's ServiceAccount, RBAC and FlowSchema, as a real install), chart-no-flowschema (the same without the FlowSchema) or admin (system:masters, exempt from API Priority and Fairness)")
 	flag.BoolVar(&c.noCold, "no-cold", false, "skip the cold start and the floors")
 	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
 	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start and delete to <prefix>-{cold,delete}-{apiserver,hivekeeper}-<N>.pprof")
@@ -96,6 +100,9 @@ func main() {
 	flag.StringVar(&peerNs, "peer-n", "300", "comma-separated N at which the peer runs too (each also in -n)")
 	flag.Parse()
 	c.ns = parseNs("-n", ns)
+	if c.identity != identityChart && c.identity != identityChartNoFlowSchema && c.identity != identityAdmin {
+		fatalf("bad -identity %q", c.identity)
+	}
 	if peerNs != "" && c.peer != "none" {
 		c.peerNs = parseNs("-peer-n", peerNs)
 	}

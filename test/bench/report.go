@@ -149,7 +149,7 @@ func renderReport(c config, results []*result) string {
 			r.deleteSeconds, r.collectSeconds, mb(r.peakRSSBytes), peerRSS)
 	}
 	b.WriteString("\nReading the numbers: an MCPServer costs 6 creates (runner ServiceAccount, its RoleBinding to the runner ClusterRole, backend ServiceAccount, RunConfig ConfigMap, Service, Deployment) and 2 patches (finalizer, status), plus a share of the MCPOIDCConfig status patches, and one more status patch when its pod becomes Ready. While the controller manager rolls the Deployments out (ReplicaSets created, pods created, scheduled and made Ready by kwok, Deployment status updated at each step, every one an event hivekeeper's informers receive), hivekeeper writes statuses only. A config change costs 3 writes per referrer (RunConfig ConfigMap, Deployment roll, status) + 1 (the config's own status), plus the status writes of readyReplicas as each referrer's rollout goes. ")
-	fmt.Fprintf(&b, "ToolHive %[1]s's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343), re-checks every 10 seconds until then and adopts the StatefulSet once it exists (an owner reference, one update each); no runner runs here, so its run stores a stand-in StatefulSet (no replicas, so no pods) per MCPServer before the create, untimed. hivekeeper's Ready does not depend on it, and its run has none. The peer runs with the environment ToolHive %[1]s's chart gives its operator's container by default and hivekeeper with the flags that keep the same settings, so both write the same RunConfig content, usage metrics on; the peer's update check is sent to a closed loopback port instead of leaving the machine.\n", c.toolhive)
+	fmt.Fprintf(&b, "ToolHive %[1]s's operator calls an MCPServer Ready only when the runner's StatefulSet exists too (its #6343), re-checks every 10 seconds until then and adopts the StatefulSet once it exists (an owner reference, one update each); no runner runs here, so its run stores a stand-in StatefulSet (no replicas, so no pods) per MCPServer before the create, untimed. hivekeeper reports it too (a ready proxy whose runner StatefulSet is missing is Pending) but neither adopts nor re-checks it; its run stores the same stand-ins, untimed. The peer runs with the environment ToolHive %[1]s's chart gives its operator's container by default and hivekeeper with the flags that keep the same settings, so both write the same RunConfig content, usage metrics on; the peer's update check is sent to a closed loopback port instead of leaving the machine.\n", c.toolhive)
 
 	b.WriteString("\n| N | create: Deployments+ConfigMaps exist | all statuses written | all Ready | API requests / MCPServer | by verb | CPU-s during create: kube-apiserver / etcd / hivekeeper | sync p50 / p99 | delete all | RSS (peak) | Go heap | churn |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -163,13 +163,13 @@ func renderReport(c config, results []*result) string {
 
 	b.WriteString("\n## Scale\n\n")
 	b.WriteString("Floor: the same children the cold start made, created again in another namespace by plain client-go creates on 16 clients, one kind after another, in the same run. Spec floor: the requests any controller that writes these children must send for the same MCPServers (finalizer patch, the six creates, status patch, per MCPServer on 16 clients) from plain client-go, with no watches and no work of its own; cold ÷ spec floor is what hivekeeper itself adds. Before each floor the children of the run before it are deleted while their owners stay, so every floor starts from the same number of Services. On this cluster the floors' Deployments roll out too, as the cold start's do. Bytes are the API server's own counters over the hot create phase: `apiserver_request_body_size_bytes` of create, update and patch (every client, the controller manager's included) and `apiserver_watch_events_sizes` (every watcher).\n\n")
-	b.WriteString("Services are the one kind whose create costs more the more of them exist: kube-apiserver's ClusterIP allocator (`ipallocator.Allocator.Used`, called on every allocation for its gauges) walks every allocated address (docs/scale.md).\n\n")
-	b.WriteString("| N | hot: children exist | cold: children / statuses / all Ready | floor (creates; of it, Services) | cold ÷ floor | spec floor | cold ÷ spec floor | delete all | delete ÷ create | API server CPU-s: create / delete / cold | written during create | sent to watchers during create | RSS peak: hot / cold |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Services are the one kind whose create waits for the others and costs more the more of them exist: kube-apiserver's ClusterIP allocator allocates one address at a time, under one lock held across the create of the address's IPAddress object, and on every allocation walks every allocated address for its gauges (`ipallocator.Allocator.Used`) (docs/scale.md). Hot ÷ spec floor compares the hot create, which also times the 16 clients' MCPServer creates, with the spec floor, which stores its MCPServers untimed.\n\n")
+	b.WriteString("| N | hot: children exist | cold: children / statuses / all Ready | floor (creates; of it, Services) | cold ÷ floor | spec floor | cold ÷ spec floor | hot ÷ spec floor | delete all | delete ÷ create | API server CPU-s: create / delete / cold | written during create | sent to watchers during create | RSS peak: hot / cold |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %d | %.2f s | %.2f s / %.2f s / %.2f s | %.2f s (%d; %.2f s) | %.2f | %.2f s | %.2f | %.2f s | %.2f | %.1f / %.1f / %.1f | %.1f MB (%.1f kB each) | %.1f MB (%.1f kB each) | %.1f MB / %.1f MB |\n",
+		fmt.Fprintf(&b, "| %d | %.2f s | %.2f s / %.2f s / %.2f s | %.2f s (%d; %.2f s) | %.2f | %.2f s | %.2f | %.2f | %.2f s | %.2f | %.1f / %.1f / %.1f | %.1f MB (%.1f kB each) | %.1f MB (%.1f kB each) | %.1f MB / %.1f MB |\n",
 			r.N, r.createSeconds, r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds, r.floorSeconds, r.floorCreates, r.floorServiceSeconds, r.coldSeconds/r.floorSeconds,
-			r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds,
+			r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds, r.createSeconds/r.specFloorSeconds,
 			r.deleteSeconds, r.deleteSeconds/r.createSeconds,
 			r.createCPU["kube-apiserver"], r.deleteCPU["kube-apiserver"], r.coldCPU["kube-apiserver"],
 			mb(r.createAPI.writeBytes), r.createAPI.writeBytes/float64(r.N)/1024, mb(r.createAPI.watchBytes), r.createAPI.watchBytes/float64(r.N)/1024,
@@ -195,6 +195,8 @@ func renderReport(c config, results []*result) string {
 				rel(func(r *result) float64 { return r.specFloorSeconds }, r))
 		}
 	}
+
+	latencyReport(&b, results)
 
 	b.WriteString("\n## The lean environment, for comparison\n\n")
 	b.WriteString("The same scale table from the last sweep on etcd and kube-apiserver alone (2026-11-23, commit 2eb6c72, this machine): no pods, every MCPServer `Pending`, and the garbage collector emulated by deleting the children between the delete and the cold start. It is kept as it was measured, not run again.\n\n")

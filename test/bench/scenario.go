@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -82,6 +83,13 @@ type result struct {
 	coldCPU                                          map[string]float64
 	coldAPI                                          apiCounters
 	coldRSSBytes                                     float64
+	// coldStats is where the cold start's time went, until every child
+	// existed; coldSyncs counts the MCPServer syncs in that time and
+	// coldSyncsWithoutWrites those that wrote nothing.
+	coldStats                         *phaseStats
+	coldSyncs, coldSyncsWithoutWrites float64
+	// specFloorStats is the same for the spec floor.
+	specFloorStats *phaseStats
 	// floorSeconds is the same children created by plain client-go
 	// creates, in the same run.
 	floorSeconds float64
@@ -114,7 +122,11 @@ type env struct {
 	metrics string
 	// pprof is hivekeeper's CPU profile endpoint (with -profile).
 	pprof string
-	proc  *exec.Cmd
+	// controllerConfig and controllerKubeconfig are the identity the
+	// controller runs with.
+	controllerConfig     *rest.Config
+	controllerKubeconfig string
+	proc                 *exec.Cmd
 }
 
 func runOne(ctx context.Context, c config, root string, n int) (*result, error) {
@@ -136,6 +148,11 @@ func runOne(ctx context.Context, c config, root string, n int) (*result, error) 
 		return nil, err
 	}
 	defer func() { e.track.stop() }()
+	if c.identity != identityAdmin {
+		if err := e.useChartIdentity(ctx, root, c.identity); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.startController(c); err != nil {
 		return nil, err
 	}
@@ -196,7 +213,7 @@ func newEnv(srv *framework.Server) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{srv: srv, kube: kube, dyn: dyn}, nil
+	return &env{srv: srv, kube: kube, dyn: dyn, controllerConfig: srv.Config, controllerKubeconfig: srv.Kubeconfig}, nil
 }
 
 // useNamespace creates ns, points the load at it and tracks it.
@@ -221,7 +238,7 @@ func (e *env) startController(c config) error {
 		return err
 	}
 	args := []string{
-		"--kubeconfig=" + e.srv.Kubeconfig,
+		"--kubeconfig=" + e.controllerKubeconfig,
 		"--namespaces=" + e.ns,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", mport),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", hport),
@@ -677,7 +694,7 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 	if err := e.storeRunnerStatefulSets(ctx, c, r.N); err != nil {
 		return err
 	}
-	apiBefore, err := e.scrapeAPIServer(ctx)
+	apiBefore, err := e.apiScrape(ctx)
 	if err != nil {
 		return err
 	}
@@ -697,6 +714,9 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.coldSeconds = time.Since(start).Seconds()
+	if err := e.coldPhaseStats(ctx, r, apiBefore); err != nil {
+		return err
+	}
 	if err := e.waitStatuses(r.N); err != nil {
 		return err
 	}
@@ -714,8 +734,36 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 	if err != nil {
 		return err
 	}
-	r.coldAPI = apiAfter.minus(apiBefore)
+	r.coldAPI = apiAfter.minus(countersOf(apiBefore))
 	logf("N=%d: cold start: children in %.2fs, statuses in %.2fs, all Ready in %.2fs", r.N, r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds)
+	return nil
+}
+
+// coldPhaseStats records, once every child exists, what the cold start's
+// requests cost on both sides, the APF level the controller's identity
+// gets, and how many of its syncs so far wrote nothing.
+func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape) error {
+	apiAfter, err := e.apiScrape(ctx)
+	if err != nil {
+		return err
+	}
+	hk, err := scrapeMetrics(e.metrics)
+	if err != nil {
+		return err
+	}
+	st := &phaseStats{client: clientStats(nil, hk), apf: apfStats(apiBefore, apiAfter)}
+	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
+	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.controllerConfig, e.ns); err != nil {
+		return err
+	}
+	r.coldStats = st
+	mcp := map[string]string{"controller": "mcpserver"}
+	r.coldSyncs = hk.sum("hivekeeper_reconcile_total", mcp)
+	r.coldSyncsWithoutWrites = hk.sum("hivekeeper_reconcile_without_writes_total", mcp)
+	logf("N=%d: cold start until every child existed: %.0f MCPServer syncs, %.0f of them wrote nothing", r.N, r.coldSyncs, r.coldSyncsWithoutWrites)
+	var b strings.Builder
+	st.render(&b, "cold start")
+	logf("%s", b.String())
 	return nil
 }
 

@@ -50,20 +50,29 @@ type apiCounters struct {
 
 // scrapeAPIServer reads the API server's /metrics with the admin client.
 func (e *env) scrapeAPIServer(ctx context.Context) (apiCounters, error) {
+	m, err := e.apiScrape(ctx)
+	if err != nil {
+		return apiCounters{}, err
+	}
+	return countersOf(m), nil
+}
+
+// apiScrape is one read of the API server's /metrics.
+func (e *env) apiScrape(ctx context.Context) (scrape, error) {
 	raw, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return apiCounters{}, err
+		return nil, err
 	}
-	m, err := parseMetrics(bytes.NewReader(raw))
-	if err != nil {
-		return apiCounters{}, err
-	}
+	return parseMetrics(bytes.NewReader(raw))
+}
+
+func countersOf(m scrape) apiCounters {
 	var c apiCounters
 	for _, verb := range []string{"create", "update", "patch"} {
 		c.writeBytes += m.sum("apiserver_request_body_size_bytes", map[string]string{"verb": verb})
 	}
 	c.watchBytes = m.sum("apiserver_watch_events_sizes", nil)
-	return c, nil
+	return c
 }
 
 func (c apiCounters) minus(o apiCounters) apiCounters {
