@@ -658,7 +658,8 @@ func (e *env) deleteAll(ctx context.Context, c config, r *result) error {
 	r.deleteSeconds = time.Since(start).Seconds()
 	r.deleteCPU = diff(cpuBefore, e.cpu())
 	// The garbage collector removes the children through their owner
-	// references, and the ReplicaSets and pods after the Deployments.
+	// references, and the ReplicaSets and pods after the Deployments;
+	// collectSeconds is until the children are gone.
 	if err := poll(30*time.Minute, func() bool {
 		d, cm := e.track.children()
 		return d == 0 && cm == 0
@@ -671,6 +672,15 @@ func (e *env) deleteAll(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.deleteAPI = apiAfter.minus(apiBefore)
+	// The pods go last, each gracefully: wait for them (untimed), or the
+	// cold start that follows shares the API server with their deletes,
+	// which its floors do not.
+	if err := poll(30*time.Minute, func() bool {
+		pods, err := e.kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(pods.Items) == 0
+	}); err != nil {
+		return fmt.Errorf("the garbage collector did not remove the pods: %w", err)
+	}
 	logf("N=%d: deleted in %.2fs, children collected in %.2fs", r.N, r.deleteSeconds, r.collectSeconds)
 	return nil
 }
