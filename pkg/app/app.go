@@ -207,7 +207,17 @@ func trimForeign(obj any) (any, error) {
 // as protobuf, as kube-controller-manager's do: it is cheaper to encode and
 // decode than JSON on both sides, for every write and every watch event.
 // Custom resources have no protobuf encoding and stay JSON.
+//
+// Responses are not compressed, as kube-controller-manager and
+// kube-scheduler ask: the API server gzips every flush of a watch
+// separately for each watcher that accepts gzip (encoding is shared
+// between watchers, compression is not), and every large list. A cold
+// start profile showed gzip at a quarter of what serving the controller's
+// watches cost kube-apiserver, and the controller spent CPU inflating it;
+// between a controller and its API server CPU is scarcer than bandwidth.
 func NewClients(cfg *rest.Config) (kubernetes.Interface, versioned.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
 	kubeCfg := rest.CopyConfig(cfg)
 	kubeCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	kubeCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

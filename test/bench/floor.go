@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,117 +35,100 @@ type childCopy struct {
 
 // childCopies returns one create per child hivekeeper made in namespace
 // from (every object an MCPServer controls: ToolHive labels only some of
-// them toolhive=true), each creating the same object in namespace to with
-// only what the API server assigns cleared, in the order of
-// childResources.
+// them toolhive=true), each creating the same object in namespace to, in
+// the order of childResources.
 func childCopies(ctx context.Context, kube kubernetes.Interface, from, to string) ([]childCopy, error) {
-	sel := metav1.ListOptions{}
-	// copyMeta returns the copy's metadata and the original's owner, ""
-	// when no MCPServer controls it.
-	copyMeta := func(m metav1.ObjectMeta) (metav1.ObjectMeta, string) {
-		return metav1.ObjectMeta{Name: m.Name, Namespace: to, Labels: m.Labels, Annotations: m.Annotations}, serverOwning(&m)
-	}
-	var out []childCopy
-	create := metav1.CreateOptions{}
-
-	sas, err := kube.CoreV1().ServiceAccounts(from).List(ctx, sel)
+	all, create := metav1.ListOptions{}, metav1.CreateOptions{}
+	sas, err := kube.CoreV1().ServiceAccounts(from).List(ctx, all)
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range sas.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
-		o.Secrets = nil
-		out = append(out, childCopy{resource: "serviceaccounts", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.CoreV1().ServiceAccounts(to).Create(ctx, &o, create)
+	rbs, err := kube.RbacV1().RoleBindings(from).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := kube.RbacV1().Roles(from).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	cms, err := kube.CoreV1().ConfigMaps(from).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	svcs, err := kube.CoreV1().Services(from).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	deps, err := kube.AppsV1().Deployments(from).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	out := copies("serviceaccounts", to, sas.Items, func(o *corev1.ServiceAccount) { o.Secrets = nil },
+		func(ctx context.Context, o *corev1.ServiceAccount) error {
+			_, err := kube.CoreV1().ServiceAccounts(to).Create(ctx, o, create)
 			return err
-		}})
-	}
-	rbs, err := kube.RbacV1().RoleBindings(from).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range rbs.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
+		})
+	out = append(out, copies("rolebindings", to, rbs.Items, func(o *rbacv1.RoleBinding) {
 		for i := range o.Subjects {
 			if o.Subjects[i].Namespace == from {
 				o.Subjects[i].Namespace = to
 			}
 		}
-		out = append(out, childCopy{resource: "rolebindings", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.RbacV1().RoleBindings(to).Create(ctx, &o, create)
+	}, func(ctx context.Context, o *rbacv1.RoleBinding) error {
+		_, err := kube.RbacV1().RoleBindings(to).Create(ctx, o, create)
+		return err
+	})...)
+	out = append(out, copies("roles", to, roles.Items, nil, func(ctx context.Context, o *rbacv1.Role) error {
+		_, err := kube.RbacV1().Roles(to).Create(ctx, o, create)
+		return err
+	})...)
+	out = append(out, copies("configmaps", to, cms.Items, nil, func(ctx context.Context, o *corev1.ConfigMap) error {
+		_, err := kube.CoreV1().ConfigMaps(to).Create(ctx, o, create)
+		return err
+	})...)
+	out = append(out, copies("services", to, svcs.Items, func(o *corev1.Service) { o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil },
+		func(ctx context.Context, o *corev1.Service) error {
+			_, err := kube.CoreV1().Services(to).Create(ctx, o, create)
 			return err
-		}})
-	}
-	roles, err := kube.RbacV1().Roles(from).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range roles.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
-		out = append(out, childCopy{resource: "roles", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.RbacV1().Roles(to).Create(ctx, &o, create)
-			return err
-		}})
-	}
-	cms, err := kube.CoreV1().ConfigMaps(from).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range cms.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
-		out = append(out, childCopy{resource: "configmaps", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.CoreV1().ConfigMaps(to).Create(ctx, &o, create)
-			return err
-		}})
-	}
-	svcs, err := kube.CoreV1().Services(from).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range svcs.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
-		o.Spec.ClusterIP, o.Spec.ClusterIPs = "", nil
-		out = append(out, childCopy{resource: "services", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.CoreV1().Services(to).Create(ctx, &o, create)
-			return err
-		}})
-	}
-	deps, err := kube.AppsV1().Deployments(from).List(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range deps.Items {
-		var owner string
-		if o.ObjectMeta, owner = copyMeta(o.ObjectMeta); owner == "" {
-			continue
-		}
-		out = append(out, childCopy{resource: "deployments", name: o.Name, owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
-			o.OwnerReferences = owners
-			_, err := kube.AppsV1().Deployments(to).Create(ctx, &o, create)
-			return err
-		}})
-	}
+		})...)
+	out = append(out, copies("deployments", to, deps.Items, nil, func(ctx context.Context, o *appsv1.Deployment) error {
+		_, err := kube.AppsV1().Deployments(to).Create(ctx, o, create)
+		return err
+	})...)
 	return out, nil
+}
+
+// copies returns a childCopy for each of items an MCPServer controls: the
+// item created again in namespace to, with what the API server assigned
+// cleared (and what clear clears of the kind), controlled by the owners
+// the copy's create is given.
+func copies[T any, P interface {
+	*T
+	metav1.Object
+}](resource, to string, items []T, clear func(P), create func(context.Context, P) error) []childCopy {
+	var out []childCopy
+	for i := range items {
+		o := P(&items[i])
+		owner := serverOwning(o)
+		if owner == "" {
+			continue
+		}
+		o.SetNamespace(to)
+		o.SetUID("")
+		o.SetResourceVersion("")
+		o.SetGeneration(0)
+		o.SetCreationTimestamp(metav1.Time{})
+		o.SetManagedFields(nil)
+		o.SetOwnerReferences(nil)
+		if clear != nil {
+			clear(o)
+		}
+		out = append(out, childCopy{resource: resource, name: o.GetName(), owner: owner, create: func(ctx context.Context, owners []metav1.OwnerReference) error {
+			o.SetOwnerReferences(owners)
+			return create(ctx, o)
+		}})
+	}
+	return out
 }
 
 // serverOwning is the name of the MCPServer that controls o, "" when none
@@ -314,6 +300,12 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 		return err
 	}
 	timed.take()
+	cpuBefore := e.cpu()
+	cpuBefore["bench"] = cpuSeconds(os.Getpid())
+	if c.profile != "" {
+		profiled := e.profileLater(ctx, 0, c.profile+"-specfloor", r.N)
+		defer func() { <-profiled }()
+	}
 	start := time.Now()
 	if err := parallel(len(servers), c.concurrency, func(i int) error {
 		o := servers[i]
@@ -338,7 +330,9 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 	if err != nil {
 		return err
 	}
-	st := &phaseStats{client: timed.take(), apf: apfStats(apiBefore, apiAfter)}
+	cpuAfter := e.cpu()
+	cpuAfter["bench"] = cpuSeconds(os.Getpid())
+	st := &phaseStats{client: timed.take(), apf: apfStats(apiBefore, apiAfter), cpu: diff(cpuBefore, cpuAfter)}
 	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
 	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.srv.Config, floorNS); err != nil {
 		return err

@@ -47,6 +47,9 @@ type phaseStats struct {
 	apf         []levelStat
 	// flowSchema and priorityLevel classify the writer's identity.
 	flowSchema, priorityLevel string
+	// cpu is the CPU seconds of kube-apiserver, etcd and the writer
+	// (hivekeeper, or the benchmark process for the floor) over the phase.
+	cpu map[string]float64
 }
 
 // writerResources are the resources the writer under test writes, whose
@@ -226,7 +229,7 @@ func (p *phaseStats) render(b *strings.Builder, name string) {
 	if p == nil {
 		return
 	}
-	fmt.Fprintf(b, "    %s, identity in APF: flow schema %s, priority level %s\n", name, orDash(p.flowSchema), orDash(p.priorityLevel))
+	fmt.Fprintf(b, "    %s, identity in APF: flow schema %s, priority level %s; CPU-s %s\n", name, orDash(p.flowSchema), orDash(p.priorityLevel), formatVerbs(p.cpu, 1))
 	line := func(label string, vs []verbStat) {
 		parts := make([]string, 0, len(vs))
 		for _, v := range vs {

@@ -93,7 +93,7 @@ func main() {
 	flag.StringVar(&c.identity, "identity", identityChart, "who hivekeeper runs as: chart (its chart's ServiceAccount, RBAC and FlowSchema, as a real install), chart-no-flowschema (the same without the FlowSchema) or admin (system:masters, exempt from API Priority and Fairness)")
 	flag.BoolVar(&c.noCold, "no-cold", false, "skip the cold start and the floors")
 	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
-	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken during each cold start and delete to <prefix>-{cold,delete}-{apiserver,hivekeeper}-<N>.pprof")
+	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken at the start of each cold start, spec floor and delete to <prefix>-{cold,specfloor,delete}-{apiserver,hivekeeper}-<N>.pprof (no hivekeeper profile for the spec floor, which runs without it)")
 	var peerNs string
 	flag.StringVar(&c.note, "note", "", "a sentence on the conditions of the run (e.g. other load on the machine), printed in the report")
 	flag.StringVar(&c.peer, "peer", "", "ToolHive's thv-operator to measure beside hivekeeper; empty: the one hack/toolhive-binaries.sh builds, \"none\": no peer")

@@ -724,7 +724,7 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 		return err
 	}
 	r.coldSeconds = time.Since(start).Seconds()
-	if err := e.coldPhaseStats(ctx, r, apiBefore); err != nil {
+	if err := e.coldPhaseStats(ctx, r, apiBefore, cpuBefore); err != nil {
 		return err
 	}
 	if err := e.waitStatuses(r.N); err != nil {
@@ -752,7 +752,8 @@ func (e *env) coldStart(ctx context.Context, c config, r *result) error {
 // coldPhaseStats records, once every child exists, what the cold start's
 // requests cost on both sides, the APF level the controller's identity
 // gets, and how many of its syncs so far wrote nothing.
-func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape) error {
+func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape, cpuBefore map[string]float64) error {
+	cpu := diff(cpuBefore, e.cpu())
 	apiAfter, err := e.apiScrape(ctx)
 	if err != nil {
 		return err
@@ -761,7 +762,7 @@ func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape) e
 	if err != nil {
 		return err
 	}
-	st := &phaseStats{client: clientStats(nil, hk), apf: apfStats(apiBefore, apiAfter)}
+	st := &phaseStats{client: clientStats(nil, hk), apf: apfStats(apiBefore, apiAfter), cpu: cpu}
 	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
 	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.controllerConfig, e.ns); err != nil {
 		return err
@@ -823,10 +824,12 @@ func (e *env) profile(ctx context.Context, prefix string, n int) {
 		raw, err := e.kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(profileWindow/time.Second))).DoRaw(ctx)
 		writeProfile(fmt.Sprintf("%s-apiserver-%d.pprof", prefix, n), raw, err)
 	})
-	wg.Go(func() {
-		raw, err := httpGet(e.pprof)
-		writeProfile(fmt.Sprintf("%s-hivekeeper-%d.pprof", prefix, n), raw, err)
-	})
+	if e.proc != nil && e.proc.ProcessState == nil {
+		wg.Go(func() {
+			raw, err := httpGet(e.pprof)
+			writeProfile(fmt.Sprintf("%s-hivekeeper-%d.pprof", prefix, n), raw, err)
+		})
+	}
 	wg.Wait()
 }
 
