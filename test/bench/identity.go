@@ -115,6 +115,10 @@ func (e *env) useChartIdentity(ctx context.Context, root, identity string) error
 		return err
 	}
 	e.controllerConfig = e.srv.ConfigForUser(user, groups...)
-	logf("hivekeeper runs as %s, with the RBAC and the FlowSchema of its chart", user)
+	what := "the RBAC and the FlowSchema of its chart"
+	if identity == identityChartNoFlowSchema {
+		what = "the RBAC of its chart, without its FlowSchema"
+	}
+	logf("hivekeeper runs as %s, with %s", user, what)
 	return nil
 }

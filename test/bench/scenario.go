@@ -768,9 +768,11 @@ func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape, c
 		return err
 	}
 	r.coldStats = st
-	mcp := map[string]string{"controller": "mcpserver"}
-	r.coldSyncs = hk.sum("hivekeeper_reconcile_total", mcp)
-	r.coldSyncsWithoutWrites = hk.sum("hivekeeper_reconcile_without_writes_total", mcp)
+	// reconcile_total's requeue result counts a request to sync again,
+	// on top of the sync's own success: the successful syncs are the
+	// ones without_writes is a part of.
+	r.coldSyncs = hk.sum("hivekeeper_reconcile_total", map[string]string{"controller": "mcpserver", "result": "success"})
+	r.coldSyncsWithoutWrites = hk.sum("hivekeeper_reconcile_without_writes_total", map[string]string{"controller": "mcpserver"})
 	logf("N=%d: cold start until every child existed: %.0f MCPServer syncs, %.0f of them wrote nothing", r.N, r.coldSyncs, r.coldSyncsWithoutWrites)
 	var b strings.Builder
 	st.render(&b, "cold start")
