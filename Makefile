@@ -64,13 +64,13 @@ mutate: ## Mutation-test PKGS (default: pkg/ but generated code; e.g. make mutat
 run: test-binaries build ## Start a local API server, apply examples/, run hivekeeper against it.
 	hack/local-up.sh
 
-bench: test-binaries toolhive-binaries ## Benchmark N=300 MCPServers, and ToolHive's operator beside it, on a local cluster; writes docs/performance.md.
+bench: test-binaries toolhive-binaries ## Benchmark N=300 MCPServers (cold start 5 rounds), and ToolHive's operator beside it, on a local cluster; writes docs/performance.md.
 	go run ./test/bench -n 300 -peer-n 300 -out docs/performance.md
 
 # BENCH_NOTE, when set, is a sentence on the conditions of the run (other
 # load on the machine) that the report prints.
-bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 and ToolHive's operator at 300 (about an hour); writes docs/performance.md and docs/performance.png.
-	go run ./test/bench -n 300,1000,3000 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
+bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold start 5, 3 and 3 rounds) and ToolHive's operator at 300 (about an hour); writes docs/performance.md and docs/performance.png.
+	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
 	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/

@@ -153,8 +153,8 @@ var childResources = []schema.GroupVersionResource{
 
 // deleteChildren deletes the children hivekeeper made in namespace ns
 // (what an MCPServer controls), while their owners stay: the floors start from
-// the same objects as the cold start did. The garbage collector removes
-// the ReplicaSets and pods of the Deployments.
+// the same objects as the cold start did. It returns once the garbage
+// collector has removed the Deployments' ReplicaSets and pods too.
 func (e *env) deleteChildren(ctx context.Context, r *result, ns string, child func(resource string, o metav1.Object) bool) error {
 	start := time.Now()
 	var deletes []func(context.Context) error
@@ -176,11 +176,17 @@ func (e *env) deleteChildren(ctx context.Context, r *result, ns string, child fu
 	if err := parallel(len(deletes), 16, func(i int) error { return deletes[i](ctx) }); err != nil {
 		return err
 	}
-	logf("N=%d: deleted the %d children in %s in %.2fs", r.N, len(deletes), ns, time.Since(start).Seconds())
+	// Wait out the garbage collection of their ReplicaSets and pods, or
+	// the floor that follows shares the API server with it.
+	if err := e.waitPodsGone(ctx, ns); err != nil {
+		return err
+	}
+	logf("N=%d: deleted the %d children in %s, and their pods, in %.2fs", r.N, len(deletes), ns, time.Since(start).Seconds())
 	return nil
 }
 
-// floorNS is where the floors create their copies.
+// floorNS is where the floors of the first cold round create their
+// copies; later rounds add their number.
 const floorNS = "floor"
 
 // floor measures, in the same run as the cold start, the least time the
@@ -199,7 +205,7 @@ const floorNS = "floor"
 // floor's copies before the second, so that every run creates its
 // Services beside the same number of them.
 func (e *env) floor(ctx context.Context, c config, r *result) error {
-	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.floorNS}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	// The floors' children travel as protobuf, as hivekeeper's do: the
@@ -216,7 +222,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 	if err != nil {
 		return err
 	}
-	copies, err := childCopies(ctx, kube, e.ns, floorNS)
+	copies, err := childCopies(ctx, kube, e.ns, e.floorNS)
 	if err != nil {
 		return err
 	}
@@ -257,7 +263,7 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 		copied[cp.resource+"/"+cp.name] = true
 	}
 	isCopy := func(resource string, o metav1.Object) bool { return copied[resource+"/"+o.GetName()] }
-	if err := e.deleteChildren(ctx, r, floorNS, isCopy); err != nil {
+	if err := e.deleteChildren(ctx, r, e.floorNS, isCopy); err != nil {
 		return err
 	}
 	return e.specFloor(ctx, c, r, dyn, timed, servers.Items, copies)
@@ -282,10 +288,10 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 		o := servers[i]
 		stored := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
-			"metadata": map[string]any{"name": o.GetName(), "namespace": floorNS},
+			"metadata": map[string]any{"name": o.GetName(), "namespace": e.floorNS},
 			"spec":     o.Object["spec"],
 		}}
-		got, err := e.dyn.Resource(serversGVR).Namespace(floorNS).Create(ctx, stored, metav1.CreateOptions{})
+		got, err := e.dyn.Resource(serversGVR).Namespace(e.floorNS).Create(ctx, stored, metav1.CreateOptions{})
 		if err == nil {
 			resourceVersions[i] = got.GetResourceVersion()
 			owners[i] = []metav1.OwnerReference{*metav1.NewControllerRef(got, got.GroupVersionKind())}
@@ -294,7 +300,7 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 	}); err != nil {
 		return err
 	}
-	client := dyn.Resource(serversGVR).Namespace(floorNS)
+	client := dyn.Resource(serversGVR).Namespace(e.floorNS)
 	apiBefore, err := e.apiScrape(ctx)
 	if err != nil {
 		return err
@@ -334,7 +340,7 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 	cpuAfter["bench"] = cpuSeconds(os.Getpid())
 	st := &phaseStats{client: timed.take(), apf: apfStats(apiBefore, apiAfter), cpu: diff(cpuBefore, cpuAfter)}
 	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
-	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.srv.Config, floorNS); err != nil {
+	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.srv.Config, e.floorNS); err != nil {
 		return err
 	}
 	r.specFloorStats = st

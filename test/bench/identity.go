@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,8 +46,8 @@ var chartKinds = map[string]schema.GroupVersionResource{
 
 // useChartIdentity creates the chartKinds objects of hivekeeper's chart,
 // rendered by `helm template` with its default values, and makes the
-// controller run as the chart's ServiceAccount (a client certificate with
-// the user and groups the API server gives that ServiceAccount's token):
+// controller run as the chart's ServiceAccount, with a bound token from a
+// TokenRequest as a real install's pod has:
 // the benchmark's controller is authorized and classified by API Priority
 // and Fairness as a real install's pod is, not as the admin.
 //
@@ -110,11 +111,20 @@ func (e *env) useChartIdentity(ctx context.Context, root, identity string) error
 	}); err != nil {
 		return fmt.Errorf("the chart's RBAC never took effect: %w", err)
 	}
+	// A bound token, as the kubelet projects into the controller's pod;
+	// long enough for the longest sweep.
+	expiry := int64((24 * time.Hour).Seconds())
+	tr, err := e.kube.CoreV1().ServiceAccounts(chartNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("a token for the chart's ServiceAccount: %w", err)
+	}
 	e.controllerKubeconfig = filepath.Join(e.srv.Dir, "hivekeeper.kubeconfig")
-	if err := e.srv.WriteKubeconfigForUser(e.controllerKubeconfig, user, groups...); err != nil {
+	if err := e.srv.WriteKubeconfigForToken(e.controllerKubeconfig, tr.Status.Token); err != nil {
 		return err
 	}
-	e.controllerConfig = e.srv.ConfigForUser(user, groups...)
+	e.controllerConfig = e.srv.ConfigForToken(tr.Status.Token)
 	what := "the RBAC and the FlowSchema of its chart"
 	if identity == identityChartNoFlowSchema {
 		what = "the RBAC of its chart, without its FlowSchema"

@@ -55,6 +55,9 @@ type config struct {
 	burst       int
 	concurrency int
 	coldOnly    bool
+	// rounds is how many times the cold start and its floors run at
+	// each N of ns.
+	rounds map[int]int
 	// identity is who the controller runs as: identityChart (the
 	// default), identityChartNoFlowSchema or identityAdmin.
 	identity string
@@ -90,6 +93,8 @@ func main() {
 	flag.IntVar(&c.burst, "burst", 0, "hivekeeper --kube-api-burst (0: the binary's default)")
 	flag.IntVar(&c.concurrency, "load-concurrency", 16, "concurrent clients creating the load")
 	flag.BoolVar(&c.coldOnly, "cold-only", false, "run only the cold start and the floors")
+	var rounds string
+	flag.StringVar(&rounds, "rounds", "5", "rounds of the cold start and its floors, one number for every N or a comma-separated number per N of -n; the report keeps the round whose cold ÷ spec floor is the median")
 	flag.StringVar(&c.identity, "identity", identityChart, "who hivekeeper runs as: chart (its chart's ServiceAccount, RBAC and FlowSchema, as a real install), chart-no-flowschema (the same without the FlowSchema) or admin (system:masters, exempt from API Priority and Fairness)")
 	flag.BoolVar(&c.noCold, "no-cold", false, "skip the cold start and the floors")
 	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
@@ -100,6 +105,14 @@ func main() {
 	flag.StringVar(&peerNs, "peer-n", "300", "comma-separated N at which the peer runs too (each also in -n)")
 	flag.Parse()
 	c.ns = parseNs("-n", ns)
+	c.rounds = map[int]int{}
+	perN := parseNs("-rounds", rounds)
+	if len(perN) != 1 && len(perN) != len(c.ns) {
+		fatalf("-rounds has %d numbers for %d N", len(perN), len(c.ns))
+	}
+	for i, n := range c.ns {
+		c.rounds[n] = perN[min(i, len(perN)-1)]
+	}
 	if c.identity != identityChart && c.identity != identityChartNoFlowSchema && c.identity != identityAdmin {
 		fatalf("bad -identity %q", c.identity)
 	}

@@ -49,7 +49,7 @@ func (r *result) table() string {
 			p.createSeconds, p.statusSeconds, p.ready, p.requests, p.labelWrites, p.configSeconds, p.configWrites, mb(p.rssPeakBytes))
 	}
 	fmt.Fprintf(&b, "  API server bytes during create: written %.1f MB, to watchers %.1f MB\n", mb(r.createAPI.writeBytes), mb(r.createAPI.watchBytes))
-	fmt.Fprintf(&b, "  cold start: children in %.2fs, statuses in %.2fs, all Ready in %.2fs; raw-client floor %.2fs for %d creates, Services %.2fs of it (cold/floor %.2f); spec floor %.2fs (cold/spec floor %.2f)\n", r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds, r.floorSeconds, r.floorCreates, r.floorServiceSeconds, r.coldSeconds/r.floorSeconds, r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds)
+	fmt.Fprintf(&b, "  cold start: children in %.2fs, statuses in %.2fs, all Ready in %.2fs; raw-client floor %.2fs for %d creates, Services %.2fs of it (cold/floor %.2f); spec floor %.2fs (cold/spec floor %.2f; by round %s)\n", r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds, r.floorSeconds, r.floorCreates, r.floorServiceSeconds, r.coldSeconds/r.floorSeconds, r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds, formatRatios(r.coldRatios))
 	fmt.Fprintf(&b, "  memory: RSS %.1f MB (peak %.1f MB; %.1f MB anonymous, %.1f MB the binary's mapped pages), Go heap %.1f MB; churn writes %.0f\n",
 		mb(r.rssBytes), mb(r.peakRSSBytes), mb(r.rssAnonBytes), mb(r.rssFileBytes), mb(r.heapBytes), r.churn)
 	return b.String()
@@ -97,6 +97,16 @@ const leanScale = `| N | hot: children exist | cold: children / statuses | floor
 | 3000 | 69.66 s | 80.27 s / 80.57 s | 35.69 s (18000; 19.62 s) | 2.25 | 57.84 s | 1.39 | 41.40 s | 0.59 | 92.7 / 57.8 / 107.7 | 16.9 MB (5.8 kB each) | 87.2 MB (29.8 kB each) | 154.8 MB / 150.5 MB |
 | 10000 | 367.39 s | 356.77 s / 356.77 s | 235.64 s (60000; 184.14 s) | 1.51 | 321.08 s | 1.11 | 200.07 s | 0.54 | 509.6 / 272.1 / 491.4 | 56.9 MB (5.8 kB each) | 291.9 MB (29.9 kB each) | 395.8 MB / 394.0 MB |
 `
+
+// roundsText says how many cold rounds ran at each N: "5 at N=300, 3 at
+// N=1000".
+func roundsText(c config) string {
+	parts := make([]string, len(c.ns))
+	for i, n := range c.ns {
+		parts[i] = fmt.Sprintf("%d at N=%d", c.rounds[n], n)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // seconds renders a time, or "—" for one not measured.
 func seconds(v float64) string {
@@ -164,12 +174,15 @@ func renderReport(c config, results []*result) string {
 	b.WriteString("\n## Scale\n\n")
 	b.WriteString("Floor: the same children the cold start made, created again in another namespace by plain client-go creates on 16 clients, one kind after another, in the same run. Spec floor: the requests any controller that writes these children must send for the same MCPServers (finalizer patch, the six creates, status patch, per MCPServer on 16 clients) from plain client-go, with no watches and no work of its own; cold ÷ spec floor is what hivekeeper itself adds. Before each floor the children of the run before it are deleted while their owners stay, so every floor starts from the same number of Services. On this cluster the floors' Deployments roll out too, as the cold start's do. Bytes are the API server's own counters over the hot create phase: `apiserver_request_body_size_bytes` of create, update and patch (every client, the controller manager's included) and `apiserver_watch_events_sizes` (every watcher).\n\n")
 	b.WriteString("Services are the one kind whose create waits for the others and costs more the more of them exist: kube-apiserver's ClusterIP allocator allocates one address at a time, under one lock held across the create of the address's IPAddress object, and on every allocation walks every allocated address for its gauges (`ipallocator.Allocator.Used`) (docs/scale.md). Hot ÷ spec floor compares the hot create, which also times the 16 clients' MCPServer creates, with the spec floor, which stores its MCPServers untimed.\n\n")
-	b.WriteString("| N | hot: children exist | cold: children / statuses / all Ready | floor (creates; of it, Services) | cold ÷ floor | spec floor | cold ÷ spec floor | hot ÷ spec floor | delete all | delete ÷ create | API server CPU-s: create / delete / cold | written during create | sent to watchers during create | RSS peak: hot / cold |\n")
+	if !c.noCold {
+		fmt.Fprintf(&b, "The cold start and both floors run several times per N (%s), each round in fresh namespaces after the last round's are deleted, and each floor after the garbage collector has removed the pods of the children deleted before it. One round's cold ÷ spec floor moves by a quarter either way on this machine, so the table shows the round whose ratio is the median (its cold start, floors, CPU and latencies), with every round's ratio beside it; hot ÷ spec floor divides by the median of the rounds' spec floors.\n\n", roundsText(c))
+	}
+	b.WriteString("| N | hot: children exist | cold: children / statuses / all Ready | floor (creates; of it, Services) | cold ÷ floor | spec floor | cold ÷ spec floor (each round) | hot ÷ spec floor | delete all | delete ÷ create | API server CPU-s: create / delete / cold | written during create | sent to watchers during create | RSS peak: hot / cold |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %d | %.2f s | %.2f s / %.2f s / %.2f s | %.2f s (%d; %.2f s) | %.2f | %.2f s | %.2f | %.2f | %.2f s | %.2f | %.1f / %.1f / %.1f | %.1f MB (%.1f kB each) | %.1f MB (%.1f kB each) | %.1f MB / %.1f MB |\n",
+		fmt.Fprintf(&b, "| %d | %.2f s | %.2f s / %.2f s / %.2f s | %.2f s (%d; %.2f s) | %.2f | %.2f s | %.2f (%s) | %.2f | %.2f s | %.2f | %.1f / %.1f / %.1f | %.1f MB (%.1f kB each) | %.1f MB (%.1f kB each) | %.1f MB / %.1f MB |\n",
 			r.N, r.createSeconds, r.coldSeconds, r.coldStatusSeconds, r.coldReadySeconds, r.floorSeconds, r.floorCreates, r.floorServiceSeconds, r.coldSeconds/r.floorSeconds,
-			r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds, r.createSeconds/r.specFloorSeconds,
+			r.specFloorSeconds, r.coldSeconds/r.specFloorSeconds, formatRatios(r.coldRatios), r.createSeconds/median(r.specFloors),
 			r.deleteSeconds, r.deleteSeconds/r.createSeconds,
 			r.createCPU["kube-apiserver"], r.deleteCPU["kube-apiserver"], r.coldCPU["kube-apiserver"],
 			mb(r.createAPI.writeBytes), r.createAPI.writeBytes/float64(r.N)/1024, mb(r.createAPI.watchBytes), r.createAPI.watchBytes/float64(r.N)/1024,

@@ -382,6 +382,19 @@ func (s *Server) WriteKubeconfigForUser(path, user string, groups ...string) err
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
+// ConfigForToken returns a config that authenticates with a bearer
+// token, such as a ServiceAccount's bound token from a TokenRequest: the
+// way a controller in a pod authenticates.
+func (s *Server) ConfigForToken(token string) *rest.Config {
+	return &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: s.ca.certPEM}, BearerToken: token, QPS: -1}
+}
+
+// WriteKubeconfigForToken writes a kubeconfig to path that authenticates
+// with token (see ConfigForToken).
+func (s *Server) WriteKubeconfigForToken(path, token string) error {
+	return s.writeKubeconfig(path, token)
+}
+
 // EtcdPID and APIServerPID return the processes' PIDs (0 when not running),
 // for tests that prove nothing outlives Stop.
 func (s *Server) EtcdPID() int {
