@@ -273,7 +273,8 @@ func (e *env) floor(ctx context.Context, c config, r *result) error {
 // times the requests any controller writing these children sends for each: the
 // finalizer merge patch carrying resourceVersion, its children (copies
 // in childResources order, the Deployment last), and the status merge
-// patch with the status hivekeeper wrote.
+// patch with the status hivekeeper wrote. It ends as the cold start does:
+// when a tracker's watches have seen every child.
 func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.Interface, timed *timings, servers []unstructured.Unstructured, copies []childCopy) error {
 	children := map[string][]childCopy{}
 	for _, cp := range copies {
@@ -301,6 +302,10 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 		return err
 	}
 	client := dyn.Resource(serversGVR).Namespace(e.floorNS)
+	// The same observer as the cold start's: a tracker's watches on the
+	// namespace, and the end when it has seen every child.
+	track := newTracker(ctx, e.watch, e.dyn, e.floorNS)
+	defer track.stop()
 	apiBefore, err := e.apiScrape(ctx)
 	if err != nil {
 		return err
@@ -329,6 +334,9 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 		_, err := client.Patch(ctx, o.GetName(), types.MergePatchType, status, metav1.PatchOptions{}, "status")
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := waitChildren(track, len(servers)); err != nil {
 		return err
 	}
 	r.specFloorSeconds = time.Since(start).Seconds()

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -135,6 +136,10 @@ type env struct {
 	track   *tracker
 	srv     *framework.Server
 	kube    kubernetes.Interface
+	// watch is the trackers' client of built-in kinds: protobuf, as
+	// hivekeeper's and kube-controller-manager's watches are, so that the
+	// API server encodes each event of theirs once for all three.
+	watch   kubernetes.Interface
 	dyn     dynamic.Interface
 	metrics string
 	// pprof is hivekeeper's CPU profile endpoint (with -profile).
@@ -318,7 +323,11 @@ func newEnv(srv *framework.Server) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{srv: srv, kube: kube, dyn: dyn, controllerConfig: srv.Config, controllerKubeconfig: srv.Kubeconfig}, nil
+	watch, _, err := app.NewClients(srv.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &env{srv: srv, kube: kube, watch: watch, dyn: dyn, controllerConfig: srv.Config, controllerKubeconfig: srv.Kubeconfig}, nil
 }
 
 // useNamespace creates ns, points the load at it and tracks it.
@@ -329,7 +338,7 @@ func (e *env) useNamespace(ctx context.Context, ns string) error {
 	if e.track != nil {
 		e.track.stop()
 	}
-	e.ns, e.track = ns, newTracker(ctx, e.kube, e.dyn, ns)
+	e.ns, e.track = ns, newTracker(ctx, e.watch, e.dyn, ns)
 	return nil
 }
 
@@ -494,10 +503,14 @@ func (e *env) storeServers(ctx context.Context, c config, n int) error {
 }
 
 // waitChildren waits until every MCPServer has its Deployment and RunConfig.
-func (e *env) waitChildren(n int) error {
+func (e *env) waitChildren(n int) error { return waitChildren(e.track, n) }
+
+// waitChildren waits until t has seen a Deployment and a RunConfig for
+// each of n MCPServers.
+func waitChildren(t *tracker, n int) error {
 	if err := poll(30*time.Minute, func() bool {
 		// ">=": another operator may keep ConfigMaps of its own.
-		d, cm := e.track.children()
+		d, cm := t.children()
 		return d == n && cm >= n
 	}); err != nil {
 		return fmt.Errorf("children never all existed: %w", err)
