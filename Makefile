@@ -69,7 +69,7 @@ bench: test-binaries toolhive-binaries ## Benchmark N=300 MCPServers (cold start
 
 # BENCH_NOTE, when set, is a sentence on the conditions of the run (other
 # load on the machine) that the report prints.
-bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold start 5, 3 and 3 rounds) and ToolHive's operator at 300 (about an hour); writes docs/performance.md and docs/performance.png.
+bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold start 5, 3 and 3 rounds) and ToolHive's operator at 300 (75 minutes on 2 cores); writes docs/performance.md and docs/performance.png.
 	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
