@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,7 +18,6 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // childCopy creates one copy of a child hivekeeper made.
@@ -346,15 +344,9 @@ func (e *env) specFloor(ctx context.Context, c config, r *result, dyn dynamic.In
 	}
 	cpuAfter := e.cpu()
 	cpuAfter["bench"] = cpuSeconds(os.Getpid())
-	st := &phaseStats{client: timed.take(), apf: apfStats(apiBefore, apiAfter), cpu: diff(cpuBefore, cpuAfter)}
-	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
-	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.srv.Config, e.floorNS); err != nil {
+	if r.specFloorStats, err = e.phaseStatsOf(ctx, "spec floor", timed.take(), apiBefore, apiAfter, diff(cpuBefore, cpuAfter), e.srv.Config, e.floorNS); err != nil {
 		return err
 	}
-	r.specFloorStats = st
-	var b strings.Builder
-	st.render(&b, "spec floor")
-	logf("%s", b.String())
 	logf("N=%d: spec floor %.2fs", r.N, r.specFloorSeconds)
 	return nil
 }

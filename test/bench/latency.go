@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // This file reads where a timed phase's time went, from both sides of the
@@ -103,6 +106,23 @@ func (s scrape) labelValues(name, label string, match map[string]string) []strin
 }
 
 const apiLatency = "apiserver_request_duration_seconds"
+
+// phaseStatsOf assembles the stats of the phase called name: the API
+// server's side from its scrapes before and after, the writer's client
+// latencies and the CPU the phase took, and the APF level the writer's
+// identity (cfg) is classified into in namespace ns. It logs them.
+func (e *env) phaseStatsOf(ctx context.Context, name string, client []verbStat, apiBefore, apiAfter scrape, cpu map[string]float64, cfg *rest.Config, ns string) (*phaseStats, error) {
+	st := &phaseStats{client: client, apf: apfStats(apiBefore, apiAfter), cpu: cpu}
+	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
+	var err error
+	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, cfg, ns); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	st.render(&b, name)
+	logf("%s", b.String())
+	return st, nil
+}
 
 // serverStats reads the API server's latency of the writer's writes, and
 // of every other write, between two of its scrapes.

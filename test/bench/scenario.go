@@ -892,21 +892,15 @@ func (e *env) coldPhaseStats(ctx context.Context, r *result, apiBefore scrape, c
 	if err != nil {
 		return err
 	}
-	st := &phaseStats{client: clientStats(nil, hk), apf: apfStats(apiBefore, apiAfter), cpu: cpu}
-	st.server, st.otherWrites = serverStats(apiBefore, apiAfter)
-	if st.flowSchema, st.priorityLevel, err = framework.Classify(ctx, e.kube, e.controllerConfig, e.ns); err != nil {
+	if r.coldStats, err = e.phaseStatsOf(ctx, "cold start", clientStats(nil, hk), apiBefore, apiAfter, cpu, e.controllerConfig, e.ns); err != nil {
 		return err
 	}
-	r.coldStats = st
 	// reconcile_total's requeue result counts a request to sync again,
 	// on top of the sync's own success: the successful syncs are the
 	// ones without_writes is a part of.
 	r.coldSyncs = hk.sum("hivekeeper_reconcile_total", map[string]string{"controller": "mcpserver", "result": "success"})
 	r.coldSyncsWithoutWrites = hk.sum("hivekeeper_reconcile_without_writes_total", map[string]string{"controller": "mcpserver"})
 	logf("N=%d: cold start until every child existed: %.0f MCPServer syncs, %.0f of them wrote nothing", r.N, r.coldSyncs, r.coldSyncsWithoutWrites)
-	var b strings.Builder
-	st.render(&b, "cold start")
-	logf("%s", b.String())
 	return nil
 }
 
