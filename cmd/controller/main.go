@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,6 +37,8 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/secureserving"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -51,6 +54,9 @@ type options struct {
 	vmcpImage            string
 	registryAPIImage     string
 	usageMetrics         bool
+	skipUpdateCheck      bool
+	toolhiveRelease      string
+	instanceIDNamespace  string
 	runners              rbac.Runners
 	redis                redisFlags
 	metricsAddr          string
@@ -96,10 +102,13 @@ func run() error {
 	fs.IntVar(&o.workers, "workers", 16, "Concurrent syncs per controller. Syncs wait on the API server, so more workers than cores pay off.")
 	fs.Float32Var(&o.qps, "kube-api-qps", -1, "Client-side limit of queries per second to the API server. Negative (the default) disables it: flow control is left to the server's API Priority and Fairness, as SIG API Machinery recommends.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps when it is positive.")
-	fs.StringVar(&o.runnerImage, "runner-image", app.DefaultRunnerImage, "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments.")
-	fs.StringVar(&o.vmcpImage, "vmcp-image", app.DefaultVMCPImage, "vMCP image for VirtualMCPServer Deployments.")
+	fs.StringVar(&o.toolhiveRelease, "toolhive-release", release.Newest().Version, "The ToolHive release whose output hivekeeper writes, one of "+strings.Join(release.Versions(), ", ")+": the release of the ToolHive operator a cluster switches from (kubectl hivekeeper preflight prints it), so the switch restarts no pod. Moving it to a newer release changes workloads as ToolHive's own upgrade to it does.")
+	fs.StringVar(&o.runnerImage, "runner-image", "", "ToolHive proxy runner image for MCPServer and MCPRemoteProxy Deployments. Empty: the --toolhive-release's (ghcr.io/stacklok/toolhive/proxyrunner:<release>).")
+	fs.StringVar(&o.vmcpImage, "vmcp-image", "", "vMCP image for VirtualMCPServer Deployments. Empty: the --toolhive-release's (ghcr.io/stacklok/toolhive/vmcp:<release>).")
 	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
-	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", true, "Write the runner's anonymous usage-metrics middleware into every RunConfig, as ToolHive's operator does by default. Set it to false where ToolHive's operator ran with TOOLHIVE_USAGE_METRICS_ENABLED=false, TOOLHIVE_SKIP_UPDATE_CHECK=true or a CI variable in its environment, so a switch changes no RunConfig.")
+	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", true, "ToolHive's usage metrics: on, the runner's anonymous usage-metrics middleware is written into every RunConfig, as ToolHive's operator does by default. Set it to false where ToolHive's operator ran with TOOLHIVE_USAGE_METRICS_ENABLED=false; from ToolHive v0.66.0 on, workloads then get TOOLHIVE_USAGE_METRICS_ENABLED=false too.")
+	fs.BoolVar(&o.skipUpdateCheck, "toolhive-skip-update-check", false, "Set it where ToolHive's operator ran with TOOLHIVE_SKIP_UPDATE_CHECK=true or a CI variable in its environment: no RunConfig gets the usage-metrics middleware and, from ToolHive v0.66.0 on, workloads get TOOLHIVE_SKIP_UPDATE_CHECK=true.")
+	fs.StringVar(&o.instanceIDNamespace, "toolhive-instance-id-namespace", "", "Namespace of the ConfigMap "+app.InstanceIDConfigMap+", which holds the installation's anonymous id that ToolHive's operator (from v0.66.0 on) gives every workload: ToolHive's operator's namespace. hivekeeper reads it at start and creates it, as ToolHive's operator does, when it is missing. Empty: the namespace hivekeeper runs in (POD_NAMESPACE), else "+app.DefaultInstanceIDNamespace+".")
 	fs.StringSliceVar(&o.defaultPullSecrets, "default-image-pull-secrets", nil, "Comma-separated Secret names added to the imagePullSecrets of every workload's pods and ServiceAccounts, after the workload's own (ToolHive's TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS, the operator chart's operator.defaultImagePullSecrets).")
 	fs.StringVar(&o.proxyHost, "proxy-host", app.DefaultProxyHost, "Address the proxy runner listens on in its pod, written into every RunConfig (ToolHive's TOOLHIVE_PROXY_HOST, the operator chart's operator.proxyHost).")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
@@ -183,13 +192,23 @@ func run() error {
 	}
 	servers := startServers(ctx, o, &ready, electionHealth, metricsServing)
 
+	rel, err := release.Lookup(o.toolhiveRelease)
+	if err != nil {
+		return err
+	}
+	usage, err := resolveUsageMetrics(ctx, o, rel, kube)
+	if err != nil {
+		return err
+	}
+	runnerImage, vmcpImage := app.ReleaseImages(rel)
 	appOpts := app.Options{
 		Namespaces:       o.namespaces,
 		Workers:          o.workers,
-		RunnerImage:      o.runnerImage,
-		VMCPImage:        o.vmcpImage,
+		RunnerImage:      cmp.Or(o.runnerImage, runnerImage),
+		VMCPImage:        cmp.Or(o.vmcpImage, vmcpImage),
 		RegistryAPIImage: o.registryAPIImage,
-		UsageMetrics:     o.usageMetrics,
+		UsageMetrics:     usage,
+		Release:          rel,
 		PullSecrets:      o.defaultPullSecrets,
 		ProxyHost:        o.proxyHost,
 		ResyncPeriod:     o.resync,
@@ -445,4 +464,29 @@ func shutdownServers(logger klog.Logger, servers []*http.Server, grace time.Dura
 			logger.Error(err, "Server shutdown")
 		}
 	}
+}
+
+// resolveUsageMetrics turns the usage-metrics flags into ToolHive's
+// operator's settings and, where the release passes the installation's
+// id to the workloads and nothing opts out, resolves the id as ToolHive's
+// operator does at start: an id that cannot be had for a reason that may
+// pass stops the process (a restart tries again), since running without
+// it would change every workload; one refused for good (no permission)
+// leaves the workloads without it, as ToolHive's operator does.
+func resolveUsageMetrics(ctx context.Context, o options, rel release.Release, kube kubernetes.Interface) (wiring.UsageMetrics, error) {
+	u := wiring.UsageMetrics{SkipUpdateCheck: o.skipUpdateCheck, Disabled: !o.usageMetrics}
+	if !rel.WorkloadUsageMetrics || u.SkipUpdateCheck {
+		return u, nil
+	}
+	ns := cmp.Or(o.instanceIDNamespace, os.Getenv("POD_NAMESPACE"), app.DefaultInstanceIDNamespace)
+	id, err := app.ResolveInstanceID(ctx, kube, ns, app.InstanceIDBackoff)
+	switch {
+	case errors.Is(err, app.ErrInstanceIDUnavailable):
+		return u, err
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Cannot read or store the installation's instance id; workloads get none", "configMap", klog.KRef(ns, app.InstanceIDConfigMap))
+	default:
+		u.AnonymousID = id
+	}
+	return u, nil
 }

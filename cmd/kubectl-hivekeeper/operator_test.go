@@ -23,6 +23,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // The operator is found by its environment whatever its image's
@@ -78,7 +79,7 @@ func TestFindOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := strings.Join(s.Flags, " "), "--log-format=json --namespaces=team-a --proxy-host=0.0.0.0 --runner-image="+testRunner+
-		" --toolhive-usage-metrics=false --vmcp-image="+testVMCP; got != want {
+		" --toolhive-instance-id-namespace=toolhive-system --toolhive-release=v0.63.0 --toolhive-skip-update-check=false --toolhive-usage-metrics=false --vmcp-image="+testVMCP; got != want {
 		t.Errorf("flags\n got %s\nwant %s", got, want)
 	}
 	if want := []string{"X_* (Secret operator-secrets)", "TOOLHIVE_DEFAULT_REDIS_SECRET_NAME (Secret redis key name)"}; !slices.Equal(s.Unread, want) {
@@ -88,7 +89,7 @@ func TestFindOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(opts.Namespaces, []string{"team-a"}) || opts.RunnerImage != testRunner || opts.VMCPImage != testVMCP || opts.UsageMetrics ||
+	if !slices.Equal(opts.Namespaces, []string{"team-a"}) || opts.RunnerImage != testRunner || opts.VMCPImage != testVMCP || opts.UsageMetrics.Middleware() ||
 		opts.ProxyHost != "0.0.0.0" || opts.RegistryAPIImage != app.DefaultRegistryAPIImage || opts.DefaultRedis != nil {
 		t.Errorf("options %+v", opts)
 	}
@@ -289,12 +290,14 @@ func TestExecute(t *testing.T) {
 func TestOptions(t *testing.T) {
 	o, err := options([]string{"--namespaces=a,b", "--default-image-pull-secrets=regcred", "--default-redis-addr=redis:6379",
 		"--default-redis-secret-name=rs", "--default-redis-tls-enabled", "--default-redis-tls-ca-secret-name=ca",
-		"--default-redis-tls-ca-secret-key=ca.crt", "--toolhive-usage-metrics=true", "--log-format=json"})
+		"--default-redis-tls-ca-secret-key=ca.crt", "--toolhive-usage-metrics=true", "--toolhive-skip-update-check=true",
+		"--toolhive-release=v0.63.0", "--toolhive-instance-id-namespace=toolhive", "--log-format=json"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := o.DefaultRedis
-	if !slices.Equal(o.Namespaces, []string{"a", "b"}) || !slices.Equal(o.PullSecrets, []string{"regcred"}) || !o.UsageMetrics ||
+	if !slices.Equal(o.Namespaces, []string{"a", "b"}) || !slices.Equal(o.PullSecrets, []string{"regcred"}) ||
+		o.UsageMetrics != (wiring.UsageMetrics{SkipUpdateCheck: true}) || o.Release.Version != "v0.63.0" ||
 		r == nil || r.Addr != "redis:6379" || r.SecretName != "rs" || r.SecretKey != "redis-password" ||
 		r.TLS == nil || r.TLS.CACertSecretRef == nil || r.TLS.CACertSecretRef.Name != "ca" || r.TLS.CACertSecretRef.Key != "ca.crt" {
 		t.Errorf("options %+v, redis %+v", o, r)

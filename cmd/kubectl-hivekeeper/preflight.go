@@ -130,6 +130,9 @@ func preflight(ctx context.Context, c clients, o preflightOptions, logger logr.L
 	if err != nil {
 		return nil, fmt.Errorf("the operator's settings: %w", err)
 	}
+	if err := withInstanceID(ctx, c.kube, r.Settings.Flags, &opts); err != nil {
+		return nil, err
+	}
 	snap, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {
 		return nil, err

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -60,6 +65,14 @@ func settingsOf(op *Operator) (Settings, error) {
 	if err != nil {
 		return s, err
 	}
+	// What the operator's release and namespace, rather than its
+	// environment, decide: the output written, and where the
+	// installation's instance id is kept.
+	flags = append(flags, "--toolhive-release="+targetRelease(op).Version)
+	if op != nil {
+		flags = append(flags, "--toolhive-instance-id-namespace="+op.Namespace)
+	}
+	slices.Sort(flags)
 	s.Flags = flags
 	for _, u := range unmapped {
 		s.NotCarried = append(s.NotCarried, Setting{Name: u.Name, Why: u.Why})
@@ -80,12 +93,16 @@ func options(flags []string) (app.Options, error) {
 	fs := pflag.NewFlagSet("hivekeeper", pflag.ContinueOnError)
 	var o app.Options
 	var redisAddr, redisSecret, redisKey, caName, caKey, logFormat string
-	var redisTLS bool
+	var redisTLS, usageMetrics, skipUpdateCheck bool
+	var toolhiveRelease string
 	fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "")
-	fs.StringVar(&o.RunnerImage, "runner-image", app.DefaultRunnerImage, "")
-	fs.StringVar(&o.VMCPImage, "vmcp-image", app.DefaultVMCPImage, "")
+	fs.StringVar(&toolhiveRelease, "toolhive-release", release.Newest().Version, "")
+	fs.StringVar(&o.RunnerImage, "runner-image", "", "")
+	fs.StringVar(&o.VMCPImage, "vmcp-image", "", "")
 	fs.StringVar(&o.RegistryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "")
-	fs.BoolVar(&o.UsageMetrics, "toolhive-usage-metrics", true, "")
+	fs.BoolVar(&usageMetrics, "toolhive-usage-metrics", true, "")
+	fs.BoolVar(&skipUpdateCheck, "toolhive-skip-update-check", false, "")
+	fs.String("toolhive-instance-id-namespace", "", "")
 	fs.StringSliceVar(&o.PullSecrets, "default-image-pull-secrets", nil, "")
 	fs.StringVar(&o.ProxyHost, "proxy-host", app.DefaultProxyHost, "")
 	fs.StringVar(&redisAddr, "default-redis-addr", "", "")
@@ -98,6 +115,12 @@ func options(flags []string) (app.Options, error) {
 	if err := fs.Parse(flags); err != nil {
 		return o, err
 	}
+	var err error
+	if o.Release, err = release.Lookup(toolhiveRelease); err != nil {
+		return o, err
+	}
+	o.UsageMetrics = wiring.UsageMetrics{SkipUpdateCheck: skipUpdateCheck, Disabled: !usageMetrics}
+
 	// The checks ToolHive's operator and hivekeeper's binary make at start.
 	switch {
 	case (caName == "") != (caKey == ""):
@@ -127,19 +150,58 @@ func options(flags []string) (app.Options, error) {
 	return o, nil
 }
 
-// targetRelease is the ToolHive release whose operator hivekeeper writes
-// the children of: the tag of its default runner image.
-func targetRelease() string { return imageTag(app.DefaultRunnerImage) }
+// targetRelease is the ToolHive release whose output hivekeeper writes
+// for the operator op: its own release where hivekeeper writes it, else
+// the newest older one it writes, else (no operator, a release older than
+// every one hivekeeper writes, or none known) the newest.
+func targetRelease(op *Operator) release.Release {
+	if op == nil {
+		return release.Newest()
+	}
+	return release.Target(op.Release)
+}
 
 // releaseNote says how the operator's release compares with the one
-// hivekeeper matches, "" when it is that one.
+// hivekeeper writes for it, "" when it is that one.
 func releaseNote(op *Operator) string {
-	switch target := targetRelease(); {
-	case op == nil || op.Release == target:
+	if op == nil {
 		return ""
+	}
+	target := targetRelease(op).Version
+	_, exact, err := release.For(op.Release)
+	switch {
 	case op.Release == "":
 		return fmt.Sprintf("its release is unknown (no image tag or %s label); hivekeeper writes what ToolHive %s's operator writes", labelVersion, target)
+	case err == nil && exact:
+		return ""
 	default:
-		return fmt.Sprintf("hivekeeper writes what ToolHive %s's operator writes; children written by %s may differ more", target, op.Release)
+		return fmt.Sprintf("hivekeeper writes what ToolHive %s's operator writes; children written by %s may differ as they would at ToolHive's own upgrade to %s", target, op.Release, target)
 	}
+}
+
+// withInstanceID gives opts the installation's instance id hivekeeper
+// would read at start with flags (app.ResolveInstanceID), read here
+// without writing: where the release passes it to the workloads and
+// nothing opts out. A ConfigMap that is missing, or that preflight may not
+// read, leaves the id empty, and the prediction then shows the workloads
+// that would change.
+func withInstanceID(ctx context.Context, kube kubernetes.Interface, flags []string, opts *app.Options) error {
+	if !opts.Release.WorkloadUsageMetrics || opts.UsageMetrics.SkipUpdateCheck {
+		return nil
+	}
+	ns := app.DefaultInstanceIDNamespace
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--toolhive-instance-id-namespace="); ok && v != "" {
+			ns = v
+		}
+	}
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, app.InstanceIDConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the installation's instance id (ConfigMap %s/%s): %w", ns, app.InstanceIDConfigMap, err)
+	}
+	opts.UsageMetrics.AnonymousID = app.StoredInstanceID(cm)
+	return nil
 }

@@ -224,6 +224,9 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err != nil {
 		return nil, err
 	}
+	if err := withInstanceID(ctx, c.kube, pf.Settings.Flags, &opts); err != nil {
+		return nil, err
+	}
 	op, err := c.kube.AppsV1().Deployments(pf.Operator.Namespace).Get(ctx, pf.Operator.Name, getOpts)
 	if err != nil {
 		return nil, err
@@ -349,6 +352,9 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	}
 	opts, err := options(settings.Flags)
 	if err != nil {
+		return nil, err
+	}
+	if err := withInstanceID(ctx, c.kube, settings.Flags, &opts); err != nil {
 		return nil, err
 	}
 	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)

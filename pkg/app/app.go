@@ -49,6 +49,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -78,10 +79,18 @@ const ChildLabelSelector = "toolhive=true"
 // (framework.TrimPod).
 var SelectedLabelSelectors = []string{naming.EmbeddingServerSelector, naming.RegistrySelector, naming.WorkloadPodSelector}
 
+// ReleaseImages are the proxy runner and vMCP images of ToolHive release r,
+// the controllers' defaults.
+func ReleaseImages(r release.Release) (runner, vmcp string) {
+	return "ghcr.io/stacklok/toolhive/proxyrunner:" + r.Version, "ghcr.io/stacklok/toolhive/vmcp:" + r.Version
+}
+
 // Defaults of the images the controllers deploy.
 const (
-	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0"
-	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.63.0"
+	// DefaultRunnerImage and DefaultVMCPImage are the newest release's
+	// (ReleaseImages of release.Newest()).
+	DefaultRunnerImage = "ghcr.io/stacklok/toolhive/proxyrunner:v0.66.0"
+	DefaultVMCPImage   = "ghcr.io/stacklok/toolhive/vmcp:v0.66.0"
 	// DefaultRegistryAPIImage is the registry API image of ToolHive's
 	// operator chart at the same release.
 	DefaultRegistryAPIImage = "ghcr.io/stacklok/thv-registry-api:v1.5.3"
@@ -89,6 +98,14 @@ const (
 	// operator chart (operator.proxyHost).
 	DefaultProxyHost = "0.0.0.0"
 )
+
+// release is the release written: Options.Release, or the newest.
+func (o Options) release() release.Release {
+	if o.Release.Version == "" {
+		return release.Newest()
+	}
+	return o.Release
+}
 
 // Options configure the controllers.
 type Options struct {
@@ -102,10 +119,13 @@ type Options struct {
 	VMCPImage string
 	// RegistryAPIImage is the MCPRegistry's registry API image.
 	RegistryAPIImage string
-	// UsageMetrics writes the runner's anonymous usage metrics middleware
-	// into every RunConfig, as ToolHive's operator does unless its
-	// environment turns it off.
-	UsageMetrics bool
+	// UsageMetrics are ToolHive's operator's usage-metrics settings, which
+	// decide the RunConfigs' usage-metrics middleware and what the release
+	// passes to the workloads (wiring.UsageMetrics).
+	UsageMetrics wiring.UsageMetrics
+	// Release is the ToolHive release whose output is written; the zero
+	// value means the newest (release.Newest).
+	Release release.Release
 	// PullSecrets name the Secrets every workload's pods and accounts pull
 	// images with, after the workload's own.
 	PullSecrets []string
@@ -369,11 +389,13 @@ func NewDeps(kube kubernetes.Interface, th versioned.Interface, opts Options, re
 	if len(scopes) == 0 {
 		scopes = []string{corev1.NamespaceAll}
 	}
+	runnerImage, vmcpImage := ReleaseImages(opts.release())
 	d := &framework.Deps{
 		Kube: kube, Toolhive: th, Recorder: recorder, Clock: clock.RealClock{}, Gate: opts.WriteGate, Drift: opts.Drift,
-		Config: framework.Config{RunnerImage: opts.RunnerImage, VMCPImage: opts.VMCPImage, RegistryAPIImage: opts.RegistryAPIImage,
+		Config: framework.Config{RunnerImage: cmp.Or(opts.RunnerImage, runnerImage), VMCPImage: cmp.Or(opts.VMCPImage, vmcpImage), RegistryAPIImage: opts.RegistryAPIImage,
 			Runners: opts.Runners.WithDefaults(), DefaultRedis: opts.DefaultRedis, UsageMetrics: opts.UsageMetrics,
-			PullSecrets: wiring.PullSecretRefs(opts.PullSecrets), ProxyHost: cmp.Or(opts.ProxyHost, DefaultProxyHost)},
+			PullSecrets: wiring.PullSecretRefs(opts.PullSecrets), ProxyHost: cmp.Or(opts.ProxyHost, DefaultProxyHost),
+			Release: opts.release()},
 		FanInWindow: max(0, cmp.Or(opts.FanInWindow, DefaultFanInWindow)),
 	}
 	for _, ns := range scopes {

@@ -19,6 +19,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -98,9 +99,12 @@ type Config struct {
 	RegistryAPIImage string
 	Runners          rbac.Runners
 	DefaultRedis     *wiring.DefaultRedis
-	UsageMetrics     bool
-	PullSecrets      []corev1.LocalObjectReference
-	ProxyHost        string
+	// UsageMetrics are ToolHive's operator's usage-metrics settings.
+	UsageMetrics wiring.UsageMetrics
+	PullSecrets  []corev1.LocalObjectReference
+	ProxyHost    string
+	// Release is the ToolHive release whose output the controllers write.
+	Release release.Release
 }
 
 // KubeInformer returns one Kubernetes informer kind across every scope,

@@ -27,6 +27,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 )
 
 // Recompute results, the result label of
@@ -86,6 +87,8 @@ type ConfigController[T ConfigObject] struct {
 	clock clock.PassiveClock
 	// fanIn is the base delay of a recompute woken by a referrer.
 	fanIn time.Duration
+	// release is the ToolHive release written, which some checks follow.
+	release release.Release
 }
 
 // NewConfigController builds the controller of kind, named name, and
@@ -101,6 +104,7 @@ func NewConfigController[T ConfigObject](d *framework.Deps, name string, kind Co
 		clock:    d.Clock,
 		writer:   d.NewWriter(name),
 		fanIn:    d.FanInWindow,
+		release:  d.Config.Release,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -311,6 +315,9 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 	status.ReferenceCount = int32(len(refs))
 
 	errs := c.kind.Validate(cached)
+	if c.kind.ReleaseChecks != nil {
+		errs = append(errs, c.kind.ReleaseChecks(cached, c.release)...)
+	}
 	validReason, invalidReason := c.kind.ValidReason, c.kind.InvalidReason
 	if validReason == "" {
 		validReason, invalidReason = thv1.ReasonConfigValid, thv1.ReasonConfigInvalid

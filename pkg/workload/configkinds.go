@@ -102,13 +102,14 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Patch: func(c versioned.Interface, ns string) framework.PatchFunc[*thv1.MCPExternalAuthConfig] {
 		return c.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch
 	},
-	Spec:        func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
-	Validate:    wiring.ValidateExternalAuthConfig,
-	Refuse:      wiring.RefuseExternalAuthConfig,
-	Index:       index.ByExternalAuthConfig,
-	AlsoIndexes: []string{index.ByAuthServerRef},
-	Condition:   thv1.ConditionExternalAuthConfigValidated,
-	Valid:       thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
+	Spec:          func(c *thv1.MCPExternalAuthConfig) any { return &c.Spec },
+	Validate:      wiring.ValidateExternalAuthConfig,
+	ReleaseChecks: wiring.ExternalAuthConfigReleaseChecks,
+	Refuse:        wiring.RefuseExternalAuthConfig,
+	Index:         index.ByExternalAuthConfig,
+	AlsoIndexes:   []string{index.ByAuthServerRef},
+	Condition:     thv1.ConditionExternalAuthConfigValidated,
+	Valid:         thv1.ReasonExternalAuthConfigValid, NotFound: thv1.ReasonExternalAuthConfigNotFound,
 	NotValid: thv1.ReasonExternalAuthConfigNotValid, Waiting: thv1.ReasonWaitingForExternalAuthConfig,
 	MirrorInvalid: true,
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned"
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 )
 
 // ConfigObject is a config kind workloads reference by name. Every such
@@ -48,6 +49,10 @@ type ConfigKind[T ConfigObject] struct {
 	// Validate returns every problem of a config the schema cannot reject
 	// (or that was stored before it could), in field order.
 	Validate func(T) []string
+	// ReleaseChecks, when set, returns the problems of a config that
+	// depend on the ToolHive release written (release.Release), after
+	// Validate's.
+	ReleaseChecks func(T, release.Release) []string
 	// Refuse, when set, returns the reason and message of a config whose
 	// spec is valid but that neither ToolHive's open-source operator nor
 	// hivekeeper applies (an MCPExternalAuthConfig of type obo): its Valid

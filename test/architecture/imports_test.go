@@ -21,7 +21,7 @@ const module = "github.com/hivekeeper/hivekeeper/"
 // docs/architecture.md draws:
 //
 //	cmd → app → controller/<kind> → workload → framework → toolhive/render/*
-//	    → {drift, toolhive/wiring} → {toolhive/naming, toolhive/schema}
+//	    → {drift, toolhive/wiring} → {toolhive/naming, toolhive/schema, toolhive/release}
 //	    → {index, rbac, metrics, secureserving} → {apis, generated, config/crd}
 //
 // The test fixtures sit just above what they are fixtures of:
@@ -48,7 +48,7 @@ func layer(pkg string) int {
 		return 7
 	case p == "pkg/toolhive/toolhivetest", p == "pkg/drift/drifttest":
 		return 8 // the translation's and the comparators' test fixtures
-	case p == "pkg/toolhive/naming", p == "pkg/toolhive/schema", p == "pkg/toolhive/operatorenv":
+	case p == "pkg/toolhive/naming", p == "pkg/toolhive/schema", p == "pkg/toolhive/operatorenv", p == "pkg/toolhive/release":
 		return 9
 	case p == "pkg/index", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 10

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
@@ -188,8 +187,12 @@ func TestDifferentialRunConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.StartControllers(t, app.Options{Workers: 4, RunnerImage: runner, VMCPImage: vmcpImage,
-		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true", ProxyHost: toolhive.FlagValue(flags, "--proxy-host")})
+	opts, err := toolhive.Options(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Workers, opts.RunnerImage, opts.VMCPImage = 4, runner, vmcpImage
+	env.StartControllers(t, opts)
 	thv := startToolHiveServer(t, namespaces)
 
 	for _, c := range cases {

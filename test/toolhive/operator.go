@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +16,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -310,14 +314,48 @@ func baseEnviron(home string) []string {
 
 // ChartFlags are the hivekeeper flags that keep the operator-wide settings
 // ToolHive's chart gives its operator (ChartEnv with values, mapped by
-// operatorenv.Flags).
+// operatorenv.Flags), with the release written for the module's and the
+// operator's namespace (OperatorNamespace) for its instance id, as
+// preflight gives them.
 func ChartFlags(module, values string) ([]string, error) {
 	env, err := ChartEnv(module, values)
 	if err != nil {
 		return nil, err
 	}
 	flags, _, err := operatorenv.Flags(env)
-	return flags, err
+	if err != nil {
+		return nil, err
+	}
+	flags = append(flags, "--toolhive-release="+release.Target(ModuleVersion(module)).Version,
+		"--toolhive-instance-id-namespace="+OperatorNamespace)
+	slices.Sort(flags)
+	return flags, nil
+}
+
+// ModuleVersion is the release of a module folder of the Go module cache
+// (.../toolhive@v0.66.0), "" when the folder names none.
+func ModuleVersion(module string) string {
+	_, v, _ := strings.Cut(filepath.Base(module), "@")
+	return v
+}
+
+// Options are the app.Options hivekeeper's flags (ChartFlags) set that the
+// suites run it with: images, listen address, release and usage metrics.
+// The installation's instance id is the caller's to set.
+func Options(flags []string) (app.Options, error) {
+	r, err := release.Lookup(FlagValue(flags, "--toolhive-release"))
+	if err != nil {
+		return app.Options{}, err
+	}
+	return app.Options{
+		RunnerImage: FlagValue(flags, "--runner-image"), VMCPImage: FlagValue(flags, "--vmcp-image"),
+		RegistryAPIImage: FlagValue(flags, "--registry-api-image"), ProxyHost: FlagValue(flags, "--proxy-host"),
+		Release: r,
+		UsageMetrics: wiring.UsageMetrics{
+			Disabled:        FlagValue(flags, "--toolhive-usage-metrics") == "false",
+			SkipUpdateCheck: FlagValue(flags, "--toolhive-skip-update-check") == "true",
+		},
+	}, nil
 }
 
 // FlagValue returns the value of --name=value in flags, "" when absent.

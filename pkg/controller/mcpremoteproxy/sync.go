@@ -97,6 +97,7 @@ func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs 
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,
+		Release:                c.Config.Release,
 		PullSecrets:            c.Config.PullSecrets,
 		ProxyHost:              c.Config.ProxyHost,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().RemoteProxyRunner,

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestUsageMetricsOptionReachesTheRunConfig(t *testing.T) {
 	chain := func(on bool) []string {
 		wf := workloadtest.New(t, newProxy("fetch"))
-		c, err := New(wf.Deps(framework.Config{RunnerImage: "runner:test", UsageMetrics: on}))
+		c, err := New(wf.Deps(framework.Config{RunnerImage: "runner:test", UsageMetrics: wiring.UsageMetrics{Disabled: !on}}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,6 +91,7 @@ func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workl
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,
+		Release:                c.Config.Release,
 		PullSecrets:            c.Config.PullSecrets,
 		ProxyHost:              c.Config.ProxyHost,
 		RunnerClusterRole:      c.Config.Runners.WithDefaults().ProxyRunner,

@@ -105,6 +105,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		return status, 0, nil
 	}
 	in.OIDC, in.Image, in.DefaultRedis, in.PullSecrets = oidc, c.Config.VMCPImage, c.Config.DefaultRedis, c.Config.PullSecrets
+	in.Release, in.UsageMetrics = c.Config.Release, c.Config.UsageMetrics
 	runners := c.Config.Runners.WithDefaults()
 	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)

@@ -50,9 +50,9 @@ var Variables = []Variable{
 	{Name: "TOOLHIVE_DEFAULT_REDIS_TLS_ENABLED", Flag: "--default-redis-tls-enabled", Why: "\"true\" turns it on"},
 	{Name: "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_NAME", Flag: "--default-redis-tls-ca-secret-name"},
 	{Name: "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_KEY", Flag: "--default-redis-tls-ca-secret-key"},
-	{Name: "TOOLHIVE_USAGE_METRICS_ENABLED", Flag: "--toolhive-usage-metrics", Why: "\"false\" leaves the usage-metrics middleware out of every RunConfig: --toolhive-usage-metrics=false"},
-	{Name: "TOOLHIVE_SKIP_UPDATE_CHECK", Flag: "--toolhive-usage-metrics", Why: "\"true\" also leaves the usage-metrics middleware out: --toolhive-usage-metrics=false; hivekeeper makes no update check"},
-	{Name: "CI", Flag: "--toolhive-usage-metrics", Why: "any CI variable (" + strings.Join(ciVariables, ", ") + ") set also leaves the usage-metrics middleware out: --toolhive-usage-metrics=false"},
+	{Name: "TOOLHIVE_USAGE_METRICS_ENABLED", Flag: "--toolhive-usage-metrics", Why: "\"false\" leaves the usage-metrics middleware out of every RunConfig and (v0.66.0) is passed to the workloads: --toolhive-usage-metrics=false"},
+	{Name: "TOOLHIVE_SKIP_UPDATE_CHECK", Flag: "--toolhive-skip-update-check", Why: "\"true\" leaves the usage-metrics middleware out and (v0.66.0) is passed to the workloads: --toolhive-skip-update-check=true; hivekeeper makes no update check"},
+	{Name: "CI", Flag: "--toolhive-skip-update-check", Why: "any CI variable (" + strings.Join(ciVariables, ", ") + ") set counts as TOOLHIVE_SKIP_UPDATE_CHECK=true: --toolhive-skip-update-check=true"},
 	{Name: "KUBECONFIG", Flag: "--kubeconfig", Why: "controller-runtime's; the chart sets none (in-cluster)"},
 }
 
@@ -83,22 +83,19 @@ func Flags(env []string) (flags []string, unmapped []Variable, err error) {
 		vars[k] = v
 	}
 	var unknown []string
-	usageMetrics := true
+	usageMetrics, skipUpdateCheck := true, false
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		v := vars[k]
 		entry, ok := Lookup(k)
 		switch {
 		case !ok:
 			unknown = append(unknown, k)
-		case entry.Flag == "--toolhive-usage-metrics":
-			switch k {
-			case "TOOLHIVE_USAGE_METRICS_ENABLED":
-				usageMetrics = usageMetrics && v != "false"
-			case "TOOLHIVE_SKIP_UPDATE_CHECK":
-				usageMetrics = usageMetrics && !strings.EqualFold(v, "true")
-			default:
-				usageMetrics = usageMetrics && v == ""
-			}
+		case k == "TOOLHIVE_USAGE_METRICS_ENABLED":
+			usageMetrics = v != "false"
+		case k == "TOOLHIVE_SKIP_UPDATE_CHECK":
+			skipUpdateCheck = skipUpdateCheck || strings.EqualFold(v, "true")
+		case entry.Name == "CI":
+			skipUpdateCheck = skipUpdateCheck || v != ""
 		case entry.Flag == "--default-redis-tls-enabled":
 			if v == "true" {
 				flags = append(flags, entry.Flag)
@@ -120,7 +117,7 @@ func Flags(env []string) (flags []string, unmapped []Variable, err error) {
 	if len(unknown) > 0 {
 		return nil, nil, fmt.Errorf("ToolHive operator variables hivekeeper does not know: %s", strings.Join(unknown, ", "))
 	}
-	flags = append(flags, fmt.Sprintf("--toolhive-usage-metrics=%t", usageMetrics))
+	flags = append(flags, fmt.Sprintf("--toolhive-usage-metrics=%t", usageMetrics), fmt.Sprintf("--toolhive-skip-update-check=%t", skipUpdateCheck))
 	slices.Sort(flags)
 	return flags, unmapped, nil
 }

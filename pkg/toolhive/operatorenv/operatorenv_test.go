@@ -19,17 +19,21 @@ func TestFlags(t *testing.T) {
 		env   []string
 		flags string
 	}{
-		{"chart defaults", chart, "--log-format=json --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-usage-metrics=true --vmcp-image=v:1"},
+		{"chart defaults", chart, "--log-format=json --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-skip-update-check=false --toolhive-usage-metrics=true --vmcp-image=v:1"},
 		{"production", append(chart[:len(chart):len(chart)], "WATCH_NAMESPACE=a,b", "TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS=regcred,org",
 			"TOOLHIVE_DEFAULT_REDIS_ADDR=redis:6379", "TOOLHIVE_DEFAULT_REDIS_SECRET_NAME=rs", "TOOLHIVE_DEFAULT_REDIS_SECRET_KEY=pw",
 			"TOOLHIVE_DEFAULT_REDIS_TLS_ENABLED=true", "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_NAME=ca", "TOOLHIVE_DEFAULT_REDIS_TLS_CA_SECRET_KEY=ca.crt"),
 			"--default-image-pull-secrets=regcred,org --default-redis-addr=redis:6379 --default-redis-secret-key=pw --default-redis-secret-name=rs " +
 				"--default-redis-tls-ca-secret-key=ca.crt --default-redis-tls-ca-secret-name=ca --default-redis-tls-enabled --log-format=json " +
-				"--namespaces=a,b --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-usage-metrics=true --vmcp-image=v:1"},
-		{"usage metrics off", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=false"}, "--toolhive-usage-metrics=false"},
-		{"update check skipped", []string{"TOOLHIVE_SKIP_UPDATE_CHECK=TRUE"}, "--toolhive-usage-metrics=false"},
-		{"a CI variable", []string{"GITLAB_CI=1"}, "--toolhive-usage-metrics=false"},
-		{"usage metrics on", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=true", "TOOLHIVE_SKIP_UPDATE_CHECK=false"}, "--toolhive-usage-metrics=true"},
+				"--namespaces=a,b --proxy-host=0.0.0.0 --registry-api-image=reg:1 --runner-image=r:1 --toolhive-skip-update-check=false --toolhive-usage-metrics=true --vmcp-image=v:1"},
+		// The three inputs of ToolHive's usage metrics each keep their own
+		// flag: the workloads of v0.66.0 are told which one opted out.
+		{"usage metrics off", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=false"}, "--toolhive-skip-update-check=false --toolhive-usage-metrics=false"},
+		{"update check skipped", []string{"TOOLHIVE_SKIP_UPDATE_CHECK=TRUE"}, "--toolhive-skip-update-check=true --toolhive-usage-metrics=true"},
+		{"a CI variable", []string{"GITLAB_CI=1"}, "--toolhive-skip-update-check=true --toolhive-usage-metrics=true"},
+		{"an empty CI variable", []string{"CI="}, "--toolhive-skip-update-check=false --toolhive-usage-metrics=true"},
+		{"both opted out", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=false", "CI=true"}, "--toolhive-skip-update-check=true --toolhive-usage-metrics=false"},
+		{"usage metrics on", []string{"TOOLHIVE_USAGE_METRICS_ENABLED=true", "TOOLHIVE_SKIP_UPDATE_CHECK=false"}, "--toolhive-skip-update-check=false --toolhive-usage-metrics=true"},
 	} {
 		flags, _, err := Flags(c.env)
 		if err != nil {
@@ -85,7 +89,8 @@ func TestValues(t *testing.T) {
 		"logging":                 map[string]any{"format": "json"},
 		"watchNamespaces":         []any{"a", "b"},
 		"defaultImagePullSecrets": []any{"regcred"},
-		"usageMetrics":            false,
+		"usageMetrics":            true,
+		"skipUpdateCheck":         true,
 		"defaultRedis": map[string]any{"addr": "redis:6379",
 			"tls": map[string]any{"enabled": true, "caCertSecretRef": map[string]any{"name": "ca", "key": "ca.crt"}}},
 	}

@@ -31,12 +31,15 @@ type ChartValue struct {
 // ChartValues lists, for every flag Flags can return, the chart value that
 // renders it, in the order of the chart's values.yaml.
 var ChartValues = []ChartValue{
+	{Flag: "--toolhive-release", Path: "toolhiveRelease"},
 	{Flag: "--runner-image", Path: "runnerImage"},
 	{Flag: "--vmcp-image", Path: "vmcpImage"},
 	{Flag: "--registry-api-image", Path: "registryAPIImage"},
 	{Flag: "--default-image-pull-secrets", Path: "defaultImagePullSecrets", Kind: List},
 	{Flag: "--proxy-host", Path: "proxyHost"},
 	{Flag: "--toolhive-usage-metrics", Path: "usageMetrics", Kind: Bool},
+	{Flag: "--toolhive-skip-update-check", Path: "skipUpdateCheck", Kind: Bool},
+	{Flag: "--toolhive-instance-id-namespace", Path: "instanceIDNamespace"},
 	{Flag: "--default-redis-addr", Path: "defaultRedis.addr"},
 	{Flag: "--default-redis-secret-name", Path: "defaultRedis.existingSecret"},
 	{Flag: "--default-redis-secret-key", Path: "defaultRedis.existingSecretKey"},

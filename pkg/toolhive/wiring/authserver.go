@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
@@ -39,6 +40,9 @@ const (
 	// AuthServerTLSPort is where ToolHive's runner starts the TLS
 	// listener; a proxy may not listen there too.
 	AuthServerTLSPort int32 = 8443
+	// AuthServerTLSPortName names that port on the container and the
+	// Service, where a release exposes it (release.AuthServerTLSPort).
+	AuthServerTLSPortName = "https-auth"
 	// EnvUpstreamClientSecretPrefix + "_" + the upstream's name in upper
 	// case with '-' as '_'; EnvUpstreamDCRTokenPrefix names the initial
 	// access token of its dynamic client registration the same way.
@@ -250,6 +254,10 @@ type AuthServerWiring struct {
 	Mounts  []corev1.VolumeMount
 }
 
+// TLSListener says whether the server has a TLS listener, which a
+// release may expose as a port of the workload (release.AuthServerTLSPort).
+func (w AuthServerWiring) TLSListener() bool { return w.Config != nil && w.Config.TLSListener != nil }
+
 // defaultAuthServerScopes are the scopes ToolHive's authorization server
 // supports when none are configured.
 var defaultAuthServerScopes = []string{"openid", "profile", "email", "offline_access"}
@@ -284,7 +292,7 @@ func (w AuthServerWiring) ApplyTo(rc *schema.RunConfig) {
 // externalAuthConfigRef path) and its message; a config that sets what
 // hivekeeper does not apply (redis storage, OAuth2 upstreams, delegation
 // grants, ...) is refused the same way and names the fields.
-func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32) (AuthServerWiring, error) {
+func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32, r release.Release) (AuthServerWiring, error) {
 	extEmbedded := extAuth != nil && extAuth.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer
 	cfg, field, cond, invalidReason := authServer, "spec.authServerRef", thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig
 	switch {
@@ -330,7 +338,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 	if err := validateTLSListener(cfg.Spec.EmbeddedAuthServer); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
-	if err := spiffeNotEnforced(cfg.Spec.EmbeddedAuthServer); err != nil {
+	if err := spiffeChecks(cfg.Spec.EmbeddedAuthServer, r); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
 	if u := unsupportedAuthServerFields("spec.embeddedAuthServer", raw); len(u) > 0 {
@@ -386,17 +394,114 @@ func validateTLSListener(c *thv1.EmbeddedAuthServerConfig) error {
 	return nil
 }
 
-// spiffeNotEnforced refuses SPIFFE trust domains as ToolHive's
-// authorization server refuses them at the release pinned (and its
-// operator before deploying it): nothing yet verifies a SPIFFE identity
-// against their trust bundles, a file bundle source included.
-func spiffeNotEnforced(c *thv1.EmbeddedAuthServerConfig) error {
-	if len(c.SPIFFETrustDomains) == 0 {
+// spiffeChecks are what ToolHive's runtime refuses of a SPIFFE
+// configuration at release r, with its messages. Before
+// release.SPIFFEFileBundles every trust domain is refused as not yet
+// enforced; from it on, a SPIFFE X.509 client needs an https issuer, a
+// SPIFFE client's id may not be a delegate client's too, and a bundle
+// source other than a file is refused. ToolHive's operator wraps them as
+// it wraps its runtime checks of delegate clients and trusted issuers.
+func spiffeChecks(c *thv1.EmbeddedAuthServerConfig, r release.Release) error {
+	const wrap = "invalid embedded auth server delegate clients or trusted issuers: "
+	if !r.SPIFFEFileBundles {
+		if len(c.SPIFFETrustDomains) == 0 {
+			return nil
+		}
+		return fmt.Errorf(wrap + "spiffe_trust_domains: SPIFFE client authentication is not yet enforced by this build " +
+			"(no X.509-SVID or JWT-SVID is verified against the configured trust bundle); remove this configuration " +
+			"until a verification consumer lands")
+	}
+	if hasSPIFFEX509(c) && c.TLSListener != nil {
+		if err := spiffeX509Issuer(c.Issuer); err != nil {
+			return fmt.Errorf(wrap+"%w", err)
+		}
+	}
+	if err := spiffeClientsNotDelegates(c); err != nil {
+		return fmt.Errorf(wrap+"%w", err)
+	}
+	for i, d := range c.SPIFFETrustDomains {
+		if err := spiffeBundleSourceType(fmt.Sprintf("spiffe_trust_domains[%d] %q bundle_source", i, d.Name), d.BundleSource.Type); err != nil {
+			return fmt.Errorf(wrap+"%w", err)
+		}
+	}
+	return nil
+}
+
+// spiffeConfigChecks are the SPIFFE checks ToolHive's operator makes of
+// an MCPExternalAuthConfig itself at release r (under
+// spec.embeddedAuthServer, before any workload uses it): from
+// release.SPIFFEFileBundles on, an https issuer for SPIFFE X.509 and no
+// SPIFFE client id that is a delegate client's (its checks of the inbound
+// grants), then no bundle source but a file.
+func spiffeConfigChecks(c *thv1.EmbeddedAuthServerConfig, r release.Release) []string {
+	if !r.SPIFFEFileBundles {
 		return nil
 	}
-	return fmt.Errorf("invalid embedded auth server delegate clients or trusted issuers: spiffe_trust_domains: SPIFFE client " +
-		"authentication is not yet enforced by this build (no X.509-SVID or JWT-SVID is verified against the configured trust " +
-		"bundle); remove this configuration until a verification consumer lands")
+	var errs []string
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, "spec.embeddedAuthServer: "+err.Error())
+		}
+	}
+	if hasSPIFFEX509(c) {
+		add(spiffeX509Issuer(c.Issuer))
+	}
+	add(spiffeClientsNotDelegates(c))
+	for i, d := range c.SPIFFETrustDomains {
+		if err := spiffeBundleSourceType(fmt.Sprintf("spiffeTrustDomains[%d].bundleSource", i), d.BundleSource.Type); err != nil {
+			add(err)
+			break
+		}
+	}
+	return errs
+}
+
+// hasSPIFFEX509 says whether a SPIFFE client may authenticate with an
+// X.509-SVID, which only the TLS listener can ask for.
+func hasSPIFFEX509(c *thv1.EmbeddedAuthServerConfig) bool {
+	return c.InboundGrants != nil && slices.ContainsFunc(c.InboundGrants.SPIFFEClientAuth, func(a thv1.SPIFFEClientConfig) bool {
+		return slices.Contains(a.Methods, thv1.SPIFFEMethodX509)
+	})
+}
+
+// spiffeX509Issuer: an X.509-SVID client authenticates to the TLS
+// listener, so the issuer it is told to use must be https.
+func spiffeX509Issuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return fmt.Errorf("parse auth server issuer: %w", err)
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("SPIFFE X.509 authentication requires an https issuer")
+	}
+	return nil
+}
+
+// spiffeClientsNotDelegates: a SPIFFE client and a delegate client would
+// both register a client of the same id.
+func spiffeClientsNotDelegates(c *thv1.EmbeddedAuthServerConfig) error {
+	if c.InboundGrants == nil {
+		return nil
+	}
+	delegates := slices.Clone(c.DelegateClients)
+	if te := c.InboundGrants.TokenExchange; te != nil {
+		delegates = append(delegates, te.DelegateClients...)
+	}
+	for _, a := range c.InboundGrants.SPIFFEClientAuth {
+		if slices.ContainsFunc(delegates, func(d thv1.DelegateClientConfig) bool { return d.ClientID == a.ClientID }) {
+			return fmt.Errorf("client_id %q is configured both as a SPIFFE client association and as a delegate client", a.ClientID)
+		}
+	}
+	return nil
+}
+
+// spiffeBundleSourceType: the file source is the only one ToolHive's
+// runtime loads.
+func spiffeBundleSourceType(subject, t string) error {
+	if t == thv1.SPIFFEBundleSourceFile {
+		return nil
+	}
+	return fmt.Errorf("%s: type %q is not supported by this build; only %q is supported", subject, t, thv1.SPIFFEBundleSourceFile)
 }
 
 // wireAuthServer builds the RunConfig block and the pod's secrets of a
@@ -716,7 +821,7 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 // those of the upstream filter, then those of vmcp's auth server
 // integration), and a config that sets what hivekeeper does not apply
 // names the fields.
-func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC, r release.Release) (AuthServerWiring, error) {
 	refuse := func(format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
@@ -744,7 +849,15 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServe
 		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
 			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
 	}
-	if err := spiffeNotEnforced(cfg); err != nil {
+	if r.SPIFFEFileBundles {
+		// ToolHive's operator checks a vMCP's bundle sources first.
+		for i, d := range cfg.SPIFFETrustDomains {
+			if err := spiffeBundleSourceType(fmt.Sprintf("spiffeTrustDomains[%d].bundleSource", i), d.BundleSource.Type); err != nil {
+				return refuse("%s: %v", base, err)
+			}
+		}
+	}
+	if err := spiffeChecks(cfg, r); err != nil {
 		return refuse("%s: %v", base, err)
 	}
 	if u := unsupportedAuthServerFields(base, raw); len(u) > 0 {

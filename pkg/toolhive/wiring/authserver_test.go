@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 )
 
 // Fields beyond what hivekeeper applies are named by path; zero values
@@ -48,13 +49,13 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 		{"legacy unsupported", nil, embedded(`{"issuer":"i","storage":{"type":"redis"}}`),
 			thv1.ConditionReady, thv1.ReasonInvalidSpec, "spec.externalAuthConfigRef: MCPExternalAuthConfig as: not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, tc.authServer, tc.extAuth, oidc, 8080)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, tc.authServer, tc.extAuth, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || invalid.Condition != tc.cond || invalid.Reason != tc.reason || !strings.Contains(invalid.Message, tc.inMessage) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil, 8080); err != nil || w.Config != nil {
+	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil, 8080, release.Releases[0]); err != nil || w.Config != nil {
 		t.Errorf("no embedded server: %+v %v", w, err)
 	}
 }
@@ -86,7 +87,7 @@ func TestEmbeddedAuthServerV063Fields(t *testing.T) {
 		"additionalTokenParams":{"resource":"https://api","audience":"x"},
 		"dcrConfig":{"registrationEndpoint":"https://idp/register","rotationKey":"r1","registrationProbe":"tokenEndpoint",
 		"registrationProbeInterval":"90s","initialAccessTokenRef":{"name":"iat","key":"token"},"softwareId":"sw"}}}]}`)
-	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestEmbeddedAuthServerV063Fields(t *testing.T) {
 	c = embeddedConfig(t, `{"issuer":"https://auth","storage":{"type":"memory"},
 		"tlsListener":{"certificateSecretRef":{"name":"cert","key":"c"},"privateKeySecretRef":{"name":"key","key":"k"}},
 		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c"}}]}`)
-	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080); err != nil {
+	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0]); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(w.Volumes[0].Projected.Sources); string(b) != `[{"secret":{"name":"cert","items":[{"key":"c","path":"tls.crt"}]}},`+
@@ -163,7 +164,7 @@ func TestEmbeddedAuthServerV063Refusals(t *testing.T) {
 			"failed to build embedded auth server config: registrationRateLimit.refillPeriod must be positive, got 0s"},
 		{"redis", `{"issuer":"i",` + up + `,"storage":{"type":"redis","maxDCRClients":5}}`, 8080, "not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, tc.raw), nil, oidc, tc.port)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, tc.raw), nil, oidc, tc.port, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.Contains(invalid.Message, tc.want) {
 			t.Errorf("%s: %v\nwant %q", tc.name, err, tc.want)
@@ -208,7 +209,7 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		"fieldMapping":{"subjectFields":["id"],"nameFields":["name","login"]}},
 		"tokenResponseMapping":{"accessTokenPath":"authed_user.access_token","scopePath":"authed_user.scope"},
 		"additionalTokenParams":{"audience":"x"},"omitScopeOnRefresh":true,"allowPrivateIPs":true}}]}`)
-	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		`{"authorizationEndpoint":"a","tokenEndpoint":"t"}`:                                                       "oauth2Config: exactly one of clientId or dcrConfig must be set",
 	} {
 		c := embeddedConfig(t, `{"issuer":"https://auth","upstreamProviders":[{"name":"gh","type":"oauth2","oauth2Config":`+raw+`}]}`)
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
 			t.Errorf("%s: %v, want %q", raw, err, want)

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 )
 
 // subjectTokenTypes maps the short and full forms of the subject token
@@ -157,4 +158,15 @@ func validateAWSSts(a *thv1.AWSStsConfig) []string {
 		errs = append(errs, fmt.Sprintf("spec.awsSts.sessionDuration: %d is not between 900 and 43200 seconds", *d))
 	}
 	return errs
+}
+
+// ExternalAuthConfigReleaseChecks returns the problems of an
+// MCPExternalAuthConfig that ToolHive's operator finds only from some
+// release on (release.Release): those of an embedded authorization
+// server's SPIFFE configuration.
+func ExternalAuthConfigReleaseChecks(c *thv1.MCPExternalAuthConfig, r release.Release) []string {
+	if e := c.Spec.EmbeddedAuthServer; e != nil && c.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer {
+		return spiffeConfigChecks(e, r)
+	}
+	return nil
 }

@@ -60,6 +60,9 @@ type ServiceSpec struct {
 	TargetPort      int32
 	Selector        map[string]string
 	SessionAffinity string
+	// AuthServerTLS adds the embedded authorization server's TLS
+	// listener port after the workload's (AuthServerTLSServicePort).
+	AuthServerTLS bool
 }
 
 // Service builds a Service.
@@ -71,17 +74,44 @@ func Service(s ServiceSpec) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: s.Meta,
 		Spec: corev1.ServiceSpec{
-			Type: svcType,
-			Ports: []corev1.ServicePort{{
-				Name:       s.PortName,
-				Protocol:   corev1.ProtocolTCP,
-				Port:       s.Port,
-				TargetPort: intstr.FromInt32(s.TargetPort),
-			}},
+			Type:            svcType,
+			Ports:           servicePorts(s),
 			Selector:        s.Selector,
 			SessionAffinity: SessionAffinity(s.SessionAffinity),
 		},
 	}
+}
+
+// servicePorts are a workload Service's ports: the workload's, then the
+// embedded authorization server's TLS listener when it has one.
+func servicePorts(s ServiceSpec) []corev1.ServicePort {
+	ports := []corev1.ServicePort{{
+		Name:       s.PortName,
+		Protocol:   corev1.ProtocolTCP,
+		Port:       s.Port,
+		TargetPort: intstr.FromInt32(s.TargetPort),
+	}}
+	if s.AuthServerTLS {
+		ports = append(ports, corev1.ServicePort{
+			Name:        AuthServerTLSPortName,
+			Protocol:    corev1.ProtocolTCP,
+			AppProtocol: ptr.To("https"),
+			Port:        AuthServerTLSPort,
+			TargetPort:  intstr.FromInt32(AuthServerTLSPort),
+		})
+	}
+	return ports
+}
+
+// ContainerPorts are a workload container's ports: the workload's own
+// (name, port), then the embedded authorization server's TLS listener
+// when authServerTLS is set.
+func ContainerPorts(name string, port int32, authServerTLS bool) []corev1.ContainerPort {
+	ports := []corev1.ContainerPort{{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}}
+	if authServerTLS {
+		ports = append(ports, corev1.ContainerPort{Name: AuthServerTLSPortName, ContainerPort: AuthServerTLSPort, Protocol: corev1.ProtocolTCP})
+	}
+	return ports
 }
 
 // SessionAffinity maps the spec value (default ClientIP) to the Service's.
@@ -192,11 +222,12 @@ func OverrideEnv(overrides []thv1.NameValue) []corev1.EnvVar {
 
 // RequiredEnv appends what the runner needs to env, as ToolHive's operator
 // does last: each of runnerDefaultEnv that env does not name, in that
-// order, then TOOLHIVE_SECRETS_PROVIDER=environment when a variable is a
+// order, then each of usage (UsageMetrics.WorkloadEnv) that env does not
+// name, then TOOLHIVE_SECRETS_PROVIDER=environment when a variable is a
 // secret the runner resolves through that provider (TOOLHIVE_SECRET_*),
 // even if env sets the provider already: the last value is the one the
 // container gets.
-func RequiredEnv(env []corev1.EnvVar) []corev1.EnvVar {
+func RequiredEnv(env []corev1.EnvVar, usage []corev1.EnvVar) []corev1.EnvVar {
 	seen := map[string]bool{}
 	secrets := false
 	for _, e := range env {
@@ -204,7 +235,7 @@ func RequiredEnv(env []corev1.EnvVar) []corev1.EnvVar {
 		secrets = secrets || (strings.HasPrefix(e.Name, EnvSecretPrefix) && e.Name != EnvSecretsProvider)
 	}
 	out := slices.Clone(env)
-	for _, d := range runnerDefaultEnv {
+	for _, d := range slices.Concat(runnerDefaultEnv, usage) {
 		if !seen[d.Name] {
 			out = append(out, d)
 		}

@@ -122,7 +122,7 @@ func TestPreflight(t *testing.T) {
 	// hivekeeper, with the settings the operator's environment maps to,
 	// writes the children, and stops.
 	t.Run("converge", func(t *testing.T) {
-		env.StartControllers(t, app.Options{Namespaces: []string{ns}, UsageMetrics: true})
+		env.StartControllers(t, app.Options{Namespaces: []string{ns}})
 		framework.Eventually(t, time.Minute, func() (bool, error) {
 			_, err := env.Kube.AppsV1().Deployments(ns).Get(ctx, "fetch", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {

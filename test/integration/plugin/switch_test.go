@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
@@ -131,10 +130,12 @@ func TestPreflightPredictsTheSwitch(t *testing.T) {
 		t.Errorf("preflight's flags %v, the chart environment's %v", r.Settings.Flags, flags)
 	}
 	t.Run("hivekeeper", func(t *testing.T) {
-		env.StartControllers(t, app.Options{Namespaces: []string{ns},
-			RunnerImage: toolhive.FlagValue(flags, "--runner-image"), VMCPImage: toolhive.FlagValue(flags, "--vmcp-image"),
-			RegistryAPIImage: toolhive.FlagValue(flags, "--registry-api-image"), ProxyHost: toolhive.FlagValue(flags, "--proxy-host"),
-			UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"})
+		opts, err := toolhive.Options(flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Namespaces = []string{ns}
+		env.StartControllers(t, opts)
 		workloadtest.Quiesce(t, 3*time.Second, 3*time.Minute, "mcpserver", "mcpremoteproxy", "virtualmcpserver", "embeddingserver", "mcpregistry")
 	})
 	after := readChildren(t, env, ns)

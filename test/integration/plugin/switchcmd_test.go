@@ -129,10 +129,11 @@ func TestSwitchCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := newKubelet(t, tc, app.Options{
-		RunnerImage: toolhive.FlagValue(flags, "--runner-image"), VMCPImage: toolhive.FlagValue(flags, "--vmcp-image"),
-		RegistryAPIImage: toolhive.FlagValue(flags, "--registry-api-image"), ProxyHost: toolhive.FlagValue(flags, "--proxy-host"),
-		UsageMetrics: toolhive.FlagValue(flags, "--toolhive-usage-metrics") == "true"})
+	opts, err := toolhive.Options(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKubelet(t, tc, opts)
 	k.Step(ctx)
 	for _, ns := range []string{"team-a", "team-b"} {
 		settle(t, env, ns, 3*time.Minute)

@@ -48,6 +48,9 @@ type proxyDeploymentSpec struct {
 	// after the runconfig volume.
 	ExtraVolumes []corev1.Volume
 	ExtraMounts  []corev1.VolumeMount
+	// AuthServerTLS adds the embedded authorization server's TLS
+	// listener as a container port (wiring.ContainerPorts).
+	AuthServerTLS bool
 }
 
 // The probes of the proxy container, as ToolHive's operator sets them: a
@@ -86,12 +89,10 @@ func proxyDeployment(s proxyDeploymentSpec) *appsv1.Deployment {
 					SecurityContext:    wiring.RestrictedPodSecurityContext(),
 					ImagePullSecrets:   s.ImagePullSecrets,
 					Containers: []corev1.Container{{
-						Name:  naming.ProxyContainerName,
-						Image: s.RunnerImage,
-						Args:  args,
-						Ports: []corev1.ContainerPort{{
-							Name: proxyPortName, ContainerPort: s.ProxyPort, Protocol: corev1.ProtocolTCP,
-						}},
+						Name:            naming.ProxyContainerName,
+						Image:           s.RunnerImage,
+						Args:            args,
+						Ports:           wiring.ContainerPorts(proxyPortName, s.ProxyPort, s.AuthServerTLS),
 						Env:             s.Env,
 						Resources:       s.Resources,
 						VolumeMounts:    mounts,

@@ -102,7 +102,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s))
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s), in.Release)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 					APIVersion: "v1",
 					FieldPath:  "metadata.annotations['" + naming.AnnotationMCPServerGeneration + "']",
 				}},
-			}}, authServer.Env)),
+			}}, authServer.Env), in.UsageMetrics.WorkloadEnv(in.Release)),
 		ServiceAccountName: naming.ProxyRunnerName(n),
 		RunConfigMapName:   cm.Name,
 		ImagePullSecrets:   ov.ImagePullSecrets,
@@ -168,8 +168,9 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		// inline authorization config, the OIDC CA bundle, the telemetry
 		// CA bundle, the session storage Redis CA bundle and the embedded
 		// authorization server's keys.
-		ExtraVolumes: slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
+		ExtraVolumes:  slices.Concat(webhooks.Volumes, authzFile.Volumes, oidc.Volumes, telemetry.Volumes, rt.Session.Volumes, authServer.Volumes),
+		ExtraMounts:   slices.Concat(webhooks.Mounts, authzFile.Mounts, oidc.Mounts, telemetry.Mounts, rt.Session.Mounts, authServer.Mounts),
+		AuthServerTLS: in.authServerTLSPort(authServer),
 	})
 
 	d.Service = wiring.Service(wiring.ServiceSpec{
@@ -179,6 +180,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		TargetPort:      naming.MCPServerProxyPort(s),
 		Selector:        labels,
 		SessionAffinity: s.Spec.SessionAffinity,
+		AuthServerTLS:   in.authServerTLSPort(authServer),
 	})
 	return d, nil
 }
@@ -229,7 +231,7 @@ func buildRunConfig(s *thv1.MCPServer, in Input, oidc wiring.OIDCWiring, telemet
 	webhooks.ApplyTo(rc)
 	wiring.ApplyToolConfig(rc, in.Tools)
 	rt.applyTo(rc)
-	return marshalRunConfig(rc, in.UsageMetrics)
+	return marshalRunConfig(rc, in.UsageMetrics.Middleware())
 }
 
 // marshalRunConfig derives the middleware chain and encodes the

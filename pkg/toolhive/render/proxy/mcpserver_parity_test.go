@@ -14,6 +14,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -150,8 +151,12 @@ func TestMCPServerBuildDriftParity(t *testing.T) {
 									webhooks = toolhivetest.NewWebhookConfig(testNS, "hooks", wh)
 									s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
 								}
+								// Each release's output, the newest with its
+								// usage-metrics variables and TLS listener port.
+								rel, usage := releaseByTransport(tr)
 								d, err := BuildMCPServer(s, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry,
-									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test", DefaultRedis: runtimeDefaultRedis[rtName]})
+									Webhooks: webhooks, AuthServer: refs.AuthServer, RunnerImage: "runner:test", DefaultRedis: runtimeDefaultRedis[rtName],
+									Release: rel, UsageMetrics: usage})
 								if err != nil {
 									t.Fatalf("%s: build: %v", name, err)
 								}
@@ -164,6 +169,19 @@ func TestMCPServerBuildDriftParity(t *testing.T) {
 		}
 	}
 	t.Logf("%d combinations", n)
+}
+
+// releaseByTransport pairs each transport with a release written and its
+// usage-metrics settings, so every release meets every other dimension
+// without multiplying the table.
+func releaseByTransport(tr string) (release.Release, wiring.UsageMetrics) {
+	switch tr {
+	case thv1.TransportStdio:
+		return release.Releases[0], wiring.UsageMetrics{}
+	case thv1.TransportSSE:
+		return release.Newest(), wiring.UsageMetrics{SkipUpdateCheck: true, Disabled: true}
+	}
+	return release.Newest(), wiring.UsageMetrics{AnonymousID: "0b6f3c5e-7d0a-4c55-9a51-8d1f0e2b6c11"}
 }
 
 func assertMCPServerNoDrift(t *testing.T, name string, d *Output) {

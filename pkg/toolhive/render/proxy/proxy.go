@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
@@ -26,6 +27,12 @@ const defaultProxyHost = "0.0.0.0"
 
 // proxyHost is the runner's listen address the RunConfig names.
 func (in Input) proxyHost() string { return cmp.Or(in.ProxyHost, defaultProxyHost) }
+
+// authServerTLSPort says whether the workload exposes its embedded
+// authorization server's TLS listener as a port, which the release decides.
+func (in Input) authServerTLSPort(w wiring.AuthServerWiring) bool {
+	return in.Release.AuthServerTLSPort && w.TLSListener()
+}
 
 // Input is everything a build depends on besides the workload: the
 // configs its references resolve to (nil for a reference it does not
@@ -49,11 +56,12 @@ type Input struct {
 	// DefaultRedis is the Redis a workload without one of its own falls
 	// back to (--default-redis-*); nil for none.
 	DefaultRedis *wiring.DefaultRedis
-	// UsageMetrics adds the runner's anonymous usage metrics middleware
-	// to the RunConfig, as ToolHive's operator does unless its own
-	// environment turns them off (TOOLHIVE_SKIP_UPDATE_CHECK=true, a CI
-	// variable, or usage metrics disabled in its config).
-	UsageMetrics bool
+	// Release is the ToolHive release whose output is written.
+	Release release.Release
+	// UsageMetrics are ToolHive's operator's usage-metrics settings: the
+	// runner's usage-metrics middleware is in the RunConfig unless they
+	// opt out, and the release may pass them to the proxy container.
+	UsageMetrics wiring.UsageMetrics
 	// PullSecrets are the operator-wide pull secrets
 	// (--default-image-pull-secrets), added after the workload's own to
 	// its Deployment's pods and the accounts it writes.

@@ -88,7 +88,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p))
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p), in.Release)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	}
 	runCfg.PermissionProfile = schema.DefaultPermissionProfile()
 	runCfg.SetTransportEnv()
-	rc, err := marshalRunConfig(runCfg, in.UsageMetrics)
+	rc, err := marshalRunConfig(runCfg, in.UsageMetrics.Middleware())
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	// the runner requires, then the authorization server's secrets. No
 	// telemetry env: ToolHive's operator sets none on a remote proxy, and
 	// its runner reads none.
-	env := wiring.RequiredEnv(slices.Concat(oidc.Env, extAuth.Env, headerEnv, wiring.OverrideEnv(ov.Env), session.Env))
+	env := wiring.RequiredEnv(slices.Concat(oidc.Env, extAuth.Env, headerEnv, wiring.OverrideEnv(ov.Env), session.Env), in.UsageMetrics.WorkloadEnv(in.Release))
 	d.Deployment = proxyDeployment(proxyDeploymentSpec{
 		Meta:           meta(n, naming.MergeOperatorWins(labels, ov.DeploymentLabels), ov.DeploymentAnnotations),
 		Selector:       labels,
@@ -171,8 +171,9 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		// the telemetry CA bundle before the OIDC one on a remote proxy,
 		// then the session storage Redis CA bundle before the
 		// authorization server's volumes.
-		ExtraVolumes: slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, session.Volumes, authServer.Volumes),
-		ExtraMounts:  slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, session.Mounts, authServer.Mounts),
+		ExtraVolumes:  slices.Concat(authzFile.Volumes, telemetry.Volumes, oidc.Volumes, session.Volumes, authServer.Volumes),
+		ExtraMounts:   slices.Concat(authzFile.Mounts, telemetry.Mounts, oidc.Mounts, session.Mounts, authServer.Mounts),
+		AuthServerTLS: in.authServerTLSPort(authServer),
 	})
 
 	// The user's podTemplateSpec is merged last, into the pod built
@@ -190,6 +191,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		TargetPort:      naming.RemoteProxyPort(p),
 		Selector:        labels,
 		SessionAffinity: p.Spec.SessionAffinity,
+		AuthServerTLS:   in.authServerTLSPort(authServer),
 	})
 	return d, nil
 }

@@ -129,8 +129,9 @@ func TestRemoteProxyBuildDriftParity(t *testing.T) {
 										telemetry = toolhivetest.NewTelemetryConfig(testNS, "otel", tel, "idp-ca")
 										p.Spec.TelemetryConfigRef = &thv1.TelemetryConfigReference{Name: "otel"}
 									}
+									rel, usage := releaseByTransport(tr)
 									d, err := BuildRemoteProxy(p, Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: extAuth, Telemetry: telemetry, AuthServer: refs.AuthServer, RunnerImage: "runner:test",
-										DefaultRedis: remoteDefaultRedis[rtName]})
+										DefaultRedis: remoteDefaultRedis[rtName], Release: rel, UsageMetrics: usage})
 									if err != nil {
 										t.Fatalf("%s: build: %v", name, err)
 									}

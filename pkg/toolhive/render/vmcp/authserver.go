@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -14,8 +15,8 @@ import (
 // ToolHive's operator writes under its own key of the configuration
 // ConfigMap and vmcp reads beside config.yaml. Empty without an
 // authorization server.
-func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring) (wiring.AuthServerWiring, string, error) {
-	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, v.Spec.AuthServerUpstreamFilter, oidc.Resolved)
+func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, r release.Release) (wiring.AuthServerWiring, string, error) {
+	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, v.Spec.AuthServerUpstreamFilter, oidc.Resolved, r)
 	if err != nil || w.Config == nil {
 		return w, "", err
 	}

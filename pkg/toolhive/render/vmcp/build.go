@@ -19,6 +19,7 @@ import (
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -75,13 +76,13 @@ func backendURL(s *thv1.MCPServer) string {
 // the embedded authorization server's variables, then the variables
 // every ToolHive container gets (wiring.RequiredEnv). Secrets come only as
 // secretKeyRefs.
-func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring) []corev1.EnvVar {
+func env(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, w configWiring, usage []corev1.EnvVar) []corev1.EnvVar {
 	return wiring.RequiredEnv(slices.Concat([]corev1.EnvVar{
 		{Name: naming.EnvVMCPName, Value: v.Name},
 		{Name: naming.EnvVMCPNamespace, Value: v.Namespace},
 	}, oidc.Env, w.AuthEnv, w.HeaderEnv,
 		[]corev1.EnvVar{wiring.SecretEnv(naming.EnvVMCPSessionHMACSecret, naming.VMCPHMACSecretName(v.Name), naming.VMCPHMACSecretKey)},
-		w.Session.Env, w.TelemetryEnv, w.AuthServer.Env))
+		w.Session.Env, w.TelemetryEnv, w.AuthServer.Env), usage)
 }
 
 // args are the vMCP container's arguments. The vMCP listens on loopback
@@ -146,6 +147,11 @@ type Input struct {
 	// EmbeddingService is the URL of the ready EmbeddingServer
 	// spec.embeddingServerRef names, "" without a reference.
 	EmbeddingService string
+	// Release is the ToolHive release whose output is written.
+	Release release.Release
+	// UsageMetrics are ToolHive's operator's usage-metrics settings, which
+	// the release may pass to the vmcp container.
+	UsageMetrics wiring.UsageMetrics
 }
 
 // ClusterRoles name the pre-created ClusterRoles a vMCP's account is
@@ -213,6 +219,9 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The release decides whether the authorization server's TLS
+	// listener is a port of the vMCP's container and Service.
+	authServerTLSPort := in.Release.AuthServerTLSPort && cw.AuthServer.TLSListener()
 	data := map[string]string{naming.VMCPConfigKey: config}
 	if cw.AuthServerConfig != "" {
 		data[naming.VMCPAuthServerConfigKey] = cw.AuthServerConfig
@@ -249,11 +258,9 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 		Image:           in.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Args:            args(v),
-		Env:             env(v, oidc, cw),
+		Env:             env(v, oidc, cw, in.UsageMetrics.WorkloadEnv(in.Release)),
 		VolumeMounts:    vols.Mounts,
-		Ports: []corev1.ContainerPort{{
-			Name: portName, ContainerPort: naming.VMCPPort, Protocol: corev1.ProtocolTCP,
-		}},
+		Ports:           wiring.ContainerPorts(portName, naming.VMCPPort, authServerTLSPort),
 		LivenessProbe:   probe(livenessPath, 30, 10, 5),
 		ReadinessProbe:  probe(readinessPath, 15, 5, 3),
 		SecurityContext: wiring.RestrictedContainerSecurityContext(),
@@ -299,6 +306,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 		TargetPort:      naming.VMCPPort,
 		Selector:        labels,
 		SessionAffinity: v.Spec.SessionAffinity,
+		AuthServerTLS:   authServerTLSPort,
 	})
 	return d, nil
 }

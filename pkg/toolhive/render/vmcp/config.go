@@ -138,7 +138,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 		cfg.PassthroughHeaders = v.Spec.PassthroughHeaders
 	}
 	var err error
-	if w.AuthServer, w.AuthServerConfig, err = authServer(v, oidc); err != nil {
+	if w.AuthServer, w.AuthServerConfig, err = authServer(v, oidc, refs.Release); err != nil {
 		return "", w, err
 	}
 	if cfg.IncomingAuth, err = incomingAuth(v, oidc, refs.Authz, w.AuthServer); err != nil {

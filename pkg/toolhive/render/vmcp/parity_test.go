@@ -13,6 +13,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/drift"
 	"github.com/hivekeeper/hivekeeper/pkg/drift/drifttest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -98,6 +99,13 @@ func TestBuildDriftParity(t *testing.T) {
 											extra(v)
 										})
 										in := Input{Members: backends, Image: testImage}
+										// Each release's output, paired with the
+										// session affinity: the newest with its
+										// usage-metrics variable and TLS listener port.
+										if aff == thv1.SessionAffinityNone {
+											in.Release = release.Newest()
+											in.UsageMetrics = wiring.UsageMetrics{AnonymousID: "0b6f3c5e-7d0a-4c55-9a51-8d1f0e2b6c11"}
+										}
 										if exName == "memory" {
 											in.DefaultRedis = parityDefaultRedis
 										}

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+var quick = wait.Backoff{Steps: 3, Duration: time.Millisecond, Factor: 1}
+
+func telemetryConfigMap(data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "toolhive-system", Name: InstanceIDConfigMap, ResourceVersion: "7"}, Data: data}
+}
+
+// writes are the verbs of the write actions a client made.
+func writes(c *k8sfake.Clientset) []string {
+	var out []string
+	for _, a := range c.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// The id ToolHive's operator stored is read and nothing is written.
+func TestInstanceIDRead(t *testing.T) {
+	c := k8sfake.NewClientset(telemetryConfigMap(map[string]string{
+		InstanceIDKey: `{"instance_id":"5d1c","last_update_check":"2026-11-30T10:00:00Z","latest_version":"v0.66.0"}`}))
+	id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick)
+	if err != nil || id != "5d1c" {
+		t.Fatalf("id %q, %v", id, err)
+	}
+	if w := writes(c); len(w) != 0 {
+		t.Errorf("writes %v, want none", w)
+	}
+}
+
+// A missing ConfigMap is created as ToolHive's operator creates it: the
+// key holds the record with a new id, a zero update check and no version.
+func TestInstanceIDCreated(t *testing.T) {
+	c := k8sfake.NewClientset()
+	id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := c.CoreV1().ConfigMaps("toolhive-system").Get(context.Background(), InstanceIDConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"instance_id":"` + id + `","last_update_check":"0001-01-01T00:00:00Z","latest_version":""}`
+	if got := cm.Data[InstanceIDKey]; got != want || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(id) {
+		t.Errorf("stored %s, want %s", got, want)
+	}
+	if len(cm.Labels) != 0 || len(cm.Data) != 1 {
+		t.Errorf("labels %v, data %v: want no label and the one key", cm.Labels, cm.Data)
+	}
+}
+
+// A ConfigMap without a usable id gets one under the lock of the version
+// read, its other keys kept; when another writer stored one first (a
+// conflict), that one is used.
+func TestInstanceIDStoredInAnExistingConfigMap(t *testing.T) {
+	c := k8sfake.NewClientset(telemetryConfigMap(map[string]string{"other": "x", InstanceIDKey: "not json"}))
+	id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick)
+	if err != nil || id == "" {
+		t.Fatalf("id %q, %v", id, err)
+	}
+	cm, _ := c.CoreV1().ConfigMaps("toolhive-system").Get(context.Background(), InstanceIDConfigMap, metav1.GetOptions{})
+	if StoredInstanceID(cm) != id || cm.Data["other"] != "x" {
+		t.Errorf("data %v, want id %s and the other key kept", cm.Data, id)
+	}
+	var patch string
+	for _, a := range c.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			patch = string(p.GetPatch())
+		}
+	}
+	if !regexp.MustCompile(`"resourceVersion":"7"`).MatchString(patch) {
+		t.Errorf("patch %s carries no optimistic lock", patch)
+	}
+
+	c = k8sfake.NewClientset(telemetryConfigMap(map[string]string{}))
+	stored := false
+	c.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if stored {
+			return false, nil, nil
+		}
+		stored = true
+		cm := telemetryConfigMap(map[string]string{InstanceIDKey: `{"instance_id":"theirs"}`})
+		cm.ResourceVersion = ""
+		if err := c.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), cm, "toolhive-system"); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, InstanceIDConfigMap, errors.New("changed"))
+	})
+	if id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick); err != nil || id != "theirs" {
+		t.Errorf("after a conflict: id %q, %v; want the other writer's", id, err)
+	}
+}
+
+// Forbidden is final and returned at once; an error that may pass is
+// retried, then reported as ErrInstanceIDUnavailable.
+func TestInstanceIDErrors(t *testing.T) {
+	c := k8sfake.NewClientset()
+	c.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, InstanceIDConfigMap, errors.New("no"))
+	})
+	if _, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick); !apierrors.IsForbidden(err) || len(c.Actions()) != 1 {
+		t.Errorf("forbidden: %v after %d calls; want forbidden after 1", err, len(c.Actions()))
+	}
+
+	c = k8sfake.NewClientset()
+	c.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("overloaded")
+	})
+	if _, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick); !errors.Is(err, ErrInstanceIDUnavailable) || len(c.Actions()) != quick.Steps {
+		t.Errorf("unavailable: %v after %d calls; want ErrInstanceIDUnavailable after %d", err, len(c.Actions()), quick.Steps)
+	}
+}
