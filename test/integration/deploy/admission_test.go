@@ -73,6 +73,8 @@ func create(ctx context.Context, env *framework.Env, namespace string, w workloa
 		thv1.KindMCPServer:        `{"image":"ghcr.io/example/fetch:1"}`,
 		thv1.KindMCPRemoteProxy:   `{"remoteUrl":"https://mcp.example.com/mcp"}`,
 		thv1.KindVirtualMCPServer: `{"groupRef":{"name":"tools"},"incomingAuth":{"type":"anonymous"}}`,
+		thv1.KindEmbeddingServer:  `{"model":"BAAI/bge-small-en-v1.5","image":"ghcr.io/huggingface/text-embeddings-inference:cpu-latest"}`,
+		thv1.KindMCPRegistry:      `{"configYAML":"sources: []\n"}`,
 	}[w.kind]
 	spec := map[string]any{}
 	for _, raw := range []string{base, w.spec} {
@@ -95,6 +97,7 @@ func create(ctx context.Context, env *framework.Env, namespace string, w workloa
 	}
 	resource := map[string]string{
 		thv1.KindMCPServer: "mcpservers", thv1.KindMCPRemoteProxy: "mcpremoteproxies", thv1.KindVirtualMCPServer: "virtualmcpservers",
+		thv1.KindEmbeddingServer: "embeddingservers", thv1.KindMCPRegistry: "mcpregistries",
 	}[w.kind]
 	_, err := env.Dynamic.Resource(thv1.Resource(resource).WithVersion("v1beta1")).Namespace(namespace).Create(ctx, obj, opts)
 	return err
@@ -111,6 +114,7 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 	ctx := context.Background()
 
 	server, vmcp, proxy := thv1.KindMCPServer, thv1.KindVirtualMCPServer, thv1.KindMCPRemoteProxy
+	embedding, registry := thv1.KindEmbeddingServer, thv1.KindMCPRegistry
 	pod := func(podSpec string) string { return `{"podTemplateSpec":{"spec":` + podSpec + `}}` }
 	container := func(securityContext string) string {
 		return pod(`{"containers":[{"name":"mcp","securityContext":` + securityContext + `}]}`)
@@ -136,6 +140,26 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
 		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
 		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{vmcp, `{"serviceAccount":"` + naming.BackendServiceAccountName("w") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"w-sa"}`, "spec.serviceAccount"},
+		// The kinds whose pod template is merged into a pod hivekeeper
+		// writes, every container list of each.
+		{embedding, container(`{"privileged":true}`), "spec.podTemplateSpec.spec.containers[].securityContext.privileged"},
+		{embedding, pod(`{"initContainers":[{"name":"init","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}`), "securityContext.capabilities.add"},
+		{embedding, pod(`{"hostNetwork":true}`), "spec.podTemplateSpec.spec.hostNetwork"},
+		{embedding, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
+		{registry, pod(`{"ephemeralContainers":[{"name":"debug","securityContext":{"privileged":true}}]}`), "securityContext.privileged"},
+		{registry, pod(`{"hostPID":true}`), "spec.podTemplateSpec.spec.hostPID"},
+		{registry, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
+		{registry, `{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`, "spec.volumes[].hostPath"},
+		// The template's account, of every kind: another workload's.
+		{server, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{proxy, pod(`{"serviceAccountName":"` + naming.ProxyRunnerName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("w") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{embedding, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("w") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{registry, pod(`{"serviceAccountName":"` + naming.RemoteProxyRunnerName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{registry, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
 	}
 	for _, tc := range refused {
 		err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true)
@@ -173,8 +197,19 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		// Accounts of the user's own, and this object's own.
 		{server, `{"serviceAccount":"github-reader"}`},
 		{server, `{"serviceAccount":"` + naming.BackendServiceAccountName("w") + `"}`},
-		{proxy, `{"serviceAccount":"w-sa"}`},
 		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("w") + `"}`},
+		{embedding, ""},
+		{registry, ""},
+		{embedding, pod(`{"nodeSelector":{"pool":"gpu"},"containers":[{"name":"embedding","securityContext":{"privileged":false}}],` +
+			`"volumes":[{"name":"cache","emptyDir":{}}]}`)},
+		{registry, `{"volumes":[{"name":"data","configMap":{"name":"extra"}}]}`},
+		// The template's account: the user's own, or the one hivekeeper
+		// gives this object's pod.
+		{server, pod(`{"serviceAccountName":"github-reader"}`)},
+		{embedding, pod(`{"serviceAccountName":"github-reader"}`)},
+		{proxy, pod(`{"serviceAccountName":"` + naming.RemoteProxyRunnerName("w") + `"}`)},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("w") + `"}`)},
+		{registry, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("w") + `"}`)},
 	}
 	for _, tc := range accepted {
 		if err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true); err != nil {
