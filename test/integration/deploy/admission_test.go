@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -257,5 +259,79 @@ func TestAdmissionPolicyLetsExistingWorkloadsBe(t *testing.T) {
 	}
 	if err := patch(`{"metadata":{"finalizers":null}}`); err != nil {
 		t.Errorf("finalizer release: %v", err)
+	}
+}
+
+// Without the policy, the controllers themselves refuse a pod that
+// reaches the node, through every kind with a pod template: each object
+// reports PodSecurityNotAllowed with the field, records a Warning event,
+// and no Deployment or StatefulSet is created.
+func TestControllersRefuseWithoutThePolicy(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	group := toolhivetest.NewGroup(ns, "tools")
+	group.UID, group.ResourceVersion = "", ""
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPGroups(ns).Create(ctx, group, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]string{
+		thv1.KindMCPServer:        `{"podTemplateSpec":{"spec":{"hostPID":true}}}`,
+		thv1.KindMCPRemoteProxy:   `{"podTemplateSpec":{"spec":{"containers":[{"name":"toolhive","securityContext":{"privileged":true}}]}}}`,
+		thv1.KindVirtualMCPServer: `{"podTemplateSpec":{"spec":{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}}`,
+		thv1.KindEmbeddingServer:  `{"podTemplateSpec":{"spec":{"initContainers":[{"name":"i","image":"x","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}}}`,
+		thv1.KindMCPRegistry:      `{"podTemplateSpec":{"spec":{"hostNetwork":true}}}`,
+	}
+	resources := map[string]string{
+		thv1.KindMCPServer: "mcpservers", thv1.KindMCPRemoteProxy: "mcpremoteproxies", thv1.KindVirtualMCPServer: "virtualmcpservers",
+		thv1.KindEmbeddingServer: "embeddingservers", thv1.KindMCPRegistry: "mcpregistries",
+	}
+	for kind, spec := range refused {
+		if err := create(ctx, env, ns, workloadSpec{kind: kind, name: strings.ToLower(kind), spec: spec}, false); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+	}
+	for kind := range refused {
+		client := env.Dynamic.Resource(thv1.Resource(resources[kind]).WithVersion("v1beta1")).Namespace(ns)
+		framework.Eventually(t, time.Minute, func() (bool, error) {
+			obj, err := client.Get(ctx, strings.ToLower(kind), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, c := range conds {
+				c, _ := c.(map[string]any)
+				if c["type"] == thv1.ConditionPodTemplateValid && c["status"] == "False" && c["reason"] == thv1.ReasonPodSecurityNotAllowed &&
+					strings.HasPrefix(fmt.Sprint(c["message"]), "spec.podTemplateSpec.spec.") {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %v", conds)
+		}, "%s to report PodSecurityNotAllowed", kind)
+	}
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		kinds := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Type == "Warning" && e.Reason == thv1.ReasonPodSecurityNotAllowed {
+				kinds[e.InvolvedObject.Kind] = true
+			}
+		}
+		return len(kinds) == len(refused), fmt.Errorf("Warning events for %v", kinds)
+	}, "a Warning event for each kind")
+	deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := env.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items)+len(sets.Items) != 0 {
+		t.Errorf("%d Deployments and %d StatefulSets created for refused workloads", len(deps.Items), len(sets.Items))
 	}
 }
