@@ -386,6 +386,9 @@ type metricsServing struct {
 	auth      *secureserving.Authorizer
 }
 
+// profilingPath is where --profiling serves Go's profiles.
+const profilingPath = "/debug/pprof/"
+
 func newMetricsServing(o options, kube kubernetes.Interface) (metricsServing, error) {
 	if !o.metricsSecure {
 		return metricsServing{}, nil
@@ -395,7 +398,13 @@ func newMetricsServing(o options, kube kubernetes.Interface) (metricsServing, er
 	if err != nil {
 		return metricsServing{}, fmt.Errorf("--metrics-secure: %w", err)
 	}
-	return metricsServing{tlsConfig: cfg, auth: secureserving.NewAuthorizer(kube)}, nil
+	// Only what the metrics server serves is authenticated at all: any
+	// other path is 404 before a token is reviewed.
+	paths := []string{rbac.MetricsPath}
+	if o.profiling {
+		paths = append(paths, profilingPath)
+	}
+	return metricsServing{tlsConfig: cfg, auth: secureserving.NewAuthorizer(kube, paths...)}, nil
 }
 
 func startServers(ctx context.Context, o options, ready *atomic.Bool, election *leaderelection.HealthzAdaptor, ms metricsServing) []*http.Server {
@@ -425,7 +434,7 @@ func startServers(ctx context.Context, o options, ready *atomic.Bool, election *
 	if o.profiling {
 		// net/http/pprof registers on http.DefaultServeMux; mounting
 		// that mux under its prefix keeps it off every other server.
-		mux.Handle("/debug/pprof/", http.DefaultServeMux)
+		mux.Handle(profilingPath, http.DefaultServeMux)
 	}
 	var metricsHandler http.Handler = mux
 	if ms.auth != nil {

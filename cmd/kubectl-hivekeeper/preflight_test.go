@@ -274,3 +274,28 @@ func TestPreflightListsRefusals(t *testing.T) {
 		t.Errorf("text output:\n%s", out.String())
 	}
 }
+
+// A workload whose pod hivekeeper will not run (a privileged template,
+// another workload's account), which ToolHive's operator may be running,
+// blocks a switch: preflight names the object and the field, and exits 4.
+func TestPreflightBlocksOnRefusedPods(t *testing.T) {
+	privileged := toolhivetest.NewMCPServer("team-a", "priv", func(s *thv1.MCPServer) {
+		s.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"hostNetwork":true}}`)
+	})
+	account := toolhivetest.NewMCPServer("team-a", "borrow", func(s *thv1.MCPServer) {
+		s.Spec.ServiceAccount = ptr.To("fetch-proxy-runner")
+	})
+	r := runPreflight(t, fakeClients([]runtime.Object{toolhivetest.ManagedServiceAccount("team-a", "fetch-proxy-runner", thv1.KindMCPServer, "fetch")},
+		[]runtime.Object{privileged, account, server()}))
+	if r.ExitCode != exitBlocked || len(r.Blockers) != 2 {
+		t.Fatalf("exit %d, blockers %q", r.ExitCode, r.Blockers)
+	}
+	for _, want := range []string{
+		"MCPServer team-a/borrow: spec.serviceAccount: ServiceAccount \"fetch-proxy-runner\" is managed by hivekeeper for MCPServer fetch",
+		"MCPServer team-a/priv: spec.podTemplateSpec.spec.hostNetwork: the node's namespace is not allowed",
+	} {
+		if !slices.ContainsFunc(r.Blockers, func(b string) bool { return strings.HasPrefix(b, want) }) {
+			t.Errorf("blockers %q, want one starting %q", r.Blockers, want)
+		}
+	}
+}

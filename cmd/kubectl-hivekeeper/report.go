@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
 
 // Report is everything preflight found, in the order it prints it.
@@ -37,6 +39,11 @@ type Report struct {
 	ExitCode int    `json:"exitCode"`
 }
 
+// podRefusals are the reasons of a pod hivekeeper will not run whatever
+// the admission policy says: one with access to the node or added
+// privileges, or running as another workload's account.
+var podRefusals = []string{thv1.ReasonPodSecurityNotAllowed, thv1.ReasonServiceAccountNotAllowed}
+
 // conclude fills Blockers, Summary and ExitCode from the rest.
 func (r *Report) conclude() {
 	r.Blockers = []string{}
@@ -53,6 +60,15 @@ func (r *Report) conclude() {
 	}
 	for _, res := range r.Unread {
 		r.Blockers = append(r.Blockers, "the cluster serves "+res+" in neither v1beta1 nor v1alpha1: its objects were not read, so neither checked nor predicted")
+	}
+	// A pod hivekeeper refuses to run, which ToolHive's operator may be
+	// running: after a switch the workload keeps its children as they are
+	// and is never updated until its spec changes.
+	for _, e := range r.Warnings {
+		if slices.Contains(podRefusals, e.Reason) {
+			r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s (%s): hivekeeper would leave its children as they are and not update them; change the spec first",
+				e.Kind, e.Namespace, e.Name, e.Message, e.Reason))
+		}
 	}
 	if !r.Prediction.Settled {
 		r.Blockers = append(r.Blockers, "hivekeeper's controllers were still writing when the prediction timed out (--timeout): the prediction is partial")

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,12 +32,29 @@ import (
 // Decisions are cached this long, as kube-apiserver's delegating
 // authenticator and authorizer cache theirs by default: a scrape every few
 // seconds costs at most one TokenReview and one SubjectAccessReview per
-// scraper per period, and a revoked grant stops working within it.
+// scraper per period, and a revoked grant stops working within it. A
+// refusal (401, 403) is cached as long, so that a client retrying a bad
+// token is answered from the cache.
 const cacheTTL = 10 * time.Second
 
-// maxCached bounds the cache, so random tokens cannot grow it without end;
-// past it, decisions are simply not cached until entries expire.
-const maxCached = 1024
+// maxAllowed bounds the cache of granted decisions; past it, a grant is
+// simply not cached until entries expire. maxDenied bounds the cache of
+// refusals, which random tokens fill: past it the oldest refusal makes
+// room, so refusals never crowd out the grants of the real scrapers.
+const (
+	maxAllowed = 1024
+	maxDenied  = 4096
+)
+
+// reviewsPerSecond and reviewBurst bound the reviews sent to the API
+// server (a token bucket; one review is a TokenReview and, for a known
+// token, a SubjectAccessReview): a request that would need one past the
+// limit is answered 429 without asking. Cached decisions are not counted,
+// so a scraper whose grant is cached keeps being served during a flood.
+const (
+	reviewsPerSecond = 5
+	reviewBurst      = 10
+)
 
 // reviewTimeout bounds the two reviews of one request.
 const reviewTimeout = 10 * time.Second
@@ -44,9 +63,17 @@ const reviewTimeout = 10 * time.Second
 type Authorizer struct {
 	kube  kubernetes.Interface
 	clock clock.PassiveClock
+	paths []string
 
-	mu    sync.Mutex
-	cache map[cacheKey]cached
+	limiter *rate.Limiter
+	flight  singleflight.Group
+
+	mu      sync.Mutex
+	allowed map[cacheKey]cached
+	denied  map[cacheKey]cached
+	// deniedOrder is the order refusals were cached in, oldest first,
+	// for evicting the oldest when denied is full.
+	deniedOrder []cacheKey
 }
 
 type cacheKey struct {
@@ -60,19 +87,41 @@ type cached struct {
 	expires time.Time
 }
 
-// NewAuthorizer returns an Authorizer that sends its reviews with kube.
+// NewAuthorizer returns an Authorizer that sends its reviews with kube,
+// for requests to paths: a path ending in "/" stands for every path under
+// it. A request to any other path is 404 before its token is looked at.
 // The caller's identity needs create on tokenreviews and
 // subjectaccessreviews (the system:auth-delegator ClusterRole).
-func NewAuthorizer(kube kubernetes.Interface) *Authorizer {
-	return &Authorizer{kube: kube, clock: clock.RealClock{}, cache: map[cacheKey]cached{}}
+func NewAuthorizer(kube kubernetes.Interface, paths ...string) *Authorizer {
+	return &Authorizer{
+		kube: kube, clock: clock.RealClock{}, paths: paths,
+		limiter: rate.NewLimiter(reviewsPerSecond, reviewBurst),
+		allowed: map[cacheKey]cached{}, denied: map[cacheKey]cached{},
+	}
+}
+
+// protected reports whether path is one the Authorizer serves.
+func (a *Authorizer) protected(path string) bool {
+	for _, p := range a.paths {
+		if path == p || (strings.HasSuffix(p, "/") && strings.HasPrefix(path, p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Wrap serves next only to requests that carry a bearer token the API
 // server authenticates and whose user may do the request's verb on its
-// path: 401 without a valid token, 403 without the permission, 500 when
-// the API server cannot be asked.
+// path: 404 for a path the Authorizer does not serve (no review is made),
+// 401 without a valid token, 403 without the permission, 429 when the
+// reviews are over their rate limit, 500 when the API server cannot be
+// asked.
 func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.protected(r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
 		token, ok := bearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hivekeeper"`)
@@ -82,24 +131,43 @@ func (a *Authorizer) Wrap(next http.Handler) http.Handler {
 		// Non-resource URLs are authorized with the lower-cased HTTP
 		// method as the verb, as kube-apiserver does.
 		key := cacheKey{token: sha256.Sum256([]byte(token)), verb: strings.ToLower(r.Method), path: r.URL.Path}
-		d, ok := a.lookup(key)
+		d, ok, granted := a.lookup(key)
 		if !ok {
-			ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
-			d = a.review(ctx, token, key)
-			cancel()
-			if d.code != http.StatusInternalServerError {
-				a.store(key, d)
-			}
+			d = a.decide(r.Context(), token, key, granted)
 		}
 		if d.code != http.StatusOK {
-			if d.code == http.StatusUnauthorized {
+			switch d.code {
+			case http.StatusUnauthorized:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hivekeeper"`)
+			case http.StatusTooManyRequests:
+				w.Header().Set("Retry-After", "1")
 			}
 			http.Error(w, d.message, d.code)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// decide reviews a request no cached decision covers, within the rate
+// limit. A request whose grant just expired (a scraper's next scrape) is
+// reviewed again outside the limit, so that a flood of other tokens does
+// not lock the scrapers out; there are at most maxAllowed of them, each
+// reviewed at most once per cacheTTL. Concurrent requests of one token,
+// verb and path share a review.
+func (a *Authorizer) decide(ctx context.Context, token string, key cacheKey, granted bool) cached {
+	flightKey := string(key.token[:]) + "\x00" + key.verb + "\x00" + key.path
+	v, _, _ := a.flight.Do(flightKey, func() (any, error) {
+		if !granted && !a.limiter.AllowN(a.clock.Now(), 1) {
+			return cached{code: http.StatusTooManyRequests, message: "Too Many Requests: retry later"}, nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
+		defer cancel()
+		d := a.review(ctx, token, key)
+		a.store(key, d)
+		return d, nil
+	})
+	return v.(cached)
 }
 
 func bearerToken(r *http.Request) (string, bool) {
@@ -144,30 +212,51 @@ func (a *Authorizer) review(ctx context.Context, token string, key cacheKey) cac
 	return cached{code: http.StatusOK}
 }
 
-func (a *Authorizer) lookup(key cacheKey) (cached, bool) {
+// lookup returns the cached decision of key, if one is current, and
+// whether key was granted before (a grant, expired or not, is cached).
+func (a *Authorizer) lookup(key cacheKey) (_ cached, ok, granted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	d, ok := a.cache[key]
-	if !ok || !a.clock.Now().Before(d.expires) {
-		return cached{}, false
+	now := a.clock.Now()
+	d, granted := a.allowed[key]
+	if granted && now.Before(d.expires) {
+		return d, true, true
 	}
-	return d, true
+	if d, ok := a.denied[key]; ok && now.Before(d.expires) {
+		return d, true, granted
+	}
+	return cached{}, false, granted
 }
 
+// store caches a granted or refused decision; an API error is not cached.
 func (a *Authorizer) store(key cacheKey, d cached) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.clock.Now()
-	if len(a.cache) >= maxCached {
-		for k, v := range a.cache {
-			if !now.Before(v.expires) {
-				delete(a.cache, k)
+	d.expires = now.Add(cacheTTL)
+	switch d.code {
+	case http.StatusOK:
+		if len(a.allowed) >= maxAllowed {
+			for k, v := range a.allowed {
+				if !now.Before(v.expires) {
+					delete(a.allowed, k)
+				}
+			}
+			if len(a.allowed) >= maxAllowed {
+				return
 			}
 		}
-		if len(a.cache) >= maxCached {
-			return
+		a.allowed[key] = d
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// A revoked grant no longer passes the limit.
+		delete(a.allowed, key)
+		if _, ok := a.denied[key]; !ok {
+			for len(a.denied) >= maxDenied {
+				delete(a.denied, a.deniedOrder[0])
+				a.deniedOrder = a.deniedOrder[1:]
+			}
+			a.deniedOrder = append(a.deniedOrder, key)
 		}
+		a.denied[key] = d
 	}
-	d.expires = now.Add(cacheTTL)
-	a.cache[key] = d
 }

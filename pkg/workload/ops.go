@@ -137,11 +137,17 @@ func StatefulSetOps(d *framework.Deps, inf *framework.Informer) framework.ChildO
 // is cached as its metadata only (framework.TrimForeign), which is all
 // CheckServiceAccount reads.
 func (c *Children) NamedServiceAccount(namespace string, spec *string) *corev1.ServiceAccount {
+	return NamedServiceAccount(c.ServiceAccounts, namespace, spec)
+}
+
+// NamedServiceAccount is Children.NamedServiceAccount for a controller
+// that reads ServiceAccounts through ops.
+func NamedServiceAccount(ops framework.ChildOps[*corev1.ServiceAccount], namespace string, spec *string) *corev1.ServiceAccount {
 	name, ok := wiring.CustomServiceAccount(spec)
 	if !ok {
 		return nil
 	}
-	sa, err := c.ServiceAccounts.Get(namespace, name)
+	sa, err := ops.Get(namespace, name)
 	if err != nil {
 		return nil
 	}

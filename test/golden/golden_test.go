@@ -44,7 +44,7 @@ func TestGolden(t *testing.T) {
 		recordVMCP(t, files, w)
 	}
 	for _, w := range workloadsOf(t, thv1.KindEmbeddingServer) {
-		d, err := embedding.Build(w.Obj.(*thv1.EmbeddingServer), nil)
+		d, err := embedding.Build(w.Obj.(*thv1.EmbeddingServer), nil, nil)
 		recordChildren(t, files, w, err, func() []runtime.Object { return []runtime.Object{d.StatefulSet, d.Service} })
 	}
 	for _, w := range workloadsOf(t, thv1.KindMCPRegistry) {

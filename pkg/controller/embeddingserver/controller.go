@@ -40,6 +40,9 @@ type Controller struct {
 	clock        clock.PassiveClock
 	// pullSecrets are the operator-wide pull secrets of every pod.
 	pullSecrets []corev1.LocalObjectReference
+	// accounts are read only, to check the account a podTemplateSpec
+	// names.
+	accounts framework.ChildOps[*corev1.ServiceAccount]
 }
 
 // New builds the controller and registers its event handlers: its own
@@ -61,11 +64,17 @@ func New(d *framework.Deps) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every ServiceAccount, as the workload controllers read them: an
+	// account hivekeeper made for a workload is known by its owner.
+	saInf := d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ServiceAccounts().Informer()
+	})
 	c := &Controller{
 		toolhive:     d.Toolhive,
 		servers:      thlisters.NewEmbeddingServerLister(servers.Indexer()),
 		statefulSets: workload.StatefulSetOps(d, stsInf),
 		services:     workload.ServiceOps(d, svcInf),
+		accounts:     workload.ServiceAccountOps(d, saInf),
 		writer:       d.NewWriter(Name),
 		recorder:     d.Recorder,
 		clock:        d.Clock,
@@ -75,6 +84,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		c.clock = clock.RealClock{}
 	}
 	c.Loop = framework.NewLoop(Name, c.sync)
+	c.AddSynced(saInf.HasSynced)
 	lookup := func(ns, name string) (types.UID, bool) {
 		e, err := c.servers.EmbeddingServers(ns).Get(name)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/embedding"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // conflictRetry is how long the controller waits before looking again at
@@ -73,7 +74,7 @@ func (c *Controller) client(ns string) typedthv1.EmbeddingServerInterface {
 // again in a minute; a write the API server refused is retried with
 // backoff.
 func (c *Controller) converge(ctx context.Context, e *thv1.EmbeddingServer, status *thv1.EmbeddingServerStatus) (time.Duration, error) {
-	out, err := embedding.Build(e, c.pullSecrets)
+	out, err := embedding.Build(e, c.pullSecrets, workload.NamedServiceAccount(c.accounts, e.Namespace, wiring.PodTemplateServiceAccount(e.Spec.PodTemplateSpec)))
 	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		if invalid.Condition == thv1.ConditionPodTemplateValid {

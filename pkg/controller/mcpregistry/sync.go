@@ -21,6 +21,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/registry"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // conflictRetry is how long the controller waits before looking again at
@@ -83,7 +84,8 @@ func (c *Controller) client(ns string) typedthv1.MCPRegistryInterface {
 // synced anyway); a child another controller owns is looked at again in a
 // minute; a write the API server refused is retried with backoff.
 func (c *Controller) converge(ctx context.Context, r *thv1.MCPRegistry, status *thv1.MCPRegistryStatus) (time.Duration, error) {
-	out, err := registry.Build(r, registry.Input{Image: c.config.RegistryAPIImage, ClusterRole: c.config.Runners.WithDefaults().RegistryAPI, PullSecrets: c.config.PullSecrets})
+	out, err := registry.Build(r, registry.Input{Image: c.config.RegistryAPIImage, ClusterRole: c.config.Runners.WithDefaults().RegistryAPI, PullSecrets: c.config.PullSecrets,
+		TemplateServiceAccount: workload.NamedServiceAccount(c.serviceAccounts, r.Namespace, wiring.PodTemplateServiceAccount(r.Spec.PodTemplateSpec))})
 	var invalid *wiring.InvalidSpecError
 	if errors.As(err, &invalid) {
 		condition := invalid.Condition

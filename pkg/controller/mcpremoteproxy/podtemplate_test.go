@@ -174,3 +174,27 @@ func TestPodTemplateServiceAccountIsChecked(t *testing.T) {
 		t.Errorf("serviceAccountName = %q, want the template's (ToolHive's merge)", sa)
 	}
 }
+
+// The template is merged into the proxy pod hivekeeper writes, so one that
+// reaches the node is refused whatever the admission policy says: the
+// status says so, one Warning event names the field, the running
+// Deployment is not touched, and the refusal is not retried.
+func TestPodTemplateMayNotReachTheNode(t *testing.T) {
+	for _, tc := range wt.RefusedPodTemplates {
+		t.Run(tc.Name, func(t *testing.T) {
+			f := newFixture(t, newProxy("remote"))
+			f.converge("remote")
+			f.Events()
+			f.update("remote", withTemplate(tc.Template))
+			acts, err := f.sync("remote")
+			if err != nil {
+				t.Fatalf("a refusal is not retried: %v", err)
+			}
+			f.AssertRefusedPod(t, acts, "mcpremoteproxies", f.get("remote").Status.Conditions,
+				thv1.ConditionPodTemplateValid, thv1.ReasonPodSecurityNotAllowed, tc.Field)
+			f.Refresh()
+			acts, _ = f.sync("remote")
+			wt.AssertActions(t, acts)
+		})
+	}
+}

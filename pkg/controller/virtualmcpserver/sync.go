@@ -109,6 +109,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	runners := c.Config.Runners.WithDefaults()
 	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
+	in.TemplateServiceAccount = c.Children.NamedServiceAccount(v.Namespace, wiring.PodTemplateServiceAccount(v.Spec.PodTemplateSpec))
 	var err error
 	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
 		return status, 0, err

@@ -290,7 +290,7 @@ const RealisticProxyPodTemplate = `{
     "volumes": [
       {"name": "corp-ca", "secret": {"secretName": "corp-ca"}},
       {"name": "cache", "emptyDir": {"sizeLimit": "64Mi"}},
-      {"name": "host-certs", "hostPath": {"path": "/etc/ssl/certs"}},
+      {"name": "host-certs", "configMap": {"name": "host-certs"}},
       {"name": "podinfo", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}
     ],
     "initContainers": [{"name": "wait", "image": "busybox:1.36", "command": ["sh", "-c", "true"]}],

@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -73,6 +75,8 @@ func create(ctx context.Context, env *framework.Env, namespace string, w workloa
 		thv1.KindMCPServer:        `{"image":"ghcr.io/example/fetch:1"}`,
 		thv1.KindMCPRemoteProxy:   `{"remoteUrl":"https://mcp.example.com/mcp"}`,
 		thv1.KindVirtualMCPServer: `{"groupRef":{"name":"tools"},"incomingAuth":{"type":"anonymous"}}`,
+		thv1.KindEmbeddingServer:  `{"model":"BAAI/bge-small-en-v1.5","image":"ghcr.io/huggingface/text-embeddings-inference:cpu-latest"}`,
+		thv1.KindMCPRegistry:      `{"configYAML":"sources: []\n"}`,
 	}[w.kind]
 	spec := map[string]any{}
 	for _, raw := range []string{base, w.spec} {
@@ -95,6 +99,7 @@ func create(ctx context.Context, env *framework.Env, namespace string, w workloa
 	}
 	resource := map[string]string{
 		thv1.KindMCPServer: "mcpservers", thv1.KindMCPRemoteProxy: "mcpremoteproxies", thv1.KindVirtualMCPServer: "virtualmcpservers",
+		thv1.KindEmbeddingServer: "embeddingservers", thv1.KindMCPRegistry: "mcpregistries",
 	}[w.kind]
 	_, err := env.Dynamic.Resource(thv1.Resource(resource).WithVersion("v1beta1")).Namespace(namespace).Create(ctx, obj, opts)
 	return err
@@ -111,6 +116,7 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 	ctx := context.Background()
 
 	server, vmcp, proxy := thv1.KindMCPServer, thv1.KindVirtualMCPServer, thv1.KindMCPRemoteProxy
+	embedding, registry := thv1.KindEmbeddingServer, thv1.KindMCPRegistry
 	pod := func(podSpec string) string { return `{"podTemplateSpec":{"spec":` + podSpec + `}}` }
 	container := func(securityContext string) string {
 		return pod(`{"containers":[{"name":"mcp","securityContext":` + securityContext + `}]}`)
@@ -136,6 +142,26 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("other") + `"}`, "spec.serviceAccount"},
 		{proxy, `{"serviceAccount":"` + naming.RemoteProxyRunnerName("w") + `"}`, "spec.serviceAccount"},
 		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("other") + `"}`, "spec.serviceAccount"},
+		{vmcp, `{"serviceAccount":"` + naming.BackendServiceAccountName("w") + `"}`, "spec.serviceAccount"},
+		{proxy, `{"serviceAccount":"w-sa"}`, "spec.serviceAccount"},
+		// The kinds whose pod template is merged into a pod hivekeeper
+		// writes, every container list of each.
+		{embedding, container(`{"privileged":true}`), "spec.podTemplateSpec.spec.containers[].securityContext.privileged"},
+		{embedding, pod(`{"initContainers":[{"name":"init","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}`), "securityContext.capabilities.add"},
+		{embedding, pod(`{"hostNetwork":true}`), "spec.podTemplateSpec.spec.hostNetwork"},
+		{embedding, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
+		{registry, pod(`{"ephemeralContainers":[{"name":"debug","securityContext":{"privileged":true}}]}`), "securityContext.privileged"},
+		{registry, pod(`{"hostPID":true}`), "spec.podTemplateSpec.spec.hostPID"},
+		{registry, pod(`{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`), "spec.podTemplateSpec.spec.volumes[].hostPath"},
+		{registry, `{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}`, "spec.volumes[].hostPath"},
+		// The template's account, of every kind: another workload's.
+		{server, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{proxy, pod(`{"serviceAccountName":"` + naming.ProxyRunnerName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("w") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{embedding, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("w") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{registry, pod(`{"serviceAccountName":"` + naming.RemoteProxyRunnerName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
+		{registry, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("other") + `"}`), "spec.podTemplateSpec.spec.serviceAccountName"},
 	}
 	for _, tc := range refused {
 		err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true)
@@ -173,8 +199,19 @@ func TestAdmissionPolicyRefusesPrivilegedWorkloads(t *testing.T) {
 		// Accounts of the user's own, and this object's own.
 		{server, `{"serviceAccount":"github-reader"}`},
 		{server, `{"serviceAccount":"` + naming.BackendServiceAccountName("w") + `"}`},
-		{proxy, `{"serviceAccount":"w-sa"}`},
 		{vmcp, `{"serviceAccount":"` + naming.VMCPServiceAccountName("w") + `"}`},
+		{embedding, ""},
+		{registry, ""},
+		{embedding, pod(`{"nodeSelector":{"pool":"gpu"},"containers":[{"name":"embedding","securityContext":{"privileged":false}}],` +
+			`"volumes":[{"name":"cache","emptyDir":{}}]}`)},
+		{registry, `{"volumes":[{"name":"data","configMap":{"name":"extra"}}]}`},
+		// The template's account: the user's own, or the one hivekeeper
+		// gives this object's pod.
+		{server, pod(`{"serviceAccountName":"github-reader"}`)},
+		{embedding, pod(`{"serviceAccountName":"github-reader"}`)},
+		{proxy, pod(`{"serviceAccountName":"` + naming.RemoteProxyRunnerName("w") + `"}`)},
+		{vmcp, pod(`{"serviceAccountName":"` + naming.VMCPServiceAccountName("w") + `"}`)},
+		{registry, pod(`{"serviceAccountName":"` + naming.RegistryAPIAccountName("w") + `"}`)},
 	}
 	for _, tc := range accepted {
 		if err := create(ctx, env, ns, workloadSpec{kind: tc.kind, name: "w", spec: tc.spec}, true); err != nil {
@@ -222,5 +259,79 @@ func TestAdmissionPolicyLetsExistingWorkloadsBe(t *testing.T) {
 	}
 	if err := patch(`{"metadata":{"finalizers":null}}`); err != nil {
 		t.Errorf("finalizer release: %v", err)
+	}
+}
+
+// Without the policy, the controllers themselves refuse a pod that
+// reaches the node, through every kind with a pod template: each object
+// reports PodSecurityNotAllowed with the field, records a Warning event,
+// and no Deployment or StatefulSet is created.
+func TestControllersRefuseWithoutThePolicy(t *testing.T) {
+	env := framework.Get(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	env.StartControllers(t, app.Options{Namespaces: []string{ns}})
+	group := toolhivetest.NewGroup(ns, "tools")
+	group.UID, group.ResourceVersion = "", ""
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPGroups(ns).Create(ctx, group, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]string{
+		thv1.KindMCPServer:        `{"podTemplateSpec":{"spec":{"hostPID":true}}}`,
+		thv1.KindMCPRemoteProxy:   `{"podTemplateSpec":{"spec":{"containers":[{"name":"toolhive","securityContext":{"privileged":true}}]}}}`,
+		thv1.KindVirtualMCPServer: `{"podTemplateSpec":{"spec":{"volumes":[{"name":"root","hostPath":{"path":"/"}}]}}}`,
+		thv1.KindEmbeddingServer:  `{"podTemplateSpec":{"spec":{"initContainers":[{"name":"i","image":"x","securityContext":{"capabilities":{"add":["SYS_ADMIN"]}}}]}}}`,
+		thv1.KindMCPRegistry:      `{"podTemplateSpec":{"spec":{"hostNetwork":true}}}`,
+	}
+	resources := map[string]string{
+		thv1.KindMCPServer: "mcpservers", thv1.KindMCPRemoteProxy: "mcpremoteproxies", thv1.KindVirtualMCPServer: "virtualmcpservers",
+		thv1.KindEmbeddingServer: "embeddingservers", thv1.KindMCPRegistry: "mcpregistries",
+	}
+	for kind, spec := range refused {
+		if err := create(ctx, env, ns, workloadSpec{kind: kind, name: strings.ToLower(kind), spec: spec}, false); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+	}
+	for kind := range refused {
+		client := env.Dynamic.Resource(thv1.Resource(resources[kind]).WithVersion("v1beta1")).Namespace(ns)
+		framework.Eventually(t, time.Minute, func() (bool, error) {
+			obj, err := client.Get(ctx, strings.ToLower(kind), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, c := range conds {
+				c, _ := c.(map[string]any)
+				if c["type"] == thv1.ConditionPodTemplateValid && c["status"] == "False" && c["reason"] == thv1.ReasonPodSecurityNotAllowed &&
+					strings.HasPrefix(fmt.Sprint(c["message"]), "spec.podTemplateSpec.spec.") {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %v", conds)
+		}, "%s to report PodSecurityNotAllowed", kind)
+	}
+	framework.Eventually(t, time.Minute, func() (bool, error) {
+		evs, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		kinds := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Type == "Warning" && e.Reason == thv1.ReasonPodSecurityNotAllowed {
+				kinds[e.InvolvedObject.Kind] = true
+			}
+		}
+		return len(kinds) == len(refused), fmt.Errorf("Warning events for %v", kinds)
+	}, "a Warning event for each kind")
+	deps, err := env.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := env.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items)+len(sets.Items) != 0 {
+		t.Errorf("%d Deployments and %d StatefulSets created for refused workloads", len(deps.Items), len(sets.Items))
 	}
 }

@@ -390,5 +390,60 @@ func testSecureMetrics(t *testing.T, bin string) {
 	if code, _, err := get("https", "/debug/pprof/cmdline", env.Config.BearerToken); err != nil || code != http.StatusOK {
 		t.Errorf("the admin's token on /debug/pprof/cmdline: %d (%v), want 200", code, err)
 	}
+
+	// A flood of random tokens, on /metrics and on paths not served,
+	// costs a bounded number of TokenReviews, counted by the API server;
+	// the reader, whose grant is cached, is served throughout.
+	before := tokenReviews(t, env)
+	start := time.Now()
+	codes := map[int]int{}
+	for i := range 2000 {
+		path := "/metrics"
+		if i%2 == 1 {
+			path = fmt.Sprintf("/x%d", i)
+		}
+		code, _, err := get("https", path, fmt.Sprintf("random-%d-%d", i, time.Now().UnixNano()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[code]++
+		if i%400 == 0 {
+			if code, _, err := scrape("https", reader); err != nil || code != http.StatusOK {
+				t.Errorf("the reader during the flood: %d (%v)", code, err)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	reviews := tokenReviews(t, env) - before
+	// The limit: a burst of 10, then 5 a second (the reader's reviews
+	// when its grant expires included).
+	if limit := 10 + 5*int(elapsed.Seconds()+1) + 2; reviews > limit {
+		t.Errorf("2000 random tokens in %v cost %d TokenReviews, want at most %d", elapsed, reviews, limit)
+	}
+	if codes[http.StatusNotFound] != 1000 || codes[http.StatusTooManyRequests] == 0 || codes[http.StatusOK] != 0 {
+		t.Errorf("answers to the flood: %v", codes)
+	}
+	t.Logf("2000 random tokens in %v: %d TokenReviews, answers %v", elapsed, reviews, codes)
 	p.terminate(t)
+}
+
+// tokenReviews is how many TokenReviews the API server has answered.
+func tokenReviews(t *testing.T, env *framework.Env) int {
+	t.Helper()
+	raw, err := env.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
 }

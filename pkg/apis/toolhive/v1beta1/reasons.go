@@ -74,6 +74,10 @@ const (
 	// Ready=False: spec.serviceAccount names an account hivekeeper manages
 	// for another workload.
 	ReasonServiceAccountNotAllowed = "ServiceAccountNotAllowed"
+	// PodTemplateValid=False (Ready=False for a field outside the
+	// template): the pod would be privileged, add capabilities, use the
+	// node's namespaces or a host path.
+	ReasonPodSecurityNotAllowed = "PodSecurityNotAllowed"
 	// Ready=False: a child of that name is controlled by something else.
 	ReasonChildConflict = "ChildConflict"
 	// Ready=False: the API server refused a child write.

@@ -60,8 +60,20 @@ type Output struct {
 // comparators compare the live children with exactly these objects. A
 // spec no child can be built from (a quantity that does not parse, a
 // podTemplateSpec that is not a pod template or changes the selector
-// labels) is an InvalidSpecError and builds nothing.
-func Build(e *thv1.EmbeddingServer, pullSecrets []corev1.LocalObjectReference) (*Output, error) {
+// labels, gives the pod access to the node or another workload's account)
+// is an InvalidSpecError and builds nothing. templateSA is the live
+// account the podTemplateSpec names as serviceAccountName, from the
+// lister; nil when it names none or there is no such account.
+func Build(e *thv1.EmbeddingServer, pullSecrets []corev1.LocalObjectReference, templateSA *corev1.ServiceAccount) (*Output, error) {
+	// The template is merged into the pod: it may not reach the node, nor
+	// name an account hivekeeper made for a workload (an EmbeddingServer
+	// has none of its own).
+	if err := wiring.CheckPodTemplate(e.Spec.PodTemplateSpec); err != nil {
+		return nil, err
+	}
+	if err := wiring.CheckTemplateServiceAccount(templateSA, e.UID, ""); err != nil {
+		return nil, err
+	}
 	labels := naming.EmbeddingServerLabels(e.Name)
 	owner := naming.OwnerRef(e, gvk)
 	ro := e.Spec.ResourceOverrides

@@ -77,7 +77,7 @@ func TestBuildDriftParity(t *testing.T) {
 						e.Spec.PodTemplateSpec = toolhivetest.Raw(tpl)
 					}
 				})
-				out, err := Build(e, nil)
+				out, err := Build(e, nil, nil)
 				if err != nil {
 					t.Fatalf("%s: build: %v", name, err)
 				}
@@ -109,7 +109,7 @@ func TestBuildDriftParity(t *testing.T) {
 // template and the labels.
 func TestBuildStatefulSet(t *testing.T) {
 	e := newServer(toolhivetest.WithModelCache("20Gi"), extras["token-args-env"])
-	out, err := Build(e, nil)
+	out, err := Build(e, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestBuildOverridesKeepTheSelector(t *testing.T) {
 			ResourceMetadataOverrides:    thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelName: "x", "extra": "y"}},
 			PodTemplateMetadataOverrides: &thv1.ResourceMetadataOverrides{Labels: map[string]string{naming.LabelInstance: "x", "pod": "p"}},
 		}}
-	}), nil)
+	}), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestBuildOverridesKeepTheSelector(t *testing.T) {
 	}
 	_, err = Build(newServer(func(e *thv1.EmbeddingServer) {
 		e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"metadata":{"labels":{"app.kubernetes.io/instance":"x"}}}`)
-	}), nil)
+	}), nil, nil)
 	var invalid *wiring.InvalidSpecError
 	if !errors.As(err, &invalid) || invalid.Condition != thv1.ConditionPodTemplateValid {
 		t.Errorf("selector label in the template: %v", err)
@@ -207,7 +207,7 @@ func TestBuildRefusesWhatNoChildCanCarry(t *testing.T) {
 		},
 	} {
 		var invalid *wiring.InvalidSpecError
-		if _, err := Build(newServer(mut), nil); !errors.As(err, &invalid) {
+		if _, err := Build(newServer(mut), nil, nil); !errors.As(err, &invalid) {
 			t.Errorf("%s: %v, want an InvalidSpecError", name, err)
 		}
 	}

@@ -11,14 +11,14 @@ import (
 // pull secrets (the kind has no list of its own; a podTemplateSpec may
 // add more).
 func TestDefaultPullSecrets(t *testing.T) {
-	out, err := Build(newServer(), wiring.PullSecretRefs([]string{"org-pull"}))
+	out, err := Build(newServer(), wiring.PullSecretRefs([]string{"org-pull"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(out.StatefulSet.Spec.Template.Spec.ImagePullSecrets); got != "[{org-pull}]" {
 		t.Errorf("pod pull secrets %s", got)
 	}
-	if out, _ := Build(newServer(), nil); out.StatefulSet.Spec.Template.Spec.ImagePullSecrets != nil {
+	if out, _ := Build(newServer(), nil, nil); out.StatefulSet.Spec.Template.Spec.ImagePullSecrets != nil {
 		t.Errorf("no defaults: %v", out.StatefulSet.Spec.Template.Spec.ImagePullSecrets)
 	}
 }

@@ -24,7 +24,7 @@ func TestBuildUsesSetValues(t *testing.T) {
 			StatefulSet: &thv1.EmbeddingStatefulSetOverrides{ResourceMetadataOverrides: thv1.ResourceMetadataOverrides{Annotations: map[string]string{"a": "b"}}},
 			Service:     &thv1.ResourceMetadataOverrides{Labels: map[string]string{"tier": "ml"}},
 		}
-	}), nil)
+	}), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

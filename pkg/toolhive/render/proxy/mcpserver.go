@@ -69,6 +69,12 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err := wiring.CheckServiceAccount(in.ServiceAccount, s.UID, naming.BackendServiceAccountName(n)); err != nil {
 		return nil, err
 	}
+	// The runner applies the template to the MCP server's pod with the
+	// permissions hivekeeper bound to it: it may not reach the node. Its
+	// serviceAccountName is replaced by the backend's account.
+	if err := wiring.CheckPodTemplate(s.Spec.PodTemplateSpec); err != nil {
+		return nil, err
+	}
 	podPatch, err := wiring.BackendPodPatch(s, backendSA)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"errors"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,16 +49,12 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := wiring.DecodePodTemplate(p.Spec.PodTemplateSpec); err != nil {
+	if err := wiring.CheckPodTemplate(p.Spec.PodTemplateSpec); err != nil {
 		return nil, err
 	}
 	// A template may name the pod's account too; the same rule holds, and
 	// this proxy's own runner account is the one it may name.
-	if err := wiring.CheckServiceAccount(in.TemplateServiceAccount, p.UID, naming.RemoteProxyRunnerName(n)); err != nil {
-		var invalid *wiring.InvalidSpecError
-		if errors.As(err, &invalid) {
-			invalid.Message = strings.Replace(invalid.Message, "spec.serviceAccount", "spec.podTemplateSpec.spec.serviceAccountName", 1)
-		}
+	if err := wiring.CheckTemplateServiceAccount(in.TemplateServiceAccount, p.UID, naming.RemoteProxyRunnerName(n)); err != nil {
 		return nil, err
 	}
 	resources, err := wiring.Resources(p.Spec.Resources)

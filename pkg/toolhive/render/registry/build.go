@@ -56,6 +56,10 @@ type Input struct {
 	// PullSecrets are the operator-wide pull secrets
 	// (--default-image-pull-secrets), after spec.imagePullSecrets.
 	PullSecrets []corev1.LocalObjectReference
+	// TemplateServiceAccount is the live account the podTemplateSpec
+	// names as serviceAccountName, from the lister; nil when it names
+	// none or there is no such account (see wiring.CheckServiceAccount).
+	TemplateServiceAccount *corev1.ServiceAccount
 }
 
 // Output are the children of one MCPRegistry.
@@ -85,6 +89,20 @@ func Build(r *thv1.MCPRegistry, in Input) (*Output, error) {
 	}
 	volumes, mounts, err := userVolumes(&r.Spec)
 	if err != nil {
+		return nil, err
+	}
+	// The template starts the pod, and spec.volumes are added to it: the
+	// pod may reach the node through neither, nor run as another
+	// workload's account (this registry's API account is its own).
+	if user != nil {
+		if err := wiring.CheckPodSecurity(wiring.PodTemplateField, &user.Spec); err != nil {
+			return nil, err
+		}
+	}
+	if err := wiring.CheckVolumes("spec.volumes", volumes); err != nil {
+		return nil, err
+	}
+	if err := wiring.CheckTemplateServiceAccount(in.TemplateServiceAccount, r.UID, naming.RegistryAPIAccountName(n)); err != nil {
 		return nil, err
 	}
 	if err := validate(&r.Spec, user, volumes, mounts); err != nil {

@@ -144,6 +144,9 @@ type Input struct {
 	// ServiceAccount is the live account spec.serviceAccount names, from
 	// the lister; nil when there is none (see wiring.CheckServiceAccount).
 	ServiceAccount *corev1.ServiceAccount
+	// TemplateServiceAccount is the live account the podTemplateSpec
+	// names as serviceAccountName, checked like ServiceAccount.
+	TemplateServiceAccount *corev1.ServiceAccount
 	// EmbeddingService is the URL of the ready EmbeddingServer
 	// spec.embeddingServerRef names, "" without a reference.
 	EmbeddingService string
@@ -212,7 +215,12 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := wiring.DecodePodTemplate(v.Spec.PodTemplateSpec); err != nil {
+	// A template may give the pod neither access to the node nor another
+	// workload's account; this vMCP's own account is the one it may name.
+	if err := wiring.CheckPodTemplate(v.Spec.PodTemplateSpec); err != nil {
+		return nil, err
+	}
+	if err := wiring.CheckTemplateServiceAccount(in.TemplateServiceAccount, v.UID, naming.VMCPServiceAccountName(n)); err != nil {
 		return nil, err
 	}
 	config, cw, err := renderConfig(v, oidc, membersOf(in.Members), in)
