@@ -167,7 +167,7 @@ func takeSnapshot(ctx context.Context, kube kubernetes.Interface, th versioned.I
 		for _, l := range kubeLists {
 			list, err := l.list(ctx, kube, ns, metav1.ListOptions{LabelSelector: l.selector})
 			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", l.resource, err)
+				return nil, readError(err, "list", l.resource, ns)
 			}
 			if err := add(&s.kube, l.resource, list); err != nil {
 				return nil, err
@@ -188,7 +188,7 @@ func takeSnapshot(ctx context.Context, kube kubernetes.Interface, th versioned.I
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", l.resource, err)
+				return nil, readError(err, "list", l.resource+"."+thv1.GroupName, ns)
 			}
 			if err := add(&s.toolhive, l.resource, list); err != nil {
 				return nil, err

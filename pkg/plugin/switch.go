@@ -408,7 +408,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 func stillStopped(ctx context.Context, kube kubernetes.Interface, op *appsv1.Deployment) error {
 	now, err := kube.AppsV1().Deployments(op.Namespace).Get(ctx, op.Name, getOpts)
 	if err != nil {
-		return fmt.Errorf("reading ToolHive's operator %s/%s again: %w", op.Namespace, op.Name, err)
+		return fmt.Errorf("reading ToolHive's operator %s/%s again: %w", op.Namespace, op.Name, readError(err, "get", "deployments", op.Namespace))
 	}
 	if n := ptr.Deref(now.Spec.Replicas, 1); n != 0 {
 		return fmt.Errorf("ToolHive's operator %s/%s was scaled back to %d while hivekeeper took over, by something the switch did not pause: "+
