@@ -221,7 +221,7 @@ func diffPath(a, b any) string {
 // settled false at timeout.
 func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout, interval time.Duration) (*snapshot, bool, error) {
 	deadline := time.Now().Add(timeout)
-	last, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+	last, err := ownedSnapshot(ctx, c.kube, c.toolhive, namespaces)
 	if err != nil {
 		return nil, false, err
 	}
@@ -235,7 +235,7 @@ func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout,
 			return nil, false, ctx.Err()
 		case <-time.After(interval):
 		}
-		cur, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+		cur, err := ownedSnapshot(ctx, c.kube, c.toolhive, namespaces)
 		if err != nil {
 			return nil, false, err
 		}

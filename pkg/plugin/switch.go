@@ -260,7 +260,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r, err
 	}
 
-	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
+	before, err := ownedSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {
 		return r, err
 	}
@@ -351,7 +351,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err != nil {
 		return nil, err
 	}
-	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
+	before, err := ownedSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {
 		return nil, err
 	}
