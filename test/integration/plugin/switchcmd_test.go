@@ -105,6 +105,10 @@ func switchArgs(extra ...string) []string {
 //     independently of the plugin's own report;
 //   - with it again, switch --allow-restarts restarts exactly what
 //     preflight predicted.
+//
+// Beside the workloads live neighbours no operator writes, some of them
+// rewritten every few seconds: each switch settles all the same and
+// reports none of them.
 func TestSwitchCommand(t *testing.T) {
 	tc := newToolhiveCluster(t)
 	env := tc.env
@@ -138,6 +142,15 @@ func TestSwitchCommand(t *testing.T) {
 		settle(t, env, ns, 3*time.Minute)
 	}
 	toolhiveCRDs := crdSchemas(t, env)
+	// Neighbours, as a production cluster has them: 510 ConfigMaps,
+	// ServiceAccounts and RoleBindings no operator writes, and three
+	// ConfigMaps rewritten every 2 to 4 seconds, one of them in a
+	// workload namespace. ToolHive's operator watches every namespace
+	// here, so all of them are in the switch's view.
+	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	addNeighbours(t, env, 170, []string{"team-a", "team-b", "shop"}, []string{"team-a", "shop", toolhiveNS})
 
 	t.Run("refused", func(t *testing.T) {
 		before := readBoth(t, env)
@@ -298,6 +311,13 @@ func measure(t *testing.T, what string, before, after both, reported *outcome) {
 	}
 	var rep [3][]string
 	if reported != nil {
+		for _, list := range [][]change{reported.Restarted, reported.Recreated, reported.Rewritten, reported.Created, reported.Deleted} {
+			for _, c := range list {
+				if c.Namespace == "shop" || strings.HasPrefix(c.Name, "shop-") || c.Name == "lock" {
+					t.Errorf("%s: the report names %s, which no operator writes", what, c.Key())
+				}
+			}
+		}
 		for i, list := range [][]change{reported.Restarted, reported.Recreated, reported.Rewritten} {
 			for _, c := range list {
 				rep[i] = append(rep[i], c.Key())
