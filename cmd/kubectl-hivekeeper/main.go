@@ -18,7 +18,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := plugin.Execute(ctx, version, os.Args[1:], os.Stdout, os.Stderr)
+	code := plugin.Execute(ctx, version, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -19,10 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
@@ -69,9 +73,11 @@ func usageError(format string, args ...any) error {
 }
 
 // Execute runs the command line args of the plugin whose version is
-// version, and returns the exit code.
-func Execute(ctx context.Context, version string, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(version, stdout, stderr)
+// version, and returns the exit code. A switch asks for confirmation on
+// stderr and reads it from stdin when stdin is a terminal; a reader that
+// is not a file counts as one.
+func Execute(ctx context.Context, version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(version, stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -92,9 +98,13 @@ func Execute(ctx context.Context, version string, args []string, stdout, stderr 
 type globals struct {
 	// version is the plugin's.
 	version    string
+	stdin      io.Reader
 	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
-	verbosity  int
+	// target is the cluster connect connected to, as the kubeconfig
+	// names it.
+	target    Target
+	overrides clientcmd.ConfigOverrides
+	verbosity int
 }
 
 // clientConfig is the kubeconfig the flags select, loaded as kubectl
@@ -121,6 +131,7 @@ func (g *globals) connect(output string, ns *string) (clients, error) {
 	if n, explicit, err := cc.Namespace(); err == nil && explicit {
 		*ns = n
 	}
+	g.target = g.targetOf(cc, cfg)
 	return newClients(cfg, g.version)
 }
 
@@ -139,8 +150,58 @@ func (g *globals) logger(stderr io.Writer) logr.Logger {
 	return klog.Background()
 }
 
-func newRoot(version string, stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{version: version}
+// targetOf names the cluster cfg connects to as the kubeconfig does: the
+// context, its cluster and user (or the flags that override them), the
+// server, and whom the user impersonates.
+func (g *globals) targetOf(cc clientcmd.ClientConfig, cfg *rest.Config) Target {
+	t := Target{Server: cfg.Host}
+	if raw, err := cc.RawConfig(); err == nil {
+		t.Context = g.overrides.CurrentContext
+		if t.Context == "" {
+			t.Context = raw.CurrentContext
+		}
+		if c, ok := raw.Contexts[t.Context]; ok {
+			t.Cluster, t.User = c.Cluster, c.AuthInfo
+		} else {
+			t.Context = ""
+		}
+	}
+	if g.overrides.Context.Cluster != "" {
+		t.Cluster = g.overrides.Context.Cluster
+	}
+	if g.overrides.Context.AuthInfo != "" {
+		t.User = g.overrides.Context.AuthInfo
+	}
+	if t.User == "" && t.Context == "" && cfg.BearerTokenFile != "" {
+		t.User = "the pod's ServiceAccount"
+	}
+	if cfg.Impersonate.UserName != "" {
+		t.User = strings.TrimSpace(t.User + " as " + cfg.Impersonate.UserName)
+	}
+	return t
+}
+
+// host names the machine the plugin runs on (in a pod, the pod).
+func (g *globals) host() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "(unknown host)"
+	}
+	return h
+}
+
+// interactive reports whether a person can answer on stdin: a terminal,
+// or a reader that is not a file (a test's).
+func (g *globals) interactive() bool {
+	f, ok := g.stdin.(*os.File)
+	if !ok {
+		return g.stdin != nil
+	}
+	return term.IsTerminal(int(f.Fd()))
+}
+
+func newRoot(version string, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{version: version, stdin: stdin}
 	root := &cobra.Command{
 		Use:   "kubectl-hivekeeper",
 		Short: "Plan and check a switch between ToolHive's operator and hivekeeper",
@@ -159,7 +220,7 @@ func newRoot(version string, stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&g.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log verbosity of the controllers preflight runs, on stderr; 0 logs nothing.")
-	root.AddCommand(newPreflight(g, stdout, stderr), newSwitch(g, stdout, stderr), newMigrateStorage(g, stdout), newVersion(version, stdout))
+	root.AddCommand(newPreflight(g, stdout, stderr), newSwitch(g, stdout, stderr), newStatus(g, stdout), newMigrateStorage(g, stdout), newVersion(version, stdout))
 	return root
 }
 

@@ -275,7 +275,7 @@ func TestExecute(t *testing.T) {
 		{[]string{"preflight", "--no-such-flag"}, exitUsage, ""},
 	} {
 		var out, errOut bytes.Buffer
-		if code := Execute(context.Background(), "v1.2.3", c.args, &out, &errOut); code != c.code || out.String() != c.out {
+		if code := Execute(context.Background(), "v1.2.3", c.args, nil, &out, &errOut); code != c.code || out.String() != c.out {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errOut.String())
 		}
 	}

@@ -347,6 +347,11 @@ func readError(err error, verb, resource, ns string) error {
 // scaleTo sets d's replicas and waits: for 0, until its pods are gone; for
 // more, until one is ready.
 func scaleTo(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment, replicas int32, timeout, interval time.Duration) error {
+	// A run stopped (it lost its record, or was interrupted) scales
+	// nothing more.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	if _, err := kube.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", d.Namespace, d.Name, replicas, err)

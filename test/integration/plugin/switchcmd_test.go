@@ -88,7 +88,7 @@ func (k *kubelet) run(args ...string) (int, switchReport, string) {
 // switchArgs are switch's flags here: short waits, hivekeeper at one
 // replica.
 func switchArgs(extra ...string) []string {
-	return append([]string{"switch", "-n", toolhiveNS, "-o", "json", "--replicas", "1", "--quiet", "5s", "--wait", "3m", "--timeout", "2m"}, extra...)
+	return append([]string{"switch", "-n", toolhiveNS, "-o", "json", "--yes", "--replicas", "1", "--quiet", "5s", "--wait", "3m", "--timeout", "2m"}, extra...)
 }
 
 // TestSwitchCommand runs `kubectl hivekeeper switch` and `switch --back` on
@@ -219,8 +219,14 @@ func TestSwitchCommand(t *testing.T) {
 		if !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}) {
 			t.Errorf("after switch --back, the admission policy binding's actions are %v", b.Spec.ValidationActions)
 		}
-		if _, err := env.Kube.CoreV1().ConfigMaps(toolhive.HivekeeperNamespace).Get(ctx, "hivekeeper-switch", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("after switch --back, the record: %v", err)
+		// The record stays, released, as the trace of the switch.
+		cm, err := env.Kube.CoreV1().ConfigMaps(toolhive.HivekeeperNamespace).Get(ctx, "hivekeeper-switch", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("after switch --back, the record: %v", err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(cm.Data["switch.json"]), &rec); err != nil || rec["phase"] != "back" || rec["holder"] != nil {
+			t.Errorf("after switch --back, the record: %v\n%s", err, cm.Data["switch.json"])
 		}
 		logReport(t, r)
 	})
