@@ -70,13 +70,16 @@ func newSwitch(g *globals, stdout, stderr io.Writer) *cobra.Command {
 restarting it. hivekeeper's chart must be installed first, scaled to 0
 (--set replicaCount=0). In order, switch:
 
-  1. runs preflight and stops there when something blocks the switch, or
-     when it would restart pods and --allow-restarts is not given;
-  2. runs a pod with hivekeeper's image and pull secrets, and goes on only
+  1. prints the cluster (context, cluster, server, user), refuses while
+     another run holds the record, runs preflight and stops there when
+     something blocks the switch, or when it would restart pods and
+     --allow-restarts is not given; then asks to confirm, unless --yes;
+  2. records ToolHive's operator (its replicas), the tools that keep it,
+     ToolHive's CRDs and who runs the switch in the ConfigMap
+     hivekeeper-switch beside hivekeeper, for switch --back: the lock no
+     other run starts against until this one ends;
+  3. runs a pod with hivekeeper's image and pull secrets, and goes on only
      once it started: nothing is changed for an image that does not pull;
-  3. records ToolHive's operator (its replicas), the tools that keep it
-     and ToolHive's CRDs in the ConfigMap hivekeeper-switch beside
-     hivekeeper, for switch --back;
   4. turns off the automated sync of an Argo CD Application and suspends a
      Flux HelmRelease or Kustomization that keeps the operator (a Helm
      release cannot be paused: the report says what to pass to its next
@@ -93,14 +96,19 @@ switch --back does the reverse from the record: hivekeeper scaled to 0,
 its admission policy set to Warn, its own finalizer released from
 composite tool definitions, ToolHive's CRDs put back, ToolHive's
 operator restored to its replicas, the paused tools resumed, the same
-comparison, and the record deleted. It refuses when objects may be
-stored in a version ToolHive's recorded CRDs do not serve.
+comparison, and the record kept in phase back. It refuses when objects
+may be stored in a version ToolHive's recorded CRDs do not serve.
+
+--force takes over a record whose holder has not renewed it for longer
+than its stated --lock-timeout (a run that died); kubectl hivekeeper
+status shows who holds it.
 
 -n and --operator choose ToolHive's operator as for preflight.
 
 Exit status: 0 when the switch restarted no pod it did not predict;
 3 when it was refused because it would restart pods; 4 when something
-blocks it; 5 when it ran and restarted pods it did not predict (going
+blocks it (another run holding the record among them) or it was not
+confirmed; 5 when it ran and restarted pods it did not predict (going
 back: a workload the switch did not restart); 1 when a step failed (the report says which, and switch
 --back undoes what was done); 2 on a usage error.`,
 		Args: noArgs,
