@@ -281,18 +281,14 @@ func recordedCRDs(ctx context.Context, kube kubernetes.Interface, ns string) ([]
 // pausable are the kinds of tool switch can pause, and how.
 var pausable = map[string]struct {
 	gvr schema.GroupVersionResource
-	// defaultNamespace is where the object lives when the mark on the
-	// operator does not say.
-	defaultNamespace string
 	// pause is the merge patch that pauses it; resume reads the object and
 	// returns the patch that undoes pause, nil when it is paused already.
 	pause  string
 	resume func(obj *unstructured.Unstructured) ([]byte, error)
 }{
 	"Argo CD Application": {
-		gvr:              schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
-		defaultNamespace: "argocd",
-		pause:            `{"spec":{"syncPolicy":{"automated":null}}}`,
+		gvr:   schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+		pause: `{"spec":{"syncPolicy":{"automated":null}}}`,
 		resume: func(obj *unstructured.Unstructured) ([]byte, error) {
 			auto, found, err := unstructured.NestedFieldCopy(obj.Object, "spec", "syncPolicy", "automated")
 			if err != nil || !found || auto == nil {
@@ -379,10 +375,8 @@ func pauseOwners(ctx context.Context, c clients, rec *switchRecord, keepers []ke
 		if !ok {
 			continue
 		}
+		// locateOwners found it, in this namespace, before any write.
 		ns := o.Namespace
-		if ns == "" {
-			ns = kind.defaultNamespace
-		}
 		if leave {
 			p.note("%s %s/%s keeps %s: left as it is (--leave-owners)", o.Kind, ns, o.Name, k.what)
 			continue

@@ -31,6 +31,9 @@ type switchOptions struct {
 	// leaveOwners: the user paused the tools that keep ToolHive's
 	// operator by hand; switch touches none of them.
 	leaveOwners bool
+	// argoNamespace is Argo CD's namespace, where an Application whose
+	// mark names no namespace lives; empty: looked for in every one.
+	argoNamespace string
 	// quiet is how long nothing may change before the cluster counts as
 	// settled; wait bounds every wait.
 	quiet, wait time.Duration
@@ -165,6 +168,7 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.BoolVar(&o.back, "back", false, "Hand the workloads back to ToolHive's operator, as the last switch recorded it.")
 	f.BoolVar(&o.allowRestarts, "allow-restarts", false, "Switch even when preflight predicts pod restarts.")
 	f.BoolVar(&o.leaveOwners, "leave-owners", false, "Do not pause or resume the Argo CD Application or Flux object that keeps ToolHive's operator: it was paused by hand.")
+	f.StringVar(&o.argoNamespace, "argocd-namespace", "", "Namespace of Argo CD's Applications whose tracking names no namespace; empty: the Application is looked for in every namespace.")
 	f.StringVar(&o.preflight.operator, "operator", "", "Name of ToolHive's operator Deployment, in the namespace -n names. Needed only when more than one runs.")
 	f.StringVar(&o.hkNamespace, "hivekeeper-namespace", "", "Namespace of hivekeeper's Deployment; empty: looked for in every namespace.")
 	f.StringVar(&o.hkName, "hivekeeper-deployment", "", "Name of hivekeeper's Deployment; empty: the one the chart's labels mark.")
@@ -297,6 +301,21 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err != nil {
 		return nil, err
 	}
+	crds, err := toolhiveCRDs(ctx, c.crds)
+	if err != nil {
+		return nil, err
+	}
+	// Every tool that would undo the switch is found before anything is
+	// written: one named that cannot be found or read cannot be paused.
+	owners := keepers(pf.Operator, crds)
+	if !o.leaveOwners {
+		located, problems := locateOwners(ctx, c, owners, o.argoNamespace)
+		if len(problems) > 0 {
+			return r.refuse(exitBlocked, "cannot pause what keeps ToolHive's operator or its CRDs: "+strings.Join(problems, "; ")+
+				"; pause it by hand and run switch --leave-owners"), nil
+		}
+		owners = located
+	}
 	if !o.yes {
 		ok, err := o.confirm(fmt.Sprintf("Switch the workloads of %s from ToolHive's operator %s/%s to hivekeeper %s/%s?", o.target, op.Namespace, op.Name, hk.Namespace, hk.Name))
 		if err != nil {
@@ -309,10 +328,6 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 
 	// The record, first: the lock that keeps any other switch or switch
 	// --back from starting until this one ends.
-	crds, err := toolhiveCRDs(ctx, c.crds)
-	if err != nil {
-		return nil, err
-	}
 	rec := &switchRecord{Phase: phaseSwitching, Started: metav1.NewTime(time.Now().UTC().Truncate(time.Second)), Holder: o.holder("switch"),
 		Operator:   deploymentRef{Namespace: op.Namespace, Name: op.Name, Replicas: ptr.Deref(op.Spec.Replicas, 1)},
 		Hivekeeper: deploymentRef{Namespace: hk.Namespace, Name: hk.Name, Replicas: o.replicas}}
@@ -346,7 +361,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 
 	// What would scale the operator back up, or put ToolHive's CRDs
 	// back over hivekeeper's.
-	if err := pauseOwners(ctx, c, rec, keepers(pf.Operator, crds), o.leaveOwners, p); err != nil {
+	if err := pauseOwners(ctx, c, rec, owners, o.leaveOwners, p); err != nil {
 		return r, err
 	}
 
