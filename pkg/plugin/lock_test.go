@@ -278,3 +278,48 @@ func eventReasons(c clients) []string {
 	}
 	return out
 }
+
+// The cluster a switch names is the kubeconfig's: the current context (or
+// --context), its cluster and user (or --cluster, --user), the server,
+// and whom the user impersonates.
+func TestTargetOfTheKubeconfig(t *testing.T) {
+	kubeconfig := t.TempDir() + "/config"
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod-eu
+  cluster: {server: "https://prod.example.com:6443"}
+- name: staging
+  cluster: {server: "https://staging.example.com:6443"}
+users:
+- name: alice
+  user: {token: x}
+contexts:
+- name: prod
+  context: {cluster: prod-eu, user: alice}
+- name: staging
+  context: {cluster: staging, user: alice}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		edit func(g *globals)
+		want Target
+	}{
+		{func(*globals) {}, Target{Context: "prod", Cluster: "prod-eu", Server: "https://prod.example.com:6443", User: "alice"}},
+		{func(g *globals) { g.overrides.CurrentContext = "staging" }, Target{Context: "staging", Cluster: "staging", Server: "https://staging.example.com:6443", User: "alice"}},
+		{func(g *globals) { g.overrides.AuthInfo.Impersonate = "bob" }, Target{Context: "prod", Cluster: "prod-eu", Server: "https://prod.example.com:6443", User: "alice as bob"}},
+	} {
+		g := &globals{kubeconfig: kubeconfig}
+		tc.edit(g)
+		cc := g.clientConfig()
+		cfg, err := cc.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.targetOf(cc, cfg); got != tc.want {
+			t.Errorf("target %+v, want %+v", got, tc.want)
+		}
+	}
+}
