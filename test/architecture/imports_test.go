@@ -20,7 +20,7 @@ const module = "github.com/hivekeeper/hivekeeper/"
 // tools, which may use anything). The order is the one
 // docs/architecture.md draws:
 //
-//	cmd → app → controller/<kind> → workload → framework → toolhive/render/*
+//	cmd → plugin → app → controller/<kind> → workload → framework → toolhive/render/*
 //	    → {drift, toolhive/wiring} → {toolhive/naming, toolhive/schema, toolhive/release}
 //	    → {index, rbac, metrics, secureserving} → {apis, generated, config/crd}
 //
@@ -32,28 +32,30 @@ func layer(pkg string) int {
 	switch {
 	case strings.HasPrefix(p, "cmd/"):
 		return 0
+	case p == "pkg/plugin":
+		return 1 // the kubectl plugin's commands: preflight runs app's controllers
 	case p == "pkg/app":
-		return 1
-	case strings.HasPrefix(p, "pkg/controller/"):
 		return 2
+	case strings.HasPrefix(p, "pkg/controller/"):
+		return 3
 	case p == "pkg/workload/workloadtest":
-		return 3 // the workload controllers' test fixture
+		return 4 // the workload controllers' test fixture
 	case p == "pkg/workload":
-		return 4
-	case p == "pkg/framework":
 		return 5
-	case strings.HasPrefix(p, "pkg/toolhive/render/"):
+	case p == "pkg/framework":
 		return 6
-	case p == "pkg/drift", p == "pkg/toolhive/wiring":
+	case strings.HasPrefix(p, "pkg/toolhive/render/"):
 		return 7
+	case p == "pkg/drift", p == "pkg/toolhive/wiring":
+		return 8
 	case p == "pkg/toolhive/toolhivetest", p == "pkg/drift/drifttest":
-		return 8 // the translation's and the comparators' test fixtures
+		return 9 // the translation's and the comparators' test fixtures
 	case p == "pkg/toolhive/naming", p == "pkg/toolhive/schema", p == "pkg/toolhive/operatorenv", p == "pkg/toolhive/release":
-		return 9
-	case p == "pkg/index", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
 		return 10
+	case p == "pkg/index", p == "pkg/rbac", p == "pkg/metrics", p == "pkg/secureserving":
+		return 11
 	case strings.HasPrefix(p, "pkg/apis/"), strings.HasPrefix(p, "pkg/generated/"), p == "config/crd":
-		return 11 // config/crd embeds the CRDs generated from pkg/apis
+		return 12 // config/crd embeds the CRDs generated from pkg/apis
 	}
 	return -1
 }
@@ -63,7 +65,7 @@ func layer(pkg string) int {
 // metrics may be used by rbac's neighbours). Controller packages may not:
 // one controller never reaches into another; nor may the two render
 // packages, drift and wiring, naming and schema.
-func sameLayerAllowed(l int) bool { return l == 10 || l == 11 }
+func sameLayerAllowed(l int) bool { return l == 11 || l == 12 }
 
 // pkgInfo is what go list says of a package. In-package test files count
 // (they share the package, so a back edge from them is a cycle waiting to

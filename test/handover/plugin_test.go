@@ -44,7 +44,7 @@ func (s *suite) standIn(controller string) *toolhive.StandIn {
 func (s *suite) plugin(k *toolhive.StandIn, bin string, extra ...string) switchReport {
 	t := s.t
 	t.Helper()
-	args := append([]string{"--kubeconfig", s.srv.Kubeconfig, "switch", "-n", thvNamespace, "-o", "json",
+	args := append([]string{"--kubeconfig", s.srv.Kubeconfig, "switch", "-n", thvNamespace, "-o", "json", "--yes",
 		"--replicas", "1", "--quiet", quiet.String(), "--wait", "10m", "--timeout", "5m"}, extra...)
 	code, stdout, stderr := k.Run(bin, args...)
 	var r switchReport

@@ -63,6 +63,8 @@ type SwitchOutcome struct {
 	Restarted   []Change       `json:"restarted"`
 	Recreated   []Change       `json:"recreated"`
 	Rewritten   []Change       `json:"rewritten"`
+	Created     []Change       `json:"created"`
+	Deleted     []Change       `json:"deleted"`
 	Unpredicted []string       `json:"unpredicted"`
 	Changed     map[string]int `json:"changed"`
 }

@@ -47,6 +47,9 @@ func readChildren(t *testing.T, env *framework.Env, ns string) children {
 		t.Fatal(err)
 	}
 	for _, cm := range cms.Items {
+		if isNeighbour(&cm) {
+			continue
+		}
 		c.data["ConfigMap "+ns+"/"+cm.Name] = cm.Data
 		c.uids["ConfigMap "+ns+"/"+cm.Name] = string(cm.UID)
 	}
@@ -69,6 +72,9 @@ func readChildren(t *testing.T, env *framework.Env, ns string) children {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
+			if isNeighbour(o) {
+				continue
+			}
 			kind := map[string]string{"*v1.RoleBinding": "RoleBinding", "*v1.ServiceAccount": "ServiceAccount", "*v1.Service": "Service"}[fmt.Sprintf("%T", o)]
 			c.uids[kind+" "+ns+"/"+o.GetName()] = string(o.GetUID())
 		}
@@ -199,6 +205,9 @@ func versions(t *testing.T, env *framework.Env, ns string) map[string]string {
 			t.Fatal(err)
 		}
 		for _, o := range objs {
+			if isNeighbour(o) {
+				continue
+			}
 			out[fmt.Sprintf("%T/%s", o, o.GetName())] = o.GetResourceVersion()
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"context"
@@ -221,7 +221,7 @@ func diffPath(a, b any) string {
 // settled false at timeout.
 func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout, interval time.Duration) (*snapshot, bool, error) {
 	deadline := time.Now().Add(timeout)
-	last, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+	last, err := ownedSnapshot(ctx, c.kube, c.toolhive, namespaces)
 	if err != nil {
 		return nil, false, err
 	}
@@ -235,7 +235,7 @@ func settle(ctx context.Context, c clients, namespaces []string, quiet, timeout,
 			return nil, false, ctx.Err()
 		case <-time.After(interval):
 		}
-		cur, err := takeSnapshot(ctx, c.kube, c.toolhive, namespaces)
+		cur, err := ownedSnapshot(ctx, c.kube, c.toolhive, namespaces)
 		if err != nil {
 			return nil, false, err
 		}
@@ -305,15 +305,20 @@ func isToolHive(obj runtime.Object) bool {
 
 // poll calls done every interval until it returns true or an error, or
 // timeout passes; then the error says what was awaited and what was last
-// seen.
+// seen. An error of done ends the wait as a failure, never as done: a
+// read refused or failed proves nothing about what was awaited.
 func poll(ctx context.Context, interval, timeout time.Duration, what string, done func(context.Context) (bool, string, error)) error {
 	var seen string
+	var failed error
 	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, s, err := done(ctx)
-		seen = s
+		seen, failed = s, err
 		return ok, err
 	})
-	if err != nil && wait.Interrupted(err) && ctx.Err() == nil {
+	switch {
+	case failed != nil:
+		return fmt.Errorf("waiting for %s: %w", what, failed)
+	case err != nil && wait.Interrupted(err) && ctx.Err() == nil:
 		if seen != "" {
 			seen = ": " + seen
 		}
@@ -322,9 +327,31 @@ func poll(ctx context.Context, interval, timeout time.Duration, what string, don
 	return err
 }
 
+// readError is a failed read of resource in ns ("" for a cluster-wide
+// one) by verb, as a step reports it: a refusal (403) names the
+// permission the plugin lacks, so that the step says what to grant.
+func readError(err error, verb, resource, ns string) error {
+	if err == nil {
+		return nil
+	}
+	where := "cluster-wide"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("missing permission: %s %s %s: %w", verb, resource, where, err)
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, resource, where, err)
+}
+
 // scaleTo sets d's replicas and waits: for 0, until its pods are gone; for
 // more, until one is ready.
 func scaleTo(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deployment, replicas int32, timeout, interval time.Duration) error {
+	// A run stopped (it lost its record, or was interrupted) scales
+	// nothing more.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	if _, err := kube.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", d.Namespace, d.Name, replicas, err)
@@ -333,7 +360,7 @@ func scaleTo(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deploymen
 	return poll(ctx, interval, timeout, what, func(ctx context.Context) (bool, string, error) {
 		cur, err := kube.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, getOpts)
 		if err != nil {
-			return false, "", err
+			return false, "", readError(err, "get", "deployments", d.Namespace)
 		}
 		st := cur.Status
 		seen := fmt.Sprintf("%d replicas, %d ready", st.Replicas, st.ReadyReplicas)
@@ -352,11 +379,8 @@ func scaleTo(ctx context.Context, kube kubernetes.Interface, d *appsv1.Deploymen
 			return false, "", err
 		}
 		pods, err := kube.CoreV1().Pods(d.Namespace).List(ctx, listBy(sel.String()))
-		if apierrors.IsForbidden(err) {
-			return true, "", nil
-		}
 		if err != nil {
-			return false, "", err
+			return false, "", readError(err, "list", "pods", d.Namespace)
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%s still terminating", count(len(pods.Items), "pod", "pods")), nil
 	})
@@ -412,7 +436,7 @@ func waitLeader(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deplo
 			return false, "no Lease yet", nil
 		}
 		if err != nil {
-			return false, "", err
+			return false, "", readError(err, "get", "leases.coordination.k8s.io", ns)
 		}
 		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 		if holder == "" {
@@ -421,11 +445,8 @@ func waitLeader(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deplo
 		// The identity is the pod's name, "_", and a UUID per process.
 		pod, _, _ := strings.Cut(holder, "_")
 		pods, err := kube.CoreV1().Pods(hk.Namespace).List(ctx, listBy(sel.String()))
-		if apierrors.IsForbidden(err) {
-			return true, "", nil
-		}
 		if err != nil {
-			return false, "", err
+			return false, "", readError(err, "list", "pods", hk.Namespace)
 		}
 		held := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Name == pod && p.DeletionTimestamp == nil })
 		return held, "held by " + holder + ", not one of the Deployment's pods", nil
@@ -477,7 +498,7 @@ func pullCheck(ctx context.Context, kube kubernetes.Interface, hk *appsv1.Deploy
 	return poll(ctx, interval, timeout, what, func(ctx context.Context) (bool, string, error) {
 		p, err := kube.CoreV1().Pods(hk.Namespace).Get(ctx, created.Name, getOpts)
 		if err != nil {
-			return false, "", err
+			return false, "", readError(err, "get", "pods", hk.Namespace)
 		}
 		if p.Status.Phase == corev1.PodSucceeded {
 			return true, "", nil
@@ -601,7 +622,7 @@ func replaceCRDs(ctx context.Context, c clients, crds []*apiextensionsv1.CustomR
 		err := poll(ctx, interval, timeout, "CRD "+want.Name+" established", func(ctx context.Context) (bool, string, error) {
 			cur, err := api.Get(ctx, want.Name, getOpts)
 			if err != nil {
-				return false, "", err
+				return false, "", readError(err, "get", "customresourcedefinitions.apiextensions.k8s.io", "")
 			}
 			if !established(cur) {
 				return false, "not Established", nil
@@ -611,7 +632,11 @@ func replaceCRDs(ctx context.Context, c clients, crds []*apiextensionsv1.CustomR
 					continue
 				}
 				gvr := schema.GroupVersionResource{Group: cur.Spec.Group, Version: v.Name, Resource: cur.Spec.Names.Plural}
-				if _, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+				_, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+				if apierrors.IsForbidden(err) {
+					return false, "", readError(err, "list", gvr.GroupResource().String(), "")
+				}
+				if err != nil {
 					return false, fmt.Sprintf("%s not served yet: %v", gvr, err), nil
 				}
 			}

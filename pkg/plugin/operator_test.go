@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"bytes"
@@ -270,13 +270,13 @@ func TestExecute(t *testing.T) {
 		code int
 		out  string
 	}{
-		{[]string{"version"}, exitOK, version + "\n"},
+		{[]string{"version"}, exitOK, "v1.2.3\n"},
 		{[]string{"preflight", "-o", "xml"}, exitUsage, ""},
 		{[]string{"preflight", "extra"}, exitUsage, ""},
 		{[]string{"preflight", "--no-such-flag"}, exitUsage, ""},
 	} {
 		var out, errOut bytes.Buffer
-		if code := execute(context.Background(), c.args, &out, &errOut); code != c.code || out.String() != c.out {
+		if code := Execute(context.Background(), "v1.2.3", c.args, nil, &out, &errOut); code != c.code || out.String() != c.out {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errOut.String())
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"context"
@@ -51,14 +51,14 @@ Exit status: 0 when every listed CRD was migrated (or nothing needed it);
 			if err != nil {
 				return err
 			}
-			return migrateStorage(cmd.Context(), cfg, stdout, dryRun)
+			return migrateStorage(cmd.Context(), cfg, g.version, stdout, dryRun)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Say what would be migrated, and change nothing.")
 	return cmd
 }
 
-func migrateStorage(ctx context.Context, cfg *rest.Config, out io.Writer, dryRun bool) error {
+func migrateStorage(ctx context.Context, cfg *rest.Config, version string, out io.Writer, dryRun bool) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-hivekeeper/" + version
 	crds, err := apiextensionsclient.NewForConfig(cfg)

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -30,12 +31,37 @@ type switchOptions struct {
 	// leaveOwners: the user paused the tools that keep ToolHive's
 	// operator by hand; switch touches none of them.
 	leaveOwners bool
+	// argoNamespace is Argo CD's namespace, where an Application whose
+	// mark names no namespace lives; empty: looked for in every one.
+	argoNamespace string
 	// quiet is how long nothing may change before the cluster counts as
 	// settled; wait bounds every wait.
 	quiet, wait time.Duration
 	// interval is how often the cluster is read while waiting.
 	interval time.Duration
 	output   string
+	// yes: do not ask for confirmation; confirm asks otherwise.
+	yes     bool
+	confirm confirmer
+	// force takes over a record whose holder went silent for longer than
+	// its stated timeout; lockTimeout is this run's.
+	force       bool
+	lockTimeout time.Duration
+	// target is the cluster, as the kubeconfig names it; user, host and
+	// version name this run in the record.
+	target              Target
+	user, host, version string
+}
+
+// holder is this run as the record's holder, for command.
+func (o switchOptions) holder(command string) *holder {
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	user := o.target.User
+	if user == "" {
+		user = "(unknown user)"
+	}
+	return &holder{User: user, Host: o.host, Version: o.version, Command: command, Since: now, Renewed: now,
+		Timeout: metav1.Duration{Duration: o.lockTimeout}}
 }
 
 func newSwitch(g *globals, stdout, stderr io.Writer) *cobra.Command {
@@ -47,13 +73,16 @@ func newSwitch(g *globals, stdout, stderr io.Writer) *cobra.Command {
 restarting it. hivekeeper's chart must be installed first, scaled to 0
 (--set replicaCount=0). In order, switch:
 
-  1. runs preflight and stops there when something blocks the switch, or
-     when it would restart pods and --allow-restarts is not given;
-  2. runs a pod with hivekeeper's image and pull secrets, and goes on only
+  1. prints the cluster (context, cluster, server, user), refuses while
+     another run holds the record, runs preflight and stops there when
+     something blocks the switch, or when it would restart pods and
+     --allow-restarts is not given; then asks to confirm, unless --yes;
+  2. records ToolHive's operator (its replicas), the tools that keep it,
+     ToolHive's CRDs and who runs the switch in the ConfigMap
+     hivekeeper-switch beside hivekeeper, for switch --back: the lock no
+     other run starts against until this one ends;
+  3. runs a pod with hivekeeper's image and pull secrets, and goes on only
      once it started: nothing is changed for an image that does not pull;
-  3. records ToolHive's operator (its replicas), the tools that keep it
-     and ToolHive's CRDs in the ConfigMap hivekeeper-switch beside
-     hivekeeper, for switch --back;
   4. turns off the automated sync of an Argo CD Application and suspends a
      Flux HelmRelease or Kustomization that keeps the operator (a Helm
      release cannot be paused: the report says what to pass to its next
@@ -70,14 +99,19 @@ switch --back does the reverse from the record: hivekeeper scaled to 0,
 its admission policy set to Warn, its own finalizer released from
 composite tool definitions, ToolHive's CRDs put back, ToolHive's
 operator restored to its replicas, the paused tools resumed, the same
-comparison, and the record deleted. It refuses when objects may be
-stored in a version ToolHive's recorded CRDs do not serve.
+comparison, and the record kept in phase back. It refuses when objects
+may be stored in a version ToolHive's recorded CRDs do not serve.
+
+--force takes over a record whose holder has not renewed it for longer
+than its stated --lock-timeout (a run that died); kubectl hivekeeper
+status shows who holds it.
 
 -n and --operator choose ToolHive's operator as for preflight.
 
 Exit status: 0 when the switch restarted no pod it did not predict;
 3 when it was refused because it would restart pods; 4 when something
-blocks it; 5 when it ran and restarted pods it did not predict (going
+blocks it (another run holding the record among them) or it was not
+confirmed; 5 when it ran and restarted pods it did not predict (going
 back: a workload the switch did not restart); 1 when a step failed (the report says which, and switch
 --back undoes what was done); 2 on a usage error.`,
 		Args: noArgs,
@@ -85,11 +119,25 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 			if o.replicas < 1 {
 				return usageError("--replicas must be at least 1")
 			}
+			if o.lockTimeout <= o.wait {
+				return usageError("--lock-timeout (%s) must be longer than --wait (%s): a run renews the record between steps, and a step may wait that long", o.lockTimeout, o.wait)
+			}
+			if !o.yes {
+				if !g.interactive() {
+					return usageError("switch changes the cluster: with no terminal to confirm on, pass --yes")
+				}
+				o.confirm = askOn(g.stdin, stderr)
+			}
 			c, err := g.connect(o.output, &o.preflight.namespace)
 			if err != nil {
 				return err
 			}
-			p := &progress{w: stdout, text: o.output == "" || o.output == "text"}
+			o.target, o.host, o.version = g.target, g.host(), g.version
+			text := o.output == "" || o.output == "text"
+			if text {
+				fmt.Fprintf(stdout, "Cluster: %s\n\n", o.target)
+			}
+			p := &progress{w: stdout, text: text}
 			var r *SwitchReport
 			if o.back {
 				r, err = switchBack(cmd.Context(), c, *o, p)
@@ -120,6 +168,7 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.BoolVar(&o.back, "back", false, "Hand the workloads back to ToolHive's operator, as the last switch recorded it.")
 	f.BoolVar(&o.allowRestarts, "allow-restarts", false, "Switch even when preflight predicts pod restarts.")
 	f.BoolVar(&o.leaveOwners, "leave-owners", false, "Do not pause or resume the Argo CD Application or Flux object that keeps ToolHive's operator: it was paused by hand.")
+	f.StringVar(&o.argoNamespace, "argocd-namespace", "", "Namespace of Argo CD's Applications whose tracking names no namespace; empty: the Application is looked for in every namespace.")
 	f.StringVar(&o.preflight.operator, "operator", "", "Name of ToolHive's operator Deployment, in the namespace -n names. Needed only when more than one runs.")
 	f.StringVar(&o.hkNamespace, "hivekeeper-namespace", "", "Namespace of hivekeeper's Deployment; empty: looked for in every namespace.")
 	f.StringVar(&o.hkName, "hivekeeper-deployment", "", "Name of hivekeeper's Deployment; empty: the one the chart's labels mark.")
@@ -128,6 +177,9 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.DurationVar(&o.wait, "wait", 5*time.Minute, "How long each step may wait: the image pull, a scale, the CRDs, the settling.")
 	f.DurationVar(&o.preflight.timeout, "timeout", 5*time.Minute, "How long preflight's prediction may take.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text (steps as they happen), json or yaml (the report at the end).")
+	f.BoolVarP(&o.yes, "yes", "y", false, "Do not ask for confirmation of the cluster (needed when stdin is not a terminal).")
+	f.BoolVar(&o.force, "force", false, "Take over the record of a run whose holder has not renewed it for longer than its stated timeout (a run that died).")
+	f.DurationVar(&o.lockTimeout, "lock-timeout", lockTimeoutDefault, "How long this run may go without renewing the record before another may take it over with --force; longer than --wait.")
 	o.interval = 2 * time.Second
 	return cmd
 }
@@ -137,6 +189,8 @@ type SwitchReport struct {
 	// Direction is "hivekeeper" or "toolhive": who runs the workloads
 	// afterwards.
 	Direction string `json:"direction"`
+	// Cluster is the cluster switched, as the kubeconfig names it.
+	Cluster *Target `json:"cluster,omitempty"`
 	// Preflight is preflight's report, going to hivekeeper.
 	Preflight *Report `json:"preflight,omitempty"`
 	// Steps are the steps done, in order.
@@ -152,6 +206,10 @@ type SwitchReport struct {
 	Failed   string `json:"failed,omitempty"`
 	Summary  string `json:"summary"`
 	ExitCode int    `json:"exitCode"`
+
+	// undone: the run failed before it changed anything, and put the
+	// record back as it was.
+	undone bool
 }
 
 // progress prints each step as it is done, in text mode, and keeps it.
@@ -159,6 +217,8 @@ type progress struct {
 	w    io.Writer
 	text bool
 	r    *SwitchReport
+	// onStep, when set, is told each step: it renews the record.
+	onStep func(step string)
 }
 
 func (p *progress) step(format string, args ...any) {
@@ -166,6 +226,9 @@ func (p *progress) step(format string, args ...any) {
 	p.r.Steps = append(p.r.Steps, s)
 	if p.text {
 		fmt.Fprintf(p.w, "- %s\n", s)
+	}
+	if p.onStep != nil {
+		p.onStep(s)
 	}
 }
 
@@ -184,18 +247,28 @@ func (r *SwitchReport) refuse(code int, why string) *SwitchReport {
 }
 
 // switchTo hands the workloads from ToolHive's operator to hivekeeper.
-func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logger logr.Logger) (*SwitchReport, error) {
+func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logger logr.Logger) (_ *SwitchReport, err error) {
 	r := &SwitchReport{Direction: "hivekeeper", Steps: []string{}}
+	if o.target != (Target{}) {
+		r.Cluster = &o.target
+	}
 	p.r = r
 	hk, err := findHivekeeper(ctx, c.kube, o.hkNamespace, o.hkName)
 	if err != nil {
 		return nil, err
 	}
-	if rec, err := readRecord(ctx, c.kube, hk.Namespace); err != nil {
+	prev, prevObj, err := readRecordObject(ctx, c.kube, hk.Namespace)
+	if err != nil {
 		return nil, err
-	} else if rec != nil {
-		return r.refuse(exitBlocked, fmt.Sprintf("ConfigMap %s/%s records a switch (%s) started %s: run switch --back first",
-			hk.Namespace, recordName, rec.Phase, rec.Started.Format(time.RFC3339))), nil
+	}
+	if prev != nil {
+		if why := inProgress(prev, time.Now(), o.force); why != "" {
+			return r.refuse(exitBlocked, why), nil
+		}
+		if prev.Phase != phaseBack {
+			return r.refuse(exitBlocked, fmt.Sprintf("ConfigMap %s/%s records a switch (%s) started %s: run switch --back first",
+				hk.Namespace, recordName, prev.Phase, prev.Started.Format(time.RFC3339))), nil
+		}
 	}
 	if ptr.Deref(hk.Spec.Replicas, 1) != 0 {
 		return r.refuse(exitBlocked, fmt.Sprintf("hivekeeper's Deployment %s/%s already runs %d replicas: install it scaled to 0 (--set replicaCount=0), so that it does not start beside ToolHive's operator",
@@ -231,49 +304,81 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err != nil {
 		return nil, err
 	}
-
-	// 2. hivekeeper's image, before anything changes: a failure leaves
-	// nothing to undo.
-	if err := pullCheck(ctx, c.kube, hk, o.wait, o.interval); err != nil {
-		return r, err
-	}
-	p.step("hivekeeper's image %s pulled and started", hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image)
-
-	// 3. The record, before anything changes.
 	crds, err := toolhiveCRDs(ctx, c.crds)
 	if err != nil {
 		return nil, err
 	}
-	rec := &switchRecord{Phase: phaseSwitching, Started: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
+	// Every tool that would undo the switch is found before anything is
+	// written: one named that cannot be found or read cannot be paused.
+	owners := keepers(pf.Operator, crds)
+	if !o.leaveOwners {
+		located, problems := locateOwners(ctx, c, owners, o.argoNamespace)
+		if len(problems) > 0 {
+			return r.refuse(exitBlocked, "cannot pause what keeps ToolHive's operator or its CRDs: "+strings.Join(problems, "; ")+
+				"; pause it by hand and run switch --leave-owners"), nil
+		}
+		owners = located
+	}
+	if !o.yes {
+		ok, err := o.confirm(fmt.Sprintf("Switch the workloads of %s from ToolHive's operator %s/%s to hivekeeper %s/%s?", o.target, op.Namespace, op.Name, hk.Namespace, hk.Name))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return r.refuse(exitBlocked, "not confirmed: nothing was changed"), nil
+		}
+	}
+
+	// The record, first: the lock that keeps any other switch or switch
+	// --back from starting until this one ends.
+	rec := &switchRecord{Phase: phaseSwitching, Started: metav1.NewTime(time.Now().UTC().Truncate(time.Second)), Holder: o.holder("switch"),
 		Operator:   deploymentRef{Namespace: op.Namespace, Name: op.Name, Replicas: ptr.Deref(op.Spec.Replicas, 1)},
 		Hivekeeper: deploymentRef{Namespace: hk.Namespace, Name: hk.Name, Replicas: o.replicas}}
 	if rec.Operator.Replicas == 0 {
 		rec.Operator.Replicas = 1
+	}
+	if err := createRecord(ctx, c.kube, rec, crds, prevObj); errors.Is(err, errTaken) {
+		return r.refuse(exitBlocked, takenWhy(ctx, c.kube, hk.Namespace)), nil
+	} else if err != nil {
+		return r, err
+	}
+	recordEvent(ctx, c.kube, recordRef(hk.Namespace), corev1.EventTypeNormal, "SwitchStarted", "switch to hivekeeper started by "+rec.Holder.String())
+	ctx, release := hold(ctx, c.kube, rec, p)
+	defer release(&err)
+	p.step("recorded ToolHive's operator %s/%s (%s) and its %s in ConfigMap %s/%s, held by %s on %s until this switch ends",
+		op.Namespace, op.Name, count(int(rec.Operator.Replicas), "replica", "replicas"), count(len(crds), "CRD", "CRDs"), hk.Namespace, recordName, rec.Holder.User, rec.Holder.Host)
+	if ptr.Deref(op.Spec.Replicas, 1) == 0 {
 		p.note("ToolHive's operator runs no replica now; switch --back will start 1")
 	}
-	if err := createRecord(ctx, c.kube, rec, crds); err != nil {
+
+	// hivekeeper's image, before anything else changes: a failure leaves
+	// nothing to undo, and the record is put back as it was.
+	if err := pullCheck(ctx, c.kube, hk, o.wait, o.interval); err != nil {
+		if rerr := restoreRecord(context.WithoutCancel(ctx), c.kube, rec, prevObj); rerr != nil {
+			return r, errors.Join(err, rerr)
+		}
+		rec.Holder, r.undone = nil, true
 		return r, err
 	}
-	p.step("recorded ToolHive's operator %s/%s (%s) and its %s in ConfigMap %s/%s",
-		op.Namespace, op.Name, count(int(rec.Operator.Replicas), "replica", "replicas"), count(len(crds), "CRD", "CRDs"), hk.Namespace, recordName)
+	p.step("hivekeeper's image %s pulled and started", hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image)
 
-	// 4. What would scale the operator back up, or put ToolHive's CRDs
+	// What would scale the operator back up, or put ToolHive's CRDs
 	// back over hivekeeper's.
-	if err := pauseOwners(ctx, c, rec, keepers(pf.Operator, crds), o.leaveOwners, p); err != nil {
+	if err := pauseOwners(ctx, c, rec, owners, o.leaveOwners, p); err != nil {
 		return r, err
 	}
 
-	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
+	before, err := ownedSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {
 		return r, err
 	}
 	began := time.Now()
-	// 5.
 	if err := scaleTo(ctx, c.kube, op, 0, o.wait, o.interval); err != nil {
 		return r, err
 	}
+	recordEvent(ctx, c.kube, deploymentRefOf(op.Namespace, op.Name), corev1.EventTypeNormal, "ScaledDown",
+		fmt.Sprintf("scaled to 0 by kubectl hivekeeper switch (%s): hivekeeper takes over; the record is ConfigMap %s/%s", rec.Holder.User, hk.Namespace, recordName))
 	p.step("scaled ToolHive's operator %s/%s to 0; its pods are gone", op.Namespace, op.Name)
-	// 6.
 	ours, err := hivekeeperCRDs()
 	if err != nil {
 		return r, err
@@ -287,7 +392,6 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	} else if n > 0 {
 		p.step("set hivekeeper's admission policy back to the validation actions switch --back had set aside")
 	}
-	// 7.
 	if err := scaleTo(ctx, c.kube, hk, o.replicas, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -305,18 +409,21 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	}
 	r.Outcome = compareSnapshots(before, after, pf.Prediction.Restarts)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
+	r.conclude()
 	rec.Phase, rec.Restarted = phaseSwitched, r.Outcome.Restarted
-	if err := saveRecord(ctx, c.kube, rec); err != nil {
+	if err := finish(ctx, c.kube, rec, p, r.Summary); err != nil {
 		return r, err
 	}
-	r.conclude()
 	return r, nil
 }
 
 // switchBack hands the workloads back to ToolHive's operator, as the
 // record of the last switch has it.
-func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*SwitchReport, error) {
+func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_ *SwitchReport, err error) {
 	r := &SwitchReport{Direction: "toolhive", Steps: []string{}}
+	if o.target != (Target{}) {
+		r.Cluster = &o.target
+	}
 	p.r = r
 	hk, err := findHivekeeper(ctx, c.kube, o.hkNamespace, o.hkName)
 	if err != nil {
@@ -328,6 +435,16 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	}
 	if rec == nil {
 		return r.refuse(exitBlocked, fmt.Sprintf("no switch is recorded (no ConfigMap %s/%s): there is nothing to go back from", hk.Namespace, recordName)), nil
+	}
+	if why := inProgress(rec, time.Now(), o.force); why != "" {
+		return r.refuse(exitBlocked, why), nil
+	}
+	if rec.Phase == phaseBack {
+		at := rec.Started.Format(time.RFC3339)
+		if rec.Finished != nil {
+			at = rec.Finished.Format(time.RFC3339)
+		}
+		return r.refuse(exitBlocked, fmt.Sprintf("the last switch went back already (ConfigMap %s/%s, phase back, %s): there is nothing to go back from", hk.Namespace, recordName, at)), nil
 	}
 	crds, err := recordedCRDs(ctx, c.kube, hk.Namespace)
 	if err != nil {
@@ -354,12 +471,37 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := withInstanceID(ctx, c.kube, settings.Flags, &opts); err != nil {
-		return nil, err
+	if !o.yes {
+		ok, err := o.confirm(fmt.Sprintf("Hand the workloads of %s back from hivekeeper %s/%s to ToolHive's operator %s/%s?", o.target, hk.Namespace, hk.Name, op.Namespace, op.Name))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return r.refuse(exitBlocked, "not confirmed: nothing was changed"), nil
+		}
 	}
-	before, err := takeSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
+
+	// The record, first: this run holds it until it ends.
+	took := rec.Holder
+	rec.Phase, rec.Holder, rec.Failed, rec.Finished = phaseGoingBack, o.holder("switch --back"), "", nil
+	if err := saveRecord(ctx, c.kube, rec); errors.Is(err, errTaken) {
+		return r.refuse(exitBlocked, takenWhy(ctx, c.kube, hk.Namespace)), nil
+	} else if err != nil {
+		return r, err
+	}
+	if took != nil {
+		recordEvent(ctx, c.kube, recordRef(hk.Namespace), corev1.EventTypeWarning, "TakenOver", fmt.Sprintf("%s took the record over (--force) from %s, silent since %s", rec.Holder.User, took, took.Renewed.UTC().Format(time.RFC3339)))
+		p.note("took the record over from %s, which had not renewed it since %s", took, took.Renewed.UTC().Format(time.RFC3339))
+	}
+	recordEvent(ctx, c.kube, recordRef(hk.Namespace), corev1.EventTypeNormal, "SwitchBackStarted", "switch --back started by "+rec.Holder.String())
+	ctx, release := hold(ctx, c.kube, rec, p)
+	defer release(&err)
+	if err := withInstanceID(ctx, c.kube, settings.Flags, &opts); err != nil {
+		return r, err
+	}
+	before, err := ownedSnapshot(ctx, c.kube, c.toolhive, opts.Namespaces)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	began := time.Now()
 	if err := scaleTo(ctx, c.kube, hk, 0, o.wait, o.interval); err != nil {
@@ -383,6 +525,8 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	if err := scaleTo(ctx, c.kube, op, rec.Operator.Replicas, o.wait, o.interval); err != nil {
 		return r, err
 	}
+	recordEvent(ctx, c.kube, deploymentRefOf(op.Namespace, op.Name), corev1.EventTypeNormal, "ScaledUp",
+		fmt.Sprintf("scaled to %d by kubectl hivekeeper switch --back (%s); the record is ConfigMap %s/%s", rec.Operator.Replicas, rec.Holder.User, hk.Namespace, recordName))
 	p.step("scaled ToolHive's operator %s/%s to %d; it is ready", op.Namespace, op.Name, rec.Operator.Replicas)
 	after, settled, err := settle(ctx, c, opts.Namespaces, o.quiet, o.wait, o.interval)
 	if err != nil {
@@ -400,12 +544,76 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 	}
 	r.Outcome = compareSnapshots(before, after, expected)
 	r.Outcome.Settled, r.Outcome.Took = settled, time.Since(began).Round(time.Second).String()
-	if err := deleteRecord(ctx, c.kube, hk.Namespace); err != nil {
+	r.conclude()
+	rec.Phase = phaseBack
+	if err := finish(ctx, c.kube, rec, p, r.Summary); err != nil {
 		return r, err
 	}
-	p.step("deleted the record %s/%s", hk.Namespace, recordName)
-	r.conclude()
 	return r, nil
+}
+
+// hold makes rec, just written, this run's lock until it ends: each step
+// renews it (and is an event on it). The context returned is cancelled
+// when a renewal finds the record taken over by another run. release,
+// deferred with the run's error, ends the hold of a run that did not
+// finish: the holder is cleared and the error kept (the phase stays, for
+// switch --back); the error of a run that lost the record becomes that.
+func hold(ctx context.Context, kube kubernetes.Interface, rec *switchRecord, p *progress) (context.Context, func(*error)) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	p.onStep = func(step string) {
+		rec.Step, rec.Holder.Renewed = step, metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		if err := saveRecord(ctx, kube, rec); errors.Is(err, errTaken) {
+			cancel(err)
+		}
+		recordEvent(ctx, kube, recordRef(rec.Hivekeeper.Namespace), corev1.EventTypeNormal, "Step", step)
+	}
+	return ctx, func(errp *error) {
+		defer cancel(nil)
+		p.onStep = nil
+		if cause := context.Cause(ctx); errors.Is(cause, errTaken) {
+			*errp = cause
+			return
+		}
+		if rec.Holder == nil {
+			return
+		}
+		rec.Holder, rec.Finished = nil, ptr.To(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
+		if *errp != nil {
+			rec.Failed = (*errp).Error()
+		}
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer scancel()
+		if err := saveRecord(sctx, kube, rec); err != nil && *errp == nil {
+			*errp = err
+		}
+		if *errp != nil {
+			recordEvent(sctx, kube, recordRef(rec.Hivekeeper.Namespace), corev1.EventTypeWarning, "Failed", (*errp).Error())
+		}
+	}
+}
+
+// finish saves the record of a run that ran to the end, released, and
+// says so.
+func finish(ctx context.Context, kube kubernetes.Interface, rec *switchRecord, p *progress, summary string) error {
+	p.onStep = nil
+	held := rec.Holder
+	rec.Holder, rec.Failed, rec.Finished = nil, "", ptr.To(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
+	if err := saveRecord(ctx, kube, rec); err != nil {
+		rec.Holder = held
+		return err
+	}
+	recordEvent(ctx, kube, recordRef(rec.Hivekeeper.Namespace), corev1.EventTypeNormal, "Finished", summary)
+	p.step("released the record %s/%s, phase %s: the trace of this switch until the next one", rec.Hivekeeper.Namespace, recordName, rec.Phase)
+	return nil
+}
+
+// takenWhy says who took the record first, as read now.
+func takenWhy(ctx context.Context, kube kubernetes.Interface, ns string) string {
+	why := "another run of kubectl hivekeeper took the record " + ns + "/" + recordName + " meanwhile"
+	if rec, err := readRecord(ctx, kube, ns); err == nil && rec != nil && rec.Holder != nil {
+		why += ": " + inProgress(rec, time.Now(), false)
+	}
+	return why
 }
 
 // stillStopped fails when ToolHive's operator was scaled up again while
@@ -414,7 +622,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (*
 func stillStopped(ctx context.Context, kube kubernetes.Interface, op *appsv1.Deployment) error {
 	now, err := kube.AppsV1().Deployments(op.Namespace).Get(ctx, op.Name, getOpts)
 	if err != nil {
-		return fmt.Errorf("reading ToolHive's operator %s/%s again: %w", op.Namespace, op.Name, err)
+		return fmt.Errorf("reading ToolHive's operator %s/%s again: %w", op.Namespace, op.Name, readError(err, "get", "deployments", op.Namespace))
 	}
 	if n := ptr.Deref(now.Spec.Replicas, 1); n != 0 {
 		return fmt.Errorf("ToolHive's operator %s/%s was scaled back to %d while hivekeeper took over, by something the switch did not pause: "+
@@ -462,7 +670,9 @@ func (r *SwitchReport) write(w io.Writer, format string) error {
 	t := &text{w: w}
 	if r.Failed != "" {
 		t.line(0, "FAILED: %s", r.Failed)
-		if len(r.Steps) > 0 {
+		if r.undone {
+			t.line(1, "nothing was changed: the record is as it was before this switch")
+		} else if len(r.Steps) > 0 {
 			if r.Direction == "hivekeeper" {
 				t.line(1, "kubectl hivekeeper switch --back undoes the steps above")
 			} else {

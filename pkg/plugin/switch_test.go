@@ -1,9 +1,10 @@
-package main
+package plugin
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -125,7 +126,9 @@ func switchClients(t *testing.T, crds ...runtime.Object) clients {
 
 func testSwitchOptions() switchOptions {
 	return switchOptions{preflight: preflightOptions{timeout: time.Minute}, replicas: 2,
-		quiet: 50 * time.Millisecond, wait: 10 * time.Second, interval: 10 * time.Millisecond}
+		quiet: 50 * time.Millisecond, wait: 10 * time.Second, interval: 10 * time.Millisecond,
+		yes: true, lockTimeout: time.Minute, host: "laptop", version: "v1.2.3",
+		target: Target{Context: "prod", Cluster: "prod-eu", Server: "https://prod.example.com", User: "alice"}}
 }
 
 // writes are the writes the clients received, in order, as "verb
@@ -135,7 +138,7 @@ func writes(c clients) []string {
 	for _, f := range []*clienttesting.Fake{&c.kube.(*k8sfake.Clientset).Fake, &c.crds.(*apiextensionsfake.Clientset).Fake, &c.dyn.(*dynamicfake.FakeDynamicClient).Fake, &c.toolhive.(*thfake.Clientset).Fake} {
 		for _, a := range f.Actions() {
 			w, ok := toWrite(a)
-			if !ok {
+			if !ok || w.gvr.Resource == "events" {
 				continue
 			}
 			if ca, ok := a.(clienttesting.CreateAction); ok && w.name == "" {
@@ -150,6 +153,12 @@ func writes(c clients) []string {
 		f.ClearActions()
 	}
 	return out
+}
+
+// withoutRenewals are ws without the patches of the record: a run
+// renews it at every step.
+func withoutRenewals(ws []string) []string {
+	return slices.DeleteFunc(ws, func(w string) bool { return w == "patch configmaps hivekeeper-switch" })
 }
 
 func replicasOf(t *testing.T, c clients, ns, name string) int32 {
@@ -200,14 +209,11 @@ func TestSwitchAndBack(t *testing.T) {
 		t.Fatalf("switch exit %d: %s\n%s", r.ExitCode, r.Summary, out.String())
 	}
 	want := []string{
+		"create configmaps hivekeeper-switch", // the lock, first
 		"create pods hivekeeper-pull-check-",
 		"delete pods hivekeeper-pull-check-x1",
-		"create configmaps hivekeeper-switch",
-		"patch configmaps hivekeeper-switch", // each pause is recorded before it is made
-		"patch configmaps hivekeeper-switch",
 		"patch deployments toolhive-operator",
 		"patch deployments hivekeeper",
-		"patch configmaps hivekeeper-switch",
 	}
 	var crdWrites []string
 	for _, crd := range ours {
@@ -219,7 +225,7 @@ func TestSwitchAndBack(t *testing.T) {
 	}
 	want = append(want, crdWrites...)
 	want = append(want, "patch applications toolhive", "patch applications toolhive-crds")
-	if got := writes(c); !slices.Equal(got, want) {
+	if got := withoutRenewals(writes(c)); !slices.Equal(got, want) {
 		t.Errorf("switch wrote\n %s\nwant\n %s", strings.Join(got, "\n "), strings.Join(want, "\n "))
 	}
 	if n := replicasOf(t, c, "toolhive-system", "toolhive-operator"); n != 0 {
@@ -280,13 +286,12 @@ func TestSwitchAndBack(t *testing.T) {
 		"patch deployments hivekeeper",
 		"patch validatingadmissionpolicybindings hivekeeper-workloads",
 		"patch deployments toolhive-operator",
-		"delete configmaps hivekeeper-switch",
 		"update customresourcedefinitions " + mcpservers.Name,
 		"patch applications toolhive",
 		"patch applications toolhive-crds",
 		"patch virtualmcpcompositetooldefinitions held",
 	}
-	if got := writes(c); !slices.Equal(got, want) {
+	if got := withoutRenewals(writes(c)); !slices.Equal(got, want) {
 		t.Errorf("switch --back wrote\n %s\nwant\n %s", strings.Join(got, "\n "), strings.Join(want, "\n "))
 	}
 	if n := replicasOf(t, c, "toolhive-system", "toolhive-operator"); n != 1 {
@@ -317,7 +322,8 @@ func TestSwitchAndBack(t *testing.T) {
 	if !slices.Equal(actions(b.Spec.ValidationActions), []string{"Warn"}) || b.Annotations[annotationSetAside] != `["Deny"]` {
 		t.Errorf("the policy binding after switch --back: %v, annotations %v", b.Spec.ValidationActions, b.Annotations)
 	}
-	if rec, err := readRecord(context.Background(), c.kube, "hivekeeper-system"); rec != nil || err != nil {
+	// The record stays, released, as the trace of the switch.
+	if rec, err := readRecord(context.Background(), c.kube, "hivekeeper-system"); err != nil || rec == nil || rec.Phase != phaseBack || rec.Holder != nil || rec.Finished == nil {
 		t.Errorf("the record after switch --back: %+v, %v", rec, err)
 	}
 
@@ -444,8 +450,9 @@ func TestPullCheck(t *testing.T) {
 			case tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)):
 				t.Fatalf("switch: %v, want an error naming %s", err, tc.fails)
 			case tc.fails != "":
-				if got := writes(c); !slices.Equal(got, []string{"create pods hivekeeper-pull-check-", "delete pods hivekeeper-pull-check-x1"}) {
-					t.Errorf("a switch whose image does not pull wrote %v", got)
+				want := []string{"create configmaps hivekeeper-switch", "create pods hivekeeper-pull-check-", "delete pods hivekeeper-pull-check-x1", "delete configmaps hivekeeper-switch"}
+				if got := withoutRenewals(writes(c)); !slices.Equal(got, want) {
+					t.Errorf("a switch whose image does not pull wrote %v, want %v: nothing but the record, put back", got, want)
 				}
 			}
 		})
@@ -576,7 +583,7 @@ func TestRecordKeepsTheCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &switchRecord{Phase: phaseSwitching, Hivekeeper: deploymentRef{Namespace: "hk", Name: "hivekeeper", Replicas: 2}}
-	if err := createRecord(context.Background(), kube, rec, ours); err != nil {
+	if err := createRecord(context.Background(), kube, rec, ours, nil); err != nil {
 		t.Fatal(err)
 	}
 	back, err := recordedCRDs(context.Background(), kube, "hk")
@@ -594,8 +601,8 @@ func TestRecordKeepsTheCRDs(t *testing.T) {
 	if n := len(cm.BinaryData[crdsKey]); n*4 > len(raw) {
 		t.Errorf("the record holds %d bytes for %d bytes of CRDs", n, len(raw))
 	}
-	if err := createRecord(context.Background(), kube, rec, ours); err == nil {
-		t.Error("a second record was created over the first")
+	if err := createRecord(context.Background(), kube, rec, ours, nil); !errors.Is(err, errTaken) {
+		t.Errorf("a second record over the first: %v, want errTaken", err)
 	}
 }
 

@@ -1,12 +1,14 @@
-package main
+package plugin
 
 import (
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,8 +35,15 @@ const (
 
 // The phases of a record.
 const (
+	// phaseSwitching: a switch to hivekeeper started and did not finish.
 	phaseSwitching = "switching"
-	phaseSwitched  = "switched"
+	// phaseSwitched: hivekeeper runs the workloads.
+	phaseSwitched = "switched"
+	// phaseGoingBack: a switch --back started and did not finish.
+	phaseGoingBack = "going-back"
+	// phaseBack: ToolHive's operator runs the workloads again; the record
+	// stays as the trace of the last switch, and the next one replaces it.
+	phaseBack = "back"
 )
 
 // fieldManager names the plugin's writes in managedFields.
@@ -43,9 +52,19 @@ const fieldManager = "kubectl-hivekeeper"
 // switchRecord is what a switch changed, to undo it.
 type switchRecord struct {
 	// Phase is "switching" until hivekeeper runs the workloads, then
-	// "switched".
+	// "switched"; "going-back" during a switch --back, then "back".
 	Phase   string      `json:"phase"`
 	Started metav1.Time `json:"started"`
+	// Holder is the run of the plugin that holds the record, as a lock:
+	// no other switch or switch --back starts while it does. nil when no
+	// run does (it ended, done or failed).
+	Holder *holder `json:"holder,omitempty"`
+	// Step is the last step done.
+	Step string `json:"step,omitempty"`
+	// Failed is the error the last run stopped on, empty when it did not.
+	Failed string `json:"failed,omitempty"`
+	// Finished is when the last run ended.
+	Finished *metav1.Time `json:"finished,omitempty"`
 	// Operator is ToolHive's operator and the replicas it ran.
 	Operator deploymentRef `json:"operator"`
 	// Hivekeeper is hivekeeper's Deployment and what it was scaled to.
@@ -57,6 +76,40 @@ type switchRecord struct {
 	// where hivekeeper's differs on purpose), so switch --back expects
 	// their restarts and no others.
 	Restarted []Change `json:"restarted,omitempty"`
+
+	// rv is the resourceVersion of the record as this run last wrote or
+	// read it: every write is conditional on it, so a run that lost the
+	// record to another (--force) finds out at its next write.
+	rv string
+}
+
+// holder is who runs a switch on the record.
+type holder struct {
+	// User is the kubeconfig's user (and whom it impersonates), or the
+	// ServiceAccount in a pod.
+	User string `json:"user"`
+	Host string `json:"host"`
+	// Version is the plugin's.
+	Version string `json:"version"`
+	// Command is "switch" or "switch --back".
+	Command string      `json:"command"`
+	Since   metav1.Time `json:"since"`
+	// Renewed is when the holder last wrote the record: at every step.
+	Renewed metav1.Time `json:"renewed"`
+	// Timeout is how long the holder may go without renewing before
+	// another run may take the record over with --force: longer than any
+	// of its steps may wait.
+	Timeout metav1.Duration `json:"timeout"`
+}
+
+// stale reports whether h has not renewed the record for longer than its
+// timeout, at now.
+func (h *holder) stale(now time.Time) bool {
+	return now.Sub(h.Renewed.Time) > h.Timeout.Duration
+}
+
+func (h *holder) String() string {
+	return fmt.Sprintf("%s on %s (kubectl-hivekeeper %s, %s) since %s", h.User, h.Host, h.Version, h.Command, h.Since.UTC().Format(time.RFC3339))
 }
 
 type deploymentRef struct {
@@ -86,9 +139,16 @@ func recordConfigMap(ns string, rec *switchRecord) (*corev1.ConfigMap, error) {
 	}, nil
 }
 
-// createRecord writes a new record with ToolHive's CRDs; it fails when one
-// exists, so two switches cannot run at once.
-func createRecord(ctx context.Context, kube kubernetes.Interface, rec *switchRecord, crds []*apiextensionsv1.CustomResourceDefinition) error {
+// errTaken is the error of a run that found the record taken by
+// another.
+var errTaken = errors.New("another run of kubectl hivekeeper took the record first")
+
+// createRecord writes a new record with ToolHive's CRDs, as the lock of
+// this run: over prev, the record read before (a switch that went back, a
+// holder taken over), only if it did not change since; when prev is nil,
+// only if there is none. Otherwise it returns errTaken: two runs cannot
+// both take it.
+func createRecord(ctx context.Context, kube kubernetes.Interface, rec *switchRecord, crds []*apiextensionsv1.CustomResourceDefinition, prev *corev1.ConfigMap) error {
 	cm, err := recordConfigMap(rec.Hivekeeper.Namespace, rec)
 	if err != nil {
 		return err
@@ -102,42 +162,99 @@ func createRecord(ctx context.Context, kube kubernetes.Interface, rec *switchRec
 		return err
 	}
 	cm.BinaryData = map[string][]byte{crdsKey: gz.Bytes()}
-	if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+	var written *corev1.ConfigMap
+	if prev == nil {
+		written, err = kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+	} else {
+		cm.ResourceVersion = prev.ResourceVersion
+		written, err = kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return errTaken
+	}
+	if err != nil {
 		return fmt.Errorf("recording the switch in ConfigMap %s/%s: %w", cm.Namespace, recordName, err)
+	}
+	rec.rv = written.ResourceVersion
+	return nil
+}
+
+// restoreRecord puts back prev, the record as it was before this run
+// took it (deletes it when there was none), conditional on this run
+// still holding it: for a run that stopped before it changed anything.
+func restoreRecord(ctx context.Context, kube kubernetes.Interface, rec *switchRecord, prev *corev1.ConfigMap) error {
+	api := kube.CoreV1().ConfigMaps(rec.Hivekeeper.Namespace)
+	var err error
+	if prev == nil {
+		err = api.Delete(ctx, recordName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: preconditionOf(rec.rv)}})
+	} else {
+		back := prev.DeepCopy()
+		back.ResourceVersion = rec.rv
+		_, err = api.Update(ctx, back, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("putting back the record %s/%s as it was: %w", rec.Hivekeeper.Namespace, recordName, err)
 	}
 	return nil
 }
 
-// saveRecord writes rec over the record, keeping the CRDs.
+// preconditionOf is a resourceVersion precondition, nil for none.
+func preconditionOf(rv string) *string {
+	if rv == "" {
+		return nil
+	}
+	return &rv
+}
+
+// saveRecord writes rec over the record, keeping the CRDs, if the record
+// is still as this run last saw it: a record another run took over (with
+// --force) is left to it, and the error says so.
 func saveRecord(ctx context.Context, kube kubernetes.Interface, rec *switchRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"data": map[string]string{recordKey: string(b)}})
+	body := map[string]any{"data": map[string]string{recordKey: string(b)}}
+	if rec.rv != "" {
+		body["metadata"] = map[string]any{"resourceVersion": rec.rv}
+	}
+	patch, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	if _, err := kube.CoreV1().ConfigMaps(rec.Hivekeeper.Namespace).Patch(ctx, recordName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+	cm, err := kube.CoreV1().ConfigMaps(rec.Hivekeeper.Namespace).Patch(ctx, recordName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("the record %s/%s changed under this run (%w, with --force?): stopping here, to leave the cluster to it", rec.Hivekeeper.Namespace, recordName, errTaken)
+	}
+	if err != nil {
 		return fmt.Errorf("updating the record %s/%s: %w", rec.Hivekeeper.Namespace, recordName, err)
 	}
+	rec.rv = cm.ResourceVersion
 	return nil
 }
 
 // readRecord is the record in ns, nil when there is none.
 func readRecord(ctx context.Context, kube kubernetes.Interface, ns string) (*switchRecord, error) {
+	rec, _, err := readRecordObject(ctx, kube, ns)
+	return rec, err
+}
+
+// readRecordObject is the record in ns and its ConfigMap, nils when there
+// is none.
+func readRecordObject(ctx context.Context, kube kubernetes.Interface, ns string) (*switchRecord, *corev1.ConfigMap, error) {
 	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, recordName, getOpts)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the record %s/%s: %w", ns, recordName, err)
+		return nil, nil, fmt.Errorf("reading the record %s/%s: %w", ns, recordName, readError(err, "get", "configmaps", ns))
 	}
 	rec := &switchRecord{}
 	if err := json.Unmarshal([]byte(cm.Data[recordKey]), rec); err != nil {
-		return nil, fmt.Errorf("the record %s/%s: %s: %w", ns, recordName, recordKey, err)
+		return nil, nil, fmt.Errorf("the record %s/%s: %s: %w", ns, recordName, recordKey, err)
 	}
-	return rec, nil
+	rec.rv = cm.ResourceVersion
+	return rec, cm, nil
 }
 
 // recordedCRDs are ToolHive's CRDs as the record keeps them.
@@ -161,29 +278,17 @@ func recordedCRDs(ctx context.Context, kube kubernetes.Interface, ns string) ([]
 	return crds, nil
 }
 
-func deleteRecord(ctx context.Context, kube kubernetes.Interface, ns string) error {
-	err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, recordName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the record %s/%s: %w", ns, recordName, err)
-	}
-	return nil
-}
-
 // pausable are the kinds of tool switch can pause, and how.
 var pausable = map[string]struct {
 	gvr schema.GroupVersionResource
-	// defaultNamespace is where the object lives when the mark on the
-	// operator does not say.
-	defaultNamespace string
 	// pause is the merge patch that pauses it; resume reads the object and
 	// returns the patch that undoes pause, nil when it is paused already.
 	pause  string
 	resume func(obj *unstructured.Unstructured) ([]byte, error)
 }{
 	"Argo CD Application": {
-		gvr:              schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
-		defaultNamespace: "argocd",
-		pause:            `{"spec":{"syncPolicy":{"automated":null}}}`,
+		gvr:   schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
+		pause: `{"spec":{"syncPolicy":{"automated":null}}}`,
 		resume: func(obj *unstructured.Unstructured) ([]byte, error) {
 			auto, found, err := unstructured.NestedFieldCopy(obj.Object, "spec", "syncPolicy", "automated")
 			if err != nil || !found || auto == nil {
@@ -270,10 +375,8 @@ func pauseOwners(ctx context.Context, c clients, rec *switchRecord, keepers []ke
 		if !ok {
 			continue
 		}
+		// locateOwners found it, in this namespace, before any write.
 		ns := o.Namespace
-		if ns == "" {
-			ns = kind.defaultNamespace
-		}
 		if leave {
 			p.note("%s %s/%s keeps %s: left as it is (--leave-owners)", o.Kind, ns, o.Name, k.what)
 			continue

@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type clients struct {
 	dyn dynamic.Interface
 }
 
-func newClients(cfg *rest.Config) (clients, error) {
+func newClients(cfg *rest.Config, version string) (clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-hivekeeper/" + version
 	// A preflight lists a handful of resources per namespace: enough

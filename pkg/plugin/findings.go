@@ -1,4 +1,4 @@
-package main
+package plugin
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type Finding struct {
 func findings(ctx context.Context, r *run) (refused, ignored []Finding, err error) {
 	refused, ignored = []Finding{}, []Finding{}
 	for _, l := range toolhiveLists {
-		list, err := l.list(ctx, r.th, metav1.NamespaceAll)
+		list, err := l.list(ctx, r.th, metav1.NamespaceAll, metav1.ListOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
