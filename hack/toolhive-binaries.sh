@@ -4,10 +4,9 @@
 # writes for MCPServer and MCPRemoteProxy), vmcp (runs a VirtualMCPServer's
 # config) and thv-operator (ToolHive's operator, whose output the
 # differential and handover suites compare with hivekeeper's). The releases
-# are hack/versions.env's: TOOLHIVE_VERSION, the release users run and the
-# suites judge by, and each of TOOLHIVE_PREVIOUS_VERSIONS, the older
-# releases a user may still be on, which the handover suite also switches
-# from.
+# are hack/versions.env's: TOOLHIVE_VERSION, the release users run, and
+# each of TOOLHIVE_PREVIOUS_VERSIONS, the older releases a user may still be
+# on; the handover suite switches from each of them.
 #
 # A release with a build module in hack/toolhive-build/<release>/ is built
 # from there with TOOLHIVE_GOTOOLCHAIN (v0.63.0 and v0.66.0 need Go 1.27):
@@ -25,8 +24,9 @@
 # Any other release is built as published with `go install module@version`.
 #
 # Idempotent: when every binary exists for every release this prints the
-# folder of TOOLHIVE_VERSION's and returns at once; each older release's is
-# its sibling folder named after that release. The folder is the only thing
+# folder of TOOLHIVE_SUITES_VERSION's (the release the suites' recorded
+# expectations are of) and returns at once; every release's folder is a
+# sibling named after it. The folder is the only thing
 # printed on stdout, so callers can do: dir=$(hack/toolhive-binaries.sh).
 set -euo pipefail
 
@@ -134,4 +134,4 @@ build "${TOOLHIVE_VERSION}"
 for v in ${TOOLHIVE_PREVIOUS_VERSIONS}; do
   build "${v}"
 done
-echo "${cache}/toolhive/${TOOLHIVE_VERSION}"
+echo "${cache}/toolhive/${TOOLHIVE_SUITES_VERSION}"

@@ -91,19 +91,36 @@ type scenario struct {
 	// after the switch back, every custom resource must delete under
 	// ToolHive's operator.
 	noRestarts bool
-	// previous runs ToolHive's older release (TOOLHIVE_PREVIOUS_VERSION)
-	// instead of the one users run.
-	previous bool
+	// release runs that ToolHive release (one hack/versions.env pins)
+	// instead of the suites' (TOOLHIVE_SUITES_VERSION).
+	release string
+	// table is the folder of the load's own manifests, under the
+	// repository; empty: the conformance suite's table.
+	table string
 }
 
 var scenarios = []scenario{
 	{name: ""},
 	{name: "production", values: "production-values.yaml"},
-	{name: "v0.47.0", previous: true},
+	{name: "v0.47.0", release: "v0.47.0"},
+	// The release users run, with its chart's defaults and with usage
+	// metrics turned off: hivekeeper writes what it writes (its usage-metrics
+	// variables, the installation's id read from its ConfigMap, the TLS
+	// listener's port), so a switch and back restarts and rewrites nothing.
+	{name: "v0.66.0", release: "v0.66.0", noRestarts: true, table: newestTable, only: newestCases},
+	{name: "v0.66.0-no-usage-metrics", release: "v0.66.0", values: "usage-metrics-off-values.yaml", noRestarts: true, table: newestTable, only: newestCases},
 	// The load without the workloads hivekeeper restarts on purpose
 	// (docs/compatibility.md): what most clusters are.
 	{name: "no-restarts", noRestarts: true, without: restartedOnPurpose},
 }
+
+// newestCases are the load of the scenarios of the release users run: an
+// MCPServer, an MCPRemoteProxy and a VirtualMCPServer each with an embedded
+// authorization server whose TLS listener is a port at that release.
+var newestCases = []string{"table/auth-server-tls-listener.yaml"}
+
+// newestTable holds newestCases' manifests.
+var newestTable = filepath.Join("test", "handover", "testdata", "newest")
 
 // restartedOnPurpose are the cases with a workload whose pods a switch
 // restarts, for a reason docs/compatibility.md gives: host paths
@@ -285,15 +302,11 @@ func newSuite(t *testing.T, sc scenario) *suite {
 	if s.binaries == "" {
 		t.Skipf("handover: %s is not set (make test sets it from hack/toolhive-binaries.sh)", toolhive.BinariesEnv)
 	}
-	if sc.previous {
-		var version string
-		if version, s.module, err = toolhive.PreviousModuleDir(); err != nil {
+	if sc.release != "" {
+		if s.module, err = toolhive.ReleaseModuleDir(sc.release); err != nil {
 			t.Fatal(err)
 		}
-		if version != sc.name {
-			t.Fatalf("hack/versions.env pins ToolHive %s as the older release; the scenario and its lists are %s's", version, sc.name)
-		}
-		s.binaries = toolhive.PreviousBinaries(s.binaries, version)
+		s.binaries = toolhive.ReleaseBinaries(s.binaries, sc.release)
 	} else if s.module, err = toolhive.ModuleDir(); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +314,11 @@ func newSuite(t *testing.T, sc scenario) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cases, err = toolhive.CasesOf(filepath.Join(root, "test", "conformance", "testdata", "table"), s.module, toolhive.HandoverKinds); err != nil {
+	table := filepath.Join(root, "test", "conformance", "testdata", "table")
+	if sc.table != "" {
+		table = filepath.Join(root, sc.table)
+	}
+	if s.cases, err = toolhive.CasesOf(table, s.module, toolhive.HandoverKinds); err != nil {
 		t.Fatal(err)
 	}
 	if sc.without != nil {
@@ -329,7 +346,12 @@ func newSuite(t *testing.T, sc scenario) *suite {
 		t.Fatal(err)
 	}
 	var unmapped []operatorenv.Variable
-	if s.operatorFlags, unmapped, err = operatorenv.Flags(chartEnv); err != nil {
+	if _, unmapped, err = operatorenv.Flags(chartEnv); err != nil {
+		t.Fatal(err)
+	}
+	// With the release hivekeeper writes for the operator's and the
+	// namespace of the installation's id, as preflight gives them.
+	if s.operatorFlags, err = toolhive.ChartFlags(s.module, s.values); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range unmapped {
@@ -504,9 +526,9 @@ var toolhiveDeploysNothing = map[string]string{
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp":  "its OIDC client secret is not in the file",
 }
 
-// previousDeploysNothing are the workloads ToolHive's older release
-// deploys nothing for besides toolhiveDeploysNothing's.
-var previousDeploysNothing = map[string]string{
+// v047DeploysNothing are the workloads ToolHive v0.47.0 deploys nothing
+// for besides toolhiveDeploysNothing's.
+var v047DeploysNothing = map[string]string{
 	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap":     "it fails a permission profile from a ConfigMap",
 	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig, which that release's CRD refuses, is left out",
 }
@@ -514,7 +536,7 @@ var previousDeploysNothing = map[string]string{
 // refused says why ToolHive's operator deploys nothing for a workload of
 // the load ("" when it deploys it).
 func (s *suite) refused(workload string) string {
-	if why := previousDeploysNothing[workload]; why != "" && s.scenario.previous {
+	if why := v047DeploysNothing[workload]; why != "" && s.scenario.release == "v0.47.0" {
 		return why
 	}
 	return toolhiveDeploysNothing[workload]

@@ -31,16 +31,16 @@ func ModuleDir() (string, error) {
 	return dir, err
 }
 
-// PreviousModuleDir is ModuleDir of the older release a user may still be
-// on (TOOLHIVE_PREVIOUS_VERSION), and PreviousBinaries the folder of its
-// binaries beside binaries, the oracle's (hack/toolhive-binaries.sh
-// builds both).
-func PreviousModuleDir() (version, dir string, err error) {
-	return framework.ToolHiveSource(framework.ToolHivePreviousRelease)
+// ReleaseModuleDir is the folder, in the Go module cache, of the source of
+// ToolHive at version (a release hack/versions.env pins), and
+// ReleaseBinaries the folder of its binaries beside binaries, the suites'
+// release's (hack/toolhive-binaries.sh builds every pinned release).
+func ReleaseModuleDir(version string) (string, error) {
+	return framework.ToolHiveSourceAt(version)
 }
 
-// PreviousBinaries returns the folder of the older release's binaries.
-func PreviousBinaries(binaries, version string) string {
+// ReleaseBinaries returns the folder of a release's binaries.
+func ReleaseBinaries(binaries, version string) string {
 	return filepath.Join(filepath.Dir(binaries), version)
 }
 

@@ -141,13 +141,30 @@ const (
 	// ToolHiveAPIRelease is the release whose API (CRDs, examples) hivekeeper
 	// serves.
 	ToolHiveAPIRelease = "TOOLHIVE_API_VERSION"
-	// ToolHiveRuntimeRelease is the release whose binaries the conformance
-	// suite runs.
-	ToolHiveRuntimeRelease = "TOOLHIVE_VERSION"
-	// ToolHivePreviousRelease is the older release a user may still be on,
-	// whose binaries are built too.
-	ToolHivePreviousRelease = "TOOLHIVE_PREVIOUS_VERSION"
+	// ToolHiveRuntimeRelease is the release whose binaries the conformance,
+	// differential and status suites run, and whose output their recorded
+	// expectations are.
+	ToolHiveRuntimeRelease = "TOOLHIVE_SUITES_VERSION"
+	// ToolHiveNewestRelease is the release users run, the newest hivekeeper
+	// writes for.
+	ToolHiveNewestRelease = "TOOLHIVE_VERSION"
 )
+
+// ToolHiveSourceAt returns the folder of ToolHive's source at version in
+// the Go module cache, downloading it first if needed.
+func ToolHiveSourceAt(version string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "toolhive-source.sh"), version)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/toolhive-source.sh %s: %w", version, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
 
 // ToolHiveSource returns the version pinned as release (ToolHiveAPIRelease
 // or ToolHiveRuntimeRelease) and the folder of that release's source in the
