@@ -3,7 +3,9 @@
 // config runs the binary as the non-root user 65532 with the version and
 // source labels, whose filesystem has the CA bundle and the user, and
 // whose binary and kubectl plugin run. `make test` builds the image and
-// names its folder in $HIVEKEEPER_IMAGE.
+// names its folder in $HIVEKEEPER_IMAGE. It also checks that the
+// Dockerfile's context (.dockerignore, the COPY lines) holds every file
+// the two binaries need.
 package image
 
 import (
