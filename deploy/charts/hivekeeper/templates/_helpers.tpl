@@ -35,7 +35,7 @@ app.kubernetes.io/component: controller
 {{- define "hivekeeper.labels" -}}
 helm.sh/chart: {{ include "hivekeeper.chart" . }}
 {{ include "hivekeeper.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "hivekeeper.version" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: hivekeeper
 {{- end }}
@@ -48,11 +48,20 @@ app.kubernetes.io/part-of: hivekeeper
 {{- end }}
 {{- end }}
 
+{{/*
+The controller's version: the image's tag, which defaults to the chart's
+appVersion. `kubectl hivekeeper version` reads it from the Deployment's
+app.kubernetes.io/version label when the image is pinned by digest alone.
+*/}}
+{{- define "hivekeeper.version" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
 {{- define "hivekeeper.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s" .Values.image.repository (include "hivekeeper.version" .) }}
 {{- end }}
 {{- end }}
 
