@@ -49,6 +49,24 @@ app.kubernetes.io/part-of: hivekeeper
 {{- end }}
 
 {{/*
+The Secret with the metrics serving certificate (tls.crt, tls.key) and the
+CA that verifies it (ca.crt): the user's, cert-manager's, or, with the
+ServiceMonitor on, the chart's own. Empty: each pod makes a self-signed one.
+*/}}
+{{- define "hivekeeper.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret }}
+{{- .Values.metrics.certSecret }}
+{{- else if or .Values.metrics.certManager.enabled .Values.serviceMonitor.enabled }}
+{{- include "hivekeeper.fullname" . }}-metrics-tls
+{{- end }}
+{{- end }}
+
+{{/* The metrics Service's name; Prometheus Operator makes it the job label. */}}
+{{- define "hivekeeper.metricsService" -}}
+{{- include "hivekeeper.fullname" . }}-metrics
+{{- end }}
+
+{{/*
 The controller's version: the image's tag, which defaults to the chart's
 appVersion. `kubectl hivekeeper version` reads it from the Deployment's
 app.kubernetes.io/version label when the image is pinned by digest alone.
