@@ -18,6 +18,8 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 COPY cmd/ cmd/
 COPY pkg/ pkg/
+# The CRDs the kubectl plugin embeds.
+COPY config/crd/ config/crd/
 
 ARG TARGETOS=linux
 ARG TARGETARCH

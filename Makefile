@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker dashboard-png clean
+.PHONY: help build test test-unit toolhive-binaries conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,11 +33,15 @@ generate: ## Regenerate clients, deepcopy, CRDs and the chart's copies of them.
 	hack/update-codegen.sh
 	hack/sync-chart.sh
 
-verify: ## Fail if generated code or the chart is stale, code is unformatted or vet complains.
+verify: ## Fail if generated code or the chart is stale, code is unformatted, vet complains or a workflow does not pass actionlint.
 	hack/verify-codegen.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	go vet ./...
 	hack/verify-chart.sh
+	$$(hack/tool.sh actionlint) .github/workflows/*.yml
+
+verify-workflows: ## Check the forge's workflows with actionlint (built once by hack/tool.sh).
+	$$(hack/tool.sh actionlint) .github/workflows/*.yml
 
 lint: verify ## Alias of verify.
 
@@ -89,8 +93,14 @@ image: ## Build the container image without Docker: bin/image/oci (OCI layout) a
 	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/hivekeeper ./cmd/controller
 	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/kubectl-hivekeeper ./cmd/kubectl-hivekeeper
 	GOOS= GOARCH= go run ./hack/image --binary bin/image/hivekeeper --plugin bin/image/kubectl-hivekeeper --arch $$(go env GOARCH) --version $(VERSION) --out bin/image \
-	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --created $(IMAGE_CREATED) \
-	  --ca-certificates-version "$$(dpkg-query -W -f='$${Version}' ca-certificates 2>/dev/null)"
+	  --revision "$$(git rev-parse HEAD 2>/dev/null)" --created $(IMAGE_CREATED)
+
+# The release: semver without the v, from HEAD's tag (v0.1.0 is 0.1.0); on
+# an untagged commit a development version that names it.
+RELEASE_VERSION ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),0.0.0-dev.$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))
+
+release: ## Build a release into dist/: the multi-arch image (OCI layout), SBOM, provenance, the plugin for 6 platforms, krew manifest, chart, SHA256SUMS. A dry run; PUSH=1 pushes the image and the chart.
+	go run ./hack/release -version "$(RELEASE_VERSION)" -out dist $(if $(PUSH),-push ghcr.io/hivekeeper/hivekeeper)
 
 image-docker: ## Build the same image with a Docker engine (BuildKit) from the Dockerfile.
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) -t hivekeeper:$(VERSION) .
@@ -99,4 +109,4 @@ dashboard-png: ## Re-render docs/dashboard.png (needs Debian's chromium).
 	hack/render-dashboard.sh
 
 clean: ## Remove build outputs (keeps the cached API server and tool binaries).
-	rm -rf bin/hivekeeper bin/kubectl-hivekeeper bin/hivekeeper-bench bin/image
+	rm -rf bin/hivekeeper bin/kubectl-hivekeeper bin/hivekeeper-bench bin/image dist

@@ -66,6 +66,18 @@ for values in "${chart}"/ci/*-values.yaml; do
       grep -q 'grafana_dashboard: "1"' "${rendered}" || fail "monitoring: dashboard ConfigMap missing"
       grep -q -- '--log-format=json' "${rendered}" || fail "monitoring: --log-format=json missing"
       grep -q 'scheme: https' "${rendered}" || fail "monitoring: the ServiceMonitor must scrape over HTTPS"
+      sed -n '/^kind: ServiceMonitor$/,/^---$/p' "${rendered}" | grep -q 'bearerTokenFile\|insecureSkipVerify' \
+        && fail "monitoring: the ServiceMonitor must use no bearerTokenFile and verify TLS"
+      grep -q 'name: hivekeeper-metrics-scraper$' "${rendered}" || fail "monitoring: the scrape token Secret missing"
+      grep -q 'type: kubernetes.io/tls' "${rendered}" || fail "monitoring: the chart's metrics certificate Secret missing"
+      grep -q 'serverName: hivekeeper-metrics.hivekeeper-system.svc' "${rendered}" || fail "monitoring: the scrape must verify the Service's name"
+      [[ $(count PrometheusRule "${rendered}") == 1 ]] || fail "monitoring: want a PrometheusRule"
+      ;;
+    certmanager)
+      [[ $(count Certificate "${rendered}") == 1 ]] || fail "certmanager: want a Certificate"
+      grep -q 'type: kubernetes.io/tls' "${rendered}" && fail "certmanager: cert-manager writes the Secret, not the chart"
+      grep -q 'name: prometheus-scrape-token$' "${rendered}" || fail "certmanager: the ServiceMonitor must use the named token Secret"
+      grep -q -- '--metrics-cert-path=' "${rendered}" || fail "certmanager: the pods must serve cert-manager's certificate"
       ;;
   esac
   if [[ -n "${out}" ]]; then
@@ -86,5 +98,8 @@ refuse --set workers=0
 refuse --set 'watchNamespaces={Not_A_Namespace}'
 refuse --set unknownValue=1
 refuse --set 'admissionPolicy.validationActions={Block}'
+refuse --set metrics.certManager.enabled=true
+refuse --set serviceMonitor.enabled=true --set rbac.create=false
+refuse --set serviceMonitor.enabled=true --set serviceMonitor.namespace=monitoring
 
 echo "verify-chart: ok"

@@ -220,20 +220,8 @@ func newRoot(version string, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 	pf.StringVar(&g.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use.")
 	clientcmd.BindOverrideFlags(&g.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log verbosity of the controllers preflight runs, on stderr; 0 logs nothing.")
-	root.AddCommand(newPreflight(g, stdout, stderr), newSwitch(g, stdout, stderr), newStatus(g, stdout), newMigrateStorage(g, stdout), newVersion(version, stdout))
+	root.AddCommand(newPreflight(g, stdout, stderr), newSwitch(g, stdout, stderr), newStatus(g, stdout), newMigrateStorage(g, stdout), newVersion(version, g, stdout, stderr))
 	return root
-}
-
-func newVersion(version string, stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the plugin's version",
-		Args:  noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(stdout, version)
-			return err
-		},
-	}
 }
 
 // noArgs refuses positional arguments as a usage error.

@@ -262,15 +262,16 @@ func TestSnapshotListsWhatTheInformersList(t *testing.T) {
 	}
 }
 
-// Usage errors exit 2 before anything is read; version prints the
-// version.
+// Usage errors exit 2 before anything is read; version --client prints
+// the version.
 func TestExecute(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
 		out  string
 	}{
-		{[]string{"version"}, exitOK, "v1.2.3\n"},
+		{[]string{"version", "--client"}, exitOK, "v1.2.3\n"},
+		{[]string{"version", "extra"}, exitUsage, ""},
 		{[]string{"preflight", "-o", "xml"}, exitUsage, ""},
 		{[]string{"preflight", "extra"}, exitUsage, ""},
 		{[]string{"preflight", "--no-such-flag"}, exitUsage, ""},

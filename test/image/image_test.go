@@ -3,7 +3,9 @@
 // config runs the binary as the non-root user 65532 with the version and
 // source labels, whose filesystem has the CA bundle and the user, and
 // whose binary and kubectl plugin run. `make test` builds the image and
-// names its folder in $HIVEKEEPER_IMAGE.
+// names its folder in $HIVEKEEPER_IMAGE. It also checks that the
+// Dockerfile's context (.dockerignore, the COPY lines) holds every file
+// the two binaries need.
 package image
 
 import (
@@ -100,9 +102,9 @@ func TestImage(t *testing.T) {
 	if err := os.WriteFile(plugin, files["kubectl-hivekeeper"], 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command(plugin, "version").CombinedOutput()
+	out, err = exec.Command(plugin, "version", "--client").CombinedOutput()
 	if err != nil {
-		t.Fatalf("the image's kubectl-hivekeeper version: %v\n%s", err, out)
+		t.Fatalf("the image's kubectl-hivekeeper version --client: %v\n%s", err, out)
 	}
 	if got := strings.TrimSpace(string(out)); got != version {
 		t.Errorf("the image's kubectl plugin says version %q, its label %q", got, version)

@@ -1,6 +1,9 @@
 package deploy_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,8 +266,11 @@ func TestChartDeployment(t *testing.T) {
 
 // Secure metrics are on by default: the flag, the ClusterRoleBinding to
 // system:auth-delegator for the reviews, a reader ClusterRole for scrapers,
-// and a ServiceMonitor that scrapes over HTTPS with its ServiceAccount
-// token. Off, metrics are plain HTTP and no metrics RBAC is rendered.
+// and a ServiceMonitor that scrapes over HTTPS with a bearer token from a
+// Secret (a scraper ServiceAccount bound to the reader role) and verifies
+// the serving certificate the chart makes, which the pods serve, against
+// its CA for the Service's name. Off, metrics are plain HTTP and no
+// metrics RBAC is rendered.
 func TestChartSecureMetrics(t *testing.T) {
 	objs := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true")
 	args := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args
@@ -283,8 +289,51 @@ func TestChartSecureMetrics(t *testing.T) {
 		eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor")[0].Object, "spec", "endpoints")
 		return eps[0].(map[string]any)
 	}
-	if ep := endpoint(objs); ep["scheme"] != "https" || ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" || ep["tlsConfig"] == nil {
+	ep := endpoint(objs)
+	if ep["scheme"] != "https" || ep["bearerTokenFile"] != nil {
 		t.Errorf("ServiceMonitor endpoint %v", ep)
+	}
+	if cred, _, _ := unstructured.NestedStringMap(ep, "authorization", "credentials"); cred["name"] != "hivekeeper-metrics-scraper" || cred["key"] != "token" {
+		t.Errorf("ServiceMonitor authorization %v", ep["authorization"])
+	}
+	tlsCfg, _, _ := unstructured.NestedMap(ep, "tlsConfig")
+	caRef, _, _ := unstructured.NestedStringMap(tlsCfg, "ca", "secret")
+	serverName, _, _ := unstructured.NestedString(tlsCfg, "serverName")
+	if caRef["name"] != "hivekeeper-metrics-tls" || caRef["key"] != "ca.crt" || serverName != "hivekeeper-metrics.hivekeeper-system.svc" || tlsCfg["insecureSkipVerify"] != nil {
+		t.Errorf("ServiceMonitor tlsConfig %v", tlsCfg)
+	}
+	secret := decode[corev1.Secret](t, named(t, objs, "Secret", "hivekeeper-metrics-tls"))
+	verifyServing(t, secret, serverName)
+	pod := decode[appsv1.Deployment](t, find(objs, "Deployment")[0]).Spec.Template.Spec
+	if !slices.Contains(args, "--metrics-cert-path=/etc/hivekeeper/metrics-certs") || len(pod.Volumes) == 0 ||
+		!slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "hivekeeper-metrics-tls" }) {
+		t.Errorf("the pods do not serve hivekeeper-metrics-tls: args %q, volumes %+v", args, pod.Volumes)
+	}
+	scraper := decode[rbacv1.ClusterRoleBinding](t, named(t, objs, "ClusterRoleBinding", "hivekeeper-metrics-scraper"))
+	if scraper.RoleRef.Name != "hivekeeper-metrics-reader" || len(scraper.Subjects) != 1 || scraper.Subjects[0].Name != "hivekeeper-metrics-scraper" || scraper.Subjects[0].Namespace != "hivekeeper-system" {
+		t.Errorf("scraper binding %+v to %+v", scraper.RoleRef, scraper.Subjects)
+	}
+	token := decode[corev1.Secret](t, named(t, objs, "Secret", "hivekeeper-metrics-scraper"))
+	if token.Type != corev1.SecretTypeServiceAccountToken || token.Annotations[corev1.ServiceAccountNameKey] != "hivekeeper-metrics-scraper" {
+		t.Errorf("scraper token Secret %s %v", token.Type, token.Annotations)
+	}
+
+	// With cert-manager, a Certificate for the Service's name writes the
+	// Secret the pods serve and the ServiceMonitor verifies; the chart
+	// makes none.
+	cm := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true",
+		"--set", "metrics.certManager.enabled=true", "--set", "metrics.certManager.issuerRef.name=metrics-ca", "--set", "metrics.certManager.issuerRef.kind=ClusterIssuer")
+	cert := named(t, cm, "Certificate", "hivekeeper-metrics")
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	issuer, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+	if secretName != "hivekeeper-metrics-tls" || !slices.Contains(dnsNames, serverName) || issuer["name"] != "metrics-ca" || issuer["kind"] != "ClusterIssuer" {
+		t.Errorf("Certificate: secret %q, dnsNames %v, issuer %v", secretName, dnsNames, issuer)
+	}
+	for _, o := range find(cm, "Secret") {
+		if o.GetName() == "hivekeeper-metrics-tls" {
+			t.Error("with cert-manager the chart still makes the metrics Secret")
+		}
 	}
 
 	plain := render(t, "hivekeeper", "hivekeeper-system", "--set", "serviceMonitor.enabled=true", "--set", "metrics.secure=false")
@@ -296,8 +345,35 @@ func TestChartSecureMetrics(t *testing.T) {
 			t.Errorf("metrics.secure=false renders %s %s", o.GetKind(), o.GetName())
 		}
 	}
-	if ep := endpoint(plain); ep["scheme"] != "http" || ep["bearerTokenFile"] != nil {
+	if ep := endpoint(plain); ep["scheme"] != "http" || ep["authorization"] != nil || ep["tlsConfig"] != nil {
 		t.Errorf("plain ServiceMonitor endpoint %v", ep)
+	}
+}
+
+// verifyServing checks that the Secret's tls.crt is valid for serverName
+// under its ca.crt, and that tls.key is its key.
+func verifyServing(t *testing.T, s *corev1.Secret, serverName string) {
+	t.Helper()
+	if s.Type != corev1.SecretTypeTLS {
+		t.Errorf("Secret %s is %s", s.Name, s.Type)
+	}
+	if _, err := tls.X509KeyPair(s.Data["tls.crt"], s.Data["tls.key"]); err != nil {
+		t.Errorf("Secret %s: %v", s.Name, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(s.Data["ca.crt"]) {
+		t.Fatalf("Secret %s has no CA", s.Name)
+	}
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	if block == nil {
+		t.Fatalf("Secret %s has no certificate", s.Name)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: serverName, Roots: roots}); err != nil {
+		t.Errorf("the serving certificate does not verify for %s: %v", serverName, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,21 +14,22 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
-// serviceMonitorCRD is a stand-in for the Prometheus Operator's CRD: the
-// kind and group only, any content. The dry-run below checks the
-// ServiceMonitor maps to a served resource; its fields are the operator's
-// to validate.
-func serviceMonitorCRD() *unstructured.Unstructured {
+// standInCRD is a stand-in for another project's CRD (the Prometheus
+// Operator's ServiceMonitor and PrometheusRule, cert-manager's
+// Certificate): the kind and group only, any content. The dry-run below
+// checks the objects map to a served resource; their fields are those
+// projects' to validate.
+func standInCRD(group, kind, plural string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
+		"metadata":   map[string]any{"name": plural + "." + group},
 		"spec": map[string]any{
-			"group": "monitoring.coreos.com",
+			"group": group,
 			"scope": "Namespaced",
 			"names": map[string]any{
-				"kind": "ServiceMonitor", "listKind": "ServiceMonitorList",
-				"plural": "servicemonitors", "singular": "servicemonitor",
+				"kind": kind, "listKind": kind + "List",
+				"plural": plural, "singular": strings.ToLower(kind),
 			},
 			"versions": []any{map[string]any{
 				"name": "v1", "served": true, "storage": true,
@@ -47,16 +49,23 @@ func TestRenderedChartPassesServerSideDryRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := newApplier(t, env.Config)
-	if err := admin.apply(ctx, serviceMonitorCRD(), false); err != nil {
-		t.Fatalf("installing the ServiceMonitor stand-in CRD: %v", err)
+	for _, crd := range []*unstructured.Unstructured{
+		standInCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		standInCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+		standInCRD("cert-manager.io", "Certificate", "certificates"),
+	} {
+		if err := admin.apply(ctx, crd, false); err != nil {
+			t.Fatalf("installing the stand-in CRD %s: %v", crd.GetName(), err)
+		}
 	}
 
 	root := repoRoot(t)
 	teamA, teamB := env.Namespace(t), env.Namespace(t)
 	cases := map[string][]string{
-		"default":    nil,
-		"namespaces": {"--set", "watchNamespaces={" + teamA + "," + teamB + "}"},
-		"monitoring": {"-f", filepath.Join(root, "deploy", "charts", "hivekeeper", "ci", "monitoring-values.yaml")},
+		"default":     nil,
+		"namespaces":  {"--set", "watchNamespaces={" + teamA + "," + teamB + "}"},
+		"monitoring":  {"-f", filepath.Join(root, "deploy", "charts", "hivekeeper", "ci", "monitoring-values.yaml")},
+		"certmanager": {"-f", filepath.Join(root, "deploy", "charts", "hivekeeper", "ci", "certmanager-values.yaml")},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

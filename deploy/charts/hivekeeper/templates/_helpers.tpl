@@ -35,7 +35,7 @@ app.kubernetes.io/component: controller
 {{- define "hivekeeper.labels" -}}
 helm.sh/chart: {{ include "hivekeeper.chart" . }}
 {{ include "hivekeeper.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/version: {{ include "hivekeeper.version" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: hivekeeper
 {{- end }}
@@ -48,11 +48,38 @@ app.kubernetes.io/part-of: hivekeeper
 {{- end }}
 {{- end }}
 
+{{/*
+The Secret with the metrics serving certificate (tls.crt, tls.key) and the
+CA that verifies it (ca.crt): the user's, cert-manager's, or, with the
+ServiceMonitor on, the chart's own. Empty: each pod makes a self-signed one.
+*/}}
+{{- define "hivekeeper.metricsCertSecret" -}}
+{{- if .Values.metrics.certSecret }}
+{{- .Values.metrics.certSecret }}
+{{- else if or .Values.metrics.certManager.enabled .Values.serviceMonitor.enabled }}
+{{- include "hivekeeper.fullname" . }}-metrics-tls
+{{- end }}
+{{- end }}
+
+{{/* The metrics Service's name; Prometheus Operator makes it the job label. */}}
+{{- define "hivekeeper.metricsService" -}}
+{{- include "hivekeeper.fullname" . }}-metrics
+{{- end }}
+
+{{/*
+The controller's version: the image's tag, which defaults to the chart's
+appVersion. `kubectl hivekeeper version` reads it from the Deployment's
+app.kubernetes.io/version label when the image is pinned by digest alone.
+*/}}
+{{- define "hivekeeper.version" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
 {{- define "hivekeeper.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- printf "%s:%s" .Values.image.repository (include "hivekeeper.version" .) }}
 {{- end }}
 {{- end }}
 
