@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
+.PHONY: help build test test-unit toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,6 +21,12 @@ test: test-binaries toolhive-binaries image ## Run every test: unit, integration
 
 toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner, vmcp and thv-operator at the pinned release.
 	@hack/toolhive-binaries.sh >/dev/null
+
+# FROM and TO are ToolHive releases hack/versions.env pins (both built).
+toolhive-delta: test-binaries toolhive-binaries ## Run ToolHive FROM's and TO's operators over the same manifests and write what changed to docs/toolhive-releases.md (make toolhive-delta FROM=v0.63.0 TO=v0.66.0).
+	@test -n "$(FROM)" -a -n "$(TO)" || { echo 'usage: make toolhive-delta FROM=<release> TO=<release>'; exit 2; }
+	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	  TOOLHIVE_DELTA_FROM=$(FROM) TOOLHIVE_DELTA_TO=$(TO) go test -count=1 -timeout 40m -run TestToolHiveDelta ./test/toolhivedelta/ -args -out $(CURDIR)/docs/toolhive-releases.md
 
 conformance: test-binaries toolhive-binaries ## Run only the ToolHive runtime conformance suite.
 	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \

@@ -29,13 +29,21 @@ var (
 	ciList = regexp.MustCompile(`(?s)ciEnvVars\s*=\s*\[\]string\{(.*?)\}`)
 )
 
-// TestEveryOperatorVariableHasACounterpart finds, in the pinned release's
-// source, every environment variable ToolHive's operator reads, and
+// TestEveryOperatorVariableHasACounterpart finds, in the source of the
+// suites' release and of the one users run, every environment variable ToolHive's operator reads, and
 // requires each to be in operatorenv.Variables: a flag of the same meaning
 // or the reason there is none. A variable a new release adds fails here
 // until it is decided.
 func TestEveryOperatorVariableHasACounterpart(t *testing.T) {
-	_, dir, err := framework.ToolHiveSource(framework.ToolHiveRuntimeRelease)
+	for _, release := range []string{framework.ToolHiveRuntimeRelease, framework.ToolHiveNewestRelease} {
+		t.Run(release, func(t *testing.T) { everyOperatorVariable(t, release) })
+	}
+}
+
+// everyOperatorVariable is TestEveryOperatorVariableHasACounterpart for
+// the release hack/versions.env pins as release.
+func everyOperatorVariable(t *testing.T, release string) {
+	_, dir, err := framework.ToolHiveSource(release)
 	if err != nil {
 		t.Skipf("ToolHive's source: %v", err)
 	}

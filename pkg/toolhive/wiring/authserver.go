@@ -438,9 +438,11 @@ func spiffeConfigChecks(c *thv1.EmbeddedAuthServerConfig, r release.Release) []s
 		return nil
 	}
 	var errs []string
+	// ToolHive's operator reports these as its checks return them, with
+	// no field prefix.
 	add := func(err error) {
 		if err != nil {
-			errs = append(errs, "spec.embeddedAuthServer: "+err.Error())
+			errs = append(errs, err.Error())
 		}
 	}
 	if hasSPIFFEX509(c) {

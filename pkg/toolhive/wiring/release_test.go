@@ -130,8 +130,8 @@ func TestSPIFFEByRelease(t *testing.T) {
 		t.Errorf("v0.63.0: %q, want none", got)
 	}
 	got := strings.Join(ExternalAuthConfigReleaseChecks(cfg, v066), "; ")
-	if want := `spec.embeddedAuthServer: SPIFFE X.509 authentication requires an https issuer; ` +
-		`spec.embeddedAuthServer: spiffeTrustDomains[0].bundleSource: type "workload_api" is not supported by this build; only "file" is supported`; got != want {
+	if want := `SPIFFE X.509 authentication requires an https issuer; ` +
+		`spiffeTrustDomains[0].bundleSource: type "workload_api" is not supported by this build; only "file" is supported`; got != want {
 		t.Errorf("v0.66.0:\n got %s\nwant %s", got, want)
 	}
 }
