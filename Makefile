@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker dashboard-png clean
+.PHONY: help build test test-unit test-race toolhive-binaries conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -15,15 +15,33 @@ build: ## Build bin/hivekeeper and the kubectl plugin bin/kubectl-hivekeeper.
 test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok used by tests.
 	@hack/test-binaries.sh >/dev/null
 
+# The binary folders are read in a step of their own under set -e: in
+# `VAR=$$(script) go test` the script's exit status is lost, and a script
+# that failed would leave the variable empty (its suites skip) or wrong.
+# With the variables set, a suite that finds its binaries missing or
+# broken fails instead of skipping (framework.Missing).
+BINARIES := set -euo pipefail; \
+  test_binaries=$$(hack/test-binaries.sh); [[ -d $$test_binaries ]]; export HIVEKEEPER_TEST_BINARIES=$$test_binaries
+TOOLHIVE_BINARIES := toolhive_binaries=$$(hack/toolhive-binaries.sh); [[ -d $$toolhive_binaries ]]; export HIVEKEEPER_TOOLHIVE_BINARIES=$$toolhive_binaries
+
 test: test-binaries toolhive-binaries image ## Run every test: unit, integration against a real kube-apiserver + etcd (and a fuller cluster), ToolHive runtime conformance, the image.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	$(BINARIES); $(TOOLHIVE_BINARIES); \
 	  HIVEKEEPER_IMAGE=$(CURDIR)/bin/image go test -count=1 -timeout 30m ./...
+
+# RACE_PKGS are the packages test-race runs with the race detector: every
+# unit test (-short), and the process tests, which build the binary with
+# -race and fail on a race in it (SIGTERM, leader election).
+RACE_PKGS ?= ./...
+test-race: test-binaries ## Run the unit tests and the process tests (test/integration/process) with the race detector.
+	$(BINARIES); \
+	  go test -race -short -count=1 -timeout 30m $(RACE_PKGS); \
+	  go test -race -count=1 -timeout 15m ./test/integration/process/
 
 toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner, vmcp and thv-operator at the pinned release.
 	@hack/toolhive-binaries.sh >/dev/null
 
 conformance: test-binaries toolhive-binaries ## Run only the ToolHive runtime conformance suite.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	$(BINARIES); $(TOOLHIVE_BINARIES); \
 	  go test -count=1 -timeout 20m ./test/conformance/...
 
 test-unit: ## Run the unit tests only (no API server).
@@ -73,7 +91,8 @@ bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold 
 	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/
+	$(BINARIES); \
+	  HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/
 
 helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 	@hack/helm.sh >/dev/null
