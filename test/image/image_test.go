@@ -31,6 +31,9 @@ const ImageEnv = "HIVEKEEPER_IMAGE"
 func TestImage(t *testing.T) {
 	dir := os.Getenv(ImageEnv)
 	if dir == "" {
+		if testing.Short() {
+			t.Skip("$" + ImageEnv + " is not set (make test builds the image and sets it); skipped with -short")
+		}
 		framework.Missing(t, "$"+ImageEnv+" is not set: `make test` builds the image and sets it")
 	}
 	p, err := layout.FromPath(filepath.Join(dir, "oci"))
