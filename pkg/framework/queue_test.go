@@ -300,6 +300,8 @@ func TestRunExportsBackoff(t *testing.T) {
 	}()
 	l.EnqueueKey(nsA)
 	<-failed
+	// The failure is recorded after the sync returned.
+	waitFor(t, "the failure recorded", func() bool { keys, _ := gatherBackoff(t, name); return keys == 1 })
 	clk.Step(42 * time.Second)
 	waitFor(t, "the failing key exported", func() bool {
 		keys, oldest := gatherBackoff(t, name)
