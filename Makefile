@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
+.PHONY: help build test test-unit test-race toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -15,9 +15,30 @@ build: ## Build bin/hivekeeper and the kubectl plugin bin/kubectl-hivekeeper.
 test-binaries: ## Build (once, cached in ~/.cache/hivekeeper) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok used by tests.
 	@hack/test-binaries.sh >/dev/null
 
+# The binary folders are read in a step of their own under set -e: in
+# `VAR=$$(script) go test` the script's exit status is lost, and a script
+# that failed would leave the variable empty (its suites skip) or wrong.
+# With the variables set, a suite that finds its binaries missing or
+# broken fails instead of skipping (framework.Missing).
+BINARIES := set -euo pipefail; \
+  test_binaries=$$(hack/test-binaries.sh); [[ -d $$test_binaries ]]; export HIVEKEEPER_TEST_BINARIES=$$test_binaries
+TOOLHIVE_BINARIES := toolhive_binaries=$$(hack/toolhive-binaries.sh); [[ -d $$toolhive_binaries ]]; export HIVEKEEPER_TOOLHIVE_BINARIES=$$toolhive_binaries
+
 test: test-binaries toolhive-binaries image ## Run every test: unit, integration against a real kube-apiserver + etcd (and a fuller cluster), ToolHive runtime conformance, the image.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	$(BINARIES); $(TOOLHIVE_BINARIES); \
 	  HIVEKEEPER_IMAGE=$(CURDIR)/bin/image go test -count=1 -timeout 30m ./...
+
+# RACE_PKGS are the packages test-race runs with the race detector: every
+# unit test (-short) but those of the renderers and their golden files,
+# pure functions that start no goroutine, whose tests would take 9 of the
+# 30 minutes -race took on 2 busy cores; then the process tests, which
+# build the binary with -race and fail on a race in it (SIGTERM, leader
+# election). make test runs every package without -race as well.
+RACE_PKGS ?= $(shell go list ./... | grep -v -e /pkg/toolhive/render/ -e /test/golden | sed "s|^github.com/hivekeeper/hivekeeper/|./|")
+test-race: test-binaries ## Run the unit tests and the process tests (test/integration/process) with the race detector.
+	$(BINARIES); \
+	  go test -race -short -count=1 -timeout 30m $(RACE_PKGS); \
+	  go test -race -count=1 -timeout 15m ./test/integration/process/
 
 toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv-proxyrunner, vmcp and thv-operator at the pinned release.
 	@hack/toolhive-binaries.sh >/dev/null
@@ -25,11 +46,11 @@ toolhive-binaries: ## Build (once, cached in ~/.cache/hivekeeper) ToolHive's thv
 # FROM and TO are ToolHive releases hack/versions.env pins (both built).
 toolhive-delta: test-binaries toolhive-binaries ## Run ToolHive FROM's and TO's operators over the same manifests and write what changed to docs/toolhive-releases.md (make toolhive-delta FROM=v0.63.0 TO=v0.66.0).
 	@test -n "$(FROM)" -a -n "$(TO)" || { echo 'usage: make toolhive-delta FROM=<release> TO=<release>'; exit 2; }
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	$(BINARIES); $(TOOLHIVE_BINARIES); \
 	  TOOLHIVE_DELTA_FROM=$(FROM) TOOLHIVE_DELTA_TO=$(TO) go test -count=1 -timeout 40m -run TestToolHiveDelta ./test/toolhivedelta/ -args -out $(CURDIR)/docs/toolhive-releases.md
 
 conformance: test-binaries toolhive-binaries ## Run only the ToolHive runtime conformance suite.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_TOOLHIVE_BINARIES=$$(hack/toolhive-binaries.sh) \
+	$(BINARIES); $(TOOLHIVE_BINARIES); \
 	  go test -count=1 -timeout 20m ./test/conformance/...
 
 test-unit: ## Run the unit tests only (no API server).
@@ -83,7 +104,8 @@ bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold 
 	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
-	HIVEKEEPER_TEST_BINARIES=$$(hack/test-binaries.sh) HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 20m ./test/integration/faults/
+	$(BINARIES); \
+	  HIVEKEEPER_WRITE_RELIABILITY=1 go test -count=1 -timeout 30m ./test/integration/faults/
 
 helm: ## Build the pinned helm into ~/.cache/hivekeeper (once).
 	@hack/helm.sh >/dev/null

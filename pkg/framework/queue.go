@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,13 +14,21 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 )
 
-// DefaultMaxRetries is how often a failing key is retried with backoff
-// before it is dropped (and picked up again by the next event or resync).
-const DefaultMaxRetries = 15
+// MaxRetryDelay caps the per-item backoff of a failing key. A key is never
+// dropped: a sync that keeps failing (a quota, an admission webhook or a
+// missing grant refusing a write, none of which sends the object an event
+// when it is fixed) is retried at this interval for as long as it fails,
+// so it converges at most this long after the cause went away.
+const MaxRetryDelay = 5 * time.Minute
+
+// LongFailure is how long a key fails before each further failure is
+// logged as an error rather than at verbosity 2.
+const LongFailure = time.Minute
 
 // SyncFunc converges one object, named by its namespace and name. A sync
 // that wants to look again later calls the loop's EnqueueAfter; its error
@@ -35,8 +45,13 @@ type Loop struct {
 	Queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// Sync is the sync handler; tests may replace it.
 	Sync SyncFunc
-	// MaxRetries caps the retries of a failing key.
-	MaxRetries int
+	// Clock times how long keys have been failing; tests replace it.
+	Clock clock.PassiveClock
+
+	// failing holds, for each key whose last sync failed, when the run of
+	// failures began; a successful sync removes it.
+	failingMu sync.Mutex
+	failing   map[cache.ObjectName]time.Time
 
 	synced []cache.InformerSynced
 	// after are closed when the loops whose objects this one reads have
@@ -99,12 +114,12 @@ func (l *Loop) markIfDrained() {
 }
 
 // NewRateLimiter returns the rate limiter of every queue: the slower of a
-// per-item exponential backoff (5ms doubling up to 5 minutes) and a global
-// token bucket (10 qps, burst 100) so that a storm of failures cannot flood
-// the API server.
+// per-item exponential backoff (5ms doubling up to MaxRetryDelay) and a
+// global token bucket (10 qps, burst 100) so that a storm of failures
+// cannot flood the API server.
 func NewRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, 5*time.Minute),
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, MaxRetryDelay),
 		&workqueue.TypedBucketRateLimiter[cache.ObjectName]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
 }
@@ -124,10 +139,11 @@ func NewLoopWithRateLimiter(name string, sync SyncFunc, rl workqueue.TypedRateLi
 			Name:            name,
 			MetricsProvider: metrics.WorkqueueProvider,
 		}),
-		Sync:       sync,
-		MaxRetries: DefaultMaxRetries,
-		synced:     synced,
-		drained:    make(chan struct{}),
+		Sync:    sync,
+		Clock:   clock.RealClock{},
+		failing: map[cache.ObjectName]time.Time{},
+		synced:  synced,
+		drained: make(chan struct{}),
 	}
 }
 
@@ -231,6 +247,7 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 		return nil
 	}
 	l.markIfDrained()
+	defer metrics.RegisterBackoff(l.Name, l.Backoff)()
 	logger.Info("Starting workers", "count", workers)
 	var wg sync.WaitGroup
 	for range workers {
@@ -262,7 +279,7 @@ func (l *Loop) processNextWorkItem(ctx context.Context) bool {
 
 	start := time.Now()
 	tally := &writeTally{}
-	err := l.Sync(context.WithValue(ctx, tallyKey{}, tally), key)
+	err := l.syncRecovered(context.WithValue(ctx, tallyKey{}, tally), key)
 	metrics.ReconcileDuration.WithLabelValues(l.Name).Observe(time.Since(start).Seconds())
 	if err == nil && tally.n.Load() == 0 {
 		metrics.ReconcileWithoutWrites.WithLabelValues(l.Name).Inc()
@@ -279,22 +296,61 @@ type writeTally struct{ n atomic.Int32 }
 
 type tallyKey struct{}
 
-// handleErr applies the retry policy: success forgets the key's backoff,
-// an error is retried with backoff until MaxRetries, then dropped with an
-// error log.
+// syncRecovered runs the sync of key and turns a panic into an error, so
+// that one object that trips a bug in a builder is retried with backoff
+// like any other failure while every other key is synced as usual, instead
+// of taking the process (and every controller in it) down.
+func (l *Loop) syncRecovered(ctx context.Context, key cache.ObjectName) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			metrics.SyncPanics.WithLabelValues(l.Name).Inc()
+			err = fmt.Errorf("sync panicked: %v", r)
+			klog.FromContext(ctx).Error(err, "Sync panicked; retrying with backoff", "key", key, "stack", string(debug.Stack()))
+		}
+	}()
+	return l.Sync(ctx, key)
+}
+
+// handleErr applies the retry policy: success forgets the key's backoff;
+// an error is retried with backoff, doubling up to MaxRetryDelay, for as
+// long as the sync fails. A key is never dropped.
 func (l *Loop) handleErr(ctx context.Context, key cache.ObjectName, err error) {
-	logger := klog.FromContext(ctx)
 	if err == nil {
 		metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultSuccess).Inc()
 		l.Queue.Forget(key)
+		l.failingMu.Lock()
+		delete(l.failing, key)
+		l.failingMu.Unlock()
 		return
 	}
 	metrics.ReconcileTotal.WithLabelValues(l.Name, metrics.ResultError).Inc()
-	if l.Queue.NumRequeues(key) < l.MaxRetries {
-		logger.V(2).Info("Sync failed, retrying", "key", key, "err", err.Error())
-		l.Queue.AddRateLimited(key)
-		return
+	now := l.Clock.Now()
+	l.failingMu.Lock()
+	since, ok := l.failing[key]
+	if !ok {
+		since = now
+		l.failing[key] = now
 	}
-	logger.Error(err, "Sync failed too often, dropping key until its next event", "key", key, "retries", l.MaxRetries)
-	l.Queue.Forget(key)
+	l.failingMu.Unlock()
+	failingFor := now.Sub(since)
+	logger := klog.FromContext(ctx)
+	if failingFor >= LongFailure {
+		logger.Error(err, "Sync keeps failing, retrying with backoff", "key", key, "failingFor", failingFor.Round(time.Second), "retries", l.Queue.NumRequeues(key))
+	} else {
+		logger.V(2).Info("Sync failed, retrying with backoff", "key", key, "err", err.Error())
+	}
+	l.Queue.AddRateLimited(key)
+}
+
+// Backoff reports the keys whose last sync failed and how long the one
+// failing longest has been failing (hivekeeper_keys_in_backoff and
+// hivekeeper_oldest_failing_key_seconds).
+func (l *Loop) Backoff() (keys int, oldest time.Duration) {
+	now := l.Clock.Now()
+	l.failingMu.Lock()
+	defer l.failingMu.Unlock()
+	for _, since := range l.failing {
+		oldest = max(oldest, now.Sub(since))
+	}
+	return len(l.failing), oldest
 }

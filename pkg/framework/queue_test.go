@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
@@ -79,19 +83,25 @@ func reconcileCount(controller, result string) float64 {
 	return testutil.ToFloat64(metrics.ReconcileTotal.WithLabelValues(controller, result))
 }
 
-func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
+// oldRetryBudget is more attempts than the 15 retries after which a
+// failing key used to be dropped.
+const oldRetryBudget = 40
+
+// A failing key is retried with backoff for as long as it fails: it is
+// never forgotten, its requeue count keeps growing, and each attempt
+// counts as an error.
+func TestLoopRetriesFailingKeyForever(t *testing.T) {
 	const name = "test-loop-fail"
 	var calls atomic.Int32
 	l, spy := newTestLoop(t, name, func(context.Context, cache.ObjectName) error {
 		calls.Add(1)
 		return errors.New("boom")
 	})
-	l.MaxRetries = 3
 	errBefore := reconcileCount(name, metrics.ResultError)
 	okBefore := reconcileCount(name, metrics.ResultSuccess)
 
 	l.EnqueueKey(nsA)
-	for i := 1; i <= l.MaxRetries; i++ {
+	for i := 1; i <= oldRetryBudget; i++ {
 		if !l.processNextWorkItem(context.Background()) {
 			t.Fatalf("attempt %d: queue shut down", i)
 		}
@@ -103,39 +113,230 @@ func TestLoopRetriesFailingKeyThenDrops(t *testing.T) {
 		}
 	}
 	rl, forgotten, _ := spy.counts()
-	if rl != l.MaxRetries {
-		t.Fatalf("AddRateLimited called %d times, want %d", rl, l.MaxRetries)
+	if rl != oldRetryBudget {
+		t.Fatalf("AddRateLimited called %d times, want %d", rl, oldRetryBudget)
 	}
 	if forgotten != 0 {
-		t.Fatalf("Forget called %d times before the cap", forgotten)
+		t.Fatalf("Forget called %d times for a key that never succeeded", forgotten)
 	}
-
-	// The attempt after MaxRetries retries drops the key.
-	if !l.processNextWorkItem(context.Background()) {
-		t.Fatal("queue shut down")
+	if got := calls.Load(); got != oldRetryBudget {
+		t.Fatalf("sync called %d times, want %d", got, oldRetryBudget)
 	}
-	rl, forgotten, _ = spy.counts()
-	if rl != l.MaxRetries {
-		t.Fatalf("key re-added after the cap: AddRateLimited called %d times", rl)
-	}
-	if forgotten != 1 {
-		t.Fatalf("Forget called %d times after the cap, want 1", forgotten)
-	}
-	if got := l.Queue.NumRequeues(nsA); got != 0 {
-		t.Fatalf("NumRequeues after drop = %d, want 0", got)
-	}
-	if got := l.Queue.Len(); got != 0 {
-		t.Fatalf("Len after drop = %d, want 0", got)
-	}
-	if got := calls.Load(); got != int32(l.MaxRetries+1) {
-		t.Fatalf("sync called %d times, want %d", got, l.MaxRetries+1)
-	}
-	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != float64(l.MaxRetries+1) {
-		t.Fatalf("reconcile_total{result=error} grew by %v, want %d", d, l.MaxRetries+1)
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != oldRetryBudget {
+		t.Fatalf("reconcile_total{result=error} grew by %v, want %d", d, oldRetryBudget)
 	}
 	if d := reconcileCount(name, metrics.ResultSuccess) - okBefore; d != 0 {
 		t.Fatalf("reconcile_total{result=success} grew by %v, want 0", d)
 	}
+}
+
+// The queue's own limiter, after many failures, retries a key every
+// MaxRetryDelay: the delay the loop asks for is capped, never infinite.
+func TestLoopRetriesAtTheCap(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l := NewLoop("test-loop-cap", func(context.Context, cache.ObjectName) error { return errors.New("quota exceeded") })
+	l.Queue.ShutDown()
+	l.Queue = workqueue.NewTypedRateLimitingQueueWithConfig(NewRateLimiter(),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: clk})
+	t.Cleanup(l.Queue.ShutDown)
+	l.EnqueueKey(nsA)
+	// 5ms·2^16 exceeds the cap: from the 17th failure on, every retry waits
+	// exactly MaxRetryDelay.
+	for i := 1; i <= 20; i++ {
+		l.processNextWorkItem(context.Background())
+		clk.Step(MaxRetryDelay - time.Millisecond)
+		if i >= 17 && l.Queue.Len() != 0 {
+			t.Fatalf("failure %d: retried before the cap had passed", i)
+		}
+		clk.Step(time.Millisecond)
+		waitFor(t, fmt.Sprintf("retry %d after the cap", i), func() bool { return l.Queue.Len() == 1 })
+	}
+}
+
+// Backoff counts the keys whose last sync failed and times the oldest
+// run of failures on the loop's clock; a success ends a key's run.
+func TestLoopBackoffTracksFailingKeys(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	nsB := cache.NewObjectName("ns", "b")
+	fail := map[cache.ObjectName]bool{nsA: true, nsB: true}
+	// Retries wait an hour, so each sync below is of the key just added.
+	l := NewLoopWithRateLimiter("test-loop-backoff", func(_ context.Context, key cache.ObjectName) error {
+		if fail[key] {
+			return errors.New("refused")
+		}
+		return nil
+	}, workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](time.Hour, time.Hour))
+	t.Cleanup(l.Queue.ShutDown)
+	l.Clock = clk
+	sync := func(key cache.ObjectName) {
+		t.Helper()
+		l.EnqueueKey(key)
+		if !l.processNextWorkItem(context.Background()) {
+			t.Fatal("queue shut down")
+		}
+	}
+	check := func(wantKeys int, wantOldest time.Duration) {
+		t.Helper()
+		if keys, oldest := l.Backoff(); keys != wantKeys || oldest != wantOldest {
+			t.Fatalf("Backoff() = %d keys, oldest %v; want %d, %v", keys, oldest, wantKeys, wantOldest)
+		}
+	}
+	check(0, 0)
+	sync(nsA)
+	check(1, 0)
+	clk.Step(90 * time.Second)
+	check(1, 90*time.Second)
+	sync(nsA) // a second failure keeps the start of the run
+	sync(nsB)
+	check(2, 90*time.Second)
+	clk.Step(10 * time.Second)
+	check(2, 100*time.Second)
+	fail[nsA] = false
+	sync(nsA)
+	check(1, 10*time.Second)
+	fail[nsB] = false
+	sync(nsB)
+	check(0, 0)
+}
+
+// A key failing for LongFailure or more is logged as an error on each
+// further failure; before that only at verbosity 2.
+func TestLoopLogsLongFailuresAsErrors(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l, _ := newTestLoop(t, "test-loop-long", func(context.Context, cache.ObjectName) error { return errors.New("webhook down") })
+	l.Clock = clk
+	for _, step := range []struct {
+		after     time.Duration
+		wantError bool
+	}{
+		{0, false},
+		{LongFailure - time.Second, false},
+		{time.Second, true},
+		{MaxRetryDelay, true},
+	} {
+		clk.Step(step.after)
+		ctx, logs := bufferedLogs(t)
+		l.EnqueueKey(nsA)
+		l.processNextWorkItem(ctx)
+		out := logs()
+		if got := strings.Contains(out, "ERROR Sync keeps failing"); got != step.wantError {
+			t.Errorf("after %v more: error logged = %v, want %v:\n%s", step.after, got, step.wantError, out)
+		}
+	}
+}
+
+// A sync that panics is recovered: the panic is counted and logged with the
+// key, the key is retried with backoff, and the other keys are synced.
+func TestLoopRecoversPanics(t *testing.T) {
+	const name = "test-loop-panic"
+	nsB := cache.NewObjectName("ns", "b")
+	var synced sync.Map
+	l, spy := newTestLoop(t, name, func(_ context.Context, key cache.ObjectName) error {
+		if key == nsA {
+			var m map[string]int
+			m["boom"]++ // a nil map: a builder's bug
+		}
+		synced.Store(key, true)
+		return nil
+	})
+	panics := func() float64 { return testutil.ToFloat64(metrics.SyncPanics.WithLabelValues(name)) }
+	before, errBefore := panics(), reconcileCount(name, metrics.ResultError)
+	ctx, logs := bufferedLogs(t)
+	l.EnqueueKey(nsA)
+	l.EnqueueKey(nsB)
+	for range 2 {
+		if !l.processNextWorkItem(ctx) {
+			t.Fatal("queue shut down")
+		}
+	}
+	if _, ok := synced.Load(nsB); !ok {
+		t.Error("the other key was not synced")
+	}
+	if d := panics() - before; d != 1 {
+		t.Errorf("sync_panics_total grew by %v, want 1", d)
+	}
+	if d := reconcileCount(name, metrics.ResultError) - errBefore; d != 1 {
+		t.Errorf("reconcile_total{result=error} grew by %v, want 1", d)
+	}
+	if rl, _, _ := spy.counts(); rl != 1 || l.Queue.NumRequeues(nsA) != 1 {
+		t.Errorf("AddRateLimited called %d times, NumRequeues(ns/a) = %d; want the panicking key retried with backoff once", rl, l.Queue.NumRequeues(nsA))
+	}
+	if keys, _ := l.Backoff(); keys != 1 {
+		t.Errorf("%d keys in backoff, want the panicking one", keys)
+	}
+	out := logs()
+	for _, want := range []string{"Sync panicked", `key="ns/a"`, "assignment to entry in nil map", "queue_test.go"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// bufferedLogs returns a context whose logger writes through t and keeps
+// a copy, and a function that returns the copy.
+func bufferedLogs(t *testing.T) (context.Context, func() string) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(2)))
+	return klog.NewContext(context.Background(), logger), func() string {
+		return logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	}
+}
+
+// A running loop exports its failing keys under its name, read at scrape
+// time, and stops exporting them when it stops.
+func TestRunExportsBackoff(t *testing.T) {
+	const name = "test-loop-backoff-metrics"
+	clk := testingclock.NewFakeClock(time.Now())
+	failed := make(chan struct{}, 10)
+	l := NewLoopWithRateLimiter(name, func(context.Context, cache.ObjectName) error {
+		failed <- struct{}{}
+		return errors.New("forbidden")
+	}, workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](time.Hour, time.Hour))
+	l.Clock = clk
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.Run(ctx, 1)
+	}()
+	l.EnqueueKey(nsA)
+	<-failed
+	// The failure is recorded after the sync returned.
+	waitFor(t, "the failure recorded", func() bool { keys, _ := gatherBackoff(t, name); return keys == 1 })
+	clk.Step(42 * time.Second)
+	waitFor(t, "the failing key exported", func() bool {
+		keys, oldest := gatherBackoff(t, name)
+		return keys == 1 && oldest == 42
+	})
+	cancel()
+	<-done
+	if keys, oldest := gatherBackoff(t, name); keys != -1 || oldest != -1 {
+		t.Errorf("a stopped loop still exports %v keys in backoff, oldest %vs", keys, oldest)
+	}
+}
+
+// gatherBackoff reads controller's hivekeeper_keys_in_backoff and
+// hivekeeper_oldest_failing_key_seconds from the registry, -1 when absent.
+func gatherBackoff(t *testing.T, controller string) (keys, oldest float64) {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, oldest = -1, -1
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != controller {
+				continue
+			}
+			switch f.GetName() {
+			case "hivekeeper_keys_in_backoff":
+				keys = m.GetGauge().GetValue()
+			case "hivekeeper_oldest_failing_key_seconds":
+				oldest = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return keys, oldest
 }
 
 func TestLoopSuccessForgetsBackoff(t *testing.T) {

@@ -92,6 +92,15 @@ var (
 		Help:      "Writes of the same desired state to the same child twice in a row; must stay 0.",
 	}, []string{"controller", "resource"})
 
+	// SyncPanics counts syncs that panicked. The loop recovers the panic,
+	// logs it with the object's key and the stack, and retries the key
+	// with backoff; the other keys are synced as usual.
+	SyncPanics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "sync_panics_total",
+		Help:      "Syncs that panicked (recovered, logged with the key and stack, retried with backoff), by controller.",
+	}, []string{"controller"})
+
 	// ReferencingWorkloadsRecomputes counts recomputations of an
 	// MCPOIDCConfig's referencing workloads.
 	ReferencingWorkloadsRecomputes = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -106,7 +115,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		ReconcileTotal, ReconcileDuration, ReconcileWithoutWrites, DriftDetections, Writes,
-		WritesSkipped, ChurnWrites, ReferencingWorkloadsRecomputes,
+		WritesSkipped, ChurnWrites, ReferencingWorkloadsRecomputes, SyncPanics, backoff,
 	)
 	registerWorkqueueMetrics()
 	registerClientMetrics()

@@ -110,8 +110,6 @@ func NewConfigController[T ConfigObject](d *framework.Deps, name string, kind Co
 		c.clock = clock.RealClock{}
 	}
 	c.Loop = framework.NewLoop(name, c.sync)
-	// The sync is cheap and writes nothing at steady state, and a periodic
-	// resync is what heals a key dropped after too many retries.
 	synced, err := configs.AddEventHandler(framework.PrimaryHandler(c.Loop, c.writer))
 	if err != nil {
 		return nil, err

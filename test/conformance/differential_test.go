@@ -169,7 +169,7 @@ type diffReport struct {
 func TestDifferentialRunConfig(t *testing.T) {
 	requireToolHive(t)
 	if _, err := os.Stat(filepath.Join(toolhiveBin, "thv-operator")); err != nil {
-		t.Skipf("differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err)
+		framework.Missing(t, fmt.Sprintf("differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err), toolhive.BinariesEnv)
 	}
 	env := framework.Get(t)
 	cases := differentialCases(t)

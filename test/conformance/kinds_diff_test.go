@@ -82,7 +82,7 @@ func childrenOf(kind, n string) []kindChild {
 func TestDifferentialEmbeddingAndRegistryChildren(t *testing.T) {
 	requireToolHive(t)
 	if _, err := os.Stat(filepath.Join(toolhiveBin, "thv-operator")); err != nil {
-		t.Skipf("differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err)
+		framework.Missing(t, fmt.Sprintf("differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err), toolhive.BinariesEnv)
 	}
 	env := framework.Get(t)
 	var files []string

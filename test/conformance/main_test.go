@@ -79,13 +79,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireToolHive skips when ToolHive's binaries are not available.
+// requireToolHive skips when ToolHive's binaries are not available (fails
+// under CI: framework.Missing).
 func requireToolHive(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("conformance: needs ToolHive's runtime and a real API server, skipped with -short")
 	}
 	if toolhiveBin == "" {
-		t.Skip(skipReason)
+		framework.Missing(t, skipReason)
 	}
 }

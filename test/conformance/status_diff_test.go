@@ -22,6 +22,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/argocd"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // healthScript is deploy/argocd/health.lua, read once by the test.
@@ -76,7 +77,7 @@ func statusCases() map[string][]string {
 func TestDifferentialStatus(t *testing.T) {
 	requireToolHive(t)
 	if _, err := os.Stat(filepath.Join(toolhiveBin, "thv-operator")); err != nil {
-		t.Skipf("status differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err)
+		framework.Missing(t, fmt.Sprintf("status differential: no thv-operator in %s (hack/toolhive-binaries.sh builds it): %v", toolhiveBin, err), toolhive.BinariesEnv)
 	}
 	var err error
 	if healthScript, err = argocd.ReadScript(); err != nil {

@@ -296,11 +296,11 @@ func newSuite(t *testing.T, sc scenario) *suite {
 	}
 	bins, err := framework.FindBinaries()
 	if err != nil {
-		t.Skipf("handover: no test API server binaries: %v", err)
+		framework.Missing(t, fmt.Sprintf("handover: no test API server binaries: %v", err), framework.BinariesEnv)
 	}
 	s := &suite{t: t, scenario: sc, dir: t.TempDir(), binaries: os.Getenv(toolhive.BinariesEnv), kubeconfig: map[string]string{}}
 	if s.binaries == "" {
-		t.Skipf("handover: %s is not set (make test sets it from hack/toolhive-binaries.sh)", toolhive.BinariesEnv)
+		framework.Missing(t, fmt.Sprintf("handover: %s is not set (make test sets it from hack/toolhive-binaries.sh)", toolhive.BinariesEnv))
 	}
 	if sc.release != "" {
 		if s.module, err = toolhive.ReleaseModuleDir(sc.release); err != nil {

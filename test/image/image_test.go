@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
 // ImageEnv names the folder `make image` wrote (hack/image's --out).
@@ -31,7 +33,10 @@ const ImageEnv = "HIVEKEEPER_IMAGE"
 func TestImage(t *testing.T) {
 	dir := os.Getenv(ImageEnv)
 	if dir == "" {
-		t.Skip("$" + ImageEnv + " is not set: `make test` builds the image and sets it")
+		if testing.Short() {
+			t.Skip("$" + ImageEnv + " is not set (make test builds the image and sets it); skipped with -short")
+		}
+		framework.Missing(t, "$"+ImageEnv+" is not set: `make test` builds the image and sets it")
 	}
 	p, err := layout.FromPath(filepath.Join(dir, "oci"))
 	if err != nil {

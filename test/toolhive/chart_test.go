@@ -1,6 +1,7 @@
 package toolhive
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ func TestChartEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Run(); err != nil {
-		t.Skipf("no helm: %v", err)
+		framework.Missing(t, fmt.Sprintf("no helm: %v", err))
 	}
 	module, err := ModuleDir()
 	if err != nil {
@@ -71,7 +72,7 @@ func TestChartValuesRenderTheFlags(t *testing.T) {
 	}
 	helm, err := exec.Command(filepath.Join(root, "hack", "helm.sh")).Output()
 	if err != nil {
-		t.Skipf("no helm: %v", err)
+		framework.Missing(t, fmt.Sprintf("no helm: %v", err))
 	}
 	module, err := ModuleDir()
 	if err != nil {

@@ -59,6 +59,12 @@ var scenarios = []scenario{
 	{"TestQuotaRefusalBacksOff",
 		"a ResourceQuota refuses the proxy Service, with a message whose used count changes on every attempt",
 		"a refused Service backs off and is only logged; a refused Deployment writes the raw error into status.message, and every status update re-queues the MCPServer (no predicate on its watch), so a changing message retries at once, bypassing the backoff"},
+	{"TestLongQuotaRefusalConverges",
+		"a ResourceQuota refuses the proxy Service for 4 minutes (longer than the retries of a failing key used to last), then is deleted; nothing sends the MCPServer an event",
+		"retried with controller-runtime's default per-item backoff (5 ms doubling, capped at 1,000 s) and never dropped: over 4 minutes the same schedule as hivekeeper's, but a cause that lasts more than about 10 minutes can be picked up up to 1,000 s after it is fixed"},
+	{"TestLongFinalizerRefusalConverges",
+		"the release of a deleted MCPServer's finalizer is refused by an admission policy for 4 minutes, then the policy is removed",
+		"the same backoff as for the quota: retried until it works, up to 1,000 s apart"},
 	{"TestDeletionAmongLookalikes",
 		"MCPServers deleted while unrelated objects carry the names their proxy runner would use (a StatefulSet postgres for MCPServer postgres; mcp-foo-proxy, MCPServer foo's Service, for MCPServer foo-proxy)",
 		"deletes them: the finalizer deletes StatefulSet <name>, Services mcp-<name>-headless and mcp-<name> and ConfigMap <name>-runconfig by name, without checking labels, owner or UID"},
@@ -133,6 +139,18 @@ last run's. "Writes" are hivekeeper's API writes
 
 The last column is what ToolHive's own operator (` + peerRelease + `) does in
 the same case, as read in its source; it was not run.
+
+A sync that fails is retried with a per-object backoff, 5 ms doubling up
+to 5 minutes, for as long as it fails: no object is ever given up on. A
+cause outside the object (a ResourceQuota, an admission webhook or policy,
+a missing RBAC grant) sends the object no event when it is fixed, so the
+retries alone bring it back, at most 5 minutes after the fix. A global
+token bucket (10 retries a second, bursts of 100) keeps many failing
+objects from flooding the API server. A sync that panics is recovered,
+logged with the object and counted (` + "`hivekeeper_sync_panics_total`" + `),
+and retried the same way. ` + "`hivekeeper_keys_in_backoff`" + ` and
+` + "`hivekeeper_oldest_failing_key_seconds`" + ` show what is failing and for how
+long ([metrics](metrics.md)).
 
 ## Faults survived
 

@@ -59,7 +59,8 @@ const LogVerbosityEnv = "HIVEKEEPER_TEST_LOG_V"
 // Main runs a test package against one etcd and kube-apiserver shared by all
 // its tests, with the CRDs of config/crd Established. Call it from TestMain.
 // Under -short, or when the binaries are missing, tests calling Get skip
-// with the reason. It exits the process with the tests' exit code.
+// with the reason; missing binaries fail them instead when $BinariesEnv is
+// set or CI is true (Missing). It exits the process with the tests' exit code.
 func Main(m *testing.M) {
 	os.Exit(Run(m))
 }
@@ -157,7 +158,12 @@ func Get(t testing.TB) *Env {
 	if !mainCalled {
 		t.Fatal("framework.Get: the package's TestMain must call framework.Main(m)")
 	}
-	t.Skip(unavailable)
+	if testing.Short() {
+		t.Skip(unavailable)
+	}
+	// The binaries are missing or broken: a skip, unless the run said
+	// they are there.
+	Missing(t, unavailable, BinariesEnv)
 	return nil
 }
 

@@ -246,11 +246,11 @@ func newToolhiveCluster(t *testing.T) *toolhiveCluster {
 	framework.Get(t) // skips without an API server
 	tc := &toolhiveCluster{bins: os.Getenv(toolhive.BinariesEnv)}
 	if tc.bins == "" {
-		t.Skip("$" + toolhive.BinariesEnv + " is not set: needs ToolHive's operator (hack/toolhive-binaries.sh)")
+		framework.Missing(t, "$"+toolhive.BinariesEnv+" is not set: needs ToolHive's operator (hack/toolhive-binaries.sh)")
 	}
 	var err error
 	if tc.module, err = toolhive.ModuleDir(); err != nil {
-		t.Skipf("ToolHive's source: %v", err)
+		framework.Missing(t, fmt.Sprintf("ToolHive's source: %v", err))
 	}
 	if tc.root, err = framework.RepoRoot(); err != nil {
 		t.Fatal(err)
