@@ -54,7 +54,8 @@ var InstanceIDBackoff = wait.Backoff{Steps: 5, Duration: time.Second, Factor: 2,
 // ResolveInstanceID returns the installation's instance id from the
 // ConfigMap in namespace, storing a new one when there is none (the
 // ConfigMap missing, or holding no usable id). Errors a retry cannot fix
-// (forbidden, unauthorized, invalid) are returned at once: the caller
+// (forbidden, unauthorized, invalid, a namespace that does not exist) are
+// returned at once: the caller
 // runs without the id, as ToolHive's operator does. Others are retried
 // with backoff and then wrap ErrInstanceIDUnavailable. Two replicas that
 // race to store an id both end with the one stored first.
@@ -85,8 +86,12 @@ func ResolveInstanceID(ctx context.Context, kube kubernetes.Interface, namespace
 	}
 }
 
+// errNoNamespace: the namespace the ConfigMap belongs in does not exist,
+// so no ToolHive operator ever ran there; a retry cannot help.
+var errNoNamespace = errors.New("its namespace does not exist")
+
 func permanent(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err)
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) || errors.Is(err, errNoNamespace)
 }
 
 // StoredInstanceID is the id a ConfigMap holds, "" when it holds none usable.
@@ -119,10 +124,15 @@ func resolveInstanceIDOnce(ctx context.Context, kube kubernetes.Interface, names
 			ObjectMeta: metav1.ObjectMeta{Name: InstanceIDConfigMap, Namespace: namespace},
 			Data:       map[string]string{InstanceIDKey: string(doc)},
 		}, metav1.CreateOptions{FieldManager: framework.FieldManager})
-		if apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			return readStoredID(ctx, kube, namespace)
+		case apierrors.IsNotFound(err):
+			return "", fmt.Errorf("creating ConfigMap %s/%s: %w: %w", namespace, InstanceIDConfigMap, errNoNamespace, err)
+		case err != nil:
+			return "", err
 		}
-		return rec.InstanceID, err
+		return rec.InstanceID, nil
 	}
 	// The ConfigMap exists without a usable id: store one under the lock
 	// of the version read, so another writer's id wins the race.

@@ -121,6 +121,16 @@ func TestInstanceIDErrors(t *testing.T) {
 		t.Errorf("forbidden: %v after %d calls; want forbidden after 1", err, len(c.Actions()))
 	}
 
+	// A namespace that does not exist (no ToolHive operator ever ran
+	// there) is final too: the process runs without the id.
+	c = k8sfake.NewClientset()
+	c.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "toolhive-system")
+	})
+	if id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick); !errors.Is(err, errNoNamespace) || errors.Is(err, ErrInstanceIDUnavailable) || id != "" || len(c.Actions()) != 2 {
+		t.Errorf("no namespace: %q, %v after %d calls; want a final error after a get and a create", id, err, len(c.Actions()))
+	}
+
 	c = k8sfake.NewClientset()
 	c.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("overloaded")
