@@ -201,7 +201,8 @@ func TestChartDeployment(t *testing.T) {
 	c := pod.Containers[0]
 	for _, want := range []string{"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--workers=16",
 		"--kube-api-qps=-1", "--kube-api-burst=1000", "--log-format=text", "-v=2",
-		"--runner-image=ghcr.io/stacklok/toolhive/proxyrunner:v0.63.0", "--vmcp-image=ghcr.io/stacklok/toolhive/vmcp:v0.63.0"} {
+		"--toolhive-release=v0.66.0", "--toolhive-usage-metrics=true", "--toolhive-skip-update-check=false",
+		"--runner-image=ghcr.io/stacklok/toolhive/proxyrunner:v0.66.0", "--vmcp-image=ghcr.io/stacklok/toolhive/vmcp:v0.66.0"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %q", c.Args, want)
 		}
