@@ -75,7 +75,8 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
 
   1. prints the cluster (context, cluster, server, user), refuses while
      another run holds the record, runs preflight and stops there when
-     something blocks the switch, or when it would restart pods and
+     something blocks the switch (--allow-unmanaged and --accept-env
+     accept what they name), or when it would restart pods and
      --allow-restarts is not given; then asks to confirm, unless --yes;
   2. records ToolHive's operator (its replicas), the tools that keep it,
      ToolHive's CRDs and who runs the switch in the ConfigMap
@@ -118,6 +119,9 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.replicas < 1 {
 				return usageError("--replicas must be at least 1")
+			}
+			if err := o.preflight.checkAcceptFlags(); err != nil {
+				return err
 			}
 			if o.lockTimeout <= o.wait {
 				return usageError("--lock-timeout (%s) must be longer than --wait (%s): a run renews the record between steps, and a step may wait that long", o.lockTimeout, o.wait)
@@ -177,6 +181,7 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.DurationVar(&o.wait, "wait", 5*time.Minute, "How long each step may wait: the image pull, a scale, the CRDs, the settling.")
 	f.DurationVar(&o.preflight.timeout, "timeout", 5*time.Minute, "How long preflight's prediction may take.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text (steps as they happen), json or yaml (the report at the end).")
+	o.preflight.addAcceptFlags(f)
 	f.BoolVarP(&o.yes, "yes", "y", false, "Do not ask for confirmation of the cluster (needed when stdin is not a terminal).")
 	f.BoolVar(&o.force, "force", false, "Take over the record of a run whose holder has not renewed it for longer than its stated timeout (a run that died).")
 	f.DurationVar(&o.lockTimeout, "lock-timeout", lockTimeoutDefault, "How long this run may go without renewing the record before another may take it over with --force; longer than --wait.")
@@ -292,6 +297,12 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r.refuse(exitBlocked, "preflight found what must be settled first: "+strings.Join(pf.Blockers, "; ")), nil
 	case pf.ExitCode == exitRestarts && !o.allowRestarts:
 		return r.refuse(exitRestarts, pf.Summary+": run switch --allow-restarts to accept that"), nil
+	}
+	for _, u := range pf.Unmanaged {
+		p.note("%s %s/%s is left as ToolHive's operator runs it and hivekeeper does not manage it (--allow-unmanaged): %s", u.Kind, u.Namespace, u.Name, u.Why)
+	}
+	for _, v := range pf.Settings.Accepted {
+		p.note("ToolHive's operator's %s is left behind (--accept-env): hivekeeper does not know it", v)
 	}
 	opts, err := options(pf.Settings.Flags)
 	if err != nil {
@@ -463,7 +474,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 	if err != nil {
 		return nil, err
 	}
-	settings, err := settingsOf(found)
+	settings, err := settingsOf(found, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,18 @@ type PreflightReport struct {
 		Flags []string `json:"flags"`
 	} `json:"settings"`
 	Prediction Prediction `json:"prediction"`
-	Blockers   []string   `json:"blockers"`
-	Summary    string     `json:"summary"`
-	ExitCode   int        `json:"exitCode"`
+	// Unmanaged are the workloads ToolHive's operator runs that
+	// hivekeeper would refuse.
+	Unmanaged []struct {
+		Kind      string `json:"kind"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		Why       string `json:"why"`
+		Allowed   bool   `json:"allowed"`
+	} `json:"unmanaged"`
+	Blockers []string `json:"blockers"`
+	Summary  string   `json:"summary"`
+	ExitCode int      `json:"exitCode"`
 }
 
 // Prediction is what preflight says a switch will do.

@@ -1,0 +1,107 @@
+package plugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
+)
+
+// An MCPServer ToolHive v0.63.0's operator runs and hivekeeper refuses
+// (its authorization is a runner file in a ConfigMap) blocks preflight and
+// switch, exit 4, by name; with --allow-unmanaged naming it, the switch
+// goes on, says so, and leaves the workload's children as they are.
+func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
+	tc := newToolhiveCluster(t)
+	env := tc.env
+	ctx := context.Background()
+	authz := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy-authz"}, Data: map[string]string{
+		"authz.json": `{"version": "1.0", "type": "cedarv1", "cedar": {"policies": ["permit(principal, action, resource);"], "entities_json": "[]"}}`}}
+	if _, err := env.Kube.CoreV1().ConfigMaps("team-a").Create(ctx, authz, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy"}, Spec: thv1.MCPServerSpec{
+		Image: "docker.io/mcp/fetch:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
+		AuthzConfig: &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: authz.Name, Key: "authz.json"}}}}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-a").Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := toolhive.ChartFlags(tc.module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := toolhive.Options(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKubelet(t, tc, opts)
+	k.Step(ctx)
+	framework.Eventually(t, 2*time.Minute, func() (bool, error) {
+		_, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
+		return err == nil, nil
+	}, "ToolHive's operator running the MCPServer whose authorization is in a ConfigMap")
+	settle(t, env, "team-a", 3*time.Minute)
+	proxy, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const named = "MCPServer/team-a/legacy"
+	blockedBy := func(blockers []string) bool {
+		return slices.ContainsFunc(blockers, func(b string) bool {
+			return strings.HasPrefix(b, "MCPServer team-a/legacy: ") && strings.Contains(b, "type configMap is not supported") && strings.HasSuffix(b, "--allow-unmanaged "+named)
+		})
+	}
+
+	code, pf, out := preflightOn(t, tc.srv.Kubeconfig, toolhiveNS)
+	if code != 4 || !blockedBy(pf.Blockers) {
+		t.Errorf("preflight exited %d, blockers %q:\n%s", code, pf.Blockers, out)
+	}
+
+	code, r, out := k.run(switchArgs()...)
+	if code != 4 || len(r.Steps) != 0 || !strings.Contains(r.Refused, "MCPServer team-a/legacy: ") || r.Preflight == nil || !blockedBy(r.Preflight.Blockers) {
+		t.Fatalf("switch exited %d, refused %q:\n%s", code, r.Refused, out)
+	}
+	if !k.ToolHiveRunning() || k.HivekeeperRunning() {
+		t.Fatal("a refused switch changed which operator runs")
+	}
+
+	code, r, out = k.run(switchArgs("--allow-unmanaged", named)...)
+	if code != 0 || r.Outcome == nil {
+		t.Fatalf("switch --allow-unmanaged exited %d:\n%s", code, out)
+	}
+	if u := r.Preflight.Unmanaged; len(u) != 1 || u[0].Kind+"/"+u[0].Namespace+"/"+u[0].Name != named || !u[0].Allowed {
+		t.Errorf("reported unmanaged: %+v", u)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "MCPServer team-a/legacy is left as ToolHive's operator runs it and hivekeeper does not manage it (--allow-unmanaged): ")
+	}) {
+		t.Errorf("no note of the workload left unmanaged: %q", r.Notes)
+	}
+	if k.ToolHiveRunning() || !k.HivekeeperRunning() {
+		t.Error("after the switch, ToolHive's operator runs or hivekeeper does not")
+	}
+	after, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
+	if err != nil || after.UID != proxy.UID || after.Generation != proxy.Generation {
+		t.Errorf("the unmanaged workload's Deployment changed: %v", err)
+	}
+	logReport(t, r)
+}
