@@ -17,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -803,4 +804,84 @@ func releaseFinalizers(ctx context.Context, th versioned.Interface, namespaces [
 		}
 	}
 	return n, nil
+}
+
+// hivekeeperBindings are the RoleBindings in namespaces (every namespace
+// when empty) that a ToolHive custom resource controls and that bind a
+// ClusterRole: hivekeeper's runner bindings. ToolHive's operator binds
+// each of its accounts to a Role of the binding's own name, and never
+// changes the roleRef of a binding that exists (it cannot change in
+// place), so one of these left behind keeps hivekeeper's grants, not
+// ToolHive's, under ToolHive's operator.
+func hivekeeperBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) ([]*rbacv1.RoleBinding, error) {
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{metav1.NamespaceAll}
+	}
+	var out []*rbacv1.RoleBinding
+	for _, ns := range scopes {
+		items, err := listPaged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return kube.RbacV1().RoleBindings(ns).List(ctx, o)
+		})
+		if err != nil {
+			return nil, readError(err, "list", "rolebindings.rbac.authorization.k8s.io", ns)
+		}
+		for _, o := range items {
+			b, ok := o.(*rbacv1.RoleBinding)
+			if !ok || b.RoleRef.Kind != "ClusterRole" {
+				continue
+			}
+			if ref := metav1.GetControllerOf(b); ref != nil && strings.HasPrefix(ref.APIVersion, thv1.GroupName+"/") {
+				out = append(out, b)
+			}
+		}
+	}
+	return out, nil
+}
+
+// releaseRunnerBindings deletes hivekeeper's runner bindings (see
+// hivekeeperBindings), for ToolHive's operator to create its own again
+// with its own Roles when it starts; the accounts keep no grant in
+// between. It returns the bindings deleted.
+func releaseRunnerBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) ([]string, error) {
+	bindings, err := hivekeeperBindings(ctx, kube, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, b := range bindings {
+		pre := metav1.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion}
+		err := kube.RbacV1().RoleBindings(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &pre})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return names, fmt.Errorf("deleting hivekeeper's runner RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
+		}
+		names = append(names, b.Namespace+"/"+b.Name)
+	}
+	return names, nil
+}
+
+// runnerBindingsBack checks that ToolHive's operator created again each
+// binding released (names, "namespace/name") with a Role, so that the
+// runners have ToolHive's grants again. One not created again is
+// returned (ToolHive's operator may refuse its workload before it writes
+// RBAC); one that binds a ClusterRole again is an error: something other
+// than ToolHive's operator wrote it.
+func runnerBindingsBack(ctx context.Context, kube kubernetes.Interface, names []string) (missing []string, err error) {
+	var wrong []string
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		b, err := kube.RbacV1().RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, n)
+		case err != nil:
+			return nil, readError(err, "get", "rolebindings.rbac.authorization.k8s.io", ns)
+		case b.RoleRef.Kind != "Role":
+			wrong = append(wrong, n+" binds "+b.RoleRef.Kind+" "+b.RoleRef.Name)
+		}
+	}
+	if len(wrong) > 0 {
+		return missing, fmt.Errorf("runner RoleBindings bind a ClusterRole again after ToolHive's operator took over: %s", strings.Join(wrong, ", "))
+	}
+	return missing, nil
 }

@@ -529,6 +529,13 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 	} else if n > 0 {
 		p.step("released hivekeeper's finalizer from %s: ToolHive's operator holds none there, and would never release it", count(n, "composite tool definition", "composite tool definitions"))
 	}
+	released, err := releaseRunnerBindings(ctx, c.kube, opts.Namespaces)
+	if err != nil {
+		return r, err
+	}
+	if len(released) > 0 {
+		p.step("deleted hivekeeper's %s, bound to its ClusterRoles: ToolHive's operator creates each again bound to its own Role, and never changes the role of a binding that exists", count(len(released), "runner RoleBinding", "runner RoleBindings"))
+	}
 	if err := replaceCRDs(ctx, c, crds, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -544,6 +551,16 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 		return r, err
 	}
 	settledStep(p, settled, o)
+	missing, err := runnerBindingsBack(ctx, c.kube, released)
+	if err != nil {
+		return r, err
+	}
+	if len(released) > 0 {
+		p.step("ToolHive's operator bound %d of %s to its own Roles again", len(released)-len(missing), count(len(released), "runner account", "runner accounts"))
+	}
+	for _, n := range missing {
+		p.note("ToolHive's operator has not created RoleBinding %s again: its runner has no grant until it reconciles the workload (it may be refusing it)", n)
+	}
 	if err := resumeOwners(ctx, c, rec, o.leaveOwners, p); err != nil {
 		return r, err
 	}

@@ -285,6 +285,9 @@ func TestSwitchAndBack(t *testing.T) {
 	want = []string{
 		"patch deployments hivekeeper",
 		"patch validatingadmissionpolicybindings hivekeeper-workloads",
+		// hivekeeper's runner binding, for ToolHive's operator to bind its
+		// own Role (it never changes a binding's roleRef).
+		"delete rolebindings fetch-proxy-runner",
 		"patch deployments toolhive-operator",
 		"update customresourcedefinitions " + mcpservers.Name,
 		"patch applications toolhive",
