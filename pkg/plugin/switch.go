@@ -47,6 +47,9 @@ type switchOptions struct {
 	// its stated timeout; lockTimeout is this run's.
 	force       bool
 	lockTimeout time.Duration
+	// image is the hivekeeper image the user accepts starting although
+	// its version is not the plugin's; empty: only the plugin's version.
+	image string
 	// target is the cluster, as the kubeconfig names it; user, host and
 	// version name this run in the record.
 	target              Target
@@ -74,7 +77,8 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
 (--set replicaCount=0). In order, switch:
 
   1. prints the cluster (context, cluster, server, user), refuses while
-     another run holds the record, runs preflight and stops there when
+     another run holds the record or hivekeeper's image is not of the
+     plugin's version (--image accepts it), runs preflight and stops there when
      something blocks the switch (--allow-unmanaged and --accept-env
      accept what they name), or when it would restart pods and
      --allow-restarts is not given; then asks to confirm, unless --yes;
@@ -182,6 +186,7 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.DurationVar(&o.preflight.timeout, "timeout", 5*time.Minute, "How long preflight's prediction may take.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text (steps as they happen), json or yaml (the report at the end).")
 	o.preflight.addAcceptFlags(f)
+	f.StringVar(&o.image, "image", "", "The image of hivekeeper's Deployment, when its version is not the plugin's: scale it up all the same (the plugin's own release is what it was tested with).")
 	f.BoolVarP(&o.yes, "yes", "y", false, "Do not ask for confirmation of the cluster (needed when stdin is not a terminal).")
 	f.BoolVar(&o.force, "force", false, "Take over the record of a run whose holder has not renewed it for longer than its stated timeout (a run that died).")
 	f.DurationVar(&o.lockTimeout, "lock-timeout", lockTimeoutDefault, "How long this run may go without renewing the record before another may take it over with --force; longer than --wait.")
@@ -274,6 +279,9 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 			return r.refuse(exitBlocked, fmt.Sprintf("ConfigMap %s/%s records a switch (%s) started %s: run switch --back first",
 				hk.Namespace, recordName, prev.Phase, prev.Started.Format(time.RFC3339))), nil
 		}
+	}
+	if why := imageSkew(hk, o.version, o.image); why != "" {
+		return r.refuse(exitBlocked, why), nil
 	}
 	if ptr.Deref(hk.Spec.Replicas, 1) != 0 {
 		return r.refuse(exitBlocked, fmt.Sprintf("hivekeeper's Deployment %s/%s already runs %d replicas: install it scaled to 0 (--set replicaCount=0), so that it does not start beside ToolHive's operator",
@@ -763,4 +771,29 @@ func findHivekeeper(ctx context.Context, kube kubernetes.Interface, namespace, n
 	}
 	slices.Sort(names)
 	return nil, usageError("%d hivekeeper Deployments (%s): choose one with --hivekeeper-namespace and --hivekeeper-deployment", len(names), strings.Join(names, ", "))
+}
+
+// imageSkew says why a switch refuses to scale up hivekeeper's Deployment
+// hk: its controller image's version (its tag, or its
+// app.kubernetes.io/version label) is not the plugin's, version, and
+// image does not name that image. "" when it may.
+func imageSkew(hk *appsv1.Deployment, version, image string) string {
+	if len(hk.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	running := hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image
+	v := imageTag(running)
+	if v == "" {
+		v = hk.Labels[labelVersion]
+	}
+	switch {
+	case image != "" && image != running:
+		return fmt.Sprintf("--image names %s, but hivekeeper's Deployment %s/%s runs %s", image, hk.Namespace, hk.Name, running)
+	case image != "" || sameVersion(version, v):
+		return ""
+	case v == "":
+		v = "an unknown version"
+	}
+	return fmt.Sprintf("hivekeeper's Deployment %s/%s runs %s (%s), not the plugin's version %s: use the plugin of that release, or pass --image %s to switch to it all the same",
+		hk.Namespace, hk.Name, running, v, version, running)
 }

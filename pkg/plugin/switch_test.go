@@ -127,7 +127,7 @@ func switchClients(t *testing.T, crds ...runtime.Object) clients {
 func testSwitchOptions() switchOptions {
 	return switchOptions{preflight: preflightOptions{timeout: time.Minute}, replicas: 2,
 		quiet: 50 * time.Millisecond, wait: 10 * time.Second, interval: 10 * time.Millisecond,
-		yes: true, lockTimeout: time.Minute, host: "laptop", version: "v1.2.3",
+		yes: true, lockTimeout: time.Minute, host: "laptop", version: "v1.2.3", image: "registry.example.com/hivekeeper:v1",
 		target: Target{Context: "prod", Cluster: "prod-eu", Server: "https://prod.example.com", User: "alice"}}
 }
 
@@ -345,7 +345,8 @@ func TestSwitchAndBack(t *testing.T) {
 
 // A switch refused writes nothing: a predicted restart without
 // --allow-restarts, hivekeeper already running, a switch already
-// recorded, no ToolHive operator; --back with no record.
+// recorded, no ToolHive operator, an image of another version than the
+// plugin's that --image does not name; --back with no record.
 func TestSwitchRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -353,6 +354,7 @@ func TestSwitchRefusals(t *testing.T) {
 		back  bool
 		code  int
 		says  string
+		opts  func(*switchOptions)
 	}{
 		{name: "restart predicted", code: exitRestarts, says: "1 pod restarts, 0 objects recreated, 0 ConfigMaps rewritten: run switch --allow-restarts",
 			setup: func(t *testing.T, c clients) {
@@ -384,6 +386,10 @@ func TestSwitchRefusals(t *testing.T) {
 				}
 			}},
 		{name: "back without a record", back: true, code: exitBlocked, says: "no switch is recorded"},
+		{name: "another version's image", code: exitBlocked, opts: func(o *switchOptions) { o.image = "" },
+			says: "hivekeeper's Deployment hivekeeper-system/hivekeeper runs registry.example.com/hivekeeper:v1 (v1), not the plugin's version v1.2.3: use the plugin of that release, or pass --image registry.example.com/hivekeeper:v1"},
+		{name: "--image names another image", code: exitBlocked, opts: func(o *switchOptions) { o.image = "registry.example.com/hivekeeper:v2" },
+			says: "--image names registry.example.com/hivekeeper:v2, but hivekeeper's Deployment hivekeeper-system/hivekeeper runs registry.example.com/hivekeeper:v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := switchClients(t, crd("mcpservers", "MCPServer", "v1beta1"))
@@ -394,10 +400,14 @@ func TestSwitchRefusals(t *testing.T) {
 			var r *SwitchReport
 			var err error
 			p := &progress{w: &bytes.Buffer{}}
+			o := testSwitchOptions()
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
 			if tc.back {
-				r, err = switchBack(context.Background(), c, testSwitchOptions(), p)
+				r, err = switchBack(context.Background(), c, o, p)
 			} else {
-				r, err = switchTo(context.Background(), c, testSwitchOptions(), p, logr.Discard())
+				r, err = switchTo(context.Background(), c, o, p, logr.Discard())
 			}
 			if err != nil {
 				t.Fatal(err)

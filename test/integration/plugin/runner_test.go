@@ -75,7 +75,12 @@ func TestSwitchBackRestoresRunnerPermissions(t *testing.T) {
 		t.Fatalf("under ToolHive, the runner's account is denied %q", denied)
 	}
 
-	if code, _, out := k.run(switchArgs()...); code != 0 {
+	// As a user with the rights docs/plugin.md gives switch, and no more.
+	rights := documentedRights(t, tc.root)
+	applyYAML(t, tc, rights[1])
+	alice := kubeconfigBoundTo(t, tc, "alice", "hivekeeper-switch")
+
+	if code, _, out := k.run(switchArgs("--kubeconfig", alice)...); code != 0 {
 		t.Fatalf("switch exited %d:\n%s", code, out)
 	}
 	b, err := env.Kube.RbacV1().RoleBindings("team-a").Get(ctx, runner, metav1.GetOptions{})
@@ -87,7 +92,7 @@ func TestSwitchBackRestoresRunnerPermissions(t *testing.T) {
 	}
 	t.Logf("under hivekeeper, the runner's account is denied %q of ToolHive's grants", deniedRules(t, env, "team-a", runner, role.Rules))
 
-	code, r, out := k.run(switchArgs("--back")...)
+	code, r, out := k.run(switchArgs("--kubeconfig", alice, "--back")...)
 	if code != 0 {
 		t.Fatalf("switch --back exited %d:\n%s", code, out)
 	}

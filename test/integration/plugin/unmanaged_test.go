@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -71,12 +72,31 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 		})
 	}
 
-	code, pf, out := preflightOn(t, tc.srv.Kubeconfig, toolhiveNS)
+	// Each command runs under the rights docs/plugin.md gives it, and
+	// no more: preflight as the documented Job would run it, switch as a
+	// user bound to the documented ClusterRole.
+	rights := documentedRights(t, tc.root)
+	applyYAML(t, tc, rights[0]+"---\n"+rights[1])
+	jobArgs, jobKubeconfig := documentedPreflightJob(t, tc, rights[2])
+	alice := kubeconfigBoundTo(t, tc, "alice", "hivekeeper-switch")
+
+	// Without the right to list pods, preflight stops and says so.
+	bob := kubeconfigBoundTo(t, tc, "bob", withoutPods(t, tc, "hivekeeper-preflight"))
+	code, out, errOut := runPlugin(t, "preflight", "--kubeconfig", bob, "-o", "json")
+	if code != 1 || !strings.Contains(errOut, "missing permission: list pods ") {
+		t.Errorf("preflight without the right to list pods exited %d:\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = runPlugin(t, append(jobArgs, "--kubeconfig", jobKubeconfig, "--timeout", "2m")...)
+	var pf report
+	if err := json.Unmarshal([]byte(out), &pf); err != nil {
+		t.Fatalf("the documented preflight Job's run exited %d with no JSON report: %v\n%s\n%s", code, err, out, errOut)
+	}
 	if code != 4 || !blockedBy(pf.Blockers) {
 		t.Errorf("preflight exited %d, blockers %q:\n%s", code, pf.Blockers, out)
 	}
 
-	code, r, out := k.run(switchArgs()...)
+	code, r, out := k.run(switchArgs("--kubeconfig", alice)...)
 	if code != 4 || len(r.Steps) != 0 || !strings.Contains(r.Refused, "MCPServer team-a/legacy: ") || r.Preflight == nil || !blockedBy(r.Preflight.Blockers) {
 		t.Fatalf("switch exited %d, refused %q:\n%s", code, r.Refused, out)
 	}
@@ -84,7 +104,7 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 		t.Fatal("a refused switch changed which operator runs")
 	}
 
-	code, r, out = k.run(switchArgs("--allow-unmanaged", named)...)
+	code, r, out = k.run(switchArgs("--kubeconfig", alice, "--allow-unmanaged", named)...)
 	if code != 0 || r.Outcome == nil {
 		t.Fatalf("switch --allow-unmanaged exited %d:\n%s", code, out)
 	}
