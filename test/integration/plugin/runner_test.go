@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,29 @@ func TestSwitchBackRestoresRunnerPermissions(t *testing.T) {
 		t.Fatalf("switch --back exited %d:\n%s", code, out)
 	}
 	logReport(t, r)
+	// -o json streamed each step as it happened: a started event for each
+	// wait, saying what for and how long at most, and a finished one per
+	// step of the report, in order.
+	_, events, err := toolhive.ReadSwitchOutput(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var finished []string
+	started := 0
+	for _, e := range events {
+		switch e.Event {
+		case "started":
+			started++
+			if e.WaitsFor == "" || e.Limit != "3m0s" || e.Elapsed == "" {
+				t.Errorf("a started event without what it waits for, its limit or the time: %+v", e)
+			}
+		case "finished":
+			finished = append(finished, e.Step)
+		}
+	}
+	if started < 4 || !slices.Equal(finished, r.Steps) {
+		t.Errorf("switch --back -o json streamed %d started events and finished %q; its steps are %q", started, finished, r.Steps)
+	}
 	if denied := deniedRules(t, env, "team-a", runner, role.Rules); len(denied) > 0 {
 		t.Errorf("after switch --back, the runner's account is denied %q of what ToolHive's Role granted it", denied)
 	}
