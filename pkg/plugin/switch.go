@@ -417,7 +417,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	}
 	// Every tool that would undo the switch is found before anything is
 	// written: one named that cannot be found or read cannot be paused.
-	owners := keepers(pf.Operator, crds)
+	owners := keepers(pf.Operator, crds, hk)
 	if !o.leaveOwners {
 		located, problems := locateOwners(ctx, c, owners, o.argoNamespace)
 		if len(problems) > 0 {

@@ -51,7 +51,10 @@ func policyBinding(actions ...admissionregistrationv1.ValidationAction) *admissi
 	}
 }
 
-var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+var (
+	applications    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	applicationSets = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
+)
 
 // argoApplication is an Application with automated sync on: "toolhive"
 // is the one the operator's tracking annotation names.
@@ -110,7 +113,7 @@ func switchClients(t *testing.T, crds ...runtime.Object) clients {
 		crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
 		return true, crd, nil
 	})
-	lists := map[schema.GroupVersionResource]string{applications: "ApplicationList"}
+	lists := map[schema.GroupVersionResource]string{applications: "ApplicationList", applicationSets: "ApplicationSetList"}
 	ours, err := hivekeeperCRDs()
 	if err != nil {
 		t.Fatal(err)
