@@ -78,11 +78,12 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
 (--set replicaCount=0). In order, switch:
 
   1. prints the cluster (context, cluster, server, user), refuses while
-     another run holds the record or hivekeeper's image is not of the
-     plugin's version (--image accepts it), runs preflight and stops there when
-     something blocks the switch (--allow-unmanaged and --accept-env
-     accept what they name), or when it would restart pods and
-     --allow-restarts is not given; then asks to confirm, unless --yes;
+     another run holds the record or when hivekeeper's image is not of
+     the plugin's version (--image accepts it), runs preflight and stops
+     there when something blocks the switch (--allow-unmanaged and
+     --accept-env accept what they name), or when it would restart pods
+     and --allow-restarts is not given; then asks to confirm, unless
+     --yes;
   2. records ToolHive's operator (its replicas), the tools that keep it,
      ToolHive's CRDs and who runs the switch in the ConfigMap
      hivekeeper-switch beside hivekeeper, for switch --back: the lock no
