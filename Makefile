@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit test-race toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows docs-fresh docs-stale docs-site dashboard-png clean
+.PHONY: help build test test-unit test-race toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows docs-fresh docs-stale docs-site docs-generate dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -63,6 +63,7 @@ generate: ## Regenerate clients, deepcopy, CRDs and the chart's copies of them.
 verify: ## Fail if generated code, the chart or a generated document is stale, code is unformatted, vet complains or a workflow does not pass actionlint.
 	hack/verify-codegen.sh
 	go run ./hack/docfresh
+	go run ./hack/compatdoc -check
 	$(MAKE) --no-print-directory docs-site
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	go vet ./...
@@ -79,6 +80,9 @@ verify-workflows: ## Check the forge's workflows with actionlint (built once by 
 # judged to change none of its figures.
 docs-fresh: ## Fail if a generated document's inputs changed after its run, unless the page says it is not current.
 	go run ./hack/docfresh
+
+docs-generate: ## Rewrite docs/compatibility.md's table of deliberate differences from test/deliberate, the list the suites' exceptions are checked against.
+	go run ./hack/compatdoc
 
 docs-site: ## Build the documentation site into bin/site (MkDocs, Material theme: Debian's mkdocs and mkdocs-material) and fail on a broken link or anchor.
 	@command -v mkdocs >/dev/null || { echo 'docs-site needs MkDocs with the Material theme: apt-get install mkdocs mkdocs-material'; exit 1; }
