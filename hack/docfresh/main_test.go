@@ -21,6 +21,7 @@ func newRepo(t *testing.T) *repo {
 	r.git("init", "-q")
 	r.git("config", "user.email", "t@example.com")
 	r.git("config", "user.name", "t")
+	r.git("config", "commit.gpgsign", "false")
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
