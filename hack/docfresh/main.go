@@ -117,10 +117,31 @@ func main() {
 		}
 		failed = failed || !ok
 	}
+	for _, path := range unregistered(docs) {
+		fmt.Printf("%s: names the run that generated it, but hack/docfresh does not list its inputs: add it to docs\n", path)
+		failed = true
+	}
 	if failed {
 		fmt.Printf("\nA generated document's inputs changed after its run. For each, either run its command again, or add the commits to %s with the reason they change none of its figures, or run `make docs-stale` to say on the page that it is not current.\n", ledger)
 		os.Exit(1)
 	}
+}
+
+// unregistered returns the pages under docs/ with a provenance line that
+// list does not hold: a generator added without its inputs.
+func unregistered(list []doc) []string {
+	pages, _ := filepath.Glob("docs/*.md")
+	var out []string
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if _, ok := provenance.Parse(string(b)); ok && !slices.ContainsFunc(list, func(d doc) bool { return d.path == p }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // check judges one document, and with fix rewrites its notice.

@@ -144,3 +144,14 @@ func TestPageWithoutProvenanceFails(t *testing.T) {
 		t.Fatalf("%q, %v; want a failure naming the missing line", msg, ok)
 	}
 }
+
+// A page that names its run but is not in the list of generated
+// documents is found: its inputs would go unchecked.
+func TestUnregisteredGeneratedPageIsFound(t *testing.T) {
+	r := newRepo(t)
+	line := provenance.Record{Command: "make page", Commit: strings.Repeat("a", 40)}.Line()
+	r.commit("pages", map[string]string{"docs/listed.md": "# A\n\n" + line + "\n", "docs/new.md": "# B\n\n" + line + "\n", "docs/hand.md": "# C\n"})
+	if got := unregistered([]doc{{path: "docs/listed.md"}}); len(got) != 1 || got[0] != "docs/new.md" {
+		t.Errorf("unregistered = %q, want [docs/new.md]", got)
+	}
+}
