@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/provenance"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
@@ -79,8 +79,7 @@ func TestToolHiveDelta(t *testing.T) {
 		r.add(v.name, snaps[from], snaps[to])
 	}
 	r.crds = crdChanges(t, toolhive.CRDDir(modules[from]), toolhive.CRDDir(modules[to]))
-	commit, _ := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
-	doc := r.render(strings.TrimSpace(string(commit)))
+	doc := r.render(provenance.Current(root, fmt.Sprintf("make toolhive-delta FROM=%s TO=%s", from, to)))
 	if *out == "" {
 		t.Log(doc)
 		return
