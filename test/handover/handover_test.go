@@ -102,6 +102,9 @@ type scenario struct {
 var scenarios = []scenario{
 	{name: ""},
 	{name: "production", values: "production-values.yaml"},
+	// The older releases a user may still be on: preflight picks the
+	// release hivekeeper writes for each (release.Target).
+	{name: "v0.63.0", release: "v0.63.0"},
 	{name: "v0.47.0", release: "v0.47.0"},
 	// The release users run, with its chart's defaults and with usage
 	// metrics turned off: hivekeeper writes what it writes (its usage-metrics

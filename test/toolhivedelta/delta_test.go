@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,16 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/provenance"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 var out = flag.String("out", "", "write the report to this file (make toolhive-delta)")
-
-// instanceID is the installation id both operators find stored, so that
-// what the id changes is the same string on both sides.
-const instanceID = "00000000-0000-4000-8000-0000000000ad"
 
 // variant is one operator-wide setting the releases are compared under.
 type variant struct {
@@ -84,8 +79,7 @@ func TestToolHiveDelta(t *testing.T) {
 		r.add(v.name, snaps[from], snaps[to])
 	}
 	r.crds = crdChanges(t, toolhive.CRDDir(modules[from]), toolhive.CRDDir(modules[to]))
-	commit, _ := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
-	doc := r.render(strings.TrimSpace(string(commit)))
+	doc := r.render(provenance.Current(root, fmt.Sprintf("make toolhive-delta FROM=%s TO=%s", from, to)))
 	if *out == "" {
 		t.Log(doc)
 		return
@@ -137,10 +131,7 @@ func run(t *testing.T, bins, thvBins, module, release string, v variant, tables 
 			t.Fatal(err)
 		}
 	}
-	if _, err := env.Kube.CoreV1().ConfigMaps(toolhive.OperatorNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: app.InstanceIDConfigMap, Namespace: toolhive.OperatorNamespace},
-		Data:       map[string]string{app.InstanceIDKey: `{"instance_id":"` + instanceID + `","last_update_check":"0001-01-01T00:00:00Z","latest_version":""}`},
-	}, metav1.CreateOptions{}); err != nil {
+	if err := toolhive.SeedInstanceID(ctx, env.Kube); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {

@@ -55,7 +55,7 @@ func TestSwitchBackRestoresRunnerPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := toolhive.Options(flags)
+	opts, err := toolhive.Options(ctx, env.Kube, flags)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := toolhive.Options(flags)
+	opts, err := toolhive.Options(ctx, env.Kube, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
