@@ -8,6 +8,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
@@ -27,55 +28,69 @@ func binding(name, roleKind, role, owner string) *rbacv1.RoleBinding {
 }
 
 // Going back, the runner bindings hivekeeper wrote (a ToolHive resource
-// controls them, they bind a ClusterRole) are deleted, with preconditions,
-// and nothing else: ToolHive's own (a Role) and other bindings of a
-// ClusterRole stay. Afterwards one ToolHive's operator did not create
-// again is reported, and one that binds a ClusterRole again is an error.
+// controls them, they bind a ClusterRole) are deleted, with
+// preconditions, and nothing else: ToolHive's own (a Role) and other
+// bindings of a ClusterRole stay. One whose ToolHive Role is still there
+// is created again at once, as it was but bound to that Role; one whose
+// Role is gone is left for ToolHive's operator to write. Afterwards one
+// not written again is reported, and one that binds a ClusterRole again
+// is an error.
 func TestReleaseRunnerBindings(t *testing.T) {
 	ctx := context.Background()
-	kube := k8sfake.NewClientset(
-		binding("fetch-proxy-runner", "ClusterRole", "hivekeeper-stdio-proxy-runner", "MCPServer"),
+	fetch := binding("fetch-proxy-runner", "ClusterRole", "hivekeeper-stdio-proxy-runner", "MCPServer")
+	fetch.Labels = map[string]string{"toolhive": "true"}
+	fetch.Subjects = []rbacv1.Subject{{Kind: "ServiceAccount", Name: "fetch-proxy-runner", Namespace: "team-a"}}
+	kube := k8sfake.NewClientset(fetch,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-proxy-runner"}},
 		binding("web-remote-proxy-runner", "ClusterRole", "hivekeeper-remote-proxy-runner", "MCPRemoteProxy"),
 		binding("old-proxy-runner", "Role", "old-proxy-runner", "MCPServer"),
 		binding("team-admins", "ClusterRole", "admin", ""),
 	)
 	kube.ClearActions()
-	released, err := releaseRunnerBindings(ctx, kube, []string{"team-a"})
+	rebound, deleted, err := releaseRunnerBindings(ctx, kube, []string{"team-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"team-a/fetch-proxy-runner", "team-a/web-remote-proxy-runner"}; !slices.Equal(released, want) {
-		t.Errorf("released %q, want %q", released, want)
+	if !slices.Equal(rebound, []string{"team-a/fetch-proxy-runner"}) || !slices.Equal(deleted, []string{"team-a/web-remote-proxy-runner"}) {
+		t.Errorf("rebound %q, deleted %q", rebound, deleted)
 	}
-	var deleted []string
+	var wrote []string
 	for _, a := range kube.Actions() {
-		if a.GetVerb() == "delete" {
+		switch a.GetVerb() {
+		case "delete":
 			d := a.(interface{ GetDeleteOptions() metav1.DeleteOptions })
 			if pre := d.GetDeleteOptions().Preconditions; pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
 				t.Errorf("%s deleted without preconditions", a.(interface{ GetName() string }).GetName())
 			}
-			deleted = append(deleted, a.(interface{ GetName() string }).GetName())
-		} else if a.GetVerb() != "list" {
+			wrote = append(wrote, "delete "+a.(interface{ GetName() string }).GetName())
+		case "create":
+			wrote = append(wrote, "create "+a.(interface{ GetObject() runtime.Object }).GetObject().(*rbacv1.RoleBinding).Name)
+		case "list", "get":
+		default:
 			t.Errorf("unexpected %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	if want := []string{"fetch-proxy-runner", "web-remote-proxy-runner"}; !slices.Equal(deleted, want) {
-		t.Errorf("deleted %q, want %q", deleted, want)
+	if want := []string{"delete fetch-proxy-runner", "create fetch-proxy-runner", "delete web-remote-proxy-runner"}; !slices.Equal(wrote, want) {
+		t.Errorf("wrote %q, want %q", wrote, want)
 	}
-
-	// ToolHive's operator bound fetch's runner to its Role again; the
-	// remote proxy's binding is not back.
-	if _, err := kube.RbacV1().RoleBindings("team-a").Create(ctx, binding("fetch-proxy-runner", "Role", "fetch-proxy-runner", "MCPServer"), metav1.CreateOptions{}); err != nil {
+	got, err := kube.RbacV1().RoleBindings("team-a").Get(ctx, "fetch-proxy-runner", metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := runnerBindingsBack(ctx, kube, released)
+	if got.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "fetch-proxy-runner"}) || !equalJSON(got.Subjects, fetch.Subjects) ||
+		!equalJSON(got.OwnerReferences, fetch.OwnerReferences) || got.Labels["toolhive"] != "true" {
+		t.Errorf("fetch's binding again: %+v", got)
+	}
+
+	// The remote proxy's binding is not back yet.
+	missing, err := runnerBindingsBack(ctx, kube, append(rebound, deleted...))
 	if err != nil || !slices.Equal(missing, []string{"team-a/web-remote-proxy-runner"}) {
 		t.Errorf("missing %q, %v", missing, err)
 	}
 	if _, err := kube.RbacV1().RoleBindings("team-a").Create(ctx, binding("web-remote-proxy-runner", "ClusterRole", "hivekeeper-remote-proxy-runner", "MCPRemoteProxy"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runnerBindingsBack(ctx, kube, released); err == nil || !strings.Contains(err.Error(), "team-a/web-remote-proxy-runner binds ClusterRole hivekeeper-remote-proxy-runner") {
+	if _, err := runnerBindingsBack(ctx, kube, deleted); err == nil || !strings.Contains(err.Error(), "team-a/web-remote-proxy-runner binds ClusterRole hivekeeper-remote-proxy-runner") {
 		t.Errorf("a ClusterRole bound again: %v", err)
 	}
 }

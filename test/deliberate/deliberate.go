@@ -54,15 +54,15 @@ var Workloads = []Difference{
 		ToolHive:   "each runner RoleBinding binds a Role written per workload",
 		Hivekeeper: "binds the runner ClusterRole the chart creates once, a stdio MCPServer's the stdio one (with `pods/attach`, which ToolHive v0.63.0 grants stdio runners only; v0.47.0 grants it to every runner)",
 		Why:        "hivekeeper holds `bind` on three ClusterRoles instead of the right to write Roles",
-		Cost:       "to hivekeeper: each runner RoleBinding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` deletes it, and ToolHive's operator creates it again bound to its own Role (it never changes a binding's `roleRef` itself). No pod restarts",
+		Cost:       "to hivekeeper: each runner RoleBinding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` creates it again bound to ToolHive's Role (ToolHive's operator never changes a binding's `roleRef` itself). No pod restarts",
 		Suites:     []Suite{SuiteDifferential, SuiteHandover},
 	},
 	{
 		Field:      "RoleBinding (switch --back)",
 		ToolHive:   "binds its own Role, and never changes the `roleRef` of a binding that exists",
 		Hivekeeper: "binds its chart's ClusterRoles",
-		Why:        "`switch --back` deletes the bindings hivekeeper wrote, so that ToolHive's operator creates each again bound to its own Role and the runners, vMCPs and registry APIs get ToolHive's grants back",
-		Cost:       "back: each such RoleBinding is created again by ToolHive's operator. No pod restarts",
+		Why:        "`switch --back` creates the bindings hivekeeper wrote again, bound to ToolHive's Roles of their names (which stay in place while hivekeeper runs), so that the runners, vMCPs and registry APIs get ToolHive's grants back",
+		Cost:       "back: each such RoleBinding is created again, as ToolHive's operator wrote it. No pod restarts",
 		Suites:     []Suite{SuiteHandover},
 	},
 	{
@@ -78,7 +78,7 @@ var Workloads = []Difference{
 		ToolHive:   "each vMCP RoleBinding `<name>-vmcp` binds a Role written per vMCP",
 		Hivekeeper: "binds the ClusterRole of its mode the chart creates once",
 		Why:        "hivekeeper never reads a Secret, so it cannot write a Role that grants Secret reads; binding is all it holds, and the ClusterRoles are narrower than ToolHive's Role",
-		Cost:       "to hivekeeper: each vMCP RoleBinding is deleted and created again; back: `switch --back` deletes it, and ToolHive's operator creates it again bound to its own Role. No pod restarts",
+		Cost:       "to hivekeeper: each vMCP RoleBinding is deleted and created again; back: `switch --back` creates it again bound to ToolHive's Role. No pod restarts",
 		Suites:     []Suite{SuiteDifferential, SuiteHandover},
 	},
 	{
@@ -156,7 +156,7 @@ var Children = []Difference{
 		ToolHive:   "that Role",
 		Hivekeeper: "the ClusterRole `<release>-registry-api` (the same rules)",
 		Why:        "as above",
-		Cost:       "to hivekeeper: the binding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` deletes the binding, and ToolHive's operator creates it again bound to its own Role. No pod restarts",
+		Cost:       "to hivekeeper: the binding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` creates the binding again bound to ToolHive's Role. No pod restarts",
 		Suites:     []Suite{SuiteChildren, SuiteHandover},
 	},
 }

@@ -33,8 +33,8 @@ var allowedAtSwitch = []allowed{
 	},
 	{
 		Field: "RoleBinding (switch --back)",
-		Reason: "switch --back deletes the RoleBindings hivekeeper bound to its ClusterRoles, so that ToolHive's operator, which " +
-			"never changes a binding's roleRef, creates each again bound to its own Role: the runners get ToolHive's grants back",
+		Reason: "switch --back creates the RoleBindings hivekeeper bound to its ClusterRoles again, bound to ToolHive's Roles of " +
+			"their names (ToolHive's operator never changes a binding's roleRef): the runners get ToolHive's grants back",
 		Cost:    "each runner, vMCP and registry API RoleBinding is created again at switch --back; no pod restarts",
 		entries: recreatedBack(concat(runnerBindings, vmcpBindings, registryBindings)),
 	},
@@ -367,9 +367,9 @@ var registryBindings = listed([]toolhive.Exception{
 })
 
 // recreatedBack are, for each RoleBinding list recreates at the switch to
-// hivekeeper, its recreation at switch --back: the plugin deletes it and
-// ToolHive's operator creates it again (its roleRef and writes then
-// mirror the switch's, which the suite takes as taken back).
+// hivekeeper, its recreation at switch --back: the plugin creates it
+// again bound to ToolHive's Role (its roleRef then mirrors the switch's,
+// which the suite takes as taken back).
 func recreatedBack(list func([]*toolhive.Case) []toolhive.Exception) func([]*toolhive.Case) []toolhive.Exception {
 	return func(cases []*toolhive.Case) []toolhive.Exception {
 		var out []toolhive.Exception
