@@ -29,12 +29,12 @@ func binding(name, roleKind, role, owner string) *rbacv1.RoleBinding {
 
 // Going back, the runner bindings hivekeeper wrote (a ToolHive resource
 // controls them, they bind a ClusterRole) are deleted, with
-// preconditions, and nothing else: ToolHive's own (a Role) and other
-// bindings of a ClusterRole stay. One whose ToolHive Role is still there
-// is created again at once, as it was but bound to that Role; one whose
-// Role is gone is left for ToolHive's operator to write. Afterwards one
-// not written again is reported, and one that binds a ClusterRole again
-// is an error.
+// preconditions, and created again at once, as they were but bound to
+// ToolHive's Role of their name; one without such a Role (a workload
+// ToolHive's operator never set up) is left as it is, and so are
+// ToolHive's own (a Role) and other bindings of a ClusterRole. Afterwards
+// one gone is reported, and one that binds a ClusterRole again is an
+// error.
 func TestReleaseRunnerBindings(t *testing.T) {
 	ctx := context.Background()
 	fetch := binding("fetch-proxy-runner", "ClusterRole", "hivekeeper-stdio-proxy-runner", "MCPServer")
@@ -47,12 +47,12 @@ func TestReleaseRunnerBindings(t *testing.T) {
 		binding("team-admins", "ClusterRole", "admin", ""),
 	)
 	kube.ClearActions()
-	rebound, deleted, err := releaseRunnerBindings(ctx, kube, []string{"team-a"})
+	rebound, left, err := releaseRunnerBindings(ctx, kube, []string{"team-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rebound, []string{"team-a/fetch-proxy-runner"}) || !slices.Equal(deleted, []string{"team-a/web-remote-proxy-runner"}) {
-		t.Errorf("rebound %q, deleted %q", rebound, deleted)
+	if !slices.Equal(rebound, []string{"team-a/fetch-proxy-runner"}) || !slices.Equal(left, []string{"team-a/web-remote-proxy-runner"}) {
+		t.Errorf("rebound %q, left %q", rebound, left)
 	}
 	var wrote []string
 	for _, a := range kube.Actions() {
@@ -70,7 +70,7 @@ func TestReleaseRunnerBindings(t *testing.T) {
 			t.Errorf("unexpected %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
-	if want := []string{"delete fetch-proxy-runner", "create fetch-proxy-runner", "delete web-remote-proxy-runner"}; !slices.Equal(wrote, want) {
+	if want := []string{"delete fetch-proxy-runner", "create fetch-proxy-runner"}; !slices.Equal(wrote, want) {
 		t.Errorf("wrote %q, want %q", wrote, want)
 	}
 	got, err := kube.RbacV1().RoleBindings("team-a").Get(ctx, "fetch-proxy-runner", metav1.GetOptions{})
@@ -82,15 +82,19 @@ func TestReleaseRunnerBindings(t *testing.T) {
 		t.Errorf("fetch's binding again: %+v", got)
 	}
 
-	// The remote proxy's binding is not back yet.
-	missing, err := runnerBindingsBack(ctx, kube, append(rebound, deleted...))
-	if err != nil || !slices.Equal(missing, []string{"team-a/web-remote-proxy-runner"}) {
+	if missing, err := runnerBindingsBack(ctx, kube, rebound); err != nil || len(missing) != 0 {
 		t.Errorf("missing %q, %v", missing, err)
 	}
-	if _, err := kube.RbacV1().RoleBindings("team-a").Create(ctx, binding("web-remote-proxy-runner", "ClusterRole", "hivekeeper-remote-proxy-runner", "MCPRemoteProxy"), metav1.CreateOptions{}); err != nil {
+	if err := kube.RbacV1().RoleBindings("team-a").Delete(ctx, "fetch-proxy-runner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runnerBindingsBack(ctx, kube, deleted); err == nil || !strings.Contains(err.Error(), "team-a/web-remote-proxy-runner binds ClusterRole hivekeeper-remote-proxy-runner") {
+	if missing, err := runnerBindingsBack(ctx, kube, rebound); err != nil || !slices.Equal(missing, rebound) {
+		t.Errorf("gone: missing %q, %v", missing, err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("team-a").Create(ctx, binding("fetch-proxy-runner", "ClusterRole", "hivekeeper-stdio-proxy-runner", "MCPServer"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runnerBindingsBack(ctx, kube, rebound); err == nil || !strings.Contains(err.Error(), "team-a/fetch-proxy-runner binds ClusterRole hivekeeper-stdio-proxy-runner") {
 		t.Errorf("a ClusterRole bound again: %v", err)
 	}
 }

@@ -840,14 +840,14 @@ func hivekeeperBindings(ctx context.Context, kube kubernetes.Interface, namespac
 }
 
 // releaseRunnerBindings hands hivekeeper's runner bindings (see
-// hivekeeperBindings) back to ToolHive's Roles. Each is deleted and, where
-// ToolHive's Role of the binding's name is still there (hivekeeper leaves
-// ToolHive's Roles alone), created again as it was but bound to that Role:
-// ToolHive's binding, at once. One whose Role is gone stays deleted, for
-// ToolHive's operator to write again with its Role when it reconciles the
-// workload; its account has no grant until then. It returns the bindings
-// rebound and those only deleted, as "namespace/name".
-func releaseRunnerBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) (rebound, deleted []string, err error) {
+// hivekeeperBindings) back to ToolHive's Roles: each whose Role of the
+// binding's name is there (hivekeeper leaves ToolHive's Roles alone) is
+// deleted and created again as it was, but bound to that Role: ToolHive's
+// binding, at once. One without such a Role (a workload ToolHive's
+// operator never set up, as one it waits on) is left as it is, its
+// account keeping hivekeeper's grants. It returns the bindings rebound
+// and those left, as "namespace/name".
+func releaseRunnerBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) (rebound, left []string, err error) {
 	bindings, err := hivekeeperBindings(ctx, kube, namespaces)
 	if err != nil {
 		return nil, nil, err
@@ -855,28 +855,27 @@ func releaseRunnerBindings(ctx context.Context, kube kubernetes.Interface, names
 	for _, b := range bindings {
 		at := b.Namespace + "/" + b.Name
 		_, err := kube.RbacV1().Roles(b.Namespace).Get(ctx, b.Name, getOpts)
-		hasRole := err == nil
-		if err != nil && !apierrors.IsNotFound(err) {
-			return rebound, deleted, readError(err, "get", "roles.rbac.authorization.k8s.io", b.Namespace)
+		if apierrors.IsNotFound(err) {
+			left = append(left, at)
+			continue
+		}
+		if err != nil {
+			return rebound, left, readError(err, "get", "roles.rbac.authorization.k8s.io", b.Namespace)
 		}
 		pre := metav1.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion}
 		err = kube.RbacV1().RoleBindings(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &pre})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return rebound, deleted, fmt.Errorf("deleting hivekeeper's runner RoleBinding %s: %w", at, err)
-		}
-		if !hasRole {
-			deleted = append(deleted, at)
-			continue
+			return rebound, left, fmt.Errorf("deleting hivekeeper's runner RoleBinding %s: %w", at, err)
 		}
 		back := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name, Labels: b.Labels,
 			Annotations: b.Annotations, OwnerReferences: b.OwnerReferences}, Subjects: b.Subjects,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: b.Name}}
 		if _, err := kube.RbacV1().RoleBindings(b.Namespace).Create(ctx, back, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return rebound, deleted, fmt.Errorf("binding runner RoleBinding %s to ToolHive's Role %s again: %w", at, b.Name, err)
+			return rebound, left, fmt.Errorf("binding runner RoleBinding %s to ToolHive's Role %s again: %w", at, b.Name, err)
 		}
 		rebound = append(rebound, at)
 	}
-	return rebound, deleted, nil
+	return rebound, left, nil
 }
 
 // runnerBindingsBack checks that ToolHive's operator created again each

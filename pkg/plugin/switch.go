@@ -632,15 +632,15 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 	} else if n > 0 {
 		p.step("released hivekeeper's finalizer from %s: ToolHive's operator holds none there, and would never release it", count(n, "composite tool definition", "composite tool definitions"))
 	}
-	rebound, released, err := releaseRunnerBindings(ctx, c.kube, opts.Namespaces)
+	rebound, left, err := releaseRunnerBindings(ctx, c.kube, opts.Namespaces)
 	if err != nil {
 		return r, err
 	}
 	if len(rebound) > 0 {
 		p.step("bound %s back to ToolHive's Roles of their names: hivekeeper had bound them to its ClusterRoles, and ToolHive's operator never changes the role of a binding that exists", count(len(rebound), "runner RoleBinding", "runner RoleBindings"))
 	}
-	if len(released) > 0 {
-		p.step("deleted hivekeeper's %s whose ToolHive Role is gone: ToolHive's operator writes each again with its Role", count(len(released), "runner RoleBinding", "runner RoleBindings"))
+	for _, n := range left {
+		p.note("RoleBinding %s binds hivekeeper's ClusterRole and ToolHive's operator has no Role of its name (it never set the workload up): left as it is; once ToolHive's operator has written that Role, delete the binding for it to bind the Role", n)
 	}
 	p.begin("putting ToolHive's CRDs back", "every version is served", o.wait)
 	if err := replaceCRDs(ctx, c, crds, o.wait, o.interval); err != nil {
@@ -660,15 +660,12 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 		return r, err
 	}
 	settledStep(p, settled, o)
-	missing, err := runnerBindingsBack(ctx, c.kube, append(rebound, released...))
+	missing, err := runnerBindingsBack(ctx, c.kube, rebound)
 	if err != nil {
 		return r, err
 	}
-	if len(released) > 0 {
-		p.step("ToolHive's operator wrote %d of the %s deleted again, bound to its Roles", len(released)-len(missing), count(len(released), "runner RoleBinding", "runner RoleBindings"))
-	}
 	for _, n := range missing {
-		p.note("ToolHive's operator has not created RoleBinding %s again: its runner has no grant until it reconciles the workload (it may be refusing it)", n)
+		p.note("RoleBinding %s, bound to ToolHive's Role, is gone: ToolHive's operator writes it again when it reconciles the workload", n)
 	}
 	if err := resumeOwners(ctx, c, rec, o.leaveOwners, p); err != nil {
 		return r, err

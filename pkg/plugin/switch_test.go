@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -276,6 +277,10 @@ func TestSwitchAndBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// ToolHive's Role of the runner, which hivekeeper left in place.
+	if _, err := c.kube.RbacV1().Roles("team-a").Create(context.Background(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-proxy-runner"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	writes(c)
 	out.Reset()
 	back, err := switchBack(context.Background(), c, testSwitchOptions(), p)
@@ -288,9 +293,10 @@ func TestSwitchAndBack(t *testing.T) {
 	want = []string{
 		"patch deployments hivekeeper",
 		"patch validatingadmissionpolicybindings hivekeeper-workloads",
-		// hivekeeper's runner binding, for ToolHive's operator to bind its
-		// own Role (it never changes a binding's roleRef).
+		// hivekeeper's runner binding, bound to ToolHive's Role again
+		// (ToolHive's operator never changes a binding's roleRef).
 		"delete rolebindings fetch-proxy-runner",
+		"create rolebindings fetch-proxy-runner",
 		"patch deployments toolhive-operator",
 		"update customresourcedefinitions " + mcpservers.Name,
 		"patch applications toolhive",
