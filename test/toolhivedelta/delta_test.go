@@ -68,8 +68,7 @@ func TestToolHiveDelta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tables := []string{filepath.Join(root, "test", "conformance", "testdata", "table"), filepath.Join(root, "test", "handover", "testdata", "newest"),
-		filepath.Join(root, "test", "toolhivedelta", "testdata")}
+	tables := []string{filepath.Join(root, "test", "conformance", "testdata", "table"), filepath.Join(root, "test", "toolhivedelta", "testdata")}
 	r := report{from: from, to: to}
 	for _, v := range variants {
 		snaps := map[string]snapshot{}
