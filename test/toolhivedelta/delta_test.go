@@ -133,12 +133,24 @@ func run(t *testing.T, bins, thvBins, module, release string, v variant, tables 
 	if err := toolhive.SeedInstanceID(ctx, env.Kube); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cases {
-		for _, o := range c.Objects {
-			// What a release's CRD refuses is left out on both sides alike.
-			_, _ = toolhive.Create(ctx, env.Dynamic, c.Namespace, o, metav1.FieldValidationIgnore)
+	// The configs are created, and validated by the operator, before the
+	// workloads that use them: an operator given both at once reconciles
+	// a workload before its configs, fails it for that and retries after
+	// a back-off that grows with each failure, so which workload shows a
+	// transient Failed phase when the load settles is down to the order
+	// it ran in (every run with both at once listed one, under a
+	// different release or variant each time), not to the release.
+	create := func(workloads bool) {
+		for _, c := range cases {
+			for _, o := range c.Objects {
+				if toolhive.IsWorkload(o.GetKind()) == workloads {
+					// What a release's CRD refuses is left out on both sides alike.
+					_, _ = toolhive.Create(ctx, env.Dynamic, c.Namespace, o, metav1.FieldValidationIgnore)
+				}
+			}
 		}
 	}
+	create(false)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "operator.kubeconfig")
 	if err := srv.WriteKubeconfigForUser(kubeconfig, "toolhive-operator", "system:masters"); err != nil {
@@ -154,6 +166,8 @@ func run(t *testing.T, bins, thvBins, module, release string, v variant, tables 
 	resources := append(slices.Clone(toolhive.ChildResources), customResources(t, toolhive.CRDDir(module))...)
 	op := toolhive.StartOperator(t, opts)
 	defer op.Stop(t)
+	settle(t, env, resources)
+	create(true)
 	objs := settle(t, env, resources)
 	t.Logf("%s, %s: settled", release, v.name)
 	snap := snapshot{children: map[string]map[string]any{}, status: map[string]map[string]any{}}
@@ -207,12 +221,7 @@ func customResources(t *testing.T, dir string) []schema.GroupVersionResource {
 }
 
 // quiet is how long nothing may change before the load counts as settled.
-// An operator started on a whole load reconciles workloads before their
-// configs are validated, fails them for it and retries after a back-off
-// that grows with each failure: a short window (5 s was tried) caught
-// such a transient Failed phase of one MCPServer or another in every
-// run, under a different release or variant each time.
-const quiet = 30 * time.Second
+const quiet = 5 * time.Second
 
 // settle waits until nothing of resources changes for quiet (3 minutes at
 // most: an operator that keeps rewriting a status is read as it is then)
