@@ -53,10 +53,25 @@ const (
 	// upstreamTypes are the upstream types ToolHive's server has.
 	upstreamTypeOIDC   = thv1.UpstreamProviderTypeOIDC
 	upstreamTypeOAuth2 = thv1.UpstreamProviderTypeOAuth2
+	// A CA bundle of an upstream or a trusted issuer is its ConfigMap key
+	// mounted as ca.crt in a directory of its own, by position.
+	AuthServerUpstreamCAVolumePrefix = "authserver-upstream-ca-"
+	AuthServerUpstreamCAMountPath    = "/etc/toolhive/authserver/upstream-ca"
+	AuthServerIssuerCAVolumePrefix   = "authserver-issuer-ca-"
+	AuthServerIssuerCAMountPath      = "/etc/toolhive/authserver/issuer-ca"
+	authServerCAFile                 = "ca.crt"
+	// AuthServerCAChecksumAnnotation, on the pod template, is the checksum
+	// of the CA bundles' content, so that a new bundle rolls the pods.
+	AuthServerCAChecksumAnnotation = "toolhive.stacklok.dev/authserver-ca-checksum"
 	// callbackPath is appended to the resource URL when an upstream does
 	// not name its redirect URI.
 	callbackPath = "/oauth/callback"
 )
+
+// caBundleFilePath is where the CA bundle at index i under base is.
+func caBundleFilePath(base string, i int) string {
+	return fmt.Sprintf("%s/%d/%s", base, i, authServerCAFile)
+}
 
 func signingKeyFile(i int) string { return fmt.Sprintf("key-%d.pem", i) }
 func hmacFile(i int) string       { return fmt.Sprintf("hmac-%d", i) }
@@ -78,6 +93,15 @@ type embeddedAuthServerSpec struct {
 	InsecureAllowHTTP             bool                    `json:"insecureAllowHTTP,omitempty"`
 	BaselineClientScopes          []string                `json:"baselineClientScopes,omitempty"`
 	RegistrationRateLimit         *thv1.RateLimitBucket   `json:"registrationRateLimit,omitempty"`
+
+	AllowConfidentialClientRegistration       bool                               `json:"allowConfidentialClientRegistration,omitempty"`
+	AllowPrivateKeyJWTRegistration            bool                               `json:"allowPrivateKeyJWTRegistration,omitempty"`
+	InsecureAllowConfidentialOverLoopbackHTTP bool                               `json:"insecureAllowConfidentialOverLoopbackHTTP,omitempty"`
+	ForceConfidentialRedirectURIs             []string                           `json:"forceConfidentialRedirectUris,omitempty"`
+	CIMD                                      *thv1.EmbeddedAuthServerCIMDConfig `json:"cimd,omitempty"`
+	DelegateClients                           []thv1.DelegateClientConfig        `json:"delegateClients,omitempty"`
+	TrustedIssuers                            []thv1.TrustedIssuerConfig         `json:"trustedIssuers,omitempty"`
+	InboundGrants                             *thv1.InboundGrantsConfig          `json:"inboundGrants,omitempty"`
 }
 
 // authServerStorage is the in-memory storage and its cap on registered
@@ -194,6 +218,16 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 		if t, _ := st["type"].(string); t != "" && t != storageMemory {
 			out = append(out, fmt.Sprintf("%s.storage.type=%s", base, t))
 		}
+	}
+	// Parts of applied blocks that hivekeeper does not apply yet.
+	tis, _ := top["trustedIssuers"].([]any)
+	for i, ti := range tis {
+		if m, ok := ti.(map[string]any); ok && !isZeroJSON(m["caBundleRef"]) {
+			out = append(out, fmt.Sprintf("%s.trustedIssuers[%d].caBundleRef", base, i))
+		}
+	}
+	if ig, ok := top["inboundGrants"].(map[string]any); ok && !isZeroJSON(ig["spiffeClientAuth"]) {
+		out = append(out, base+".inboundGrants.spiffeClientAuth")
 	}
 	ups, _ := top["upstreamProviders"].([]any)
 	for i, u := range ups {
@@ -522,6 +556,9 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		InsecureAllowHTTP:             spec.InsecureAllowHTTP,
 	}}
 	c := w.Config
+	if err := delegationConfig(spec, c); err != nil {
+		return AuthServerWiring{}, err
+	}
 	if l := spec.TLSListener; l != nil {
 		c.TLSListener = &schema.TLSListenerConfig{
 			CertFile: path.Join(AuthServerTLSMountPath, authServerTLSCertFile), KeyFile: path.Join(AuthServerTLSMountPath, authServerTLSKeyFile),
@@ -549,6 +586,9 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
 		}
 	}
+	if m := spec.CIMD; m != nil && m.Enabled {
+		c.CIMD = &schema.CIMDConfig{Enabled: true, CacheMaxSize: m.CacheMaxSize, CacheFallbackTTL: m.CacheFallbackTTL}
+	}
 	for _, u := range spec.UpstreamProviders {
 		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
 		var env []corev1.EnvVar
@@ -565,6 +605,7 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		w.Env = append(w.Env, env...)
 		c.Upstreams = append(c.Upstreams, up)
 	}
+	w.Env = append(w.Env, delegateClientEnv(spec)...)
 	if st := spec.Storage; st != nil && st.MaxDCRClients != nil {
 		c.Storage = &schema.AuthServerStorage{Type: storageMemory, MaxDCRClients: ptr.To(int(*st.MaxDCRClients))}
 	}
@@ -572,6 +613,10 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 	if c.RegistrationRateLimit, err = registrationRateLimit(spec.RegistrationRateLimit); err != nil {
 		return AuthServerWiring{}, err
 	}
+	c.AllowConfidentialClientRegistration = spec.AllowConfidentialClientRegistration
+	c.AllowPrivateKeyJWTRegistration = spec.AllowPrivateKeyJWTRegistration
+	c.ForceConfidentialRedirectURIs = spec.ForceConfidentialRedirectURIs
+	c.InsecureAllowConfidentialOverLoopbackHTTP = spec.InsecureAllowConfidentialOverLoopbackHTTP
 	return w, nil
 }
 
@@ -865,7 +910,8 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServe
 	if u := unsupportedAuthServerFields(base, raw); len(u) > 0 {
 		return refuse("%s: not supported by hivekeeper: %s", base, strings.Join(u, ", "))
 	}
-	if len(spec.UpstreamProviders) == 0 {
+	jwtBearer := slices.ContainsFunc(spec.TrustedIssuers, func(t thv1.TrustedIssuerConfig) bool { return t.JWTBearerGrant != nil })
+	if len(spec.UpstreamProviders) == 0 && len(spec.DelegateClients) == 0 && spec.InboundGrants == nil && !jwtBearer {
 		return refuse("%s requires at least one upstream provider unless delegateClients, inboundGrants, or a trustedIssuer "+
 			"with jwtBearerGrant is configured", base)
 	}

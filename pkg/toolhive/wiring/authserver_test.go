@@ -14,10 +14,12 @@ import (
 // change nothing and are not.
 func TestUnsupportedAuthServerFields(t *testing.T) {
 	got := unsupportedAuthServerFields("spec.embeddedAuthServer", []byte(`{"issuer":"i","allowConfidentialClientRegistration":false,"delegateClients":[],`+
-		`"trustedIssuers":[{"issuerUrl":"x"}],"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
+		`"trustedIssuers":[{"issuerUrl":"x"},{"issuerUrl":"y","caBundleRef":{"configMapRef":{"name":"c"}}}],"inboundGrants":{"spiffeClientAuth":[{"clientId":"c"}]},`+
+		`"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
 		`"oauth2Config":{"tokenEndpoint":"t","caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"b","type":"oidc","oidcConfig":{"issuerUrl":"u",`+
 		`"caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"c","type":"saml"}]}`))
-	want := "spec.embeddedAuthServer.trustedIssuers, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config.caBundleRef, " +
+	want := "spec.embeddedAuthServer.trustedIssuers[1].caBundleRef, spec.embeddedAuthServer.inboundGrants.spiffeClientAuth, " +
+		"spec.embeddedAuthServer.upstreamProviders[0].oauth2Config.caBundleRef, " +
 		"spec.embeddedAuthServer.upstreamProviders[1].oidcConfig.caBundleRef, spec.embeddedAuthServer.upstreamProviders[2].type=saml"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("got  %q\nwant %q", strings.Join(got, ", "), want)
@@ -236,6 +238,102 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
+
+// The delegation settings are written as ToolHive's operator writes them
+// (its BuildAuthServerRunConfig and GenerateAuthServerEnvVars): the
+// registration flags, CIMD when enabled, trusted issuers with their JWT
+// bearer grant (the assertion age as Go prints it), and delegate clients
+// whose secrets are variables named by position, after the upstream's.
+func TestEmbeddedAuthServerDelegation(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
+	c := embeddedConfig(t, `{"issuer":"https://auth","allowConfidentialClientRegistration":true,"allowPrivateKeyJWTRegistration":true,
+		"insecureAllowConfidentialOverLoopbackHTTP":true,"forceConfidentialRedirectUris":["https://app/cb"],
+		"cimd":{"enabled":true,"cacheMaxSize":50,"cacheFallbackTtl":"10m"},
+		"delegateClients":[{"clientId":"agent","clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],"audiences":["https://mcp"]}],
+		"trustedIssuers":[{"name":"corp","issuerUrl":"https://corp","expectedAudience":"https://auth","allowedDelegateClients":["agent"],
+		"jwtBearerGrant":{"maxAssertionAge":"5m","subjectBindings":[{"subject":"svc","allowedResources":["https://mcp"]}]}}],
+		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c","clientSecretRef":{"name":"u","key":"k"}}}]}`)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.Config)
+	want := `{"schema_version":"v0.1.0","issuer":"https://auth","upstreams":[{"name":"idp","type":"oidc","oidc_config":{"issuer_url":"https://idp",` +
+		`"client_id":"c","client_secret_env_var":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_IDP","redirect_uri":"https://mcp/oauth/callback"}}],` +
+		`"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],"cimd":{"enabled":true,"cache_max_size":50,"cache_fallback_ttl":"10m"},` +
+		`"trusted_issuers":[{"name":"corp","issuer_url":"https://corp","expected_audience":"https://auth","allowed_delegate_clients":["agent"],` +
+		`"jwt_bearer_grant":{"max_assertion_age":"5m0s","subject_bindings":[{"subject":"svc","allowed_resources":["https://mcp"]}]}}],` +
+		`"allow_confidential_client_registration":true,"allow_private_key_jwt_registration":true,"force_confidential_redirect_uris":["https://app/cb"],` +
+		`"insecure_allow_confidential_over_loopback_http":true,"delegate_clients":[{"client_id":"agent",` +
+		`"client_secret_env_var":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","scopes":["openid"],"audiences":["https://mcp"]}]}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	if b, _ := json.Marshal(w.Env); string(b) != `[{"name":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_IDP","valueFrom":{"secretKeyRef":{"name":"u","key":"k"}}},`+
+		`{"name":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","valueFrom":{"secretKeyRef":{"name":"dc","key":"s"}}}]` {
+		t.Errorf("env %s", b)
+	}
+
+	// The inbound grants' form: a server without upstreams, the token
+	// exchange grant's delegate clients the ones with variables, a
+	// disabled CIMD not written.
+	c = embeddedConfig(t, `{"issuer":"https://auth","cimd":{"enabled":false,"cacheMaxSize":5},"trustedIssuers":[{"name":"corp","issuerUrl":"https://corp"}],
+		"inboundGrants":{"tokenExchange":{"delegateClients":[{"clientId":"agent","clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],
+		"audiences":["https://mcp"]}],"issuerPolicies":[{"issuerRef":"corp","expectedAudience":"https://auth","allowedDelegateClients":["agent"],
+		"actorClaim":"act","allowMayAct":true}]},"jwtBearer":{"issuerPolicies":[{"issuerRef":"corp","maxAssertionAge":"90s",
+		"subjectBindings":[{"subject":"svc","allowedResources":["https://mcp"]}],"acceptedAudiences":["https://auth/oauth/token"]}]}}}`)
+	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = json.Marshal(w.Config)
+	want = `{"schema_version":"v0.1.0","issuer":"https://auth","upstreams":[],"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],` +
+		`"trusted_issuers":[{"name":"corp","issuer_url":"https://corp","expected_audience":""}],"inbound_grants":{"token_exchange":{"delegate_clients":[` +
+		`{"client_id":"agent","client_secret_env_var":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","scopes":["openid"],"audiences":["https://mcp"]}],` +
+		`"issuer_policies":[{"issuer_ref":"corp","expected_audience":"https://auth","actor_claim":"act","allowed_delegate_clients":["agent"],` +
+		`"allow_may_act":true}]},"jwt_bearer":{"issuer_policies":[{"issuer_ref":"corp","max_assertion_age":"1m30s","subject_bindings":[` +
+		`{"subject":"svc","allowed_resources":["https://mcp"]}],"accepted_audiences":["https://auth/oauth/token"]}]}}}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	if b, _ := json.Marshal(w.Env); string(b) != `[{"name":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","valueFrom":{"secretKeyRef":{"name":"dc","key":"s"}}}]` {
+		t.Errorf("env %s", b)
+	}
+
+	// ToolHive's refusals, with its messages.
+	for raw, want := range map[string]string{
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`: "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`: "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`: "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","maxAssertionAge":"soon","subjectBindings":[]}]}}}`: `inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge "soon" is not a duration`,
+	} {
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
+		var invalid *InvalidSpecError
+		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
+
+// A vMCP's server may have no upstream when it only delegates, as
+// ToolHive's operator allows it; with neither it is refused.
+func TestInlineAuthServerWithoutUpstreams(t *testing.T) {
+	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://vmcp", ResourceURL: "https://vmcp"}
+	for raw, want := range map[string]string{
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["s"],"audiences":["https://vmcp"]}]}`: "",
+		`{"issuer":"https://auth","inboundGrants":{}}`: "",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m","subjectBindings":[]}}]}`: "",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp"}]}`: "spec.authServerConfig requires at least one upstream provider unless " +
+			"delegateClients, inboundGrants, or a trustedIssuer with jwtBearerGrant is configured",
+	} {
+		w, err := InlineAuthServer(embeddedConfig(t, raw).Spec.EmbeddedAuthServer, nil, oidc, release.Releases[0])
+		switch {
+		case want == "" && (err != nil || w.Config == nil):
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || err.Error() != want):
 			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
 	}
