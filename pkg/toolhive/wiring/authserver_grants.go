@@ -16,7 +16,9 @@ import (
 const EnvDelegateClientSecretPrefix = "TOOLHIVE_DELEGATE_CLIENT_SECRET"
 
 // delegateClientEnvName is the variable of the delegate client at index i.
-func delegateClientEnvName(i int) string { return fmt.Sprintf("%s_%d", EnvDelegateClientSecretPrefix, i) }
+func delegateClientEnvName(i int) string {
+	return fmt.Sprintf("%s_%d", EnvDelegateClientSecretPrefix, i)
+}
 
 // clone is a copy of list that is nil when list is empty, as ToolHive's
 // operator copies the lists it writes: one without omitempty is then

@@ -305,9 +305,9 @@ func TestEmbeddedAuthServerDelegation(t *testing.T) {
 
 	// ToolHive's refusals, with its messages.
 	for raw, want := range map[string]string{
-		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`: "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
-		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`: "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
-		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`: "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`:                                              "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`:                            "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`:                          "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
 		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","maxAssertionAge":"soon","subjectBindings":[]}]}}}`: `inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge "soon" is not a duration`,
 	} {
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
