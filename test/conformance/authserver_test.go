@@ -93,8 +93,8 @@ func secretFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.PodTe
 }
 
 // createAuthServerSecret creates the Secret as-secrets of the embedded
-// authorization server manifests: a signing key (returned), an HMAC secret
-// and an upstream client secret.
+// authorization server manifests: a signing key (returned), an HMAC secret,
+// an upstream client secret and a delegate client's secret.
 func createAuthServerSecret(t *testing.T, env *framework.Env, ns string) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -110,6 +110,7 @@ func createAuthServerSecret(t *testing.T, env *framework.Env, ns string) *ecdsa.
 		"signing":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		"hmac":     []byte("not-a-real-hmac-secret-of-32-bytes-or-more"),
 		"upstream": []byte("not-a-real-upstream-client-secret"),
+		"delegate": []byte("not-a-real-delegate-client-secret"),
 	}}
 	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
