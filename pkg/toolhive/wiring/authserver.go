@@ -102,13 +102,15 @@ type embeddedAuthServerSpec struct {
 	DelegateClients                           []thv1.DelegateClientConfig        `json:"delegateClients,omitempty"`
 	TrustedIssuers                            []thv1.TrustedIssuerConfig         `json:"trustedIssuers,omitempty"`
 	InboundGrants                             *thv1.InboundGrantsConfig          `json:"inboundGrants,omitempty"`
+	SPIFFETrustDomains                        []thv1.SPIFFETrustDomainConfig     `json:"spiffeTrustDomains,omitempty"`
 }
 
-// authServerStorage is the in-memory storage and its cap on registered
-// clients; a redis type is refused (unsupportedAuthServerFields).
+// authServerStorage is the storage, in memory or in Redis, and its cap on
+// registered clients.
 type authServerStorage struct {
-	Type          string `json:"type,omitempty"`
-	MaxDCRClients *int32 `json:"maxDCRClients,omitempty"`
+	Type          string                   `json:"type,omitempty"`
+	Redis         *thv1.RedisStorageConfig `json:"redis,omitempty"`
+	MaxDCRClients *int32                   `json:"maxDCRClients,omitempty"`
 }
 
 type tokenLifespans struct {
@@ -182,9 +184,12 @@ func decodeAuthServer(c *thv1.EmbeddedAuthServerConfig) (spec embeddedAuthServer
 	return spec, raw, err
 }
 
-// storageMemory is the storage hivekeeper supports: the default, in
-// memory; redis is refused.
-const storageMemory = "memory"
+// The storage types of ToolHive's authorization server: in memory (the
+// default) or Redis.
+const (
+	storageMemory = "memory"
+	storageRedis  = "redis"
+)
 
 // jsonKeys are the JSON names of struct type t's fields.
 func jsonKeys(t reflect.Type) []string {
@@ -215,9 +220,6 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 	extra(base, top, jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()))
 	if st, ok := top["storage"].(map[string]any); ok {
 		extra(base+".storage", st, jsonKeys(reflect.TypeFor[authServerStorage]()))
-		if t, _ := st["type"].(string); t != "" && t != storageMemory {
-			out = append(out, fmt.Sprintf("%s.storage.type=%s", base, t))
-		}
 	}
 	// Parts of applied blocks that hivekeeper does not apply yet.
 	tis, _ := top["trustedIssuers"].([]any)
@@ -225,9 +227,6 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 		if m, ok := ti.(map[string]any); ok && !isZeroJSON(m["caBundleRef"]) {
 			out = append(out, fmt.Sprintf("%s.trustedIssuers[%d].caBundleRef", base, i))
 		}
-	}
-	if ig, ok := top["inboundGrants"].(map[string]any); ok && !isZeroJSON(ig["spiffeClientAuth"]) {
-		out = append(out, base+".inboundGrants.spiffeClientAuth")
 	}
 	ups, _ := top["upstreamProviders"].([]any)
 	for i, u := range ups {
@@ -326,7 +325,7 @@ func (w AuthServerWiring) ApplyTo(rc *schema.RunConfig) {
 // externalAuthConfigRef path) and its message; a config that sets what
 // hivekeeper does not apply (redis storage, OAuth2 upstreams, delegation
 // grants, ...) is refused the same way and names the fields.
-func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32, r release.Release) (AuthServerWiring, error) {
+func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32, r release.Release) (AuthServerWiring, error) {
 	extEmbedded := extAuth != nil && extAuth.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer
 	cfg, field, cond, invalidReason := authServer, "spec.authServerRef", thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig
 	switch {
@@ -392,7 +391,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 			return refuse(cond, invalidReason, "secret reference %d: name and key are required", i)
 		}
 	}
-	w, err := wireAuthServer(&spec, oidc)
+	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
@@ -543,7 +542,7 @@ func spiffeBundleSourceType(subject, t string) error {
 // wireAuthServer builds the RunConfig block and the pod's secrets of a
 // supported spec, and refuses what ToolHive's operator refuses while it
 // builds them, with its messages.
-func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+func wireAuthServer(owner Owner, spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServerWiring, error) {
 	w := AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{
 		SchemaVersion:                 schema.AuthServerSchemaVersion,
 		Issuer:                        spec.Issuer,
@@ -581,6 +580,16 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		secretFile(fmt.Sprintf("%s%d", AuthServerHMACVolumePrefix, i), r.Name, r.Key, hmacFile(i), AuthServerHMACMountPath)
 		c.HMACSecretFiles = append(c.HMACSecretFiles, AuthServerHMACMountPath+"/"+hmacFile(i))
 	}
+	c.SPIFFETrustDomains = spiffeTrustDomains(spec.SPIFFETrustDomains)
+	for i, d := range spec.SPIFFETrustDomains {
+		if f := d.BundleSource.File; f != nil {
+			v, m := spiffeBundleVolume(i, f)
+			w.Volumes, w.Mounts = append(w.Volumes, v), append(w.Mounts, m)
+		}
+	}
+	for _, f := range redisCAFiles(spec.Storage) {
+		secretFile(f.volume, f.ref.Name, f.ref.Key, f.file, AuthServerRedisCAMountPath)
+	}
 	if l := spec.TokenLifespans; l != nil {
 		c.TokenLifespans = &schema.TokenLifespanConfig{
 			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
@@ -606,10 +615,11 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		c.Upstreams = append(c.Upstreams, up)
 	}
 	w.Env = append(w.Env, delegateClientEnv(spec)...)
-	if st := spec.Storage; st != nil && st.MaxDCRClients != nil {
-		c.Storage = &schema.AuthServerStorage{Type: storageMemory, MaxDCRClients: ptr.To(int(*st.MaxDCRClients))}
-	}
+	w.Env = append(w.Env, redisEnv(spec.Storage)...)
 	var err error
+	if c.Storage, err = storageConfig(owner, spec.Storage); err != nil {
+		return AuthServerWiring{}, fmt.Errorf("failed to build storage config: %w", err)
+	}
 	if c.RegistrationRateLimit, err = registrationRateLimit(spec.RegistrationRateLimit); err != nil {
 		return AuthServerWiring{}, err
 	}
@@ -868,7 +878,7 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 // those of the upstream filter, then those of vmcp's auth server
 // integration), and a config that sets what hivekeeper does not apply
 // names the fields.
-func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC, r release.Release) (AuthServerWiring, error) {
+func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC, r release.Release) (AuthServerWiring, error) {
 	refuse := func(format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
@@ -948,7 +958,7 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServe
 	case oidc.Audience != "" && oidc.Audience != oidc.ResourceURL:
 		return refuse(integration+"incomingAuth.oidc.audience %q not in auth server's allowed audiences [%s]", oidc.Audience, oidc.ResourceURL)
 	}
-	w, err := wireAuthServer(&spec, oidc)
+	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
 		return refuse("%s: %v", base, err)
 	}

@@ -182,3 +182,46 @@ func inboundGrants(g *thv1.InboundGrantsConfig) (*schema.InboundGrants, error) {
 // spiffeGrantTokenExchange is the one grant a SPIFFE client may use,
 // which ToolHive's operator always writes.
 const spiffeGrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+// Where ToolHive's operator mounts a SPIFFE trust domain's file bundle:
+// its ConfigMap key as bundle.json in a directory of its own, by
+// position, readable by all (a public key set).
+const (
+	AuthServerSPIFFEBundleVolumePrefix       = "authserver-spiffe-bundle-"
+	AuthServerSPIFFEBundleMountPath          = "/etc/toolhive/authserver/spiffe-bundles"
+	spiffeBundleFile                         = "bundle.json"
+	spiffeBundleMode                   int32 = 0o444
+)
+
+// spiffeTrustDomains are the trust domains as ToolHive writes them, a
+// file source as the path of its mounted bundle.
+func spiffeTrustDomains(in []thv1.SPIFFETrustDomainConfig) []schema.SPIFFETrustDomain {
+	var out []schema.SPIFFETrustDomain
+	for i, d := range in {
+		src := schema.SPIFFEBundleSource{Type: d.BundleSource.Type}
+		if e := d.BundleSource.Endpoint; e != nil {
+			src.Endpoint = &schema.SPIFFEBundleEndpoint{URL: e.URL, Profile: e.Profile}
+		}
+		if d.BundleSource.File != nil {
+			src.File = &schema.SPIFFEFileBundle{Path: fmt.Sprintf("%s/%d/%s", AuthServerSPIFFEBundleMountPath, i, spiffeBundleFile)}
+		}
+		if d.BundleSource.WorkloadAPI != nil {
+			src.WorkloadAPI = &schema.SPIFFEWorkloadAPIBundle{}
+		}
+		out = append(out, schema.SPIFFETrustDomain{Name: d.Name, TrustDomain: d.TrustDomain, Methods: listOf(d.Methods), BundleSource: src})
+	}
+	return out
+}
+
+// spiffeBundleVolume is the ConfigMap volume of the file bundle of the
+// trust domain at index i, and its mount.
+func spiffeBundleVolume(i int, f *thv1.SPIFFEFileBundleSourceConfig) (corev1.Volume, corev1.VolumeMount) {
+	name := fmt.Sprintf("%s%d", AuthServerSPIFFEBundleVolumePrefix, i)
+	mode := spiffeBundleMode
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: f.ConfigMapName},
+			Items:                []corev1.KeyToPath{{Key: f.ConfigMapKey, Path: spiffeBundleFile}}, DefaultMode: &mode,
+		}}}, corev1.VolumeMount{
+			Name: name, MountPath: fmt.Sprintf("%s/%d", AuthServerSPIFFEBundleMountPath, i), ReadOnly: true,
+		}
+}
