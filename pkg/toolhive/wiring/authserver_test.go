@@ -338,6 +338,7 @@ func TestInlineAuthServerWithoutUpstreams(t *testing.T) {
 		}
 	}
 }
+
 var testOwner = Owner{Namespace: "ns", Name: "mcp"}
 
 // Redis storage and SPIFFE file bundles are written as ToolHive v0.66.0's
