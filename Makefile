@@ -3,7 +3,7 @@ SHELL := /usr/bin/env bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-unit test-race toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows dashboard-png clean
+.PHONY: help build test test-unit test-race toolhive-binaries toolhive-delta conformance generate verify verify-mutation mutate lint run bench bench-sweep reliability test-binaries helm sync-chart image image-docker release verify-workflows docs-fresh docs-stale docs-site docs-generate dashboard-png clean
 
 help: ## List targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -60,8 +60,11 @@ generate: ## Regenerate clients, deepcopy, CRDs and the chart's copies of them.
 	hack/update-codegen.sh
 	hack/sync-chart.sh
 
-verify: ## Fail if generated code or the chart is stale, code is unformatted, vet complains or a workflow does not pass actionlint.
+verify: ## Fail if generated code, the chart or a generated document is stale, code is unformatted, vet complains or a workflow does not pass actionlint.
 	hack/verify-codegen.sh
+	go run ./hack/docfresh
+	go run ./hack/compatdoc -check
+	$(MAKE) --no-print-directory docs-site
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	go vet ./...
 	hack/verify-chart.sh
@@ -69,6 +72,25 @@ verify: ## Fail if generated code or the chart is stale, code is unformatted, ve
 
 verify-workflows: ## Check the forge's workflows with actionlint (built once by hack/tool.sh).
 	$$(hack/tool.sh actionlint) .github/workflows/*.yml
+
+# A generated document (docs/performance.md, reliability.md,
+# toolhive-releases.md, mutation.md) is current while no commit after the
+# run it names changed its generator or the code it measures; see
+# hack/docfresh for what counts, and hack/docs-unaffected.txt for commits
+# judged to change none of its figures.
+docs-fresh: ## Fail if a generated document's inputs changed after its run, unless the page says it is not current.
+	go run ./hack/docfresh
+
+docs-generate: ## Rewrite docs/compatibility.md's table of deliberate differences from test/deliberate, the list the suites' exceptions are checked against.
+	go run ./hack/compatdoc
+
+docs-site: ## Build the documentation site into bin/site (MkDocs, Material theme: Debian's mkdocs and mkdocs-material) and fail on a broken link or anchor.
+	@command -v mkdocs >/dev/null || { echo 'docs-site needs MkDocs with the Material theme: apt-get install mkdocs mkdocs-material'; exit 1; }
+	mkdocs build --strict --quiet
+	go run ./hack/sitelinks bin/site
+
+docs-stale: ## Write a "not current" notice on each generated document whose inputs changed after its run (and remove stale notices).
+	go run ./hack/docfresh -fix
 
 lint: verify ## Alias of verify.
 
@@ -96,12 +118,12 @@ run: test-binaries build ## Start a local API server, apply examples/, run hivek
 	hack/local-up.sh
 
 bench: test-binaries toolhive-binaries ## Benchmark N=300 MCPServers (cold start 5 rounds), and ToolHive's operator beside it, on a local cluster; writes docs/performance.md.
-	go run ./test/bench -n 300 -peer-n 300 -out docs/performance.md
+	go run ./test/bench -n 300 -peer-n 300 -command "make bench" -out docs/performance.md
 
 # BENCH_NOTE, when set, is a sentence on the conditions of the run (other
 # load on the machine) that the report prints.
 bench-sweep: test-binaries toolhive-binaries ## Benchmark N=300,1000,3000 (cold start 5, 3 and 3 rounds) and ToolHive's operator at 300 (75 minutes on 2 cores); writes docs/performance.md and docs/performance.png.
-	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -out docs/performance.md -plot docs/performance.png
+	go run ./test/bench -n 300,1000,3000 -rounds 5,3,3 -peer-n 300 -steady 30s -note "$(BENCH_NOTE)" -command "make bench-sweep" -out docs/performance.md -plot docs/performance.png
 
 reliability: test-binaries ## Run the fault suite against a real API server; writes docs/reliability.md.
 	$(BINARIES); \

@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hivekeeper/hivekeeper/test/provenance"
 )
 
 // result is the part of gremlins' JSON output this command reads.
@@ -177,7 +179,7 @@ func sortedKeys(stats map[string]*pkgStats) []string {
 }
 
 func report(w io.Writer, title, intro string, stats map[string]*pkgStats, equiv []equivalence) error {
-	fmt.Fprintf(w, "# %s\n\n", title)
+	fmt.Fprintf(w, "# %s\n\n%s\n\n", title, provenance.Current(".", "make mutate").Line())
 	if intro != "" {
 		b, err := os.ReadFile(intro)
 		if err != nil {

@@ -275,21 +275,21 @@ func orDash(s string) string {
 }
 
 // latencyReport writes, per N, where the cold start's time went beside the
-// spec floor's: the identity each was classified as by API Priority and
+// request floor's: the identity each was classified as by API Priority and
 // Fairness, the syncs that wrote nothing, and the latency of each kind of
 // request on both sides of the wire.
 func latencyReport(b *strings.Builder, results []*result) {
 	b.WriteString("\n## Where the cold start's time goes\n\n")
-	b.WriteString("Until every child exists, in the same run: the latency of the writer's requests as the API server measured it (`apiserver_request_duration_seconds`, by verb and resource; these resources are written by the writer alone) and as the writer measured it (hivekeeper: client-go's `rest_client_request_duration_seconds`; the spec floor: a timing transport), mean and p99; the API Priority and Fairness flow schema and priority level each writer's identity was classified into (the headers `X-Kubernetes-PF-*` of a request made with it); and how many of hivekeeper's MCPServer syncs wrote nothing (`hivekeeper_reconcile_without_writes_total`). A Service create waits for kube-apiserver's ClusterIP allocator, which allocates one address at a time (docs/scale.md).\n\n")
+	b.WriteString("Until every child exists, in the same run: the latency of the writer's requests as the API server measured it (`apiserver_request_duration_seconds`, by verb and resource; these resources are written by the writer alone) and as the writer measured it (hivekeeper: client-go's `rest_client_request_duration_seconds`; the request floor: a timing transport), mean and p99; the API Priority and Fairness flow schema and priority level each writer's identity was classified into (the headers `X-Kubernetes-PF-*` of a request made with it); and how many of hivekeeper's MCPServer syncs wrote nothing (`hivekeeper_reconcile_without_writes_total`). A Service create waits for kube-apiserver's ClusterIP allocator, which allocates one address at a time (docs/scale.md).\n\n")
 	for _, r := range results {
 		cold, floor := r.coldStats, r.specFloorStats
 		if cold == nil || floor == nil {
 			continue
 		}
-		fmt.Fprintf(b, "N=%d: hivekeeper as %s / %s, the spec floor as %s / %s; %.0f MCPServer syncs, %.0f of them without a write; cold ÷ spec floor %.2f.\n\n",
+		fmt.Fprintf(b, "N=%d: hivekeeper as %s / %s, the request floor as %s / %s; %.0f MCPServer syncs, %.0f of them without a write; cold ÷ request floor %.2f.\n\n",
 			r.N, orDash(cold.flowSchema), orDash(cold.priorityLevel), orDash(floor.flowSchema), orDash(floor.priorityLevel),
 			r.coldSyncs, r.coldSyncsWithoutWrites, r.coldSeconds/r.specFloorSeconds)
-		b.WriteString("| request | cold start: count, mean / p99 | spec floor: count, mean / p99 |\n|---|---|---|\n")
+		b.WriteString("| request | cold start: count, mean / p99 | request floor: count, mean / p99 |\n|---|---|---|\n")
 		row := func(side string, key string, c, f []verbStat) {
 			cell := func(vs []verbStat) string {
 				for _, v := range vs {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/operatorenv"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/provenance"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
@@ -77,6 +78,9 @@ type config struct {
 	// operator-wide settings (operatorenv.Flags), so that both sides write
 	// the same RunConfig content.
 	chartEnv, chartFlags []string
+	// record names the run's command and commit in the report.
+	record  provenance.Record
+	command string
 }
 
 func main() {
@@ -100,6 +104,7 @@ func main() {
 	flag.DurationVar(&c.fanIn, "fan-in-window", 0, "hivekeeper --fan-in-window (0: the binary's default)")
 	flag.StringVar(&c.profile, "profile", "", "write 5s CPU profiles of kube-apiserver and hivekeeper taken at the start of each cold start, spec floor and delete to <prefix>-{cold,specfloor,delete}-{apiserver,hivekeeper}-<N>.pprof (no hivekeeper profile for the spec floor, which runs without it)")
 	var peerNs string
+	flag.StringVar(&c.command, "command", "", "the command the report names as having made it (the make target that ran this); empty: this command line")
 	flag.StringVar(&c.note, "note", "", "a sentence on the conditions of the run (e.g. other load on the machine), printed in the report")
 	flag.StringVar(&c.peer, "peer", "", "ToolHive's thv-operator to measure beside hivekeeper; empty: the one hack/toolhive-binaries.sh builds, \"none\": no peer")
 	flag.StringVar(&peerNs, "peer-n", "300", "comma-separated N at which the peer runs too (each also in -n)")
@@ -122,6 +127,18 @@ func main() {
 	if err := run(c); err != nil {
 		fatalf("%v", err)
 	}
+}
+
+// commandLine is the command that ran the benchmark, as it would be typed.
+func commandLine() string {
+	words := []string{"go", "run", "./test/bench"}
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = strconv.Quote(a)
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
 }
 
 func parseNs(flagName, list string) []int {
@@ -160,6 +177,10 @@ func run(c config) error {
 			return fmt.Errorf("building hivekeeper: %w", err)
 		}
 	}
+	if c.command == "" {
+		c.command = commandLine()
+	}
+	c.record = provenance.Current(root, c.command)
 	if c.toolhive, c.module, err = framework.ToolHiveSource(framework.ToolHiveRuntimeRelease); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func writePlot(path string, results []*result) error {
 	blue, red, green, grey := color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff}
 	orange := color.RGBA{0xff, 0x7f, 0x0e, 0xff}
 	logPanel(img, image.Rect(10, 10, w/2-10, h-10), "seconds vs N (log-log)", xs,
-		[]series{{"hot create", hot, blue}, {"cold start", cold, red}, {"delete all", del, green}, {"raw-client floor", floor, grey}, {"spec floor", spec, orange}})
+		[]series{{"hot create", hot, blue}, {"cold start", cold, red}, {"delete all", del, green}, {"raw-client floor", floor, grey}, {"request floor", spec, orange}})
 	logPanel(img, image.Rect(w/2+10, 10, w-10, h-10), "bytes during create vs N (log-log)", xs,
 		[]series{{"written to API server", written, blue}, {"sent to watchers", watched, red}})
 	f, err := os.Create(path)

@@ -239,4 +239,9 @@ func TestDocsStandAlone(t *testing.T) {
 	if n := len(read(t, filepath.Join(root, "README.md"))); n >= 20_000 {
 		t.Errorf("README.md is %d bytes; keep it under 20 KB and move detail to docs/", n)
 	}
+	// The migration guide is read from start to end before a switch: a
+	// few screens, with the exhaustive material on pages of its own.
+	if n := len(read(t, filepath.Join(root, "docs", "migration.md"))); n >= 15_000 {
+		t.Errorf("docs/migration.md is %d bytes; keep the guide under 15 KB and move detail to migration-by-hand.md or migration-measured.md", n)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/provenance"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
@@ -68,8 +68,7 @@ func TestToolHiveDelta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tables := []string{filepath.Join(root, "test", "conformance", "testdata", "table"), filepath.Join(root, "test", "handover", "testdata", "newest"),
-		filepath.Join(root, "test", "toolhivedelta", "testdata")}
+	tables := []string{filepath.Join(root, "test", "conformance", "testdata", "table"), filepath.Join(root, "test", "toolhivedelta", "testdata")}
 	r := report{from: from, to: to}
 	for _, v := range variants {
 		snaps := map[string]snapshot{}
@@ -79,8 +78,7 @@ func TestToolHiveDelta(t *testing.T) {
 		r.add(v.name, snaps[from], snaps[to])
 	}
 	r.crds = crdChanges(t, toolhive.CRDDir(modules[from]), toolhive.CRDDir(modules[to]))
-	commit, _ := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
-	doc := r.render(strings.TrimSpace(string(commit)))
+	doc := r.render(provenance.Current(root, fmt.Sprintf("make toolhive-delta FROM=%s TO=%s", from, to)))
 	if *out == "" {
 		t.Log(doc)
 		return
@@ -151,10 +149,11 @@ func run(t *testing.T, bins, thvBins, module, release string, v variant, tables 
 		root, _ := framework.RepoRoot()
 		values = filepath.Join(root, "test", "toolhive", "testdata", v.values)
 	}
-	op := toolhive.StartOperator(t, toolhive.OperatorOptions{Binaries: thvBins, Module: module, Kubeconfig: kubeconfig,
-		Namespace: toolhive.OperatorNamespace, Dir: dir, Values: values})
-	defer op.Stop(t)
+	opts := toolhive.OperatorOptions{Binaries: thvBins, Module: module, Kubeconfig: kubeconfig,
+		Namespace: toolhive.OperatorNamespace, Dir: dir, Values: values}
 	resources := append(slices.Clone(toolhive.ChildResources), customResources(t, toolhive.CRDDir(module))...)
+	op := toolhive.StartOperator(t, opts)
+	defer op.Stop(t)
 	objs := settle(t, env, resources)
 	t.Logf("%s, %s: settled", release, v.name)
 	snap := snapshot{children: map[string]map[string]any{}, status: map[string]map[string]any{}}
@@ -207,9 +206,17 @@ func customResources(t *testing.T, dir string) []schema.GroupVersionResource {
 	return out
 }
 
-// settle waits until nothing of resources changes for 5 seconds (3
-// minutes at most: an operator that keeps rewriting a status is read as
-// it is then) and returns what it read last.
+// quiet is how long nothing may change before the load counts as settled.
+// An operator started on a whole load reconciles workloads before their
+// configs are validated, fails them for it and retries after a back-off
+// that grows with each failure: a short window (5 s was tried) caught
+// such a transient Failed phase of one MCPServer or another in every
+// run, under a different release or variant each time.
+const quiet = 30 * time.Second
+
+// settle waits until nothing of resources changes for quiet (3 minutes at
+// most: an operator that keeps rewriting a status is read as it is then)
+// and returns what it read last.
 func settle(t *testing.T, env *framework.Env, resources []schema.GroupVersionResource) map[string]toolhive.Objects {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -229,7 +236,7 @@ func settle(t *testing.T, env *framework.Env, resources []schema.GroupVersionRes
 		}
 		if b.String() != last {
 			last, quietSince = b.String(), time.Now()
-		} else if time.Since(quietSince) >= 5*time.Second {
+		} else if time.Since(quietSince) >= quiet {
 			return objs
 		}
 		time.Sleep(time.Second)

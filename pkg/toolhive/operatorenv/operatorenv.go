@@ -36,7 +36,7 @@ var Variables = []Variable{
 	{Name: "UNSTRUCTURED_LOGS", Flag: "--log-format", Why: "false (the chart's only value) is JSON logs: --log-format=json"},
 	{Name: "POD_NAMESPACE", Why: "the operator's own namespace; hivekeeper reads the same variable for its leader-election Lease"},
 	{Name: "TOOLHIVE_USE_CONFIGMAP", Why: "always true in the chart: hivekeeper always writes RunConfig ConfigMaps"},
-	{Name: "ENABLE_EXPERIMENTAL_FEATURES", Why: "rendered by the chart but read by no code of ToolHive v0.63.0's operator"},
+	{Name: "ENABLE_EXPERIMENTAL_FEATURES", Why: "rendered by the chart but read by no code of ToolHive's operator (v0.63.0 to v0.66.0)"},
 	{Name: "TOOLHIVE_ENABLE_STORAGE_VERSION_MIGRATOR", Why: "hivekeeper runs no storage-version migrator: its CRDs store v1beta1, and the migration steps are in docs/migration.md"},
 	{Name: "WATCH_NAMESPACE", Flag: "--namespaces", Why: "the same comma-separated list"},
 	{Name: "TOOLHIVE_RUNNER_IMAGE", Flag: "--runner-image"},

@@ -3,9 +3,11 @@ package faults
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,50 +39,56 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 		objName string
 		// every phrase must appear in the error message
 		want []string
-		// what the ToolHive operator's CRDs do with the same input
-		peer string
+		// note says what ToolHive's operator then does with the input, if
+		// its CRDs accept it
+		note string
 	}{
 		{"empty image", "mcpservers", map[string]any{"image": ""}, "",
-			[]string{"spec.image", "at least 1 chars long"}, "accepted (no length rule)"},
+			[]string{"spec.image", "at least 1 chars long"}, ""},
 		{"image starting with '-'", "mcpservers", map[string]any{"image": "--k8s-pod-patch={}"}, "",
-			[]string{"spec.image", "may not start with '-'", "argument of the proxy runner"}, "accepted (no rule): the runner reads it as an option"},
+			[]string{"spec.image", "may not start with '-'", "argument of the proxy runner"}, "the proxy runner reads it as an option"},
 		{"transport tcp", "", map[string]any{"transport": "tcp"}, "",
-			[]string{"spec.transport", `Unsupported value: "tcp"`, `"stdio"`, `"streamable-http"`, `"sse"`}, "rejected (enum)"},
+			[]string{"spec.transport", `Unsupported value: "tcp"`, `"stdio"`, `"streamable-http"`, `"sse"`}, ""},
 		{"proxyPort 70000", "", map[string]any{"proxyPort": int64(70000)}, "",
-			[]string{"spec.proxyPort", "less than or equal to 65535"}, "rejected (maximum)"},
+			[]string{"spec.proxyPort", "less than or equal to 65535"}, ""},
 		{"sessionAffinity Sticky", "", map[string]any{"sessionAffinity": "Sticky"}, "",
-			[]string{"spec.sessionAffinity", `Unsupported value: "Sticky"`, `"ClientIP"`, `"None"`}, "rejected (enum)"},
+			[]string{"spec.sessionAffinity", `Unsupported value: "Sticky"`, `"ClientIP"`, `"None"`}, ""},
 		{"resources cpu lots", "", map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "lots"}}}, "",
-			[]string{"spec.resources.limits.cpu", "cpu must be a Kubernetes quantity"}, "accepted (any string)"},
+			[]string{"spec.resources.limits.cpu", "cpu must be a Kubernetes quantity"}, ""},
 		{"MCPServer name of 51 characters", "", nil, strings.Repeat("s", thv1.MaxMCPServerNameLength+1),
-			[]string{"metadata.name", "MCPServer name may have at most 50 characters", "mcp-<name>-headless"}, "accepted (no limit): the proxy Service mcp-<name>-proxy is then refused, after other children were made"},
+			[]string{"metadata.name", "MCPServer name may have at most 50 characters", "mcp-<name>-headless"}, "the proxy Service mcp-<name>-proxy is then refused, after other children were made"},
 		{"MCPRemoteProxy name of 47 characters", "mcpremoteproxies", map[string]any{"remoteUrl": "https://mcp.example.com/mcp"}, strings.Repeat("r", thv1.MaxMCPRemoteProxyNameLength+1),
-			[]string{"metadata.name", "MCPRemoteProxy name may have at most 46 characters", "mcp-<name>-remote-proxy"}, "accepted (no limit)"},
+			[]string{"metadata.name", "MCPRemoteProxy name may have at most 46 characters", "mcp-<name>-remote-proxy"}, ""},
 		{"VirtualMCPServer name of 59 characters", "virtualmcpservers", map[string]any{"groupRef": map[string]any{"name": "team"}, "incomingAuth": map[string]any{"type": "anonymous"}}, strings.Repeat("v", thv1.MaxVirtualMCPServerNameLength+1),
-			[]string{"metadata.name", "VirtualMCPServer name may have at most 58 characters", "vmcp-<name>"}, "accepted (no limit)"},
+			[]string{"metadata.name", "VirtualMCPServer name may have at most 58 characters", "vmcp-<name>"}, ""},
 		{"MCPOIDCConfig with both blocks", "mcpoidcconfigs", map[string]any{
 			"type":                     "inline",
 			"inline":                   map[string]any{"issuer": "https://idp.example.com", "clientId": "hive"},
 			"kubernetesServiceAccount": map[string]any{"issuer": "https://kubernetes.default.svc"},
-		}, "", []string{"kubernetesServiceAccount must be set if and only if type is kubernetesServiceAccount"}, "rejected (CEL)"},
+		}, "", []string{"kubernetesServiceAccount must be set if and only if type is kubernetesServiceAccount"}, ""},
 		{"VirtualMCPServer type oidc without a reference", "virtualmcpservers", map[string]any{
 			"incomingAuth": map[string]any{"type": "oidc"},
 			"groupRef":     map[string]any{"name": "team"},
-		}, "", []string{"spec.incomingAuth", "type oidc requires oidcConfigRef"}, "rejected (CEL)"},
+		}, "", []string{"spec.incomingAuth", "type oidc requires oidcConfigRef"}, ""},
 	}
 	kinds := map[string]string{"mcpservers": thv1.KindMCPServer, "mcpoidcconfigs": thv1.KindMCPOIDCConfig,
 		"virtualmcpservers": thv1.KindVirtualMCPServer, "mcpremoteproxies": thv1.KindMCPRemoteProxy}
-	create := func(resource, name string, spec map[string]any) error {
+	createOn := func(on *framework.Env, resource, name string, spec map[string]any) error {
 		obj := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": thv1.SchemeGroupVersion.String(),
 			"kind":       kinds[resource],
 			"metadata":   map[string]any{"name": name, "namespace": ns},
 			"spec":       spec,
 		}}
-		_, err := env.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource)).Namespace(ns).
+		_, err := on.Dynamic.Resource(thv1.SchemeGroupVersion.WithResource(resource)).Namespace(ns).
 			Create(context.Background(), obj, metav1.CreateOptions{})
 		return err
 	}
+	create := func(resource, name string, spec map[string]any) error { return createOn(env, resource, name, spec) }
+	// The same inputs go to ToolHive's CRDs of the release users run, on
+	// an API server of their own: the report's last column is their
+	// answer.
+	toolhiveEnv := toolhiveCRDServer(t, ns)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resource, spec := tc.resource, tc.spec
@@ -104,7 +112,16 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 					t.Errorf("message does not say %q:\n%v", phrase, err)
 				}
 			}
-			recordInput(t, tc.name, strings.TrimPrefix(err.Error(), fmt.Sprintf("%s.%s %q is invalid: ", kinds[resource], thv1.SchemeGroupVersion.Group, name)), tc.peer)
+			prefix := fmt.Sprintf("%s.%s %q is invalid: ", kinds[resource], thv1.SchemeGroupVersion.Group, name)
+			answer := "accepted"
+			if tc.note != "" {
+				answer += ": " + tc.note
+			}
+			if err := createOn(toolhiveEnv, resource, name, spec); err != nil {
+				answer = "rejected: " + strings.TrimPrefix(err.Error(), prefix)
+			}
+			t.Logf("ToolHive's CRDs: %s", answer)
+			recordInput(t, tc.name, strings.TrimPrefix(err.Error(), prefix), answer)
 		})
 	}
 
@@ -121,4 +138,37 @@ func TestCRDRejectsInvalidInput(t *testing.T) {
 			t.Errorf("a %s named with %d characters, the limit, was refused: %v", kinds[resource], limit, err)
 		}
 	}
+}
+
+// toolhiveCRDs is the release of ToolHive whose CRDs the bad inputs are
+// also given: the release users run (TOOLHIVE_VERSION).
+var toolhiveCRDs = framework.ToolHiveNewestRelease
+
+// toolhiveCRDServer starts an API server with ToolHive's CRDs of
+// toolhiveCRDs and namespace ns, stopped when the test ends, and records
+// the release for the report.
+func toolhiveCRDServer(t *testing.T, ns string) *framework.Env {
+	t.Helper()
+	version, src, err := framework.ToolHiveSource(toolhiveCRDs)
+	if err != nil {
+		t.Fatalf("ToolHive's source: %v", err)
+	}
+	srv, err := framework.Start(framework.Options{CRDDir: filepath.Join(src, "deploy", "charts", "operator-crds", "files", "crds")})
+	if err != nil {
+		t.Fatalf("an API server with ToolHive %s's CRDs: %v", version, err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	thvEnv, err := framework.NewEnv(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := thvEnv.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	setToolHiveRelease(version)
+	return thvEnv
 }
