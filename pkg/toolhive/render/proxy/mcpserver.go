@@ -108,7 +108,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s), in.Release)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, wiring.Owner{Namespace: s.Namespace, Name: s.Name}, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s), in.Release)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p), in.Release)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, wiring.Owner{Namespace: p.Namespace, Name: p.Name}, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p), in.Release)
 	if err != nil {
 		return nil, err
 	}
