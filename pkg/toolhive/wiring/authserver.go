@@ -78,6 +78,9 @@ type embeddedAuthServerSpec struct {
 	InsecureAllowHTTP             bool                    `json:"insecureAllowHTTP,omitempty"`
 	BaselineClientScopes          []string                `json:"baselineClientScopes,omitempty"`
 	RegistrationRateLimit         *thv1.RateLimitBucket   `json:"registrationRateLimit,omitempty"`
+	// PrimaryUpstreamProvider is applied by a vMCP's authorization
+	// (render/vmcp); it has no effect on an MCPServer or MCPRemoteProxy.
+	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
 }
 
 // authServerStorage is the in-memory storage and its cap on registered
