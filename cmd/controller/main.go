@@ -196,7 +196,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	usage, err := resolveUsageMetrics(ctx, o, rel, kube)
+	usage, err := app.ResolveUsageMetrics(ctx, kube, rel,
+		wiring.UsageMetrics{SkipUpdateCheck: o.skipUpdateCheck, Disabled: !o.usageMetrics},
+		cmp.Or(o.instanceIDNamespace, os.Getenv("POD_NAMESPACE"), app.DefaultInstanceIDNamespace))
 	if err != nil {
 		return err
 	}
@@ -473,29 +475,4 @@ func shutdownServers(logger klog.Logger, servers []*http.Server, grace time.Dura
 			logger.Error(err, "Server shutdown")
 		}
 	}
-}
-
-// resolveUsageMetrics turns the usage-metrics flags into ToolHive's
-// operator's settings and, where the release passes the installation's
-// id to the workloads and nothing opts out, resolves the id as ToolHive's
-// operator does at start: an id that cannot be had for a reason that may
-// pass stops the process (a restart tries again), since running without
-// it would change every workload; one refused for good (no permission)
-// leaves the workloads without it, as ToolHive's operator does.
-func resolveUsageMetrics(ctx context.Context, o options, rel release.Release, kube kubernetes.Interface) (wiring.UsageMetrics, error) {
-	u := wiring.UsageMetrics{SkipUpdateCheck: o.skipUpdateCheck, Disabled: !o.usageMetrics}
-	if !rel.WorkloadUsageMetrics || u.SkipUpdateCheck {
-		return u, nil
-	}
-	ns := cmp.Or(o.instanceIDNamespace, os.Getenv("POD_NAMESPACE"), app.DefaultInstanceIDNamespace)
-	id, err := app.ResolveInstanceID(ctx, kube, ns, app.InstanceIDBackoff)
-	switch {
-	case errors.Is(err, app.ErrInstanceIDUnavailable):
-		return u, err
-	case err != nil:
-		klog.FromContext(ctx).Error(err, "Cannot read or store the installation's instance id; workloads get none", "configMap", klog.KRef(ns, app.InstanceIDConfigMap))
-	default:
-		u.AnonymousID = id
-	}
-	return u, nil
 }

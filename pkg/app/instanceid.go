@@ -17,6 +17,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Where ToolHive's operator keeps its installation's instance id: a
@@ -84,6 +86,31 @@ func ResolveInstanceID(ctx context.Context, kube kubernetes.Interface, namespace
 	default:
 		return "", fmt.Errorf("%w: %w", ErrInstanceIDUnavailable, err)
 	}
+}
+
+// ResolveUsageMetrics completes ToolHive's operator's usage-metrics
+// settings u as that operator does at start: where the release passes the
+// installation's id to the workloads and nothing opts out, the id is
+// resolved from namespace (ResolveInstanceID). An id that cannot be had
+// for a reason that may pass is an error wrapping
+// ErrInstanceIDUnavailable: the caller should stop rather than run
+// without it, since that would change every workload. One refused for
+// good (no permission, no such namespace) is logged and leaves the
+// workloads without it, as ToolHive's operator does.
+func ResolveUsageMetrics(ctx context.Context, kube kubernetes.Interface, rel release.Release, u wiring.UsageMetrics, namespace string) (wiring.UsageMetrics, error) {
+	if !rel.WorkloadUsageMetrics || u.SkipUpdateCheck {
+		return u, nil
+	}
+	id, err := ResolveInstanceID(ctx, kube, namespace, InstanceIDBackoff)
+	switch {
+	case errors.Is(err, ErrInstanceIDUnavailable):
+		return u, err
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Cannot read or store the installation's instance id; workloads get none", "configMap", klog.KRef(namespace, InstanceIDConfigMap))
+	default:
+		u.AnonymousID = id
+	}
+	return u, nil
 }
 
 // errNoNamespace: the namespace the ConfigMap belongs in does not exist,

@@ -15,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 var quick = wait.Backoff{Steps: 3, Duration: time.Millisecond, Factor: 1}
@@ -137,5 +140,58 @@ func TestInstanceIDErrors(t *testing.T) {
 	})
 	if _, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick); !errors.Is(err, ErrInstanceIDUnavailable) || len(c.Actions()) != quick.Steps {
 		t.Errorf("unavailable: %v after %d calls; want ErrInstanceIDUnavailable after %d", err, len(c.Actions()), quick.Steps)
+	}
+}
+
+// The id is looked up only where the release passes it to the workloads
+// and nothing opts out; a lookup refused for good leaves the workloads
+// without it, and one that may pass is an error.
+func TestResolveUsageMetrics(t *testing.T) {
+	ctx := context.Background()
+	stored := telemetryConfigMap(map[string]string{InstanceIDKey: `{"instance_id":"5d1c"}`})
+	withID := release.Release{WorkloadUsageMetrics: true}
+	for _, tc := range []struct {
+		name    string
+		rel     release.Release
+		in      wiring.UsageMetrics
+		wantID  string
+		actions int
+	}{
+		{name: "older release", rel: release.Release{}, actions: 0},
+		{name: "update check skipped", rel: withID, in: wiring.UsageMetrics{SkipUpdateCheck: true}, actions: 0},
+		{name: "stored id", rel: withID, wantID: "5d1c", actions: 1},
+		{name: "usage metrics off", rel: withID, in: wiring.UsageMetrics{Disabled: true}, wantID: "5d1c", actions: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := k8sfake.NewClientset(stored.DeepCopy())
+			u, err := ResolveUsageMetrics(ctx, c, tc.rel, tc.in, "toolhive-system")
+			want := tc.in
+			want.AnonymousID = tc.wantID
+			if err != nil || u != want {
+				t.Errorf("got %+v, %v; want %+v", u, err, want)
+			}
+			if n := len(c.Actions()); n != tc.actions {
+				t.Errorf("%d API actions, want %d: %v", n, tc.actions, c.Actions())
+			}
+		})
+	}
+
+	forbidden := k8sfake.NewClientset()
+	forbidden.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, InstanceIDConfigMap, errors.New("no"))
+	})
+	if u, err := ResolveUsageMetrics(ctx, forbidden, withID, wiring.UsageMetrics{}, "toolhive-system"); err != nil || u.AnonymousID != "" {
+		t.Errorf("forbidden: got %+v, %v; want no id and no error", u, err)
+	}
+
+	saved := InstanceIDBackoff
+	t.Cleanup(func() { InstanceIDBackoff = saved })
+	InstanceIDBackoff = quick
+	down := k8sfake.NewClientset()
+	down.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("down")
+	})
+	if _, err := ResolveUsageMetrics(ctx, down, withID, wiring.UsageMetrics{}, "toolhive-system"); !errors.Is(err, ErrInstanceIDUnavailable) {
+		t.Errorf("unavailable: %v, want ErrInstanceIDUnavailable", err)
 	}
 }

@@ -56,13 +56,20 @@ func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
 
 // secretFiles writes the files a pod would see of the Secret volumes of
 // the pod template tmpl (its first container's mounts, each of one item)
-// under a new root, which it returns with the number of files.
+// and of its projected volumes' Secret sources under a new root, which it returns with the number of files.
 func secretFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.PodTemplateSpec) (string, int) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
 	secrets := 0
 	for _, v := range tmpl.Spec.Volumes {
+		if v.Projected != nil {
+			for _, m := range tmpl.Spec.Containers[0].VolumeMounts {
+				if m.Name == v.Name {
+					secrets += projectedSecretFiles(t, env, ns, root, m.MountPath, v.Projected)
+				}
+			}
+		}
 		if v.Secret == nil {
 			continue
 		}

@@ -187,7 +187,11 @@ func TestDifferentialRunConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := toolhive.Options(flags)
+	// The installation's id both operators find, as after a switch.
+	if err := toolhive.SeedInstanceID(context.Background(), env.Kube); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := toolhive.Options(context.Background(), env.Kube, flags)
 	if err != nil {
 		t.Fatal(err)
 	}

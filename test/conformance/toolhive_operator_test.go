@@ -45,6 +45,9 @@ func startToolHiveServer(t *testing.T, namespaces []string) *toolhiveOperator {
 			t.Fatalf("creating namespace %s on ToolHive's server: %v", ns, err)
 		}
 	}
+	if err := toolhive.SeedInstanceID(context.Background(), env.Kube); err != nil {
+		t.Fatalf("storing the installation's id on ToolHive's server: %v", err)
+	}
 	t.Logf("ToolHive's API server %s ready with ToolHive's CRDs in %v", srv.URL, time.Since(began).Round(time.Millisecond))
 	return &toolhiveOperator{env: env}
 }
@@ -68,7 +71,7 @@ func startBeside(t *testing.T, env *framework.Env, keys []string) (*toolhiveOper
 }
 
 // toolhiveNamespace is ToolHive's operator's own namespace.
-const toolhiveNamespace = "toolhive-system"
+const toolhiveNamespace = toolhive.OperatorNamespace
 
 // start runs ToolHive's operator against the server with its chart's
 // environment (toolhive.StartOperator); it is stopped when the test ends.

@@ -2,6 +2,8 @@ package toolhive
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +16,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
@@ -340,22 +346,58 @@ func ModuleVersion(module string) string {
 }
 
 // Options are the app.Options hivekeeper's flags (ChartFlags) set that the
-// suites run it with: images, listen address, release and usage metrics.
-// The installation's instance id is the caller's to set.
-func Options(flags []string) (app.Options, error) {
+// suites run it with: images, listen address, release and usage metrics,
+// with the installation's instance id resolved on kube as the controller
+// resolves it at start (app.ResolveUsageMetrics).
+func Options(ctx context.Context, kube kubernetes.Interface, flags []string) (app.Options, error) {
 	r, err := release.Lookup(FlagValue(flags, "--toolhive-release"))
+	if err != nil {
+		return app.Options{}, err
+	}
+	usage, err := app.ResolveUsageMetrics(ctx, kube, r, wiring.UsageMetrics{
+		Disabled:        FlagValue(flags, "--toolhive-usage-metrics") == "false",
+		SkipUpdateCheck: FlagValue(flags, "--toolhive-skip-update-check") == "true",
+	}, cmp.Or(FlagValue(flags, "--toolhive-instance-id-namespace"), app.DefaultInstanceIDNamespace))
 	if err != nil {
 		return app.Options{}, err
 	}
 	return app.Options{
 		RunnerImage: FlagValue(flags, "--runner-image"), VMCPImage: FlagValue(flags, "--vmcp-image"),
 		RegistryAPIImage: FlagValue(flags, "--registry-api-image"), ProxyHost: FlagValue(flags, "--proxy-host"),
-		Release: r,
-		UsageMetrics: wiring.UsageMetrics{
-			Disabled:        FlagValue(flags, "--toolhive-usage-metrics") == "false",
-			SkipUpdateCheck: FlagValue(flags, "--toolhive-skip-update-check") == "true",
-		},
+		Release: r, UsageMetrics: usage,
 	}, nil
+}
+
+// InstanceID is the installation id the suites store where ToolHive's
+// operator runs (SeedInstanceID) on every API server they compare, so
+// that operators on different servers give their workloads the same one.
+const InstanceID = "00000000-0000-4000-8000-0000000000ad"
+
+// SeedInstanceID stores InstanceID as ToolHive's operator stores an
+// installation's id, in OperatorNamespace (created if missing). Seeding a
+// server that holds it already is a no-op; one holding another id is an
+// error.
+func SeedInstanceID(ctx context.Context, kube kubernetes.Interface) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: OperatorNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cms := kube.CoreV1().ConfigMaps(OperatorNamespace)
+	_, err = cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: app.InstanceIDConfigMap, Namespace: OperatorNamespace},
+		Data:       map[string]string{app.InstanceIDKey: `{"instance_id":"` + InstanceID + `","last_update_check":"0001-01-01T00:00:00Z","latest_version":""}`},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	cm, err := cms.Get(ctx, app.InstanceIDConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if id := app.StoredInstanceID(cm); id != InstanceID {
+		return fmt.Errorf("%s/%s holds the instance id %q, not the suites' %q", OperatorNamespace, app.InstanceIDConfigMap, id, InstanceID)
+	}
+	return nil
 }
 
 // FlagValue returns the value of --name=value in flags, "" when absent.

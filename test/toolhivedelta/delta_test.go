@@ -25,16 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/hivekeeper/hivekeeper/pkg/app"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 var out = flag.String("out", "", "write the report to this file (make toolhive-delta)")
-
-// instanceID is the installation id both operators find stored, so that
-// what the id changes is the same string on both sides.
-const instanceID = "00000000-0000-4000-8000-0000000000ad"
 
 // variant is one operator-wide setting the releases are compared under.
 type variant struct {
@@ -137,10 +132,7 @@ func run(t *testing.T, bins, thvBins, module, release string, v variant, tables 
 			t.Fatal(err)
 		}
 	}
-	if _, err := env.Kube.CoreV1().ConfigMaps(toolhive.OperatorNamespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: app.InstanceIDConfigMap, Namespace: toolhive.OperatorNamespace},
-		Data:       map[string]string{app.InstanceIDKey: `{"instance_id":"` + instanceID + `","last_update_check":"0001-01-01T00:00:00Z","latest_version":""}`},
-	}, metav1.CreateOptions{}); err != nil {
+	if err := toolhive.SeedInstanceID(ctx, env.Kube); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {

@@ -211,7 +211,7 @@ func TestRegistrationRateEncodings(t *testing.T) {
 // operator wrote on a RunConfig ConfigMap it created (recorded by the
 // differential test) from that ConfigMap's data and labels.
 func TestChecksumOfToolHivesConfigMap(t *testing.T) {
-	raw, err := os.ReadFile("../../../test/conformance/testdata/toolhive-v0.63.0/table/01-stdio-minimal/ConfigMap.fetch-runconfig.yaml")
+	raw, err := os.ReadFile("../../../test/conformance/testdata/toolhive-v0.66.0/table/01-stdio-minimal/ConfigMap.fetch-runconfig.yaml")
 	if err != nil {
 		t.Fatalf("%v (the differential's -record writes it)", err)
 	}

@@ -136,7 +136,7 @@ func TestPreflightPredictsTheSwitch(t *testing.T) {
 		t.Errorf("preflight's flags %v, the chart environment's %v", r.Settings.Flags, flags)
 	}
 	t.Run("hivekeeper", func(t *testing.T) {
-		opts, err := toolhive.Options(flags)
+		opts, err := toolhive.Options(ctx, env.Kube, flags)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -133,7 +133,7 @@ func TestSwitchCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := toolhive.Options(flags)
+	opts, err := toolhive.Options(ctx, env.Kube, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
