@@ -109,7 +109,7 @@ func (a *AuthzFiles) Read(ctx context.Context, namespace string, authz *thv1.Inl
 	}
 	if !found {
 		return nil, &AuthzFileProblem{Reason: thv1.ReasonAuthzConfigMapNotFound, NotFound: true,
-			Message: fmt.Sprintf("failed to get Authz ConfigMap %s/%s: configmaps %q not found", namespace, name, name)}, nil
+			Message: fmt.Sprintf("failed to get Authz ConfigMap %s/%s: ConfigMap %q not found", namespace, name, name)}, nil
 	}
 	key := wiring.AuthzFileKey(authz.ConfigMap)
 	raw, ok := data[key]

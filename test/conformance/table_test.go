@@ -106,7 +106,7 @@ var expectations = map[string]map[string]any{
 		"authz_config.cedar.group_claim_name": "https://example.com/groups", "authz_config.cedar.role_claim_name": "roles",
 		"authz_config.cedar.group_entity_type": "Team",
 	},
-	"authz-cm-pdp": {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:9000", "authz_config.pdp.claim_mapping": "standard"},
+	"authz-cm-pdp":    {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:9000", "authz_config.pdp.claim_mapping": "standard"},
 	"authz-cm-remote": {"authz_config.type": "cedarv1", "authz_config.cedar.policies": []any{"permit(principal, action, resource);"}},
 	// upstreamInject and xaa configure nothing on a proxy.
 	"ext-upstream-inject": {"token_exchange_config": nil, "remote_auth_config": nil},

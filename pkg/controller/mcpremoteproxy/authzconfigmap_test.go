@@ -55,8 +55,12 @@ func TestAuthzFromConfigMap(t *testing.T) {
 					t.Errorf("%s %+v, want %s %q", cond, c, reason, tc.msg)
 				}
 			}
-			if st.Phase != thv1.MCPRemoteProxyPhaseFailed {
-				t.Errorf("phase %s", st.Phase)
+			if c := meta.FindStatusCondition(st.Conditions, thv1.ConditionReady); st.Phase != thv1.MCPRemoteProxyPhaseFailed || st.Message != "Validation failed: "+tc.msg ||
+				c == nil || c.Reason != thv1.ReasonNotReady {
+				t.Errorf("phase %s, message %q, Ready %+v", st.Phase, st.Message, c)
+			}
+			if ev := f.Warnings(); len(ev) != 1 || ev[0] != "Warning "+tc.reason+" "+tc.msg {
+				t.Errorf("warnings %q", ev)
 			}
 		})
 	}

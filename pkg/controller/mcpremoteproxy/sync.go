@@ -81,9 +81,11 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		if problem.NotFound {
 			msg = fmt.Sprintf("authorization ConfigMap %q not found in namespace %q", name, p.Namespace)
 		}
-		r.Set(thv1.ConditionConfigurationValid, metav1.ConditionFalse, problem.Reason, msg)
+		// In ToolHive's words: one Warning event of the check's reason,
+		// Ready=False NotReady.
+		r.SetFalse(thv1.ConditionConfigurationValid, problem.Reason, msg)
 		r.Set(thv1.ConditionAuthConfigured, metav1.ConditionFalse, thv1.ReasonAuthInvalid, msg)
-		r.Fail(problem.Reason, msg+"; nothing is created or changed until the spec is fixed")
+		r.NotReady(thv1.MCPRemoteProxyPhaseFailed, thv1.ReasonNotReady, "Validation failed: "+msg)
 		return status, 0, nil
 	}
 	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl and headerForward pass the checks")

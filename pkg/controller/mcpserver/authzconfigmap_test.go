@@ -140,11 +140,11 @@ func TestAuthzConfigMapProblems(t *testing.T) {
 		msg    string
 	}{
 		{"missing", nil, thv1.ReasonAuthzConfigMapNotFound,
-			`Failed to build configuration: failed to get Authz ConfigMap team-a/policies: configmaps "policies" not found`},
+			`Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: failed to get Authz ConfigMap team-a/policies: ConfigMap "policies" not found`},
 		{"no key", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "policies"}, Data: map[string]string{"authz.json": "{}"}},
-			thv1.ReasonAuthzConfigMapInvalid, `Failed to build configuration: authz ConfigMap team-a/policies is missing key "authz.yaml"`},
+			thv1.ReasonAuthzConfigMapInvalid, `Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: authz ConfigMap team-a/policies is missing key "authz.yaml"`},
 		{"no policy", authzFileCM("3", `{"version":"1.0","type":"cedarv1","cedar":{"policies":[]}}`), thv1.ReasonAuthzConfigMapInvalid,
-			`Failed to build configuration: invalid authz config from ConfigMap team-a/policies key "authz.yaml": invalid cedarv1 configuration: at least one policy is required for Cedar authorization`},
+			`Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: invalid authz config from ConfigMap team-a/policies key "authz.yaml": invalid cedarv1 configuration: at least one policy is required for Cedar authorization`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []runtime.Object{newServer("fetch", withAuthzConfigMap)}

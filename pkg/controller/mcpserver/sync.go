@@ -80,7 +80,7 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 		return status, 0, err
 	}
 	if problem != nil {
-		r.Fail(problem.Reason, "Failed to build configuration: "+problem.Message)
+		r.Fail(problem.Reason, "Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: "+problem.Message)
 		return status, 0, nil
 	}
 	dep, err := c.converge(ctx, s, refs, authzFile, r)

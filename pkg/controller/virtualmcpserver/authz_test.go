@@ -70,7 +70,7 @@ func TestAuthzFromConfigMap(t *testing.T) {
 		msg    string
 	}{
 		{"missing", nil, thv1.ReasonAuthzConfigMapNotFound,
-			`Authorization ConfigMap is invalid: failed to get Authz ConfigMap team-a/policies: configmaps "policies" not found`},
+			`Authorization ConfigMap is invalid: failed to get Authz ConfigMap team-a/policies: ConfigMap "policies" not found`},
 		{"httpv1", cm(`{"version":"1.0","type":"httpv1","pdp":{"http":{"url":"http://pdp"},"claim_mapping":"mpe"}}`), thv1.ReasonAuthzConfigMapInvalid,
 			`Authorization ConfigMap is invalid: authz ConfigMap team-a/policies is not a Cedar config: cedar config is nil`},
 	} {
