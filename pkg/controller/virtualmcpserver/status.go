@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -200,7 +200,7 @@ func primaryUpstreamAdvisories(r *workload.Report, v *thv1.VirtualMCPServer, rec
 		r.Remove(thv1.ConditionAuthzUpstreamSelectionWarning)
 		return
 	}
-	explicit, deprecated := vmcp.PrimaryUpstreamProvider(v)
+	explicit, deprecated := wiring.PrimaryUpstreamProvider(v)
 	if deprecated && v.Generation != v.Status.ObservedGeneration {
 		recorder.Event(v, corev1.EventTypeWarning, thv1.ReasonAuthzPrimaryUpstreamProviderDeprecated,
 			"spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider is deprecated; move the value to spec.authServerConfig.primaryUpstreamProvider")

@@ -206,3 +206,18 @@ func (w AuthzFileWiring) ConfigMap(meta metav1.ObjectMeta) *corev1.ConfigMap {
 	meta.Labels[LabelAuthz] = labelAuthzInline
 	return &corev1.ConfigMap{ObjectMeta: meta, Data: w.Data}
 }
+
+// PrimaryUpstreamProvider is the upstream a VirtualMCPServer names
+// explicitly as the one whose claims Cedar reads:
+// spec.authServerConfig.primaryUpstreamProvider, else the deprecated
+// spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider
+// (deprecated=true); "" for none.
+func PrimaryUpstreamProvider(v *thv1.VirtualMCPServer) (name string, deprecated bool) {
+	if a := v.Spec.AuthServerConfig; a != nil && a.PrimaryUpstreamProvider != "" {
+		return a.PrimaryUpstreamProvider, false
+	}
+	if a := v.Spec.IncomingAuth.AuthzConfig; a != nil && a.Inline != nil && a.Inline.PrimaryUpstreamProvider != "" {
+		return a.Inline.PrimaryUpstreamProvider, true
+	}
+	return "", false
+}

@@ -297,23 +297,8 @@ func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MC
 // resolves it.
 const defaultUpstream = "default"
 
-// PrimaryUpstreamProvider is the upstream a VirtualMCPServer names
-// explicitly as the one whose claims Cedar reads:
-// spec.authServerConfig.primaryUpstreamProvider, else the deprecated
-// spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider
-// (deprecated=true); "" for none.
-func PrimaryUpstreamProvider(v *thv1.VirtualMCPServer) (name string, deprecated bool) {
-	if a := v.Spec.AuthServerConfig; a != nil && a.PrimaryUpstreamProvider != "" {
-		return a.PrimaryUpstreamProvider, false
-	}
-	if a := v.Spec.IncomingAuth.AuthzConfig; a != nil && a.Inline != nil && a.Inline.PrimaryUpstreamProvider != "" {
-		return a.Inline.PrimaryUpstreamProvider, true
-	}
-	return "", false
-}
-
 // primaryUpstream is the upstream whose claims Cedar reads, as ToolHive's
-// converter resolves it: the one named explicitly (PrimaryUpstreamProvider),
+// converter resolves it: the one named explicitly (wiring.PrimaryUpstreamProvider),
 // which must be one of spec.authServerConfig's upstreams (an unnamed
 // upstream is "default"); else the first upstream; "" without an
 // authorization server (Cedar then reads the claims of the token the
@@ -329,7 +314,7 @@ func primaryUpstream(v *thv1.VirtualMCPServer) (string, error) {
 				"Configure spec.authServerConfig.upstreamProviders with at least one upstream IDP, or remove authServerConfig if clients will " +
 				"present IdP tokens directly."}
 	}
-	if explicit, _ := PrimaryUpstreamProvider(v); explicit != "" {
+	if explicit, _ := wiring.PrimaryUpstreamProvider(v); explicit != "" {
 		if as == nil {
 			return "", &wiring.InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated, Reason: thv1.ReasonAuthzPrimaryProviderRequiresAuthServer,
 				Message: fmt.Sprintf("primaryUpstreamProvider=%q is set but spec.authServerConfig is not configured. "+
