@@ -299,3 +299,39 @@ func TestPreflightBlocksOnRefusedPods(t *testing.T) {
 		}
 	}
 }
+
+// What ToolHive's operator deploys and hivekeeper refuses on purpose (a
+// remote proxy's header named two ways, a webhook with half a client
+// certificate, an EmbeddingServer's template that is not a pod template)
+// blocks a switch: preflight names every object, and exits 4.
+func TestPreflightBlocksOnDeliberateRefusals(t *testing.T) {
+	headers := toolhivetest.NewRemoteProxy("team-a", "headers", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.HeaderForward = &thv1.HeaderForwardConfig{AddPlaintextHeaders: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}
+	})
+	hook := toolhivetest.NewWebhookConfig("team-a", "hooks", "full")
+	hook.Status = thv1.ConfigStatus{}
+	hook.Spec.Validating[0].TLSConfig.ClientKeySecretRef = nil
+	hooked := toolhivetest.NewMCPServer("team-a", "hooked", func(s *thv1.MCPServer) {
+		s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
+	})
+	embedding := toolhivetest.NewEmbeddingServer("team-a", "embed", func(e *thv1.EmbeddingServer) {
+		e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"containers":"nope"}}`)
+	})
+	r := runPreflight(t, fakeClients(nil, []runtime.Object{headers, hook, hooked, embedding, server()}))
+	if r.ExitCode != exitBlocked {
+		t.Errorf("exit %d", r.ExitCode)
+	}
+	for _, want := range []string{
+		"MCPRemoteProxy team-a/headers: Ready=False HeaderForwardInvalid: ",
+		"MCPServer team-a/hooked: WebhookConfigValidated=False WebhookConfigInvalid: ",
+		"MCPWebhookConfig team-a/hooks: Valid=False ",
+		"EmbeddingServer team-a/embed: PodTemplateValid=False ",
+	} {
+		if !slices.ContainsFunc(r.Blockers, func(b string) bool { return strings.HasPrefix(b, want) }) {
+			t.Errorf("blockers %q, want one starting %q", r.Blockers, want)
+		}
+	}
+	if n := len(r.Blockers); n != 4 {
+		t.Errorf("%d blockers: %q", n, r.Blockers)
+	}
+}

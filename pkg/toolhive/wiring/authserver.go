@@ -103,6 +103,9 @@ type embeddedAuthServerSpec struct {
 	TrustedIssuers                            []thv1.TrustedIssuerConfig         `json:"trustedIssuers,omitempty"`
 	InboundGrants                             *thv1.InboundGrantsConfig          `json:"inboundGrants,omitempty"`
 	SPIFFETrustDomains                        []thv1.SPIFFETrustDomainConfig     `json:"spiffeTrustDomains,omitempty"`
+	// PrimaryUpstreamProvider is applied by a vMCP's authorization
+	// (render/vmcp); it has no effect on an MCPServer or MCPRemoteProxy.
+	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
 }
 
 // authServerStorage is the storage, in memory or in Redis, and its cap on
