@@ -77,7 +77,7 @@ var docs = []doc{
 		// the names of the installation id's ConfigMap and the API types.
 		ignore: []string{"pkg/", "cmd/"},
 		files: append(slices.Clone(common), "hack/toolhive-binaries.sh", "hack/toolhive-build/", "test/toolhivedelta/testdata/",
-			"test/handover/testdata/newest/", "test/conformance/testdata/table/"),
+			"test/conformance/testdata/table/"),
 	},
 	// mutation.md's rows are per package and each is measured on its
 	// own (make mutate PKGS=...), hours for all of pkg/: its inputs are

@@ -28,6 +28,10 @@ const (
 	ByToolConfig = "toolhive.stacklok.dev/tool-config"
 	// ByAuthzConfig: the MCPAuthzConfig that authorizes a workload's requests.
 	ByAuthzConfig = "toolhive.stacklok.dev/authz-config"
+	// ByAuthzConfigMap: the ConfigMap holding a workload's authorization
+	// file (spec.authzConfig of type configMap; a VirtualMCPServer's
+	// spec.incomingAuth.authzConfig).
+	ByAuthzConfigMap = "toolhive.stacklok.dev/authz-configmap"
 	// ByExternalAuthConfig: the MCPExternalAuthConfig a workload's proxy
 	// authenticates to its backend with.
 	ByExternalAuthConfig = "toolhive.stacklok.dev/external-auth-config"
@@ -69,6 +73,7 @@ var Workloads = []Workload{
 			ByOIDCConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.OIDCConfigRef) }),
 			ByToolConfig:         ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthzConfigRef) }),
+			ByAuthzConfigMap:     ref(func(s *thv1.MCPServer) string { return authzConfigMap(s.Spec.AuthzConfig) }),
 			ByExternalAuthConfig: ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.ExternalAuthConfigRef) }),
 			ByAuthServerRef:      ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.AuthServerRef) }),
 			ByTelemetryConfig:    ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.TelemetryConfigRef) }),
@@ -82,6 +87,7 @@ var Workloads = []Workload{
 			ByOIDCConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.OIDCConfigRef) }),
 			ByToolConfig:         ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ToolConfigRef) }),
 			ByAuthzConfig:        ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthzConfigRef) }),
+			ByAuthzConfigMap:     ref(func(p *thv1.MCPRemoteProxy) string { return authzConfigMap(p.Spec.AuthzConfig) }),
 			ByExternalAuthConfig: ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.ExternalAuthConfigRef) }),
 			ByAuthServerRef:      ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthServerRef) }),
 			ByTelemetryConfig:    ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.TelemetryConfigRef) }),
@@ -94,6 +100,7 @@ var Workloads = []Workload{
 		Refs: map[string]func(obj any) []string{
 			ByOIDCConfig:              ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
 			ByAuthzConfig:             ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
+			ByAuthzConfigMap:          ref(func(v *thv1.VirtualMCPServer) string { return authzConfigMap(v.Spec.IncomingAuth.AuthzConfig) }),
 			ByTelemetryConfig:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
 			ByToolConfig:              refs(thv1.VMCPToolConfigNames),
 			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
@@ -134,6 +141,15 @@ func refs[T any](names func(T) []string) func(obj any) []string {
 		}
 		return nil
 	}
+}
+
+// authzConfigMap is the ConfigMap an authorization config of type
+// configMap names, "" for none.
+func authzConfigMap(a *thv1.InlineAuthz) string {
+	if a == nil || a.Type != thv1.AuthzConfigTypeConfigMap || a.ConfigMap == nil {
+		return ""
+	}
+	return a.ConfigMap.Name
 }
 
 // named is a reference by name; nameOf reads it, "" for none.

@@ -301,43 +301,43 @@ func TestPreflightBlocksOnRefusedPods(t *testing.T) {
 	}
 }
 
-// authzFromConfigMap is an MCPServer ToolHive's operator runs and
-// hivekeeper refuses: its authorization is a runner file in a ConfigMap.
-func authzFromConfigMap(name string) *thv1.MCPServer {
-	return toolhivetest.NewMCPServer("team-a", name, func(s *thv1.MCPServer) {
-		s.UID = types.UID("uid-" + name)
-		s.Spec.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: "authz", Key: "authz.json"}}
+// collidingHeaders is an MCPRemoteProxy ToolHive's operator runs and
+// hivekeeper refuses: it forwards one header under two spellings.
+func collidingHeaders(name string) *thv1.MCPRemoteProxy {
+	return toolhivetest.NewRemoteProxy("team-a", name, func(p *thv1.MCPRemoteProxy) {
+		p.UID = types.UID("uid-" + name)
+		p.Spec.HeaderForward = &thv1.HeaderForwardConfig{AddPlaintextHeaders: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}
 	})
 }
 
 // A workload ToolHive's operator runs (it has children) that hivekeeper
-// refuses blocks a switch, named with the reason, unless --allow-unmanaged
-// names it; one refused that runs under neither operator (no children)
-// is listed but blocks nothing.
+// refuses blocks a switch once, named with the reason, unless
+// --allow-unmanaged names it (a refusal on purpose too: that blocker
+// stands for both).
 func TestPreflightBlocksOnUnmanaged(t *testing.T) {
-	running, idle := authzFromConfigMap("legacy"), authzFromConfigMap("idle")
+	running := collidingHeaders("legacy")
 	child := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy", Labels: map[string]string{"toolhive": "true"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: thv1.SchemeGroupVersion.String(), Kind: "MCPServer", Name: "legacy", UID: running.UID, Controller: ptr.To(true)}}}}
-	c := fakeClients([]runtime.Object{child}, []runtime.Object{running, idle})
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: thv1.SchemeGroupVersion.String(), Kind: "MCPRemoteProxy", Name: "legacy", UID: running.UID, Controller: ptr.To(true)}}}}
+	c := fakeClients([]runtime.Object{child}, []runtime.Object{running})
 
 	r := runPreflight(t, c)
-	if len(r.Refused) < 2 {
+	if len(r.Refused) < 1 {
 		t.Fatalf("refused %s", toJSON(r.Refused))
 	}
-	want := []Unmanaged{{Kind: "MCPServer", Namespace: "team-a", Name: "legacy", Children: 1}}
+	want := []Unmanaged{{Kind: "MCPRemoteProxy", Namespace: "team-a", Name: "legacy", Children: 1}}
 	if len(r.Unmanaged) != 1 || r.Unmanaged[0].Why == "" {
 		t.Fatalf("unmanaged %s", toJSON(r.Unmanaged))
 	}
 	want[0].Why = r.Unmanaged[0].Why
-	if !equalJSON(r.Unmanaged, want) || !strings.Contains(r.Unmanaged[0].Why, "type configMap is not supported by hivekeeper") {
+	if !equalJSON(r.Unmanaged, want) || !strings.Contains(r.Unmanaged[0].Why, "HeaderForwardInvalid") {
 		t.Errorf("unmanaged\n got %s\nwant %s", toJSON(r.Unmanaged), toJSON(want))
 	}
-	if r.ExitCode != exitBlocked || len(r.Blockers) != 1 || !strings.HasPrefix(r.Blockers[0], "MCPServer team-a/legacy: Ready=False NotReady: spec.authzConfig: type configMap is not supported") ||
-		!strings.HasSuffix(r.Blockers[0], "--allow-unmanaged MCPServer/team-a/legacy") {
+	if r.ExitCode != exitBlocked || len(r.Blockers) != 1 || !strings.HasPrefix(r.Blockers[0], "MCPRemoteProxy team-a/legacy: Ready=False HeaderForwardInvalid: ") ||
+		!strings.HasSuffix(r.Blockers[0], "--allow-unmanaged MCPRemoteProxy/team-a/legacy") {
 		t.Errorf("exit %d, blockers %q", r.ExitCode, r.Blockers)
 	}
 
-	r, err := preflight(context.Background(), c, preflightOptions{timeout: time.Minute, allowUnmanaged: []string{"mcpserver/team-a/legacy"}}, logr.Discard())
+	r, err := preflight(context.Background(), c, preflightOptions{timeout: time.Minute, allowUnmanaged: []string{"mcpremoteproxy/team-a/legacy"}}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,43 @@ func TestPreflightBlocksOnUnmanaged(t *testing.T) {
 	if err := r.write(&out, "text"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "  left unmanaged (--allow-unmanaged): MCPServer team-a/legacy, which ToolHive's operator runs (1 child): Ready=False NotReady: spec.authzConfig") {
+	if !strings.Contains(out.String(), "  left unmanaged (--allow-unmanaged): MCPRemoteProxy team-a/legacy, which ToolHive's operator runs (1 child): Ready=False HeaderForwardInvalid: ") {
 		t.Errorf("text output:\n%s", out.String())
+	}
+}
+
+// What ToolHive's operator deploys and hivekeeper refuses on purpose (a
+// remote proxy's header named two ways, a webhook with half a client
+// certificate, an EmbeddingServer's template that is not a pod template)
+// blocks a switch: preflight names every object, and exits 4.
+func TestPreflightBlocksOnDeliberateRefusals(t *testing.T) {
+	headers := toolhivetest.NewRemoteProxy("team-a", "headers", func(p *thv1.MCPRemoteProxy) {
+		p.Spec.HeaderForward = &thv1.HeaderForwardConfig{AddPlaintextHeaders: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}
+	})
+	hook := toolhivetest.NewWebhookConfig("team-a", "hooks", "full")
+	hook.Status = thv1.ConfigStatus{}
+	hook.Spec.Validating[0].TLSConfig.ClientKeySecretRef = nil
+	hooked := toolhivetest.NewMCPServer("team-a", "hooked", func(s *thv1.MCPServer) {
+		s.Spec.WebhookConfigRef = &thv1.WebhookConfigReference{Name: "hooks"}
+	})
+	embedding := toolhivetest.NewEmbeddingServer("team-a", "embed", func(e *thv1.EmbeddingServer) {
+		e.Spec.PodTemplateSpec = toolhivetest.Raw(`{"spec":{"containers":"nope"}}`)
+	})
+	r := runPreflight(t, fakeClients(nil, []runtime.Object{headers, hook, hooked, embedding, server()}))
+	if r.ExitCode != exitBlocked {
+		t.Errorf("exit %d", r.ExitCode)
+	}
+	for _, want := range []string{
+		"MCPRemoteProxy team-a/headers: Ready=False HeaderForwardInvalid: ",
+		"MCPServer team-a/hooked: WebhookConfigValidated=False WebhookConfigInvalid: ",
+		"MCPWebhookConfig team-a/hooks: Valid=False ",
+		"EmbeddingServer team-a/embed: PodTemplateValid=False ",
+	} {
+		if !slices.ContainsFunc(r.Blockers, func(b string) bool { return strings.HasPrefix(b, want) }) {
+			t.Errorf("blockers %q, want one starting %q", r.Blockers, want)
+		}
+	}
+	if n := len(r.Blockers); n != 4 {
+		t.Errorf("%d blockers: %q", n, r.Blockers)
 	}
 }

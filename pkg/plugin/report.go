@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // Report is everything preflight found, in the order it prints it.
@@ -48,6 +49,46 @@ type Report struct {
 // privileges, or running as another workload's account.
 var podRefusals = []string{thv1.ReasonPodSecurityNotAllowed, thv1.ReasonServiceAccountNotAllowed}
 
+// deliberateRefusals are the refused findings of configurations
+// ToolHive's operator deploys, which hivekeeper refuses on purpose
+// (docs/compatibility.md says why), one per object: a remote proxy's
+// headerForward the runner would refuse or cannot send, an
+// MCPWebhookConfig with half a client certificate or a name taken twice
+// in one list and the MCPServers referencing it, an EmbeddingServer's
+// podTemplateSpec that is not a pod template. ToolHive's operator may be
+// running such a workload; after a switch it would be left as it is.
+func deliberateRefusals(refused []Finding) []Finding {
+	hooks := map[string]bool{}
+	for _, f := range refused {
+		if f.Kind == thv1.KindMCPWebhookConfig &&
+			(strings.Contains(f.Message, wiring.WebhookHalfClientCert) || strings.Contains(f.Message, wiring.WebhookNameTaken)) {
+			hooks[f.Namespace+"/"+f.Name] = true
+		}
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	for _, f := range refused {
+		deliberate := false
+		switch {
+		case f.Kind == thv1.KindMCPRemoteProxy && f.Reason == thv1.ReasonHeaderForwardInvalid,
+			f.Kind == thv1.KindEmbeddingServer && f.Condition == thv1.ConditionPodTemplateValid+"=False",
+			f.Kind == thv1.KindMCPWebhookConfig && hooks[f.Namespace+"/"+f.Name]:
+			deliberate = true
+		case f.Reason == thv1.ReasonWebhookConfigInvalid:
+			// "MCPWebhookConfig \"<name>\" is not valid"
+			for h := range hooks {
+				ns, name, _ := strings.Cut(h, "/")
+				deliberate = deliberate || (ns == f.Namespace && strings.Contains(f.Message, fmt.Sprintf("%q", name)))
+			}
+		}
+		if key := f.Kind + " " + f.Namespace + "/" + f.Name; deliberate && !seen[key] {
+			seen[key] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // conclude fills Blockers, Summary and ExitCode from the rest.
 func (r *Report) conclude() {
 	r.Blockers = []string{}
@@ -73,6 +114,17 @@ func (r *Report) conclude() {
 			r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s: hivekeeper would leave it running as it is and not update it; change the spec first, or accept that with --allow-unmanaged %s",
 				u.Kind, u.Namespace, u.Name, u.Why, u.ref()))
 		}
+	}
+	unmanaged := map[string]bool{}
+	for _, u := range r.Unmanaged {
+		unmanaged[u.ref()] = true
+	}
+	for _, f := range deliberateRefusals(r.Refused) {
+		if unmanaged[f.Kind+"/"+f.Namespace+"/"+f.Name] {
+			continue // its blocker above says it, and --allow-unmanaged may accept it
+		}
+		r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s %s: %s: ToolHive's operator deploys it, hivekeeper refuses it; change the spec first",
+			f.Kind, f.Namespace, f.Name, f.Condition, f.Reason, f.Message))
 	}
 	if !r.Prediction.Settled {
 		r.Blockers = append(r.Blockers, "hivekeeper's controllers were still writing when the prediction timed out (--timeout): the prediction is partial")

@@ -94,8 +94,11 @@ type Base struct {
 	AuthServer *ConfigRefs[*thv1.MCPExternalAuthConfig]
 	// CompositeTools are a VirtualMCPServer's composite tool definitions.
 	CompositeTools *ConfigRefs[*thv1.VirtualMCPCompositeToolDefinition]
-	Config         framework.Config
-	phases         Phases
+	// AuthzFiles reads the authorization files of authzConfig type
+	// configMap.
+	AuthzFiles *AuthzFiles
+	Config     framework.Config
+	phases     Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
 	// index does.
@@ -163,6 +166,12 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		return nil, err
 	}
 	b.AddSynced(synced)
+	// An authorization file's ConfigMap re-syncs the workloads naming it.
+	b.AuthzFiles = NewAuthzFiles(d.Kube, b.Children.ConfigMaps.Get)
+	if synced, err = configMaps.AddEventHandler(b.AuthzFileHandler()); err != nil {
+		return nil, err
+	}
+	b.AddSynced(synced)
 	b.row, _ = index.WorkloadFor(s.Kind)
 	row := b.row
 	for _, refs := range []interface {
@@ -188,6 +197,12 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 // whose OIDC config names the ConfigMap as CA bundle (OIDCCABundleHandler).
 func (b *Base) CABundleHandler() cache.ResourceEventHandlerFuncs {
 	return OIDCCABundleHandler(b.OIDC.informer.Indexer(), b.primary, b.EnqueueKey)
+}
+
+// AuthzFileHandler is the ConfigMap handler that re-syncs the workloads
+// naming the ConfigMap as their authorization file (AuthzFiles.Handler).
+func (b *Base) AuthzFileHandler() cache.ResourceEventHandlerFuncs {
+	return b.AuthzFiles.Handler(b.primary, b.EnqueueKey)
 }
 
 // watchPrimary registers the workload kind's handler (PrimaryHandler):

@@ -100,8 +100,9 @@ func secretFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.PodTe
 }
 
 // createAuthServerSecret creates the Secret as-secrets of the embedded
-// authorization server manifests: a signing key (returned), an HMAC secret
-// and an upstream client secret.
+// authorization server manifests: a signing key (returned), an HMAC secret,
+// an upstream client secret, a delegate client's secret and the Redis
+// ACL user's name and password.
 func createAuthServerSecret(t *testing.T, env *framework.Env, ns string) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -117,6 +118,10 @@ func createAuthServerSecret(t *testing.T, env *framework.Env, ns string) *ecdsa.
 		"signing":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		"hmac":     []byte("not-a-real-hmac-secret-of-32-bytes-or-more"),
 		"upstream": []byte("not-a-real-upstream-client-secret"),
+		"delegate": []byte("not-a-real-delegate-client-secret"),
+		// The Redis ACL user (startRedis's password, the default user).
+		"redis-user":     []byte("default"),
+		"redis-password": []byte(authServerRedisPassword),
 	}}
 	if _, err := env.Kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

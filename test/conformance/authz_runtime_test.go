@@ -16,10 +16,21 @@ import (
 // a call of the other with 403 before it reaches the remote server, and
 // lists only the permitted tool.
 func TestRemoteProxyCedarDenies(t *testing.T) {
+	cedarDenies(t, "testdata/runtime/remote-proxy-cedar.yaml")
+}
+
+// TestRemoteProxyCedarFromConfigMap: the same, with the policy in a
+// runner authorization file of a ConfigMap (authzConfig type configMap),
+// as hivekeeper writes it into the RunConfig.
+func TestRemoteProxyCedarFromConfigMap(t *testing.T) {
+	cedarDenies(t, "testdata/runtime/remote-proxy-cedar-configmap.yaml")
+}
+
+func cedarDenies(t *testing.T, manifest string) {
 	env, ns := runtimeSetUp(t)
 	iss := startIssuer(t)
 	remote := startRemoteMCP(t, "/mcp")
-	applyTemplate(t, env, ns, "testdata/runtime/remote-proxy-cedar.yaml", map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.StandIn})
+	applyTemplate(t, env, ns, manifest, map[string]string{"ISSUER": iss.URL, "REMOTE_URL": remote.StandIn})
 	const name = "guarded"
 	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8093, remote.StandIn, remote.URL)
 	waitServing(t, port)

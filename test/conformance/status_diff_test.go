@@ -385,8 +385,10 @@ func resourceOf(kind string) string {
 
 // The reasons several listed differences share.
 const (
-	refURL         = "hivekeeper publishes status.url while a referenced config is missing or not valid (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
-	refMessage     = "hivekeeper says which reference is missing or not valid in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
+	refURL             = "hivekeeper publishes status.url while a referenced config is missing or not valid (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
+	refMessage         = "hivekeeper says which reference is missing or not valid in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
+	vmcpAuthzConfigMap = "a vMCP whose authorization ConfigMap is missing or not usable is Failed, Ready=False with the cause in status.message, " +
+		"where ToolHive's operator leaves it Pending and retries (docs/compatibility.md, Authorization from a ConfigMap)"
 	remoteProxyURL = "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)"
 )
 
@@ -407,6 +409,14 @@ var statusDifferences = []statusDifference{
 	{"invalid-refs MCPServer/oidc-config-invalid column URL", refURL, false},
 	{"invalid-refs MCPServer/oidc-config-invalid message", refMessage, false},
 	{"missing-refs MCPRemoteProxy/external-auth-missing column URL", refURL, false},
+	{"missing-refs MCPRemoteProxy/remote-authz-configmap-missing column URL", refURL, false},
+	{"missing-refs MCPServer/authz-configmap-missing column URL", refURL, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing column Phase", vmcpAuthzConfigMap, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing column Ready", vmcpAuthzConfigMap, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing column URL", vmcpAuthzConfigMap, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing health", vmcpAuthzConfigMap, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing message", vmcpAuthzConfigMap, false},
+	{"missing-refs VirtualMCPServer/gateway-authz-configmap-missing phase", vmcpAuthzConfigMap, false},
 	{"missing-refs MCPRemoteProxy/external-auth-missing message", refMessage, false},
 	{"missing-refs MCPServer/oidc-config-missing column URL", refURL, false},
 	{"missing-refs MCPServer/oidc-config-missing message", refMessage, false},

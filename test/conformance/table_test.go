@@ -100,6 +100,17 @@ var expectations = map[string]map[string]any{
 		"authz_config.cedar.group_claim_name": "https://example.com/groups", "authz_config.cedar.group_entity_type": "Team",
 	},
 	"authz-remote": {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:8080", "authz_config.pdp.claim_mapping": "standard"},
+	// From a ConfigMap: the spec's claim settings over the file's.
+	"authz-cm-cedar": {
+		"authz_config.version": "1.0", "authz_config.type": "cedarv1", "authz_config.cedar.entities_json": "[]",
+		"authz_config.cedar.group_claim_name": "https://example.com/groups", "authz_config.cedar.role_claim_name": "roles",
+		"authz_config.cedar.group_entity_type": "Team",
+	},
+	"authz-cm-pdp":    {"authz_config.type": "httpv1", "authz_config.pdp.http.url": "http://pdp.example.com:9000", "authz_config.pdp.claim_mapping": "standard"},
+	"authz-cm-remote": {"authz_config.type": "cedarv1", "authz_config.cedar.policies": []any{"permit(principal, action, resource);"}},
+	// upstreamInject and xaa configure nothing on a proxy.
+	"ext-upstream-inject": {"token_exchange_config": nil, "remote_auth_config": nil},
+	"ext-xaa-remote":      {"token_exchange_config": nil, "remote_auth_config": nil},
 	"remote-headers": {
 		"remote_url": "http://mcp-gateway.tools.svc.cluster.local:8080/mcp",
 		"header_forward.add_plaintext_headers.X-Tenant-ID": "team-a",
@@ -524,6 +535,12 @@ func checkVMCPConfig(t *testing.T, env *framework.Env, ns, name string) {
 // vmcpExpectations are values of a VirtualMCPServer's config.yaml, by
 // dotted path, as ToolHive's operator builds them for the same manifest.
 var vmcpExpectations = map[string]map[string]any{
+	"authz-cm-vmcp": {
+		"incomingAuth.authz.type": "cedar", "incomingAuth.authz.entitiesJson": "[]", "incomingAuth.authz.groupClaimName": "groups",
+		"incomingAuth.authz.roleClaimName": "https://example.com/roles", "incomingAuth.authz.primaryUpstreamProvider": nil,
+	},
+	// The deprecated inline field names the second upstream.
+	"pu-vmcp": {"incomingAuth.authz.primaryUpstreamProvider": "partner"},
 	"cfg-vmcp": {
 		"incomingAuth.authz.type":                                         "cedar",
 		"incomingAuth.authz.groupClaimName":                               "groups",

@@ -310,3 +310,27 @@ func vmcpToolNames(t *testing.T, endpoint string) (session string, names []strin
 	slices.Sort(names)
 	return session, names
 }
+
+// TestVMCPAuthzFromConfigMap runs ToolHive's `vmcp serve` on the config
+// hivekeeper generated for a vMCP whose Cedar authorization is a runner
+// authorization file in a ConfigMap: vmcp starts with the policies,
+// entities and claim settings hivekeeper wrote into incomingAuth.authz,
+// and answers an authenticated, permitted initialize.
+func TestVMCPAuthzFromConfigMap(t *testing.T) {
+	env, ns := runtimeSetUp(t)
+	iss := startIssuer(t)
+	applyTemplate(t, env, ns, "testdata/runtime/vmcp-authz-configmap.yaml", map[string]string{"ISSUER": iss.URL})
+	const name = "team-vmcp"
+	port := startVMCP(t, env, ns, name)
+	waitServing(t, port)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	var health struct{ Status string }
+	if getJSON(t, base+"/health", &health); health.Status != "ok" {
+		t.Errorf("/health: %+v, want status ok", health)
+	}
+	resp, body := mcpCall(t, base+"/mcp", iss.token(t, iss.claims("team-vmcp")), "", initializeRequest)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("initialize with a valid token: %s: %s, want 200", resp.Status, body)
+	}
+	expectRefused(t, base+"/mcp", iss, refusals(t, iss, "team-vmcp"))
+}

@@ -22,6 +22,7 @@ import (
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/embedding"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/registry"
@@ -33,21 +34,24 @@ import (
 func TestGolden(t *testing.T) {
 	files := map[string][]byte{}
 	runners := rbac.Runners{}.WithDefaults()
-	// The recordings are of the translation with ToolHive's usage metrics
-	// off (--toolhive-usage-metrics=false): no usage-metrics middleware,
-	// and at v0.63.0's output, none of the variables later releases add.
-	usage := wiring.UsageMetrics{Disabled: true}
+	// The recordings are of the translation at the default release
+	// (--toolhive-release) with ToolHive's usage metrics off
+	// (--toolhive-usage-metrics=false): no usage-metrics middleware, and
+	// TOOLHIVE_USAGE_METRICS_ENABLED=false where the release passes the
+	// setting on, rather than an installation id of the machine's.
+	usage, rel := wiring.UsageMetrics{Disabled: true}, release.Newest()
 	for _, w := range workloadsOf(t, thv1.KindMCPServer) {
-		w.Proxy.UsageMetrics = usage
+		w.Proxy.UsageMetrics, w.Proxy.Release = usage, rel
 		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole, w.Proxy.StdioRunnerClusterRole = runnerImage, runners.ProxyRunner, runners.StdioProxyRunner
 		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildMCPServer(w.Obj.(*thv1.MCPServer), w.Proxy) })
 	}
 	for _, w := range workloadsOf(t, thv1.KindMCPRemoteProxy) {
-		w.Proxy.UsageMetrics = usage
+		w.Proxy.UsageMetrics, w.Proxy.Release = usage, rel
 		w.Proxy.RunnerImage, w.Proxy.RunnerClusterRole = runnerImage, runners.RemoteProxyRunner
 		recordProxy(t, files, w, func() (*proxy.Output, error) { return proxy.BuildRemoteProxy(w.Obj.(*thv1.MCPRemoteProxy), w.Proxy) })
 	}
 	for _, w := range workloadsOf(t, thv1.KindVirtualMCPServer) {
+		w.VMCP.UsageMetrics, w.VMCP.Release = usage, rel
 		recordVMCP(t, files, w)
 	}
 	for _, w := range workloadsOf(t, thv1.KindEmbeddingServer) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -237,7 +238,36 @@ func resolveGolden(w *workloadCase, objs []runtime.Object) {
 			missing(k, name)
 		}
 	}
+	// An authorization file is read from its ConfigMap in the set, as
+	// the controllers read it.
+	authzFile := func() *wiring.AuthzFile {
+		name := first(index.ByAuthzConfigMap)
+		if name == "" {
+			return nil
+		}
+		cm, ok := find[*corev1.ConfigMap](objs, name)
+		if !ok {
+			missing("ConfigMap", name)
+			return nil
+		}
+		var ref *thv1.InlineAuthz
+		switch o := w.Obj.(type) {
+		case *thv1.MCPServer:
+			ref = o.Spec.AuthzConfig
+		case *thv1.MCPRemoteProxy:
+			ref = o.Spec.AuthzConfig
+		case *thv1.VirtualMCPServer:
+			ref = o.Spec.IncomingAuth.AuthzConfig
+		}
+		key := wiring.AuthzFileKey(ref.ConfigMap)
+		f, err := wiring.ParseAuthzFile(cm.Namespace, name, key, cm.Data[key])
+		if err != nil && w.Missing == "" {
+			w.Missing = err.Error()
+		}
+		return f
+	}
 	if v, ok := w.Obj.(*thv1.VirtualMCPServer); ok {
+		w.VMCP.AuthzFile = authzFile()
 		if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC && v.Spec.IncomingAuth.OIDCConfigRef != nil {
 			if name := v.Spec.IncomingAuth.OIDCConfigRef.Name; name != "" && !resolveInto(objs, name, &w.VMCP.OIDC) {
 				missing(thv1.KindMCPOIDCConfig, name)
@@ -275,6 +305,7 @@ func resolveGolden(w *workloadCase, objs []runtime.Object) {
 		return
 	}
 	in := &w.Proxy
+	in.AuthzFile = authzFile()
 	one(index.ByOIDCConfig, thv1.KindMCPOIDCConfig, &in.OIDC)
 	one(index.ByToolConfig, thv1.KindMCPToolConfig, &in.Tools)
 	one(index.ByAuthzConfig, thv1.KindMCPAuthzConfig, &in.Authz)

@@ -94,9 +94,6 @@ type scenario struct {
 	// release runs that ToolHive release (one hack/versions.env pins)
 	// instead of the suites' (TOOLHIVE_SUITES_VERSION).
 	release string
-	// table is the folder of the load's own manifests, under the
-	// repository; empty: the conformance suite's table.
-	table string
 }
 
 var scenarios = []scenario{
@@ -110,8 +107,8 @@ var scenarios = []scenario{
 	// metrics turned off: hivekeeper writes what it writes (its usage-metrics
 	// variables, the installation's id read from its ConfigMap, the TLS
 	// listener's port), so a switch and back restarts and rewrites nothing.
-	{name: "v0.66.0", release: "v0.66.0", noRestarts: true, table: newestTable, only: newestCases},
-	{name: "v0.66.0-no-usage-metrics", release: "v0.66.0", values: "usage-metrics-off-values.yaml", noRestarts: true, table: newestTable, only: newestCases},
+	{name: "v0.66.0", release: "v0.66.0", noRestarts: true, only: newestCases},
+	{name: "v0.66.0-no-usage-metrics", release: "v0.66.0", values: "usage-metrics-off-values.yaml", noRestarts: true, only: newestCases},
 	// The load without the workloads hivekeeper restarts on purpose
 	// (docs/compatibility.md): what most clusters are.
 	{name: "no-restarts", noRestarts: true, without: restartedOnPurpose},
@@ -137,10 +134,7 @@ func casesOnly(list []toolhive.Exception, cases []*toolhive.Case) []toolhive.Exc
 // newestCases are the load of the scenarios of the release users run: an
 // MCPServer, an MCPRemoteProxy and a VirtualMCPServer each with an embedded
 // authorization server whose TLS listener is a port at that release.
-var newestCases = []string{"table/auth-server-tls-listener.yaml"}
-
-// newestTable holds newestCases' manifests.
-var newestTable = filepath.Join("test", "handover", "testdata", "newest")
+var newestCases = []string{"table/37-auth-server-tls-listener.yaml"}
 
 // restartedOnPurpose are the cases with a workload whose pods a switch
 // restarts, for a reason docs/compatibility.md gives: host paths
@@ -345,9 +339,6 @@ func newSuite(t *testing.T, sc scenario) *suite {
 		t.Fatal(err)
 	}
 	table := filepath.Join(root, "test", "conformance", "testdata", "table")
-	if sc.table != "" {
-		table = filepath.Join(root, sc.table)
-	}
 	if s.cases, err = toolhive.CasesOf(table, s.module, toolhive.HandoverKinds); err != nil {
 		t.Fatal(err)
 	}

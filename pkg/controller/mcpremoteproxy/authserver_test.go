@@ -10,9 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
 func embeddedConfig(raw string) *thv1.MCPExternalAuthConfig {
@@ -88,5 +91,64 @@ func TestAuthServerRefMultiUpstream(t *testing.T) {
 	}
 	if acts, err := f.sync("remote"); err != nil || len(acts) != 0 {
 		t.Fatalf("second sync: %v %d writes", err, len(acts))
+	}
+}
+
+// The production settings hivekeeper once refused (Redis storage, a
+// delegate client, a SPIFFE file bundle) are deployed: AuthServerRefValidated
+// is True, the RunConfig carries the Redis key prefix of this proxy, the pod
+// the Redis and delegate variables and the bundle's ConfigMap volume, and a
+// second sync writes nothing.
+func TestAuthServerRefProductionSettings(t *testing.T) {
+	f := &fixture{Fixture: workloadtest.New(t, newProxy("remote", withAuthServer), newOIDCConfig("auth", true, true),
+		embeddedConfig(`{"issuer":"https://auth.example.com","signingKeySecretRefs":[{"name":"keys","key":"k"}],
+		"storage":{"type":"redis","redis":{"addr":"redis:6379","aclUserConfig":{"passwordSecretRef":{"name":"redis","key":"pw"}}}},
+		"delegateClients":[{"clientId":"agent","clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],"audiences":["https://remote.example.com"]}],
+		"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org","methods":["spiffe_jwt"],"bundleSource":{"type":"file","file":{"configMapName":"bundle","configMapKey":"b.json"}}}],
+		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp.example.com","clientId":"c"}}]}`))}
+	// SPIFFE file bundles are deployed from ToolHive v0.66.0 on.
+	c, err := New(f.Deps(framework.Config{RunnerImage: "runner:test", Release: release.Releases[len(release.Releases)-1]}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	f.Refresh()
+	f.converge("remote")
+	got := f.get("remote")
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, thv1.ConditionAuthServerRefValidated) {
+		t.Fatalf("status: %+v", got.Status)
+	}
+	cm, err := f.Kube.CoreV1().ConfigMaps(testNS).Get(context.Background(), naming.RunConfigName("remote"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rc schema.RunConfig
+	if err := json.Unmarshal([]byte(cm.Data[schema.Key]), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if as := rc.EmbeddedAuthServerConfig; as == nil || as.Storage == nil || as.Storage.RedisConfig.KeyPrefix != "thv:auth:{"+testNS+":remote}:" ||
+		len(as.DelegateClients) != 1 || len(as.SPIFFETrustDomains) != 1 {
+		t.Errorf("embedded_auth_server_config: %+v", as)
+	}
+	dep, _ := f.Kube.AppsV1().Deployments(testNS).Get(context.Background(), "remote", metav1.GetOptions{})
+	pod := dep.Spec.Template.Spec
+	var env []string
+	for _, e := range pod.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env = append(env, e.Name+"="+e.ValueFrom.SecretKeyRef.Name)
+		}
+	}
+	if !strings.Contains(strings.Join(env, " "), "TOOLHIVE_DELEGATE_CLIENT_SECRET_0=dc TOOLHIVE_AUTH_SERVER_REDIS_PASSWORD=redis") {
+		t.Errorf("secret env: %q", env)
+	}
+	var bundle bool
+	for _, v := range pod.Volumes {
+		bundle = bundle || (v.Name == "authserver-spiffe-bundle-0" && v.ConfigMap != nil && v.ConfigMap.Name == "bundle")
+	}
+	if !bundle {
+		t.Errorf("volumes: %+v", pod.Volumes)
+	}
+	if acts, err := f.sync("remote"); err != nil || len(acts) != 0 {
+		t.Fatalf("steady state: %v %d writes", err, len(acts))
 	}
 }

@@ -97,8 +97,10 @@ func TestExternalAuthBearerToken(t *testing.T) {
 }
 
 // What hivekeeper does not apply keeps the proxy from being deployed, with
-// a Ready condition naming the type; headerInjection, which ToolHive does
-// not apply to a proxy either, is reported as not acted on.
+// a Ready condition naming the type (obo, which only ToolHive's
+// enterprise build applies); headerInjection, upstreamInject and xaa,
+// which ToolHive does not apply to a proxy either, deploy it as ToolHive
+// does and are reported as not acted on.
 func TestExternalAuthNotApplied(t *testing.T) {
 	ref := func(p *thv1.MCPRemoteProxy) {
 		p.Spec.ExternalAuthConfigRef = &thv1.ExternalAuthConfigReference{Name: "ext"}
@@ -108,19 +110,24 @@ func TestExternalAuthNotApplied(t *testing.T) {
 		c.Name, c.Spec = "ext", spec
 		return c
 	}
-	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA,
-		XAA: &thv1.XAASpec{}}))
-	acts, err := f.sync("remote")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt.AssertActions(t, acts, "patch mcpremoteproxies/status")
-	if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse ||
-		c.Reason != thv1.ReasonInvalidSpec || !strings.Contains(c.Message, "type xaa is not supported") {
-		t.Errorf("Ready: %+v", c)
+	for _, spec := range []thv1.MCPExternalAuthConfigSpec{
+		{Type: thv1.ExternalAuthTypeXAA, XAA: &thv1.XAASpec{}},
+		{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: &thv1.UpstreamInjectSpec{ProviderName: "github"}},
+	} {
+		f := newFixture(t, newProxy("remote", ref), cfg(spec))
+		acts, err := f.sync("remote")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt.AssertActions(t, acts, "create serviceaccounts", "create rolebindings", "create configmaps", "create services", "create deployments",
+			"patch mcpremoteproxies/status")
+		if c := meta.FindStatusCondition(f.get("remote").Status.Conditions, thv1.ConditionUnsupportedFields); c == nil ||
+			!strings.Contains(c.Message, "MCPExternalAuthConfig ext of type "+spec.Type) {
+			t.Errorf("%s: UnsupportedFields: %+v", spec.Type, c)
+		}
 	}
 
-	f = newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeHeaderInjection,
+	f := newFixture(t, newProxy("remote", ref), cfg(thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeHeaderInjection,
 		HeaderInjection: &thv1.HeaderInjectionConfig{HeaderName: "X-API-Key", ValueSecretRef: &thv1.SecretKeyRef{Name: "s", Key: "k"}}}))
 	f.converge("remote")
 	p := f.get("remote")

@@ -69,6 +69,25 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 		r.Fail(reason, msg+"; nothing is created or changed until the spec is fixed")
 		return status, 0, nil
 	}
+	// Authorization from a ConfigMap is checked with the spec, as
+	// ToolHive's operator checks it: a Cedar file the runner loads.
+	authzFile, problem, err := c.AuthzFiles.Read(ctx, p.Namespace, p.Spec.AuthzConfig, true)
+	if err != nil {
+		return status, 0, err
+	}
+	if problem != nil {
+		name := p.Spec.AuthzConfig.ConfigMap.Name
+		msg := fmt.Sprintf("authorization ConfigMap %q is invalid: %s", name, problem.Message)
+		if problem.NotFound {
+			msg = fmt.Sprintf("authorization ConfigMap %q not found in namespace %q", name, p.Namespace)
+		}
+		// In ToolHive's words: one Warning event of the check's reason,
+		// Ready=False NotReady.
+		r.SetFalse(thv1.ConditionConfigurationValid, problem.Reason, msg)
+		r.Set(thv1.ConditionAuthConfigured, metav1.ConditionFalse, thv1.ReasonAuthInvalid, msg)
+		r.NotReady(thv1.MCPRemoteProxyPhaseFailed, thv1.ReasonNotReady, "Validation failed: "+msg)
+		return status, 0, nil
+	}
 	r.Set(thv1.ConditionConfigurationValid, metav1.ConditionTrue, thv1.ReasonConfigurationValid, "remoteUrl and headerForward pass the checks")
 	// ToolHive's operator never clears it once the spec is fixed; a False
 	// condition describing a spec that no longer exists is only misleading.
@@ -81,7 +100,7 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, p, refs, r)
+	dep, err := c.converge(ctx, p, refs, authzFile, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep, c.pods.Of(p.Namespace, p.Name)))
@@ -91,8 +110,9 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildRemoteProxy(p, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+		AuthzFile:              authzFile,
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,

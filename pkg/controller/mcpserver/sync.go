@@ -72,7 +72,18 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, s, refs, r)
+	// Authorization from a ConfigMap: the file must be one the runner
+	// loads, or nothing is written (ToolHive's operator fails to build the
+	// RunConfig); the ConfigMap's events re-sync the server.
+	authzFile, problem, err := c.AuthzFiles.Read(ctx, s.Namespace, s.Spec.AuthzConfig, false)
+	if err != nil {
+		return status, 0, err
+	}
+	if problem != nil {
+		r.Fail(problem.Reason, "Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: "+problem.Message)
+		return status, 0, nil
+	}
+	dep, err := c.converge(ctx, s, refs, authzFile, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		phase, ready, reason, msg, readyReplicas := deploymentPhase(dep, c.pods.All(s.Namespace, s.Name), c.runnerMissing(s.Namespace, s.Name))
@@ -84,8 +95,9 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, r *workload.Report) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
+		AuthzFile:              authzFile,
 		Webhooks:               refs.Webhooks,
 		AuthServer:             refs.AuthServer,
 		RunnerImage:            c.Config.RunnerImage,

@@ -965,7 +965,7 @@ func TestAuthzConfig(t *testing.T) {
 	assertActions(t, acts, "patch mcpservers/status")
 	got, _ = f3.th.ToolhiveV1beta1().MCPServers(testNS).Get(context.Background(), "fetch", metav1.GetOptions{})
 	if c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); c == nil || c.Reason != thv1.ReasonNotReady ||
-		!strings.Contains(c.Message, "spec.authzConfig: type configMap") {
+		c.Message != `Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: failed to get Authz ConfigMap team-a/cm: ConfigMap "cm" not found` {
 		t.Errorf("configMap authorization: %+v", got.Status)
 	}
 }

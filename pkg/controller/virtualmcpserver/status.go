@@ -7,9 +7,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
@@ -183,4 +185,32 @@ func embeddingService(r *workload.Report, v *thv1.VirtualMCPServer, e *thv1.Embe
 	}
 	r.Set(thv1.ConditionEmbeddingServerReady, metav1.ConditionTrue, thv1.ReasonEmbeddingServerReady, "EmbeddingServer is ready")
 	return e.Status.URL, true
+}
+
+// primaryUpstreamAdvisories are what ToolHive's operator says about the
+// upstream a VirtualMCPServer's inline or ConfigMap authorization reads
+// its claims from: a Warning event, once per spec change, while it is
+// named in the deprecated spec.incomingAuth.authzConfig.inline field;
+// and the AuthzUpstreamSelectionWarning condition while the first of
+// several upstreams is chosen because none is named. A spec that is
+// refused for its primary upstream (render/vmcp) gets neither condition.
+func primaryUpstreamAdvisories(r *workload.Report, v *thv1.VirtualMCPServer, recorder record.EventRecorder) {
+	as := v.Spec.AuthServerConfig
+	if v.Spec.IncomingAuth.AuthzConfig == nil || (as != nil && len(as.UpstreamProviders) == 0) {
+		r.Remove(thv1.ConditionAuthzUpstreamSelectionWarning)
+		return
+	}
+	explicit, deprecated := wiring.PrimaryUpstreamProvider(v)
+	if deprecated && v.Generation != v.Status.ObservedGeneration {
+		recorder.Event(v, corev1.EventTypeWarning, thv1.ReasonAuthzPrimaryUpstreamProviderDeprecated,
+			"spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider is deprecated; move the value to spec.authServerConfig.primaryUpstreamProvider")
+	}
+	if as == nil || len(as.UpstreamProviders) < 2 || explicit != "" {
+		r.Remove(thv1.ConditionAuthzUpstreamSelectionWarning)
+		return
+	}
+	r.Set(thv1.ConditionAuthzUpstreamSelectionWarning, metav1.ConditionTrue, thv1.ReasonAuthzUpstreamAutoSelected,
+		fmt.Sprintf("multiple upstreamProviders configured; Cedar policies will evaluate claims from the first upstream (%q). "+
+			"If another upstream should be authoritative, set spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider explicitly, "+
+			"or remove or reorder the list.", as.UpstreamProviders[0].Name))
 }

@@ -100,7 +100,22 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	// ToolHive's operator also checks here that the Secrets the auth
 	// configs name exist; hivekeeper reads no Secret (vmcp and the
 	// kubelet report a missing one).
+	// Authorization from a ConfigMap: a Cedar file, checked before the
+	// rest of incoming auth is reported valid (ToolHive's operator's
+	// order); the ConfigMap's events re-sync the server.
+	authzFile, problem, err := c.AuthzFiles.Read(ctx, v.Namespace, v.Spec.IncomingAuth.AuthzConfig, true)
+	if err != nil {
+		return status, 0, err
+	}
+	if problem != nil {
+		// One Warning event, in ToolHive's words.
+		r.Set(thv1.ConditionAuthConfigured, metav1.ConditionFalse, problem.Reason, "Authorization ConfigMap is invalid: "+problem.Message)
+		r.Fail(problem.Reason, "Authz ConfigMap validation failed: "+problem.Message)
+		return status, 0, nil
+	}
+	in.AuthzFile = authzFile
 	r.Set(thv1.ConditionAuthConfigured, metav1.ConditionTrue, thv1.ReasonAuthValid, "Authentication configuration is valid")
+	primaryUpstreamAdvisories(r, v, c.Recorder)
 	if in.EmbeddingService, ok = embeddingService(r, v, c.embeddingServer(v)); !ok {
 		return status, 0, nil
 	}
@@ -110,7 +125,6 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	in.ClusterRoles = vmcp.ClusterRoles{Discovered: runners.VMCPDiscovered, Inline: runners.VMCPInline}
 	in.ServiceAccount = c.Children.NamedServiceAccount(v.Namespace, v.Spec.ServiceAccount)
 	in.TemplateServiceAccount = c.Children.NamedServiceAccount(v.Namespace, wiring.PodTemplateServiceAccount(v.Spec.PodTemplateSpec))
-	var err error
 	if in.Members, err = c.groupMembers(v.Namespace, v.Spec.GroupRef.Name); err != nil {
 		return status, 0, err
 	}

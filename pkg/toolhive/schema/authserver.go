@@ -27,7 +27,21 @@ type EmbeddedAuthServerConfig struct {
 	// registered clients, as ToolHive's operator writes it.
 	Storage                       *AuthServerStorage `json:"storage,omitempty"`
 	DisableUpstreamTokenInjection bool               `json:"disable_upstream_token_injection,omitempty"`
-	InsecureAllowHTTP             bool               `json:"insecure_allow_http,omitempty"`
+	// CIMD is written only when client ID metadata documents are enabled.
+	CIMD              *CIMDConfig     `json:"cimd,omitempty"`
+	InsecureAllowHTTP bool            `json:"insecure_allow_http,omitempty"`
+	TrustedIssuers    []TrustedIssuer `json:"trusted_issuers,omitempty"`
+	// The dynamic registration of confidential clients, and the redirect
+	// URIs whose clients are confidential whatever they ask for.
+	AllowConfidentialClientRegistration       bool     `json:"allow_confidential_client_registration,omitempty"`
+	AllowPrivateKeyJWTRegistration            bool     `json:"allow_private_key_jwt_registration,omitempty"`
+	ForceConfidentialRedirectURIs             []string `json:"force_confidential_redirect_uris,omitempty"`
+	InsecureAllowConfidentialOverLoopbackHTTP bool     `json:"insecure_allow_confidential_over_loopback_http,omitempty"`
+	// DelegateClients are static clients whose secrets are variables of
+	// the container (ClientSecretEnvVar), never the secrets themselves.
+	DelegateClients    []DelegateClient    `json:"delegate_clients,omitempty"`
+	SPIFFETrustDomains []SPIFFETrustDomain `json:"spiffe_trust_domains,omitempty"`
+	InboundGrants      *InboundGrants      `json:"inbound_grants,omitempty"`
 	// TLSListener names the certificate and key files of the server's
 	// TLS listener on port 8443.
 	TLSListener           *TLSListenerConfig     `json:"tls_listener,omitempty"`
@@ -52,12 +66,186 @@ type UpstreamFilterRule struct {
 	UpstreamProviders []string `json:"upstreamProviders"`
 }
 
-// AuthServerStorage is ToolHive's storage.RunConfig, in memory.
-// MaxDCRClients caps the clients registered at /oauth/register; 0 is no
-// cap, nil the server's default.
+// AuthServerStorage is ToolHive's storage.RunConfig, in memory or in
+// Redis. MaxDCRClients caps the clients registered at /oauth/register; 0
+// is no cap, nil the server's default.
 type AuthServerStorage struct {
-	Type          string `json:"type,omitempty"`
-	MaxDCRClients *int   `json:"max_dcr_clients,omitempty"`
+	Type          string       `json:"type,omitempty"`
+	RedisConfig   *RedisConfig `json:"redis_config,omitempty"`
+	MaxDCRClients *int         `json:"max_dcr_clients,omitempty"`
+}
+
+// RedisConfig is ToolHive's storage.RedisRunConfig: one address (a
+// server or a cluster) or Sentinel, the ACL user whose name and password
+// are variables of the container, and the prefix that keeps one
+// workload's keys apart from another's.
+type RedisConfig struct {
+	Addr           string              `json:"addr,omitempty"`
+	ClusterMode    bool                `json:"cluster_mode,omitempty"`
+	SentinelConfig *RedisSentinel      `json:"sentinel_config,omitempty"`
+	AuthType       string              `json:"auth_type"`
+	ACLUserConfig  *RedisACLUser       `json:"acl_user_config,omitempty"`
+	KeyPrefix      string              `json:"key_prefix"`
+	DialTimeout    string              `json:"dial_timeout,omitempty"`
+	ReadTimeout    string              `json:"read_timeout,omitempty"`
+	WriteTimeout   string              `json:"write_timeout,omitempty"`
+	TLS            *AuthServerRedisTLS `json:"tls,omitempty"`
+	SentinelTLS    *AuthServerRedisTLS `json:"sentinel_tls,omitempty"`
+}
+
+// RedisSentinel is ToolHive's storage.SentinelRunConfig.
+type RedisSentinel struct {
+	MasterName    string   `json:"master_name"`
+	SentinelAddrs []string `json:"sentinel_addrs"`
+	DB            int      `json:"db,omitempty"`
+}
+
+// AuthServerRedisTLS is ToolHive's storage.RedisTLSRunConfig: the CA is a
+// file mounted from a Secret.
+type AuthServerRedisTLS struct {
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
+	CACertFile         string `json:"ca_cert_file,omitempty"`
+}
+
+// RedisACLUser is ToolHive's storage.ACLUserRunConfig: the variables
+// that carry the user's name and password.
+type RedisACLUser struct {
+	UsernameEnvVar string `json:"username_env_var"`
+	PasswordEnvVar string `json:"password_env_var"`
+}
+
+// CIMDConfig is ToolHive's CIMDRunConfig: client ID metadata documents,
+// and the cache of the documents fetched.
+type CIMDConfig struct {
+	Enabled          bool   `json:"enabled"`
+	CacheMaxSize     int    `json:"cache_max_size,omitempty"`
+	CacheFallbackTTL string `json:"cache_fallback_ttl,omitempty"`
+}
+
+// TrustedIssuer is ToolHive's tokenexchange.TrustedIssuer: an issuer
+// whose tokens the server accepts as subject tokens or JWT bearer
+// assertions. The lists ToolHive writes as copies are nil when empty, so
+// a list without omitempty is written null.
+type TrustedIssuer struct {
+	Name                   string          `json:"name,omitempty"`
+	IssuerURL              string          `json:"issuer_url"`
+	ExpectedAudience       string          `json:"expected_audience"`
+	JWKSURL                string          `json:"jwks_url,omitempty"`
+	InsecureAllowHTTP      bool            `json:"insecure_allow_http,omitempty"`
+	AllowPrivateIPs        bool            `json:"allow_private_ips,omitempty"`
+	CAFilePath             string          `json:"ca_file_path,omitempty"`
+	ActorClaim             string          `json:"actor_claim,omitempty"`
+	AllowedActors          []string        `json:"allowed_actors,omitempty"`
+	ActorMatcher           string          `json:"actor_matcher,omitempty"`
+	AllowedDelegateClients []string        `json:"allowed_delegate_clients,omitempty"`
+	AllowMayAct            bool            `json:"allow_may_act,omitempty"`
+	JWTBearerGrant         *JWTBearerGrant `json:"jwt_bearer_grant,omitempty"`
+}
+
+// JWTBearerGrant is ToolHive's tokenexchange.JWTBearerGrantPolicy.
+// MaxAssertionAge is a Go duration as Go prints it ("5m0s").
+type JWTBearerGrant struct {
+	MaxAssertionAge   string                    `json:"max_assertion_age"`
+	SubjectBindings   []JWTBearerSubjectBinding `json:"subject_bindings"`
+	AcceptedAudiences []string                  `json:"accepted_audiences,omitempty"`
+}
+
+// JWTBearerSubjectBinding is ToolHive's tokenexchange.JWTBearerSubjectBinding.
+type JWTBearerSubjectBinding struct {
+	Subject          string   `json:"subject"`
+	AllowedResources []string `json:"allowed_resources"`
+}
+
+// DelegateClient is ToolHive's DelegateClientRunConfig, as its operator
+// writes it: the client, the variable of its secret, its scopes and
+// audiences.
+type DelegateClient struct {
+	ClientID           string   `json:"client_id"`
+	ClientSecretEnvVar string   `json:"client_secret_env_var,omitempty"`
+	Scopes             []string `json:"scopes"`
+	Audiences          []string `json:"audiences"`
+}
+
+// SPIFFETrustDomain is ToolHive's SPIFFETrustDomainRunConfig.
+type SPIFFETrustDomain struct {
+	Name         string             `json:"name"`
+	TrustDomain  string             `json:"trust_domain"`
+	Methods      []string           `json:"methods"`
+	BundleSource SPIFFEBundleSource `json:"bundle_source"`
+}
+
+// SPIFFEBundleSource is ToolHive's SPIFFEBundleSourceRunConfig; a file
+// source is the bundle's ConfigMap key mounted in the pod.
+type SPIFFEBundleSource struct {
+	Type        string                   `json:"type"`
+	Endpoint    *SPIFFEBundleEndpoint    `json:"endpoint,omitempty"`
+	File        *SPIFFEFileBundle        `json:"file,omitempty"`
+	WorkloadAPI *SPIFFEWorkloadAPIBundle `json:"workload_api,omitempty"`
+}
+
+// SPIFFEBundleEndpoint is ToolHive's SPIFFEBundleEndpointSourceRunConfig.
+type SPIFFEBundleEndpoint struct {
+	URL     string `json:"url"`
+	Profile string `json:"profile"`
+}
+
+// SPIFFEFileBundle is ToolHive's SPIFFEFileBundleSourceRunConfig.
+type SPIFFEFileBundle struct {
+	Path string `json:"path"`
+}
+
+// SPIFFEWorkloadAPIBundle is ToolHive's SPIFFEWorkloadAPIBundleSourceRunConfig,
+// which has no fields.
+type SPIFFEWorkloadAPIBundle struct{}
+
+// InboundGrants is ToolHive's InboundGrantsRunConfig: which clients may
+// use the token exchange and JWT bearer grants, and how.
+type InboundGrants struct {
+	SPIFFEClientAuth []SPIFFEClientAuth     `json:"spiffe_client_auth,omitempty"`
+	TokenExchange    *TokenExchangeGrant    `json:"token_exchange,omitempty"`
+	JWTBearer        *JWTBearerInboundGrant `json:"jwt_bearer,omitempty"`
+}
+
+// SPIFFEClientAuth is ToolHive's SPIFFEClientAuthRunConfig.
+type SPIFFEClientAuth struct {
+	TrustDomainRef   string   `json:"trust_domain_ref"`
+	PrincipalPattern string   `json:"principal_pattern"`
+	ClientID         string   `json:"client_id"`
+	Methods          []string `json:"methods"`
+	Resources        []string `json:"resources,omitempty"`
+	Audiences        []string `json:"audiences"`
+	Scopes           []string `json:"scopes"`
+	GrantTypes       []string `json:"grant_types"`
+}
+
+// TokenExchangeGrant is ToolHive's TokenExchangeInboundGrantRunConfig.
+type TokenExchangeGrant struct {
+	DelegateClients []DelegateClient            `json:"delegate_clients,omitempty"`
+	IssuerPolicies  []TokenExchangeIssuerPolicy `json:"issuer_policies,omitempty"`
+}
+
+// TokenExchangeIssuerPolicy is ToolHive's TokenExchangeIssuerPolicyRunConfig.
+type TokenExchangeIssuerPolicy struct {
+	IssuerRef              string   `json:"issuer_ref"`
+	ExpectedAudience       string   `json:"expected_audience"`
+	ActorClaim             string   `json:"actor_claim,omitempty"`
+	AllowedActors          []string `json:"allowed_actors,omitempty"`
+	ActorMatcher           string   `json:"actor_matcher,omitempty"`
+	AllowedDelegateClients []string `json:"allowed_delegate_clients"`
+	AllowMayAct            bool     `json:"allow_may_act,omitempty"`
+}
+
+// JWTBearerInboundGrant is ToolHive's JWTBearerInboundGrantRunConfig.
+type JWTBearerInboundGrant struct {
+	IssuerPolicies []JWTBearerIssuerPolicy `json:"issuer_policies,omitempty"`
+}
+
+// JWTBearerIssuerPolicy is ToolHive's JWTBearerIssuerPolicyRunConfig.
+type JWTBearerIssuerPolicy struct {
+	IssuerRef         string                    `json:"issuer_ref"`
+	MaxAssertionAge   string                    `json:"max_assertion_age"`
+	SubjectBindings   []JWTBearerSubjectBinding `json:"subject_bindings"`
+	AcceptedAudiences []string                  `json:"accepted_audiences,omitempty"`
 }
 
 // TLSListenerConfig is ToolHive's authserver.TLSListenerRunConfig.
@@ -117,6 +305,7 @@ type OIDCUpstreamConfig struct {
 	OmitScopeOnRefresh            bool              `json:"omit_scope_on_refresh,omitempty"`
 	SubjectClaim                  string            `json:"subject_claim,omitempty"`
 	DCRConfig                     *DCRConfig        `json:"dcr_config,omitempty"`
+	CAFilePath                    string            `json:"ca_file_path,omitempty"`
 	AllowPrivateIPs               bool              `json:"allow_private_ips,omitempty"`
 }
 
@@ -140,6 +329,7 @@ type OAuth2UpstreamConfig struct {
 	AdditionalTokenParams         map[string]string     `json:"additional_token_params,omitempty"`
 	OmitScopeOnRefresh            bool                  `json:"omit_scope_on_refresh,omitempty"`
 	DCRConfig                     *DCRConfig            `json:"dcr_config,omitempty"`
+	CAFilePath                    string                `json:"ca_file_path,omitempty"`
 	AllowPrivateIPs               bool                  `json:"allow_private_ips,omitempty"`
 	InsecureAllowHTTP             bool                  `json:"insecure_allow_http,omitempty"`
 }

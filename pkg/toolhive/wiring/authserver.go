@@ -53,10 +53,25 @@ const (
 	// upstreamTypes are the upstream types ToolHive's server has.
 	upstreamTypeOIDC   = thv1.UpstreamProviderTypeOIDC
 	upstreamTypeOAuth2 = thv1.UpstreamProviderTypeOAuth2
+	// A CA bundle of an upstream or a trusted issuer is its ConfigMap key
+	// mounted as ca.crt in a directory of its own, by position.
+	AuthServerUpstreamCAVolumePrefix = "authserver-upstream-ca-"
+	AuthServerUpstreamCAMountPath    = "/etc/toolhive/authserver/upstream-ca"
+	AuthServerIssuerCAVolumePrefix   = "authserver-issuer-ca-"
+	AuthServerIssuerCAMountPath      = "/etc/toolhive/authserver/issuer-ca"
+	authServerCAFile                 = "ca.crt"
+	// AuthServerCAChecksumAnnotation, on the pod template, is the checksum
+	// of the CA bundles' content, so that a new bundle rolls the pods.
+	AuthServerCAChecksumAnnotation = "toolhive.stacklok.dev/authserver-ca-checksum"
 	// callbackPath is appended to the resource URL when an upstream does
 	// not name its redirect URI.
 	callbackPath = "/oauth/callback"
 )
+
+// caBundleFilePath is where the CA bundle at index i under base is.
+func caBundleFilePath(base string, i int) string {
+	return fmt.Sprintf("%s/%d/%s", base, i, authServerCAFile)
+}
 
 func signingKeyFile(i int) string { return fmt.Sprintf("key-%d.pem", i) }
 func hmacFile(i int) string       { return fmt.Sprintf("hmac-%d", i) }
@@ -78,13 +93,27 @@ type embeddedAuthServerSpec struct {
 	InsecureAllowHTTP             bool                    `json:"insecureAllowHTTP,omitempty"`
 	BaselineClientScopes          []string                `json:"baselineClientScopes,omitempty"`
 	RegistrationRateLimit         *thv1.RateLimitBucket   `json:"registrationRateLimit,omitempty"`
+
+	AllowConfidentialClientRegistration       bool                               `json:"allowConfidentialClientRegistration,omitempty"`
+	AllowPrivateKeyJWTRegistration            bool                               `json:"allowPrivateKeyJWTRegistration,omitempty"`
+	InsecureAllowConfidentialOverLoopbackHTTP bool                               `json:"insecureAllowConfidentialOverLoopbackHTTP,omitempty"`
+	ForceConfidentialRedirectURIs             []string                           `json:"forceConfidentialRedirectUris,omitempty"`
+	CIMD                                      *thv1.EmbeddedAuthServerCIMDConfig `json:"cimd,omitempty"`
+	DelegateClients                           []thv1.DelegateClientConfig        `json:"delegateClients,omitempty"`
+	TrustedIssuers                            []thv1.TrustedIssuerConfig         `json:"trustedIssuers,omitempty"`
+	InboundGrants                             *thv1.InboundGrantsConfig          `json:"inboundGrants,omitempty"`
+	SPIFFETrustDomains                        []thv1.SPIFFETrustDomainConfig     `json:"spiffeTrustDomains,omitempty"`
+	// PrimaryUpstreamProvider is applied by a vMCP's authorization
+	// (render/vmcp); it has no effect on an MCPServer or MCPRemoteProxy.
+	PrimaryUpstreamProvider string `json:"primaryUpstreamProvider,omitempty"`
 }
 
-// authServerStorage is the in-memory storage and its cap on registered
-// clients; a redis type is refused (unsupportedAuthServerFields).
+// authServerStorage is the storage, in memory or in Redis, and its cap on
+// registered clients.
 type authServerStorage struct {
-	Type          string `json:"type,omitempty"`
-	MaxDCRClients *int32 `json:"maxDCRClients,omitempty"`
+	Type          string                   `json:"type,omitempty"`
+	Redis         *thv1.RedisStorageConfig `json:"redis,omitempty"`
+	MaxDCRClients *int32                   `json:"maxDCRClients,omitempty"`
 }
 
 type tokenLifespans struct {
@@ -158,9 +187,12 @@ func decodeAuthServer(c *thv1.EmbeddedAuthServerConfig) (spec embeddedAuthServer
 	return spec, raw, err
 }
 
-// storageMemory is the storage hivekeeper supports: the default, in
-// memory; redis is refused.
-const storageMemory = "memory"
+// The storage types of ToolHive's authorization server: in memory (the
+// default) or Redis.
+const (
+	storageMemory = "memory"
+	storageRedis  = "redis"
+)
 
 // jsonKeys are the JSON names of struct type t's fields.
 func jsonKeys(t reflect.Type) []string {
@@ -191,8 +223,12 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 	extra(base, top, jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()))
 	if st, ok := top["storage"].(map[string]any); ok {
 		extra(base+".storage", st, jsonKeys(reflect.TypeFor[authServerStorage]()))
-		if t, _ := st["type"].(string); t != "" && t != storageMemory {
-			out = append(out, fmt.Sprintf("%s.storage.type=%s", base, t))
+	}
+	// Parts of applied blocks that hivekeeper does not apply yet.
+	tis, _ := top["trustedIssuers"].([]any)
+	for i, ti := range tis {
+		if m, ok := ti.(map[string]any); ok && !isZeroJSON(m["caBundleRef"]) {
+			out = append(out, fmt.Sprintf("%s.trustedIssuers[%d].caBundleRef", base, i))
 		}
 	}
 	ups, _ := top["upstreamProviders"].([]any)
@@ -292,7 +328,7 @@ func (w AuthServerWiring) ApplyTo(rc *schema.RunConfig) {
 // externalAuthConfigRef path) and its message; a config that sets what
 // hivekeeper does not apply (redis storage, OAuth2 upstreams, delegation
 // grants, ...) is refused the same way and names the fields.
-func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32, r release.Release) (AuthServerWiring, error) {
+func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPExternalAuthConfig, oidc *ResolvedOIDC, proxyPort int32, r release.Release) (AuthServerWiring, error) {
 	extEmbedded := extAuth != nil && extAuth.Spec.Type == thv1.ExternalAuthTypeEmbeddedAuthServer
 	cfg, field, cond, invalidReason := authServer, "spec.authServerRef", thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig
 	switch {
@@ -358,7 +394,7 @@ func EmbeddedAuthServer(kind string, authServer, extAuth *thv1.MCPExternalAuthCo
 			return refuse(cond, invalidReason, "secret reference %d: name and key are required", i)
 		}
 	}
-	w, err := wireAuthServer(&spec, oidc)
+	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
@@ -509,7 +545,7 @@ func spiffeBundleSourceType(subject, t string) error {
 // wireAuthServer builds the RunConfig block and the pod's secrets of a
 // supported spec, and refuses what ToolHive's operator refuses while it
 // builds them, with its messages.
-func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServerWiring, error) {
+func wireAuthServer(owner Owner, spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServerWiring, error) {
 	w := AuthServerWiring{Config: &schema.EmbeddedAuthServerConfig{
 		SchemaVersion:                 schema.AuthServerSchemaVersion,
 		Issuer:                        spec.Issuer,
@@ -522,6 +558,9 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		InsecureAllowHTTP:             spec.InsecureAllowHTTP,
 	}}
 	c := w.Config
+	if err := delegationConfig(spec, c); err != nil {
+		return AuthServerWiring{}, err
+	}
 	if l := spec.TLSListener; l != nil {
 		c.TLSListener = &schema.TLSListenerConfig{
 			CertFile: path.Join(AuthServerTLSMountPath, authServerTLSCertFile), KeyFile: path.Join(AuthServerTLSMountPath, authServerTLSKeyFile),
@@ -544,10 +583,23 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		secretFile(fmt.Sprintf("%s%d", AuthServerHMACVolumePrefix, i), r.Name, r.Key, hmacFile(i), AuthServerHMACMountPath)
 		c.HMACSecretFiles = append(c.HMACSecretFiles, AuthServerHMACMountPath+"/"+hmacFile(i))
 	}
+	c.SPIFFETrustDomains = spiffeTrustDomains(spec.SPIFFETrustDomains)
+	for i, d := range spec.SPIFFETrustDomains {
+		if f := d.BundleSource.File; f != nil {
+			v, m := spiffeBundleVolume(i, f)
+			w.Volumes, w.Mounts = append(w.Volumes, v), append(w.Mounts, m)
+		}
+	}
+	for _, f := range redisCAFiles(spec.Storage) {
+		secretFile(f.volume, f.ref.Name, f.ref.Key, f.file, AuthServerRedisCAMountPath)
+	}
 	if l := spec.TokenLifespans; l != nil {
 		c.TokenLifespans = &schema.TokenLifespanConfig{
 			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
 		}
+	}
+	if m := spec.CIMD; m != nil && m.Enabled {
+		c.CIMD = &schema.CIMDConfig{Enabled: true, CacheMaxSize: m.CacheMaxSize, CacheFallbackTTL: m.CacheFallbackTTL}
 	}
 	for _, u := range spec.UpstreamProviders {
 		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
@@ -565,13 +617,19 @@ func wireAuthServer(spec *embeddedAuthServerSpec, oidc *ResolvedOIDC) (AuthServe
 		w.Env = append(w.Env, env...)
 		c.Upstreams = append(c.Upstreams, up)
 	}
-	if st := spec.Storage; st != nil && st.MaxDCRClients != nil {
-		c.Storage = &schema.AuthServerStorage{Type: storageMemory, MaxDCRClients: ptr.To(int(*st.MaxDCRClients))}
-	}
+	w.Env = append(w.Env, delegateClientEnv(spec)...)
+	w.Env = append(w.Env, redisEnv(spec.Storage)...)
 	var err error
+	if c.Storage, err = storageConfig(owner, spec.Storage); err != nil {
+		return AuthServerWiring{}, fmt.Errorf("failed to build storage config: %w", err)
+	}
 	if c.RegistrationRateLimit, err = registrationRateLimit(spec.RegistrationRateLimit); err != nil {
 		return AuthServerWiring{}, err
 	}
+	c.AllowConfidentialClientRegistration = spec.AllowConfidentialClientRegistration
+	c.AllowPrivateKeyJWTRegistration = spec.AllowPrivateKeyJWTRegistration
+	c.ForceConfidentialRedirectURIs = spec.ForceConfidentialRedirectURIs
+	c.InsecureAllowConfidentialOverLoopbackHTTP = spec.InsecureAllowConfidentialOverLoopbackHTTP
 	return w, nil
 }
 
@@ -823,7 +881,7 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 // those of the upstream filter, then those of vmcp's auth server
 // integration), and a config that sets what hivekeeper does not apply
 // names the fields.
-func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC, r release.Release) (AuthServerWiring, error) {
+func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServerUpstreamFilterConfig, oidc *ResolvedOIDC, r release.Release) (AuthServerWiring, error) {
 	refuse := func(format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated,
 			Reason: thv1.ReasonAuthServerConfigInvalid, Message: fmt.Sprintf(format, a...)}
@@ -865,7 +923,8 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServe
 	if u := unsupportedAuthServerFields(base, raw); len(u) > 0 {
 		return refuse("%s: not supported by hivekeeper: %s", base, strings.Join(u, ", "))
 	}
-	if len(spec.UpstreamProviders) == 0 {
+	jwtBearer := slices.ContainsFunc(spec.TrustedIssuers, func(t thv1.TrustedIssuerConfig) bool { return t.JWTBearerGrant != nil })
+	if len(spec.UpstreamProviders) == 0 && len(spec.DelegateClients) == 0 && spec.InboundGrants == nil && !jwtBearer {
 		return refuse("%s requires at least one upstream provider unless delegateClients, inboundGrants, or a trustedIssuer "+
 			"with jwtBearerGrant is configured", base)
 	}
@@ -902,7 +961,7 @@ func InlineAuthServer(cfg *thv1.EmbeddedAuthServerConfig, filter *thv1.AuthServe
 	case oidc.Audience != "" && oidc.Audience != oidc.ResourceURL:
 		return refuse(integration+"incomingAuth.oidc.audience %q not in auth server's allowed audiences [%s]", oidc.Audience, oidc.ResourceURL)
 	}
-	w, err := wireAuthServer(&spec, oidc)
+	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
 		return refuse("%s: %v", base, err)
 	}

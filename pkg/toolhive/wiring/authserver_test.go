@@ -14,10 +14,11 @@ import (
 // change nothing and are not.
 func TestUnsupportedAuthServerFields(t *testing.T) {
 	got := unsupportedAuthServerFields("spec.embeddedAuthServer", []byte(`{"issuer":"i","allowConfidentialClientRegistration":false,"delegateClients":[],`+
-		`"trustedIssuers":[{"issuerUrl":"x"}],"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
+		`"trustedIssuers":[{"issuerUrl":"x"},{"issuerUrl":"y","caBundleRef":{"configMapRef":{"name":"c"}}}],"inboundGrants":{"spiffeClientAuth":[{"clientId":"c"}]},`+
+		`"storage":{"type":"memory"},"upstreamProviders":[{"name":"a","type":"oauth2",`+
 		`"oauth2Config":{"tokenEndpoint":"t","caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"b","type":"oidc","oidcConfig":{"issuerUrl":"u",`+
 		`"caBundleRef":{"configMapRef":{"name":"c"}}}},{"name":"c","type":"saml"}]}`))
-	want := "spec.embeddedAuthServer.trustedIssuers, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config.caBundleRef, " +
+	want := "spec.embeddedAuthServer.trustedIssuers[1].caBundleRef, spec.embeddedAuthServer.upstreamProviders[0].oauth2Config.caBundleRef, " +
 		"spec.embeddedAuthServer.upstreamProviders[1].oidcConfig.caBundleRef, spec.embeddedAuthServer.upstreamProviders[2].type=saml"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("got  %q\nwant %q", strings.Join(got, ", "), want)
@@ -46,16 +47,16 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 		{"no block", embedded(""), nil, thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "without spec.embeddedAuthServer"},
 		{"secret ref", embedded(`{"issuer":"i","hmacSecretRefs":[{"name":"h"}]}`), nil,
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "name and key are required"},
-		{"legacy unsupported", nil, embedded(`{"issuer":"i","storage":{"type":"redis"}}`),
-			thv1.ConditionReady, thv1.ReasonInvalidSpec, "spec.externalAuthConfigRef: MCPExternalAuthConfig as: not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
+		{"legacy unsupported", nil, embedded(`{"issuer":"i","trustedIssuers":[{"issuerUrl":"https://corp","caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
+			thv1.ConditionReady, thv1.ReasonInvalidSpec, "spec.externalAuthConfigRef: MCPExternalAuthConfig as: not supported by hivekeeper: spec.embeddedAuthServer.trustedIssuers[0].caBundleRef"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, tc.authServer, tc.extAuth, oidc, 8080, release.Releases[0])
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, tc.authServer, tc.extAuth, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || invalid.Condition != tc.cond || invalid.Reason != tc.reason || !strings.Contains(invalid.Message, tc.inMessage) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil, 8080, release.Releases[0]); err != nil || w.Config != nil {
+	if w, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, nil, extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated}), nil, 8080, release.Releases[0]); err != nil || w.Config != nil {
 		t.Errorf("no embedded server: %+v %v", w, err)
 	}
 }
@@ -87,7 +88,7 @@ func TestEmbeddedAuthServerV063Fields(t *testing.T) {
 		"additionalTokenParams":{"resource":"https://api","audience":"x"},
 		"dcrConfig":{"registrationEndpoint":"https://idp/register","rotationKey":"r1","registrationProbe":"tokenEndpoint",
 		"registrationProbeInterval":"90s","initialAccessTokenRef":{"name":"iat","key":"token"},"softwareId":"sw"}}}]}`)
-	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestEmbeddedAuthServerV063Fields(t *testing.T) {
 	c = embeddedConfig(t, `{"issuer":"https://auth","storage":{"type":"memory"},
 		"tlsListener":{"certificateSecretRef":{"name":"cert","key":"c"},"privateKeySecretRef":{"name":"key","key":"k"}},
 		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c"}}]}`)
-	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0]); err != nil {
+	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0]); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(w.Volumes[0].Projected.Sources); string(b) != `[{"secret":{"name":"cert","items":[{"key":"c","path":"tls.crt"}]}},`+
@@ -162,9 +163,10 @@ func TestEmbeddedAuthServerV063Refusals(t *testing.T) {
 			`upstream "idp": oidcConfig: clientSecretRef must not be set when dcrConfig is set`},
 		{"rate", `{"issuer":"i",` + up + `,"registrationRateLimit":{"maxTokens":1,"refillPeriod":"0s"}}`, 8080,
 			"failed to build embedded auth server config: registrationRateLimit.refillPeriod must be positive, got 0s"},
-		{"redis", `{"issuer":"i",` + up + `,"storage":{"type":"redis","maxDCRClients":5}}`, 8080, "not supported by hivekeeper: spec.embeddedAuthServer.storage.type=redis"},
+		{"redis", `{"issuer":"i",` + up + `,"storage":{"type":"redis","maxDCRClients":5}}`, 8080,
+			"failed to build embedded auth server config: failed to build storage config: redis config is required when storage type is redis"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, tc.raw), nil, oidc, tc.port, release.Releases[0])
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, tc.raw), nil, oidc, tc.port, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.Contains(invalid.Message, tc.want) {
 			t.Errorf("%s: %v\nwant %q", tc.name, err, tc.want)
@@ -209,7 +211,7 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		"fieldMapping":{"subjectFields":["id"],"nameFields":["name","login"]}},
 		"tokenResponseMapping":{"accessTokenPath":"authed_user.access_token","scopePath":"authed_user.scope"},
 		"additionalTokenParams":{"audience":"x"},"omitScopeOnRefresh":true,"allowPrivateIPs":true}}]}`)
-	w, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,10 +235,193 @@ func TestEmbeddedAuthServerOAuth2Upstream(t *testing.T) {
 		`{"authorizationEndpoint":"a","tokenEndpoint":"t"}`:                                                       "oauth2Config: exactly one of clientId or dcrConfig must be set",
 	} {
 		c := embeddedConfig(t, `{"issuer":"https://auth","upstreamProviders":[{"name":"gh","type":"oauth2","oauth2Config":`+raw+`}]}`)
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, c, nil, oidc, 8080, release.Releases[0])
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
 			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
+	}
+}
+
+// The delegation settings are written as ToolHive's operator writes them
+// (its BuildAuthServerRunConfig and GenerateAuthServerEnvVars): the
+// registration flags, CIMD when enabled, trusted issuers with their JWT
+// bearer grant (the assertion age as Go prints it), and delegate clients
+// whose secrets are variables named by position, after the upstream's.
+func TestEmbeddedAuthServerDelegation(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
+	c := embeddedConfig(t, `{"issuer":"https://auth","allowConfidentialClientRegistration":true,"allowPrivateKeyJWTRegistration":true,
+		"insecureAllowConfidentialOverLoopbackHTTP":true,"forceConfidentialRedirectUris":["https://app/cb"],
+		"cimd":{"enabled":true,"cacheMaxSize":50,"cacheFallbackTtl":"10m"},
+		"delegateClients":[{"clientId":"agent","clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],"audiences":["https://mcp"]}],
+		"trustedIssuers":[{"name":"corp","issuerUrl":"https://corp","expectedAudience":"https://auth","allowedDelegateClients":["agent"],
+		"jwtBearerGrant":{"maxAssertionAge":"5m","subjectBindings":[{"subject":"svc","allowedResources":["https://mcp"]}]}}],
+		"upstreamProviders":[{"name":"idp","type":"oidc","oidcConfig":{"issuerUrl":"https://idp","clientId":"c","clientSecretRef":{"name":"u","key":"k"}}}]}`)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.Config)
+	want := `{"schema_version":"v0.1.0","issuer":"https://auth","upstreams":[{"name":"idp","type":"oidc","oidc_config":{"issuer_url":"https://idp",` +
+		`"client_id":"c","client_secret_env_var":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_IDP","redirect_uri":"https://mcp/oauth/callback"}}],` +
+		`"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],"cimd":{"enabled":true,"cache_max_size":50,"cache_fallback_ttl":"10m"},` +
+		`"trusted_issuers":[{"name":"corp","issuer_url":"https://corp","expected_audience":"https://auth","allowed_delegate_clients":["agent"],` +
+		`"jwt_bearer_grant":{"max_assertion_age":"5m0s","subject_bindings":[{"subject":"svc","allowed_resources":["https://mcp"]}]}}],` +
+		`"allow_confidential_client_registration":true,"allow_private_key_jwt_registration":true,"force_confidential_redirect_uris":["https://app/cb"],` +
+		`"insecure_allow_confidential_over_loopback_http":true,"delegate_clients":[{"client_id":"agent",` +
+		`"client_secret_env_var":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","scopes":["openid"],"audiences":["https://mcp"]}]}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	if b, _ := json.Marshal(w.Env); string(b) != `[{"name":"TOOLHIVE_UPSTREAM_CLIENT_SECRET_IDP","valueFrom":{"secretKeyRef":{"name":"u","key":"k"}}},`+
+		`{"name":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","valueFrom":{"secretKeyRef":{"name":"dc","key":"s"}}}]` {
+		t.Errorf("env %s", b)
+	}
+
+	// The inbound grants' form: a server without upstreams, the token
+	// exchange grant's delegate clients the ones with variables, a
+	// disabled CIMD not written.
+	c = embeddedConfig(t, `{"issuer":"https://auth","cimd":{"enabled":false,"cacheMaxSize":5},"trustedIssuers":[{"name":"corp","issuerUrl":"https://corp"}],
+		"inboundGrants":{"tokenExchange":{"delegateClients":[{"clientId":"agent","clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],
+		"audiences":["https://mcp"]}],"issuerPolicies":[{"issuerRef":"corp","expectedAudience":"https://auth","allowedDelegateClients":["agent"],
+		"actorClaim":"act","allowMayAct":true}]},"jwtBearer":{"issuerPolicies":[{"issuerRef":"corp","maxAssertionAge":"90s",
+		"subjectBindings":[{"subject":"svc","allowedResources":["https://mcp"]}],"acceptedAudiences":["https://auth/oauth/token"]}]}}}`)
+	if w, err = EmbeddedAuthServer(thv1.KindMCPServer, testOwner, c, nil, oidc, 8080, release.Releases[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = json.Marshal(w.Config)
+	want = `{"schema_version":"v0.1.0","issuer":"https://auth","upstreams":[],"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],` +
+		`"trusted_issuers":[{"name":"corp","issuer_url":"https://corp","expected_audience":""}],"inbound_grants":{"token_exchange":{"delegate_clients":[` +
+		`{"client_id":"agent","client_secret_env_var":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","scopes":["openid"],"audiences":["https://mcp"]}],` +
+		`"issuer_policies":[{"issuer_ref":"corp","expected_audience":"https://auth","actor_claim":"act","allowed_delegate_clients":["agent"],` +
+		`"allow_may_act":true}]},"jwt_bearer":{"issuer_policies":[{"issuer_ref":"corp","max_assertion_age":"1m30s","subject_bindings":[` +
+		`{"subject":"svc","allowed_resources":["https://mcp"]}],"accepted_audiences":["https://auth/oauth/token"]}]}}}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	if b, _ := json.Marshal(w.Env); string(b) != `[{"name":"TOOLHIVE_DELEGATE_CLIENT_SECRET_0","valueFrom":{"secretKeyRef":{"name":"dc","key":"s"}}}]` {
+		t.Errorf("env %s", b)
+	}
+
+	// ToolHive's refusals, with its messages.
+	for raw, want := range map[string]string{
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`:                                              "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`:                            "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`:                          "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","maxAssertionAge":"soon","subjectBindings":[]}]}}}`: `inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge "soon" is not a duration`,
+	} {
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
+		var invalid *InvalidSpecError
+		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
+
+// A vMCP's server may have no upstream when it only delegates, as
+// ToolHive's operator allows it; with neither it is refused.
+func TestInlineAuthServerWithoutUpstreams(t *testing.T) {
+	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://vmcp", ResourceURL: "https://vmcp"}
+	for raw, want := range map[string]string{
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["s"],"audiences":["https://vmcp"]}]}`: "",
+		`{"issuer":"https://auth","inboundGrants":{}}`: "",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m","subjectBindings":[]}}]}`: "",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp"}]}`: "spec.authServerConfig requires at least one upstream provider unless " +
+			"delegateClients, inboundGrants, or a trustedIssuer with jwtBearerGrant is configured",
+	} {
+		w, err := InlineAuthServer(testOwner, embeddedConfig(t, raw).Spec.EmbeddedAuthServer, nil, oidc, release.Releases[0])
+		switch {
+		case want == "" && (err != nil || w.Config == nil):
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || err.Error() != want):
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
+}
+
+var testOwner = Owner{Namespace: "ns", Name: "mcp"}
+
+// Redis storage and SPIFFE file bundles are written as ToolHive v0.66.0's
+// operator writes them: the Redis block with the workload's key prefix,
+// a Sentinel Service's cluster address, the ACL user's variables and the
+// CA files of Redis and Sentinel (Secret files, owner-only); each trust
+// domain's bundle its ConfigMap key mounted as bundle.json in a directory
+// of its own, readable by all.
+func TestEmbeddedAuthServerRedisAndSPIFFE(t *testing.T) {
+	oidc := &ResolvedOIDC{Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
+	c := embeddedConfig(t, `{"issuer":"https://auth","tlsListener":{"certificateSecretRef":{"name":"t","key":"c"},"privateKeySecretRef":{"name":"t","key":"k"}},
+		"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org","methods":["spiffe_jwt","spiffe_x509"],
+		"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}],
+		"inboundGrants":{"spiffeClientAuth":[{"trustDomainRef":"td","principalPattern":"spiffe://example.org/a","clientId":"agent","methods":["spiffe_jwt"],
+		"audiences":["https://mcp"],"scopes":["openid"]}]},
+		"storage":{"type":"redis","maxDCRClients":7,"redis":{"sentinelConfig":{"masterName":"m","sentinelService":{"name":"sent"},"db":2},
+		"aclUserConfig":{"usernameSecretRef":{"name":"r","key":"u"},"passwordSecretRef":{"name":"r","key":"p"}},"dialTimeout":"5s",
+		"tls":{"caCertSecretRef":{"name":"rca","key":"ca"}},"sentinelTls":{"insecureSkipVerify":true,"caCertSecretRef":{"name":"sca","key":"ca"}}}}}`)
+	w, err := EmbeddedAuthServer(thv1.KindMCPServer, Owner{Namespace: "ns", Name: "name"}, c, nil, oidc, 8080, release.Releases[len(release.Releases)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(w.Config)
+	want := `{"schema_version":"v0.1.0","issuer":"https://auth","upstreams":[],"scopes_supported":["openid"],"allowed_audiences":["https://mcp"],` +
+		`"storage":{"type":"redis","redis_config":{"sentinel_config":{"master_name":"m","sentinel_addrs":["sent.ns.svc.cluster.local:26379"],"db":2},` +
+		`"auth_type":"aclUser","acl_user_config":{"username_env_var":"TOOLHIVE_AUTH_SERVER_REDIS_USERNAME","password_env_var":"TOOLHIVE_AUTH_SERVER_REDIS_PASSWORD"},` +
+		`"key_prefix":"thv:auth:{ns:name}:","dial_timeout":"5s","tls":{"ca_cert_file":"/etc/toolhive/authserver/redis-tls/ca.crt"},` +
+		`"sentinel_tls":{"insecure_skip_verify":true,"ca_cert_file":"/etc/toolhive/authserver/redis-tls/sentinel-ca.crt"}},"max_dcr_clients":7},` +
+		`"spiffe_trust_domains":[{"name":"td","trust_domain":"example.org","methods":["spiffe_jwt","spiffe_x509"],"bundle_source":{"type":"file",` +
+		`"file":{"path":"/etc/toolhive/authserver/spiffe-bundles/0/bundle.json"}}}],"inbound_grants":{"spiffe_client_auth":[{"trust_domain_ref":"td",` +
+		`"principal_pattern":"spiffe://example.org/a","client_id":"agent","methods":["spiffe_jwt"],"audiences":["https://mcp"],"scopes":["openid"],` +
+		`"grant_types":["urn:ietf:params:oauth:grant-type:token-exchange"]}]},` +
+		`"tls_listener":{"cert_file":"/etc/toolhive/authserver/tls/tls.crt","key_file":"/etc/toolhive/authserver/tls/tls.key"}}`
+	if string(got) != want {
+		t.Errorf("config\n got %s\nwant %s", got, want)
+	}
+	for what, pair := range map[string][2]any{
+		"volumes": {w.Volumes, `[{"name":"authserver-tls-listener","projected":{"sources":[{"secret":{"name":"t","items":[{"key":"c","path":"tls.crt"},` +
+			`{"key":"k","path":"tls.key"}]}}],"defaultMode":256}},{"name":"authserver-spiffe-bundle-0","configMap":{"name":"b","items":[{"key":"bundle.json",` +
+			`"path":"bundle.json"}],"defaultMode":292}},{"name":"redis-tls-ca-master","secret":{"secretName":"rca","items":[{"key":"ca","path":"ca.crt"}],` +
+			`"defaultMode":256}},{"name":"redis-tls-ca-sentinel","secret":{"secretName":"sca","items":[{"key":"ca","path":"sentinel-ca.crt"}],"defaultMode":256}}]`},
+		"mounts": {w.Mounts, `[{"name":"authserver-tls-listener","readOnly":true,"mountPath":"/etc/toolhive/authserver/tls"},` +
+			`{"name":"authserver-spiffe-bundle-0","readOnly":true,"mountPath":"/etc/toolhive/authserver/spiffe-bundles/0"},` +
+			`{"name":"redis-tls-ca-master","readOnly":true,"mountPath":"/etc/toolhive/authserver/redis-tls/ca.crt","subPath":"ca.crt"},` +
+			`{"name":"redis-tls-ca-sentinel","readOnly":true,"mountPath":"/etc/toolhive/authserver/redis-tls/sentinel-ca.crt","subPath":"sentinel-ca.crt"}]`},
+		"env": {w.Env, `[{"name":"TOOLHIVE_AUTH_SERVER_REDIS_USERNAME","valueFrom":{"secretKeyRef":{"name":"r","key":"u"}}},` +
+			`{"name":"TOOLHIVE_AUTH_SERVER_REDIS_PASSWORD","valueFrom":{"secretKeyRef":{"name":"r","key":"p"}}}]`},
+	} {
+		if b, _ := json.Marshal(pair[0]); string(b) != pair[1] {
+			t.Errorf("%s\n got %s\nwant %s", what, b, pair[1])
+		}
+	}
+
+	// A standalone address, static Sentinel addresses, and ToolHive's
+	// refusals with its messages.
+	st, err := storageConfig(testOwner, &authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{Addr: "redis:6379", ClusterMode: true,
+		ACLUserConfig: &thv1.RedisACLUserConfig{PasswordSecretRef: &thv1.SecretKeyRef{Name: "r", Key: "p"}}}})
+	if b, _ := json.Marshal(st); err != nil || string(b) != `{"type":"redis","redis_config":{"addr":"redis:6379","cluster_mode":true,"auth_type":"aclUser",`+
+		`"acl_user_config":{"username_env_var":"","password_env_var":"TOOLHIVE_AUTH_SERVER_REDIS_PASSWORD"},"key_prefix":"thv:auth:{ns:mcp}:"}}` {
+		t.Errorf("standalone: %s %v", b, err)
+	}
+	acl := &thv1.RedisACLUserConfig{PasswordSecretRef: &thv1.SecretKeyRef{Name: "r", Key: "p"}}
+	for _, tc := range []struct {
+		st   *authServerStorage
+		want string
+	}{
+		{&authServerStorage{Type: "disk"}, "unsupported storage type: disk"},
+		{&authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{ACLUserConfig: acl}},
+			"one of addr (standalone or cluster) or sentinelConfig (Sentinel) is required for Redis storage"},
+		{&authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{Addr: "a", SentinelConfig: &thv1.RedisSentinelConfig{}, ACLUserConfig: acl}},
+			"addr and sentinelConfig are mutually exclusive for Redis storage"},
+		{&authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{Addr: "a", ACLUserConfig: &thv1.RedisACLUserConfig{}}},
+			"ACL user config is required for Redis storage"},
+		{&authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{SentinelConfig: &thv1.RedisSentinelConfig{MasterName: "m"}, ACLUserConfig: acl}},
+			"failed to resolve sentinel addresses: either sentinelAddrs or sentinelService must be specified"},
+	} {
+		if _, err := storageConfig(testOwner, tc.st); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.st, err, tc.want)
+		}
+	}
+	st, _ = storageConfig(testOwner, &authServerStorage{Type: storageRedis, Redis: &thv1.RedisStorageConfig{ACLUserConfig: acl,
+		SentinelConfig: &thv1.RedisSentinelConfig{MasterName: "m", SentinelAddrs: []string{"s1:26379", "s2:26379"}, SentinelService: &thv1.SentinelServiceRef{Name: "x"}}}})
+	if got := st.RedisConfig.SentinelConfig.SentinelAddrs; strings.Join(got, ",") != "s1:26379,s2:26379" {
+		t.Errorf("static sentinel addresses: %q", got)
 	}
 }

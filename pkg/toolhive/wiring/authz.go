@@ -86,14 +86,16 @@ func validateCedar(path string, policies []string, entities string) []string {
 	return errs
 }
 
-// AuthzRunConfig is the RunConfig's authz_config for a workload's inline
-// authorization or its MCPAuthzConfig (at most one is set; nil for none),
-// as ToolHive's operator writes it: the format version, the backend type,
-// and the backend's options under its key. Inline authorization of type
-// configMap is refused (an InvalidSpecError naming the field): hivekeeper
-// does not read ConfigMaps, and a workload is never run without the
-// authorization it asked for.
-func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.RawMessage, error) {
+// AuthzRunConfig is the RunConfig's authz_config for a workload's
+// authorization: inline, from a ConfigMap (file, as the controller read
+// it), or an MCPAuthzConfig (at most one is set; nil for none), as
+// ToolHive's operator writes it: the format version, the backend type,
+// and the backend's options under its key. A file from a ConfigMap is
+// written as it was read, with the spec's claim settings over a Cedar
+// file's own. Inline policies that do not parse are refused (an
+// InvalidSpecError naming the field): a workload is never run without
+// the authorization it asked for.
+func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig, file *AuthzFile) (json.RawMessage, error) {
 	var typ string
 	var options any
 	switch {
@@ -115,9 +117,15 @@ func AuthzRunConfig(inline *thv1.InlineAuthz, ref *thv1.MCPAuthzConfig) (json.Ra
 			Policies: inline.Inline.Policies, EntitiesJSON: inline.Inline.EntitiesJSON,
 			GroupClaimName: inline.GroupClaimName, RoleClaimName: inline.RoleClaimName, GroupEntityType: inline.GroupEntityType,
 		}})
+	case AuthzFromConfigMap(inline) != "":
+		if file == nil {
+			return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
+				Message: fmt.Sprintf("spec.authzConfig: ConfigMap %s has not been read", inline.ConfigMap.Name)}
+		}
+		return file.withClaimOverrides(inline)
 	default:
 		return nil, &InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec,
-			Message: "spec.authzConfig: type configMap is not supported by hivekeeper; use type inline or an MCPAuthzConfig (spec.authzConfigRef)"}
+			Message: fmt.Sprintf("spec.authzConfig: type %s without its %s block", inline.Type, inline.Type)}
 	}
 	// A referenced config is a map to ToolHive's operator: its keys sorted.
 	return json.Marshal(map[string]any{"version": authzVersion, "type": typ, authzKeys[typ]: options})
@@ -145,13 +153,21 @@ type AuthzFileWiring struct {
 	Mounts  []corev1.VolumeMount
 }
 
-// InlineAuthzFile is what an inline authorization config adds to a proxy
-// named name, as ToolHive's operator writes it: the policies and the
-// entities ("[]" when none) under the runner's Cedar keys, compact JSON
-// with sorted keys (the claim settings are not in it), in ConfigMap
-// AuthzInlineName(name), key authz.json. A workload without inline
-// authorization gets nothing.
+// InlineAuthzFile is what a workload's authorization file adds to a
+// proxy named name, as ToolHive's operator writes it. Inline
+// authorization: the policies and the entities ("[]" when none) under the
+// runner's Cedar keys, compact JSON with sorted keys (the claim settings
+// are not in it), in ConfigMap AuthzInlineName(name), key authz.json.
+// Authorization from a ConfigMap: that ConfigMap's key, as authz.json.
+// Either is mounted read-only at /etc/toolhive/authz; a workload without
+// either gets nothing.
 func InlineAuthzFile(inline *thv1.InlineAuthz, name string) (AuthzFileWiring, error) {
+	if cm := AuthzFromConfigMap(inline); cm != "" {
+		return AuthzFileWiring{
+			Volumes: []corev1.Volume{authzFileVolume(cm, AuthzFileKey(inline.ConfigMap))},
+			Mounts:  []corev1.VolumeMount{{Name: authzInlineVolume, MountPath: authzInlineMount, ReadOnly: true}},
+		}, nil
+	}
 	if inline == nil || inline.Type != thv1.AuthzConfigTypeInline || inline.Inline == nil {
 		return AuthzFileWiring{}, nil
 	}
@@ -164,19 +180,24 @@ func InlineAuthzFile(inline *thv1.InlineAuthz, name string) (AuthzFileWiring, er
 	if err != nil {
 		return AuthzFileWiring{}, fmt.Errorf("encoding the inline authorization config: %w", err)
 	}
-	cm := naming.AuthzInlineName(name)
 	return AuthzFileWiring{
-		Data: map[string]string{authzInlineKey: string(data)},
-		Volumes: []corev1.Volume{{Name: authzInlineVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: cm},
-			Items:                []corev1.KeyToPath{{Key: authzInlineKey, Path: authzInlineKey}},
-		}}}},
-		Mounts: []corev1.VolumeMount{{Name: authzInlineVolume, MountPath: authzInlineMount, ReadOnly: true}},
+		Data:    map[string]string{authzInlineKey: string(data)},
+		Volumes: []corev1.Volume{authzFileVolume(naming.AuthzInlineName(name), authzInlineKey)},
+		Mounts:  []corev1.VolumeMount{{Name: authzInlineVolume, MountPath: authzInlineMount, ReadOnly: true}},
 	}, nil
 }
 
+// authzFileVolume is the volume of key of ConfigMap cm as authz.json.
+func authzFileVolume(cm, key string) corev1.Volume {
+	return corev1.Volume{Name: authzInlineVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cm},
+		Items:                []corev1.KeyToPath{{Key: key, Path: authzInlineKey}},
+	}}}
+}
+
 // ConfigMap is the inline authorization ConfigMap with meta, nil when
-// the workload has no inline authorization.
+// the workload has no inline authorization (authorization from a
+// ConfigMap mounts the user's own).
 func (w AuthzFileWiring) ConfigMap(meta metav1.ObjectMeta) *corev1.ConfigMap {
 	if w.Data == nil {
 		return nil
@@ -184,4 +205,19 @@ func (w AuthzFileWiring) ConfigMap(meta metav1.ObjectMeta) *corev1.ConfigMap {
 	meta.Labels = maps.Clone(meta.Labels)
 	meta.Labels[LabelAuthz] = labelAuthzInline
 	return &corev1.ConfigMap{ObjectMeta: meta, Data: w.Data}
+}
+
+// PrimaryUpstreamProvider is the upstream a VirtualMCPServer names
+// explicitly as the one whose claims Cedar reads:
+// spec.authServerConfig.primaryUpstreamProvider, else the deprecated
+// spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider
+// (deprecated=true); "" for none.
+func PrimaryUpstreamProvider(v *thv1.VirtualMCPServer) (name string, deprecated bool) {
+	if a := v.Spec.AuthServerConfig; a != nil && a.PrimaryUpstreamProvider != "" {
+		return a.PrimaryUpstreamProvider, false
+	}
+	if a := v.Spec.IncomingAuth.AuthzConfig; a != nil && a.Inline != nil && a.Inline.PrimaryUpstreamProvider != "" {
+		return a.Inline.PrimaryUpstreamProvider, true
+	}
+	return "", false
 }

@@ -72,7 +72,7 @@ func TestAuthzRunConfig(t *testing.T) {
 			`{"pdp":{"claim_mapping":"mpe","http":{"url":"u"}},"type":"httpv1","version":"1.0"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := AuthzRunConfig(tc.inline, tc.ref)
+			got, err := AuthzRunConfig(tc.inline, tc.ref, nil)
 			if err != nil || string(got) != tc.want {
 				t.Errorf("got %s, %v\nwant %s", got, err, tc.want)
 			}
@@ -87,7 +87,7 @@ func TestAuthzRunConfigRefuses(t *testing.T) {
 		"configMap":  {Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: "policies"}},
 		"bad policy": {Type: thv1.AuthzConfigTypeInline, Inline: &thv1.InlineCedar{Policies: []string{"forbid("}}},
 	} {
-		_, err := AuthzRunConfig(in, nil)
+		_, err := AuthzRunConfig(in, nil, nil)
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, "spec.authzConfig") {
 			t.Errorf("%s: err = %v, want an InvalidSpecError naming spec.authzConfig", name, err)

@@ -156,9 +156,22 @@ func TestExternalAuth(t *testing.T) {
 			}
 		})
 	}
-	if got := ExternalAuthNoEffect(extAuthConfig("h", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeHeaderInjection})); len(got) != 1 ||
-		!strings.Contains(got[0], "headerInjection") {
-		t.Errorf("headerInjection is reported as not acted on: %q", got)
+	// headerInjection, upstreamInject and xaa configure nothing on a
+	// proxy, as in ToolHive, and are reported as not acted on.
+	for _, spec := range []thv1.MCPExternalAuthConfigSpec{
+		{Type: thv1.ExternalAuthTypeHeaderInjection},
+		{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: &thv1.UpstreamInjectSpec{ProviderName: "github"}},
+		{Type: thv1.ExternalAuthTypeXAA, XAA: &thv1.XAASpec{}},
+	} {
+		for _, kind := range []string{thv1.KindMCPServer, thv1.KindMCPRemoteProxy} {
+			if got, err := ExternalAuth(extAuthConfig("h", spec), kind); err != nil || !equality.Semantic.DeepEqual(got, ExternalAuthWiring{}) {
+				t.Errorf("%s on %s: %+v, %v", spec.Type, kind, got, err)
+			}
+		}
+		want := "spec.externalAuthConfigRef (MCPExternalAuthConfig h of type " + spec.Type + ", which ToolHive applies to VirtualMCPServer backends only)"
+		if got := ExternalAuthNoEffect(extAuthConfig("h", spec)); len(got) != 1 || got[0] != want {
+			t.Errorf("%s is reported as not acted on: %q", spec.Type, got)
+		}
 	}
 	if got := ExternalAuthNoEffect(extAuthConfig("u", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUnauthenticated})); got != nil {
 		t.Errorf("unauthenticated: %q", got)
@@ -175,9 +188,7 @@ func TestExternalAuthRefuses(t *testing.T) {
 	}{
 		{"awsSts without its block", thv1.KindMCPRemoteProxy, "awsSts", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeAWSSts}},
 		{"awsSts on an MCPServer", thv1.KindMCPServer, "awsSts", awsSts(goodAWS)},
-		{"upstreamInject", thv1.KindMCPServer, "upstreamInject", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeUpstreamInject, UpstreamInject: &thv1.UpstreamInjectSpec{}}},
 		{"obo", thv1.KindMCPRemoteProxy, "obo", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeOBO, OBO: &thv1.OBOConfig{}}},
-		{"xaa", thv1.KindMCPServer, "xaa", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeXAA, XAA: &thv1.XAASpec{}}},
 		{"bearerToken on an MCPServer", thv1.KindMCPServer, "bearerToken", thv1.MCPExternalAuthConfigSpec{Type: thv1.ExternalAuthTypeBearerToken,
 			BearerToken: &thv1.BearerTokenConfig{TokenSecretRef: secretRef("s", "k")}}},
 	} {

@@ -114,10 +114,8 @@ func TestSPIFFEByRelease(t *testing.T) {
 		{"v0.66.0 delegate id", `{"issuer":"https://auth",` + listener + `,` + up + `,` + domain(file) + `,"delegateClients":[{"clientId":"agent"}],` +
 			clients("spiffe_jwt") + `}`, v066,
 			build + `client_id "agent" is configured both as a SPIFFE client association and as a delegate client`},
-		{"v0.66.0 file", `{"issuer":"https://auth",` + listener + `,` + up + `,` + domain(file) + `}`, v066,
-			"not supported by hivekeeper: spec.embeddedAuthServer.spiffeTrustDomains"},
 	} {
-		_, err := EmbeddedAuthServer(thv1.KindMCPServer, embeddedConfig(t, c.raw), nil, oidc, 8080, c.r)
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, c.raw), nil, oidc, 8080, c.r)
 		var invalid *InvalidSpecError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Message, c.want) {
 			t.Errorf("%s: %v\nwant %q", c.name, err, c.want)

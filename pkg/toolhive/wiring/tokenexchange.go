@@ -63,8 +63,9 @@ func (w ExternalAuthWiring) ApplyTo(rc *schema.RunConfig) {
 //   - awsSts (MCPRemoteProxy): aws_sts_config (no secret: the runner
 //     exchanges the caller's token with STS);
 //   - unauthenticated: nothing;
-//   - headerInjection: nothing, as in ToolHive, whose operator applies
-//     it to VirtualMCPServer backends only (see ExternalAuthNoEffect).
+//   - headerInjection, upstreamInject, xaa: nothing, as in ToolHive,
+//     whose operator applies them to VirtualMCPServer backends only and
+//     whose runner is given nothing of them (see ExternalAuthNoEffect).
 //
 // A config of a type hivekeeper does not apply, and bearerToken or awsSts
 // on an MCPServer (which has no remote server; ToolHive's runner then
@@ -84,7 +85,7 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 	switch s.Type {
 	case thv1.ExternalAuthTypeUnauthenticated:
 		return w, nil
-	case thv1.ExternalAuthTypeHeaderInjection:
+	case thv1.ExternalAuthTypeHeaderInjection, thv1.ExternalAuthTypeUpstreamInject, thv1.ExternalAuthTypeXAA:
 		return w, nil
 	case thv1.ExternalAuthTypeEmbeddedAuthServer:
 		// Not outgoing authentication: EmbeddedAuthServer wires it.
@@ -129,20 +130,25 @@ func ExternalAuth(cfg *thv1.MCPExternalAuthConfig, kind string) (ExternalAuthWir
 		w.AWSSts = awsStsRunConfig(s.AWSSts)
 		return w, nil
 	default:
-		return refuse("type %s is not supported by hivekeeper (it applies tokenExchange, headerInjection, bearerToken, unauthenticated and awsSts)", s.Type)
+		return refuse("type %s is not supported by hivekeeper (it applies tokenExchange, headerInjection, bearerToken, unauthenticated, awsSts, "+
+			"upstreamInject and xaa)", s.Type)
 	}
 }
 
 // ExternalAuthNoEffect names, for the workload's UnsupportedFields
 // condition, a referenced config the proxy stores but does not act on:
-// one of type headerInjection, which ToolHive's operator does not apply
-// to an MCPServer or MCPRemoteProxy either.
+// one of type headerInjection, upstreamInject or xaa, which ToolHive's
+// operator does not apply to an MCPServer or MCPRemoteProxy either.
 func ExternalAuthNoEffect(cfg *thv1.MCPExternalAuthConfig) []string {
-	if cfg == nil || cfg.Spec.Type != thv1.ExternalAuthTypeHeaderInjection {
+	if cfg == nil {
 		return nil
 	}
-	return []string{fmt.Sprintf("spec.externalAuthConfigRef (MCPExternalAuthConfig %s of type headerInjection, "+
-		"which ToolHive applies to VirtualMCPServer backends only)", cfg.Name)}
+	switch cfg.Spec.Type {
+	case thv1.ExternalAuthTypeHeaderInjection, thv1.ExternalAuthTypeUpstreamInject, thv1.ExternalAuthTypeXAA:
+		return []string{fmt.Sprintf("spec.externalAuthConfigRef (MCPExternalAuthConfig %s of type %s, "+
+			"which ToolHive applies to VirtualMCPServer backends only)", cfg.Name, cfg.Spec.Type)}
+	}
+	return nil
 }
 
 // The defaults of ToolHive's awsSts schema. The API server applies them;

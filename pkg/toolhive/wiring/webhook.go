@@ -175,6 +175,15 @@ func toolhiveHash(v string) string { return ConfigHash(v) }
 // (ToolHive's operator silently leaves both out), two webhooks of one
 // list with the same name (the name is how ToolHive's runner tells
 // webhooks apart), and Secret references without a name or key.
+// The words of the two checks ValidateWebhookConfig adds where ToolHive's
+// operator deploys the config (dropping a half client certificate, or
+// keeping two webhooks of one name): deliberate refusals, which preflight
+// names as blockers of a switch.
+const (
+	WebhookHalfClientCert = "clientCertSecretRef and clientKeySecretRef must be set together"
+	WebhookNameTaken      = "is used by an earlier webhook of the list"
+)
+
 func ValidateWebhookConfig(c *thv1.MCPWebhookConfig) []string {
 	var errs []string
 	if len(c.Spec.Validating)+len(c.Spec.Mutating) == 0 {
@@ -191,7 +200,7 @@ func ValidateWebhookConfig(c *thv1.MCPWebhookConfig) []string {
 			if s.Name == "" {
 				errs = append(errs, at+".name: required")
 			} else if names[s.Name] {
-				errs = append(errs, fmt.Sprintf("%s.name: %q is used by an earlier webhook of the list", at, s.Name))
+				errs = append(errs, fmt.Sprintf("%s.name: %q %s", at, s.Name, WebhookNameTaken))
 			}
 			names[s.Name] = true
 			errs = append(errs, checkWebhookURL(at, s)...)
@@ -212,7 +221,7 @@ func ValidateWebhookConfig(c *thv1.MCPWebhookConfig) []string {
 			refs := []webhookRef{{"hmacSecretRef", s.HMACSecretRef, webhookHMAC}}
 			if t := s.TLSConfig; t != nil {
 				if (t.ClientCertSecretRef == nil) != (t.ClientKeySecretRef == nil) {
-					errs = append(errs, at+".tlsConfig: clientCertSecretRef and clientKeySecretRef must be set together")
+					errs = append(errs, at+".tlsConfig: "+WebhookHalfClientCert)
 				}
 				refs = append(refs, webhookRef{"tlsConfig.caSecretRef", t.CASecretRef, webhookCA},
 					webhookRef{"tlsConfig.clientCertSecretRef", t.ClientCertSecretRef, webhookClientCert},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -17,23 +16,18 @@ import (
 	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
-// An MCPServer ToolHive v0.63.0's operator runs and hivekeeper refuses
-// (its authorization is a runner file in a ConfigMap) blocks preflight and
-// switch, exit 4, by name; with --allow-unmanaged naming it, the switch
-// goes on, says so, and leaves the workload's children as they are.
+// An MCPRemoteProxy ToolHive's operator runs and hivekeeper refuses (it
+// forwards one header under two spellings) blocks preflight and switch,
+// exit 4, by name; with --allow-unmanaged naming it, the switch goes on,
+// says so, and leaves the workload's children as they are.
 func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 	tc := newToolhiveCluster(t)
 	env := tc.env
 	ctx := context.Background()
-	authz := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy-authz"}, Data: map[string]string{
-		"authz.json": `{"version": "1.0", "type": "cedarv1", "cedar": {"policies": ["permit(principal, action, resource);"], "entities_json": "[]"}}`}}
-	if _, err := env.Kube.CoreV1().ConfigMaps("team-a").Create(ctx, authz, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	legacy := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy"}, Spec: thv1.MCPServerSpec{
-		Image: "docker.io/mcp/fetch:latest", Transport: thv1.TransportStdio, ProxyPort: 8080,
-		AuthzConfig: &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: authz.Name, Key: "authz.json"}}}}
-	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-a").Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
+	legacy := &thv1.MCPRemoteProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy"}, Spec: thv1.MCPRemoteProxySpec{
+		RemoteURL: "https://mcp.example.com/mcp", ProxyPort: 8080,
+		HeaderForward: &thv1.HeaderForwardConfig{AddPlaintextHeaders: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}}}
+	if _, err := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies("team-a").Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
@@ -59,16 +53,16 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 	framework.Eventually(t, 2*time.Minute, func() (bool, error) {
 		_, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
 		return err == nil, nil
-	}, "ToolHive's operator running the MCPServer whose authorization is in a ConfigMap")
+	}, "ToolHive's operator running the MCPRemoteProxy that forwards one header twice")
 	settle(t, env, "team-a", 3*time.Minute)
 	proxy, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const named = "MCPServer/team-a/legacy"
+	const named = "MCPRemoteProxy/team-a/legacy"
 	blockedBy := func(blockers []string) bool {
 		return slices.ContainsFunc(blockers, func(b string) bool {
-			return strings.HasPrefix(b, "MCPServer team-a/legacy: ") && strings.Contains(b, "type configMap is not supported") && strings.HasSuffix(b, "--allow-unmanaged "+named)
+			return strings.HasPrefix(b, "MCPRemoteProxy team-a/legacy: ") && strings.Contains(b, "HeaderForwardInvalid") && strings.HasSuffix(b, "--allow-unmanaged "+named)
 		})
 	}
 
@@ -97,7 +91,7 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 	}
 
 	code, r, out := k.run(switchArgs("--kubeconfig", alice)...)
-	if code != 4 || len(r.Steps) != 0 || !strings.Contains(r.Refused, "MCPServer team-a/legacy: ") || r.Preflight == nil || !blockedBy(r.Preflight.Blockers) {
+	if code != 4 || len(r.Steps) != 0 || !strings.Contains(r.Refused, "MCPRemoteProxy team-a/legacy: ") || r.Preflight == nil || !blockedBy(r.Preflight.Blockers) {
 		t.Fatalf("switch exited %d, refused %q:\n%s", code, r.Refused, out)
 	}
 	if !k.ToolHiveRunning() || k.HivekeeperRunning() {
@@ -112,7 +106,7 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 		t.Errorf("reported unmanaged: %+v", u)
 	}
 	if !slices.ContainsFunc(r.Notes, func(n string) bool {
-		return strings.HasPrefix(n, "MCPServer team-a/legacy is left as ToolHive's operator runs it and hivekeeper does not manage it (--allow-unmanaged): ")
+		return strings.HasPrefix(n, "MCPRemoteProxy team-a/legacy is left as ToolHive's operator runs it and hivekeeper does not manage it (--allow-unmanaged): ")
 	}) {
 		t.Errorf("no note of the workload left unmanaged: %q", r.Notes)
 	}

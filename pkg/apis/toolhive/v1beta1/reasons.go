@@ -50,6 +50,29 @@ const (
 	// Ready=False reports the invalid reason too.
 	ReasonAuthServerConfigValid   = "AuthServerConfigValid"
 	ReasonAuthServerConfigInvalid = "AuthServerConfigInvalid"
+	// AuthServerConfigValidated=False of a VirtualMCPServer whose Cedar
+	// policies cannot get their claims from the upstream it names
+	// (ToolHive's names): an explicit primaryUpstreamProvider without an
+	// authorization server, or naming none of its upstreams; an
+	// authorization server without upstreams.
+	ReasonAuthzPrimaryProviderRequiresAuthServer = "AuthzPrimaryProviderRequiresAuthServer"
+	ReasonAuthzUpstreamUnknown                   = "AuthzUpstreamUnknown"
+	ReasonAuthzRequiresUpstream                  = "AuthzRequiresUpstream"
+	// ConditionAuthzUpstreamSelectionWarning: True (reason
+	// AuthzUpstreamAutoSelected) while a VirtualMCPServer's inline
+	// authorization reads the first of several upstreams, none named.
+	ConditionAuthzUpstreamSelectionWarning = "AuthzUpstreamSelectionWarning"
+	ReasonAuthzUpstreamAutoSelected        = "AuthzUpstreamAutoSelected"
+	// ReasonAuthzPrimaryUpstreamProviderDeprecated: the Warning event of a
+	// VirtualMCPServer naming its primary upstream in
+	// spec.incomingAuth.authzConfig.inline.
+	ReasonAuthzPrimaryUpstreamProviderDeprecated = "AuthzPrimaryUpstreamProviderDeprecated"
+	// ReasonAuthzConfigMapNotFound, ReasonAuthzConfigMapInvalid: the
+	// ConfigMap an authzConfig of type configMap names is missing, or its
+	// file is missing, empty, does not parse or is not one the workload's
+	// authorizer takes (ToolHive's names).
+	ReasonAuthzConfigMapNotFound = "AuthzConfigMapNotFound"
+	ReasonAuthzConfigMapInvalid  = "AuthzConfigMapInvalid"
 	// Ready=False while the workload waits for its MCPTelemetryConfig.
 	ReasonWaitingForTelemetryConfig = "WaitingForTelemetryConfig"
 	// TelemetryConfigRefValidated (ToolHive's names; its "not valid"

@@ -84,7 +84,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: err.Error()}
 	}
 	oidc := wiring.OIDC(in.OIDC, s.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.MCPServerProxyPort(s)), wiring.EnvOIDCClientSecret)
-	authz, err := wiring.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz)
+	authz, err := wiring.AuthzRunConfig(s.Spec.AuthzConfig, in.Authz, in.AuthzFile)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s), in.Release)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPServer, wiring.Owner{Namespace: s.Namespace, Name: s.Name}, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.MCPServerProxyPort(s), in.Release)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ type Input struct {
 	Tools *thv1.MCPToolConfig
 	// Authz is the referenced MCPAuthzConfig.
 	Authz *thv1.MCPAuthzConfig
+	// AuthzFile is the authorization file of spec.authzConfig of type
+	// configMap, read from that ConfigMap.
+	AuthzFile *wiring.AuthzFile
 	// ExtAuth is the referenced MCPExternalAuthConfig.
 	ExtAuth *thv1.MCPExternalAuthConfig
 	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names.

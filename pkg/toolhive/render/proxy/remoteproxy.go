@@ -62,7 +62,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		return nil, &wiring.InvalidSpecError{Condition: thv1.ConditionReady, Reason: thv1.ReasonInvalidSpec, Message: "spec." + err.Error()}
 	}
 	oidc := wiring.OIDC(in.OIDC, p.Spec.OIDCConfigRef, wiring.ServiceResourceURL(n, ns, naming.RemoteProxyPort(p)), wiring.EnvOIDCClientSecret)
-	authz, err := wiring.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz)
+	authz, err := wiring.AuthzRunConfig(p.Spec.AuthzConfig, in.Authz, in.AuthzFile)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p), in.Release)
+	authServer, err := wiring.EmbeddedAuthServer(thv1.KindMCPRemoteProxy, wiring.Owner{Namespace: p.Namespace, Name: p.Name}, in.AuthServer, in.ExtAuth, oidc.Resolved, naming.RemoteProxyPort(p), in.Release)
 	if err != nil {
 		return nil, err
 	}

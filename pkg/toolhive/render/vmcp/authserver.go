@@ -16,7 +16,7 @@ import (
 // ConfigMap and vmcp reads beside config.yaml. Empty without an
 // authorization server.
 func authServer(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, r release.Release) (wiring.AuthServerWiring, string, error) {
-	w, err := wiring.InlineAuthServer(v.Spec.AuthServerConfig, v.Spec.AuthServerUpstreamFilter, oidc.Resolved, r)
+	w, err := wiring.InlineAuthServer(wiring.Owner{Namespace: v.Namespace, Name: v.Name}, v.Spec.AuthServerConfig, v.Spec.AuthServerUpstreamFilter, oidc.Resolved, r)
 	if err != nil || w.Config == nil {
 		return w, "", err
 	}

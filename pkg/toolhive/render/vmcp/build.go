@@ -114,8 +114,12 @@ func probe(path string, initialDelay, period, timeout int32) *corev1.Probe {
 // configured with, and the live account the spec names.
 type Input struct {
 	// OIDC is spec.incomingAuth's MCPOIDCConfig, nil for anonymous access.
-	OIDC      *thv1.MCPOIDCConfig
-	Authz     *thv1.MCPAuthzConfig
+	OIDC  *thv1.MCPOIDCConfig
+	Authz *thv1.MCPAuthzConfig
+	// AuthzFile is the authorization file of
+	// spec.incomingAuth.authzConfig of type configMap, read from that
+	// ConfigMap.
+	AuthzFile *wiring.AuthzFile
 	Telemetry *thv1.MCPTelemetryConfig
 	// Tools are the MCPToolConfigs of spec.config.aggregation.tools, by name.
 	Tools map[string]*thv1.MCPToolConfig

@@ -1,6 +1,7 @@
 package vmcp
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,7 +142,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 	if w.AuthServer, w.AuthServerConfig, err = authServer(v, oidc, refs.Release); err != nil {
 		return "", w, err
 	}
-	if cfg.IncomingAuth, err = incomingAuth(v, oidc, refs.Authz, w.AuthServer); err != nil {
+	if cfg.IncomingAuth, err = incomingAuth(v, oidc, refs.Authz, refs.AuthzFile); err != nil {
 		return "", w, err
 	}
 	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth, w.AuthServer.FirstUpstreamName()); err != nil {
@@ -210,15 +211,19 @@ func recode(from, into any, path string) error {
 	return nil
 }
 
-// incomingAuth builds incomingAuth from spec.incomingAuth. Authorization
-// goes through wiring.AuthzRunConfig, the MCPServer's path: inline
-// policies are parsed before anything is written, type configMap is
-// refused, and a referenced MCPAuthzConfig must be cedarv1 (vmcp's
-// incoming authorization is Cedar only, and ToolHive's operator refuses
-// any other type too). With an embedded authorization server, Cedar reads
-// its claims from the primary upstream: the one
-// spec.authServerConfig.primaryUpstreamProvider names, else the first.
-func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig, as wiring.AuthServerWiring) (*thv1.VMCPIncomingAuth, error) {
+// incomingAuth builds incomingAuth from spec.incomingAuth, as ToolHive's
+// converter does. Authorization is Cedar only (vmcp's incoming
+// authorization is, and ToolHive's operator refuses any other type too):
+//
+//   - inline policies, parsed before anything is written, with the
+//     spec's claim settings;
+//   - a file from a ConfigMap (type configMap, read by the controller):
+//     its policies, entities and claim settings, the spec's claim
+//     settings over them;
+//   - a cedarv1 MCPAuthzConfig: its options as they are.
+//
+// Cedar reads its claims from the primary upstream (primaryUpstream).
+func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MCPAuthzConfig, file *wiring.AuthzFile) (*thv1.VMCPIncomingAuth, error) {
 	in := v.Spec.IncomingAuth
 	out := &thv1.VMCPIncomingAuth{Type: in.Type}
 	if r := oidc.Resolved; r != nil {
@@ -239,45 +244,96 @@ func incomingAuth(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, ref *thv1.MC
 		return nil, invalidSpec("spec.incomingAuth.authzConfigRef: MCPAuthzConfig %s is of type %s; a VirtualMCPServer authorizes with %s only",
 			ref.Name, ref.Spec.Type, thv1.AuthzTypeCedar)
 	}
-	raw, err := wiring.AuthzRunConfig(in.AuthzConfig, ref)
-	if err != nil {
-		var inv *wiring.InvalidSpecError
-		if errors.As(err, &inv) {
-			inv.Message = strings.Replace(inv.Message, "spec.authzConfig", "spec.incomingAuth.authzConfig", 1)
-			return nil, inv
-		}
-		return nil, invalidSpec("spec.incomingAuth.authzConfigRef: %v", err)
-	}
-	if raw == nil {
+	var authz *thv1.VMCPAuthz
+	switch a := in.AuthzConfig; {
+	case ref == nil && a == nil:
 		return out, nil
+	case ref == nil && wiring.AuthzFromConfigMap(a) != "":
+		if file == nil {
+			return nil, invalidSpec("spec.incomingAuth.authzConfig: ConfigMap %s has not been read", a.ConfigMap.Name)
+		}
+		c, err := file.CedarOptions()
+		if err != nil {
+			return nil, invalidSpec("spec.incomingAuth.authzConfig: authz ConfigMap %s/%s is not a Cedar config: %v", v.Namespace, a.ConfigMap.Name, err)
+		}
+		authz = &thv1.VMCPAuthz{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
+			GroupClaimName: cmp.Or(a.GroupClaimName, c.GroupClaimName), RoleClaimName: cmp.Or(a.RoleClaimName, c.RoleClaimName),
+			GroupEntityType: cmp.Or(a.GroupEntityType, c.GroupEntityType)}
+	default:
+		raw, err := wiring.AuthzRunConfig(a, ref, nil)
+		if err != nil {
+			var inv *wiring.InvalidSpecError
+			if errors.As(err, &inv) {
+				inv.Message = strings.Replace(inv.Message, "spec.authzConfig", "spec.incomingAuth.authzConfig", 1)
+				return nil, inv
+			}
+			return nil, invalidSpec("spec.incomingAuth.authzConfigRef: %v", err)
+		}
+		var decoded struct {
+			Cedar *struct {
+				Policies        []string `json:"policies"`
+				EntitiesJSON    string   `json:"entities_json"`
+				GroupClaimName  string   `json:"group_claim_name"`
+				RoleClaimName   string   `json:"role_claim_name"`
+				GroupEntityType string   `json:"group_entity_type"`
+			} `json:"cedar"`
+		}
+		if err := json.Unmarshal(raw, &decoded); err != nil || decoded.Cedar == nil {
+			return nil, invalidSpec("spec.incomingAuth: the authorization config is not a Cedar config: %v", err)
+		}
+		c := decoded.Cedar
+		authz = &thv1.VMCPAuthz{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
+			GroupClaimName: c.GroupClaimName, RoleClaimName: c.RoleClaimName, GroupEntityType: c.GroupEntityType}
 	}
-	var decoded struct {
-		Cedar *struct {
-			Policies        []string `json:"policies"`
-			EntitiesJSON    string   `json:"entities_json"`
-			GroupClaimName  string   `json:"group_claim_name"`
-			RoleClaimName   string   `json:"role_claim_name"`
-			GroupEntityType string   `json:"group_entity_type"`
-		} `json:"cedar"`
+	var err error
+	if authz.PrimaryUpstreamProvider, err = primaryUpstream(v); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &decoded); err != nil || decoded.Cedar == nil {
-		return nil, invalidSpec("spec.incomingAuth: the authorization config is not a Cedar config: %v", err)
-	}
-	c := decoded.Cedar
-	out.Authz = &thv1.VMCPAuthz{Type: authzCedar, Policies: c.Policies, EntitiesJSON: c.EntitiesJSON,
-		GroupClaimName: c.GroupClaimName, RoleClaimName: c.RoleClaimName, GroupEntityType: c.GroupEntityType,
-		PrimaryUpstreamProvider: primaryUpstream(v, as)}
+	out.Authz = authz
 	return out, nil
 }
 
-// primaryUpstream is the upstream whose claims Cedar reads: the one
-// spec.authServerConfig.primaryUpstreamProvider names, else the first
-// upstream, "" without an authorization server or upstreams.
-func primaryUpstream(v *thv1.VirtualMCPServer, as wiring.AuthServerWiring) string {
-	if a := v.Spec.AuthServerConfig; a != nil && a.PrimaryUpstreamProvider != "" {
-		return a.PrimaryUpstreamProvider
+// defaultUpstream is the name of an upstream that has none, as ToolHive
+// resolves it.
+const defaultUpstream = "default"
+
+// primaryUpstream is the upstream whose claims Cedar reads, as ToolHive's
+// converter resolves it: the one named explicitly (wiring.PrimaryUpstreamProvider),
+// which must be one of spec.authServerConfig's upstreams (an unnamed
+// upstream is "default"); else the first upstream; "" without an
+// authorization server (Cedar then reads the claims of the token the
+// client presented). An authorization server without upstreams is
+// refused with spec.incomingAuth.authzConfig: its tokens carry no
+// upstream claims for the policies to read.
+func primaryUpstream(v *thv1.VirtualMCPServer) (string, error) {
+	as := v.Spec.AuthServerConfig
+	if as != nil && len(as.UpstreamProviders) == 0 && v.Spec.IncomingAuth.AuthzConfig != nil {
+		return "", &wiring.InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated, Reason: thv1.ReasonAuthzRequiresUpstream,
+			Message: "spec.authServerConfig is set but has no upstream providers, and spec.incomingAuth.authzConfig references claims. " +
+				"Grant-only token issuance does not create the provenance-bound upstream-token entries Cedar needs to select upstream-derived claims. " +
+				"Configure spec.authServerConfig.upstreamProviders with at least one upstream IDP, or remove authServerConfig if clients will " +
+				"present IdP tokens directly."}
 	}
-	return as.FirstUpstreamName()
+	if explicit, _ := wiring.PrimaryUpstreamProvider(v); explicit != "" {
+		if as == nil {
+			return "", &wiring.InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated, Reason: thv1.ReasonAuthzPrimaryProviderRequiresAuthServer,
+				Message: fmt.Sprintf("primaryUpstreamProvider=%q is set but spec.authServerConfig is not configured. "+
+					"The field names an upstream IDP on the embedded auth server, which is required for it to take effect. "+
+					"Remove primaryUpstreamProvider, or configure spec.authServerConfig with an upstream of that name.", explicit)}
+		}
+		for _, up := range as.UpstreamProviders {
+			if cmp.Or(up.Name, defaultUpstream) == explicit {
+				return explicit, nil
+			}
+		}
+		return "", &wiring.InvalidSpecError{Condition: thv1.ConditionAuthServerConfigValidated, Reason: thv1.ReasonAuthzUpstreamUnknown,
+			Message: fmt.Sprintf("primaryUpstreamProvider=%q does not match any upstream declared on spec.authServerConfig.upstreamProviders. "+
+				"Set primaryUpstreamProvider to one of the configured upstream names, or leave it empty to default to the first upstream.", explicit)}
+	}
+	if as != nil && len(as.UpstreamProviders) > 0 {
+		return cmp.Or(as.UpstreamProviders[0].Name, defaultUpstream), nil
+	}
+	return "", nil
 }
 
 // subjectTokenTypes are the short forms of subject token types ToolHive's

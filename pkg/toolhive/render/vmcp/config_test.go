@@ -103,9 +103,12 @@ func TestRenderConfigRefuses(t *testing.T) {
 			v.Spec.IncomingAuth.AuthzConfigRef = &thv1.AuthzConfigReference{Name: "pdp"}
 			r.Authz = toolhivetest.NewCedarAuthzConfig(testNS, "pdp", thv1.AuthzTypeHTTP)
 		}, "spec.incomingAuth.authzConfigRef: MCPAuthzConfig pdp is of type httpv1"},
-		"configMap authz": {func(v *thv1.VirtualMCPServer, _ *Input) {
+		"configMap authz without its block": {func(v *thv1.VirtualMCPServer, _ *Input) {
 			v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap}
-		}, "spec.incomingAuth.authzConfig: type configMap is not supported"},
+		}, "spec.incomingAuth.authzConfig: type configMap without its configMap block"},
+		"configMap authz not read": {func(v *thv1.VirtualMCPServer, _ *Input) {
+			v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeConfigMap, ConfigMap: &thv1.ConfigMapAuthzRef{Name: "policies"}}
+		}, "spec.incomingAuth.authzConfig: ConfigMap policies has not been read"},
 		"bad cedar": {func(v *thv1.VirtualMCPServer, _ *Input) {
 			v.Spec.IncomingAuth.AuthzConfig = &thv1.InlineAuthz{Type: thv1.AuthzConfigTypeInline, Inline: &thv1.InlineCedar{Policies: []string{"permit("}}}
 		}, "spec.incomingAuth.authzConfig.inline.policies[0]"},
