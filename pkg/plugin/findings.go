@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 )
@@ -104,6 +105,85 @@ func warnings(r *run) []event {
 	for _, e := range r.events {
 		if e.Type == "Warning" && !slices.Contains(out, e) {
 			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Unmanaged is a workload hivekeeper would refuse while ToolHive's
+// operator runs it: after a switch it keeps running as it is, and nothing
+// updates it until its spec changes.
+type Unmanaged struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Why is hivekeeper's reason: the condition or Warning event that
+	// says it.
+	Why string `json:"why"`
+	// Children counts the objects ToolHive's operator wrote for it that
+	// exist now; 0 for a pod hivekeeper will not run, which it may be
+	// running.
+	Children int `json:"children"`
+	// Allowed is set when --allow-unmanaged names it: a switch goes on
+	// and leaves it as it is.
+	Allowed bool `json:"allowed,omitempty"`
+}
+
+// ref is the workload as --allow-unmanaged names it.
+func (u Unmanaged) ref() string { return u.Kind + "/" + u.Namespace + "/" + u.Name }
+
+// unmanaged are the workloads hivekeeper would stop managing, in the order
+// found: a refused custom resource that has children in the cluster (one
+// ToolHive's operator runs; one with none runs under neither operator),
+// and a workload whose pod hivekeeper will not run whatever the admission
+// policy says, which ToolHive's operator may be running. allow are the
+// workloads --allow-unmanaged names, as Kind/namespace/name (the kind in
+// any case).
+func unmanaged(snap *snapshot, refused []Finding, warned []event, allow []string) []Unmanaged {
+	children := map[types.UID]int{}
+	for _, o := range snap.live {
+		if m, ok := o.(metav1.Object); ok {
+			if ref := metav1.GetControllerOf(m); ref != nil {
+				children[ref.UID]++
+			}
+		}
+	}
+	uids := map[string]types.UID{}
+	for _, o := range snap.toolhive {
+		if m, err := meta.Accessor(o); err == nil {
+			uids[kindOf(o)+"/"+m.GetNamespace()+"/"+m.GetName()] = m.GetUID()
+		}
+	}
+	out := []Unmanaged{}
+	add := func(u Unmanaged) {
+		for i := range out {
+			if out[i].ref() == u.ref() {
+				out[i].Why += "; " + u.Why
+				return
+			}
+		}
+		u.Allowed = slices.ContainsFunc(allow, func(a string) bool {
+			kind, rest, _ := strings.Cut(a, "/")
+			return strings.EqualFold(kind, u.Kind) && rest == u.Namespace+"/"+u.Name
+		})
+		out = append(out, u)
+	}
+	for _, f := range refused {
+		u := Unmanaged{Kind: f.Kind, Namespace: f.Namespace, Name: f.Name, Why: strings.TrimPrefix(findingLine(f), f.Kind+" "+f.Namespace+"/"+f.Name+": ")}
+		if uid := uids[u.ref()]; uid != "" {
+			u.Children = children[uid]
+		}
+		if u.Children > 0 {
+			add(u)
+		}
+	}
+	for _, e := range warned {
+		if slices.Contains(podRefusals, e.Reason) {
+			u := Unmanaged{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Why: e.Message + " (" + e.Reason + ")"}
+			if uid := uids[u.ref()]; uid != "" {
+				u.Children = children[uid]
+			}
+			add(u)
 		}
 	}
 	return out

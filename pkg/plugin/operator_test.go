@@ -74,7 +74,7 @@ func TestFindOperator(t *testing.T) {
 		t.Errorf("operator\n got %s\nwant %s", toJSON(op), toJSON(want))
 	}
 
-	s, err := settingsOf(op)
+	s, err := settingsOf(op, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestFindOperatorChoice(t *testing.T) {
 func TestSettingsBlockers(t *testing.T) {
 	op := &Operator{Env: []EnvVar{{Name: "TOOLHIVE_RUNNER_IMAGE", Value: "r:1"}, {Name: "TOOLHIVE_NEW_SETTING", Value: "x"},
 		{Name: "VMCP_IMAGE", From: "Secret images key vmcp", Unread: true}, {Name: "GOGC", From: "Secret x key y", Unread: true}}}
-	s, err := settingsOf(op)
+	s, err := settingsOf(op, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +330,52 @@ func TestOwners(t *testing.T) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "toolhive-system", Labels: c.labels, Annotations: c.annotations}}
 		if got := owners(d); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("labels %v, annotations %v:\n got %s\nwant %s", c.labels, c.annotations, toJSON(got), toJSON(c.want))
+		}
+	}
+}
+
+// The process's own variables (proxies, Go's runtime, the time zone) are
+// carried over in extraEnv, or noted when their value was not read; an
+// unknown variable --accept-env names is left behind with a note; any
+// other unknown one blocks, saying how to accept it.
+func TestSettingsCarryProcessVariables(t *testing.T) {
+	op := &Operator{Env: []EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "no_proxy", Value: ".svc,10.0.0.0/8"},
+		{Name: "GOMAXPROCS", Value: "2"}, {Name: "TZ", From: "Secret tz key zone", Unread: true},
+		{Name: "TOOLHIVE_NEW_SETTING", Value: "x"}, {Name: "VENDOR_AGENT", Value: "on"}}}
+	s, err := settingsOf(op, []string{"TOOLHIVE_NEW_SETTING"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carried []string
+	for _, c := range s.Carried {
+		carried = append(carried, c.Name)
+	}
+	if !slices.Equal(carried, []string{"HTTPS_PROXY", "no_proxy", "GOMAXPROCS"}) {
+		t.Errorf("carried %q", carried)
+	}
+	wantEnv := []any{map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}, map[string]any{"name": "no_proxy", "value": ".svc,10.0.0.0/8"},
+		map[string]any{"name": "GOMAXPROCS", "value": "2"}}
+	if !reflect.DeepEqual(s.Values["extraEnv"], wantEnv) {
+		t.Errorf("extraEnv %s", toJSON(s.Values["extraEnv"]))
+	}
+	if len(s.NotCarried) != 1 || s.NotCarried[0].Name != "TZ" || !strings.Contains(s.NotCarried[0].Why, "Secret tz key zone") {
+		t.Errorf("not carried %+v", s.NotCarried)
+	}
+	if !slices.Equal(s.Accepted, []string{"TOOLHIVE_NEW_SETTING"}) || !slices.Equal(s.Unknown, []string{"VENDOR_AGENT"}) || len(s.Unread) != 0 {
+		t.Errorf("accepted %q, unknown %q, unread %q", s.Accepted, s.Unknown, s.Unread)
+	}
+	r := &Report{Settings: s, Prediction: Prediction{Settled: true}}
+	r.conclude()
+	if r.ExitCode != exitBlocked || len(r.Blockers) != 1 || !strings.HasSuffix(r.Blockers[0], "pass --accept-env VENDOR_AGENT") {
+		t.Errorf("exit %d, blockers %q", r.ExitCode, r.Blockers)
+	}
+	var out bytes.Buffer
+	if err := r.write(&out, "text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"  carried over as it is (extraEnv): HTTPS_PROXY: ", "  left behind (--accept-env): TOOLHIVE_NEW_SETTING, ", "- name: GOMAXPROCS\n    value: \"2\"\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("text output without %q:\n%s", line, out.String())
 		}
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +64,27 @@ type preflightOptions struct {
 	output   string
 	// timeout bounds the controllers' run.
 	timeout time.Duration
+	// allowUnmanaged are the workloads ("Kind/namespace/name") the user
+	// accepts hivekeeper leaving unmanaged; acceptEnv the unknown
+	// variables of the operator it accepts leaving behind.
+	allowUnmanaged, acceptEnv []string
+}
+
+// addAcceptFlags adds the flags that accept what preflight would block
+// on, to preflight and to switch.
+func (o *preflightOptions) addAcceptFlags(f *pflag.FlagSet) {
+	f.StringSliceVar(&o.allowUnmanaged, "allow-unmanaged", nil, "A workload, as Kind/namespace/name, that hivekeeper would refuse while ToolHive's operator runs it, which may be left as it runs now and unmanaged (repeatable).")
+	f.StringSliceVar(&o.acceptEnv, "accept-env", nil, "A variable of ToolHive's operator that hivekeeper does not know, which may be left behind (repeatable).")
+}
+
+// checkAcceptFlags refuses an --allow-unmanaged that names no object.
+func (o *preflightOptions) checkAcceptFlags() error {
+	for _, a := range o.allowUnmanaged {
+		if parts := strings.Split(a, "/"); len(parts) != 3 || slices.Contains(parts, "") {
+			return usageError("--allow-unmanaged %q: name a workload as Kind/namespace/name (MCPServer/team-a/fetch)", a)
+		}
+	}
+	return nil
 }
 
 func newPreflight(g *globals, stdout, stderr io.Writer) *cobra.Command {
@@ -78,16 +102,28 @@ what they refuse is listed with why, and what they write is the switch's
 prediction: the pods that restart (with the first field that differs), the
 children recreated and the ConfigMaps rewritten.
 
+A workload ToolHive's operator runs (it has children) that hivekeeper
+would refuse, or whose pod hivekeeper will not run, would be left running
+as it is and never updated: it blocks a switch unless --allow-unmanaged
+names it (Kind/namespace/name). A variable of the operator's process
+(HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their lower-case forms, GOMAXPROCS,
+GODEBUG, GOTRACEBACK, TZ) is carried over in the values (extraEnv); any
+other variable hivekeeper does not know blocks unless --accept-env names
+it.
+
 -n names the namespace of ToolHive's operator (it is looked for in every
 namespace without it); the workloads checked are those the operator watches.
 
 Exit status: 0 when the switch restarts no pod and nothing blocks it;
 3 when it restarts pods; 4 when something must be settled first (a stored
 version hivekeeper does not serve, an operator setting it cannot read or
-does not know, a kind it could not read, a prediction that did not
-settle); 1 when preflight could not run; 2 on a usage error.`,
+does not know, a kind it could not read, a workload it would leave
+unmanaged, a prediction that did not settle); 1 when preflight could not run; 2 on a usage error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkAcceptFlags(); err != nil {
+				return err
+			}
 			c, err := g.connect(o.output, &o.namespace)
 			if err != nil {
 				return err
@@ -109,6 +145,7 @@ settle); 1 when preflight could not run; 2 on a usage error.`,
 	f.StringVar(&o.operator, "operator", "", "Name of ToolHive's operator Deployment, in the namespace -n names. Needed only when more than one runs.")
 	f.StringVarP(&o.output, "output", "o", "text", "Output format: text, json or yaml.")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long hivekeeper's controllers may take to settle over the copy of the cluster.")
+	o.addAcceptFlags(f)
 	return cmd
 }
 
@@ -120,7 +157,7 @@ func preflight(ctx context.Context, c clients, o preflightOptions, logger logr.L
 		return nil, err
 	}
 	r := &Report{Operator: op, ReleaseNote: releaseNote(op)}
-	if r.Settings, err = settingsOf(op); err != nil {
+	if r.Settings, err = settingsOf(op, o.acceptEnv); err != nil {
 		return nil, err
 	}
 	if r.CRDs, err = checkCRDs(ctx, c.crds); err != nil {
@@ -156,6 +193,7 @@ func preflight(ctx context.Context, c clients, o preflightOptions, logger logr.L
 		return nil, err
 	}
 	r.Warnings = warnings(ran)
+	r.Unmanaged = unmanaged(snap, r.Refused, r.Warnings, o.allowUnmanaged)
 	r.conclude()
 	return r, nil
 }

@@ -17,6 +17,7 @@ import (
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
@@ -75,7 +76,7 @@ func crd(plural, kind string, stored ...string) *apiextensionsv1.CustomResourceD
 // a cluster hivekeeper (or an operator writing the same) already runs.
 func converged(t *testing.T, objs ...runtime.Object) (kube, th []runtime.Object) {
 	t.Helper()
-	s, err := settingsOf(mustOperator(t))
+	s, err := settingsOf(mustOperator(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +298,58 @@ func TestPreflightBlocksOnRefusedPods(t *testing.T) {
 		if !slices.ContainsFunc(r.Blockers, func(b string) bool { return strings.HasPrefix(b, want) }) {
 			t.Errorf("blockers %q, want one starting %q", r.Blockers, want)
 		}
+	}
+}
+
+// collidingHeaders is an MCPRemoteProxy ToolHive's operator runs and
+// hivekeeper refuses: it forwards one header under two spellings.
+func collidingHeaders(name string) *thv1.MCPRemoteProxy {
+	return toolhivetest.NewRemoteProxy("team-a", name, func(p *thv1.MCPRemoteProxy) {
+		p.UID = types.UID("uid-" + name)
+		p.Spec.HeaderForward = &thv1.HeaderForwardConfig{AddPlaintextHeaders: map[string]string{"X-Tenant": "a", "x-tenant": "b"}}
+	})
+}
+
+// A workload ToolHive's operator runs (it has children) that hivekeeper
+// refuses blocks a switch once, named with the reason, unless
+// --allow-unmanaged names it (a refusal on purpose too: that blocker
+// stands for both).
+func TestPreflightBlocksOnUnmanaged(t *testing.T) {
+	running := collidingHeaders("legacy")
+	child := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "legacy", Labels: map[string]string{"toolhive": "true"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: thv1.SchemeGroupVersion.String(), Kind: "MCPRemoteProxy", Name: "legacy", UID: running.UID, Controller: ptr.To(true)}}}}
+	c := fakeClients([]runtime.Object{child}, []runtime.Object{running})
+
+	r := runPreflight(t, c)
+	if len(r.Refused) < 1 {
+		t.Fatalf("refused %s", toJSON(r.Refused))
+	}
+	want := []Unmanaged{{Kind: "MCPRemoteProxy", Namespace: "team-a", Name: "legacy", Children: 1}}
+	if len(r.Unmanaged) != 1 || r.Unmanaged[0].Why == "" {
+		t.Fatalf("unmanaged %s", toJSON(r.Unmanaged))
+	}
+	want[0].Why = r.Unmanaged[0].Why
+	if !equalJSON(r.Unmanaged, want) || !strings.Contains(r.Unmanaged[0].Why, "HeaderForwardInvalid") {
+		t.Errorf("unmanaged\n got %s\nwant %s", toJSON(r.Unmanaged), toJSON(want))
+	}
+	if r.ExitCode != exitBlocked || len(r.Blockers) != 1 || !strings.HasPrefix(r.Blockers[0], "MCPRemoteProxy team-a/legacy: Ready=False HeaderForwardInvalid: ") ||
+		!strings.HasSuffix(r.Blockers[0], "--allow-unmanaged MCPRemoteProxy/team-a/legacy") {
+		t.Errorf("exit %d, blockers %q", r.ExitCode, r.Blockers)
+	}
+
+	r, err := preflight(context.Background(), c, preflightOptions{timeout: time.Minute, allowUnmanaged: []string{"mcpremoteproxy/team-a/legacy"}}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode == exitBlocked || len(r.Blockers) != 0 || len(r.Unmanaged) != 1 || !r.Unmanaged[0].Allowed {
+		t.Errorf("allowed: exit %d, blockers %q, unmanaged %s", r.ExitCode, r.Blockers, toJSON(r.Unmanaged))
+	}
+	var out bytes.Buffer
+	if err := r.write(&out, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "  left unmanaged (--allow-unmanaged): MCPRemoteProxy team-a/legacy, which ToolHive's operator runs (1 child): Ready=False HeaderForwardInvalid: ") {
+		t.Errorf("text output:\n%s", out.String())
 	}
 }
 

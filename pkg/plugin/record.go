@@ -297,6 +297,23 @@ var pausable = map[string]struct {
 			return json.Marshal(map[string]any{"spec": map[string]any{"syncPolicy": map[string]any{"automated": auto}}})
 		},
 	},
+	// An ApplicationSet rewrites the Applications it generates (their
+	// automated sync among the rest) unless its policy only creates them.
+	"Argo CD ApplicationSet": {
+		gvr:   schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"},
+		pause: `{"spec":{"syncPolicy":{"applicationsSync":"create-only"}}}`,
+		resume: func(obj *unstructured.Unstructured) ([]byte, error) {
+			policy, found, err := unstructured.NestedString(obj.Object, "spec", "syncPolicy", "applicationsSync")
+			if err != nil || policy == "create-only" {
+				return nil, err
+			}
+			var was any
+			if found {
+				was = policy
+			}
+			return json.Marshal(map[string]any{"spec": map[string]any{"syncPolicy": map[string]any{"applicationsSync": was}}})
+		},
+	},
 	"Flux HelmRelease": {
 		gvr:   schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
 		pause: `{"spec":{"suspend":true}}`,
@@ -329,20 +346,30 @@ func suspendResume(obj *unstructured.Unstructured) ([]byte, error) {
 // keeper is a tool that keeps ToolHive's operator or its CRDs, and what.
 type keeper struct {
 	Owner
-	// what it keeps: "ToolHive's operator" or "ToolHive's CRDs".
+	// what it keeps: "ToolHive's operator", "ToolHive's CRDs",
+	// hivekeeper's Deployment, or an Application it generates.
 	what string
+	// optional: read from a mark that does not prove a keeper exists
+	// (Argo CD's default tracking label, which a chart may set itself)
+	// on an object other than ToolHive's operator; one not found is none.
+	optional bool
 }
 
-// keepers are the tools that keep ToolHive's operator and its CRDs, each
-// once.
-func keepers(op *Operator, crds []*apiextensionsv1.CustomResourceDefinition) []keeper {
+// whatHivekeeper is what a keeper of hivekeeper's own Deployment keeps:
+// it installed hivekeeper scaled to 0, and its next sync would scale it
+// back to 0.
+const whatHivekeeper = "hivekeeper's Deployment"
+
+// keepers are the tools that keep ToolHive's operator and its CRDs, and
+// hivekeeper's Deployment hk (nil: none), each once.
+func keepers(op *Operator, crds []*apiextensionsv1.CustomResourceDefinition, hk metav1.Object) []keeper {
 	var out []keeper
 	seen := map[string]bool{}
 	add := func(o Owner, what string) {
 		k := o.Kind + "/" + o.Namespace + "/" + o.Name
 		if !seen[k] {
 			seen[k] = true
-			out = append(out, keeper{o, what})
+			out = append(out, keeper{Owner: o, what: what, optional: what == whatHivekeeper && o.Via == labelInstance})
 		}
 	}
 	for _, o := range op.Owners {
@@ -351,6 +378,11 @@ func keepers(op *Operator, crds []*apiextensionsv1.CustomResourceDefinition) []k
 	for _, c := range crds {
 		for _, o := range owners(c) {
 			add(o, "ToolHive's CRDs")
+		}
+	}
+	if hk != nil {
+		for _, o := range owners(hk) {
+			add(o, whatHivekeeper)
 		}
 	}
 	return out
@@ -366,6 +398,9 @@ func pauseOwners(ctx context.Context, c clients, rec *switchRecord, keepers []ke
 		switch {
 		case o.Kind == "Helm release" && k.what == "ToolHive's operator":
 			p.note("Helm release %s/%s installed ToolHive's operator: its next `helm upgrade` scales the operator back up unless it sets operator.replicaCount=0", o.Namespace, o.Name)
+			continue
+		case o.Kind == "Helm release" && k.what == whatHivekeeper:
+			p.note("Helm release %s/%s installed hivekeeper: its next `helm upgrade` scales hivekeeper back to 0 unless it sets replicaCount", o.Namespace, o.Name)
 			continue
 		case o.Kind == "Helm release":
 			p.note("Helm release %s/%s installed ToolHive's CRDs: its next `helm upgrade` puts them back over hivekeeper's; run none while hivekeeper runs", o.Namespace, o.Name)
@@ -407,6 +442,9 @@ func pauseOwners(ctx context.Context, c clients, rec *switchRecord, keepers []ke
 			return fmt.Errorf("pausing %s %s/%s: %w", o.Kind, ns, o.Name, err)
 		}
 		p.step("paused %s %s/%s, which keeps %s", o.Kind, ns, o.Name, k.what)
+		if k.what == whatHivekeeper {
+			p.note("%s %s/%s installed hivekeeper scaled to 0: set its replica count in what it syncs before you resume it, or it scales hivekeeper back to 0", o.Kind, ns, o.Name)
+		}
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ type Report struct {
 	Unread []string `json:"unreadResources,omitempty"`
 	// Refused are the custom resources hivekeeper would refuse, and why.
 	Refused []Finding `json:"refused"`
+	// Unmanaged are the workloads ToolHive's operator runs that
+	// hivekeeper would refuse, and so leave as they are: blockers unless
+	// --allow-unmanaged names them.
+	Unmanaged []Unmanaged `json:"unmanaged"`
 	// Ignored are the custom resources hivekeeper runs while ignoring
 	// some of their fields.
 	Ignored []Finding `json:"ignored"`
@@ -94,24 +98,31 @@ func (r *Report) conclude() {
 		}
 	}
 	for _, v := range r.Settings.Unknown {
-		r.Blockers = append(r.Blockers, "ToolHive's operator is given "+v+", which hivekeeper does not know: no flag can keep its meaning")
+		r.Blockers = append(r.Blockers, "ToolHive's operator is given "+v+", which hivekeeper does not know: no flag can keep its meaning; to switch without it, pass --accept-env "+v)
 	}
 	for _, v := range r.Settings.Unread {
-		r.Blockers = append(r.Blockers, "the operator's "+v+" was not read: set its counterpart in the values by hand")
+		r.Blockers = append(r.Blockers, "the operator's "+v+" was not read: set its counterpart in the values by hand, or pass --accept-env with its name when hivekeeper does not know it")
 	}
 	for _, res := range r.Unread {
 		r.Blockers = append(r.Blockers, "the cluster serves "+res+" in neither v1beta1 nor v1alpha1: its objects were not read, so neither checked nor predicted")
 	}
-	// A pod hivekeeper refuses to run, which ToolHive's operator may be
-	// running: after a switch the workload keeps its children as they are
-	// and is never updated until its spec changes.
-	for _, e := range r.Warnings {
-		if slices.Contains(podRefusals, e.Reason) {
-			r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s (%s): hivekeeper would leave its children as they are and not update them; change the spec first",
-				e.Kind, e.Namespace, e.Name, e.Message, e.Reason))
+	// A workload ToolHive's operator runs and hivekeeper refuses: after a
+	// switch it keeps its children as they are and is never updated until
+	// its spec changes.
+	for _, u := range r.Unmanaged {
+		if !u.Allowed {
+			r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s: hivekeeper would leave it running as it is and not update it; change the spec first, or accept that with --allow-unmanaged %s",
+				u.Kind, u.Namespace, u.Name, u.Why, u.ref()))
 		}
 	}
+	unmanaged := map[string]bool{}
+	for _, u := range r.Unmanaged {
+		unmanaged[u.ref()] = true
+	}
 	for _, f := range deliberateRefusals(r.Refused) {
+		if unmanaged[f.Kind+"/"+f.Namespace+"/"+f.Name] {
+			continue // its blocker above says it, and --allow-unmanaged may accept it
+		}
 		r.Blockers = append(r.Blockers, fmt.Sprintf("%s %s/%s: %s %s: %s: ToolHive's operator deploys it, hivekeeper refuses it; change the spec first",
 			f.Kind, f.Namespace, f.Name, f.Condition, f.Reason, f.Message))
 	}
@@ -210,8 +221,14 @@ func (r *Report) writeText(t *text) {
 			t.line(1, "%s", l)
 		}
 	}
+	for _, s := range r.Settings.Carried {
+		t.line(1, "carried over as it is (extraEnv): %s: %s", s.Name, s.Why)
+	}
 	for _, s := range r.Settings.NotCarried {
 		t.line(1, "not carried over: %s: %s", s.Name, s.Why)
+	}
+	for _, v := range r.Settings.Accepted {
+		t.line(1, "left behind (--accept-env): %s, which hivekeeper does not know", v)
 	}
 
 	t.line(0, "")
@@ -250,6 +267,11 @@ func (r *Report) writeText(t *text) {
 	}
 	for _, f := range r.Ignored {
 		t.line(1, "runs, ignoring fields: %s", findingLine(f))
+	}
+	for _, u := range r.Unmanaged {
+		if u.Allowed {
+			t.line(1, "left unmanaged (--allow-unmanaged): %s %s/%s, which ToolHive's operator runs (%s): %s", u.Kind, u.Namespace, u.Name, count(u.Children, "child", "children"), u.Why)
+		}
 	}
 	for _, e := range r.Warnings {
 		said := slices.ContainsFunc(r.Refused, func(f Finding) bool {

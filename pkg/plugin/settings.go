@@ -28,6 +28,14 @@ type Settings struct {
 	Values map[string]any `json:"values"`
 	// NotCarried are the variables set that have no flag, with why.
 	NotCarried []Setting `json:"notCarriedOver,omitempty"`
+	// Carried are the variables of the process (operatorenv.
+	// ProcessVariables: proxies, Go's runtime, the time zone) set to a
+	// value preflight read: Values gives them to hivekeeper's container
+	// as they are (extraEnv).
+	Carried []Setting `json:"carried,omitempty"`
+	// Accepted are unknown variables --accept-env names: hivekeeper runs
+	// without them.
+	Accepted []string `json:"accepted,omitempty"`
 	// Unknown are variables set that hivekeeper does not know: their
 	// meaning is unknown, so no switch can keep it.
 	Unknown []string `json:"unknown,omitempty"`
@@ -45,19 +53,35 @@ type Setting struct {
 
 // settingsOf maps the operator's environment (none when op is nil: a
 // cluster without ToolHive's operator gets hivekeeper's defaults).
-func settingsOf(op *Operator) (Settings, error) {
+// accept are the unknown variables the user accepts leaving behind.
+func settingsOf(op *Operator, accept []string) (Settings, error) {
 	var s Settings
 	var env []string
+	var extraEnv []any
 	if op != nil {
 		for _, e := range op.Env {
 			v, known := operatorenv.Lookup(e.Name)
+			process, isProcess := operatorenv.Process(e.Name)
 			switch {
-			case e.Unread && (!known || v.Flag != ""):
+			case known && e.Unread && v.Flag != "":
 				s.Unread = append(s.Unread, e.Name+" ("+e.From+")")
-			case !known:
-				s.Unknown = append(s.Unknown, e.Name)
-			case !e.Unread:
+			case known && !e.Unread:
 				env = append(env, e.Name+"="+e.Value)
+			case known:
+			case isProcess && e.Unread:
+				s.NotCarried = append(s.NotCarried, Setting{Name: e.Name, Why: process.Why + "; its value comes from " + e.From +
+					", which preflight does not read: set it under extraEnv by hand if hivekeeper needs it"})
+			case isProcess:
+				s.Carried = append(s.Carried, Setting{Name: e.Name, Why: process.Why})
+				extraEnv = append(extraEnv, map[string]any{"name": e.Name, "value": e.Value})
+			case slices.Contains(accept, e.Name):
+				s.Accepted = append(s.Accepted, e.Name)
+			case e.Unread:
+				// A Secret's variables, or one unknown: what it holds is
+				// not known either.
+				s.Unread = append(s.Unread, e.Name+" ("+e.From+")")
+			default:
+				s.Unknown = append(s.Unknown, e.Name)
 			}
 		}
 	}
@@ -79,6 +103,9 @@ func settingsOf(op *Operator) (Settings, error) {
 	}
 	if s.Values, err = operatorenv.Values(flags); err != nil {
 		return s, err
+	}
+	if len(extraEnv) > 0 {
+		s.Values["extraEnv"] = extraEnv
 	}
 	return s, nil
 }

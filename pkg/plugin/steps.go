@@ -17,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -803,4 +804,102 @@ func releaseFinalizers(ctx context.Context, th versioned.Interface, namespaces [
 		}
 	}
 	return n, nil
+}
+
+// hivekeeperBindings are the RoleBindings in namespaces (every namespace
+// when empty) that a ToolHive custom resource controls and that bind a
+// ClusterRole: hivekeeper's runner bindings. ToolHive's operator binds
+// each of its accounts to a Role of the binding's own name, and never
+// changes the roleRef of a binding that exists (it cannot change in
+// place), so one of these left behind keeps hivekeeper's grants, not
+// ToolHive's, under ToolHive's operator.
+func hivekeeperBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) ([]*rbacv1.RoleBinding, error) {
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{metav1.NamespaceAll}
+	}
+	var out []*rbacv1.RoleBinding
+	for _, ns := range scopes {
+		items, err := listPaged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return kube.RbacV1().RoleBindings(ns).List(ctx, o)
+		})
+		if err != nil {
+			return nil, readError(err, "list", "rolebindings.rbac.authorization.k8s.io", ns)
+		}
+		for _, o := range items {
+			b, ok := o.(*rbacv1.RoleBinding)
+			if !ok || b.RoleRef.Kind != "ClusterRole" {
+				continue
+			}
+			if ref := metav1.GetControllerOf(b); ref != nil && strings.HasPrefix(ref.APIVersion, thv1.GroupName+"/") {
+				out = append(out, b)
+			}
+		}
+	}
+	return out, nil
+}
+
+// releaseRunnerBindings hands hivekeeper's runner bindings (see
+// hivekeeperBindings) back to ToolHive's Roles: each whose Role of the
+// binding's name is there (hivekeeper leaves ToolHive's Roles alone) is
+// deleted and created again as it was, but bound to that Role: ToolHive's
+// binding, at once. One without such a Role (a workload ToolHive's
+// operator never set up, as one it waits on) is left as it is, its
+// account keeping hivekeeper's grants. It returns the bindings rebound
+// and those left, as "namespace/name".
+func releaseRunnerBindings(ctx context.Context, kube kubernetes.Interface, namespaces []string) (rebound, left []string, err error) {
+	bindings, err := hivekeeperBindings(ctx, kube, namespaces)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range bindings {
+		at := b.Namespace + "/" + b.Name
+		_, err := kube.RbacV1().Roles(b.Namespace).Get(ctx, b.Name, getOpts)
+		if apierrors.IsNotFound(err) {
+			left = append(left, at)
+			continue
+		}
+		if err != nil {
+			return rebound, left, readError(err, "get", "roles.rbac.authorization.k8s.io", b.Namespace)
+		}
+		pre := metav1.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion}
+		err = kube.RbacV1().RoleBindings(b.Namespace).Delete(ctx, b.Name, metav1.DeleteOptions{Preconditions: &pre})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return rebound, left, fmt.Errorf("deleting hivekeeper's runner RoleBinding %s: %w", at, err)
+		}
+		back := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name, Labels: b.Labels,
+			Annotations: b.Annotations, OwnerReferences: b.OwnerReferences}, Subjects: b.Subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: b.Name}}
+		if _, err := kube.RbacV1().RoleBindings(b.Namespace).Create(ctx, back, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return rebound, left, fmt.Errorf("binding runner RoleBinding %s to ToolHive's Role %s again: %w", at, b.Name, err)
+		}
+		rebound = append(rebound, at)
+	}
+	return rebound, left, nil
+}
+
+// runnerBindingsBack checks that ToolHive's operator created again each
+// binding released (names, "namespace/name") with a Role, so that the
+// runners have ToolHive's grants again. One not created again is
+// returned (ToolHive's operator may refuse its workload before it writes
+// RBAC); one that binds a ClusterRole again is an error: something other
+// than ToolHive's operator wrote it.
+func runnerBindingsBack(ctx context.Context, kube kubernetes.Interface, names []string) (missing []string, err error) {
+	var wrong []string
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		b, err := kube.RbacV1().RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, n)
+		case err != nil:
+			return nil, readError(err, "get", "rolebindings.rbac.authorization.k8s.io", ns)
+		case b.RoleRef.Kind != "Role":
+			wrong = append(wrong, n+" binds "+b.RoleRef.Kind+" "+b.RoleRef.Name)
+		}
+	}
+	if len(wrong) > 0 {
+		return missing, fmt.Errorf("runner RoleBindings bind a ClusterRole again after ToolHive's operator took over: %s", strings.Join(wrong, ", "))
+	}
+	return missing, nil
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,9 @@ type switchOptions struct {
 	// its stated timeout; lockTimeout is this run's.
 	force       bool
 	lockTimeout time.Duration
+	// image is the hivekeeper image the user accepts starting although
+	// its version is not the plugin's; empty: only the plugin's version.
+	image string
 	// target is the cluster, as the kubeconfig names it; user, host and
 	// version name this run in the record.
 	target              Target
@@ -74,9 +78,12 @@ restarting it. hivekeeper's chart must be installed first, scaled to 0
 (--set replicaCount=0). In order, switch:
 
   1. prints the cluster (context, cluster, server, user), refuses while
-     another run holds the record, runs preflight and stops there when
-     something blocks the switch, or when it would restart pods and
-     --allow-restarts is not given; then asks to confirm, unless --yes;
+     another run holds the record or when hivekeeper's image is not of
+     the plugin's version (--image accepts it), runs preflight and stops
+     there when something blocks the switch (--allow-unmanaged and
+     --accept-env accept what they name), or when it would restart pods
+     and --allow-restarts is not given; then asks to confirm, unless
+     --yes;
   2. records ToolHive's operator (its replicas), the tools that keep it,
      ToolHive's CRDs and who runs the switch in the ConfigMap
      hivekeeper-switch beside hivekeeper, for switch --back: the lock no
@@ -119,6 +126,9 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 			if o.replicas < 1 {
 				return usageError("--replicas must be at least 1")
 			}
+			if err := o.preflight.checkAcceptFlags(); err != nil {
+				return err
+			}
 			if o.lockTimeout <= o.wait {
 				return usageError("--lock-timeout (%s) must be longer than --wait (%s): a run renews the record between steps, and a step may wait that long", o.lockTimeout, o.wait)
 			}
@@ -137,7 +147,7 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 			if text {
 				fmt.Fprintf(stdout, "Cluster: %s\n\n", o.target)
 			}
-			p := &progress{w: stdout, text: text}
+			p := &progress{w: stdout, text: text, stream: o.output == "json", start: time.Now()}
 			var r *SwitchReport
 			if o.back {
 				r, err = switchBack(cmd.Context(), c, *o, p)
@@ -176,7 +186,9 @@ back: a workload the switch did not restart); 1 when a step failed (the report s
 	f.DurationVar(&o.quiet, "quiet", 15*time.Second, "How long nothing in the watched namespaces may change before the new operator counts as done.")
 	f.DurationVar(&o.wait, "wait", 5*time.Minute, "How long each step may wait: the image pull, a scale, the CRDs, the settling.")
 	f.DurationVar(&o.preflight.timeout, "timeout", 5*time.Minute, "How long preflight's prediction may take.")
-	f.StringVarP(&o.output, "output", "o", "text", "Output format: text (steps as they happen), json or yaml (the report at the end).")
+	f.StringVarP(&o.output, "output", "o", "text", "Output format: text (steps as they happen), json (a JSON line per step as it happens, then the report) or yaml (the report at the end).")
+	o.preflight.addAcceptFlags(f)
+	f.StringVar(&o.image, "image", "", "The image of hivekeeper's Deployment, when its version is not the plugin's: scale it up all the same (the plugin's own release is what it was tested with).")
 	f.BoolVarP(&o.yes, "yes", "y", false, "Do not ask for confirmation of the cluster (needed when stdin is not a terminal).")
 	f.BoolVar(&o.force, "force", false, "Take over the record of a run whose holder has not renewed it for longer than its stated timeout (a run that died).")
 	f.DurationVar(&o.lockTimeout, "lock-timeout", lockTimeoutDefault, "How long this run may go without renewing the record before another may take it over with --force; longer than --wait.")
@@ -212,21 +224,105 @@ type SwitchReport struct {
 	undone bool
 }
 
-// progress prints each step as it is done, in text mode, and keeps it.
+// progress tells each step as it happens and keeps it in the report: in
+// text mode a line when a step that waits starts (what it waits for, for
+// how long at most) and one when a step is done, each with the time
+// taken; in stream mode (-o json) a JSON line per event.
 type progress struct {
 	w    io.Writer
 	text bool
-	r    *SwitchReport
+	// stream writes each event as a line of JSON (Event).
+	stream bool
+	r      *SwitchReport
 	// onStep, when set, is told each step: it renews the record.
 	onStep func(step string)
+	// start is when the run started; began when the step under way
+	// started waiting (zero when none is).
+	start, began time.Time
+	// now is the clock (time.Now when nil).
+	now func() time.Time
+}
+
+// Event is one line switch -o json writes as it goes, before its report.
+type Event struct {
+	// Event is "started" (a step that waits began), "finished" (a step
+	// is done) or "note".
+	Event string `json:"event"`
+	// Step is the step: what it does when started, what it did when
+	// finished.
+	Step string `json:"step,omitempty"`
+	// WaitsFor is what a step started waits for, and Limit for how long
+	// at most.
+	WaitsFor string `json:"waitsFor,omitempty"`
+	Limit    string `json:"limit,omitempty"`
+	Note     string `json:"note,omitempty"`
+	// Elapsed is the time since the command started; Took, of a step
+	// finished, the time since it started.
+	Elapsed string `json:"elapsed"`
+	Took    string `json:"took,omitempty"`
+}
+
+func (p *progress) clock() time.Time {
+	now := time.Now()
+	if p.now != nil {
+		now = p.now()
+	}
+	if p.start.IsZero() {
+		p.start = now
+	}
+	return now
+}
+
+func round(d time.Duration) string { return d.Round(time.Second).String() }
+
+// emit writes e as a JSON line in stream mode.
+func (p *progress) emit(e Event) {
+	if !p.stream {
+		return
+	}
+	if b, err := json.Marshal(e); err == nil {
+		fmt.Fprintf(p.w, "%s\n", b)
+	}
+}
+
+// begin says a step starts that waits, up to limit, for waitsFor.
+func (p *progress) begin(what, waitsFor string, limit time.Duration) {
+	now := p.clock()
+	p.began = now
+	elapsed := round(now.Sub(p.start))
+	if p.text {
+		fmt.Fprintf(p.w, "  %s: waiting until %s, up to %s (at %s)\n", what, waitsFor, limit, elapsed)
+	}
+	p.emit(Event{Event: "started", Step: what, WaitsFor: waitsFor, Limit: limit.String(), Elapsed: elapsed})
+}
+
+// finish ends the step begun without a step of the report (preflight's
+// run, which the report holds whole).
+func (p *progress) finish(what string) {
+	now := p.clock()
+	took := ""
+	if !p.began.IsZero() {
+		took, p.began = round(now.Sub(p.began)), time.Time{}
+	}
+	p.emit(Event{Event: "finished", Step: what, Elapsed: round(now.Sub(p.start)), Took: took})
 }
 
 func (p *progress) step(format string, args ...any) {
 	s := fmt.Sprintf(format, args...)
 	p.r.Steps = append(p.r.Steps, s)
-	if p.text {
-		fmt.Fprintf(p.w, "- %s\n", s)
+	now := p.clock()
+	took := ""
+	if !p.began.IsZero() {
+		took, p.began = round(now.Sub(p.began)), time.Time{}
 	}
+	if p.text {
+		if took != "" {
+			fmt.Fprintf(p.w, "- %s (took %s)\n", s, took)
+		} else {
+			fmt.Fprintf(p.w, "- %s\n", s)
+		}
+	}
+	p.emit(Event{Event: "finished", Step: s, Elapsed: round(now.Sub(p.start)), Took: took})
 	if p.onStep != nil {
 		p.onStep(s)
 	}
@@ -238,6 +334,7 @@ func (p *progress) note(format string, args ...any) {
 	if p.text {
 		fmt.Fprintf(p.w, "  note: %s\n", s)
 	}
+	p.emit(Event{Event: "note", Note: s, Elapsed: round(p.clock().Sub(p.start))})
 }
 
 // refuse ends a switch that changed nothing with code and why.
@@ -270,14 +367,19 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 				hk.Namespace, recordName, prev.Phase, prev.Started.Format(time.RFC3339))), nil
 		}
 	}
+	if why := imageSkew(hk, o.version, o.image); why != "" {
+		return r.refuse(exitBlocked, why), nil
+	}
 	if ptr.Deref(hk.Spec.Replicas, 1) != 0 {
 		return r.refuse(exitBlocked, fmt.Sprintf("hivekeeper's Deployment %s/%s already runs %d replicas: install it scaled to 0 (--set replicaCount=0), so that it does not start beside ToolHive's operator",
 			hk.Namespace, hk.Name, ptr.Deref(hk.Spec.Replicas, 1))), nil
 	}
+	p.begin("preflight: hivekeeper's controllers run over a copy of the cluster", "they are done", o.preflight.timeout)
 	pf, err := preflight(ctx, c, o.preflight, logger)
 	if err != nil {
 		return nil, err
 	}
+	p.finish("preflight: " + pf.Summary)
 	r.Preflight = pf
 	if p.text {
 		if err := pf.write(p.w, "text"); err != nil {
@@ -292,6 +394,12 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r.refuse(exitBlocked, "preflight found what must be settled first: "+strings.Join(pf.Blockers, "; ")), nil
 	case pf.ExitCode == exitRestarts && !o.allowRestarts:
 		return r.refuse(exitRestarts, pf.Summary+": run switch --allow-restarts to accept that"), nil
+	}
+	for _, u := range pf.Unmanaged {
+		p.note("%s %s/%s is left as ToolHive's operator runs it and hivekeeper does not manage it (--allow-unmanaged): %s", u.Kind, u.Namespace, u.Name, u.Why)
+	}
+	for _, v := range pf.Settings.Accepted {
+		p.note("ToolHive's operator's %s is left behind (--accept-env): hivekeeper does not know it", v)
 	}
 	opts, err := options(pf.Settings.Flags)
 	if err != nil {
@@ -310,7 +418,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	}
 	// Every tool that would undo the switch is found before anything is
 	// written: one named that cannot be found or read cannot be paused.
-	owners := keepers(pf.Operator, crds)
+	owners := keepers(pf.Operator, crds, hk)
 	if !o.leaveOwners {
 		located, problems := locateOwners(ctx, c, owners, o.argoNamespace)
 		if len(problems) > 0 {
@@ -353,6 +461,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 
 	// hivekeeper's image, before anything else changes: a failure leaves
 	// nothing to undo, and the record is put back as it was.
+	p.begin(fmt.Sprintf("a pod with hivekeeper's image %s", hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image), "the image is pulled and its container started", o.wait)
 	if err := pullCheck(ctx, c.kube, hk, o.wait, o.interval); err != nil {
 		if rerr := restoreRecord(context.WithoutCancel(ctx), c.kube, rec, prevObj); rerr != nil {
 			return r, errors.Join(err, rerr)
@@ -373,6 +482,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r, err
 	}
 	began := time.Now()
+	p.begin(fmt.Sprintf("scaling ToolHive's operator %s/%s to 0", op.Namespace, op.Name), "none of its pods is left", o.wait)
 	if err := scaleTo(ctx, c.kube, op, 0, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -383,6 +493,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	if err != nil {
 		return r, err
 	}
+	p.begin("replacing ToolHive's CRDs with hivekeeper's", "every version is served", o.wait)
 	if err := replaceCRDs(ctx, c, ours, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -392,6 +503,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 	} else if n > 0 {
 		p.step("set hivekeeper's admission policy back to the validation actions switch --back had set aside")
 	}
+	p.begin(fmt.Sprintf("scaling hivekeeper %s/%s to %d", hk.Namespace, hk.Name, o.replicas), "a pod is ready and leads", o.wait)
 	if err := scaleTo(ctx, c.kube, hk, o.replicas, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -399,6 +511,7 @@ func switchTo(ctx context.Context, c clients, o switchOptions, p *progress, logg
 		return r, err
 	}
 	p.step("scaled hivekeeper %s/%s to %d; it is ready and leads", hk.Namespace, hk.Name, o.replicas)
+	p.begin("the watched namespaces settling", fmt.Sprintf("nothing the operators write changes for %s", o.quiet), o.wait)
 	after, settled, err := settle(ctx, c, opts.Namespaces, o.quiet, o.wait, o.interval)
 	if err != nil {
 		return r, err
@@ -463,7 +576,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 	if err != nil {
 		return nil, err
 	}
-	settings, err := settingsOf(found)
+	settings, err := settingsOf(found, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -504,6 +617,7 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 		return r, err
 	}
 	began := time.Now()
+	p.begin(fmt.Sprintf("scaling hivekeeper %s/%s to 0", hk.Namespace, hk.Name), "none of its pods is left", o.wait)
 	if err := scaleTo(ctx, c.kube, hk, 0, o.wait, o.interval); err != nil {
 		return r, err
 	}
@@ -518,21 +632,41 @@ func switchBack(ctx context.Context, c clients, o switchOptions, p *progress) (_
 	} else if n > 0 {
 		p.step("released hivekeeper's finalizer from %s: ToolHive's operator holds none there, and would never release it", count(n, "composite tool definition", "composite tool definitions"))
 	}
+	rebound, left, err := releaseRunnerBindings(ctx, c.kube, opts.Namespaces)
+	if err != nil {
+		return r, err
+	}
+	if len(rebound) > 0 {
+		p.step("bound %s back to ToolHive's Roles of their names: hivekeeper had bound them to its ClusterRoles, and ToolHive's operator never changes the role of a binding that exists", count(len(rebound), "runner RoleBinding", "runner RoleBindings"))
+	}
+	for _, n := range left {
+		p.note("RoleBinding %s binds hivekeeper's ClusterRole and ToolHive's operator has no Role of its name (it never set the workload up): left as it is; once ToolHive's operator has written that Role, delete the binding for it to bind the Role", n)
+	}
+	p.begin("putting ToolHive's CRDs back", "every version is served", o.wait)
 	if err := replaceCRDs(ctx, c, crds, o.wait, o.interval); err != nil {
 		return r, err
 	}
 	p.step("put back ToolHive's %s as recorded", count(len(crds), "CRD", "CRDs"))
+	p.begin(fmt.Sprintf("scaling ToolHive's operator %s/%s to %d", op.Namespace, op.Name, rec.Operator.Replicas), "a pod is ready", o.wait)
 	if err := scaleTo(ctx, c.kube, op, rec.Operator.Replicas, o.wait, o.interval); err != nil {
 		return r, err
 	}
 	recordEvent(ctx, c.kube, deploymentRefOf(op.Namespace, op.Name), corev1.EventTypeNormal, "ScaledUp",
 		fmt.Sprintf("scaled to %d by kubectl hivekeeper switch --back (%s); the record is ConfigMap %s/%s", rec.Operator.Replicas, rec.Holder.User, hk.Namespace, recordName))
 	p.step("scaled ToolHive's operator %s/%s to %d; it is ready", op.Namespace, op.Name, rec.Operator.Replicas)
+	p.begin("the watched namespaces settling", fmt.Sprintf("nothing the operators write changes for %s", o.quiet), o.wait)
 	after, settled, err := settle(ctx, c, opts.Namespaces, o.quiet, o.wait, o.interval)
 	if err != nil {
 		return r, err
 	}
 	settledStep(p, settled, o)
+	missing, err := runnerBindingsBack(ctx, c.kube, rebound)
+	if err != nil {
+		return r, err
+	}
+	for _, n := range missing {
+		p.note("RoleBinding %s, bound to ToolHive's Role, is gone: ToolHive's operator writes it again when it reconciles the workload", n)
+	}
 	if err := resumeOwners(ctx, c, rec, o.leaveOwners, p); err != nil {
 		return r, err
 	}
@@ -735,4 +869,29 @@ func findHivekeeper(ctx context.Context, kube kubernetes.Interface, namespace, n
 	}
 	slices.Sort(names)
 	return nil, usageError("%d hivekeeper Deployments (%s): choose one with --hivekeeper-namespace and --hivekeeper-deployment", len(names), strings.Join(names, ", "))
+}
+
+// imageSkew says why a switch refuses to scale up hivekeeper's Deployment
+// hk: its controller image's version (its tag, or its
+// app.kubernetes.io/version label) is not the plugin's, version, and
+// image does not name that image. "" when it may.
+func imageSkew(hk *appsv1.Deployment, version, image string) string {
+	if len(hk.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	running := hk.Spec.Template.Spec.Containers[controllerContainer(hk)].Image
+	v := imageTag(running)
+	if v == "" {
+		v = hk.Labels[labelVersion]
+	}
+	switch {
+	case image != "" && image != running:
+		return fmt.Sprintf("--image names %s, but hivekeeper's Deployment %s/%s runs %s", image, hk.Namespace, hk.Name, running)
+	case image != "" || sameVersion(version, v):
+		return ""
+	case v == "":
+		v = "an unknown version"
+	}
+	return fmt.Sprintf("hivekeeper's Deployment %s/%s runs %s (%s), not the plugin's version %s: use the plugin of that release, or pass --image %s to switch to it all the same",
+		hk.Namespace, hk.Name, running, v, version, running)
 }

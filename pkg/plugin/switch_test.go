@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,10 @@ func policyBinding(actions ...admissionregistrationv1.ValidationAction) *admissi
 	}
 }
 
-var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+var (
+	applications    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	applicationSets = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
+)
 
 // argoApplication is an Application with automated sync on: "toolhive"
 // is the one the operator's tracking annotation names.
@@ -110,7 +114,7 @@ func switchClients(t *testing.T, crds ...runtime.Object) clients {
 		crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
 		return true, crd, nil
 	})
-	lists := map[schema.GroupVersionResource]string{applications: "ApplicationList"}
+	lists := map[schema.GroupVersionResource]string{applications: "ApplicationList", applicationSets: "ApplicationSetList"}
 	ours, err := hivekeeperCRDs()
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +131,7 @@ func switchClients(t *testing.T, crds ...runtime.Object) clients {
 func testSwitchOptions() switchOptions {
 	return switchOptions{preflight: preflightOptions{timeout: time.Minute}, replicas: 2,
 		quiet: 50 * time.Millisecond, wait: 10 * time.Second, interval: 10 * time.Millisecond,
-		yes: true, lockTimeout: time.Minute, host: "laptop", version: "v1.2.3",
+		yes: true, lockTimeout: time.Minute, host: "laptop", version: "v1.2.3", image: "registry.example.com/hivekeeper:v1",
 		target: Target{Context: "prod", Cluster: "prod-eu", Server: "https://prod.example.com", User: "alice"}}
 }
 
@@ -273,6 +277,10 @@ func TestSwitchAndBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// ToolHive's Role of the runner, which hivekeeper left in place.
+	if _, err := c.kube.RbacV1().Roles("team-a").Create(context.Background(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch-proxy-runner"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	writes(c)
 	out.Reset()
 	back, err := switchBack(context.Background(), c, testSwitchOptions(), p)
@@ -285,6 +293,10 @@ func TestSwitchAndBack(t *testing.T) {
 	want = []string{
 		"patch deployments hivekeeper",
 		"patch validatingadmissionpolicybindings hivekeeper-workloads",
+		// hivekeeper's runner binding, bound to ToolHive's Role again
+		// (ToolHive's operator never changes a binding's roleRef).
+		"delete rolebindings fetch-proxy-runner",
+		"create rolebindings fetch-proxy-runner",
 		"patch deployments toolhive-operator",
 		"update customresourcedefinitions " + mcpservers.Name,
 		"patch applications toolhive",
@@ -342,7 +354,8 @@ func TestSwitchAndBack(t *testing.T) {
 
 // A switch refused writes nothing: a predicted restart without
 // --allow-restarts, hivekeeper already running, a switch already
-// recorded, no ToolHive operator; --back with no record.
+// recorded, no ToolHive operator, an image of another version than the
+// plugin's that --image does not name; --back with no record.
 func TestSwitchRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -350,6 +363,7 @@ func TestSwitchRefusals(t *testing.T) {
 		back  bool
 		code  int
 		says  string
+		opts  func(*switchOptions)
 	}{
 		{name: "restart predicted", code: exitRestarts, says: "1 pod restarts, 0 objects recreated, 0 ConfigMaps rewritten: run switch --allow-restarts",
 			setup: func(t *testing.T, c clients) {
@@ -381,6 +395,10 @@ func TestSwitchRefusals(t *testing.T) {
 				}
 			}},
 		{name: "back without a record", back: true, code: exitBlocked, says: "no switch is recorded"},
+		{name: "another version's image", code: exitBlocked, opts: func(o *switchOptions) { o.image = "" },
+			says: "hivekeeper's Deployment hivekeeper-system/hivekeeper runs registry.example.com/hivekeeper:v1 (v1), not the plugin's version v1.2.3: use the plugin of that release, or pass --image registry.example.com/hivekeeper:v1"},
+		{name: "--image names another image", code: exitBlocked, opts: func(o *switchOptions) { o.image = "registry.example.com/hivekeeper:v2" },
+			says: "--image names registry.example.com/hivekeeper:v2, but hivekeeper's Deployment hivekeeper-system/hivekeeper runs registry.example.com/hivekeeper:v1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := switchClients(t, crd("mcpservers", "MCPServer", "v1beta1"))
@@ -391,10 +409,14 @@ func TestSwitchRefusals(t *testing.T) {
 			var r *SwitchReport
 			var err error
 			p := &progress{w: &bytes.Buffer{}}
+			o := testSwitchOptions()
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
 			if tc.back {
-				r, err = switchBack(context.Background(), c, testSwitchOptions(), p)
+				r, err = switchBack(context.Background(), c, o, p)
 			} else {
-				r, err = switchTo(context.Background(), c, testSwitchOptions(), p, logr.Discard())
+				r, err = switchTo(context.Background(), c, o, p, logr.Discard())
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -54,8 +54,16 @@ var Workloads = []Difference{
 		ToolHive:   "each runner RoleBinding binds a Role written per workload",
 		Hivekeeper: "binds the runner ClusterRole the chart creates once, a stdio MCPServer's the stdio one (with `pods/attach`, which ToolHive v0.63.0 grants stdio runners only; v0.47.0 grants it to every runner)",
 		Why:        "hivekeeper holds `bind` on three ClusterRoles instead of the right to write Roles",
-		Cost:       "to hivekeeper: each runner RoleBinding is deleted and created again (a `roleRef` cannot change in place); back: none, ToolHive's operator keeps the binding as it finds it. No pod restarts",
+		Cost:       "to hivekeeper: each runner RoleBinding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` creates it again bound to ToolHive's Role (ToolHive's operator never changes a binding's `roleRef` itself). No pod restarts",
 		Suites:     []Suite{SuiteDifferential, SuiteHandover},
+	},
+	{
+		Field:      "RoleBinding (switch --back)",
+		ToolHive:   "binds its own Role, and never changes the `roleRef` of a binding that exists",
+		Hivekeeper: "binds its chart's ClusterRoles",
+		Why:        "`switch --back` creates the bindings hivekeeper wrote again, bound to ToolHive's Roles of their names (which stay in place while hivekeeper runs), so that the runners, vMCPs and registry APIs get ToolHive's grants back",
+		Cost:       "back: each such RoleBinding is created again, as ToolHive's operator wrote it. No pod restarts",
+		Suites:     []Suite{SuiteHandover},
 	},
 	{
 		Field:      "Role",
@@ -70,7 +78,7 @@ var Workloads = []Difference{
 		ToolHive:   "each vMCP RoleBinding `<name>-vmcp` binds a Role written per vMCP",
 		Hivekeeper: "binds the ClusterRole of its mode the chart creates once",
 		Why:        "hivekeeper never reads a Secret, so it cannot write a Role that grants Secret reads; binding is all it holds, and the ClusterRoles are narrower than ToolHive's Role",
-		Cost:       "to hivekeeper: each vMCP RoleBinding is deleted and created again; back: none, ToolHive's operator keeps the binding as it finds it. No pod restarts",
+		Cost:       "to hivekeeper: each vMCP RoleBinding is deleted and created again; back: `switch --back` creates it again bound to ToolHive's Role. No pod restarts",
 		Suites:     []Suite{SuiteDifferential, SuiteHandover},
 	},
 	{
@@ -148,7 +156,7 @@ var Children = []Difference{
 		ToolHive:   "that Role",
 		Hivekeeper: "the ClusterRole `<release>-registry-api` (the same rules)",
 		Why:        "as above",
-		Cost:       "to hivekeeper: the binding is deleted and created again (a `roleRef` cannot change in place); back: ToolHive's operator keeps the binding to hivekeeper's ClusterRole while the chart is installed (delete the binding once to have it bound to ToolHive's Role). No pod restarts",
+		Cost:       "to hivekeeper: the binding is deleted and created again (a `roleRef` cannot change in place); back: `switch --back` creates the binding again bound to ToolHive's Role. No pod restarts",
 		Suites:     []Suite{SuiteChildren, SuiteHandover},
 	},
 }

@@ -32,6 +32,13 @@ var allowedAtSwitch = []allowed{
 		entries: runnerBindings,
 	},
 	{
+		Field: "RoleBinding (switch --back)",
+		Reason: "switch --back creates the RoleBindings hivekeeper bound to its ClusterRoles again, bound to ToolHive's Roles of " +
+			"their names (ToolHive's operator never changes a binding's roleRef): the runners get ToolHive's grants back",
+		Cost:    "each runner, vMCP and registry API RoleBinding is created again at switch --back; no pod restarts",
+		entries: recreatedBack(concat(runnerBindings, vmcpBindings, registryBindings)),
+	},
+	{
 		Field: "vMCP roleRef",
 		Reason: "hivekeeper binds a vMCP's ServiceAccount to one of two ClusterRoles the chart creates once, the narrowest set vmcp " +
 			"calls in its mode (the controller never reads a Secret); ToolHive's operator binds a Role of its own per vMCP",
@@ -88,35 +95,10 @@ var allowedAtSwitch = []allowed{
 		}),
 	},
 	{
-		Field:  "RoleBinding/roleRef",
-		Reason: "an MCPRegistry's registry API account is bound to the chart's ClusterRole (the same rules as ToolHive's Role, which hivekeeper cannot write)",
-		Cost:   "each registry API RoleBinding is deleted and created again at the switch to hivekeeper; none back; no pod restarts",
-		entries: listed([]toolhive.Exception{
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"api-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"configmap-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"git-auth-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"minimal-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"oauth-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
-			{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
-			{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
-			{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
-			{Path: "roleRef.name", A: `"pgpass-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
-		}),
+		Field:   "RoleBinding/roleRef",
+		Reason:  "an MCPRegistry's registry API account is bound to the chart's ClusterRole (the same rules as ToolHive's Role, which hivekeeper cannot write)",
+		Cost:    "each registry API RoleBinding is deleted and created again at the switch to hivekeeper, and at switch --back; no pod restarts",
+		entries: registryBindings,
 	},
 	{
 		Field:  "ToolHive's take-over updates",
@@ -352,5 +334,56 @@ func TestAllowedDifferencesDocumented(t *testing.T) {
 	slices.Sort(fields)
 	if want := deliberate.Fields(deliberate.SuiteHandover); !slices.Equal(fields, want) {
 		t.Errorf("allowedAtSwitch accepts %q; test/deliberate lists %q for the handover suite: list each deliberate difference in both", fields, want)
+	}
+}
+
+// registryBindings are the registry API RoleBindings recreated at the
+// switch to hivekeeper, bound to the chart's ClusterRole.
+var registryBindings = listed([]toolhive.Exception{
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"api-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-api.yaml RoleBinding/api-configyaml-registry-api"}},
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"configmap-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-configmap.yaml RoleBinding/configmap-configyaml-registry-api"}},
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"git-auth-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml RoleBinding/git-auth-configyaml-registry-api"}},
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"minimal-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-minimal.yaml RoleBinding/minimal-configyaml-registry-api"}},
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"oauth-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-oauth.yaml RoleBinding/oauth-configyaml-registry-api"}},
+	{Path: "(recreated)", A: "the uid before", B: "a new uid", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
+	{Path: "(writes)", A: "(none)", B: "create,delete", Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
+	{Path: "roleRef.kind", A: `"Role"`, B: `"ClusterRole"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
+	{Path: "roleRef.name", A: `"pgpass-configyaml-registry-api"`, B: `"hivekeeper-registry-api"`, Objects: []string{"to-hivekeeper examples/mcp-registries/mcpregistry-configyaml-pgpass.yaml RoleBinding/pgpass-configyaml-registry-api"}},
+})
+
+// recreatedBack are, for each RoleBinding list recreates at the switch to
+// hivekeeper, its recreation at switch --back: the plugin creates it
+// again bound to ToolHive's Role (its roleRef then mirrors the switch's,
+// which the suite takes as taken back).
+func recreatedBack(list func([]*toolhive.Case) []toolhive.Exception) func([]*toolhive.Case) []toolhive.Exception {
+	return func(cases []*toolhive.Case) []toolhive.Exception {
+		var out []toolhive.Exception
+		for _, e := range list(cases) {
+			if e.Path != pathRecreated {
+				continue
+			}
+			back := e
+			back.Objects = nil
+			for _, o := range e.Objects {
+				back.Objects = append(back.Objects, strings.Replace(o, "to-hivekeeper ", "back-to-toolhive ", 1))
+			}
+			out = append(out, back)
+		}
+		return out
 	}
 }

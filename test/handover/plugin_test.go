@@ -1,7 +1,6 @@
 package handover_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"slices"
 	"sort"
@@ -47,8 +46,8 @@ func (s *suite) plugin(k *toolhive.StandIn, bin string, extra ...string) switchR
 	args := append([]string{"--kubeconfig", s.srv.Kubeconfig, "switch", "-n", thvNamespace, "-o", "json", "--yes",
 		"--replicas", "1", "--quiet", quiet.String(), "--wait", "10m", "--timeout", "5m"}, extra...)
 	code, stdout, stderr := k.Run(bin, args...)
-	var r switchReport
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+	r, _, err := toolhive.ReadSwitchOutput(stdout)
+	if err != nil {
 		t.Fatalf("switch %v exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", extra, code, err, stdout, stderr)
 	}
 	if r.ExitCode != code {

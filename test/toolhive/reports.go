@@ -1,5 +1,12 @@
 package toolhive
 
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
 // The parts of `kubectl hivekeeper preflight -o json` and `switch -o
 // json` the suites read: the plugin's own types live in its main
 // package, and a suite reads what the binary prints, as a script would.
@@ -15,9 +22,18 @@ type PreflightReport struct {
 		Flags []string `json:"flags"`
 	} `json:"settings"`
 	Prediction Prediction `json:"prediction"`
-	Blockers   []string   `json:"blockers"`
-	Summary    string     `json:"summary"`
-	ExitCode   int        `json:"exitCode"`
+	// Unmanaged are the workloads ToolHive's operator runs that
+	// hivekeeper would refuse.
+	Unmanaged []struct {
+		Kind      string `json:"kind"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+		Why       string `json:"why"`
+		Allowed   bool   `json:"allowed"`
+	} `json:"unmanaged"`
+	Blockers []string `json:"blockers"`
+	Summary  string   `json:"summary"`
+	ExitCode int      `json:"exitCode"`
 }
 
 // Prediction is what preflight says a switch will do.
@@ -67,4 +83,44 @@ type SwitchOutcome struct {
 	Deleted     []Change       `json:"deleted"`
 	Unpredicted []string       `json:"unpredicted"`
 	Changed     map[string]int `json:"changed"`
+}
+
+// SwitchEvent is a line switch -o json writes as it goes.
+type SwitchEvent struct {
+	Event    string `json:"event"`
+	Step     string `json:"step"`
+	WaitsFor string `json:"waitsFor"`
+	Limit    string `json:"limit"`
+	Note     string `json:"note"`
+	Elapsed  string `json:"elapsed"`
+	Took     string `json:"took"`
+}
+
+// ReadSwitchOutput reads what switch -o json printed: an event per line
+// as the switch went, then its report.
+func ReadSwitchOutput(stdout string) (SwitchReport, []SwitchEvent, error) {
+	var values []json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return SwitchReport{}, nil, err
+		}
+		values = append(values, v)
+	}
+	var r SwitchReport
+	if len(values) == 0 {
+		return r, nil, errors.New("no JSON")
+	}
+	events := make([]SwitchEvent, len(values)-1)
+	for i, v := range values[:len(values)-1] {
+		if err := json.Unmarshal(v, &events[i]); err != nil {
+			return r, nil, err
+		}
+	}
+	return r, events, json.Unmarshal(values[len(values)-1], &r)
 }

@@ -121,3 +121,31 @@ func Flags(env []string) (flags []string, unmapped []Variable, err error) {
 	slices.Sort(flags)
 	return flags, unmapped, nil
 }
+
+// ProcessVariables are variables ToolHive's operator does not read itself
+// but its process does, through Go's runtime and standard library: they
+// tune the process or say how it reaches the network, mean the same to
+// hivekeeper's process, and change nothing it writes. A switch carries
+// them to hivekeeper's container (chart value extraEnv) rather than
+// refusing them as unknown.
+var ProcessVariables = []Variable{
+	{Name: "HTTP_PROXY", Why: "the proxy of outgoing HTTP connections (Go's net/http)"},
+	{Name: "HTTPS_PROXY", Why: "the proxy of outgoing HTTPS connections, the API server's included (Go's net/http)"},
+	{Name: "NO_PROXY", Why: "the hosts reached without the proxy (Go's net/http)"},
+	{Name: "http_proxy", Why: "the lower-case form of HTTP_PROXY"},
+	{Name: "https_proxy", Why: "the lower-case form of HTTPS_PROXY"},
+	{Name: "no_proxy", Why: "the lower-case form of NO_PROXY"},
+	{Name: "GOMAXPROCS", Why: "Go's runtime: how many threads run Go code at once"},
+	{Name: "GODEBUG", Why: "Go's runtime and standard library settings"},
+	{Name: "GOTRACEBACK", Why: "Go's runtime: how much a crash prints"},
+	{Name: "TZ", Why: "the time zone of the process's clock (log time stamps)"},
+}
+
+// Process returns the entry of a variable of ProcessVariables.
+func Process(name string) (Variable, bool) {
+	i := slices.IndexFunc(ProcessVariables, func(v Variable) bool { return v.Name == name })
+	if i < 0 {
+		return Variable{}, false
+	}
+	return ProcessVariables[i], true
+}

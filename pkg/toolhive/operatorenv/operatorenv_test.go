@@ -101,3 +101,20 @@ func TestValues(t *testing.T) {
 		t.Error("a flag without a chart value must be refused")
 	}
 }
+
+// A variable of the process is never one ToolHive's operator reads
+// itself: that one's meaning is the operator's, and maps as Variables
+// says.
+func TestProcessVariables(t *testing.T) {
+	for _, v := range ProcessVariables {
+		if _, ok := Lookup(v.Name); ok {
+			t.Errorf("%s is both read by the operator and a process variable", v.Name)
+		}
+		if got, ok := Process(v.Name); !ok || got != v || v.Why == "" {
+			t.Errorf("Process(%s) = %+v, %t", v.Name, got, ok)
+		}
+	}
+	if _, ok := Process("TOOLHIVE_NEW_SETTING"); ok {
+		t.Error("an unknown variable is a process variable")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
+	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // runPlugin runs the plugin with args and no terminal on stdin, and
@@ -70,8 +71,8 @@ func TestARunHoldingTheRecordKeepsOthersOut(t *testing.T) {
 
 	for _, extra := range [][]string{{"switch"}, {"switch", "--back"}} {
 		code, out, errOut := runPlugin(t, append(append(extra, where...), "--yes", "-o", "json")...)
-		var r switchReport
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
+		r, _, err := toolhive.ReadSwitchOutput(out)
+		if err != nil {
 			t.Fatalf("%v exited %d with no report: %v\n%s\n%s", extra, code, err, out, errOut)
 		}
 		if code != 4 || len(r.Steps) != 0 || !strings.Contains(r.Refused, "a switch is in progress (phase switching), held by alice on laptop (kubectl-hivekeeper v1.2.3, switch)") {

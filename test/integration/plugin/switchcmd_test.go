@@ -78,8 +78,8 @@ func (k *kubelet) run(args ...string) (int, switchReport, string) {
 	t := k.t
 	t.Helper()
 	code, stdout, stderr := k.Run(plugin(t), append([]string{"--kubeconfig", k.tc.srv.Kubeconfig}, args...)...)
-	var r switchReport
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+	r, _, err := toolhive.ReadSwitchOutput(stdout)
+	if err != nil {
 		t.Fatalf("%v exited %d with no JSON report: %v\nstdout:\n%s\nstderr:\n%s", args, code, err, stdout, stderr)
 	}
 	return code, r, stdout
