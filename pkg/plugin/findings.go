@@ -120,9 +120,9 @@ type Unmanaged struct {
 	// Why is hivekeeper's reason: the condition or Warning event that
 	// says it.
 	Why string `json:"why"`
-	// Children counts the objects ToolHive's operator wrote for it that
-	// exist now; 0 for a pod hivekeeper will not run, which it may be
-	// running.
+	// Children counts the Deployments and StatefulSets ToolHive's
+	// operator wrote for it that exist now; 0 for a pod hivekeeper will
+	// not run, which it may be running.
 	Children int `json:"children"`
 	// Allowed is set when --allow-unmanaged names it: a switch goes on
 	// and leaves it as it is.
@@ -133,15 +133,22 @@ type Unmanaged struct {
 func (u Unmanaged) ref() string { return u.Kind + "/" + u.Namespace + "/" + u.Name }
 
 // unmanaged are the workloads hivekeeper would stop managing, in the order
-// found: a refused custom resource that has children in the cluster (one
-// ToolHive's operator runs; one with none runs under neither operator),
+// found: a refused custom resource with a Deployment or StatefulSet in the
+// cluster (one ToolHive's operator runs; one with none runs under neither
+// operator),
 // and a workload whose pod hivekeeper will not run whatever the admission
 // policy says, which ToolHive's operator may be running. allow are the
 // workloads --allow-unmanaged names, as Kind/namespace/name (the kind in
 // any case).
 func unmanaged(snap *snapshot, refused []Finding, warned []event, allow []string) []Unmanaged {
+	// What runs a workload: ToolHive's operator may have written a
+	// refused workload's account and RoleBinding before refusing it, and
+	// that alone is not running it.
 	children := map[types.UID]int{}
 	for _, o := range snap.live {
+		if k := kindOf(o); k != "Deployment" && k != "StatefulSet" {
+			continue
+		}
 		if m, ok := o.(metav1.Object); ok {
 			if ref := metav1.GetControllerOf(m); ref != nil {
 				children[ref.UID]++

@@ -94,6 +94,10 @@ type scenario struct {
 	// release runs that ToolHive release (one hack/versions.env pins)
 	// instead of the suites' (TOOLHIVE_SUITES_VERSION).
 	release string
+	// unmanaged are the workloads that release's operator runs and
+	// hivekeeper refuses, as --allow-unmanaged names them: the switch is
+	// told to leave them as they are.
+	unmanaged []string
 }
 
 var scenarios = []scenario{
@@ -102,7 +106,11 @@ var scenarios = []scenario{
 	// The older releases a user may still be on: preflight picks the
 	// release hivekeeper writes for each (release.Target).
 	{name: "v0.63.0", release: "v0.63.0"},
-	{name: "v0.47.0", release: "v0.47.0"},
+	{name: "v0.47.0", release: "v0.47.0", without: newerThanV047, unmanaged: []string{
+		// A composite tool definition v0.47.0's operator accepts and
+		// hivekeeper, as v0.63.0's, refuses: the switch is told to leave it.
+		"VirtualMCPServer/examples-virtual-mcps-composite-tool-with-elicitations/vmcp-interactive-deploy",
+	}},
 	// The release users run, with its chart's defaults and with usage
 	// metrics turned off: hivekeeper writes what it writes (its usage-metrics
 	// variables, the installation's id read from its ConfigMap, the TLS
@@ -547,17 +555,31 @@ var toolhiveDeploysNothing = map[string]string{
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp":  "its OIDC client secret is not in the file",
 }
 
-// v047DeploysNothing are the workloads ToolHive v0.47.0 deploys nothing
-// for besides toolhiveDeploysNothing's.
-var v047DeploysNothing = map[string]string{
-	"table/21-permission-profile-configmap.yaml MCPServer profile-configmap":     "it fails a permission profile from a ConfigMap",
-	"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig, which that release's CRD refuses, is left out",
+// olderDeploysNothing are the workloads a release older than the suites'
+// deploys nothing for besides toolhiveDeploysNothing's, by release.
+var olderDeploysNothing = map[string]map[string]string{
+	"v0.63.0": {
+		spiffeFileBundle: "its embedded authorization server's SPIFFE trust domain, which that release refuses as not yet enforced",
+	},
+	"v0.47.0": {
+		"table/21-permission-profile-configmap.yaml MCPServer profile-configmap":     "it fails a permission profile from a ConfigMap",
+		"examples/external-auth/complete_example.yaml MCPServer authenticated-fetch": "its MCPExternalAuthConfig, which that release's CRD refuses, is left out",
+	},
 }
+
+// newerThanV047 are the cases whose workloads set fields ToolHive
+// v0.47.0's CRDs do not have, which its API server refuses.
+var newerThanV047 = []string{"table/37-auth-server-tls-listener.yaml", "table/38-embedded-auth-server-production.yaml"}
+
+// spiffeFileBundle is the workload of the load whose authorization server
+// has a SPIFFE trust domain with a file bundle, which ToolHive deploys
+// from v0.66.0 on.
+const spiffeFileBundle = "table/38-embedded-auth-server-production.yaml MCPRemoteProxy prod-remote"
 
 // refused says why ToolHive's operator deploys nothing for a workload of
 // the load ("" when it deploys it).
 func (s *suite) refused(workload string) string {
-	if why := v047DeploysNothing[workload]; why != "" && s.scenario.release == "v0.47.0" {
+	if why := olderDeploysNothing[s.scenario.release][workload]; why != "" {
 		return why
 	}
 	return toolhiveDeploysNothing[workload]

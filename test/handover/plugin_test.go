@@ -45,6 +45,11 @@ func (s *suite) plugin(k *toolhive.StandIn, bin string, extra ...string) switchR
 	t.Helper()
 	args := append([]string{"--kubeconfig", s.srv.Kubeconfig, "switch", "-n", thvNamespace, "-o", "json", "--yes",
 		"--replicas", "1", "--quiet", quiet.String(), "--wait", "10m", "--timeout", "5m"}, extra...)
+	if !slices.Contains(extra, "--back") {
+		for _, u := range s.scenario.unmanaged {
+			args = append(args, "--allow-unmanaged", u)
+		}
+	}
 	code, stdout, stderr := k.Run(bin, args...)
 	r, _, err := toolhive.ReadSwitchOutput(stdout)
 	if err != nil {
