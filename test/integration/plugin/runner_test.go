@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,28 +40,10 @@ func TestSwitchBackRestoresRunnerPermissions(t *testing.T) {
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-a").Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
-		t.Fatal(err)
-	}
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
-		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	flags, err := toolhive.ChartFlags(tc.module, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := toolhive.Options(ctx, env.Kube, flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := newKubelet(t, tc, opts)
-	k.Step(ctx)
+	k := installKubelet(t, tc)
 	runner := naming.ProxyRunnerName("fetch")
 	var role *rbacv1.Role
+	var err error
 	framework.Eventually(t, 2*time.Minute, func() (bool, error) {
 		role, err = env.Kube.RbacV1().Roles("team-a").Get(ctx, runner, metav1.GetOptions{})
 		if err != nil {

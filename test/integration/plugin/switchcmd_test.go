@@ -34,6 +34,36 @@ type kubelet struct {
 	tc *toolhiveCluster
 }
 
+// installKubelet installs hivekeeper's chart, scaled to zero, and its
+// admission policy's binding on the stand-in cluster, and starts its
+// kubelet with hivekeeper given the settings of ToolHive's chart as
+// preflight prints them.
+func installKubelet(t *testing.T, tc *toolhiveCluster) *kubelet {
+	t.Helper()
+	ctx := context.Background()
+	if err := toolhive.InstallHivekeeper(ctx, tc.env.Kube); err != nil {
+		t.Fatal(err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	if _, err := tc.env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := toolhive.ChartFlags(tc.module, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := toolhive.Options(ctx, tc.env.Kube, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newKubelet(t, tc, opts)
+	k.Step(ctx)
+	return k
+}
+
 func newKubelet(t *testing.T, tc *toolhiveCluster, opts app.Options) *kubelet {
 	k := &kubelet{t: t, tc: tc}
 	k.StandIn = &toolhive.StandIn{T: t, Kube: tc.env.Kube,
@@ -119,26 +149,7 @@ func TestSwitchCommand(t *testing.T) {
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPServers("team-b").Create(ctx, hostPathServer("team-b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
-		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	flags, err := toolhive.ChartFlags(tc.module, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := toolhive.Options(ctx, env.Kube, flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := newKubelet(t, tc, opts)
-	k.Step(ctx)
+	k := installKubelet(t, tc)
 	for _, ns := range []string{"team-a", "team-b"} {
 		settle(t, env, ns, 3*time.Minute)
 	}

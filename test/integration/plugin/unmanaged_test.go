@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
-	"github.com/hivekeeper/hivekeeper/test/toolhive"
 )
 
 // An MCPRemoteProxy ToolHive's operator runs and hivekeeper refuses (it
@@ -30,26 +28,7 @@ func TestSwitchLeavesNamedUnmanagedWorkloads(t *testing.T) {
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPRemoteProxies("team-a").Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := toolhive.InstallHivekeeper(ctx, env.Kube); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "hivekeeper-workloads", Labels: map[string]string{"app.kubernetes.io/part-of": "hivekeeper", "app.kubernetes.io/instance": "hivekeeper"}},
-		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "hivekeeper-workloads", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	if _, err := env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	flags, err := toolhive.ChartFlags(tc.module, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := toolhive.Options(ctx, env.Kube, flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := newKubelet(t, tc, opts)
-	k.Step(ctx)
+	k := installKubelet(t, tc)
 	framework.Eventually(t, 2*time.Minute, func() (bool, error) {
 		_, err := env.Kube.AppsV1().Deployments("team-a").Get(ctx, "legacy", metav1.GetOptions{})
 		return err == nil, nil
