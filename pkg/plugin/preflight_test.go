@@ -388,3 +388,15 @@ func TestPreflightBlocksOnDeliberateRefusals(t *testing.T) {
 		t.Errorf("%d blockers: %q", n, r.Blockers)
 	}
 }
+
+// A refused workload of which ToolHive's operator wrote only an account
+// (as it does before refusing) is not one it runs: it is not unmanaged.
+func TestPreflightAccountAloneIsNotRunning(t *testing.T) {
+	proxy := collidingHeaders("accounted")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "accounted-remote-proxy-runner",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: thv1.SchemeGroupVersion.String(), Kind: "MCPRemoteProxy", Name: "accounted", UID: proxy.UID, Controller: ptr.To(true)}}}}
+	r := runPreflight(t, fakeClients([]runtime.Object{sa}, []runtime.Object{proxy}))
+	if len(r.Unmanaged) != 0 {
+		t.Errorf("unmanaged %s, want none", toJSON(r.Unmanaged))
+	}
+}
