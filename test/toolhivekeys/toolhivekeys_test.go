@@ -82,6 +82,13 @@ func releaseTrees(t *testing.T, release string) (string, trees) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A version the Go module proxy does not serve is built from its
+	// served neighbour (hack/toolhive-build/<release>/go.mod replaces it).
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	coreVersion = servedVersion(filepath.Join(root, "hack", "toolhive-build", version, "go.mod"), coreModule, coreVersion)
 	coreDir, err := framework.GoModuleSource(coreModule, coreVersion)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +124,22 @@ func requiredVersion(goMod, module string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s does not require %s", goMod, module)
+}
+
+// servedVersion is the version goMod replaces module@want with, want
+// when it has no such replace (or there is no such file).
+func servedVersion(goMod, module, want string) string {
+	raw, err := os.ReadFile(goMod)
+	if err != nil {
+		return want
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "replace "))
+		if len(fields) == 5 && fields[0] == module && fields[1] == want && fields[2] == "=>" && fields[3] == module {
+			return fields[4]
+		}
+	}
+	return want
 }
 
 // decode reads a file of f's kind as generic maps and slices.
@@ -244,12 +267,13 @@ func fill(v reflect.Value) {
 	}
 }
 
-// ToolHive v0.63.0 removed and renamed no key of v0.47.0 in any of the
-// three files: every key path of the older release's types is one of the
-// newer's, so a file written for one release is read by the other.
-func TestAPIReleaseKeepsEveryRuntimeReleaseKey(t *testing.T) {
-	oldVersion, older := releaseTrees(t, framework.ToolHiveRuntimeRelease)
-	newVersion, newer := releaseTrees(t, framework.ToolHiveAPIRelease)
+// The suites' release (v0.66.0) removed and renamed no key of the API
+// release (v0.63.0) in any of the three files: every key path of the
+// older release's types is one of the newer's, so a file written for one
+// release is read by the other.
+func TestNewerReleaseKeepsEveryOlderReleaseKey(t *testing.T) {
+	oldVersion, older := releaseTrees(t, framework.ToolHiveAPIRelease)
+	newVersion, newer := releaseTrees(t, framework.ToolHiveRuntimeRelease)
 	for _, f := range toolhiveFor {
 		have := map[string]bool{}
 		for _, k := range newer[f.name].keys() {
