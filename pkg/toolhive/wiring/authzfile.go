@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 )
 
 // DefaultAuthzFileKey is the key of a ConfigMap's authorization file when
@@ -149,29 +150,11 @@ func (f *AuthzFile) validatePDP() error {
 	return nil
 }
 
-// cedarFile is the Cedar authorizer's config in the order and with the
-// fields of ToolHive's types at the pinned releases: what its operator
-// writes when it re-encodes a Cedar file (unknown keys are dropped).
-type cedarFile struct {
-	Version string            `json:"version"`
-	Type    string            `json:"type"`
-	Options *cedarFileOptions `json:"cedar"`
-}
-
-type cedarFileOptions struct {
-	Policies                []string `json:"policies"`
-	EntitiesJSON            string   `json:"entities_json"`
-	PrimaryUpstreamProvider string   `json:"primary_upstream_provider,omitempty"`
-	GroupClaimName          string   `json:"group_claim_name,omitempty"`
-	RoleClaimName           string   `json:"role_claim_name,omitempty"`
-	GroupEntityType         string   `json:"group_entity_type,omitempty"`
-}
-
 // CedarOptions are the file's Cedar options: an error when it has none
 // (a "cedar" key holding an object), which ToolHive's operator reports
 // as the file not being a Cedar config.
-func (f *AuthzFile) CedarOptions() (*cedarFileOptions, error) {
-	var c cedarFile
+func (f *AuthzFile) CedarOptions() (*schema.CedarOptions, error) {
+	var c schema.CedarAuthzConfig
 	if err := json.Unmarshal(f.raw, &c); err != nil {
 		return nil, fmt.Errorf("failed to unmarshal config: %w", err)
 	}
@@ -189,7 +172,9 @@ func (f *AuthzFile) withClaimOverrides(spec *thv1.InlineAuthz) (json.RawMessage,
 	if spec.GroupClaimName == "" && spec.RoleClaimName == "" && spec.GroupEntityType == "" {
 		return f.raw, nil
 	}
-	var c cedarFile
+	// ToolHive's operator decodes into its Cedar config type and encodes
+	// it again, which is schema.CedarAuthzConfig's order and keys.
+	var c schema.CedarAuthzConfig
 	if err := json.Unmarshal(f.raw, &c); err != nil || c.Options == nil {
 		return f.raw, nil
 	}

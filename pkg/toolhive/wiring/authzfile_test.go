@@ -77,6 +77,9 @@ func TestAuthzRunConfigFromConfigMap(t *testing.T) {
 		{"as read", cedarFile, cm(nil), `{"cedar":{"extra":1,"group_claim_name":"file","policies":["p"],"role_claim_name":"r"},"type":"cedarv1","version":"1.0"}`},
 		{"claim settings", cedarFile, cm(func(a *thv1.InlineAuthz) { a.GroupClaimName, a.GroupEntityType = "groups", "Team" }),
 			`{"version":"1.0","type":"cedarv1","cedar":{"policies":["p"],"entities_json":"","group_claim_name":"groups","role_claim_name":"r","group_entity_type":"Team"}}`},
+		{"multi-valued claims kept", `{"version":"1.0","type":"cedarv1","cedar":{"policies":["p"],"multi_valued_claims":["teams"]}}`,
+			cm(func(a *thv1.InlineAuthz) { a.RoleClaimName = "roles" }),
+			`{"version":"1.0","type":"cedarv1","cedar":{"policies":["p"],"entities_json":"","role_claim_name":"roles","multi_valued_claims":["teams"]}}`},
 		{"httpv1 untouched", `{"version":"1.0","type":"httpv1","pdp":{"http":{"url":"u"},"claim_mapping":"mpe"}}`, cm(func(a *thv1.InlineAuthz) { a.RoleClaimName = "roles" }),
 			`{"pdp":{"claim_mapping":"mpe","http":{"url":"u"}},"type":"httpv1","version":"1.0"}`},
 	} {
