@@ -12,10 +12,11 @@ import (
 )
 
 // startRedis runs an in-memory Redis (thvcheck redis) that requires
-// password, until the test ends, and returns its address.
-func startRedis(t *testing.T, password string) string {
+// password, until the test ends, and returns its address. With tlsFiles
+// (a PEM certificate and key) it speaks TLS only.
+func startRedis(t *testing.T, password string, tlsFiles ...string) string {
 	t.Helper()
-	cmd := exec.Command(thvcheck, "redis", password)
+	cmd := exec.Command(thvcheck, append([]string{"redis", password}, tlsFiles...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -30,10 +30,11 @@
 // authorization server) with ToolHive's authserver.RunConfig; an empty
 // file is none.
 //
-//	thvcheck redis [PASSWORD]
+//	thvcheck redis [PASSWORD [CERT KEY]]
 //
 // serves an in-memory Redis on a free loopback port, requiring PASSWORD
-// when given, until stdin closes; it prints the address first.
+// when given, and speaking TLS with the PEM certificate and key when
+// given, until stdin closes; it prints the address first.
 //
 // It lives in a module of its own so that ToolHive's dependency graph
 // never enters hivekeeper's.
@@ -63,9 +64,11 @@ func main() {
 	case len(os.Args) == 4 && os.Args[1] == "asdiff":
 		out, err = diffAuthServerConfigs(os.Args[2], os.Args[3])
 	case len(os.Args) >= 2 && len(os.Args) <= 3 && os.Args[1] == "redis":
-		err = serveRedis(strings.Join(os.Args[2:], ""))
+		err = serveRedis(strings.Join(os.Args[2:], ""), "", "")
+	case len(os.Args) == 5 && os.Args[1] == "redis":
+		err = serveRedis(os.Args[2], os.Args[3], os.Args[4])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck vmcpdiff A B | thvcheck asdiff A B | thvcheck redis [PASSWORD]")
+		fmt.Fprintln(os.Stderr, "usage: thvcheck runconfig FILE | thvcheck diff A B | thvcheck vmcpdiff A B | thvcheck asdiff A B | thvcheck redis [PASSWORD [CERT KEY]]")
 		os.Exit(2)
 	}
 	if err != nil {
