@@ -32,6 +32,9 @@ const (
 	// DefaultInstanceIDNamespace is ToolHive's operator's namespace when
 	// it is not told its own.
 	DefaultInstanceIDNamespace = "toolhive-system"
+	// instanceIDWriter is the controller label of the instance id's
+	// writes in hivekeeper_writes_total.
+	instanceIDWriter = "instance-id"
 )
 
 // telemetryRecord is the document under InstanceIDKey. ToolHive's operator
@@ -151,6 +154,7 @@ func resolveInstanceIDOnce(ctx context.Context, kube kubernetes.Interface, names
 			ObjectMeta: metav1.ObjectMeta{Name: InstanceIDConfigMap, Namespace: namespace},
 			Data:       map[string]string{InstanceIDKey: string(doc)},
 		}, metav1.CreateOptions{FieldManager: framework.FieldManager})
+		framework.CountWrite(instanceIDWriter, "configmaps", "create", err)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			return readStoredID(ctx, kube, namespace)
@@ -171,6 +175,7 @@ func resolveInstanceIDOnce(ctx context.Context, kube kubernetes.Interface, names
 		return "", err2
 	}
 	_, err = cms.Patch(ctx, InstanceIDConfigMap, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: framework.FieldManager})
+	framework.CountWrite(instanceIDWriter, "configmaps", "patch", err)
 	if apierrors.IsConflict(err) {
 		return readStoredID(ctx, kube, namespace)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
@@ -37,6 +39,12 @@ func writes(c *k8sfake.Clientset) []string {
 	return out
 }
 
+// idWrites is how many of the instance id's writes with verb
+// hivekeeper_writes_total counted as successes.
+func idWrites(verb string) float64 {
+	return testutil.ToFloat64(metrics.Writes.WithLabelValues(instanceIDWriter, "configmaps", verb, metrics.OutcomeSuccess))
+}
+
 // The id ToolHive's operator stored is read and nothing is written.
 func TestInstanceIDRead(t *testing.T) {
 	c := k8sfake.NewClientset(telemetryConfigMap(map[string]string{
@@ -54,9 +62,13 @@ func TestInstanceIDRead(t *testing.T) {
 // key holds the record with a new id, a zero update check and no version.
 func TestInstanceIDCreated(t *testing.T) {
 	c := k8sfake.NewClientset()
+	before := idWrites("create")
 	id, err := ResolveInstanceID(context.Background(), c, "toolhive-system", quick)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := idWrites("create") - before; n != 1 {
+		t.Errorf("hivekeeper_writes_total counted %v creates, want 1", n)
 	}
 	cm, err := c.CoreV1().ConfigMaps("toolhive-system").Get(context.Background(), InstanceIDConfigMap, metav1.GetOptions{})
 	if err != nil {

@@ -97,6 +97,14 @@ func (w *Writer) count(ctx context.Context, resource, verb string, err error) {
 	if t, ok := ctx.Value(tallyKey{}).(*writeTally); ok {
 		t.n.Add(1)
 	}
+	CountWrite(w.controller, resource, verb, err)
+}
+
+// CountWrite counts one API write in hivekeeper_writes_total, by its
+// outcome. Writers count their own; a write made outside any controller
+// (the installation's instance id at start) calls it directly, so every
+// write the process makes is counted.
+func CountWrite(controller, resource, verb string, err error) {
 	outcome := metrics.OutcomeSuccess
 	switch {
 	case err == nil:
@@ -105,7 +113,7 @@ func (w *Writer) count(ctx context.Context, resource, verb string, err error) {
 	default:
 		outcome = metrics.OutcomeError
 	}
-	metrics.Writes.WithLabelValues(w.controller, resource, verb, outcome).Inc()
+	metrics.Writes.WithLabelValues(controller, resource, verb, outcome).Inc()
 }
 
 // Skipped counts a write that was not needed.
