@@ -187,7 +187,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 			v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Source: source, Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef,
 				ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "aws"}}}
 		})
-		auth, err := resolveBackendAuth(v, nil, map[string]*thv1.MCPExternalAuthConfig{"aws": aws}, nil, "corp-idp")
+		auth, err := resolveBackendAuth(v, nil, map[string]*thv1.MCPExternalAuthConfig{"aws": aws}, nil, "corp-idp", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
