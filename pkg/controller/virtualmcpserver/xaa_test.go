@@ -137,7 +137,9 @@ func TestXAASubjectProvider(t *testing.T) {
 			}), newMember("own", testGroup, withAuthRef("xaa-own")), newMember("named", testGroup), newMember("plain", testGroup))
 	}
 
-	f := objs(func(v *thv1.VirtualMCPServer) { v.Spec.AuthServerConfig.UpstreamProviders = v.Spec.AuthServerConfig.UpstreamProviders[:1] })
+	f := objs(func(v *thv1.VirtualMCPServer) {
+		v.Spec.AuthServerConfig.UpstreamProviders = v.Spec.AuthServerConfig.UpstreamProviders[:1]
+	})
 	f.converge("agg")
 	out := configOf(t, f)["outgoingAuth"].(map[string]any)["backends"].(map[string]any)
 	if got, want := mustJSONString(t, out["own"]), xaaStrategy("XAA_OWN", "corp-idp"); got != want {
