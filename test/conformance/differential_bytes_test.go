@@ -103,8 +103,8 @@ var allowedBytes = []allowedDifference{
 
 	{
 		Field: "vMCP config checksum",
-		Reason: "the content and pod template checksums of the inline vMCP configs that differ by `outgoingAuth.default.type` " +
-			"or `backends[].type` alone",
+		Reason: "the content and pod template checksums of the vMCP configs that differ by `outgoingAuth.default.type`, " +
+			"`backends[].type` or the xaa client secret variables alone",
 		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
 			var out []toolhive.Exception
 			for _, e := range []struct{ caseName, vmcp, thv, hive string }{
@@ -112,6 +112,8 @@ var allowedBytes = []allowedDifference{
 					"c8fdc533d6dacba0df813118feb8b86c138b0c92e3d07cfb566171cc7191ccae"},
 				{"table/35-vmcp-entries.yaml", "ent-vmcp", "35c36511607f2740d0bfd31be9b77760f826671defcd5390e9c1a658971981a0",
 					"219d5350f013633860fd493b61dc8f0fe285aad12d041bbde44495447950274c"},
+				{"table/46-vmcp-xaa-discovered.yaml", "xdi-vmcp", "4662a1bca8ebf9f9b289dd209dd81a486b6bf46321928efe2c1b65848e16cb3e",
+					"5e5ddeee16668ccc6bd7ffc7feaea3e7a9f0ea4caf46424e4bd0e6e4165c7960"},
 			} {
 				out = append(out,
 					exactly(`metadata.annotations["toolhive.stacklok.dev/content-checksum"]`, toolhive.Show(e.thv), toolhive.Show(e.hive),
@@ -171,6 +173,22 @@ var allowedBytes = []allowedDifference{
 			"not start; hivekeeper writes type entry beside a caBundlePath, and no type otherwise, as ToolHive's operator",
 		entries: exactly(`data["config.yaml"].backends[name=ent-far].type`, toolhive.None, `"entry"`,
 			"table/35-vmcp-entries.yaml ConfigMap/ent-vmcp-vmcp-config"),
+	},
+	{
+		Field: "xaa client secret variables",
+		Reason: "in discovered mode ToolHive's operator writes the xaa strategies of spec.outgoingAuth as its converter builds " +
+			"them, without the variables of their client secrets, which it mounts all the same (its controller names them in " +
+			"inline mode), so vmcp has no secret for the clients they name; hivekeeper names them in both modes",
+		entries: func(t *testing.T, cases []*diffCase) []toolhive.Exception {
+			const object = "table/46-vmcp-xaa-discovered.yaml ConfigMap/xdi-vmcp-vmcp-config"
+			return slices.Concat(
+				exactly(`data["config.yaml"].outgoingAuth.default.xaa.idpClientSecretEnv`, toolhive.None,
+					`"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_DEFAULT"`, object)(t, cases),
+				exactly(`data["config.yaml"].outgoingAuth.default.xaa.targetClientSecretEnv`, toolhive.None,
+					`"TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XDI_DEFAULT"`, object)(t, cases),
+				exactly(`data["config.yaml"].outgoingAuth.backends.xdi-plain.xaa.idpClientSecretEnv`, toolhive.None,
+					`"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_BACKEND"`, object)(t, cases))
+		},
 	},
 }
 

@@ -58,6 +58,7 @@ func statusCases() map[string][]string {
 		"examples":     examples,
 		"missing-refs": {filepath.Join("testdata", "status", "missing-refs.yaml")},
 		"invalid-refs": {filepath.Join("testdata", "status", "invalid-refs.yaml")},
+		"xaa":          {filepath.Join("testdata", "status", "xaa.yaml")},
 		// Cases with a step (status_runtime_test.go).
 		"pod-failures":       {filepath.Join("testdata", "status", "pod-failures.yaml")},
 		"runner-statefulset": {filepath.Join("testdata", "status", "runner-statefulset.yaml")},

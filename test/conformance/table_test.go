@@ -599,11 +599,25 @@ var vmcpExpectations = map[string]map[string]any{
 		"aggregation":                  map[string]any{"conflictResolution": "prefix", "conflictResolutionConfig": map[string]any{"prefixFormat": "{workload}_"}},
 		"operational.timeouts.default": "30s",
 	},
+	// Cross-app access: a subject provider named is kept; the member
+	// whose own xaa config names none beside two upstreams is not served.
+	"xsp-vmcp": {
+		"outgoingAuth.default.xaa.subjectProviderName": "partner",
+		"outgoingAuth.default.xaa.idpClientSecretEnv":  "TOOLHIVE_XAA_IDP_CLIENT_SECRET_XSP_DEFAULT",
+		"outgoingAuth.backends":                        nil,
+	},
+	// In discovered mode too the strategies name their variables.
+	"xdi-vmcp": {
+		"outgoingAuth.default.xaa.idpClientSecretEnv":               "TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_DEFAULT",
+		"outgoingAuth.default.xaa.targetClientSecretEnv":            "TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XDI_DEFAULT",
+		"outgoingAuth.backends.xdi-plain.xaa.idpClientSecretEnv":    "TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_BACKEND",
+		"outgoingAuth.backends.xdi-plain.xaa.targetClientSecretEnv": nil,
+	},
 }
 
 // vmcpBackendCount is the number of backends a vMCP's config settles
 // with, for the cases whose members join asynchronously.
-var vmcpBackendCount = map[string]int{"ent-vmcp": 2}
+var vmcpBackendCount = map[string]int{"ent-vmcp": 2, "xsp-vmcp": 1}
 
 // vmcpAuthServerExpectations are values of a VirtualMCPServer's
 // authserver-config.yaml, by dotted path.
@@ -639,6 +653,19 @@ var vmcpSecretEnv = map[string]map[string]string{
 	"cfg-vmcp": {
 		"TOOLHIVE_HEADER_INJECTION_VALUE_CFG_GITHUB_TOKEN":   "cfg-github-pat/token",
 		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_CFG_EXCHANGE": "cfg-idp-client/secret",
+	},
+	"xin-vmcp": {
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XIN_DEFAULT":    "xin-clients/idp",
+		"TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XIN_DEFAULT": "xin-clients/target",
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XIN_BACKEND":    "xin-clients/idp",
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XIN_OWN":        "xin-clients/idp",
+		"TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XIN_OWN":     "xin-clients/target",
+	},
+	"xdi-vmcp": {
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_DEFAULT":    "xdi-clients/idp",
+		"TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XDI_DEFAULT": "xdi-clients/target",
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_BACKEND":    "xdi-clients/idp",
+		"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_OWN":        "xdi-clients/idp",
 	},
 	"ent-vmcp": {
 		"TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_ENT_EXCHANGE":   "ent-idp-client/secret",

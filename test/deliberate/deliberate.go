@@ -91,7 +91,7 @@ var Workloads = []Difference{
 	},
 	{
 		Field:      "vMCP config checksum",
-		ToolHive:   "the checksums of the inline vMCP configs that differ by `outgoingAuth.default.type` or `backends[].type` alone",
+		ToolHive:   "the checksums of the vMCP configs that differ by `outgoingAuth.default.type`, `backends[].type` or the xaa client secret variables alone",
 		Hivekeeper: "follow their bytes",
 		Why:        "as those rows",
 		Cost:       "as those rows",
@@ -136,6 +136,16 @@ var Workloads = []Difference{
 		Why:        "vmcp refuses a `caBundlePath` on a backend that is not of type `entry` (`vmcp validate` and `vmcp serve` both), so ToolHive's vMCP over an entry with a CA bundle does not start",
 		Cost:       "that vMCP's `config.yaml` changes, so its Deployment rolls, each way; its pod was not running under ToolHive's operator",
 		Suites:     []Suite{SuiteDifferential, SuiteHandover},
+	},
+	{
+		Field: "xaa client secret variables",
+		ToolHive: "in `discovered` mode an `xaa` strategy of `spec.outgoingAuth` (the default or a backend's) names no variable for its " +
+			"client secrets, though the vmcp container gets them",
+		Hivekeeper: "`idpClientSecretEnv` and `targetClientSecretEnv`, as ToolHive's operator writes them in `inline` mode",
+		Why: "without them ToolHive's vmcp has no secret for a client the strategy names, and every call to a backend of that " +
+			"strategy fails",
+		Cost:   "the vMCP's `config.yaml` changes, so its Deployment rolls, each way",
+		Suites: []Suite{SuiteDifferential},
 	}}
 
 // Children are the differences in the children of EmbeddingServers and

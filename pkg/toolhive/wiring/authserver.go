@@ -867,6 +867,15 @@ func (w AuthServerWiring) FirstUpstreamName() string {
 	return cmp.Or(w.Config.Upstreams[0].Name, defaultUpstreamName)
 }
 
+// Upstreams is the number of the authorization server's upstreams, 0
+// without one.
+func (w AuthServerWiring) Upstreams() int {
+	if w.Config == nil {
+		return 0
+	}
+	return len(w.Config.Upstreams)
+}
+
 // InlineAuthServer wires a VirtualMCPServer's spec.authServerConfig, the
 // same block as an MCPExternalAuthConfig's embeddedAuthServer and the same
 // supported subset (several upstreams, as a vMCP takes them), as

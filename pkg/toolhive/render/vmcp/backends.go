@@ -48,7 +48,15 @@ const (
 const (
 	reasonAuthConverted = "ConversionSucceeded"
 	reasonAuthFailed    = "ConversionFailed"
+	// reasonAmbiguousSubject is an xaa strategy that names no subject
+	// provider beside an authorization server of several upstreams.
+	reasonAmbiguousSubject = "AmbiguousSubjectProvider"
 )
+
+// errAmbiguousSubject is why such a strategy is not built, in ToolHive's
+// words.
+var errAmbiguousSubject = fmt.Errorf("failed to inject subject provider name: " +
+	"SubjectProviderName must be set explicitly for xaa when more than one upstream is configured")
 
 // member is one group member that can be a backend: its backend entry
 // and what else of it the vMCP needs.
@@ -259,9 +267,14 @@ type backendAuth struct {
 //   - in inline mode also each member's own externalAuthConfigRef (found
 //     ones only) as its backend's strategy, under the spec's, with an
 //     embedded authorization server's first upstream (firstUpstream) as
-//     the subject provider of token exchange and AWS STS strategies that
-//     name none. In discovered mode vmcp reads the members' configs and
+//     the subject provider of token exchange, AWS STS and xaa strategies
+//     that name none. In discovered mode vmcp reads the members' configs and
 //     names the subject provider itself.
+//
+// An xaa strategy that names no subject provider beside an authorization
+// server of several upstreams (upstreams > 1) is not built in either mode
+// (reason AmbiguousSubjectProvider): ToolHive's operator does not build it,
+// and its vmcp refuses to start with such a strategy in config.yaml.
 //
 // A member whose own strategy cannot be built (a config missing, not
 // valid, or of a type hivekeeper does not apply) is left out of the
@@ -279,9 +292,13 @@ type backendAuth struct {
 // members' configs (a member the spec overrides excepted), sorted, then
 // those of the spec's backends, sorted, then the default's; none at all
 // without spec.outgoingAuth.
-func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig, firstUpstream string) (*backendAuth, error) {
+func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs, memberConfigs map[string]*thv1.MCPExternalAuthConfig,
+	firstUpstream string, upstreams int) (*backendAuth, error) {
 	inline := !Discovers(v)
 	out := &backendAuth{Section: &schema.VMCPOutgoingAuth{Source: outgoingAuthSource(v)}}
+	ambiguous := func(s *thv1.VMCPBackendAuthStrategy) bool {
+		return upstreams > 1 && s.XAA != nil && s.XAA.SubjectProviderName == ""
+	}
 	inject := func(s *thv1.VMCPBackendAuthStrategy) *thv1.VMCPBackendAuthStrategy {
 		if inline && firstUpstream != "" {
 			if te := s.TokenExchange; te != nil && te.SubjectProviderName == "" {
@@ -289,6 +306,9 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 			}
 			if sts := s.AwsSts; sts != nil && sts.SubjectProviderName == "" {
 				sts.SubjectProviderName = firstUpstream
+			}
+			if x := s.XAA; x != nil && x.SubjectProviderName == "" {
+				x.SubjectProviderName = firstUpstream
 			}
 		}
 		return s
@@ -302,6 +322,9 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 		if err != nil {
 			return nil, err
 		}
+		if ambiguous(s) {
+			return nil, invalidSpec("spec.outgoingAuth.default: %v", errAmbiguousSubject)
+		}
 		out.Section.Default = inject(s)
 		out.Conditions = append(out.Conditions, AuthCondition{Type: naming.ConditionDefaultAuthConfig, Reason: reasonAuthConverted,
 			Message: "the default strategy is built", OK: true})
@@ -314,6 +337,9 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 		}
 		cond := naming.ConditionDiscoveredAuthConfigPrefix + m.Name
 		s, reason, err := memberStrategy(m, memberConfigs)
+		if err == nil && ambiguous(s) {
+			reason, err = reasonAmbiguousSubject, fmt.Errorf("backend %s is not served: its MCPExternalAuthConfig %q: %w", m.Name, m.AuthConfig, errAmbiguousSubject)
+		}
 		if err != nil {
 			failed[m.Name] = true
 			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reason, Message: err.Error()})
@@ -329,13 +355,19 @@ func resolveBackendAuth(v *thv1.VirtualMCPServer, members []member, specConfigs,
 	for _, name := range slices.Sorted(maps.Keys(o.Backends)) {
 		b := o.Backends[name]
 		cond := naming.ConditionBackendAuthConfigPrefix + name
-		s, err := specStrategy(fmt.Sprintf("spec.outgoingAuth.backends[%s]", name), &b, specConfigs)
+		path := fmt.Sprintf("spec.outgoingAuth.backends[%s]", name)
+		s, err := specStrategy(path, &b, specConfigs)
+		reason := reasonAuthFailed
+		if err == nil && ambiguous(s) {
+			reason = reasonAmbiguousSubject
+			err = invalidSpec("%s: %v", path, errAmbiguousSubject)
+		}
 		if err != nil && !inline {
 			return nil, err
 		}
 		if err != nil {
 			failed[name] = true
-			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reasonAuthFailed,
+			out.Conditions = append(out.Conditions, AuthCondition{Type: cond, Reason: reason,
 				Message: fmt.Sprintf("backend %s is not served: %v", name, err)})
 			continue
 		}

@@ -53,12 +53,15 @@ const (
 	strategyTokenExchange = "token_exchange"
 	strategyAwsSts        = "aws_sts"
 	strategyUpstream      = "upstream_inject"
+	strategyXAA           = "xaa"
 	// Prefixes of the variables that carry an MCPExternalAuthConfig's
 	// secret into the vmcp container, followed by the config's name in
 	// upper case with every other character '_', as ToolHive's operator
 	// names them.
 	envTokenExchangeSecretPrefix = "TOOLHIVE_TOKEN_EXCHANGE_CLIENT_SECRET_"
 	envHeaderInjectionPrefix     = "TOOLHIVE_HEADER_INJECTION_VALUE_"
+	envXAAIDPSecretPrefix        = "TOOLHIVE_XAA_IDP_CLIENT_SECRET_"
+	envXAATargetSecretPrefix     = "TOOLHIVE_XAA_TARGET_CLIENT_SECRET_"
 )
 
 // Operational defaults vmcp's configuration fills in for what
@@ -145,7 +148,7 @@ func renderConfig(v *thv1.VirtualMCPServer, oidc wiring.OIDCWiring, members []me
 	if cfg.IncomingAuth, err = incomingAuth(v, oidc, refs.Authz, refs.AuthzFile); err != nil {
 		return "", w, err
 	}
-	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth, w.AuthServer.FirstUpstreamName()); err != nil {
+	if w.Auth, err = resolveBackendAuth(v, members, refs.ExtAuth, refs.MemberAuth, w.AuthServer.FirstUpstreamName(), w.AuthServer.Upstreams()); err != nil {
 		return "", w, err
 	}
 	cfg.OutgoingAuth = w.Auth.Section
@@ -413,19 +416,48 @@ func strategyOf(path string, cfg *thv1.MCPExternalAuthConfig) (*thv1.VMCPBackend
 			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type upstreamInject without spec.upstreamInject.providerName", path, cfg.Name)
 		}
 		return &thv1.VMCPBackendAuthStrategy{Type: strategyUpstream, UpstreamInject: &ui}, nil
+	case thv1.ExternalAuthTypeXAA:
+		x := s.XAA
+		if x == nil {
+			return nil, invalidSpec("%s: MCPExternalAuthConfig %s: type xaa without spec.xaa", path, cfg.Name)
+		}
+		xc := &thv1.VMCPXAA{IDPTokenURL: x.IDPTokenURL, IDPClientID: x.IDPClientID, TargetTokenURL: x.TargetTokenURL,
+			InsecureTargetTokenURL: x.InsecureTargetTokenURL, TargetClientID: x.TargetClientID, TargetAudience: x.TargetAudience,
+			TargetResource: x.TargetResource, Scopes: x.Scopes, SubjectProviderName: x.SubjectProviderName,
+			SubjectTokenType: x.SubjectTokenType}
+		// The variables secretEnv mounts, named in both modes: ToolHive's
+		// converter leaves them out of a discovered-mode config, whose
+		// strategy vmcp then cannot authenticate a client with.
+		if x.IDPClientSecretRef != nil {
+			xc.IDPClientSecretEnv = externalAuthEnv(envXAAIDPSecretPrefix, cfg.Name)
+		}
+		if x.TargetClientSecretRef != nil {
+			xc.TargetClientSecretEnv = externalAuthEnv(envXAATargetSecretPrefix, cfg.Name)
+		}
+		return &thv1.VMCPBackendAuthStrategy{Type: strategyXAA, XAA: xc}, nil
 	default:
 		return nil, invalidSpec("%s: MCPExternalAuthConfig %s is of type %s, which hivekeeper does not apply to vMCP backends "+
-			"(it applies unauthenticated, headerInjection, tokenExchange, awsSts and upstreamInject)", path, cfg.Name, s.Type)
+			"(it applies unauthenticated, headerInjection, tokenExchange, awsSts, upstreamInject and xaa)", path, cfg.Name, s.Type)
 	}
 }
 
 // secretEnv are the variables that carry an MCPExternalAuthConfig's
 // secret into the vmcp container, as ToolHive's operator mounts them
-// (getExternalAuthConfigSecretEnvVars): token exchange's client secret and
-// header injection's value, none for the other types.
+// (getExternalAuthConfigSecretEnvVars): token exchange's client secret,
+// header injection's value, xaa's identity provider and target client
+// secrets (in that order), none for the other types.
 func secretEnv(cfg *thv1.MCPExternalAuthConfig) []corev1.EnvVar {
 	s := &cfg.Spec
 	switch {
+	case s.Type == thv1.ExternalAuthTypeXAA && s.XAA != nil:
+		var out []corev1.EnvVar
+		if r := s.XAA.IDPClientSecretRef; r != nil {
+			out = append(out, wiring.SecretEnv(externalAuthEnv(envXAAIDPSecretPrefix, cfg.Name), r.Name, r.Key))
+		}
+		if r := s.XAA.TargetClientSecretRef; r != nil {
+			out = append(out, wiring.SecretEnv(externalAuthEnv(envXAATargetSecretPrefix, cfg.Name), r.Name, r.Key))
+		}
+		return out
 	case s.Type == thv1.ExternalAuthTypeTokenExchange && s.TokenExchange != nil && s.TokenExchange.ClientSecretRef != nil:
 		r := s.TokenExchange.ClientSecretRef
 		return []corev1.EnvVar{wiring.SecretEnv(externalAuthEnv(envTokenExchangeSecretPrefix, cfg.Name), r.Name, r.Key)}

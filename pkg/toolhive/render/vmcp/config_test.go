@@ -187,7 +187,7 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 			v.Spec.OutgoingAuth = &thv1.OutgoingAuth{Source: source, Default: &thv1.BackendAuth{Type: thv1.BackendAuthTypeExternalAuthConfigRef,
 				ExternalAuthConfigRef: &thv1.ExternalAuthConfigReference{Name: "aws"}}}
 		})
-		auth, err := resolveBackendAuth(v, nil, map[string]*thv1.MCPExternalAuthConfig{"aws": aws}, nil, "corp-idp")
+		auth, err := resolveBackendAuth(v, nil, map[string]*thv1.MCPExternalAuthConfig{"aws": aws}, nil, "corp-idp", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,5 +197,39 @@ func TestAWSStsAndUpstreamInjectStrategies(t *testing.T) {
 	}
 	if aws.Spec.AWSSts.SubjectProviderName != "" {
 		t.Error("the cached MCPExternalAuthConfig was modified")
+	}
+}
+
+// An xaa config becomes vmcp's xaa strategy field for field, naming the
+// variables of the secrets it has (here only the identity provider's),
+// which secretEnv mounts from their secretKeyRefs; one without its block
+// is refused.
+func TestXAAStrategy(t *testing.T) {
+	x := newExtAuth("my-xaa.cfg", func(s *thv1.MCPExternalAuthConfigSpec) {
+		s.Type = thv1.ExternalAuthTypeXAA
+		s.XAA = &thv1.XAASpec{IDPTokenURL: "https://idp/t", IDPClientID: "gw", IDPClientSecretRef: &thv1.SecretKeyRef{Name: "s", Key: "idp"},
+			TargetTokenURL: "http://target/t", InsecureTargetTokenURL: true, TargetClientID: "public", TargetAudience: "https://target",
+			TargetResource: "https://target/mcp", Scopes: []string{"a"}, SubjectProviderName: "corp",
+			SubjectTokenType: "urn:ietf:params:oauth:token-type:id_token"}
+	})
+	got, err := strategyOf("p", x)
+	want := `{"type":"xaa","xaa":{"idpTokenUrl":"https://idp/t","idpClientId":"gw","idpClientSecretEnv":"TOOLHIVE_XAA_IDP_CLIENT_SECRET_MY_XAA_CFG",` +
+		`"targetTokenUrl":"http://target/t","insecureTargetTokenUrl":true,"targetClientId":"public","targetAudience":"https://target",` +
+		`"targetResource":"https://target/mcp","scopes":["a"],"subjectProviderName":"corp","subjectTokenType":"urn:ietf:params:oauth:token-type:id_token"}}`
+	if b, _ := json.Marshal(got); err != nil || string(b) != want {
+		t.Errorf("xaa strategy %v\n got %s\nwant %s", err, b, want)
+	}
+	env := secretEnv(x)
+	if len(env) != 1 || env[0].Name != "TOOLHIVE_XAA_IDP_CLIENT_SECRET_MY_XAA_CFG" || env[0].ValueFrom.SecretKeyRef.Name != "s" ||
+		env[0].ValueFrom.SecretKeyRef.Key != "idp" {
+		t.Errorf("variables %+v", env)
+	}
+	x.Spec.XAA.TargetClientSecretRef = &thv1.SecretKeyRef{Name: "s", Key: "target"}
+	if env := secretEnv(x); len(env) != 2 || env[1].Name != "TOOLHIVE_XAA_TARGET_CLIENT_SECRET_MY_XAA_CFG" {
+		t.Errorf("variables %+v", env)
+	}
+	x.Spec.XAA = nil
+	if _, err := strategyOf("p", x); err == nil || !strings.Contains(err.Error(), "type xaa without spec.xaa") {
+		t.Errorf("xaa without its block: %v", err)
 	}
 }
