@@ -155,7 +155,7 @@ func TestAuthServerRefRefusals(t *testing.T) {
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidType, `type "unauthenticated"`},
 		{"multi-upstream", nil, authServerConfig("as", twoUpstreams),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefMultiUpstream, "found 2"},
-		{"unsupported", nil, authServerConfig("as", `{"issuer":"https://a.example.com","trustedIssuers":[{"issuerUrl":"https://c","caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
+		{"unsupported", nil, authServerConfig("as", `{"issuer":"https://a.example.com","trustedIssuers":[{"issuerUrl":"https://c","expectedAudience":"a","allowedDelegateClients":["*"],"caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "spec.embeddedAuthServer.trustedIssuers[0].caBundleRef"},
 		{"no OIDC", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = nil }, authServerConfig("as", authServerJSON),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "needs spec.oidcConfigRef"},

@@ -374,6 +374,9 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	if err := validateTLSListener(cfg.Spec.EmbeddedAuthServer); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
+	if err := inboundGrantChecks(cfg.Spec.EmbeddedAuthServer); err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
 	if err := spiffeChecks(cfg.Spec.EmbeddedAuthServer, r); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
@@ -905,6 +908,9 @@ func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *t
 	if err := validateTLSListener(cfg); err != nil {
 		return refuse("%s: %v", base, err)
 	}
+	if err := inboundGrantChecks(cfg); err != nil {
+		return refuse("%s: %v", base, err)
+	}
 	if u, err := url.Parse(spec.Issuer); err == nil && u.Scheme == "http" && u.Host != "" && !isLoopbackHost(u.Hostname()) && !spec.InsecureAllowHTTP {
 		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
 			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
@@ -1056,6 +1062,8 @@ func ValidateEmbeddedAuthServer(c *thv1.EmbeddedAuthServerConfig) []string {
 		add(fmt.Errorf("at least one upstream provider or inbound grant family is required"))
 	}
 	add(validateTLSListener(c))
+	add(inboundGrantChecks(c))
+	add(forceConfidentialRedirectURIs(c.ForceConfidentialRedirectURIs, c.AllowConfidentialClientRegistration))
 	seen := map[string]bool{}
 	for i, u := range c.UpstreamProviders {
 		prefix := fmt.Sprintf("upstreamProviders[%d]", i)

@@ -1,0 +1,400 @@
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
+)
+
+// This file holds the checks ToolHive's operator makes of an embedded
+// authorization server's grants and client settings before it reports a
+// config valid or deploys a workload with it; each returns the first
+// problem, in ToolHive's words, as ToolHive's checks do.
+
+// anyDelegateClient is the wildcard of allowedDelegateClients: any
+// confidential client holding the token exchange grant.
+const anyDelegateClient = "*"
+
+// effectiveIssuer is a trusted issuer once the inbound grants' issuer
+// policies are folded into it: the policy that applies to it, wherever
+// it was written.
+type effectiveIssuer struct {
+	thv1.TrustedIssuerConfig
+}
+
+// effectiveGrants is the server's grant configuration with the legacy
+// fields (top-level delegateClients, the policy fields of trustedIssuers)
+// and inboundGrants folded into one.
+type effectiveGrants struct {
+	delegateClients []thv1.DelegateClientConfig
+	issuers         []effectiveIssuer
+}
+
+// inboundGrantChecks is ToolHive's check of the grants: every JWT bearer
+// policy names its maximum assertion age; no two trusted issuers share an
+// issuer URL or a name; inboundGrants.tokenExchange and .jwtBearer are not
+// combined with the legacy fields they replace, and each of their issuer
+// policies names a distinct named trusted issuer; confidential clients are
+// not offered over plain HTTP; and the trusted issuers, with their
+// policies folded in, are ones the server accepts.
+func inboundGrantChecks(c *thv1.EmbeddedAuthServerConfig) error {
+	g, err := foldGrants(c)
+	if err != nil {
+		return err
+	}
+	if err := confidentialClientTransport(c.AllowConfidentialClientRegistration || len(g.delegateClients) > 0,
+		c.InsecureAllowHTTP, c.Issuer, c.InsecureAllowConfidentialOverLoopbackHTTP); err != nil {
+		return err
+	}
+	if err := trustedIssuerChecks(g.issuers, c.Issuer); err != nil {
+		return fmt.Errorf("trustedIssuers: %w", err)
+	}
+	return nil
+}
+
+// foldGrants folds the legacy grant fields and inboundGrants into one
+// configuration, refusing what cannot be folded with ToolHive's messages.
+func foldGrants(c *thv1.EmbeddedAuthServerConfig) (effectiveGrants, error) {
+	for i, ti := range c.TrustedIssuers {
+		if ti.JWTBearerGrant != nil && ti.JWTBearerGrant.MaxAssertionAge == "" {
+			return effectiveGrants{}, fmt.Errorf("trustedIssuers[%d].jwtBearerGrant.maxAssertionAge is required", i)
+		}
+	}
+	if c.InboundGrants != nil && c.InboundGrants.JWTBearer != nil {
+		for i, p := range c.InboundGrants.JWTBearer.IssuerPolicies {
+			if p.MaxAssertionAge == "" {
+				return effectiveGrants{}, fmt.Errorf("inboundGrants.jwtBearer.issuerPolicies[%d].maxAssertionAge is required", i)
+			}
+		}
+	}
+	g := effectiveGrants{delegateClients: c.DelegateClients}
+	byURL, byName := map[string]int{}, map[string]int{}
+	legacyExchange, legacyJWTBearer := len(c.DelegateClients) > 0, false
+	for i, ti := range c.TrustedIssuers {
+		if prev, ok := byURL[ti.IssuerURL]; ok {
+			return g, fmt.Errorf("trustedIssuers[%d].issuerUrl duplicates trustedIssuers[%d].issuerUrl", i, prev)
+		}
+		byURL[ti.IssuerURL] = i
+		if ti.Name != "" {
+			if prev, ok := byName[ti.Name]; ok {
+				return g, fmt.Errorf("trustedIssuers[%d].name duplicates trustedIssuers[%d].name %q", i, prev, ti.Name)
+			}
+			byName[ti.Name] = i
+		}
+		legacyExchange = legacyExchange || ti.ExpectedAudience != "" || ti.ActorClaim != "" || len(ti.AllowedActors) > 0 ||
+			ti.ActorMatcher != "" || len(ti.AllowedDelegateClients) > 0 || ti.AllowMayAct
+		legacyJWTBearer = legacyJWTBearer || ti.JWTBearerGrant != nil
+		g.issuers = append(g.issuers, effectiveIssuer{ti})
+	}
+	in := c.InboundGrants
+	if in == nil {
+		return g, nil
+	}
+	// resolve finds the trusted issuer an issuer policy at path names.
+	resolve := func(seen map[string]int, ref, path string) (int, error) {
+		if ref == "" {
+			return 0, fmt.Errorf("%s.issuerRef is required", path)
+		}
+		if prev, ok := seen[ref]; ok {
+			return 0, fmt.Errorf("%s.issuerRef duplicates issuer policy [%d] for %q", path, prev, ref)
+		}
+		i, ok := byName[ref]
+		if !ok {
+			return 0, fmt.Errorf("%s.issuerRef references unknown or unnamed trusted issuer %q", path, ref)
+		}
+		return i, nil
+	}
+	if te := in.TokenExchange; te != nil {
+		if legacyExchange {
+			return g, fmt.Errorf("inboundGrants.tokenExchange conflicts with legacy delegateClients or RFC 8693 policy in trustedIssuers")
+		}
+		g.delegateClients = te.DelegateClients
+		seen := map[string]int{}
+		for i, p := range te.IssuerPolicies {
+			at, err := resolve(seen, p.IssuerRef, fmt.Sprintf("inboundGrants.tokenExchange.issuerPolicies[%d]", i))
+			if err != nil {
+				return g, err
+			}
+			seen[p.IssuerRef] = i
+			ti := &g.issuers[at]
+			ti.ExpectedAudience, ti.ActorClaim, ti.AllowedActors, ti.ActorMatcher = p.ExpectedAudience, p.ActorClaim, p.AllowedActors, p.ActorMatcher
+			ti.AllowedDelegateClients, ti.AllowMayAct = p.AllowedDelegateClients, p.AllowMayAct
+		}
+	}
+	if jb := in.JWTBearer; jb != nil {
+		if legacyJWTBearer {
+			return g, fmt.Errorf("inboundGrants.jwtBearer conflicts with legacy trustedIssuers[*].jwtBearerGrant")
+		}
+		seen := map[string]int{}
+		for i, p := range jb.IssuerPolicies {
+			at, err := resolve(seen, p.IssuerRef, fmt.Sprintf("inboundGrants.jwtBearer.issuerPolicies[%d]", i))
+			if err != nil {
+				return g, err
+			}
+			seen[p.IssuerRef] = i
+			grant := p.JWTBearerGrantConfig
+			g.issuers[at].JWTBearerGrant = &grant
+		}
+	}
+	return g, nil
+}
+
+// confidentialTransport is the cause ToolHive names when confidential
+// clients would cross cleartext HTTP.
+const confidentialTransport = "client credentials, authorization codes and tokens would cross cleartext HTTP"
+
+// confidentialClientTransport is ToolHive's check that confidential
+// clients (dynamic registration of them, or any delegate client) are only
+// offered over https, or over http on a loopback issuer when
+// insecureAllowConfidentialOverLoopbackHTTP says so.
+func confidentialClientTransport(confidential, insecureAllowHTTP bool, issuer string, loopbackOptIn bool) error {
+	const who = "confidential clients (allow_confidential_client_registration or delegate clients) "
+	if !confidential {
+		return nil
+	}
+	if insecureAllowHTTP {
+		return fmt.Errorf(who + "cannot be combined with insecure_allow_http: " + confidentialTransport)
+	}
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return fmt.Errorf("confidential clients require a valid issuer URL")
+	}
+	if u.Scheme != "http" {
+		return nil
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("confidential clients require a valid issuer URL")
+	}
+	loopback := isLoopbackHostPort(u.Host)
+	switch {
+	case loopbackOptIn && !loopback:
+		return fmt.Errorf(who + "cannot use the loopback HTTP opt-in with a non-loopback issuer: " + confidentialTransport)
+	case !loopbackOptIn && loopback:
+		return fmt.Errorf(who + "cannot be combined with a plain-HTTP loopback issuer unless " +
+			"insecure_allow_confidential_over_loopback_http is set: " + confidentialTransport)
+	case !loopback:
+		return fmt.Errorf(who + "cannot use a plain-HTTP non-loopback issuer: " + confidentialTransport)
+	}
+	return nil
+}
+
+// isLoopbackHostPort is isLoopbackHost of a host with or without a port
+// (brackets of an IPv6 literal removed).
+func isLoopbackHostPort(hostport string) bool {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h = hostport
+	}
+	return isLoopbackHost(strings.TrimPrefix(strings.TrimSuffix(h, "]"), "["))
+}
+
+// actorClaimsNotInExtra are the claims the server reads into fields of
+// its own, which an issuer's actorClaim therefore cannot name.
+var actorClaimsNotInExtra = []string{"sub", "iss", "aud", "exp", "iat", "nbf", "jti", "name", "email", "scope", "scp", "may_act"}
+
+// trustedIssuerChecks is ToolHive's structural check of the trusted
+// issuers (the run configuration's key names in its messages): an
+// expected audience unless the issuer only serves the JWT bearer grant,
+// never the server's own issuer or one configured twice, an actor claim
+// the server can read, a delegation policy whose allowed delegate clients
+// are set and not a wildcard mixed with names or with allowMayAct, and a
+// JWT bearer grant with a positive maximum age and subject bindings each
+// with its resources.
+func trustedIssuerChecks(issuers []effectiveIssuer, self string) error {
+	seen := map[string]bool{}
+	for _, ti := range issuers {
+		at := fmt.Sprintf("issuer_url %q: ", ti.IssuerURL)
+		if err := trustedIssuerURL(ti.IssuerURL, ti.InsecureAllowHTTP); err != nil {
+			return err
+		}
+		if ti.JWKSURL != "" {
+			if err := jwksURL(ti.JWKSURL, ti.InsecureAllowHTTP, ti.AllowPrivateIPs); err != nil {
+				return fmt.Errorf("jwks_url: %w", err)
+			}
+		}
+		if ti.AllowPrivateIPs && ti.JWKSURL == "" {
+			return fmt.Errorf("allow_private_ips requires jwks_url to be set explicitly")
+		}
+		if ti.ExpectedAudience == "" && ti.JWTBearerGrant == nil {
+			return errors.New(at + "expected_audience is required when JWT-bearer grant is disabled")
+		}
+		if ti.IssuerURL == self {
+			return errors.New(at + "must not equal the authorization server's own issuer; self-issued tokens are already handled separately")
+		}
+		if seen[ti.IssuerURL] {
+			return fmt.Errorf("issuer_url configured more than once")
+		}
+		seen[ti.IssuerURL] = true
+		if ti.ActorClaim != "" && slices.Contains(actorClaimsNotInExtra, ti.ActorClaim) {
+			return fmt.Errorf(at+"actor_claim %q is not supported "+
+				`(use "client_id" or a non-registered claim such as "azp", "appid", "cid")`, ti.ActorClaim)
+		}
+		if err := delegationPolicy(ti, at); err != nil {
+			return err
+		}
+		if err := jwtBearerPolicy(ti, at); err != nil {
+			return err
+		}
+		if ti.AllowMayAct && slices.Contains(ti.AllowedDelegateClients, anyDelegateClient) {
+			return fmt.Errorf(at+"allow_may_act must not be enabled when allowed_delegate_clients contains the wildcard %q", anyDelegateClient)
+		}
+	}
+	return nil
+}
+
+// trustedIssuerURL is ToolHive's check of a trusted issuer's URL: an
+// absolute https URL (http with insecureAllowHTTP) without query,
+// fragment or credentials.
+func trustedIssuerURL(issuer string, insecureAllowHTTP bool) error {
+	if issuer == "" {
+		return fmt.Errorf("issuer_url is required")
+	}
+	u, err := url.Parse(issuer)
+	switch {
+	case err != nil:
+		return fmt.Errorf("invalid URL")
+	case u.Scheme == "":
+		return fmt.Errorf("scheme is required")
+	case u.Hostname() == "":
+		return fmt.Errorf("host is required")
+	case u.RawQuery != "":
+		return fmt.Errorf("must not contain query component")
+	case u.Fragment != "":
+		return fmt.Errorf("must not contain fragment component")
+	case u.User != nil:
+		return fmt.Errorf("must not contain userinfo (credentials in the URL)")
+	case u.Scheme != "https" && (u.Scheme != "http" || !insecureAllowHTTP):
+		return fmt.Errorf("scheme must be https (or http with insecure_allow_http)")
+	}
+	return nil
+}
+
+// jwksURL is ToolHive's check of a trusted issuer's JWKS URL: a host, no
+// fragment or credentials, https (http with insecureAllowHTTP), and no
+// private or loopback address literal unless allowPrivateIPs.
+func jwksURL(raw string, insecureAllowHTTP, allowPrivateIPs bool) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("invalid URL")
+	case u.Hostname() == "":
+		return fmt.Errorf("host is required")
+	case u.Fragment != "":
+		return fmt.Errorf("must not contain fragment component")
+	case u.User != nil:
+		return fmt.Errorf("must not contain userinfo (credentials in the URL)")
+	case u.Scheme != "https" && (u.Scheme != "http" || !insecureAllowHTTP):
+		return fmt.Errorf("must use HTTPS, got %q", u.Scheme)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && !allowPrivateIPs && (ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()) {
+		return fmt.Errorf("must not point to a private or loopback address")
+	}
+	return nil
+}
+
+// delegationPolicy checks the token exchange (RFC 8693) policy of a
+// trusted issuer; at names it.
+func delegationPolicy(ti effectiveIssuer, at string) error {
+	signal := ti.ActorClaim != "" || ti.ActorMatcher != "" || ti.AllowMayAct || len(ti.AllowedActors) > 0
+	switch {
+	case ti.ExpectedAudience == "" && !signal:
+		return nil
+	case ti.ExpectedAudience == "":
+		return errors.New(at + "expected_audience is required when actor_claim, actor_matcher, allow_may_act, or allowed_actors is set")
+	case len(ti.AllowedDelegateClients) == 0:
+		return fmt.Errorf(at+"allowed_delegate_clients is required; set it to [%q] to permit any ToolHive "+
+			"confidential client holding the token-exchange grant, or list specific client IDs to bind "+
+			"delegation to them — an issuer with no entries can never authorize a delegated exchange", anyDelegateClient)
+	case slices.Contains(ti.AllowedDelegateClients, ""):
+		return errors.New(at + "allowed_delegate_clients must not contain an empty client ID")
+	case slices.Contains(ti.AllowedDelegateClients, anyDelegateClient) && len(ti.AllowedDelegateClients) > 1:
+		return fmt.Errorf(at+"allowed_delegate_clients must not combine the wildcard %q with specific client IDs", anyDelegateClient)
+	case ti.AllowMayAct && slices.Contains(ti.AllowedDelegateClients, anyDelegateClient):
+		return fmt.Errorf(at+"allow_may_act must not be enabled when allowed_delegate_clients contains the wildcard %q", anyDelegateClient)
+	}
+	return nil
+}
+
+// jwtBearerPolicy checks the JWT bearer (RFC 7523) policy of a trusted
+// issuer; at names it.
+func jwtBearerPolicy(ti effectiveIssuer, at string) error {
+	p := ti.JWTBearerGrant
+	if p == nil {
+		return nil
+	}
+	if age, err := time.ParseDuration(p.MaxAssertionAge); err != nil || age <= 0 {
+		return errors.New(at + "jwt_bearer_grant.max_assertion_age must be a positive duration")
+	}
+	if len(p.SubjectBindings) == 0 {
+		return errors.New(at + "jwt_bearer_grant.subject_bindings is required")
+	}
+	subjects := map[string]bool{}
+	for _, b := range p.SubjectBindings {
+		switch {
+		case b.Subject == "" || b.Subject == anyDelegateClient:
+			return errors.New(at + "jwt_bearer_grant.subject_bindings contains an empty or wildcard subject")
+		case subjects[b.Subject]:
+			return fmt.Errorf(at+"jwt_bearer_grant.subject_bindings contains duplicate subject %q", b.Subject)
+		case len(b.AllowedResources) == 0:
+			return fmt.Errorf(at+"jwt_bearer_grant subject %q has no allowed_resources", b.Subject)
+		}
+		subjects[b.Subject] = true
+		for _, r := range b.AllowedResources {
+			if r == "" || r == anyDelegateClient {
+				return fmt.Errorf(at+"jwt_bearer_grant subject %q has an empty or wildcard resource", b.Subject)
+			}
+		}
+	}
+	if slices.Contains(p.AcceptedAudiences, "") {
+		return errors.New(at + "jwt_bearer_grant.accepted_audiences must not contain an empty value")
+	}
+	return nil
+}
+
+// maxRedirectURILength is the longest redirect URI ToolHive's
+// authorization server accepts.
+const maxRedirectURILength = 2048
+
+// forceConfidentialRedirectURIs is ToolHive's check of
+// forceConfidentialRedirectUris: only with
+// allowConfidentialClientRegistration, each an absolute https URI
+// without a fragment, never a loopback one (a loopback client is public).
+func forceConfidentialRedirectURIs(uris []string, allowConfidential bool) error {
+	if len(uris) == 0 {
+		return nil
+	}
+	if !allowConfidential {
+		return fmt.Errorf("force_confidential_redirect_uris requires allow_confidential_client_registration to be true")
+	}
+	for _, uri := range uris {
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("force_confidential_redirect_uris: %q: %s", uri, fmt.Sprintf(format, a...))
+		}
+		if len(uri) > maxRedirectURILength {
+			return bad("redirect_uri too long (maximum %d characters)", maxRedirectURILength)
+		}
+		u, err := url.Parse(uri)
+		if err != nil {
+			return bad("invalid redirect_uri format: %v", err)
+		}
+		if r, err := url.ParseRequestURI(uri); err != nil || r.Scheme == "" || u.Fragment != "" {
+			return bad("redirect_uri must be an absolute URI without a fragment")
+		}
+		host := u.Hostname()
+		loopback := host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host).IsLoopback()
+		if u.Scheme != "https" && (u.Scheme != "http" || !loopback) {
+			return bad("redirect_uri must use http (for loopback) or https scheme")
+		}
+		if isLoopbackHost(host) {
+			return fmt.Errorf("force_confidential_redirect_uris: %q must not be a loopback redirect URI; "+
+				"a loopback client is a public client by construction and must not be issued a secret", uri)
+		}
+	}
+	return nil
+}
