@@ -401,6 +401,9 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	if err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
+	if err := runtimeGrantChecks(cfg.Spec.EmbeddedAuthServer, w.Config.ScopesSupported, w.Config.AllowedAudiences); err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
 	return w, nil
 }
 
@@ -969,6 +972,9 @@ func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *t
 	}
 	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
+		return refuse("%s: %v", base, err)
+	}
+	if err := runtimeGrantChecks(cfg, w.Config.ScopesSupported, w.Config.AllowedAudiences); err != nil {
 		return refuse("%s: %v", base, err)
 	}
 	w.Config.UpstreamFilter = upstreamFilter(filter)

@@ -398,3 +398,95 @@ func forceConfidentialRedirectURIs(uris []string, allowConfidential bool) error 
 	}
 	return nil
 }
+
+// defaultScopesSupported are the scopes ToolHive's authorization server
+// supports when it is given none.
+var defaultScopesSupported = []string{"openid", "profile", "email", "offline_access"}
+
+// runtimeGrantChecks is the last check ToolHive's operator makes before it
+// deploys a workload with the server: the server's own validation of its
+// delegate clients and trusted issuers against the scopes and audiences
+// the workload gives it (scopes, audiences: the configuration's
+// scopes_supported and allowed_audiences), which the server would
+// otherwise fail at start. Each delegate client has an id that is unique
+// and not a URL (a client metadata document's), scopes among those
+// supported, and audiences among those allowed; a trusted issuer's JWT
+// bearer grant accepts no audience that is a resource's.
+func runtimeGrantChecks(c *thv1.EmbeddedAuthServerConfig, scopes, audiences []string) error {
+	if len(c.DelegateClients) == 0 && len(c.TrustedIssuers) == 0 && c.InboundGrants == nil && len(c.SPIFFETrustDomains) == 0 {
+		return nil
+	}
+	g, err := foldGrants(c)
+	if err != nil {
+		return nil // refused before, with its message
+	}
+	if err := delegateClientChecks(g.delegateClients, scopes, audiences); err != nil {
+		return fmt.Errorf("invalid embedded auth server delegate clients or trusted issuers: %w", err)
+	}
+	for _, ti := range g.issuers {
+		if ti.JWTBearerGrant == nil {
+			continue
+		}
+		for _, a := range ti.JWTBearerGrant.AcceptedAudiences {
+			if slices.Contains(audiences, a) {
+				return fmt.Errorf("invalid embedded auth server delegate clients or trusted issuers: issuer_url %q: "+
+					"jwt_bearer_grant.accepted_audiences value %q must not also be a configured resource audience (allowed_audiences); "+
+					"accepted_audiences identifies this authorization server, not a resource, or a resource-scoped access token "+
+					"could be replayed as a JWT-bearer assertion", ti.IssuerURL, a)
+			}
+		}
+	}
+	return nil
+}
+
+// delegateClientChecks is the server's check of its static delegate
+// clients, in its words.
+func delegateClientChecks(clients []thv1.DelegateClientConfig, scopes, audiences []string) error {
+	if len(scopes) == 0 {
+		scopes = defaultScopesSupported
+	}
+	seen := map[string]bool{}
+	for _, d := range clients {
+		id := d.ClientID
+		switch {
+		case id == "":
+			return fmt.Errorf("delegate_clients: client_id is required")
+		case seen[id]:
+			return fmt.Errorf("delegate_clients: duplicate client_id %q", id)
+		case isClientMetadataURL(id):
+			return fmt.Errorf("delegate_clients: client_id %q looks like a CIMD client metadata URL, "+
+				"which collides with CIMD client resolution — pre-provisioned delegate "+
+				"clients must use an opaque, non-URL client_id", id)
+		case len(d.Scopes) == 0:
+			return fmt.Errorf("delegate_clients: client_id %q: scopes is required", id)
+		}
+		seen[id] = true
+		for _, s := range d.Scopes {
+			if !slices.Contains(scopes, s) {
+				return fmt.Errorf("delegate_clients[%s].scopes contains %q which is not in scopes_supported", id, s)
+			}
+		}
+		if len(d.Audiences) == 0 {
+			return fmt.Errorf("delegate_clients: client_id %q: audiences is required unless token_exchange.exchange_refresh_tokens is set", id)
+		}
+		for _, a := range d.Audiences {
+			if !slices.Contains(audiences, a) {
+				return fmt.Errorf("delegate_clients: client_id %q: audience %q is not in allowed_audiences", id, a)
+			}
+		}
+	}
+	return nil
+}
+
+// isClientMetadataURL says whether a client id has the shape of a client
+// metadata document's URL: https, or http on a loopback host.
+func isClientMetadataURL(id string) bool {
+	if strings.HasPrefix(id, "https://") {
+		return true
+	}
+	if !strings.HasPrefix(id, "http://") {
+		return false
+	}
+	u, err := url.Parse(id)
+	return err == nil && isLoopbackHostPort(u.Host)
+}

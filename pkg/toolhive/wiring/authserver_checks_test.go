@@ -146,3 +146,53 @@ func TestAuthServerGrantChecksRefuseWorkloads(t *testing.T) {
 		}
 	}
 }
+
+// What ToolHive's operator checks last, against the scopes and audience
+// the workload gives the server: a workload is refused with its message
+// (the config itself is valid).
+func TestRuntimeGrantChecksRefuseWorkloads(t *testing.T) {
+	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid", "offline_access"}}
+	const wrap = "invalid embedded auth server delegate clients or trusted issuers: "
+	client := func(id, scopes, audiences string) string {
+		return `{"clientId":"` + id + `","clientSecretRef":{"name":"s","key":"k"},"scopes":` + scopes + `,"audiences":` + audiences + `}`
+	}
+	for _, tc := range []struct{ name, raw, want string }{
+		{"scope not supported", `"delegateClients":[` + client("a", `["openid","tools"]`, `["https://mcp"]`) + `]`,
+			`delegate_clients[a].scopes contains "tools" which is not in scopes_supported`},
+		{"audience not allowed", `"delegateClients":[` + client("a", `["openid"]`, `["https://other"]`) + `]`,
+			`delegate_clients: client_id "a": audience "https://other" is not in allowed_audiences`},
+		{"no scopes", `"delegateClients":[` + client("a", `[]`, `["https://mcp"]`) + `]`,
+			`delegate_clients: client_id "a": scopes is required`},
+		{"no audiences", `"inboundGrants":{"tokenExchange":{"delegateClients":[` + client("a", `["openid"]`, `[]`) + `]}}`,
+			`delegate_clients: client_id "a": audiences is required unless token_exchange.exchange_refresh_tokens is set`},
+		{"duplicate client", `"delegateClients":[` + client("a", `["openid"]`, `["https://mcp"]`) + `,` + client("a", `["openid"]`, `["https://mcp"]`) + `]`,
+			`delegate_clients: duplicate client_id "a"`},
+		{"client id that is a URL", `"delegateClients":[` + client("https://agent.example.com", `["openid"]`, `["https://mcp"]`) + `]`,
+			`delegate_clients: client_id "https://agent.example.com" looks like a CIMD client metadata URL`},
+		{"accepted audience that is the resource", `"trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m",` +
+			`"subjectBindings":[{"subject":"s","allowedResources":["https://mcp"]}],"acceptedAudiences":["https://mcp"]}}]`,
+			`issuer_url "https://corp": jwt_bearer_grant.accepted_audiences value "https://mcp" must not also be a configured resource audience`},
+	} {
+		raw := `{"issuer":"https://auth",` + checksUpstream + `,` + tc.raw + `}`
+		if errs := ValidateEmbeddedAuthServer(embeddedConfig(t, raw).Spec.EmbeddedAuthServer); len(errs) != 0 {
+			t.Errorf("%s: the config is valid, got %q", tc.name, errs)
+		}
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
+		var invalid *InvalidSpecError
+		want := "spec.authServerRef: MCPExternalAuthConfig as: failed to build embedded auth server config: " + wrap + tc.want
+		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.HasPrefix(invalid.Message, want) {
+			t.Errorf("%s: MCPServer: %v, want %q", tc.name, err, want)
+		}
+		_, err = InlineAuthServer(testOwner, embeddedConfig(t, raw).Spec.EmbeddedAuthServer, nil, oidc, release.Releases[0])
+		want = "spec.authServerConfig: " + wrap + tc.want
+		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerConfigInvalid || !strings.HasPrefix(invalid.Message, want) {
+			t.Errorf("%s: vMCP: %v, want %q", tc.name, err, want)
+		}
+	}
+	// Without scopes the server supports its defaults.
+	raw := `{"issuer":"https://auth",` + checksUpstream + `,"delegateClients":[` + client("a", `["profile"]`, `["https://mcp"]`) + `]}`
+	if _, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil,
+		&ResolvedOIDC{Issuer: "https://auth", Audience: "https://mcp", ResourceURL: "https://mcp"}, 8080, release.Releases[0]); err != nil {
+		t.Errorf("default scopes: %v", err)
+	}
+}

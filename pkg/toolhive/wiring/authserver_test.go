@@ -323,7 +323,7 @@ func TestEmbeddedAuthServerDelegation(t *testing.T) {
 func TestInlineAuthServerWithoutUpstreams(t *testing.T) {
 	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://vmcp", ResourceURL: "https://vmcp"}
 	for raw, want := range map[string]string{
-		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["s"],"audiences":["https://vmcp"]}]}`: "",
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["openid"],"audiences":["https://vmcp"]}]}`: "",
 		`{"issuer":"https://auth","inboundGrants":{}}`: "",
 		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m","subjectBindings":[{"subject":"svc","allowedResources":["https://vmcp"]}]}}]}`: "",
 		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","expectedAudience":"https://auth","allowedDelegateClients":["*"]}]}`: "spec.authServerConfig requires at least one upstream provider unless " +
