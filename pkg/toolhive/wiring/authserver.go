@@ -1069,6 +1069,7 @@ func ValidateEmbeddedAuthServer(c *thv1.EmbeddedAuthServerConfig) []string {
 	}
 	add(validateTLSListener(c))
 	add(inboundGrantChecks(c))
+	add(spiffePrincipalChecks(c.InboundGrants))
 	add(forceConfidentialRedirectURIs(c.ForceConfidentialRedirectURIs, c.AllowConfidentialClientRegistration))
 	seen := map[string]bool{}
 	for i, u := range c.UpstreamProviders {

@@ -490,3 +490,143 @@ func isClientMetadataURL(id string) bool {
 	u, err := url.Parse(id)
 	return err == nil && isLoopbackHostPort(u.Host)
 }
+
+// spiffePrincipalChecks is ToolHive's check of inboundGrants'
+// spiffeClientAuth entries: each principalPattern a SPIFFE ID with a path
+// or with a terminal /* wildcard, each resource an absolute http(s) URI
+// without a fragment, listed once; then no two patterns that overlap
+// (one SPIFFE ID would match two entries).
+func spiffePrincipalChecks(in *thv1.InboundGrantsConfig) error {
+	if in == nil {
+		return nil
+	}
+	patterns := make([]string, len(in.SPIFFEClientAuth))
+	for i, a := range in.SPIFFEClientAuth {
+		p, err := spiffePattern(a.PrincipalPattern)
+		if err != nil {
+			return fmt.Errorf("inboundGrants.spiffeClientAuth[%d].principalPattern: %w", i, err)
+		}
+		patterns[i] = p
+		if err := resourceIndicators(a.Resources, fmt.Sprintf("inboundGrants.spiffeClientAuth[%d].resources", i)); err != nil {
+			return err
+		}
+	}
+	for i := range patterns {
+		for j := i + 1; j < len(patterns); j++ {
+			if spiffePatternsOverlap(patterns[i], patterns[j]) {
+				return fmt.Errorf("inboundGrants.spiffeClientAuth[%d].principalPattern %q overlaps spiffeClientAuth[%d].principalPattern %q",
+					i, in.SPIFFEClientAuth[i].PrincipalPattern, j, in.SPIFFEClientAuth[j].PrincipalPattern)
+			}
+		}
+	}
+	return nil
+}
+
+// spiffePattern checks a principal pattern and returns it as compared.
+func spiffePattern(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("is required")
+	}
+	wildcard := strings.HasSuffix(p, "/*")
+	if strings.Contains(p, "*") && (!wildcard || strings.Count(p, "*") != 1) {
+		return "", errors.New("must use only a terminal /* wildcard")
+	}
+	base := strings.TrimSuffix(p, "/*")
+	path, err := spiffeIDPath(base)
+	if err != nil {
+		return "", fmt.Errorf("must be a SPIFFE ID: %w", err)
+	}
+	if path == "" && !wildcard {
+		return "", errors.New("must include a path or terminal /* wildcard")
+	}
+	if wildcard {
+		return base + "/*", nil
+	}
+	return base, nil
+}
+
+// spiffeIDPath checks that id is a SPIFFE ID (spiffe://, a trust domain
+// of lower-case letters, digits, dots, dashes and underscores, and a path
+// of non-empty segments of letters, digits, dots, dashes and underscores,
+// none "." or "..") and returns its path, with the SPIFFE ID
+// specification's wording of what is wrong.
+func spiffeIDPath(id string) (string, error) {
+	const scheme = "spiffe://"
+	switch {
+	case id == "":
+		return "", errors.New("cannot be empty")
+	case !strings.HasPrefix(id, scheme):
+		return "", errors.New("scheme is missing or invalid")
+	}
+	rest := id[len(scheme):]
+	td, path, _ := strings.Cut(rest, "/")
+	for _, c := range []byte(td) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return "", errors.New("trust domain characters are limited to lowercase letters, numbers, dots, dashes, and underscores")
+		}
+	}
+	if td == "" {
+		return "", errors.New("trust domain is missing")
+	}
+	if len(rest) == len(td) {
+		return "", nil
+	}
+	segments := strings.Split(path, "/")
+	for i, seg := range segments {
+		switch seg {
+		case "":
+			if i == len(segments)-1 {
+				return "", errors.New("path cannot have a trailing slash")
+			}
+			return "", errors.New("path cannot contain empty segments")
+		case ".", "..":
+			return "", errors.New("path cannot contain dot segments")
+		}
+		for _, c := range []byte(seg) {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+				return "", errors.New("path segment characters are limited to letters, numbers, dots, dashes, and underscores")
+			}
+		}
+	}
+	return "/" + path, nil
+}
+
+// spiffePatternsOverlap says whether one SPIFFE ID could match both
+// patterns (each a SPIFFE ID or one ending in /*).
+func spiffePatternsOverlap(a, b string) bool {
+	aw, bw := strings.HasSuffix(a, "/*"), strings.HasSuffix(b, "/*")
+	ap, bp := strings.TrimSuffix(a, "*"), strings.TrimSuffix(b, "*")
+	switch {
+	case !aw && !bw:
+		return a == b
+	case aw && bw:
+		return strings.HasPrefix(ap, bp) || strings.HasPrefix(bp, ap)
+	case aw:
+		return strings.HasPrefix(b, ap)
+	default:
+		return strings.HasPrefix(a, bp)
+	}
+}
+
+// resourceIndicators is ToolHive's check of RFC 8707 resource
+// indicators: distinct, non-empty, absolute http(s) URIs with a host and
+// no credentials or fragment.
+func resourceIndicators(values []string, field string) error {
+	seen := map[string]bool{}
+	for _, v := range values {
+		switch {
+		case v == "":
+			return fmt.Errorf("%s must not contain an empty value", field)
+		case seen[v]:
+			return fmt.Errorf("%s: duplicate value %q", field, v)
+		}
+		seen[v] = true
+	}
+	for _, v := range values {
+		u, err := url.ParseRequestURI(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(v, "#") {
+			return fmt.Errorf("%s: resource indicator %q must be an absolute HTTP(S) URI without a fragment", field, v)
+		}
+	}
+	return nil
+}

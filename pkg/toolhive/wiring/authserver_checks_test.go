@@ -196,3 +196,43 @@ func TestRuntimeGrantChecksRefuseWorkloads(t *testing.T) {
 		t.Errorf("default scopes: %v", err)
 	}
 }
+
+// SPIFFE client associations: each pattern a SPIFFE ID with a path or a
+// terminal wildcard, resources absolute http(s) URIs, and no two patterns
+// one SPIFFE ID could match.
+func TestSPIFFEPrincipalChecks(t *testing.T) {
+	assoc := func(pattern, resources string) string {
+		return `{"trustDomainRef":"td","principalPattern":"` + pattern + `","clientId":"c-` + strings.NewReplacer("/", "", ":", "", "*", "x").Replace(pattern) +
+			`","methods":["spiffe_jwt"],"resources":` + resources + `}`
+	}
+	const at = "spec.embeddedAuthServer: inboundGrants.spiffeClientAuth"
+	for _, tc := range []struct{ assocs, want string }{
+		{assoc("spiffe://example.org/agent/*", `[]`) + "," + assoc("spiffe://example.org/agent/one", `[]`),
+			at + `[0].principalPattern "spiffe://example.org/agent/*" overlaps spiffeClientAuth[1].principalPattern "spiffe://example.org/agent/one"`},
+		{assoc("spiffe://example.org/a/*", `[]`) + "," + assoc("spiffe://example.org/*", `[]`),
+			at + `[0].principalPattern "spiffe://example.org/a/*" overlaps spiffeClientAuth[1].principalPattern "spiffe://example.org/*"`},
+		{assoc("spiffe://example.org/a", `[]`) + "," + assoc("spiffe://example.org/a", `[]`),
+			at + `[0].principalPattern "spiffe://example.org/a" overlaps spiffeClientAuth[1].principalPattern "spiffe://example.org/a"`},
+		{assoc("spiffe://example.org/a/*", `[]`) + "," + assoc("spiffe://example.org/ab", `[]`), ""},
+		{assoc("spiffe://example.org/a", `[]`) + "," + assoc("spiffe://example.org/b/*", `[]`), ""},
+		{assoc("spiffe://example.org", `[]`), at + "[0].principalPattern: must include a path or terminal /* wildcard"},
+		{assoc("spiffe://example.org/*", `[]`), ""},
+		{assoc("spiffe://example.org/a*", `[]`), at + "[0].principalPattern: must use only a terminal /* wildcard"},
+		{assoc("https://example.org/a", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: scheme is missing or invalid"},
+		{assoc("spiffe://Example.org/a", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: trust domain characters are limited to lowercase letters, numbers, dots, dashes, and underscores"},
+		{assoc("spiffe:///a", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: trust domain is missing"},
+		{assoc("spiffe://example.org/a//b", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: path cannot contain empty segments"},
+		{assoc("spiffe://example.org/a/", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: path cannot have a trailing slash"},
+		{assoc("spiffe://example.org/a/../b", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: path cannot contain dot segments"},
+		{assoc("spiffe://example.org/a b", `[]`), at + "[0].principalPattern: must be a SPIFFE ID: path segment characters are limited to letters, numbers, dots, dashes, and underscores"},
+		{assoc("spiffe://example.org/a", `["https://mcp","https://mcp"]`), at + `[0].resources: duplicate value "https://mcp"`},
+		{assoc("spiffe://example.org/a", `["https://mcp#x"]`), at + `[0].resources: resource indicator "https://mcp#x" must be an absolute HTTP(S) URI without a fragment`},
+		{assoc("spiffe://example.org/a", `["mcp"]`), at + `[0].resources: resource indicator "mcp" must be an absolute HTTP(S) URI without a fragment`},
+	} {
+		raw := `{"issuer":"https://auth",` + checksUpstream + `,"inboundGrants":{"spiffeClientAuth":[` + tc.assocs + `]}}`
+		errs := ValidateEmbeddedAuthServer(embeddedConfig(t, raw).Spec.EmbeddedAuthServer)
+		if tc.want == "" && len(errs) != 0 || tc.want != "" && (len(errs) != 1 || errs[0] != tc.want) {
+			t.Errorf("%s: %q, want %q", tc.assocs, errs, tc.want)
+		}
+	}
+}
