@@ -58,6 +58,9 @@ func statusCases() map[string][]string {
 		"examples":     examples,
 		"missing-refs": {filepath.Join("testdata", "status", "missing-refs.yaml")},
 		"invalid-refs": {filepath.Join("testdata", "status", "invalid-refs.yaml")},
+		// The embedded authorization server's checks, one config each,
+		// and a workload refused by the server's own check.
+		"auth-server-validation": {filepath.Join("testdata", "table", "50-auth-server-validation.yaml")},
 		// Cases with a step (status_runtime_test.go).
 		"pod-failures":       {filepath.Join("testdata", "status", "pod-failures.yaml")},
 		"runner-statefulset": {filepath.Join("testdata", "status", "runner-statefulset.yaml")},
