@@ -436,6 +436,9 @@ func runtimeGrantChecks(c *thv1.EmbeddedAuthServerConfig, scopes, audiences []st
 			}
 		}
 	}
+	if err := spiffePermissionChecks(c.InboundGrants, scopes, audiences); err != nil {
+		return fmt.Errorf("invalid embedded auth server delegate clients or trusted issuers: %w", err)
+	}
 	return nil
 }
 
@@ -626,6 +629,59 @@ func resourceIndicators(values []string, field string) error {
 		u, err := url.ParseRequestURI(v)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(v, "#") {
 			return fmt.Errorf("%s: resource indicator %q must be an absolute HTTP(S) URI without a fragment", field, v)
+		}
+	}
+	return nil
+}
+
+// spiffePermissionChecks is the server's check of what a SPIFFE client may
+// obtain: resources among the allowed audiences, audiences and scopes set
+// and distinct, scopes among those supported.
+func spiffePermissionChecks(in *thv1.InboundGrantsConfig, scopes, audiences []string) error {
+	if in == nil {
+		return nil
+	}
+	if len(scopes) == 0 {
+		scopes = defaultScopesSupported
+	}
+	distinct := func(values []string, field string) error {
+		if len(values) == 0 {
+			return fmt.Errorf("%s is required", field)
+		}
+		seen := map[string]bool{}
+		for _, v := range values {
+			switch {
+			case v == "":
+				return fmt.Errorf("%s must not contain an empty value", field)
+			case seen[v]:
+				return fmt.Errorf("%s: duplicate value %q", field, v)
+			}
+			seen[v] = true
+		}
+		return nil
+	}
+	for i, a := range in.SPIFFEClientAuth {
+		at := fmt.Sprintf("inbound_grants.spiffe_client_auth[%d]", i)
+		if len(a.Resources) > 0 {
+			if err := resourceIndicators(a.Resources, at+".resources"); err != nil {
+				return err
+			}
+			for _, r := range a.Resources {
+				if !slices.Contains(audiences, r) {
+					return fmt.Errorf("%s.resources: resource %q is not allowed by allowed_audiences", at, r)
+				}
+			}
+		}
+		if err := distinct(a.Audiences, at+".audiences"); err != nil {
+			return err
+		}
+		if err := distinct(a.Scopes, at+".scopes"); err != nil {
+			return err
+		}
+		for _, sc := range a.Scopes {
+			if !slices.Contains(scopes, sc) {
+				return fmt.Errorf("%s.scopes contains %q which is not in scopes_supported", at, sc)
+			}
 		}
 	}
 	return nil

@@ -236,3 +236,35 @@ func TestSPIFFEPrincipalChecks(t *testing.T) {
 		}
 	}
 }
+
+// A SPIFFE client may obtain only what the workload's server offers:
+// resources among its allowed audiences, scopes among those it supports.
+func TestSPIFFEPermissionChecksRefuseWorkloads(t *testing.T) {
+	r, err := release.Lookup("v0.66.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
+	const wrap = "spec.authServerRef: MCPExternalAuthConfig as: failed to build embedded auth server config: " +
+		"invalid embedded auth server delegate clients or trusted issuers: "
+	domain := `"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org","methods":["spiffe_jwt"],` +
+		`"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}]`
+	for assoc, want := range map[string]string{
+		`"resources":["https://mcp"],"audiences":["https://mcp"],"scopes":["openid"]`: "",
+		`"resources":["https://other"],"audiences":["https://mcp"],"scopes":["openid"]`: wrap +
+			`inbound_grants.spiffe_client_auth[0].resources: resource "https://other" is not allowed by allowed_audiences`,
+		`"audiences":["https://mcp"],"scopes":["openid","tools"]`:  wrap + `inbound_grants.spiffe_client_auth[0].scopes contains "tools" which is not in scopes_supported`,
+		`"audiences":[],"scopes":["openid"]`:                       wrap + "inbound_grants.spiffe_client_auth[0].audiences is required",
+		`"audiences":["https://mcp"],"scopes":["openid","openid"]`: wrap + `inbound_grants.spiffe_client_auth[0].scopes: duplicate value "openid"`,
+	} {
+		raw := `{"issuer":"https://auth",` + checksUpstream + `,` + domain + `,"inboundGrants":{"spiffeClientAuth":[{"trustDomainRef":"td",` +
+			`"principalPattern":"spiffe://example.org/agent","clientId":"agent","methods":["spiffe_jwt"],` + assoc + `}]}}`
+		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, r)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", assoc, err)
+		case want != "" && (err == nil || err.Error() != want):
+			t.Errorf("%s: %v, want %q", assoc, err, want)
+		}
+	}
+}
