@@ -404,6 +404,7 @@ var statusDifferences = []statusDifference{
 	{"examples MCPRemoteProxy/vendor-tools column URL", remoteProxyURL, false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency health", "ToolHive's operator runs no controller for the kind, so Argo CD reads it Progressing forever; hivekeeper validates it, and it reads Healthy (docs/compatibility.md, Composite tool definitions)", false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency column Status", "ToolHive's operator runs no controller for the kind, so its Status column stays empty; hivekeeper validates the definition and fills it (docs/compatibility.md, Composite tool definitions)", false},
+	{"auth-server-validation MCPServer/asv-delegate-audience-server column URL", refURL, false},
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid column URL", refURL, false},
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid message", refMessage, false},
 	{"invalid-refs MCPRemoteProxy/proxy-oidc-ca-bundle-missing column URL", remoteProxyURL, false},

@@ -339,7 +339,7 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	}
 	refuse := func(cond, reason, format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: cond, Reason: reason,
-			Message: fmt.Sprintf("%s: MCPExternalAuthConfig %s: ", field, cfg.Name) + fmt.Sprintf(format, a...)}
+			Message: buildFailureMessage(fmt.Sprintf("%s: MCPExternalAuthConfig %s: ", field, cfg.Name), fmt.Sprintf(format, a...))}
 	}
 	if authServer != nil {
 		if t := authServer.Spec.Type; t != thv1.ExternalAuthTypeEmbeddedAuthServer {

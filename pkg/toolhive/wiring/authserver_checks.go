@@ -17,6 +17,21 @@ import (
 // config valid or deploys a workload with it; each returns the first
 // problem, in ToolHive's words, as ToolHive's checks do.
 
+// authServerBuildFailed begins the refusals ToolHive's operator makes
+// while it builds a workload's authorization server configuration.
+const authServerBuildFailed = "failed to build embedded auth server config: "
+
+// buildFailureMessage is the message of a refusal of an MCPServer's or
+// MCPRemoteProxy's embedded authorization server: one of ToolHive's build
+// checks in its words ("Failed to build configuration: " and the check's
+// message), any other prefixed with where the config is named.
+func buildFailureMessage(where, msg string) string {
+	if strings.HasPrefix(msg, authServerBuildFailed) {
+		return "Failed to build configuration: " + msg
+	}
+	return where + msg
+}
+
 // anyDelegateClient is the wildcard of allowedDelegateClients: any
 // confidential client holding the token exchange grant.
 const anyDelegateClient = "*"

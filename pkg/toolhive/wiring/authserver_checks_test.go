@@ -133,7 +133,7 @@ func TestAuthServerGrantChecksRefuseWorkloads(t *testing.T) {
 		raw := `{"issuer":"https://auth",` + checksUpstream + `,` + tc.raw + `}`
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
-		want := "spec.authServerRef: MCPExternalAuthConfig as: failed to build embedded auth server config: " + tc.want
+		want := "Failed to build configuration: failed to build embedded auth server config: " + tc.want
 		if !errors.As(err, &invalid) || invalid.Condition != thv1.ConditionAuthServerRefValidated ||
 			invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.HasPrefix(invalid.Message, want) {
 			t.Errorf("%s: MCPServer: %v, want %q", tc.name, err, want)
@@ -179,7 +179,7 @@ func TestRuntimeGrantChecksRefuseWorkloads(t *testing.T) {
 		}
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
-		want := "spec.authServerRef: MCPExternalAuthConfig as: failed to build embedded auth server config: " + wrap + tc.want
+		want := "Failed to build configuration: failed to build embedded auth server config: " + wrap + tc.want
 		if !errors.As(err, &invalid) || invalid.Reason != thv1.ReasonAuthServerRefInvalidConfig || !strings.HasPrefix(invalid.Message, want) {
 			t.Errorf("%s: MCPServer: %v, want %q", tc.name, err, want)
 		}
@@ -245,7 +245,7 @@ func TestSPIFFEPermissionChecksRefuseWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://mcp", ResourceURL: "https://mcp", Scopes: []string{"openid"}}
-	const wrap = "spec.authServerRef: MCPExternalAuthConfig as: failed to build embedded auth server config: " +
+	const wrap = "Failed to build configuration: failed to build embedded auth server config: " +
 		"invalid embedded auth server delegate clients or trusted issuers: "
 	domain := `"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org","methods":["spiffe_jwt"],` +
 		`"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}]`
