@@ -281,6 +281,13 @@ func (c *ConfigController[T]) sync(ctx context.Context, key cache.ObjectName) er
 	if invalid == "" && meta.IsStatusConditionFalse(old.Conditions, thv1.ConditionValid) {
 		c.recorder.Event(cached, corev1.EventTypeNormal, thv1.ReasonConfigValid, "spec validation passed")
 	}
+	if c.kind.Advisories != nil {
+		for _, a := range c.kind.Advisories(cached) {
+			if a.Event != "" && a.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(old.Conditions, a.Type) {
+				c.recorder.Event(cached, corev1.EventTypeWarning, a.Event, a.EventMessage)
+			}
+		}
+	}
 	if blocked && !meta.IsStatusConditionTrue(old.Conditions, thv1.ConditionDeletionBlocked) {
 		c.recorder.Event(cached, corev1.EventTypeWarning, thv1.ReasonDeletionBlocked, "Deletion blocked: "+blockedMessage(refs))
 	}
@@ -331,6 +338,15 @@ func (c *ConfigController[T]) desiredStatus(cached T, refs []thv1.WorkloadRefere
 		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionFalse, invalidReason, strings.Join(errs, "; "))
 	} else {
 		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionValid, metav1.ConditionTrue, validReason, msgConfigValid)
+	}
+	if c.kind.Advisories != nil {
+		for _, a := range c.kind.Advisories(cached) {
+			if a.Remove {
+				meta.RemoveStatusCondition(&status.Conditions, a.Type)
+			} else {
+				framework.SetCondition(&status.Conditions, c.clock, gen, a.Type, a.Status, a.Reason, a.Message)
+			}
+		}
 	}
 	if blocked {
 		framework.SetCondition(&status.Conditions, c.clock, gen, thv1.ConditionDeletionBlocked, metav1.ConditionTrue, thv1.ReasonReferencedByWorkloads, blockedMessage(refs))

@@ -106,6 +106,7 @@ var ExternalAuthConfigs = ConfigKind[*thv1.MCPExternalAuthConfig]{
 	Validate:      wiring.ValidateExternalAuthConfig,
 	ReleaseChecks: wiring.ExternalAuthConfigReleaseChecks,
 	Refuse:        wiring.RefuseExternalAuthConfig,
+	Advisories:    wiring.ExternalAuthAdvisories,
 	Index:         index.ByExternalAuthConfig,
 	AlsoIndexes:   []string{index.ByAuthServerRef},
 	Condition:     thv1.ConditionExternalAuthConfigValidated,

@@ -14,6 +14,7 @@ import (
 	informers "github.com/hivekeeper/hivekeeper/pkg/generated/informers/externalversions"
 	"github.com/hivekeeper/hivekeeper/pkg/index"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/release"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // ConfigObject is a config kind workloads reference by name. Every such
@@ -59,6 +60,9 @@ type ConfigKind[T ConfigObject] struct {
 	// condition turns False with that reason, so the config, not each
 	// workload that references it, reports the problem. "" accepts it.
 	Refuse func(T) (reason, message string)
+	// Advisories, when set, are the conditions the config carries beside
+	// Valid, valid or not (ToolHive's advisories), from its spec alone.
+	Advisories func(T) []wiring.Advisory
 	// Index maps a workload to "<ns>/<name>" of the config it references.
 	Index string
 	// AlsoIndexes are the other references workloads make to the kind

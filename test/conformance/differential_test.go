@@ -91,6 +91,14 @@ var notCompared = map[string]skipped{
 		ToolHive:   statusWant{"Pending", "AuthConfigured=False", "AuthInvalid", `Secret "oidc-secret" not found`},
 		Hivekeeper: statusWant{"Pending", "Ready=False", thv1.ReasonDeploymentNotReady, "No pods found for Virtual MCP server"},
 	},
+	"table/50-auth-server-validation.yaml MCPServer asv-delegate-audience-server": {
+		Why: "its embedded authorization server's delegate client names an audience that is not the server's resource URL; " +
+			"both operators refuse it, running the server's own check before deploying (TestTable checks hivekeeper's side)",
+		ToolHive: statusWant{"Failed", "AuthServerRefValidated=False", "AuthServerRefInvalidConfig",
+			`audience "https://elsewhere.example.com/mcp" is not in allowed_audiences`},
+		Hivekeeper: statusWant{"Failed", thv1.ConditionAuthServerRefValidated + "=False", thv1.ReasonAuthServerRefInvalidConfig,
+			`audience "https://elsewhere.example.com/mcp" is not in allowed_audiences`},
+	},
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": {
 		Why: "its remoteUrl is a private address and it does not set allowPrivateEndpoint; both operators refuse it " +
 			"(TestTable checks hivekeeper's side)",

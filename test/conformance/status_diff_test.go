@@ -59,6 +59,9 @@ func statusCases() map[string][]string {
 		"missing-refs": {filepath.Join("testdata", "status", "missing-refs.yaml")},
 		"invalid-refs": {filepath.Join("testdata", "status", "invalid-refs.yaml")},
 		"xaa":          {filepath.Join("testdata", "status", "xaa.yaml")},
+		// The embedded authorization server's checks, one config each,
+		// and a workload refused by the server's own check.
+		"auth-server-validation": {filepath.Join("testdata", "table", "50-auth-server-validation.yaml")},
 		// Cases with a step (status_runtime_test.go).
 		"pod-failures":       {filepath.Join("testdata", "status", "pod-failures.yaml")},
 		"runner-statefulset": {filepath.Join("testdata", "status", "runner-statefulset.yaml")},
@@ -402,6 +405,7 @@ var statusDifferences = []statusDifference{
 	{"examples MCPRemoteProxy/vendor-tools column URL", remoteProxyURL, false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency health", "ToolHive's operator runs no controller for the kind, so Argo CD reads it Progressing forever; hivekeeper validates it, and it reads Healthy (docs/compatibility.md, Composite tool definitions)", false},
 	{"examples VirtualMCPCompositeToolDefinition/check-dependency column Status", "ToolHive's operator runs no controller for the kind, so its Status column stays empty; hivekeeper validates the definition and fills it (docs/compatibility.md, Composite tool definitions)", false},
+	{"auth-server-validation MCPServer/asv-delegate-audience-server column URL", refURL, false},
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid column URL", refURL, false},
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid message", refMessage, false},
 	{"invalid-refs MCPRemoteProxy/proxy-oidc-ca-bundle-missing column URL", remoteProxyURL, false},

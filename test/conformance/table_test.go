@@ -250,6 +250,12 @@ var refused = map[string]string{
 	"remote-private": thv1.ReasonRemoteURLInvalid,
 }
 
+// refusedServers are the table's MCPServers hivekeeper refuses, as
+// ToolHive's operator does, by the condition that says why.
+var refusedServers = map[string]string{
+	"asv-delegate-audience-server": thv1.ConditionAuthServerRefValidated,
+}
+
 // absent are keys whose absence the table states: secrets never reach a
 // RunConfig, and a server without a reference has no OIDC block.
 var absent = map[string][]string{
@@ -296,6 +302,10 @@ func TestTable(t *testing.T) {
 			for _, o := range objs {
 				switch o.GetKind() {
 				case "MCPServer":
+					if cond, ok := refusedServers[o.GetName()]; ok {
+						checkServerRefused(t, env, ns, o.GetName(), cond)
+						continue
+					}
 					checkRunConfig(t, env, ns, naming.RunConfigName(o.GetName()), o.GetName())
 				case "MCPRemoteProxy":
 					if reason, ok := refused[o.GetName()]; ok {
@@ -440,6 +450,23 @@ func checkRefused(t *testing.T, env *framework.Env, ns, name, reason string) {
 	}, "%s refused with %s", name, reason)
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("%s: the RunConfig of a refused proxy: %v, want NotFound", name, err)
+	}
+}
+
+// checkServerRefused waits for an MCPServer's condition cond to turn
+// False and checks that no RunConfig was written for it.
+func checkServerRefused(t *testing.T, env *framework.Env, ns, name, cond string) {
+	t.Helper()
+	ctx := context.Background()
+	framework.Eventually(t, 30*time.Second, func() (bool, error) {
+		s, err := env.Toolhive.ToolhiveV1beta1().MCPServers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return meta.IsStatusConditionFalse(s.Status.Conditions, cond), fmt.Errorf("status %+v", s.Status)
+	}, "%s refused (%s=False)", name, cond)
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, naming.RunConfigName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: the RunConfig of a refused server: %v, want NotFound", name, err)
 	}
 }
 

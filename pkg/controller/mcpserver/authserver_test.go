@@ -155,7 +155,7 @@ func TestAuthServerRefRefusals(t *testing.T) {
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidType, `type "unauthenticated"`},
 		{"multi-upstream", nil, authServerConfig("as", twoUpstreams),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefMultiUpstream, "found 2"},
-		{"unsupported", nil, authServerConfig("as", `{"issuer":"https://a.example.com","trustedIssuers":[{"issuerUrl":"https://c","caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
+		{"unsupported", nil, authServerConfig("as", `{"issuer":"https://a.example.com","trustedIssuers":[{"issuerUrl":"https://c","expectedAudience":"a","allowedDelegateClients":["*"],"caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "spec.embeddedAuthServer.trustedIssuers[0].caBundleRef"},
 		{"no OIDC", func(s *thv1.MCPServer) { s.Spec.OIDCConfigRef = nil }, authServerConfig("as", authServerJSON),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "needs spec.oidcConfigRef"},
@@ -167,6 +167,12 @@ func TestAuthServerRefRefusals(t *testing.T) {
 		{"tls listener port", func(s *thv1.MCPServer) { s.Spec.ProxyPort = 8443 }, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+
 			`,"tlsListener":{"certificateSecretRef":{"name":"tls","key":"tls.crt"},"privateKeySecretRef":{"name":"tls","key":"tls.key"}}}`),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "proxyPort 8443 conflicts with the embedded auth server TLS listener port"},
+		// ToolHive's operator runs the server's own check of its delegate
+		// clients against the server's scopes and audience before deploying.
+		{"delegate client audience", nil, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+`,"delegateClients":[{"clientId":"agent",`+
+			`"clientSecretRef":{"name":"dc","key":"s"},"scopes":["openid"],"audiences":["https://elsewhere"]}]}`),
+			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig,
+			`invalid embedded auth server delegate clients or trusted issuers: delegate_clients: client_id "agent": audience "https://elsewhere" is not in allowed_audiences`},
 		{"spiffe", nil, authServerConfig("as", strings.TrimSuffix(authServerJSON, "}")+`,"spiffeTrustDomains":[{"name":"td","trustDomain":"example.org",`+
 			`"methods":["spiffe_jwt"],"bundleSource":{"type":"file","file":{"configMapName":"b","configMapKey":"bundle.json"}}}]}`),
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "SPIFFE client authentication is not yet enforced"},

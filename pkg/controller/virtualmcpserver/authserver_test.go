@@ -176,7 +176,7 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 		{"http issuer", `{"issuer":"http://idp.example.com","upstreamProviders":[{"name":"a","type":"oidc","oidcConfig":{"issuerUrl":"https://a","clientId":"c"}}]}`, nil,
 			"uses http:// with a non-localhost host"},
 		{"no upstream", `{"issuer":"https://idp.example.com"}`, nil, "requires at least one upstream provider"},
-		{"unsupported", `{"issuer":"https://idp.example.com","trustedIssuers":[{"issuerUrl":"https://c","caBundleRef":{"configMapRef":{"name":"ca"}}}],"upstreamProviders":[{"name":"a","type":"oauth2","oauth2Config":{"tokenEndpoint":"t"}}]}`, nil,
+		{"unsupported", `{"issuer":"https://idp.example.com","trustedIssuers":[{"issuerUrl":"https://c","expectedAudience":"a","allowedDelegateClients":["*"],"caBundleRef":{"configMapRef":{"name":"ca"}}}],"upstreamProviders":[{"name":"a","type":"oauth2","oauth2Config":{"tokenEndpoint":"t"}}]}`, nil,
 			"not supported by hivekeeper: spec.authServerConfig.trustedIssuers[0].caBundleRef"},
 		{"reserved parameter", strings.Replace(authServerJSON, `"clientId":"gh"`, `"clientId":"gh","additionalAuthorizationParams":{"state":"x","prompt":"login"}`, 1), nil,
 			`spec.authServerConfig.upstreamProviders[1].additionalAuthorizationParams: reserved parameter "state"`},

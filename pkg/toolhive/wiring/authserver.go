@@ -339,7 +339,7 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	}
 	refuse := func(cond, reason, format string, a ...any) (AuthServerWiring, error) {
 		return AuthServerWiring{}, &InvalidSpecError{Condition: cond, Reason: reason,
-			Message: fmt.Sprintf("%s: MCPExternalAuthConfig %s: ", field, cfg.Name) + fmt.Sprintf(format, a...)}
+			Message: buildFailureMessage(fmt.Sprintf("%s: MCPExternalAuthConfig %s: ", field, cfg.Name), fmt.Sprintf(format, a...))}
 	}
 	if authServer != nil {
 		if t := authServer.Spec.Type; t != thv1.ExternalAuthTypeEmbeddedAuthServer {
@@ -374,6 +374,9 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	if err := validateTLSListener(cfg.Spec.EmbeddedAuthServer); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
+	if err := inboundGrantChecks(cfg.Spec.EmbeddedAuthServer); err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
 	if err := spiffeChecks(cfg.Spec.EmbeddedAuthServer, r); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
@@ -396,6 +399,9 @@ func EmbeddedAuthServer(kind string, owner Owner, authServer, extAuth *thv1.MCPE
 	}
 	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
+		return refuse(cond, invalidReason, building+"%v", err)
+	}
+	if err := runtimeGrantChecks(cfg.Spec.EmbeddedAuthServer, w.Config.ScopesSupported, w.Config.AllowedAudiences); err != nil {
 		return refuse(cond, invalidReason, building+"%v", err)
 	}
 	return w, nil
@@ -914,6 +920,9 @@ func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *t
 	if err := validateTLSListener(cfg); err != nil {
 		return refuse("%s: %v", base, err)
 	}
+	if err := inboundGrantChecks(cfg); err != nil {
+		return refuse("%s: %v", base, err)
+	}
 	if u, err := url.Parse(spec.Issuer); err == nil && u.Scheme == "http" && u.Host != "" && !isLoopbackHost(u.Hostname()) && !spec.InsecureAllowHTTP {
 		return refuse("%s.issuer %q uses http:// with a non-localhost host; set %s.insecureAllowHTTP: true to allow this for trusted "+
 			"in-cluster deployments, or use https:// for production deployments", base, spec.Issuer, base)
@@ -972,6 +981,9 @@ func InlineAuthServer(owner Owner, cfg *thv1.EmbeddedAuthServerConfig, filter *t
 	}
 	w, err := wireAuthServer(owner, &spec, oidc)
 	if err != nil {
+		return refuse("%s: %v", base, err)
+	}
+	if err := runtimeGrantChecks(cfg, w.Config.ScopesSupported, w.Config.AllowedAudiences); err != nil {
 		return refuse("%s: %v", base, err)
 	}
 	w.Config.UpstreamFilter = upstreamFilter(filter)
@@ -1065,6 +1077,9 @@ func ValidateEmbeddedAuthServer(c *thv1.EmbeddedAuthServerConfig) []string {
 		add(fmt.Errorf("at least one upstream provider or inbound grant family is required"))
 	}
 	add(validateTLSListener(c))
+	add(inboundGrantChecks(c))
+	add(spiffePrincipalChecks(c.InboundGrants))
+	add(forceConfidentialRedirectURIs(c.ForceConfidentialRedirectURIs, c.AllowConfidentialClientRegistration))
 	seen := map[string]bool{}
 	for i, u := range c.UpstreamProviders {
 		prefix := fmt.Sprintf("upstreamProviders[%d]", i)

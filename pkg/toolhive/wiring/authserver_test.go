@@ -47,7 +47,7 @@ func TestEmbeddedAuthServerRefusals(t *testing.T) {
 		{"no block", embedded(""), nil, thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "without spec.embeddedAuthServer"},
 		{"secret ref", embedded(`{"issuer":"i","hmacSecretRefs":[{"name":"h"}]}`), nil,
 			thv1.ConditionAuthServerRefValidated, thv1.ReasonAuthServerRefInvalidConfig, "name and key are required"},
-		{"legacy unsupported", nil, embedded(`{"issuer":"i","trustedIssuers":[{"issuerUrl":"https://corp","caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
+		{"legacy unsupported", nil, embedded(`{"issuer":"i","trustedIssuers":[{"issuerUrl":"https://corp","expectedAudience":"a","allowedDelegateClients":["*"],"caBundleRef":{"configMapRef":{"name":"ca"}}}]}`),
 			thv1.ConditionReady, thv1.ReasonInvalidSpec, "spec.externalAuthConfigRef: MCPExternalAuthConfig as: not supported by hivekeeper: spec.embeddedAuthServer.trustedIssuers[0].caBundleRef"},
 	} {
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, tc.authServer, tc.extAuth, oidc, 8080, release.Releases[0])
@@ -305,10 +305,10 @@ func TestEmbeddedAuthServerDelegation(t *testing.T) {
 
 	// ToolHive's refusals, with its messages.
 	for raw, want := range map[string]string{
-		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`:                                              "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
-		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`:                            "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
-		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`:                          "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
-		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","maxAssertionAge":"soon","subjectBindings":[]}]}}}`: `inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge "soon" is not a duration`,
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","scopes":["s"],"audiences":["a"]}]}`:                                                                                                         "failed to build embedded auth server config: delegateClients[0].clientSecretRef.name and clientSecretRef.key are required",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"subjectBindings":[]}}]}`:                                                                                       "trustedIssuers[0].jwtBearerGrant.maxAssertionAge is required",
+		`{"issuer":"https://auth","inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","subjectBindings":[]}]}}}`:                                                                                     "inboundGrants.jwtBearer.issuerPolicies[0].maxAssertionAge is required",
+		`{"issuer":"https://auth","trustedIssuers":[{"name":"x","issuerUrl":"https://corp"}],"inboundGrants":{"jwtBearer":{"issuerPolicies":[{"issuerRef":"x","maxAssertionAge":"soon","subjectBindings":[]}]}}}`: `trustedIssuers: issuer_url "https://corp": jwt_bearer_grant.max_assertion_age must be a positive duration`,
 	} {
 		_, err := EmbeddedAuthServer(thv1.KindMCPServer, testOwner, embeddedConfig(t, raw), nil, oidc, 8080, release.Releases[0])
 		var invalid *InvalidSpecError
@@ -323,10 +323,10 @@ func TestEmbeddedAuthServerDelegation(t *testing.T) {
 func TestInlineAuthServerWithoutUpstreams(t *testing.T) {
 	oidc := &ResolvedOIDC{Issuer: "https://auth", Audience: "https://vmcp", ResourceURL: "https://vmcp"}
 	for raw, want := range map[string]string{
-		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["s"],"audiences":["https://vmcp"]}]}`: "",
+		`{"issuer":"https://auth","delegateClients":[{"clientId":"a","clientSecretRef":{"name":"d","key":"s"},"scopes":["openid"],"audiences":["https://vmcp"]}]}`: "",
 		`{"issuer":"https://auth","inboundGrants":{}}`: "",
-		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m","subjectBindings":[]}}]}`: "",
-		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp"}]}`: "spec.authServerConfig requires at least one upstream provider unless " +
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","jwtBearerGrant":{"maxAssertionAge":"1m","subjectBindings":[{"subject":"svc","allowedResources":["https://vmcp"]}]}}]}`: "",
+		`{"issuer":"https://auth","trustedIssuers":[{"issuerUrl":"https://corp","expectedAudience":"https://auth","allowedDelegateClients":["*"]}]}`: "spec.authServerConfig requires at least one upstream provider unless " +
 			"delegateClients, inboundGrants, or a trustedIssuer with jwtBearerGrant is configured",
 	} {
 		w, err := InlineAuthServer(testOwner, embeddedConfig(t, raw).Spec.EmbeddedAuthServer, nil, oidc, release.Releases[0])
