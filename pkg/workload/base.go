@@ -166,6 +166,15 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		return nil, err
 	}
 	b.AddSynced(synced)
+	// An account the spec names re-syncs the workload when it appears,
+	// goes, or changes owner: whether the workload may run as it depends
+	// on its owner.
+	if synced, err = d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ServiceAccounts().Informer()
+	}).AddEventHandler(b.ServiceAccountHandler()); err != nil {
+		return nil, err
+	}
+	b.AddSynced(synced)
 	// An authorization file's ConfigMap re-syncs the workloads naming it.
 	b.AuthzFiles = NewAuthzFiles(d.Kube, b.Children.ConfigMaps.Get)
 	if synced, err = configMaps.AddEventHandler(b.AuthzFileHandler()); err != nil {
@@ -197,6 +206,13 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 // whose OIDC config names the ConfigMap as CA bundle (OIDCCABundleHandler).
 func (b *Base) CABundleHandler() cache.ResourceEventHandlerFuncs {
 	return OIDCCABundleHandler(b.OIDC.informer.Indexer(), b.primary, b.EnqueueKey)
+}
+
+// ServiceAccountHandler is the ServiceAccount handler that re-syncs the
+// workloads whose spec names the account for their pods
+// (ServiceAccountHandler).
+func (b *Base) ServiceAccountHandler() cache.ResourceEventHandlerFuncs {
+	return ServiceAccountHandler(b.primary, b.EnqueueKey)
 }
 
 // AuthzFileHandler is the ConfigMap handler that re-syncs the workloads

@@ -107,5 +107,10 @@ func New(d *framework.Deps) (*Controller, error) {
 		}
 		c.AddSynced(synced)
 	}
+	// The account a podTemplateSpec names re-syncs the server when it
+	// appears, goes or changes owner.
+	if err := workload.WatchNamedServiceAccounts(d, servers.Indexer(), c.Loop); err != nil {
+		return nil, fmt.Errorf("adding handler: %w", err)
+	}
 	return c, nil
 }

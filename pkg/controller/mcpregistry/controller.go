@@ -124,5 +124,10 @@ func New(d *framework.Deps) (*Controller, error) {
 		}
 		c.AddSynced(synced)
 	}
+	// The account a podTemplateSpec names re-syncs the registry when it
+	// appears, goes or changes owner.
+	if err := workload.WatchNamedServiceAccounts(d, registries.Indexer(), c.Loop); err != nil {
+		return nil, fmt.Errorf("adding handler: %w", err)
+	}
 	return c, nil
 }
