@@ -97,8 +97,10 @@ type Base struct {
 	// AuthzFiles reads the authorization files of authzConfig type
 	// configMap.
 	AuthzFiles *AuthzFiles
-	Config     framework.Config
-	phases     Phases
+	// Config is the Deps' own: pkg/app completes its UsageMetrics when a
+	// standby replica becomes leader, before any sync.
+	Config *framework.Config
+	phases Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
 	// index does.
@@ -134,7 +136,7 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		Webhooks:       WebhookConfigs.Bind(d),
 		AuthServer:     AuthServerConfigs.Bind(d),
 		CompositeTools: CompositeToolDefinitions.Bind(d),
-		Config:         d.Config,
+		Config:         &d.Config,
 		phases:         s.Phases,
 		resource:       s.Resource,
 		logKey:         strings.ToLower(s.Kind),
@@ -231,6 +233,7 @@ func (b *Base) watchPrimary(primary *framework.Informer, foreign func(oldObj, ne
 		return err
 	}
 	b.AddSynced(synced)
+	b.AddPrimary(primary.Indexer())
 	return nil
 }
 

@@ -85,6 +85,7 @@ func New(d *framework.Deps) (*Controller, error) {
 	}
 	c.Loop = framework.NewLoop(Name, c.sync)
 	c.AddSynced(saInf.HasSynced)
+	c.AddPrimary(servers.Indexer())
 	lookup := func(ns, name string) (types.UID, bool) {
 		e, err := c.servers.EmbeddingServers(ns).Get(name)
 		if err != nil {

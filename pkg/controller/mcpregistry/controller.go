@@ -117,6 +117,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		return nil, fmt.Errorf("adding handler: %w", err)
 	}
 	c.AddSynced(synced)
+	c.AddPrimary(registries.Indexer())
 	for _, i := range children {
 		synced, err := i.AddEventHandler(childHandler)
 		if err != nil {
