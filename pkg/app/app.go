@@ -367,8 +367,7 @@ func (s *Set) Idle() bool {
 // then shuts the informers down. ready, when not nil, is closed once every
 // cache has synced.
 func (s *Set) Run(ctx context.Context, ready chan<- struct{}) error {
-	s.startInformers(ctx, ready)
-	defer s.shutdownInformers()
+	defer s.startInformers(ctx, ready)()
 	return s.runControllers(ctx)
 }
 
@@ -383,14 +382,15 @@ func (s *Set) RunElected(ctx context.Context, ready chan<- struct{}, elect Elect
 	for _, c := range s.controllers {
 		c.Hold()
 	}
-	s.startInformers(ctx, ready)
-	defer s.shutdownInformers()
+	defer s.startInformers(ctx, ready)()
 	return elect(ctx, s.runControllers)
 }
 
 // startInformers starts every informer factory; ready, when not nil, is
-// closed once every cache has synced.
-func (s *Set) startInformers(ctx context.Context, ready chan<- struct{}) {
+// closed once every cache has synced. The informers run until ctx is done
+// or stop is called; stop waits for them.
+func (s *Set) startInformers(ctx context.Context, ready chan<- struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	logger := klog.FromContext(ctx)
 	d := s.Deps
 	for _, sc := range d.Scopes {
@@ -413,12 +413,15 @@ func (s *Set) startInformers(ctx context.Context, ready chan<- struct{}) {
 			close(ready)
 		}
 	}()
-}
-
-func (s *Set) shutdownInformers() {
-	for _, sc := range s.Deps.Scopes {
-		for _, f := range sc.Factories() {
-			f.Shutdown()
+	return func() {
+		// Shutdown waits for informers that stop when ctx is done: a
+		// replica that lost the lease stops them before its process
+		// context ends.
+		cancel()
+		for _, sc := range d.Scopes {
+			for _, f := range sc.Factories() {
+				f.Shutdown()
+			}
 		}
 	}
 }

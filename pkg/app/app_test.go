@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -250,4 +251,33 @@ func writeActions(lists ...[]k8stesting.Action) []string {
 		}
 	}
 	return out
+}
+
+// A replica whose leadership ends (elect returns) while its process goes
+// on stops its informers and returns elect's result: the process then
+// exits instead of waiting for informers that only a signal would stop.
+func TestRunElectedReturnsWhenLeadershipEnds(t *testing.T) {
+	set, err := Build(k8sfake.NewClientset(), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errLost := errors.New("leader election lost")
+	done := make(chan error, 1)
+	go func() {
+		done <- set.RunElected(context.Background(), nil, func(ctx context.Context, lead func(context.Context) error) error {
+			lctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = lead(lctx)
+			return errLost
+		})
+	}()
+	// A bound on the fakes' work, not a timing assertion.
+	select {
+	case err := <-done:
+		if !errors.Is(err, errLost) {
+			t.Fatalf("RunElected returned %v, want %v", err, errLost)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("RunElected never returned after leadership ended")
+	}
 }

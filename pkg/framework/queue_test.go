@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -785,5 +787,58 @@ func TestSyncsWithoutWritesCounted(t *testing.T) {
 		if d := idle() - before; d != step.want {
 			t.Errorf("write=%v fail=%v: reconcile_without_writes_total grew by %v, want %v", step.write, step.fail, d, step.want)
 		}
+	}
+}
+
+// TestHeldLoop: a held loop (a warm standby's) drops every add, delayed
+// and rate-limited ones included, so its queue stays empty however many
+// events its informers deliver; Run releases it and enqueues each object
+// of its primary caches once, and adds pass again.
+func TestHeldLoop(t *testing.T) {
+	var mu sync.Mutex
+	var synced []string
+	l := NewLoopWithRateLimiter("test-loop-held", func(_ context.Context, key cache.ObjectName) error {
+		mu.Lock()
+		synced = append(synced, key.String())
+		mu.Unlock()
+		return nil
+	}, zeroDelayLimiter())
+	primary := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, name := range []string{"a", "b"} {
+		if err := primary.Add(&metav1.ObjectMeta{Namespace: "team-a", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AddPrimary(primary)
+	l.Hold()
+	l.EnqueueKey(nsA)
+	l.EnqueueAfter(nsA, time.Millisecond)
+	l.EnqueueCoalesced(nsA, time.Millisecond)
+	l.Queue.AddRateLimited(nsA)
+	time.Sleep(10 * time.Millisecond)
+	if n := l.Queue.Len(); n != 0 {
+		t.Fatalf("a held queue holds %d keys", n)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, 1) }()
+	<-l.Drained()
+	mu.Lock()
+	got := slices.Clone(synced)
+	mu.Unlock()
+	slices.Sort(got)
+	if want := []string{"team-a/a", "team-a/b"}; !slices.Equal(got, want) {
+		t.Errorf("synced %q on release, want each primary object once: %q", got, want)
+	}
+	l.EnqueueKey(cache.NewObjectName("team-a", "c"))
+	waitFor(t, "an add after the release to be synced", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(synced, "team-a/c")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
