@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
@@ -27,16 +28,25 @@ const (
 // failoverN is how many MCPServers the failover scenario keeps converged.
 const failoverN = 1000
 
-// failoverMargin is what a failover may take beyond the lease duration.
-// The standby acquires the lease once it has seen it unrenewed for the
-// lease duration, at its next attempt: up to one retry period later, with
-// client-go's jitter of 1.2 (2.4 s). Then its workers start on caches that
-// are already synced, with every one of the N objects queued once; the
-// converged ones cost a cache comparison each, the changed one a few
-// writes, about a second at N=1,000 on a busy 2-core machine. 5 s covers
-// both with a little to spare; a cold standby, which lists everything and
-// waits for its caches first, does not fit it at large N.
-const failoverMargin = 5 * time.Second
+// electionLag is the most client-go's elector adds to the lease duration
+// before a standby leads. A standby polls the Lease every retry period
+// stretched by a random factor of up to 1 + leaderelection.JitterFactor
+// (2 s to 4.4 s with the chart's 2 s): it sees the killed leader's last
+// renewal up to one poll late, counts the lease duration from then, and
+// acquires the lease at the first poll after that: two polls, 8.8 s at
+// worst, about 2 to 4 s usually.
+var electionLag = 2 * time.Duration(float64(chartRetryPeriod)*(1+leaderelection.JitterFactor))
+
+// syncMargin is what hivekeeper itself may add once the standby leads: its
+// workers start on caches that are already synced, with every one of the
+// N objects queued once; the converged ones cost a cache comparison each,
+// the changed one a few writes: under a second at N=1,000 on a busy
+// 2-core machine. A cold standby lists every watched kind first.
+const syncMargin = 2 * time.Second
+
+// failoverMargin is what a failover may take beyond the lease duration:
+// the elector's lag and hivekeeper's own part.
+var failoverMargin = electionLag + syncMargin
 
 // TestFailoverAtScale runs two replicas with the chart's lease settings
 // over 1,000 converged MCPServers, SIGKILLs the leader and, while no
@@ -151,6 +161,9 @@ func TestFailoverAtScale(t *testing.T) {
 	if bound := chartLeaseDuration + failoverMargin; applied > bound {
 		t.Errorf("the change was applied %v after the leader was killed, want within the lease duration plus %v (%v)", applied.Round(time.Millisecond), failoverMargin, bound)
 	}
+	if own := applied - tookOver; own > syncMargin {
+		t.Errorf("the change was applied %v after %s led, want within %v", own.Round(time.Millisecond), standby.name, syncMargin)
+	}
 	c, err := observe(env, ns)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +172,7 @@ func TestFailoverAtScale(t *testing.T) {
 		t.Errorf("after the failover %d of %d converged", n, len(names))
 	}
 	recordFault(t,
-		fmt.Sprintf("with the chart's lease settings (%v lease, %v renew deadline, %v retry period) and %d converged MCPServers: the standby, whose caches were already synced, led %.1f s after the leader was killed and applied a spec change made during the failover %.1f s after the kill (required: within the lease duration plus %v)",
-			chartLeaseDuration, chartRenewDeadline, chartRetryPeriod, failoverN, tookOver.Seconds(), applied.Seconds(), failoverMargin),
+		fmt.Sprintf("with the chart's lease settings (%v lease, %v renew deadline, %v retry period) and %d converged MCPServers: the standby, whose caches were already synced, led %.1f s after the leader was killed and applied a spec change made during the failover %.1f s after the kill, %.1f s after it led (required: within the lease duration plus %v, the most client-go's elector adds, plus %v)",
+			chartLeaseDuration, chartRenewDeadline, chartRetryPeriod, failoverN, tookOver.Seconds(), applied.Seconds(), (applied-tookOver).Seconds(), electionLag, syncMargin),
 		"standby before taking over: 0")
 }
