@@ -117,10 +117,10 @@ func (l *Loop) Hold() {
 func (l *Loop) AddPrimary(s cache.Store) { l.primaries = append(l.primaries, s) }
 
 // release lets a held loop's adds through and enqueues every object of its
-// kind. The informers update their cache before they call the handlers,
-// so an add dropped before the release is of an object already in the
-// cache listed after it.
-func (l *Loop) release() int {
+// kind, returning how many. The informers update their cache before they
+// call the handlers, so an add dropped before the release is of an object
+// already in the cache listed after it.
+func (l *Loop) release(ctx context.Context) int {
 	if l.held == nil || !l.held.held.Load() {
 		return 0
 	}
@@ -134,6 +134,7 @@ func (l *Loop) release() int {
 			}
 		}
 	}
+	klog.FromContext(ctx).Info("Enqueued every object of the warm caches", "count", n)
 	return n
 }
 
@@ -326,9 +327,7 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 		l.Queue.ShutDown()
 		return nil
 	}
-	if n := l.release(); n > 0 {
-		logger.Info("Enqueued every object of a warm cache", "count", n)
-	}
+	l.release(ctx)
 	if !l.waitForReferenced(ctx) {
 		l.Queue.ShutDown()
 		return nil

@@ -811,6 +811,7 @@ func TestHeldLoop(t *testing.T) {
 	}
 	l.AddPrimary(primary)
 	l.Hold()
+	l.Hold() // a second Hold changes nothing: one release frees the queue
 	l.EnqueueKey(nsA)
 	l.EnqueueAfter(nsA, time.Millisecond)
 	l.EnqueueCoalesced(nsA, time.Millisecond)
@@ -840,5 +841,46 @@ func TestHeldLoop(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseEnqueuesEachPrimaryObjectOnce: a release enqueues every
+// object of the primary caches once (a key that does not parse is
+// skipped) and says how many; a second release, or one of a loop never
+// held, enqueues nothing.
+func TestReleaseEnqueuesEachPrimaryObjectOnce(t *testing.T) {
+	l := NewLoopWithRateLimiter("test-loop-release", func(context.Context, cache.ObjectName) error { return nil }, zeroDelayLimiter())
+	if n := l.release(context.Background()); n != 0 || l.Queue.Len() != 0 {
+		t.Fatalf("a loop never held: released %d, queued %d", n, l.Queue.Len())
+	}
+	store := cache.NewStore(func(obj any) (string, error) { return obj.(string), nil })
+	for _, k := range []string{"team-a/a", "team-b/b", "a/b/c"} {
+		if err := store.Add(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AddPrimary(store)
+	l.Hold()
+	if n := l.release(context.Background()); n != 2 || l.Queue.Len() != 2 {
+		t.Fatalf("released %d, queued %d; want 2 and 2", n, l.Queue.Len())
+	}
+	if n := l.release(context.Background()); n != 0 || l.Queue.Len() != 2 {
+		t.Fatalf("a second release: released %d, queued %d; want 0 and still 2", n, l.Queue.Len())
+	}
+}
+
+// TestLoopHasSynced: synced once every informer and handler registration
+// it waits for has.
+func TestLoopHasSynced(t *testing.T) {
+	var second atomic.Bool
+	l := NewLoopWithRateLimiter("test-loop-hassynced", func(context.Context, cache.ObjectName) error { return nil }, zeroDelayLimiter(),
+		func() bool { return true })
+	l.AddSynced(second.Load)
+	if l.HasSynced() {
+		t.Fatal("synced while a registration has not")
+	}
+	second.Store(true)
+	if !l.HasSynced() {
+		t.Fatal("not synced once every registration has")
 	}
 }
