@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/hivekeeper/hivekeeper/pkg/framework"
@@ -119,13 +120,13 @@ func TestWriteGateClosesBeforeTheLeaseIsReleased(t *testing.T) {
 	}
 }
 
-// leaseLock is a real Lease lock on a fake clientset.
-func leaseLock(id string) resourcelock.Interface {
-	return &resourcelock.LeaseLock{
+// leaseLock is a real Lease lock on a fake clientset, tracked.
+func leaseLock(id string) *renewTracker {
+	return newRenewTracker(&resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: "hivekeeper-system", Name: "hivekeeper-leader"},
 		Client:     fake.NewClientset().CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
+	}, clock.RealClock{})
 }
 
 func electionOptions(grace time.Duration) options {
@@ -140,7 +141,7 @@ func TestLeaderElectionWaitsForTheControllers(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	errStopped := errors.New("controllers stopped")
 	started := make(chan struct{})
-	run := func(ctx context.Context, _ framework.WriteGate) error {
+	run := func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done()
 		return errStopped
@@ -161,7 +162,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)
-	run := func(context.Context, framework.WriteGate) error {
+	run := func(context.Context) error {
 		close(started)
 		<-release
 		return nil
@@ -182,7 +183,7 @@ func TestLeaderElectionWaitIsBounded(t *testing.T) {
 func TestStoppedBeforeLeadingDoesNotWait(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
-	run := func(context.Context, framework.WriteGate) error {
+	run := func(context.Context) error {
 		t.Error("controllers started although the context was cancelled before leading")
 		return nil
 	}

@@ -33,7 +33,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/hivekeeper/hivekeeper/pkg/app"
-	"github.com/hivekeeper/hivekeeper/pkg/framework"
 	"github.com/hivekeeper/hivekeeper/pkg/metrics"
 	"github.com/hivekeeper/hivekeeper/pkg/rbac"
 	"github.com/hivekeeper/hivekeeper/pkg/secureserving"
@@ -108,7 +107,7 @@ func run() error {
 	fs.StringVar(&o.registryAPIImage, "registry-api-image", app.DefaultRegistryAPIImage, "ToolHive registry API image for MCPRegistry Deployments.")
 	fs.BoolVar(&o.usageMetrics, "toolhive-usage-metrics", true, "ToolHive's usage metrics: on, the runner's anonymous usage-metrics middleware is written into every RunConfig, as ToolHive's operator does by default. Set it to false where ToolHive's operator ran with TOOLHIVE_USAGE_METRICS_ENABLED=false; from ToolHive v0.66.0 on, workloads then get TOOLHIVE_USAGE_METRICS_ENABLED=false too.")
 	fs.BoolVar(&o.skipUpdateCheck, "toolhive-skip-update-check", false, "Set it where ToolHive's operator ran with TOOLHIVE_SKIP_UPDATE_CHECK=true or a CI variable in its environment: no RunConfig gets the usage-metrics middleware and, from ToolHive v0.66.0 on, workloads get TOOLHIVE_SKIP_UPDATE_CHECK=true.")
-	fs.StringVar(&o.instanceIDNamespace, "toolhive-instance-id-namespace", "", "Namespace of the ConfigMap "+app.InstanceIDConfigMap+", which holds the installation's anonymous id that ToolHive's operator (from v0.66.0 on) gives every workload: ToolHive's operator's namespace. hivekeeper reads it at start and creates it, as ToolHive's operator does, when it is missing. Empty: the namespace hivekeeper runs in (POD_NAMESPACE), else "+app.DefaultInstanceIDNamespace+".")
+	fs.StringVar(&o.instanceIDNamespace, "toolhive-instance-id-namespace", "", "Namespace of the ConfigMap "+app.InstanceIDConfigMap+", which holds the installation's anonymous id that ToolHive's operator (from v0.66.0 on) gives every workload: ToolHive's operator's namespace. hivekeeper reads it before its first sync (the leader, under leader election) and creates it, as ToolHive's operator does, when it is missing. Empty: the namespace hivekeeper runs in (POD_NAMESPACE), else "+app.DefaultInstanceIDNamespace+".")
 	fs.StringSliceVar(&o.defaultPullSecrets, "default-image-pull-secrets", nil, "Comma-separated Secret names added to the imagePullSecrets of every workload's pods and ServiceAccounts, after the workload's own (ToolHive's TOOLHIVE_DEFAULT_IMAGE_PULL_SECRETS, the operator chart's operator.defaultImagePullSecrets).")
 	fs.StringVar(&o.proxyHost, "proxy-host", app.DefaultProxyHost, "Address the proxy runner listens on in its pod, written into every RunConfig (ToolHive's TOOLHIVE_PROXY_HOST, the operator chart's operator.proxyHost).")
 	fs.StringVar(&o.runners.ProxyRunner, "proxy-runner-cluster-role", rbac.DefaultProxyRunnerClusterRole, "ClusterRole bound to the proxy runner ServiceAccount of each MCPServer whose transport is sse or streamable-http; it must exist (the Helm chart creates it) and hivekeeper needs bind on it.")
@@ -196,12 +195,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	usage, err := app.ResolveUsageMetrics(ctx, kube, rel,
-		wiring.UsageMetrics{SkipUpdateCheck: o.skipUpdateCheck, Disabled: !o.usageMetrics},
-		cmp.Or(o.instanceIDNamespace, os.Getenv("POD_NAMESPACE"), app.DefaultInstanceIDNamespace))
-	if err != nil {
-		return err
-	}
+	usage := wiring.UsageMetrics{SkipUpdateCheck: o.skipUpdateCheck, Disabled: !o.usageMetrics}
 	runnerImage, vmcpImage := app.ReleaseImages(rel)
 	appOpts := app.Options{
 		Namespaces:       o.namespaces,
@@ -217,27 +211,35 @@ func run() error {
 		Runners:          o.runners,
 		DefaultRedis:     defaultRedis,
 		FanInWindow:      o.fanInWindow,
+		// Read, and stored when missing, by the leader only, before its
+		// workers start.
+		ResolveUsageMetrics: func(ctx context.Context) (wiring.UsageMetrics, error) {
+			return app.ResolveUsageMetrics(ctx, kube, rel, usage,
+				cmp.Or(o.instanceIDNamespace, os.Getenv("POD_NAMESPACE"), app.DefaultInstanceIDNamespace))
+		},
 	}
 	if o.fanInWindow == 0 {
 		// The flag's 0 means no window; Options' zero means the default.
 		appOpts.FanInWindow = -1
 	}
-	runControllers := func(ctx context.Context, gate framework.WriteGate) error {
-		opts := appOpts
-		opts.WriteGate = gate
-		return app.Start(ctx, kube, th, opts, readyCh)
-	}
-
 	var runErr error
 	if !o.leaderElect {
-		runErr = runUntilStopped(ctx, o.shutdownGrace, runControllers)
+		runErr = runUntilStopped(ctx, o.shutdownGrace, func(ctx context.Context) error {
+			return app.Start(ctx, kube, th, appOpts, readyCh)
+		})
 	} else {
 		var lock resourcelock.Interface
 		lock, err = newLeaseLock(o, cfg)
 		if err != nil {
 			return err
 		}
-		runErr = runWithLeaderElection(ctx, o, lock, electionHealth, runControllers)
+		// Every replica keeps warm caches; only the one holding the
+		// Lease runs workers, behind the gate of its renewals.
+		tracker := newRenewTracker(lock, clock.RealClock{})
+		appOpts.WriteGate = tracker.gate(o.renewDeadline)
+		runErr = app.StartElected(ctx, kube, th, appOpts, readyCh, func(ctx context.Context, lead func(context.Context) error) error {
+			return runWithLeaderElection(ctx, o, tracker, electionHealth, lead)
+		})
 	}
 	shutdownServers(logger, servers, o.shutdownGrace)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
@@ -278,9 +280,9 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 
 // runUntilStopped runs the controllers until ctx is done, then waits for
 // them to stop, at most grace.
-func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context, framework.WriteGate) error) error {
+func runUntilStopped(ctx context.Context, grace time.Duration, run func(context.Context) error) error {
 	stopped := make(chan error, 1)
-	go func() { stopped <- run(ctx, nil) }()
+	go func() { stopped <- run(ctx) }()
 	select {
 	case err := <-stopped:
 		return err
@@ -317,18 +319,19 @@ func newLeaseLock(o options, cfg *rest.Config) (resourcelock.Interface, error) {
 		resourcelock.ResourceLockConfig{Identity: id}, cfg, o.renewDeadline)
 }
 
-// runWithLeaderElection runs the controllers only while this process holds
-// the Lease. Losing the lease ends the process: a controller that keeps
-// writing after another replica took over would fight it.
+// runWithLeaderElection runs the controllers' workers (run) only while
+// this process holds the Lease whose writes tracker records (its gate is
+// the controllers' WriteGate). Losing the lease ends the process: a
+// controller that keeps writing after another replica took over would
+// fight it.
 //
 // client-go starts the controllers in a goroutine of their own and returns
 // as soon as leading ends, without waiting for them. Their context is
 // cancelled by then; this waits, at most the shutdown grace period, for
 // them to finish their current syncs before the process exits.
-func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Interface, health *leaderelection.HealthzAdaptor, run func(context.Context, framework.WriteGate) error) error {
+func runWithLeaderElection(ctx context.Context, o options, tracker *renewTracker, health *leaderelection.HealthzAdaptor, run func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
-	id := lock.Identity()
-	tracker := newRenewTracker(lock, clock.RealClock{})
+	id := tracker.Identity()
 	stopped := make(chan error, 1)
 	lost := false
 	leCtx, cancel := context.WithCancel(ctx)
@@ -344,7 +347,7 @@ func runWithLeaderElection(ctx context.Context, o options, lock resourcelock.Int
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Started leading", "identity", id)
-				stopped <- run(ctx, tracker.gate(o.renewDeadline))
+				stopped <- run(ctx)
 				cancel()
 			},
 			// Called by RunOrDie itself before it returns.
@@ -455,9 +458,11 @@ func startServers(ctx context.Context, o options, ready *atomic.Bool, election *
 		_, _ = w.Write([]byte("ok"))
 	})
 	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		// A standby replica is ready: it serves health and waits for the
-		// lease. The leader is ready once its caches synced.
-		if o.leaderElect || ready.Load() {
+		// Ready once the caches synced, the leader's and a standby's
+		// alike: a standby keeps them warm while it waits for the lease,
+		// so a rollout replaces a pod only with one that can take over
+		// at once.
+		if ready.Load() {
 			_, _ = w.Write([]byte("ok"))
 			return
 		}

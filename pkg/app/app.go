@@ -151,6 +151,12 @@ type Options struct {
 	// Drift, when set, is told every drift the controllers find
 	// (framework.Deps.Drift); the binary sets none.
 	Drift framework.DriftObserver
+	// ResolveUsageMetrics, when set, is called once before the workers
+	// start, and its result replaces UsageMetrics: it reads, and stores
+	// when missing, the installation's instance id
+	// (app.ResolveUsageMetrics), a write that under leader election only
+	// the leader makes. An error stops the controllers.
+	ResolveUsageMetrics func(context.Context) (wiring.UsageMetrics, error)
 }
 
 // DefaultFanInWindow is the default Options.FanInWindow: short enough that
@@ -257,6 +263,25 @@ func NewClients(cfg *rest.Config) (kubernetes.Interface, versioned.Interface, er
 // through kube, and runs them until ctx is done. ready is closed once
 // every cache has synced (it backs /readyz).
 func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, opts Options, ready chan<- struct{}) error {
+	return start(ctx, kube, th, opts, func(s *Set) error { return s.Run(ctx, ready) })
+}
+
+// Elect campaigns for the leader-election lease until ctx is done or this
+// replica's leadership ends. Once this replica leads it calls lead with a
+// context that ends with its leadership, and returns lead's result.
+type Elect func(ctx context.Context, lead func(context.Context) error) error
+
+// StartElected is Start for a replica of several, as a warm standby
+// (Set.RunElected): its informers run and its caches are synced (ready is
+// closed then) before it leads, and its controllers write only while elect
+// says it leads.
+func StartElected(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, opts Options, ready chan<- struct{}, elect Elect) error {
+	return start(ctx, kube, th, opts, func(s *Set) error { return s.RunElected(ctx, ready, elect) })
+}
+
+// start builds the set with an event recorder that writes Events through
+// kube and runs it.
+func start(ctx context.Context, kube kubernetes.Interface, th versioned.Interface, opts Options, run func(*Set) error) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -267,7 +292,7 @@ func Start(ctx context.Context, kube kubernetes.Interface, th versioned.Interfac
 	if err != nil {
 		return err
 	}
-	return set.Run(ctx, ready)
+	return run(set)
 }
 
 // Set is every controller of Controllers, built over one Deps.
@@ -276,6 +301,7 @@ type Set struct {
 	Deps        *framework.Deps
 	controllers []framework.Runnable
 	workers     int
+	resolve     func(context.Context) (wiring.UsageMetrics, error)
 }
 
 // Build applies opts' defaults, makes the dependencies (NewDeps) and builds
@@ -299,7 +325,7 @@ func Build(kube kubernetes.Interface, th versioned.Interface, opts Options, reco
 	opts.Runners = opts.Runners.WithDefaults()
 
 	d := NewDeps(kube, th, opts, recorder)
-	s := &Set{Deps: d, workers: opts.Workers}
+	s := &Set{Deps: d, workers: opts.Workers, resolve: opts.ResolveUsageMetrics}
 	var workloads []framework.Runnable
 	var referenced []<-chan struct{}
 	for _, desc := range Controllers() {
@@ -341,6 +367,30 @@ func (s *Set) Idle() bool {
 // then shuts the informers down. ready, when not nil, is closed once every
 // cache has synced.
 func (s *Set) Run(ctx context.Context, ready chan<- struct{}) error {
+	defer s.startInformers(ctx, ready)()
+	return s.runControllers(ctx)
+}
+
+// RunElected runs the set as a warm standby until it leads: the informers
+// start at once and ready is closed once every cache has synced, while
+// every controller's queue is held (framework.Loop.Hold), so nothing is
+// synced and nothing written. elect calls back once this replica leads;
+// then the controllers run on the synced caches, every object enqueued
+// once as at a start, until leadership ends. The informers stop when
+// RunElected returns.
+func (s *Set) RunElected(ctx context.Context, ready chan<- struct{}, elect Elect) error {
+	for _, c := range s.controllers {
+		c.Hold()
+	}
+	defer s.startInformers(ctx, ready)()
+	return elect(ctx, s.runControllers)
+}
+
+// startInformers starts every informer factory; ready, when not nil, is
+// closed once every cache has synced. The informers run until ctx is done
+// or stop is called; stop waits for them.
+func (s *Set) startInformers(ctx context.Context, ready chan<- struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	logger := klog.FromContext(ctx)
 	d := s.Deps
 	for _, sc := range d.Scopes {
@@ -363,18 +413,37 @@ func (s *Set) Run(ctx context.Context, ready chan<- struct{}) error {
 			close(ready)
 		}
 	}()
+	return func() {
+		// Shutdown waits for informers that stop when ctx is done: a
+		// replica that lost the lease stops them before its process
+		// context ends.
+		cancel()
+		for _, sc := range d.Scopes {
+			for _, f := range sc.Factories() {
+				f.Shutdown()
+			}
+		}
+	}
+}
 
+// runControllers completes the usage metrics (Options.ResolveUsageMetrics)
+// and runs every controller until ctx is done: each waits for its caches,
+// then starts its workers.
+func (s *Set) runControllers(ctx context.Context) error {
+	if s.resolve != nil {
+		u, err := s.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		// No worker runs yet: the controllers read it from here
+		// (workload.Base.Config) once they start.
+		s.Deps.Config.UsageMetrics = u
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range s.controllers {
 		g.Go(func() error { return c.Run(gctx, s.workers) })
 	}
-	err := g.Wait()
-	for _, sc := range d.Scopes {
-		for _, f := range sc.Factories() {
-			f.Shutdown()
-		}
-	}
-	return err
+	return g.Wait()
 }
 
 // NewDeps builds the controllers' dependencies: three informer factories

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	thfake "github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
 // The caches NewDeps builds, filled by running informers (on fake
@@ -150,4 +154,130 @@ func TestBuildRunIdle(t *testing.T) {
 func sorted(s []string) []string {
 	slices.Sort(s)
 	return s
+}
+
+// A standby (RunElected before it leads) keeps warm caches and does
+// nothing else: its caches sync (ready closes), its queues stay empty, no
+// write reaches the API server, and the usage metrics (whose instance id
+// is a write) are not resolved. Once it leads, its workers start on those
+// caches with every object enqueued once, and converge the MCPServer.
+func TestWarmStandby(t *testing.T) {
+	server := &thv1.MCPServer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "fetch", UID: "uid-fetch"},
+		Spec: thv1.MCPServerSpec{Image: "example.com/fetch:1", Transport: thv1.TransportStdio, ProxyPort: 8080}}
+	group := &thv1.MCPGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "tools"}}
+	kube := k8sfake.NewClientset()
+	th := thfake.NewSimpleClientset(server, group)
+	var resolved atomic.Int32
+	opts := Options{ResolveUsageMetrics: func(context.Context) (wiring.UsageMetrics, error) {
+		resolved.Add(1)
+		return wiring.UsageMetrics{}, nil
+	}}
+	set, err := Build(kube, th, opts, record.NewFakeRecorder(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	lead := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- set.RunElected(ctx, ready, func(ctx context.Context, run func(context.Context) error) error {
+			select {
+			case <-lead:
+				return run(ctx)
+			case <-ctx.Done():
+				return nil
+			}
+		})
+	}()
+	// A bound on the fakes' work, not a timing assertion.
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the standby's caches never synced")
+	}
+	// Every handler has seen every object once its registration synced.
+	for _, c := range set.controllers {
+		if !cache.WaitForCacheSync(ctx.Done(), c.(interface{ HasSynced() bool }).HasSynced) {
+			t.Fatal("handlers never synced")
+		}
+	}
+	for i, c := range set.controllers {
+		if !c.Idle() {
+			t.Errorf("controller %s of the standby has keys queued", Controllers()[i].Name)
+		}
+	}
+	if w := writeActions(kube.Actions(), th.Actions()); len(w) != 0 {
+		t.Fatalf("the standby wrote: %v", w)
+	}
+	if resolved.Load() != 0 {
+		t.Fatal("the standby resolved the usage metrics (the instance id is a write)")
+	}
+
+	close(lead)
+	deadline := time.Now().Add(time.Minute)
+	for !set.Idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("the leader never went idle")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := kube.AppsV1().Deployments("team-a").Get(context.Background(), "fetch", metav1.GetOptions{}); err != nil {
+		t.Errorf("no proxy Deployment once the leader is idle: %v", err)
+	}
+	if g, err := th.ToolhiveV1beta1().MCPGroups("team-a").Get(context.Background(), "tools", metav1.GetOptions{}); err != nil || g.Status.Phase == "" {
+		t.Errorf("the group's status was never written: %+v, %v", g, err)
+	}
+	if n := resolved.Load(); n != 1 {
+		t.Errorf("usage metrics resolved %d times by the leader, want once", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeActions are the actions that change something.
+func writeActions(lists ...[]k8stesting.Action) []string {
+	var out []string
+	for _, acts := range lists {
+		for _, a := range acts {
+			switch a.GetVerb() {
+			case "get", "list", "watch":
+			default:
+				out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+			}
+		}
+	}
+	return out
+}
+
+// A replica whose leadership ends (elect returns) while its process goes
+// on stops its informers and returns elect's result: the process then
+// exits instead of waiting for informers that only a signal would stop.
+func TestRunElectedReturnsWhenLeadershipEnds(t *testing.T) {
+	set, err := Build(k8sfake.NewClientset(), thfake.NewSimpleClientset(), Options{}, record.NewFakeRecorder(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errLost := errors.New("leader election lost")
+	done := make(chan error, 1)
+	go func() {
+		done <- set.RunElected(context.Background(), nil, func(ctx context.Context, lead func(context.Context) error) error {
+			lctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = lead(lctx)
+			return errLost
+		})
+	}()
+	// A bound on the fakes' work, not a timing assertion.
+	select {
+	case err := <-done:
+		if !errors.Is(err, errLost) {
+			t.Fatalf("RunElected returned %v, want %v", err, errLost)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("RunElected never returned after leadership ended")
+	}
 }

@@ -175,6 +175,8 @@ type Runnable interface {
 	StartAfter(chs ...<-chan struct{})
 	// Idle is the Loop's: nothing queued and nothing in flight.
 	Idle() bool
+	// Hold is the Loop's: a warm standby's queue stays empty until Run.
+	Hold()
 }
 
 // Descriptor names a controller and builds it: pkg/app lists them, the

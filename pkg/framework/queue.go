@@ -62,6 +62,80 @@ type Loop struct {
 	drained     chan struct{}
 	drainedOnce sync.Once
 	inFlight    atomic.Int32
+
+	// held is the queue Hold wrapped Queue in, nil when not held.
+	held *heldQueue
+	// primaries are the caches of the loop's own kind (AddPrimary): Run
+	// enqueues every object in them when it releases a held loop.
+	primaries []cache.Store
+}
+
+// heldQueue drops every add while held is set: a standby replica's
+// informers run and call the handlers, but its queue stays empty (no
+// queue depth that never drains, no keys of objects long deleted), and
+// Run enqueues every object of the loop's kind when it releases it.
+type heldQueue struct {
+	workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	held atomic.Bool
+}
+
+func (q *heldQueue) Add(key cache.ObjectName) {
+	if !q.held.Load() {
+		q.TypedRateLimitingInterface.Add(key)
+	}
+}
+
+func (q *heldQueue) AddAfter(key cache.ObjectName, d time.Duration) {
+	if !q.held.Load() {
+		q.TypedRateLimitingInterface.AddAfter(key, d)
+	}
+}
+
+func (q *heldQueue) AddRateLimited(key cache.ObjectName) {
+	if !q.held.Load() {
+		q.TypedRateLimitingInterface.AddRateLimited(key)
+	}
+}
+
+// Hold makes the loop a warm standby's: until Run, every add to its queue
+// is dropped, and Run then enqueues every object of the caches given to
+// AddPrimary, as the informers' initial list does at a cold start. Call it
+// before the informers start (pkg/app does, for a replica that waits for
+// the leader-election lease).
+func (l *Loop) Hold() {
+	if l.held != nil {
+		return
+	}
+	l.held = &heldQueue{TypedRateLimitingInterface: l.Queue}
+	l.held.held.Store(true)
+	l.Queue = l.held
+}
+
+// AddPrimary adds the cache of the loop's own kind, whose objects Run
+// enqueues when it releases a held loop; a controller calls it while it
+// registers its handlers, before Run.
+func (l *Loop) AddPrimary(s cache.Store) { l.primaries = append(l.primaries, s) }
+
+// release lets a held loop's adds through and enqueues every object of its
+// kind, returning how many. The informers update their cache before they
+// call the handlers, so an add dropped before the release is of an object
+// already in the cache listed after it.
+func (l *Loop) release(ctx context.Context) int {
+	if l.held == nil || !l.held.held.Load() {
+		return 0
+	}
+	l.held.held.Store(false)
+	n := 0
+	for _, s := range l.primaries {
+		for _, k := range s.ListKeys() {
+			if name, err := cache.ParseObjectName(k); err == nil {
+				l.Queue.Add(name)
+				n++
+			}
+		}
+	}
+	klog.FromContext(ctx).Info("Enqueued every object of the warm caches", "count", n)
+	return n
 }
 
 // MaxStartDelay bounds how long StartAfter holds a loop's workers, so
@@ -228,6 +302,17 @@ const FanInEntriesPerWindow = 100
 // a controller calls it while it registers its handlers, before Run.
 func (l *Loop) AddSynced(synced ...cache.InformerSynced) { l.synced = append(l.synced, synced...) }
 
+// HasSynced reports whether every informer and handler registration the
+// workers wait for (AddSynced) has synced.
+func (l *Loop) HasSynced() bool {
+	for _, synced := range l.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
 // Run waits for the caches, starts workers and blocks until ctx is done;
 // then it shuts the queue down and waits for the workers to finish their
 // current item.
@@ -242,6 +327,7 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 		l.Queue.ShutDown()
 		return nil
 	}
+	l.release(ctx)
 	if !l.waitForReferenced(ctx) {
 		l.Queue.ShutDown()
 		return nil

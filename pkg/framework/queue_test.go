@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -785,5 +787,100 @@ func TestSyncsWithoutWritesCounted(t *testing.T) {
 		if d := idle() - before; d != step.want {
 			t.Errorf("write=%v fail=%v: reconcile_without_writes_total grew by %v, want %v", step.write, step.fail, d, step.want)
 		}
+	}
+}
+
+// TestHeldLoop: a held loop (a warm standby's) drops every add, delayed
+// and rate-limited ones included, so its queue stays empty however many
+// events its informers deliver; Run releases it and enqueues each object
+// of its primary caches once, and adds pass again.
+func TestHeldLoop(t *testing.T) {
+	var mu sync.Mutex
+	var synced []string
+	l := NewLoopWithRateLimiter("test-loop-held", func(_ context.Context, key cache.ObjectName) error {
+		mu.Lock()
+		synced = append(synced, key.String())
+		mu.Unlock()
+		return nil
+	}, zeroDelayLimiter())
+	primary := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, name := range []string{"a", "b"} {
+		if err := primary.Add(&metav1.ObjectMeta{Namespace: "team-a", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AddPrimary(primary)
+	l.Hold()
+	l.Hold() // a second Hold changes nothing: one release frees the queue
+	l.EnqueueKey(nsA)
+	l.EnqueueAfter(nsA, time.Millisecond)
+	l.EnqueueCoalesced(nsA, time.Millisecond)
+	l.Queue.AddRateLimited(nsA)
+	time.Sleep(10 * time.Millisecond)
+	if n := l.Queue.Len(); n != 0 {
+		t.Fatalf("a held queue holds %d keys", n)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, 1) }()
+	<-l.Drained()
+	mu.Lock()
+	got := slices.Clone(synced)
+	mu.Unlock()
+	slices.Sort(got)
+	if want := []string{"team-a/a", "team-a/b"}; !slices.Equal(got, want) {
+		t.Errorf("synced %q on release, want each primary object once: %q", got, want)
+	}
+	l.EnqueueKey(cache.NewObjectName("team-a", "c"))
+	waitFor(t, "an add after the release to be synced", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(synced, "team-a/c")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReleaseEnqueuesEachPrimaryObjectOnce: a release enqueues every
+// object of the primary caches once (a key that does not parse is
+// skipped) and says how many; a second release, or one of a loop never
+// held, enqueues nothing.
+func TestReleaseEnqueuesEachPrimaryObjectOnce(t *testing.T) {
+	l := NewLoopWithRateLimiter("test-loop-release", func(context.Context, cache.ObjectName) error { return nil }, zeroDelayLimiter())
+	if n := l.release(context.Background()); n != 0 || l.Queue.Len() != 0 {
+		t.Fatalf("a loop never held: released %d, queued %d", n, l.Queue.Len())
+	}
+	store := cache.NewStore(func(obj any) (string, error) { return obj.(string), nil })
+	for _, k := range []string{"team-a/a", "team-b/b", "a/b/c"} {
+		if err := store.Add(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AddPrimary(store)
+	l.Hold()
+	if n := l.release(context.Background()); n != 2 || l.Queue.Len() != 2 {
+		t.Fatalf("released %d, queued %d; want 2 and 2", n, l.Queue.Len())
+	}
+	if n := l.release(context.Background()); n != 0 || l.Queue.Len() != 2 {
+		t.Fatalf("a second release: released %d, queued %d; want 0 and still 2", n, l.Queue.Len())
+	}
+}
+
+// TestLoopHasSynced: synced once every informer and handler registration
+// it waits for has.
+func TestLoopHasSynced(t *testing.T) {
+	var second atomic.Bool
+	l := NewLoopWithRateLimiter("test-loop-hassynced", func(context.Context, cache.ObjectName) error { return nil }, zeroDelayLimiter(),
+		func() bool { return true })
+	l.AddSynced(second.Load)
+	if l.HasSynced() {
+		t.Fatal("synced while a registration has not")
+	}
+	second.Store(true)
+	if !l.HasSynced() {
+		t.Fatal("not synced once every registration has")
 	}
 }

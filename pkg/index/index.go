@@ -2,8 +2,10 @@
 // instead of listing a namespace: which config (MCPOIDCConfig,
 // MCPToolConfig, MCPAuthzConfig, MCPExternalAuthConfig, MCPTelemetryConfig,
 // MCPWebhookConfig, VirtualMCPCompositeToolDefinition, EmbeddingServer)
-// each workload references, and which MCPGroup each workload
-// (MCPServerEntries included) belongs to.
+// each workload references, which MCPGroup each workload (MCPServerEntries
+// included) belongs to, and which ServiceAccount each workload's pods are
+// told to run as (spec.serviceAccount, a podTemplateSpec's
+// serviceAccountName).
 //
 // Index values are namespaced keys "<ns>/<name>" because client-go indexes
 // are global across namespaces. One table row per workload kind describes
@@ -11,10 +13,12 @@
 package index
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -53,6 +57,12 @@ const (
 	// ByEmbeddingServer: the EmbeddingServer whose URL a VirtualMCPServer's
 	// optimizer uses (spec.embeddingServerRef).
 	ByEmbeddingServer = "toolhive.stacklok.dev/embedding-server"
+	// ByServiceAccount: the ServiceAccounts a workload's spec names for its
+	// pods (spec.serviceAccount, spec.podTemplateSpec.spec.
+	// serviceAccountName). Whether a workload may run as an account
+	// depends on who owns the account, so the account's creation, change
+	// of owner or deletion re-syncs the workloads naming it.
+	ByServiceAccount = "toolhive.stacklok.dev/service-account"
 )
 
 // Workload is one row of the table: a workload kind and, per index, how to
@@ -79,6 +89,9 @@ var Workloads = []Workload{
 			ByTelemetryConfig:    ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.TelemetryConfigRef) }),
 			ByWebhookConfig:      ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.WebhookConfigRef) }),
 			ByGroup:              ref(func(s *thv1.MCPServer) string { return nameOf(s.Spec.GroupRef) }),
+			// The template's serviceAccountName is replaced by the
+			// backend's account: only spec.serviceAccount names one.
+			ByServiceAccount: ref(func(s *thv1.MCPServer) string { return deref(s.Spec.ServiceAccount) }),
 		},
 	},
 	{
@@ -92,6 +105,9 @@ var Workloads = []Workload{
 			ByAuthServerRef:      ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.AuthServerRef) }),
 			ByTelemetryConfig:    ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.TelemetryConfigRef) }),
 			ByGroup:              ref(func(p *thv1.MCPRemoteProxy) string { return nameOf(p.Spec.GroupRef) }),
+			ByServiceAccount: refs(func(p *thv1.MCPRemoteProxy) []string {
+				return []string{deref(p.Spec.ServiceAccount), templateServiceAccount(p.Spec.PodTemplateSpec)}
+			}),
 		},
 	},
 	{
@@ -106,6 +122,9 @@ var Workloads = []Workload{
 			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
 			ByCompositeToolDefinition: refs(thv1.VMCPCompositeToolNames),
 			ByEmbeddingServer:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.EmbeddingServerRef) }),
+			ByServiceAccount: refs(func(v *thv1.VirtualMCPServer) []string {
+				return []string{deref(v.Spec.ServiceAccount), templateServiceAccount(v.Spec.PodTemplateSpec)}
+			}),
 		},
 	},
 	{
@@ -117,6 +136,46 @@ var Workloads = []Workload{
 			ByGroup:              ref(func(e *thv1.MCPServerEntry) string { return nameOf(e.Spec.GroupRef) }),
 		},
 	},
+	{
+		// An EmbeddingServer and an MCPRegistry reference no config, but
+		// their podTemplateSpec may name an account to run as.
+		Kind: thv1.KindEmbeddingServer,
+		Refs: map[string]func(obj any) []string{
+			ByServiceAccount: ref(func(e *thv1.EmbeddingServer) string { return templateServiceAccount(e.Spec.PodTemplateSpec) }),
+		},
+	},
+	{
+		Kind: thv1.KindMCPRegistry,
+		Refs: map[string]func(obj any) []string{
+			ByServiceAccount: ref(func(r *thv1.MCPRegistry) string { return templateServiceAccount(r.Spec.PodTemplateSpec) }),
+		},
+	},
+}
+
+// deref is a name a pointer holds, "" for none.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// templateServiceAccount is the serviceAccountName of a podTemplateSpec,
+// "" for none or for a template that does not decode (the workload's sync
+// refuses that one anyway).
+func templateServiceAccount(raw *runtime.RawExtension) string {
+	if raw == nil || len(raw.Raw) == 0 {
+		return ""
+	}
+	var tpl struct {
+		Spec struct {
+			ServiceAccountName string `json:"serviceAccountName"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(raw.Raw, &tpl) != nil {
+		return ""
+	}
+	return tpl.Spec.ServiceAccountName
 }
 
 // ref reads a single reference of workload kind T; any other object

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
 	"github.com/hivekeeper/hivekeeper/pkg/generated/clientset/versioned/fake"
@@ -211,7 +213,7 @@ func TestAddToInformers(t *testing.T) {
 			t.Fatalf("no informer for %s", w.Kind)
 		}
 		got := inf.GetIndexer().GetIndexers()
-		for _, name := range []string{ByOIDCConfig, ByToolConfig, ByGroup} {
+		for _, name := range []string{ByOIDCConfig, ByToolConfig, ByGroup, ByServiceAccount} {
 			_, want := w.Refs[name]
 			if _, ok := got[name]; ok != want {
 				t.Errorf("%s informer has %s = %v, want %v", w.Kind, name, ok, want)
@@ -309,6 +311,43 @@ func TestVMCPManyReferences(t *testing.T) {
 	} {
 		if got := References(thv1.KindVirtualMCPServer, indexName, v); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", indexName, got, want)
+		}
+	}
+}
+
+// ByServiceAccount holds every account a workload's pods are told to run
+// as, for each kind that can name one: spec.serviceAccount, and a
+// podTemplateSpec's serviceAccountName where the template's account is
+// the pod's (not an MCPServer's, whose template account is replaced).
+func TestServiceAccountIndex(t *testing.T) {
+	tpl := func(sa string) *runtime.RawExtension {
+		return &runtime.RawExtension{Raw: []byte(`{"spec":{"serviceAccountName":"` + sa + `"}}`)}
+	}
+	meta := metav1.ObjectMeta{Namespace: "team-a", Name: "w"}
+	s := server("team-a", "w", "", "")
+	s.Spec.ServiceAccount = ptr.To("mine")
+	s.Spec.PodTemplateSpec = tpl("ignored")
+	p := proxy("team-a", "w", "", "")
+	p.Spec.ServiceAccount, p.Spec.PodTemplateSpec = ptr.To("a"), tpl("b")
+	v := virtual("team-a", "w", "", "g")
+	v.Spec.ServiceAccount, v.Spec.PodTemplateSpec = ptr.To("a"), tpl("a")
+	for _, tc := range []struct {
+		kind string
+		obj  any
+		want []string
+	}{
+		{thv1.KindMCPServer, s, []string{"team-a/mine"}},
+		{thv1.KindMCPRemoteProxy, p, []string{"team-a/a", "team-a/b"}},
+		{thv1.KindVirtualMCPServer, v, []string{"team-a/a"}},
+		{thv1.KindEmbeddingServer, &thv1.EmbeddingServer{ObjectMeta: meta, Spec: thv1.EmbeddingServerSpec{PodTemplateSpec: tpl("agg-vmcp")}}, []string{"team-a/agg-vmcp"}},
+		{thv1.KindMCPRegistry, &thv1.MCPRegistry{ObjectMeta: meta, Spec: thv1.MCPRegistrySpec{PodTemplateSpec: tpl("agg-vmcp")}}, []string{"team-a/agg-vmcp"}},
+		{thv1.KindMCPRegistry, &thv1.MCPRegistry{ObjectMeta: meta, Spec: thv1.MCPRegistrySpec{PodTemplateSpec: &runtime.RawExtension{Raw: []byte(`{"spec":"junk"}`)}}}, nil},
+		{thv1.KindMCPRegistry, &thv1.MCPRegistry{ObjectMeta: meta}, nil},
+	} {
+		got := References(tc.kind, ByServiceAccount, tc.obj)
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.kind, got, tc.want)
 		}
 	}
 }

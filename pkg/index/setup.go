@@ -18,6 +18,10 @@ func InformerFor(f informers.SharedInformerFactory, kind string) cache.SharedInd
 		return f.Toolhive().V1beta1().VirtualMCPServers().Informer()
 	case thv1.KindMCPServerEntry:
 		return f.Toolhive().V1beta1().MCPServerEntries().Informer()
+	case thv1.KindEmbeddingServer:
+		return f.Toolhive().V1beta1().EmbeddingServers().Informer()
+	case thv1.KindMCPRegistry:
+		return f.Toolhive().V1beta1().MCPRegistries().Informer()
 	}
 	return nil
 }

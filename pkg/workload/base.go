@@ -97,8 +97,10 @@ type Base struct {
 	// AuthzFiles reads the authorization files of authzConfig type
 	// configMap.
 	AuthzFiles *AuthzFiles
-	Config     framework.Config
-	phases     Phases
+	// Config is the Deps' own: pkg/app completes its UsageMetrics when a
+	// standby replica becomes leader, before any sync.
+	Config *framework.Config
+	phases Phases
 	// row is how the workload kind names what it references (the
 	// reference index's readers), so resolution reads names the way the
 	// index does.
@@ -134,7 +136,7 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 		Webhooks:       WebhookConfigs.Bind(d),
 		AuthServer:     AuthServerConfigs.Bind(d),
 		CompositeTools: CompositeToolDefinitions.Bind(d),
-		Config:         d.Config,
+		Config:         &d.Config,
 		phases:         s.Phases,
 		resource:       s.Resource,
 		logKey:         strings.ToLower(s.Kind),
@@ -163,6 +165,15 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 	b.primary = primary.Indexer()
 	synced, err := configMaps.AddEventHandler(b.CABundleHandler())
 	if err != nil {
+		return nil, err
+	}
+	b.AddSynced(synced)
+	// An account the spec names re-syncs the workload when it appears,
+	// goes, or changes owner: whether the workload may run as it depends
+	// on its owner.
+	if synced, err = d.KubeAllInformer(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ServiceAccounts().Informer()
+	}).AddEventHandler(b.ServiceAccountHandler()); err != nil {
 		return nil, err
 	}
 	b.AddSynced(synced)
@@ -199,6 +210,13 @@ func (b *Base) CABundleHandler() cache.ResourceEventHandlerFuncs {
 	return OIDCCABundleHandler(b.OIDC.informer.Indexer(), b.primary, b.EnqueueKey)
 }
 
+// ServiceAccountHandler is the ServiceAccount handler that re-syncs the
+// workloads whose spec names the account for their pods
+// (ServiceAccountHandler).
+func (b *Base) ServiceAccountHandler() cache.ResourceEventHandlerFuncs {
+	return ServiceAccountHandler(b.primary, b.EnqueueKey)
+}
+
 // AuthzFileHandler is the ConfigMap handler that re-syncs the workloads
 // naming the ConfigMap as their authorization file (AuthzFiles.Handler).
 func (b *Base) AuthzFileHandler() cache.ResourceEventHandlerFuncs {
@@ -215,6 +233,7 @@ func (b *Base) watchPrimary(primary *framework.Informer, foreign func(oldObj, ne
 		return err
 	}
 	b.AddSynced(synced)
+	b.AddPrimary(primary.Indexer())
 	return nil
 }
 

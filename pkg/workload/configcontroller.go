@@ -115,6 +115,7 @@ func NewConfigController[T ConfigObject](d *framework.Deps, name string, kind Co
 		return nil, err
 	}
 	c.AddSynced(synced)
+	c.AddPrimary(configs.Indexer())
 	for _, w := range referringKinds(kind.indexes()) {
 		inf := d.ToolhiveInformer(func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 			return index.InformerFor(f, w.Kind)

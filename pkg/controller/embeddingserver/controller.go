@@ -85,6 +85,7 @@ func New(d *framework.Deps) (*Controller, error) {
 	}
 	c.Loop = framework.NewLoop(Name, c.sync)
 	c.AddSynced(saInf.HasSynced)
+	c.AddPrimary(servers.Indexer())
 	lookup := func(ns, name string) (types.UID, bool) {
 		e, err := c.servers.EmbeddingServers(ns).Get(name)
 		if err != nil {
@@ -106,6 +107,11 @@ func New(d *framework.Deps) (*Controller, error) {
 			return nil, fmt.Errorf("adding handler: %w", err)
 		}
 		c.AddSynced(synced)
+	}
+	// The account a podTemplateSpec names re-syncs the server when it
+	// appears, goes or changes owner.
+	if err := workload.WatchNamedServiceAccounts(d, servers.Indexer(), c.Loop); err != nil {
+		return nil, fmt.Errorf("adding handler: %w", err)
 	}
 	return c, nil
 }

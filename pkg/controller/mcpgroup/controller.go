@@ -73,6 +73,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		c.clock = clock.RealClock{}
 	}
 	c.Loop = framework.NewLoop(Name, c.sync)
+	c.AddPrimary(groups.Indexer())
 	// Waiting for the handler registrations (not just the informers) means
 	// every initial object has been delivered before the first sync.
 	for _, h := range []struct {

@@ -117,12 +117,18 @@ func New(d *framework.Deps) (*Controller, error) {
 		return nil, fmt.Errorf("adding handler: %w", err)
 	}
 	c.AddSynced(synced)
+	c.AddPrimary(registries.Indexer())
 	for _, i := range children {
 		synced, err := i.AddEventHandler(childHandler)
 		if err != nil {
 			return nil, fmt.Errorf("adding handler: %w", err)
 		}
 		c.AddSynced(synced)
+	}
+	// The account a podTemplateSpec names re-syncs the registry when it
+	// appears, goes or changes owner.
+	if err := workload.WatchNamedServiceAccounts(d, registries.Indexer(), c.Loop); err != nil {
+		return nil, fmt.Errorf("adding handler: %w", err)
 	}
 	return c, nil
 }

@@ -87,6 +87,7 @@ func New(d *framework.Deps) (*Controller, error) {
 		c.clock = clock.RealClock{}
 	}
 	c.Loop = framework.NewLoop(Name, c.sync)
+	c.AddPrimary(entries.Indexer())
 	for _, h := range []struct {
 		inf *framework.Informer
 		h   cache.ResourceEventHandler
