@@ -62,6 +62,9 @@ func statusCases() map[string][]string {
 		// The embedded authorization server's checks, one config each,
 		// and a workload refused by the server's own check.
 		"auth-server-validation": {filepath.Join("testdata", "table", "50-auth-server-validation.yaml")},
+		// A vMCP's own authorization server with two upstreams: its
+		// advisories (IdentitySynthesized, DeprecatedInboundGrantConfiguration).
+		"vmcp-auth-server": {filepath.Join("testdata", "table", "47-vmcp-xaa-subject-provider.yaml")},
 		// Cases with a step (status_runtime_test.go).
 		"pod-failures":       {filepath.Join("testdata", "status", "pod-failures.yaml")},
 		"runner-statefulset": {filepath.Join("testdata", "status", "runner-statefulset.yaml")},

@@ -15,6 +15,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/schema"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/toolhivetest"
+	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	wt "github.com/hivekeeper/hivekeeper/pkg/workload/workloadtest"
 )
 
@@ -232,7 +233,11 @@ func TestAuthServerConfigRefusals(t *testing.T) {
 			if got.Status.Phase != thv1.VirtualMCPServerPhaseFailed {
 				t.Errorf("phase %q", got.Status.Phase)
 			}
-			if evs := f.Events(); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonAuthServerConfigInvalid) {
+			// One refusal event (the legacy grant advisory may add its own).
+			evs := slices.DeleteFunc(f.Events(), func(e string) bool {
+				return strings.HasPrefix(e, "Warning "+wiring.ReasonInboundGrantsLegacyFieldsDeprecated)
+			})
+			if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+thv1.ReasonAuthServerConfigInvalid) {
 				t.Errorf("events %v", evs)
 			}
 			f.Refresh()
@@ -330,5 +335,56 @@ func TestAuthServerUpstreamFilterRendered(t *testing.T) {
 	after := data()
 	if after[naming.VMCPConfigKey] != before[naming.VMCPConfigKey] || strings.Contains(after[naming.VMCPAuthServerConfigKey], "upstream_filter") {
 		t.Errorf("after removing the filter:\n%s", after[naming.VMCPAuthServerConfigKey])
+	}
+}
+
+// A VirtualMCPServer with its own authorization server carries ToolHive's
+// two advisories: DeprecatedInboundGrantConfiguration (with one Warning
+// event when it turns True) and IdentitySynthesized (an OAuth2 upstream
+// without userInfo); both go with the server.
+func TestAuthServerAdvisories(t *testing.T) {
+	const legacy = `{"issuer":"https://idp.example.com","upstreamProviders":[` +
+		`{"name":"gh","type":"oauth2","oauth2Config":{"authorizationEndpoint":"https://gh/authorize","tokenEndpoint":"https://gh/token","clientId":"c"}}],` +
+		`"trustedIssuers":[{"name":"corp","issuerUrl":"https://corp.example.com","expectedAudience":"https://mcp.example.com"}]}`
+	f := newFixture(t, newVMCP("agg", withAuthServer(legacy)), newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup), newMember("a", testGroup))
+	if _, err := f.sync("agg"); err != nil {
+		t.Fatal(err)
+	}
+	st := f.get("agg").Status
+	want := map[string]string{
+		wiring.ConditionDeprecatedInboundGrantConfig: "True " + wiring.ReasonLegacyInboundGrantFields +
+			" Deprecated inbound grant fields are configured: spec.authServerConfig.trustedIssuers[0].expectedAudience -> " +
+			"spec.authServerConfig.inboundGrants.tokenExchange.issuerPolicies",
+		wiring.ConditionIdentitySynthesized: "True " + wiring.ReasonIdentitySynthesizedActive +
+			" OAuth2 upstream(s) [gh] have no userInfo configured; the embedded auth server will synthesize a non-PII subject " +
+			"from the access token (no Name/Email claims). If a userInfo endpoint exists for these upstreams, configure it to resolve real identity.",
+	}
+	for typ, w := range want {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil || string(c.Status)+" "+c.Reason+" "+c.Message != w {
+			t.Errorf("%s: %+v\nwant %s", typ, c, w)
+		}
+	}
+	if n := len(slices.DeleteFunc(f.Events(), func(e string) bool {
+		return !strings.HasPrefix(e, "Warning "+wiring.ReasonInboundGrantsLegacyFieldsDeprecated)
+	})); n != 1 {
+		t.Errorf("%d deprecation events, want 1", n)
+	}
+	f.Refresh()
+	if _, err := f.sync("agg"); err != nil {
+		t.Fatal(err)
+	}
+	if evs := f.Events(); len(evs) != 0 {
+		t.Errorf("second sync: events %v, want none (the advisory was True already)", evs)
+	}
+
+	f.update("agg", func(v *thv1.VirtualMCPServer) { v.Spec.AuthServerConfig = nil })
+	if _, err := f.sync("agg"); err != nil {
+		t.Fatal(err)
+	}
+	for typ := range want {
+		if c := meta.FindStatusCondition(f.get("agg").Status.Conditions, typ); c != nil {
+			t.Errorf("%s kept without a server: %+v", typ, c)
+		}
 	}
 }

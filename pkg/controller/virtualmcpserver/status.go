@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -213,4 +214,34 @@ func primaryUpstreamAdvisories(r *workload.Report, v *thv1.VirtualMCPServer, rec
 		fmt.Sprintf("multiple upstreamProviders configured; Cedar policies will evaluate claims from the first upstream (%q). "+
 			"If another upstream should be authoritative, set spec.incomingAuth.authzConfig.inline.primaryUpstreamProvider explicitly, "+
 			"or remove or reorder the list.", as.UpstreamProviders[0].Name))
+}
+
+// inboundGrantAdvisory is DeprecatedInboundGrantConfiguration, which
+// ToolHive's operator sets on every sync of a VirtualMCPServer with its
+// own authorization server, before any check (the legacy grant fields
+// set, with their replacements, or False), with one Warning event when it
+// turns True; without a server it is removed.
+func inboundGrantAdvisory(r *workload.Report, v *thv1.VirtualMCPServer, recorder record.EventRecorder) {
+	if v.Spec.AuthServerConfig == nil {
+		r.Remove(wiring.ConditionDeprecatedInboundGrantConfig)
+		return
+	}
+	a := wiring.DeprecatedInboundGrants(v.Spec.AuthServerConfig, "spec.authServerConfig")
+	r.Set(a.Type, a.Status, a.Reason, a.Message)
+	if a.Status == metav1.ConditionTrue && !meta.IsStatusConditionTrue(v.Status.Conditions, a.Type) {
+		recorder.Event(v, corev1.EventTypeWarning, a.Event, a.EventMessage)
+	}
+}
+
+// identityAdvisory is IdentitySynthesized, which ToolHive's operator sets
+// on a VirtualMCPServer with its own authorization server once its group
+// is found, whether the server is then valid or not, and removes without
+// a server.
+func identityAdvisory(r *workload.Report, v *thv1.VirtualMCPServer) {
+	if v.Spec.AuthServerConfig == nil {
+		r.Remove(wiring.ConditionIdentitySynthesized)
+		return
+	}
+	a := wiring.IdentitySynthesized(v.Spec.AuthServerConfig)
+	r.Set(a.Type, a.Status, a.Reason, a.Message)
 }

@@ -51,6 +51,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 	// ToolHive's operator reports its own spec checks first, in Valid;
 	// hivekeeper's run when config.yaml is built, and turn it False there.
 	r.Set(thv1.ConditionValid, metav1.ConditionTrue, thv1.ReasonValidationSucceeded, "Spec validation passed")
+	inboundGrantAdvisory(r, v, c.Recorder)
 
 	groupFound := c.ResolveGroup(r, v.Namespace, v.Spec.GroupRef.Name)
 	var ref *thv1.OIDCConfigReference
@@ -90,6 +91,7 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		r.Fail(thv1.ReasonGroupRefNotFound, fmt.Sprintf("Referenced MCPGroup %s not found", v.Spec.GroupRef.Name))
 		return status, 0, nil
 	}
+	identityAdvisory(r, v)
 	if ok {
 		// ToolHive's operator writes it once incoming auth is resolved.
 		workload.SessionStorageWarning(r, v.Spec.Replicas, v.Spec.SessionStorage)

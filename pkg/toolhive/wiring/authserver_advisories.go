@@ -45,11 +45,12 @@ func ExternalAuthAdvisories(c *thv1.MCPExternalAuthConfig) []Advisory {
 	if c.Spec.Type != thv1.ExternalAuthTypeEmbeddedAuthServer || e == nil {
 		return []Advisory{{Type: ConditionIdentitySynthesized, Remove: true}, {Type: ConditionDeprecatedInboundGrantConfig, Remove: true}}
 	}
-	return []Advisory{identitySynthesized(e), deprecatedInboundGrants(e, "spec.embeddedAuthServer")}
+	return []Advisory{IdentitySynthesized(e), DeprecatedInboundGrants(e, "spec.embeddedAuthServer")}
 }
 
-// identitySynthesized is the IdentitySynthesized advisory of a server.
-func identitySynthesized(e *thv1.EmbeddedAuthServerConfig) Advisory {
+// IdentitySynthesized is the IdentitySynthesized advisory of a server
+// (an MCPExternalAuthConfig's, or a VirtualMCPServer's own).
+func IdentitySynthesized(e *thv1.EmbeddedAuthServerConfig) Advisory {
 	var names []string
 	for _, u := range e.UpstreamProviders {
 		if u.Type == thv1.UpstreamProviderTypeOAuth2 && u.OAuth2Config != nil && u.OAuth2Config.UserInfo == nil && u.OAuth2Config.IdentityFromToken == nil {
@@ -67,10 +68,10 @@ func identitySynthesized(e *thv1.EmbeddedAuthServerConfig) Advisory {
 			"If a userInfo endpoint exists for these upstreams, configure it to resolve real identity.", names)}
 }
 
-// deprecatedInboundGrants is the DeprecatedInboundGrantConfiguration
+// DeprecatedInboundGrants is the DeprecatedInboundGrantConfiguration
 // advisory of a server whose block is at root: each legacy field set,
 // with the inboundGrants field that replaces it.
-func deprecatedInboundGrants(e *thv1.EmbeddedAuthServerConfig, root string) Advisory {
+func DeprecatedInboundGrants(e *thv1.EmbeddedAuthServerConfig, root string) Advisory {
 	exchange, bearer := root+".inboundGrants.tokenExchange.issuerPolicies", root+".inboundGrants.jwtBearer.issuerPolicies"
 	var moves []string
 	if len(e.DelegateClients) > 0 {
