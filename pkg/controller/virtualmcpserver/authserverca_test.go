@@ -138,3 +138,23 @@ func TestAuthServerConfigCABundleInvalid(t *testing.T) {
 		t.Errorf("events %q", evs)
 	}
 }
+
+// A missing CA bundle ConfigMap fails the vMCP until it is created, which
+// re-syncs it.
+func TestAuthServerConfigCABundleMissing(t *testing.T) {
+	f := newFixture(t, newVMCP("agg", withAuthServer(authServerCAJSON)), newOIDCConfig("auth", ""), toolhivetest.NewGroup(testNS, testGroup),
+		newMember("a", testGroup), vmcpCAConfigMap("issuer-ca", "1", toolhivetest.CAPEM("issuer")))
+	acts, err := f.sync("agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt.AssertActions(t, acts, "patch virtualmcpservers/status")
+	const msg = `upstreamProviders[1] ("github") caBundleRef: failed to get CA bundle ConfigMap "gh-ca" in namespace "team-a": configmaps "gh-ca" not found`
+	got := f.get("agg")
+	if got.Status.Phase != thv1.VirtualMCPServerPhaseFailed || got.Status.Message != msg {
+		t.Errorf("status %s %q", got.Status.Phase, got.Status.Message)
+	}
+	if evs := f.Events(); len(evs) != 1 || evs[0] != "Warning "+thv1.ReasonCABundleNotFound+" "+msg {
+		t.Errorf("events %q", evs)
+	}
+}

@@ -139,7 +139,12 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		return status, 0, err
 	}
 	desired, err := vmcp.Build(v, in)
-	if err == nil && caProblem != nil {
+	switch {
+	case err == nil && caProblem != nil && !caProblem.Invalid:
+		// The ConfigMap's creation re-syncs the server.
+		r.Fail(thv1.ReasonCABundleNotFound, caProblem.Message)
+		return status, 0, nil
+	case err == nil && caProblem != nil:
 		msg := "invalid CA bundle: " + caProblem.Message
 		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionFalse, thv1.ReasonAuthServerConfigInvalid, msg)
 		r.Fail(thv1.ReasonAuthServerConfigInvalid, msg)
