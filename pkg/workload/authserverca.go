@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	thv1 "github.com/hivekeeper/hivekeeper/pkg/apis/toolhive/v1beta1"
@@ -169,7 +168,9 @@ func (b *Base) ProxyAuthServerCA(ctx context.Context, r *Report, namespace strin
 	if viaRef {
 		cond = thv1.ConditionAuthServerRefValidated
 	}
-	r.Set(cond, metav1.ConditionFalse, thv1.ReasonInvalidCABundle, "invalid CA bundle: "+p.Message)
-	r.Fail(thv1.ReasonInvalidCABundle, "Failed to build configuration: "+p.Message)
+	// One Warning event, of the reference's condition; Ready=False
+	// NotReady, as ToolHive's operator writes it on both kinds.
+	r.SetFalse(cond, thv1.ReasonInvalidCABundle, "invalid CA bundle: "+p.Message)
+	r.NotReady(r.phases.Failed, thv1.ReasonNotReady, "Failed to build configuration: "+p.Message)
 	return "", false, nil
 }

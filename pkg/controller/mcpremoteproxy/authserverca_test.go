@@ -74,6 +74,10 @@ func TestAuthServerUpstreamCABundle(t *testing.T) {
 	const msg = `upstreamProviders[0] ("gh") caBundleRef: CA bundle ConfigMap "gh-ca" does not contain key "gh.pem" in data or binaryData`
 	got := f.get("remote")
 	c := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionExternalAuthConfigValidated)
+	// Ready's reason is NotReady, as ToolHive's operator writes it.
+	if ready := meta.FindStatusCondition(got.Status.Conditions, thv1.ConditionReady); ready == nil || ready.Reason != thv1.ReasonNotReady {
+		t.Errorf("Ready %+v", ready)
+	}
 	if got.Status.Phase != thv1.MCPRemoteProxyPhaseFailed || got.Status.Message != "Failed to build configuration: "+msg ||
 		c == nil || c.Reason != thv1.ReasonInvalidCABundle || c.Message != "invalid CA bundle: "+msg {
 		t.Errorf("status %s %q %+v", got.Status.Phase, got.Status.Message, c)

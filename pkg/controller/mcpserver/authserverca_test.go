@@ -181,9 +181,10 @@ func TestAuthServerCABundleProblems(t *testing.T) {
 				if c == nil || c.Status != metav1.ConditionFalse || c.Reason != thv1.ReasonInvalidCABundle || c.Message != "invalid CA bundle: "+tc.msg {
 					t.Errorf("%s: %+v", tc.cond, c)
 				}
-				tc.readyEvent = "Warning " + thv1.ReasonInvalidCABundle + " " + wantReady
+				tc.readyEvent = "Warning " + thv1.ReasonInvalidCABundle + " invalid CA bundle: " + tc.msg
 			}
-			if got.Status.Phase != thv1.MCPServerPhaseFailed || ready == nil || ready.Status != metav1.ConditionFalse || ready.Message != wantReady {
+			if got.Status.Phase != thv1.MCPServerPhaseFailed || ready == nil || ready.Status != metav1.ConditionFalse || ready.Message != wantReady ||
+				ready.Reason != thv1.ReasonNotReady {
 				t.Errorf("status %s %+v, want Failed with %q", got.Status.Phase, ready, wantReady)
 			}
 			if evs := f.Events(); len(evs) != 1 || evs[0] != tc.readyEvent {
