@@ -36,6 +36,12 @@ const (
 	// file (spec.authzConfig of type configMap; a VirtualMCPServer's
 	// spec.incomingAuth.authzConfig).
 	ByAuthzConfigMap = "toolhive.stacklok.dev/authz-configmap"
+	// ByAuthServerCAConfigMap: the ConfigMaps holding the CA bundles of a
+	// VirtualMCPServer's embedded authorization server
+	// (spec.authServerConfig's upstreams and trusted issuers); an
+	// MCPServer's or MCPRemoteProxy's are named by its
+	// MCPExternalAuthConfig.
+	ByAuthServerCAConfigMap = "toolhive.stacklok.dev/authserver-ca-configmap"
 	// ByExternalAuthConfig: the MCPExternalAuthConfig a workload's proxy
 	// authenticates to its backend with.
 	ByExternalAuthConfig = "toolhive.stacklok.dev/external-auth-config"
@@ -117,6 +123,7 @@ var Workloads = []Workload{
 			ByOIDCConfig:              ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.OIDCConfigRef) }),
 			ByAuthzConfig:             ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.IncomingAuth.AuthzConfigRef) }),
 			ByAuthzConfigMap:          ref(func(v *thv1.VirtualMCPServer) string { return authzConfigMap(v.Spec.IncomingAuth.AuthzConfig) }),
+			ByAuthServerCAConfigMap:   refs(func(v *thv1.VirtualMCPServer) []string { return AuthServerCAConfigMaps(v.Spec.AuthServerConfig) }),
 			ByTelemetryConfig:         ref(func(v *thv1.VirtualMCPServer) string { return nameOf(v.Spec.TelemetryConfigRef) }),
 			ByToolConfig:              refs(thv1.VMCPToolConfigNames),
 			ByExternalAuthConfig:      refs(thv1.VMCPExternalAuthConfigNames),
@@ -209,6 +216,33 @@ func authzConfigMap(a *thv1.InlineAuthz) string {
 		return ""
 	}
 	return a.ConfigMap.Name
+}
+
+// AuthServerCAConfigMaps are the ConfigMaps an embedded authorization
+// server names as CA bundles: its upstreams' (oidcConfig or oauth2Config
+// caBundleRef), then its trusted issuers'.
+func AuthServerCAConfigMaps(c *thv1.EmbeddedAuthServerConfig) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	add := func(ref *thv1.CABundleSource) {
+		if ref != nil && ref.ConfigMapRef != nil && ref.ConfigMapRef.Name != "" {
+			out = append(out, ref.ConfigMapRef.Name)
+		}
+	}
+	for _, u := range c.UpstreamProviders {
+		if u.OIDCConfig != nil {
+			add(u.OIDCConfig.CABundleRef)
+		}
+		if u.OAuth2Config != nil {
+			add(u.OAuth2Config.CABundleRef)
+		}
+	}
+	for _, ti := range c.TrustedIssuers {
+		add(ti.CABundleRef)
+	}
+	return out
 }
 
 // named is a reference by name; nameOf reads it, "" for none.

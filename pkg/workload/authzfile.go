@@ -17,8 +17,10 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 )
 
-// AuthzFiles reads the authorization files of the ConfigMaps workloads
-// name in an authzConfig of type configMap. The ConfigMap cache holds a
+// AuthzFiles reads the content of the ConfigMaps workloads name: the
+// authorization files of an authzConfig of type configMap, and the CA
+// bundles of an embedded authorization server (AuthServerCA). The
+// ConfigMap cache holds a
 // user's ConfigMap as its metadata and keys only (framework.TrimForeign),
 // so the data is read from the API server, once per version of the
 // ConfigMap: the cache says which version is current, and a workload
@@ -36,6 +38,7 @@ type AuthzFiles struct {
 type readConfigMap struct {
 	resourceVersion string
 	data            map[string]string
+	binary          map[string][]byte
 }
 
 // NewAuthzFiles reads through kube, with cached the ConfigMap cache.
@@ -47,31 +50,39 @@ func NewAuthzFiles(kube kubernetes.Interface, cached func(namespace, name string
 // does not exist. A version already read is not read again; a version
 // without resourceVersion (never one the API server wrote) always is.
 func (a *AuthzFiles) data(ctx context.Context, namespace, name string) (data map[string]string, found bool, err error) {
+	r, found, err := a.configMap(ctx, namespace, name)
+	return r.data, found, err
+}
+
+// configMap returns the data and binary data of ConfigMap namespace/name
+// as data does.
+func (a *AuthzFiles) configMap(ctx context.Context, namespace, name string) (readConfigMap, bool, error) {
 	cm, err := a.cached(namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, false, nil
+		return readConfigMap{}, false, nil
 	case err != nil:
-		return nil, false, err
+		return readConfigMap{}, false, err
 	}
 	key := index.Key(namespace, name)
 	a.mu.Lock()
 	r, ok := a.read[key]
 	a.mu.Unlock()
 	if ok && r.resourceVersion != "" && r.resourceVersion == cm.ResourceVersion {
-		return r.data, true, nil
+		return r, true, nil
 	}
 	live, err := a.kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, false, nil
+		return readConfigMap{}, false, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("reading the authorization ConfigMap %s/%s: %w", namespace, name, err)
+		return readConfigMap{}, false, fmt.Errorf("reading the ConfigMap %s/%s: %w", namespace, name, err)
 	}
+	r = readConfigMap{resourceVersion: live.ResourceVersion, data: live.Data, binary: live.BinaryData}
 	a.mu.Lock()
-	a.read[key] = readConfigMap{resourceVersion: live.ResourceVersion, data: live.Data}
+	a.read[key] = r
 	a.mu.Unlock()
-	return live.Data, true, nil
+	return r, true, nil
 }
 
 // forget drops what was read of ConfigMap namespace/name.

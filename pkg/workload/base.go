@@ -185,6 +185,13 @@ func NewBase(d *framework.Deps, s Spec) (*Base, error) {
 	b.AddSynced(synced)
 	b.row, _ = index.WorkloadFor(s.Kind)
 	row := b.row
+	// A CA bundle ConfigMap of an embedded authorization server re-syncs
+	// the workloads running that server: its content is in their pod
+	// template's checksum.
+	if synced, err = configMaps.AddEventHandler(b.AuthServerCAHandler()); err != nil {
+		return nil, err
+	}
+	b.AddSynced(synced)
 	for _, refs := range []interface {
 		watchReferrers(row index.Workload, primary *framework.Informer, enqueue func(cache.ObjectName), loop *framework.Loop) error
 	}{b.OIDC, b.Tools, b.Authz, b.ExtAuth, b.Telemetry, b.Webhooks, b.AuthServer, b.CompositeTools} {

@@ -37,20 +37,13 @@ const (
 // token exchange and JWT bearer grants beside the interactive ones and
 // client ID metadata documents.
 func TestRemoteProxyEmbeddedAuthServerDelegation(t *testing.T) {
-	env, ns := runtimeSetUp(t)
-	remote := startRemoteMCP(t, "/mcp")
-	upstream := startIssuer(t)
-	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server-delegation.yaml", map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn})
+	p := newAuthServerProxy(t, nil)
+	p.apply(t, "testdata/runtime/embedded-auth-server-delegation.yaml", nil)
 	const name = "delegating-proxy"
 
-	_, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
-	root, _ := secretFiles(t, env, ns, &tmpl)
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
-		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
-		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
-	waitServing(t, port)
-	checkAuthServerMetadata(t, port, key)
+	root, _, _ := p.files(t, name)
+	port := p.run(t, name, root)
+	checkAuthServerMetadata(t, port, p.key)
 	checkDelegationMetadata(t, port, []string{grantTokenExchange, "authorization_code", "refresh_token", grantJWTBearer}, true)
 }
 
@@ -113,27 +106,17 @@ const authServerRedisPassword = "not-a-real-auth-server-redis-password"
 // start unless it holds a JWT authority of the trust domain. It then
 // serves the authorization server's metadata.
 func TestRemoteProxyEmbeddedAuthServerRedisAndSPIFFE(t *testing.T) {
-	env, ns := runtimeSetUp(t)
-	remote := startRemoteMCP(t, "/mcp")
-	upstream := startIssuer(t)
-	key := createAuthServerSecret(t, env, ns)
+	p := newAuthServerProxy(t, nil)
 	redis := startRedis(t, authServerRedisPassword)
-	createSPIFFEBundle(t, env, ns, "as-spiffe-bundle")
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server-redis-spiffe.yaml",
-		map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn, "REDIS_ADDR": redis})
+	createSPIFFEBundle(t, p.env, p.ns, "as-spiffe-bundle")
+	p.apply(t, "testdata/runtime/embedded-auth-server-redis-spiffe.yaml", map[string]string{"REDIS_ADDR": redis})
 	const name = "production-proxy"
 
-	_, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
-	root, _ := secretFiles(t, env, ns, &tmpl)
-	if n := configMapFiles(t, env, ns, &tmpl, root); n != 1 {
-		t.Fatalf("%d ConfigMap files mounted, want the trust bundle", n)
+	root, _, configMaps := p.files(t, name)
+	if configMaps != 1 {
+		t.Fatalf("%d ConfigMap files mounted, want the trust bundle", configMaps)
 	}
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
-		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
-		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath,
-		wiring.AuthServerSPIFFEBundleMountPath, root+wiring.AuthServerSPIFFEBundleMountPath)
-	waitServing(t, port)
-	checkAuthServerMetadata(t, port, key)
+	checkAuthServerMetadata(t, p.run(t, name, root), p.key)
 }
 
 // createSPIFFEBundle creates the ConfigMap name whose key bundle.json is
@@ -159,8 +142,9 @@ func createSPIFFEBundle(t *testing.T, env *framework.Env, ns, name string) {
 }
 
 // configMapFiles writes the files a pod would see of the ConfigMap
-// volumes of the pod template tmpl mounted as directories (its first
-// container's mounts) under root, and returns how many it wrote.
+// volumes of the pod template tmpl (its first container's mounts, of a
+// directory or of one item as a subPath) under root, and returns how many
+// it wrote.
 func configMapFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.PodTemplateSpec, root string) int {
 	t.Helper()
 	n := 0
@@ -173,11 +157,17 @@ func configMapFiles(t *testing.T, env *framework.Env, ns string, tmpl *corev1.Po
 			t.Fatal(err)
 		}
 		for _, m := range tmpl.Spec.Containers[0].VolumeMounts {
-			if m.Name != v.Name || m.SubPath != "" {
+			if m.Name != v.Name {
 				continue
 			}
 			for _, item := range v.ConfigMap.Items {
 				file := filepath.Join(root, m.MountPath, item.Path)
+				if m.SubPath != "" {
+					if item.Path != m.SubPath {
+						continue
+					}
+					file = filepath.Join(root, m.MountPath)
+				}
 				if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 					t.Fatal(err)
 				}

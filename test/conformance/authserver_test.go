@@ -19,8 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/naming"
-	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
 	"github.com/hivekeeper/hivekeeper/test/integration/framework"
 )
 
@@ -33,25 +31,16 @@ import (
 // the authorization server's metadata with the configured issuer and the
 // key it was given.
 func TestRemoteProxyEmbeddedAuthServer(t *testing.T) {
-	env, ns := runtimeSetUp(t)
-	remote := startRemoteMCP(t, "/mcp")
-	upstream := startIssuer(t)
-	key := createAuthServerSecret(t, env, ns)
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn})
+	p := newAuthServerProxy(t, nil)
+	p.apply(t, "testdata/runtime/embedded-auth-server.yaml", nil)
 	const name = "with-auth-server"
 
 	// The files the pod would see, from the Deployment's Secret volumes.
-	_, tmpl := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
-	root, secrets := secretFiles(t, env, ns, &tmpl)
+	root, secrets, _ := p.files(t, name)
 	if secrets != 2 {
 		t.Fatalf("%d Secret files mounted, want the signing key and the HMAC secret", secrets)
 	}
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
-		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
-		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath)
-	waitServing(t, port)
-
-	checkAuthServerMetadata(t, port, key)
+	checkAuthServerMetadata(t, p.run(t, name, root), p.key)
 }
 
 // secretFiles writes the files a pod would see of the Secret volumes of

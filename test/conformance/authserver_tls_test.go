@@ -37,41 +37,32 @@ import (
 // declares as https-auth. ToolHive fixes the port (8443), so the test
 // binds 127.0.0.1:8443 and fails at once if something else holds it.
 func TestRemoteProxyAuthServerTLSListener(t *testing.T) {
-	env, ns := runtimeSetUp(t)
+	p := newAuthServerProxy(t, nil)
+	env, ns := p.env, p.ns
 	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", wiring.AuthServerTLSPort)); err != nil {
 		t.Fatalf("the TLS listener's port is ToolHive's constant, and it is taken here: %v", err)
 	} else {
 		l.Close()
 	}
-	remote := startRemoteMCP(t, "/mcp")
-	upstream := startIssuer(t)
-	createAuthServerSecret(t, env, ns)
 	pool := createTLSSecret(t, env, ns, "as-tls")
-	applyTemplate(t, env, ns, "testdata/runtime/embedded-auth-server.yaml", map[string]string{"UPSTREAM": upstreamStandIn, "REMOTE_URL": remote.StandIn})
+	p.apply(t, "testdata/runtime/embedded-auth-server.yaml", nil)
 	patch := `{"spec":{"embeddedAuthServer":{"tlsListener":{"certificateSecretRef":{"name":"as-tls","key":"tls.crt"},"privateKeySecretRef":{"name":"as-tls","key":"tls.key"}}}}}`
 	if _, err := env.Toolhive.ToolhiveV1beta1().MCPExternalAuthConfigs(ns).Patch(context.Background(), "embedded", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const name = "with-auth-server"
 
-	var tmpl corev1.PodTemplateSpec
 	framework.Eventually(t, time.Minute, func() (bool, error) {
-		var c corev1.Container
-		c, tmpl = deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
+		c, _ := deploymentContainer(t, env, ns, name, naming.ProxyContainerName)
 		return slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
 			return p.Name == wiring.AuthServerTLSPortName && p.ContainerPort == wiring.AuthServerTLSPort
 		}), nil
 	}, "the Deployment's https-auth port")
-	root, files := secretFiles(t, env, ns, &tmpl)
+	root, files, _ := p.files(t, name)
 	if files != 4 {
 		t.Fatalf("%d Secret files mounted, want the signing key, the HMAC secret, the certificate and the key", files)
 	}
-	port := startRunner(t, env, ns, name, naming.RunConfigName(name), 8095, remote.StandIn, remote.URL, upstreamStandIn, upstream.URL,
-		`"host": "0.0.0.0"`, `"host": "127.0.0.1"`,
-		wiring.AuthServerKeysMountPath, root+wiring.AuthServerKeysMountPath,
-		wiring.AuthServerHMACMountPath, root+wiring.AuthServerHMACMountPath,
-		wiring.AuthServerTLSMountPath, root+wiring.AuthServerTLSMountPath)
-	waitServing(t, port)
+	p.run(t, name, root, `"host": "0.0.0.0"`, `"host": "127.0.0.1"`)
 
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
 	var meta struct {

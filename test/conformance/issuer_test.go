@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
@@ -26,6 +27,9 @@ type issuer struct {
 	key  *rsa.PrivateKey
 	kid  string
 	jwks atomic.Int32 // JWKS fetches: proof the validator used these keys
+	// discovery counts the fetches of the discovery document: over TLS,
+	// proof the client trusted the issuer's certificate.
+	discovery atomic.Int32
 }
 
 // upstreamStandIn is the issuer URL an embedded authorization server's
@@ -37,6 +41,13 @@ const upstreamStandIn = "https://upstream-idp.conformance.test"
 
 func startIssuer(t *testing.T) *issuer {
 	t.Helper()
+	return startIssuerWith(t, nil)
+}
+
+// startIssuerWith is startIssuer serving HTTPS with cert when it is not
+// nil.
+func startIssuerWith(t *testing.T, cert *tls.Certificate) *issuer {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +55,7 @@ func startIssuer(t *testing.T) *issuer {
 	iss := &issuer{key: key, kid: "conformance-key-1"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		iss.discovery.Add(1)
 		writeJSON(w, map[string]any{
 			"issuer":                                iss.URL,
 			"jwks_uri":                              iss.URL + "/jwks",
@@ -62,7 +74,13 @@ func startIssuer(t *testing.T) *issuer {
 			"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
 		}}})
 	})
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	if cert != nil {
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	iss.URL = srv.URL
 	return iss

@@ -28,6 +28,7 @@ import (
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/proxy"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/render/vmcp"
 	"github.com/hivekeeper/hivekeeper/pkg/toolhive/wiring"
+	"github.com/hivekeeper/hivekeeper/pkg/workload"
 )
 
 // goldenNamespace is the namespace every golden manifest is read into.
@@ -266,8 +267,27 @@ func resolveGolden(w *workloadCase, objs []runtime.Object) {
 		}
 		return f
 	}
+	// The checksum of an embedded authorization server's CA bundles, read
+	// from their ConfigMaps in the set, as the controllers read them.
+	authServerCA := func(cfg *thv1.EmbeddedAuthServerConfig) string {
+		bundles := wiring.AuthServerCABundles(cfg)
+		content := make([][]byte, len(bundles))
+		for i, b := range bundles {
+			if b.Ref.ConfigMapRef == nil {
+				return ""
+			}
+			cm, ok := find[*corev1.ConfigMap](objs, b.Ref.ConfigMapRef.Name)
+			if !ok {
+				missing("ConfigMap", b.Ref.ConfigMapRef.Name)
+				return ""
+			}
+			content[i] = []byte(cm.Data[wiring.CABundleKey(b.Ref.ConfigMapRef)])
+		}
+		return wiring.AuthServerCAChecksum(bundles, content)
+	}
 	if v, ok := w.Obj.(*thv1.VirtualMCPServer); ok {
 		w.VMCP.AuthzFile = authzFile()
+		w.VMCP.AuthServerCAChecksum = authServerCA(v.Spec.AuthServerConfig)
 		if v.Spec.IncomingAuth.Type == thv1.IncomingAuthOIDC && v.Spec.IncomingAuth.OIDCConfigRef != nil {
 			if name := v.Spec.IncomingAuth.OIDCConfigRef.Name; name != "" && !resolveInto(objs, name, &w.VMCP.OIDC) {
 				missing(thv1.KindMCPOIDCConfig, name)
@@ -326,6 +346,8 @@ func resolveGolden(w *workloadCase, objs []runtime.Object) {
 			missing(thv1.KindMCPExternalAuthConfig, ref.Name)
 		}
 	}
+	cfg, _ := workload.EmbeddedAuthServerOf(in.AuthServer, in.ExtAuth)
+	in.AuthServerCAChecksum = authServerCA(cfg)
 }
 
 // resolveInto sets *into (a pointer to a typed object pointer) to the

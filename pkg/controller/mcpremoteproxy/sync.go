@@ -100,7 +100,14 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 	if !ok {
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, p, refs, authzFile, r)
+	// The CA bundles of the embedded authorization server: their content
+	// is hashed into the pod template; their ConfigMaps' events re-sync
+	// the proxy.
+	caChecksum, ok, err := c.ProxyAuthServerCA(ctx, r, p.Namespace, refs)
+	if !ok {
+		return status, 0, err
+	}
+	dep, err := c.converge(ctx, p, refs, authzFile, caChecksum, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		r.Ready(deploymentPhase(dep, c.pods.Of(p.Namespace, p.Name)))
@@ -110,10 +117,11 @@ func (c *Controller) reconcile(ctx context.Context, p *thv1.MCPRemoteProxy) (*th
 
 // converge builds the children and writes the ones that drifted; it
 // returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, r *workload.Report) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, p *thv1.MCPRemoteProxy, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, caChecksum string, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildRemoteProxy(p, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		AuthzFile:              authzFile,
 		AuthServer:             refs.AuthServer,
+		AuthServerCAChecksum:   caChecksum,
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,

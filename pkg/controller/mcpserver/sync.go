@@ -83,7 +83,14 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 		r.Fail(problem.Reason, "Failed to build configuration: failed to create RunConfig from MCPServer: failed to process AuthzConfig: "+problem.Message)
 		return status, 0, nil
 	}
-	dep, err := c.converge(ctx, s, refs, authzFile, r)
+	// The CA bundles of the embedded authorization server: their content
+	// is hashed into the pod template; their ConfigMaps' events re-sync
+	// the server.
+	caChecksum, ok, err := c.ProxyAuthServerCA(ctx, r, s.Namespace, refs)
+	if !ok {
+		return status, 0, err
+	}
+	dep, err := c.converge(ctx, s, refs, authzFile, caChecksum, r)
 	requeueAfter, err := c.Settle(ctx, r, err)
 	if dep != nil && err == nil && requeueAfter == 0 {
 		phase, ready, reason, msg, readyReplicas := deploymentPhase(dep, c.pods.All(s.Namespace, s.Name), c.runnerMissing(s.Namespace, s.Name))
@@ -95,11 +102,12 @@ func (c *Controller) reconcile(ctx context.Context, s *thv1.MCPServer) (*thv1.MC
 
 // converge builds the children, writes the ones that drifted and processes
 // a restart request; it returns the proxy Deployment.
-func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, r *workload.Report) (*appsv1.Deployment, error) {
+func (c *Controller) converge(ctx context.Context, s *thv1.MCPServer, refs workload.ProxyRefs, authzFile *wiring.AuthzFile, caChecksum string, r *workload.Report) (*appsv1.Deployment, error) {
 	desired, err := proxy.BuildMCPServer(s, proxy.Input{OIDC: refs.OIDC, Tools: refs.Tools, Authz: refs.Authz, ExtAuth: refs.ExtAuth, Telemetry: refs.Telemetry,
 		AuthzFile:              authzFile,
 		Webhooks:               refs.Webhooks,
 		AuthServer:             refs.AuthServer,
+		AuthServerCAChecksum:   caChecksum,
 		RunnerImage:            c.Config.RunnerImage,
 		DefaultRedis:           c.Config.DefaultRedis,
 		UsageMetrics:           c.Config.UsageMetrics,

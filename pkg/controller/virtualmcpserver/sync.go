@@ -131,7 +131,27 @@ func (c *Controller) reconcile(ctx context.Context, v *thv1.VirtualMCPServer) (*
 		return status, 0, err
 	}
 	in.MemberAuth = c.memberAuthConfigs(v.Namespace, in.Members)
+	// The CA bundles of spec.authServerConfig: their content is hashed
+	// into the pod template; their ConfigMaps' events re-sync the server.
+	// One that cannot be used is reported once the rest of the
+	// configuration passed its checks, as ToolHive's operator orders them.
+	var caProblem *workload.CAProblem
+	in.AuthServerCAChecksum, caProblem, err = c.AuthzFiles.AuthServerCA(ctx, v.Namespace, v.Spec.AuthServerConfig)
+	if err != nil {
+		return status, 0, err
+	}
 	desired, err := vmcp.Build(v, in)
+	switch {
+	case err == nil && caProblem != nil && !caProblem.Invalid:
+		// The ConfigMap's creation re-syncs the server.
+		r.Fail(thv1.ReasonCABundleNotFound, caProblem.Message)
+		return status, 0, nil
+	case err == nil && caProblem != nil:
+		msg := "invalid CA bundle: " + caProblem.Message
+		r.Set(thv1.ConditionAuthServerConfigValidated, metav1.ConditionFalse, thv1.ReasonAuthServerConfigInvalid, msg)
+		r.Fail(thv1.ReasonAuthServerConfigInvalid, msg)
+		return status, 0, nil
+	}
 	authServerCondition(r, v, err)
 	var bad *wiring.InvalidSpecError
 	if errors.As(err, &bad) && (bad.Reason == thv1.ReasonInvalidConfig || bad.Reason == thv1.ReasonInvalidSpec) {

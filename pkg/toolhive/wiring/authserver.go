@@ -141,8 +141,18 @@ func (u upstreamProvider) params() (authz, token map[string]string) {
 	return nil, nil
 }
 
-// oauth2Upstream is an OAuth2 upstream without a CA bundle, which
-// hivekeeper does not mount.
+// caBundleRef is the CA bundle reference of whichever block the upstream
+// has, nil for none.
+func (u upstreamProvider) caBundleRef() *thv1.CABundleSource {
+	switch {
+	case u.OIDCConfig != nil:
+		return u.OIDCConfig.CABundleRef
+	case u.OAuth2Config != nil:
+		return u.OAuth2Config.CABundleRef
+	}
+	return nil
+}
+
 type oauth2Upstream struct {
 	AuthorizationEndpoint         string                        `json:"authorizationEndpoint"`
 	TokenEndpoint                 string                        `json:"tokenEndpoint"`
@@ -160,6 +170,7 @@ type oauth2Upstream struct {
 	InsecureAllowHTTP             bool                          `json:"insecureAllowHTTP,omitempty"`
 	AllowPrivateIPs               bool                          `json:"allowPrivateIPs,omitempty"`
 	DCRConfig                     *thv1.DCRUpstreamConfig       `json:"dcrConfig,omitempty"`
+	CABundleRef                   *thv1.CABundleSource          `json:"caBundleRef,omitempty"`
 }
 
 type oidcUpstream struct {
@@ -175,6 +186,7 @@ type oidcUpstream struct {
 	OmitScopeOnRefresh            bool                    `json:"omitScopeOnRefresh,omitempty"`
 	SubjectClaim                  string                  `json:"subjectClaim,omitempty"`
 	AllowPrivateIPs               bool                    `json:"allowPrivateIPs,omitempty"`
+	CABundleRef                   *thv1.CABundleSource    `json:"caBundleRef,omitempty"`
 }
 
 // decodeAuthServer reads an embedded authorization server block as the
@@ -223,13 +235,6 @@ func unsupportedAuthServerFields(base string, raw []byte) []string {
 	extra(base, top, jsonKeys(reflect.TypeFor[embeddedAuthServerSpec]()))
 	if st, ok := top["storage"].(map[string]any); ok {
 		extra(base+".storage", st, jsonKeys(reflect.TypeFor[authServerStorage]()))
-	}
-	// Parts of applied blocks that hivekeeper does not apply yet.
-	tis, _ := top["trustedIssuers"].([]any)
-	for i, ti := range tis {
-		if m, ok := ti.(map[string]any); ok && !isZeroJSON(m["caBundleRef"]) {
-			out = append(out, fmt.Sprintf("%s.trustedIssuers[%d].caBundleRef", base, i))
-		}
 	}
 	ups, _ := top["upstreamProviders"].([]any)
 	for i, u := range ups {
@@ -599,6 +604,11 @@ func wireAuthServer(owner Owner, spec *embeddedAuthServerSpec, oidc *ResolvedOID
 	for _, f := range redisCAFiles(spec.Storage) {
 		secretFile(f.volume, f.ref.Name, f.ref.Key, f.file, AuthServerRedisCAMountPath)
 	}
+	caVols, caMounts, err := caBundleVolumes(spec)
+	if err != nil {
+		return AuthServerWiring{}, err
+	}
+	w.Volumes, w.Mounts = append(w.Volumes, caVols...), append(w.Mounts, caMounts...)
 	if l := spec.TokenLifespans; l != nil {
 		c.TokenLifespans = &schema.TokenLifespanConfig{
 			AccessTokenLifespan: l.AccessTokenLifespan, RefreshTokenLifespan: l.RefreshTokenLifespan, AuthCodeLifespan: l.AuthCodeLifespan,
@@ -607,7 +617,7 @@ func wireAuthServer(owner Owner, spec *embeddedAuthServerSpec, oidc *ResolvedOID
 	if m := spec.CIMD; m != nil && m.Enabled {
 		c.CIMD = &schema.CIMDConfig{Enabled: true, CacheMaxSize: m.CacheMaxSize, CacheFallbackTTL: m.CacheFallbackTTL}
 	}
-	for _, u := range spec.UpstreamProviders {
+	for i, u := range spec.UpstreamProviders {
 		up := schema.UpstreamConfig{Name: u.Name, Type: u.Type}
 		var env []corev1.EnvVar
 		var err error
@@ -620,12 +630,20 @@ func wireAuthServer(owner Owner, spec *embeddedAuthServerSpec, oidc *ResolvedOID
 		if err != nil {
 			return AuthServerWiring{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
+		if u.caBundleRef() != nil {
+			ca := caBundleFilePath(AuthServerUpstreamCAMountPath, i)
+			if up.OIDCConfig != nil {
+				up.OIDCConfig.CAFilePath = ca
+			}
+			if up.OAuth2Config != nil {
+				up.OAuth2Config.CAFilePath = ca
+			}
+		}
 		w.Env = append(w.Env, env...)
 		c.Upstreams = append(c.Upstreams, up)
 	}
 	w.Env = append(w.Env, delegateClientEnv(spec)...)
 	w.Env = append(w.Env, redisEnv(spec.Storage)...)
-	var err error
 	if c.Storage, err = storageConfig(owner, spec.Storage); err != nil {
 		return AuthServerWiring{}, fmt.Errorf("failed to build storage config: %w", err)
 	}

@@ -46,6 +46,14 @@ const (
 	ReasonAuthServerRefInvalidConfig = "AuthServerRefInvalidConfig"
 	ReasonAuthServerRefMultiUpstream = "MultiUpstreamNotSupported"
 	ReasonWaitingForAuthServerConfig = "WaitingForAuthServerConfig"
+	// ReasonInvalidCABundle: a CA bundle an embedded authorization
+	// server names cannot be used (a malformed reference, a missing key,
+	// content that is not PEM certificates), on the condition of the
+	// reference the server was reached through (ToolHive's name).
+	ReasonInvalidCABundle = "InvalidCABundle"
+	// ReasonCABundleNotFound: the ConfigMap of such a CA bundle does not
+	// exist; the workload waits for it.
+	ReasonCABundleNotFound = "CABundleNotFound"
 	// AuthServerConfigValidated of a VirtualMCPServer (ToolHive's names);
 	// Ready=False reports the invalid reason too.
 	ReasonAuthServerConfigValid   = "AuthServerConfigValid"

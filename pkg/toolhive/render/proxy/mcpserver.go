@@ -143,10 +143,10 @@ func BuildMCPServer(s *thv1.MCPServer, in Input) (*Output, error) {
 		Selector:       labels,
 		Replicas:       mcpServerReplicas(s),
 		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
-		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
+		TemplateAnnotations: naming.MergeOperatorWins(authServerCAChecksum(map[string]string{
 			naming.AnnotationRunConfigChecksum:   cm.Annotations[schema.ChecksumAnnotation],
 			naming.AnnotationMCPServerGeneration: generation,
-		}, ov.TemplateAnnotations),
+		}, authServer, in.AuthServerCAChecksum), ov.TemplateAnnotations),
 		RunnerImage:    in.RunnerImage,
 		Args:           args,
 		ProxyPort:      naming.MCPServerProxyPort(s),

@@ -34,6 +34,17 @@ func (in Input) authServerTLSPort(w wiring.AuthServerWiring) bool {
 	return in.Release.AuthServerTLSPort && w.TLSListener()
 }
 
+// authServerCAChecksum adds to a pod template's annotations the checksum
+// of the embedded authorization server's CA bundles, so that a new bundle
+// rolls the pods as ToolHive's operator rolls them; nothing without a
+// server or bundles.
+func authServerCAChecksum(annotations map[string]string, w wiring.AuthServerWiring, checksum string) map[string]string {
+	if w.Config != nil && checksum != "" {
+		annotations[wiring.AuthServerCAChecksumAnnotation] = checksum
+	}
+	return annotations
+}
+
 // Input is everything a build depends on besides the workload: the
 // configs its references resolve to (nil for a reference it does not
 // make), what the controller is configured with, and the live accounts
@@ -51,6 +62,11 @@ type Input struct {
 	ExtAuth *thv1.MCPExternalAuthConfig
 	// AuthServer is the MCPExternalAuthConfig spec.authServerRef names.
 	AuthServer *thv1.MCPExternalAuthConfig
+	// AuthServerCAChecksum is the checksum of the content of the CA
+	// bundles the embedded authorization server names
+	// (wiring.AuthServerCAChecksum), read from their ConfigMaps; "" for
+	// none.
+	AuthServerCAChecksum string
 	// Telemetry is the referenced MCPTelemetryConfig.
 	Telemetry *thv1.MCPTelemetryConfig
 	// Webhooks is the referenced MCPWebhookConfig (an MCPServer's only).

@@ -146,9 +146,9 @@ func BuildRemoteProxy(p *thv1.MCPRemoteProxy, in Input) (*Output, error) {
 		Selector:       labels,
 		Replicas:       wiring.CopyInt32(p.Spec.Replicas),
 		TemplateLabels: naming.MergeOperatorWins(labels, ov.TemplateLabels),
-		TemplateAnnotations: naming.MergeOperatorWins(map[string]string{
+		TemplateAnnotations: naming.MergeOperatorWins(authServerCAChecksum(map[string]string{
 			naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation],
-		}, ov.TemplateAnnotations),
+		}, authServer, in.AuthServerCAChecksum), ov.TemplateAnnotations),
 		RunnerImage: in.RunnerImage,
 		// The runner's "run" takes the server to run as its argument,
 		// which it ignores when the RunConfig names a remote_url: ToolHive's

@@ -151,6 +151,10 @@ type Input struct {
 	// TemplateServiceAccount is the live account the podTemplateSpec
 	// names as serviceAccountName, checked like ServiceAccount.
 	TemplateServiceAccount *corev1.ServiceAccount
+	// AuthServerCAChecksum is the checksum of the content of the CA
+	// bundles spec.authServerConfig names (wiring.AuthServerCAChecksum),
+	// read from their ConfigMaps; "" for none.
+	AuthServerCAChecksum string
 	// EmbeddingService is the URL of the ready EmbeddingServer
 	// spec.embeddingServerRef names, "" without a reference.
 	EmbeddingService string
@@ -287,7 +291,7 @@ func Build(v *thv1.VirtualMCPServer, in Input) (*Output, error) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      labels,
-					Annotations: map[string]string{naming.AnnotationRunConfigChecksum: cm.Annotations[schema.ChecksumAnnotation]},
+					Annotations: templateAnnotations(cm.Annotations[schema.ChecksumAnnotation], in.AuthServerCAChecksum),
 				},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To(terminationGrace),
@@ -460,4 +464,16 @@ func membersOf(objs []any) []member {
 	}
 	slices.SortFunc(out, func(a, b member) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// templateAnnotations are the pod template's annotations: the checksum of
+// config.yaml, and that of the authorization server's CA bundles when it
+// names any, so that a new bundle rolls the pods as ToolHive's operator
+// rolls them.
+func templateAnnotations(configChecksum, caChecksum string) map[string]string {
+	a := map[string]string{naming.AnnotationRunConfigChecksum: configChecksum}
+	if caChecksum != "" {
+		a[wiring.AuthServerCAChecksumAnnotation] = caChecksum
+	}
+	return a
 }
