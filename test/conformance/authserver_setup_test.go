@@ -72,7 +72,8 @@ func (p *authServerProxy) files(t *testing.T, name string) (root string, secrets
 // authServerMounts are the folders where the proxy pod mounts the
 // authorization server's files, which run moves under the case's root.
 var authServerMounts = []string{wiring.AuthServerKeysMountPath, wiring.AuthServerHMACMountPath, wiring.AuthServerTLSMountPath,
-	wiring.AuthServerSPIFFEBundleMountPath, wiring.AuthServerUpstreamCAMountPath, wiring.AuthServerIssuerCAMountPath}
+	wiring.AuthServerSPIFFEBundleMountPath, wiring.AuthServerUpstreamCAMountPath, wiring.AuthServerIssuerCAMountPath,
+	wiring.AuthServerRedisCAMountPath}
 
 // run starts ToolHive's runner as the proxy name's Deployment would run
 // it (startRunner, on proxy port 8095) with the files under root (files),
