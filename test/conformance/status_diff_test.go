@@ -396,14 +396,12 @@ const (
 	refMessage         = "hivekeeper says which reference is missing or not valid in status.message (ToolHive's operator leaves it as it was, or words it its own way) (docs/compatibility.md, MCPServer and MCPRemoteProxy status)"
 	vmcpAuthzConfigMap = "a vMCP whose authorization ConfigMap is missing or not usable is Failed, Ready=False with the cause in status.message, " +
 		"where ToolHive's operator leaves it Pending and retries (docs/compatibility.md, Authorization from a ConfigMap)"
-	authServerAdvisories = "ToolHive v0.66.0's MCPExternalAuthConfig controller reports advisories on an embedded authorization server " +
-		"(DeprecatedInboundGrantConfiguration, IdentitySynthesized, an InboundGrantsLegacyFieldsDeprecated event) that hivekeeper's does not write yet"
 	remoteProxyURL = "an MCPRemoteProxy's status.url carries the transport path (/mcp), which vmcp reaches it at; ToolHive's operator writes the bare Service address (docs/compatibility.md, vMCP outgoing auth and backends)"
 )
 
 // statusDifferences lists every difference the status differential finds
-// beyond hivekeeper's additions, measured against ToolHive v0.63.0's
-// operator. The pending ones are the status surface's work list: when one
+// beyond hivekeeper's additions, measured against the suites' release of
+// ToolHive's operator. The pending ones are the status surface's work list: when one
 // is mended it goes; when one is decided as deliberate, Pending turns
 // false and docs/compatibility.md says why.
 var statusDifferences = []statusDifference{
@@ -414,11 +412,6 @@ var statusDifferences = []statusDifference{
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid column URL", refURL, false},
 	{"invalid-refs MCPRemoteProxy/proxy-auth-server-ca-invalid column URL", refURL, false},
 	{"invalid-refs MCPServer/auth-server-ca-invalid column URL", refURL, false},
-	{"invalid-refs MCPExternalAuthConfig/issuer-ca-missing-key condition DeprecatedInboundGrantConfiguration", authServerAdvisories, true},
-	{"invalid-refs MCPExternalAuthConfig/issuer-ca-missing-key condition IdentitySynthesized", authServerAdvisories, true},
-	{"invalid-refs MCPExternalAuthConfig/issuer-ca-missing-key event Warning InboundGrantsLegacyFieldsDeprecated", authServerAdvisories, true},
-	{"invalid-refs MCPExternalAuthConfig/upstream-ca-not-pem condition DeprecatedInboundGrantConfiguration", authServerAdvisories, true},
-	{"invalid-refs MCPExternalAuthConfig/upstream-ca-not-pem condition IdentitySynthesized", authServerAdvisories, true},
 	{"invalid-refs MCPRemoteProxy/authz-config-invalid message", refMessage, false},
 	{"invalid-refs MCPRemoteProxy/proxy-oidc-ca-bundle-missing column URL", remoteProxyURL, false},
 	{"invalid-refs MCPServer/external-auth-enterprise column URL", refURL, false},
