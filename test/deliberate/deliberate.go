@@ -145,7 +145,7 @@ var Workloads = []Difference{
 		Why: "without them ToolHive's vmcp has no secret for a client the strategy names, and every call to a backend of that " +
 			"strategy fails",
 		Cost:   "the vMCP's `config.yaml` changes, so its Deployment rolls, each way",
-		Suites: []Suite{SuiteDifferential},
+		Suites: []Suite{SuiteDifferential, SuiteHandover},
 	}}
 
 // Children are the differences in the children of EmbeddingServers and

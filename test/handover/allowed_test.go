@@ -69,6 +69,23 @@ var allowedAtSwitch = []allowed{
 				checksums{"production", "f90cbe8a7bb5613449100aea6d9b0f293114269bc0a89610675d14ca329ce6e7", "10b868707731d7423a94c14cf6097f336ce3d6b0341f5f8f574e27b5f4dc3a23"})),
 	},
 	{
+		Field: "xaa client secret variables",
+		Reason: "in discovered mode ToolHive's operator names no variable for the client secrets of an xaa strategy of " +
+			"spec.outgoingAuth, so its vmcp has none and every call through that strategy fails; hivekeeper names the variables " +
+			"the vmcp container gets, as ToolHive's operator does in inline mode",
+		Cost: "the vMCP's config.yaml differs, so its Deployment rolls at each switch",
+		entries: concat(
+			bothWays(`data["config.yaml"].outgoingAuth.default.xaa.idpClientSecretEnv`, toolhive.None, `"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_DEFAULT"`,
+				"table/46-vmcp-xaa-discovered.yaml ConfigMap/xdi-vmcp-vmcp-config"),
+			bothWays(`data["config.yaml"].outgoingAuth.default.xaa.targetClientSecretEnv`, toolhive.None, `"TOOLHIVE_XAA_TARGET_CLIENT_SECRET_XDI_DEFAULT"`,
+				"table/46-vmcp-xaa-discovered.yaml ConfigMap/xdi-vmcp-vmcp-config"),
+			bothWays(`data["config.yaml"].outgoingAuth.backends.xdi-plain.xaa.idpClientSecretEnv`, toolhive.None, `"TOOLHIVE_XAA_IDP_CLIENT_SECRET_XDI_BACKEND"`,
+				"table/46-vmcp-xaa-discovered.yaml ConfigMap/xdi-vmcp-vmcp-config"),
+			vmcpRoll("table/46-vmcp-xaa-discovered.yaml", "xdi-vmcp",
+				checksums{"", "4662a1bca8ebf9f9b289dd209dd81a486b6bf46321928efe2c1b65848e16cb3e", "5e5ddeee16668ccc6bd7ffc7feaea3e7a9f0ea4caf46424e4bd0e6e4165c7960"},
+				checksums{"production", "048d740c43854118a20926ac0434116c43879aeb4160a1bb3c35e3aaf7c0bf1a", "f2b6c798bd53cc59cbca8fd51741b615a7977bf9db985ccb7cc0494a7c5290b6"})),
+	},
+	{
 		Field:  "spec.volumes host paths",
 		Reason: "ToolHive's operator also mounts each spec.volumes host path into the proxy runner's pod, which does not use it; hivekeeper writes them to the RunConfig only",
 		Cost:   "a proxy with spec.volumes rolls at each switch",

@@ -146,11 +146,12 @@ var newestCases = []string{"table/37-auth-server-tls-listener.yaml"}
 
 // restartedOnPurpose are the cases with a workload whose pods a switch
 // restarts, for a reason docs/compatibility.md gives: host paths
-// (allowedAtSwitch's "spec.volumes host paths") and two vMCP configs
-// ToolHive's vmcp refuses ("outgoingAuth.default.type", "backends[].type").
+// (allowedAtSwitch's "spec.volumes host paths"), two vMCP configs
+// ToolHive's vmcp refuses ("outgoingAuth.default.type", "backends[].type")
+// and one it cannot use ("xaa client secret variables").
 var restartedOnPurpose = []string{
 	"table/15-runtime-features.yaml", "table/21-permission-profile-configmap.yaml",
-	"table/24-vmcp-config.yaml", "table/35-vmcp-entries.yaml",
+	"table/24-vmcp-config.yaml", "table/35-vmcp-entries.yaml", "table/46-vmcp-xaa-discovered.yaml",
 }
 
 // label is how the scenario prefixes a switch's direction.
@@ -553,6 +554,7 @@ var toolhiveDeploysNothing = map[string]string{
 	"examples/virtual-mcps/vmcp_inline_incoming_auth.yaml VirtualMCPServer inline-auth-vmcp": "its MCPOIDCConfig is not in the file",
 	"examples/virtual-mcps/vmcp_production_full.yaml VirtualMCPServer production-vmcp":       "its MCPOIDCConfig is not in the file",
 	"examples/virtual-mcps/vmcp_with_oidcconfig_ref.yaml VirtualMCPServer shared-auth-vmcp":  "its OIDC client secret is not in the file",
+	"table/50-auth-server-validation.yaml MCPServer asv-delegate-audience-server":            "it refuses its authorization server's delegate client, whose audience is not the resource URL",
 }
 
 // olderDeploysNothing are the workloads a release older than the suites'
@@ -569,7 +571,9 @@ var olderDeploysNothing = map[string]map[string]string{
 
 // newerThanV047 are the cases whose workloads set fields ToolHive
 // v0.47.0's CRDs do not have, which its API server refuses.
-var newerThanV047 = []string{"table/37-auth-server-tls-listener.yaml", "table/38-embedded-auth-server-production.yaml"}
+var newerThanV047 = []string{"table/37-auth-server-tls-listener.yaml", "table/38-embedded-auth-server-production.yaml",
+	"table/42-auth-server-upstream-ca.yaml", "table/43-auth-server-issuer-ca.yaml", "table/45-vmcp-xaa-inline.yaml",
+	"table/46-vmcp-xaa-discovered.yaml", "table/47-vmcp-xaa-subject-provider.yaml", "table/50-auth-server-validation.yaml"}
 
 // spiffeFileBundle is the workload of the load whose authorization server
 // has a SPIFFE trust domain with a file bundle, which ToolHive deploys
