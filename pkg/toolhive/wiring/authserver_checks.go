@@ -630,6 +630,21 @@ func spiffePatternsOverlap(a, b string) bool {
 // indicators: distinct, non-empty, absolute http(s) URIs with a host and
 // no credentials or fragment.
 func resourceIndicators(values []string, field string) error {
+	if err := distinctValues(values, field); err != nil {
+		return err
+	}
+	for _, v := range values {
+		u, err := url.ParseRequestURI(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(v, "#") {
+			return fmt.Errorf("%s: resource indicator %q must be an absolute HTTP(S) URI without a fragment", field, v)
+		}
+	}
+	return nil
+}
+
+// distinctValues is ToolHive's check that a list holds no empty and no
+// repeated value, in its words.
+func distinctValues(values []string, field string) error {
 	seen := map[string]bool{}
 	for _, v := range values {
 		switch {
@@ -639,12 +654,6 @@ func resourceIndicators(values []string, field string) error {
 			return fmt.Errorf("%s: duplicate value %q", field, v)
 		}
 		seen[v] = true
-	}
-	for _, v := range values {
-		u, err := url.ParseRequestURI(v)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil || u.Fragment != "" || strings.Contains(v, "#") {
-			return fmt.Errorf("%s: resource indicator %q must be an absolute HTTP(S) URI without a fragment", field, v)
-		}
 	}
 	return nil
 }
@@ -663,17 +672,7 @@ func spiffePermissionChecks(in *thv1.InboundGrantsConfig, scopes, audiences []st
 		if len(values) == 0 {
 			return fmt.Errorf("%s is required", field)
 		}
-		seen := map[string]bool{}
-		for _, v := range values {
-			switch {
-			case v == "":
-				return fmt.Errorf("%s must not contain an empty value", field)
-			case seen[v]:
-				return fmt.Errorf("%s: duplicate value %q", field, v)
-			}
-			seen[v] = true
-		}
-		return nil
+		return distinctValues(values, field)
 	}
 	for i, a := range in.SPIFFEClientAuth {
 		at := fmt.Sprintf("inbound_grants.spiffe_client_auth[%d]", i)
