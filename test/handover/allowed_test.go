@@ -324,6 +324,8 @@ var waiting = map[string]string{
 	"table/20-remote-private-refused.yaml MCPRemoteProxy remote-private": "its remote URL is private and not allowed; both operators refuse it",
 	"examples/external-auth/mcpserver_with_external_auth.yaml MCPServer fetch-with-auth": "its MCPExternalAuthConfig is in " +
 		"another file: hivekeeper waits for it",
+	"table/50-auth-server-validation.yaml MCPServer asv-delegate-audience-server": "both operators refuse its authorization " +
+		"server's delegate client, whose audience is not the resource URL",
 }
 
 // pendingList describes pending_test.go.
